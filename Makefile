@@ -1,0 +1,105 @@
+# luagpu: build, test, demo and install.
+#   make demo     install missing packages, build, run the tour
+#   make test     install missing packages, build, run every spec
+#   make          build/luagpu.so (the module) and build/luagpu (the program)
+#   make asan     build with -fsanitize=address,undefined and run the specs
+#   make install  PREFIX=/usr/local DESTDIR=
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+LUAV    := 5.4
+CC      ?= cc
+
+# Debian packages the build, the specs and the demo need.
+PKGS := gcc make pkg-config lua5.4 liblua5.4-dev ocl-icd-opencl-dev opencl-headers \
+        pocl-opencl-icd lua-busted libreadline-dev libncurses-dev
+# Only for benchmarks and optional specs.
+BENCH_PKGS := libclblast-dev python3-numpy
+
+PKG_CONFIG ?= pkg-config
+LUA_CFLAGS := $(shell $(PKG_CONFIG) --cflags lua$(LUAV) 2>/dev/null || echo -I/usr/include/lua$(LUAV))
+CL_LIBS    := $(shell $(PKG_CONFIG) --libs OpenCL 2>/dev/null || echo -lOpenCL)
+LUA_STATIC := $(firstword $(wildcard /usr/lib/*/liblua$(LUAV).a /usr/lib/liblua$(LUAV).a /usr/local/lib/liblua$(LUAV).a))
+RL_STATIC  := $(firstword $(wildcard /usr/lib/*/libreadline.a))
+TI_STATIC  := $(firstword $(wildcard /usr/lib/*/libtinfo.a /usr/lib/*/libncurses.a))
+
+WARN    := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes
+OPT     ?= -O2 -g
+CFLAGS  ?= $(OPT)
+ALL_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden \
+              -Ihost -Ibuild $(LUA_CFLAGS)
+
+BUILD   ?= build
+MODULE_SRC := errors types module device queue array npy event buffer program kernel
+MODULE_OBJ := $(MODULE_SRC:%=$(BUILD)/%.o) $(BUILD)/kernels.o
+KERNELS := $(sort $(wildcard kernels/*.cl))
+HELPERS := $(sort $(wildcard lua/luagpu/*.lua))
+
+ifneq ($(RL_STATIC),)
+READLINE_LIBS := $(RL_STATIC) $(TI_STATIC)
+READLINE_DEF  := -DLUAGPU_READLINE
+endif
+
+.PHONY: all deps deps-bench demo test asan install clean bench
+
+all: $(BUILD)/luagpu.so $(BUILD)/luagpu
+
+$(BUILD):
+	@mkdir -p $(BUILD)
+
+$(BUILD)/%.o: host/%.c host/internal.h host/luagpu.h | $(BUILD)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# Kernel sources are embedded into the module so the helpers never hunt for files.
+$(BUILD)/kernels.c: $(KERNELS) tools/embed.sh | $(BUILD)
+	sh tools/embed.sh $(KERNELS) > $@
+
+$(BUILD)/kernels.o: $(BUILD)/kernels.c host/internal.h
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/luagpu.so: $(MODULE_OBJ)
+	$(CC) -shared $(CFLAGS) $(LDFLAGS) -o $@ $(MODULE_OBJ) $(CL_LIBS)
+
+# The program links Lua (and readline) statically, so build/luagpu runs on a
+# machine without them, and exports Lua's API for C modules it requires.
+$(BUILD)/main.o: host/main.c host/internal.h host/luagpu.h | $(BUILD)
+	$(CC) $(ALL_CFLAGS) $(READLINE_DEF) -c $< -o $@
+
+$(BUILD)/luagpu: $(BUILD)/main.o $(MODULE_OBJ)
+	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,-E -o $@ $(BUILD)/main.o $(MODULE_OBJ) \
+	    $(if $(LUA_STATIC),$(LUA_STATIC),-llua$(LUAV)) $(READLINE_LIBS) $(CL_LIBS) -lm -ldl
+
+deps:
+	@sh tools/deps.sh $(PKGS)
+
+deps-bench:
+	@sh tools/deps.sh $(BENCH_PKGS)
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	$(BUILD)/luagpu examples/tour.lua
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@sh spec/run.sh $(BUILD)
+
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=build/asan \
+	    OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	    LDFLAGS="-fsanitize=address,undefined" all
+	@ASAN=1 sh spec/run.sh build/asan
+
+bench: deps deps-bench all
+	$(BUILD)/luagpu bench/transfer.lua
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib/lua/$(LUAV) $(DESTDIR)$(PREFIX)/share/lua/$(LUAV)/luagpu \
+	    $(DESTDIR)$(PREFIX)/share/luagpu/kernels $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(BUILD)/luagpu.so $(DESTDIR)$(PREFIX)/lib/lua/$(LUAV)/luagpu.so
+	install -m 644 $(HELPERS) $(DESTDIR)$(PREFIX)/share/lua/$(LUAV)/luagpu/
+	$(if $(KERNELS),install -m 644 $(KERNELS) $(DESTDIR)$(PREFIX)/share/luagpu/kernels/)
+	install -m 755 $(BUILD)/luagpu $(DESTDIR)$(PREFIX)/bin/luagpu
+	install -m 644 host/luagpu.h $(DESTDIR)$(PREFIX)/include/luagpu.h
+
+clean:
+	rm -rf build

@@ -1,0 +1,635 @@
+/*
+** device.c: platforms, devices and their shared per-platform contexts.
+** gpu.platforms(), gpu.devices(kind), gpu.device(spec); Device fields,
+** dev:summary(), tostring(dev). One Device userdata per cl_device_id and one
+** Context per platform, cached in the registry so every lookup agrees.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define DEVICE_CACHE  "luagpu.device_cache"    /* cl_device_id -> Device */
+#define CONTEXT_CACHE "luagpu.context_cache"   /* cl_platform_id -> Context */
+#define NO_DEVICE_MSG "no OpenCL device found (is an ICD such as pocl-opencl-icd installed?)"
+
+/* ------------------------------------------------------------ helpers */
+
+/* Pushes the registry table named key, creating it if needed. */
+static void push_cache(lua_State *L, const char *key) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, key) == LUA_TTABLE) return;
+  lua_pop(L, 1);
+  lua_newtable(L);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, key);
+}
+
+/* Returns the platform ids (malloc'd; *n set), or NULL with *n = 0 when
+** there is no platform at all. */
+static cl_platform_id *get_platforms(cl_uint *n) {
+  cl_platform_id *ids;
+  *n = 0;
+  if (clGetPlatformIDs(0, NULL, n) != CL_SUCCESS || *n == 0) { *n = 0; return NULL; }
+  ids = malloc(sizeof(cl_platform_id) * *n);
+  if (ids == NULL || clGetPlatformIDs(*n, ids, NULL) != CL_SUCCESS) {
+    free(ids);
+    *n = 0;
+    return NULL;
+  }
+  return ids;
+}
+
+static void push_platform_string(lua_State *L, cl_platform_id p, cl_platform_info what) {
+  char buf[2048];
+  if (clGetPlatformInfo(p, what, sizeof buf, buf, NULL) != CL_SUCCESS) buf[0] = '\0';
+  buf[sizeof buf - 1] = '\0';
+  lua_pushstring(L, buf);
+}
+
+static void push_device_string(lua_State *L, cl_device_id d, cl_device_info what) {
+  size_t n = 0;
+  char *buf;
+  if (clGetDeviceInfo(d, what, 0, NULL, &n) != CL_SUCCESS || n == 0) {
+    lua_pushliteral(L, "");
+    return;
+  }
+  buf = malloc(n + 1);
+  if (buf == NULL || clGetDeviceInfo(d, what, n, buf, NULL) != CL_SUCCESS) {
+    free(buf);
+    lua_pushliteral(L, "");
+    return;
+  }
+  buf[n] = '\0';
+  while (n > 0 && (buf[n - 1] == '\0' || buf[n - 1] == ' ')) buf[--n] = '\0';
+  lua_pushstring(L, buf);
+  free(buf);
+}
+
+/* Pushes a list of the space-separated words of the string on top (replacing it). */
+static void split_words(lua_State *L) {
+  const char *s = lua_tostring(L, -1);
+  int i = 0;
+  lua_newtable(L);
+  while (s != NULL && *s) {
+    const char *e;
+    while (*s == ' ') s++;
+    e = s;
+    while (*e && *e != ' ') e++;
+    if (e > s) {
+      lua_pushlstring(L, s, (size_t)(e - s));
+      lua_rawseti(L, -2, ++i);
+    }
+    s = e;
+  }
+  lua_remove(L, -2);
+}
+
+static const char *type_name(cl_device_type t) {
+  if (t & CL_DEVICE_TYPE_GPU) return "gpu";
+  if (t & CL_DEVICE_TYPE_CPU) return "cpu";
+  if (t & CL_DEVICE_TYPE_ACCELERATOR) return "accelerator";
+  return "other";
+}
+
+/* ---------------------------------------------------------- contexts */
+
+static int ctx_gc(lua_State *L) {
+  lg_Context *c = luaL_checkudata(L, 1, LG_CONTEXT_MT);
+  if (c->ctx != NULL) clReleaseContext(c->ctx);
+  c->ctx = NULL;
+  return 0;
+}
+
+/* Pushes the Context of platform p, creating it over all its devices. */
+static lg_Context *push_context(lua_State *L, cl_platform_id p) {
+  lg_Context *c;
+  cl_uint n = 0;
+  cl_device_id *ids;
+  cl_int err;
+  cl_context_properties props[3];
+  push_cache(L, CONTEXT_CACHE);
+  if (lua_rawgetp(L, -1, p) == LUA_TUSERDATA) {
+    lua_remove(L, -2);
+    return lua_touserdata(L, -1);
+  }
+  lua_pop(L, 1);
+  c = lua_newuserdatauv(L, sizeof *c, 0);
+  memset(c, 0, sizeof *c);
+  c->platform = p;
+  luaL_setmetatable(L, LG_CONTEXT_MT);
+  err = clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, NULL, &n);
+  if (err != CL_SUCCESS) lg_clerror(L, "clGetDeviceIDs", err, NULL);
+  ids = lua_newuserdatauv(L, sizeof(cl_device_id) * n, 0);
+  err = clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, n, ids, NULL);
+  if (err != CL_SUCCESS) lg_clerror(L, "clGetDeviceIDs", err, NULL);
+  props[0] = CL_CONTEXT_PLATFORM;
+  props[1] = (cl_context_properties)p;
+  props[2] = 0;
+  c->ctx = clCreateContext(props, n, ids, NULL, NULL, &err);
+  if (c->ctx == NULL) lg_clerror(L, "clCreateContext", err, NULL);
+  lua_pop(L, 1);                               /* ids */
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, -3, p);
+  lua_remove(L, -2);
+  return c;
+}
+
+void lg_account_alloc(lua_State *L, lg_Context *c, size_t bytes) {
+  c->bytes_since_gc += bytes;
+  if (c->bytes_since_gc >= c->gc_threshold) {
+    c->bytes_since_gc = 0;
+    lua_gc(L, LUA_GCCOLLECT, 0);
+  }
+}
+
+/* ----------------------------------------------------------- devices */
+
+lg_Device *lg_testdevice(lua_State *L, int idx) {
+  return luaL_testudata(L, idx, LG_DEVICE_MT);
+}
+
+lg_Device *lg_checkdevice(lua_State *L, int idx) {
+  return luaL_checkudata(L, idx, LG_DEVICE_MT);
+}
+
+void lg_push_default_queue(lua_State *L, int devidx) {
+  lg_Device *d;
+  devidx = lua_absindex(L, devidx);
+  d = lg_checkdevice(L, devidx);
+  if (lua_getiuservalue(L, devidx, 2) == LUA_TUSERDATA) return;
+  lua_pop(L, 1);
+  lg_newqueue(L, devidx, 1, 0);
+  lua_pushvalue(L, -1);
+  lua_setiuservalue(L, devidx, 2);
+  d->queue = ((lg_Queue *)lua_touserdata(L, -1))->q;
+}
+
+#define GET(what, var) clGetDeviceInfo(d->id, what, sizeof(var), &(var), NULL)
+
+/* Fills the struct's cached limits and builds the table of fields (pushed). */
+static void load_fields(lua_State *L, lg_Device *d) {
+  cl_uint u = 0, bits = 0;
+  cl_ulong ul = 0;
+  cl_bool b = CL_FALSE;
+  cl_device_fp_config fp = 0;
+  size_t sizes[3] = {0, 0, 0};
+  unsigned i;
+  static const struct { const char *name; cl_device_info info; } widths[] = {
+    {"char", CL_DEVICE_PREFERRED_VECTOR_WIDTH_CHAR},
+    {"short", CL_DEVICE_PREFERRED_VECTOR_WIDTH_SHORT},
+    {"int", CL_DEVICE_PREFERRED_VECTOR_WIDTH_INT},
+    {"long", CL_DEVICE_PREFERRED_VECTOR_WIDTH_LONG},
+    {"float", CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT},
+    {"double", CL_DEVICE_PREFERRED_VECTOR_WIDTH_DOUBLE},
+  };
+  GET(CL_DEVICE_TYPE, d->type);
+  GET(CL_DEVICE_MAX_WORK_GROUP_SIZE, d->max_work_group_size);
+  GET(CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS, d->max_work_item_dims);
+  if (d->max_work_item_dims > 3) d->max_work_item_dims = 3;
+  clGetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(size_t) * 3, sizes, NULL);
+  memcpy(d->max_work_item_sizes, sizes, sizeof sizes);
+  GET(CL_DEVICE_GLOBAL_MEM_SIZE, d->global_mem_size);
+  GET(CL_DEVICE_MAX_MEM_ALLOC_SIZE, d->max_alloc_size);
+  GET(CL_DEVICE_LOCAL_MEM_SIZE, d->local_mem_size);
+  GET(CL_DEVICE_MEM_BASE_ADDR_ALIGN, bits);
+  d->mem_base_addr_align = bits / 8 ? bits / 8 : 1;
+  GET(CL_DEVICE_DOUBLE_FP_CONFIG, fp);
+  d->fp64 = fp != 0;
+  clGetDeviceInfo(d->id, CL_DEVICE_NAME, sizeof d->name, d->name, NULL);
+  d->name[sizeof d->name - 1] = '\0';
+
+  lua_newtable(L);
+  push_device_string(L, d->id, CL_DEVICE_NAME);    lua_setfield(L, -2, "name");
+  push_device_string(L, d->id, CL_DEVICE_VENDOR);  lua_setfield(L, -2, "vendor");
+  lua_pushstring(L, type_name(d->type));           lua_setfield(L, -2, "type");
+  push_platform_string(L, d->platform, CL_PLATFORM_NAME); lua_setfield(L, -2, "platform");
+  push_device_string(L, d->id, CL_DEVICE_VERSION); lua_setfield(L, -2, "version");
+  push_device_string(L, d->id, CL_DRIVER_VERSION); lua_setfield(L, -2, "driver_version");
+  push_device_string(L, d->id, CL_DEVICE_OPENCL_C_VERSION);
+  lua_setfield(L, -2, "opencl_c_version");
+  push_device_string(L, d->id, CL_DEVICE_PROFILE); lua_setfield(L, -2, "profile");
+  GET(CL_DEVICE_MAX_COMPUTE_UNITS, u);   lua_pushinteger(L, u); lua_setfield(L, -2, "compute_units");
+  GET(CL_DEVICE_MAX_CLOCK_FREQUENCY, u); lua_pushinteger(L, u); lua_setfield(L, -2, "clock_mhz");
+  lua_pushinteger(L, (lua_Integer)d->global_mem_size); lua_setfield(L, -2, "global_mem_size");
+  lua_pushinteger(L, (lua_Integer)d->local_mem_size);  lua_setfield(L, -2, "local_mem_size");
+  lua_pushinteger(L, (lua_Integer)d->max_alloc_size);  lua_setfield(L, -2, "max_alloc_size");
+  lua_pushinteger(L, (lua_Integer)d->max_work_group_size);
+  lua_setfield(L, -2, "max_work_group_size");
+  lua_newtable(L);
+  for (i = 0; i < d->max_work_item_dims; i++) {
+    lua_pushinteger(L, (lua_Integer)d->max_work_item_sizes[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "max_work_item_sizes");
+  GET(CL_DEVICE_ADDRESS_BITS, u);  lua_pushinteger(L, u); lua_setfield(L, -2, "address_bits");
+  lua_pushboolean(L, d->fp64);     lua_setfield(L, -2, "fp64");
+  push_device_string(L, d->id, CL_DEVICE_EXTENSIONS);
+  split_words(L);                  lua_setfield(L, -2, "extensions");
+  lua_newtable(L);
+  for (i = 0; i < sizeof widths / sizeof widths[0]; i++) {
+    u = 0;
+    GET(widths[i].info, u);
+    lua_pushinteger(L, u);
+    lua_setfield(L, -2, widths[i].name);
+    if (i < 4) {                   /* the unsigned types share their signed width */
+      char uname[16];
+      snprintf(uname, sizeof uname, "u%s", widths[i].name);
+      lua_pushinteger(L, u);
+      lua_setfield(L, -2, uname);
+    }
+  }
+  lua_setfield(L, -2, "preferred_vector_width");
+  GET(CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE, ul);
+  lua_pushinteger(L, (lua_Integer)ul); lua_setfield(L, -2, "constant_buffer_size");
+  lua_pushinteger(L, d->mem_base_addr_align); lua_setfield(L, -2, "mem_base_addr_align");
+  GET(CL_DEVICE_AVAILABLE, b);     lua_pushboolean(L, b); lua_setfield(L, -2, "available");
+  b = CL_FALSE;
+  GET(CL_DEVICE_HOST_UNIFIED_MEMORY, b);
+  lua_pushboolean(L, b);           lua_setfield(L, -2, "host_unified_memory");
+  u = 0;
+  GET(CL_DEVICE_MAX_CONSTANT_ARGS, u); lua_pushinteger(L, u);
+  lua_setfield(L, -2, "max_constant_args");
+  ul = 0;
+  GET(CL_DEVICE_PROFILING_TIMER_RESOLUTION, sizes[0]);
+  lua_pushinteger(L, (lua_Integer)sizes[0]); lua_setfield(L, -2, "timer_resolution_ns");
+}
+
+lg_Device *lg_push_device(lua_State *L, cl_device_id id) {
+  lg_Device *d;
+  lg_Context *c;
+  int devidx;
+  push_cache(L, DEVICE_CACHE);
+  if (lua_rawgetp(L, -1, id) == LUA_TUSERDATA) {
+    lua_remove(L, -2);
+    return lua_touserdata(L, -1);
+  }
+  lua_pop(L, 1);
+  d = lua_newuserdatauv(L, sizeof *d, 3);
+  memset(d, 0, sizeof *d);
+  d->id = id;
+  luaL_setmetatable(L, LG_DEVICE_MT);
+  devidx = lua_gettop(L);
+  clGetDeviceInfo(id, CL_DEVICE_PLATFORM, sizeof d->platform, &d->platform, NULL);
+  c = push_context(L, d->platform);
+  d->context = c;
+  d->ctx = c->ctx;
+  lua_setiuservalue(L, devidx, 1);
+  load_fields(L, d);
+  lua_setiuservalue(L, devidx, 3);
+  /* collect after a quarter of the device's memory was allocated, at most 1 GiB */
+  if (c->gc_threshold == 0 || c->gc_threshold > d->global_mem_size / 4)
+    c->gc_threshold = d->global_mem_size / 4 < ((size_t)1 << 30)
+                          ? (size_t)(d->global_mem_size / 4) : ((size_t)1 << 30);
+  if (c->gc_threshold == 0) c->gc_threshold = (size_t)256 << 20;
+  lua_pushvalue(L, devidx);
+  lua_rawsetp(L, -3, id);
+  lua_remove(L, -2);
+  return d;
+}
+
+/* Pushes the list of devices of the given type on every platform. */
+static int push_devices(lua_State *L, cl_device_type type) {
+  cl_uint np, i, n, j;
+  cl_platform_id *plats = get_platforms(&np);
+  int k = 0;
+  lua_newtable(L);
+  for (i = 0; i < np; i++) {
+    cl_device_id ids[64];
+    n = 0;
+    if (clGetDeviceIDs(plats[i], type, 64, ids, &n) != CL_SUCCESS) continue;
+    if (n > 64) n = 64;
+    for (j = 0; j < n; j++) {
+      lg_push_device(L, ids[j]);
+      lua_rawseti(L, -2, ++k);
+    }
+  }
+  free(plats);
+  return k;
+}
+
+static const char *const kind_names[] = {"all", "gpu", "cpu", "accelerator", NULL};
+static const cl_device_type kind_types[] = {
+  CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_ACCELERATOR
+};
+
+static int mod_devices(lua_State *L) {
+  int kind = 0;
+  if (!lua_isnoneornil(L, 1)) {
+    const char *s;
+    if (lua_type(L, 1) != LUA_TSTRING)
+      return lg_typeerror(L, "gpu.devices", 1, 1, "\"gpu\", \"cpu\", \"accelerator\" or \"all\"");
+    s = lua_tostring(L, 1);
+    for (kind = 0; kind_names[kind] && strcmp(kind_names[kind], s) != 0; kind++) {}
+    if (kind_names[kind] == NULL)
+      return lg_argerror(L, "gpu.devices", 1,
+                         "expected \"gpu\", \"cpu\", \"accelerator\" or \"all\", got \"%s\"", s);
+  }
+  push_devices(L, kind_types[kind]);
+  return 1;
+}
+
+/* Raises with the list of devices there are. */
+static int no_match(lua_State *L, const char *spec, int n) {
+  int i, list = lua_gettop(L);
+  lua_pushliteral(L, "");
+  for (i = 1; i <= n; i++) {
+    lg_Device *d;
+    lua_rawgeti(L, list, i);
+    d = lua_touserdata(L, -1);
+    lua_getiuservalue(L, -1, 3);
+    lua_getfield(L, -1, "platform");
+    lua_pushfstring(L, "\n  %d: %s / %s (%s)", i, lua_tostring(L, -1), d->name,
+                    type_name(d->type));
+    lua_replace(L, -4);
+    lua_pop(L, 2);
+    lua_concat(L, 2);
+  }
+  return lg_error(L, "gpu.device", "no device matches \"%s\"; the devices are:%s", spec,
+                  lua_tostring(L, -1));
+}
+
+static int tolower_ascii(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+
+/* Case-insensitive substring test. */
+static int contains(const char *hay, const char *needle) {
+  size_t i, j, n = strlen(needle);
+  for (i = 0; hay[i]; i++) {
+    for (j = 0; j < n && hay[i + j]; j++)
+      if (tolower_ascii(hay[i + j]) != tolower_ascii(needle[j])) break;
+    if (j == n) return 1;
+  }
+  return n == 0;
+}
+
+/* Resolves a device spec (nil, index, "gpu"/"cpu"/"accelerator", or a
+** substring of "platform / device name") against the list on top. */
+static int pick(lua_State *L, int specidx, int n) {
+  int i;
+  if (n == 0) return lg_error(L, "gpu.device", NO_DEVICE_MSG);
+  if (lua_isnoneornil(L, specidx)) {                  /* first GPU, else first CPU */
+    static const cl_device_type order[] = {CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_CPU};
+    unsigned k;
+    for (k = 0; k < 2; k++)
+      for (i = 1; i <= n; i++) {
+        lg_Device *d;
+        lua_rawgeti(L, -1, i);
+        d = lua_touserdata(L, -1);
+        if (d->type & order[k]) return 1;
+        lua_pop(L, 1);
+      }
+    lua_rawgeti(L, -1, 1);
+    return 1;
+  }
+  if (lua_type(L, specidx) == LUA_TNUMBER) {
+    lua_Integer k = lua_tointeger(L, specidx);
+    if (!lua_isinteger(L, specidx) || k < 1 || k > n)
+      return lg_argerror(L, "gpu.device", 1, "device index %s out of range (1 to %d)",
+                         lua_tostring(L, specidx), n);
+    lua_rawgeti(L, -1, k);
+    return 1;
+  }
+  if (lua_type(L, specidx) != LUA_TSTRING)
+    return lg_typeerror(L, "gpu.device", 1, specidx,
+                        "a device index, \"gpu\", \"cpu\" or a name substring");
+  {
+    const char *spec = lua_tostring(L, specidx);
+    int kind;
+    for (kind = 1; kind_names[kind] && strcmp(kind_names[kind], spec) != 0; kind++) {}
+    for (i = 1; i <= n; i++) {
+      lg_Device *d;
+      int match;
+      lua_rawgeti(L, -1, i);
+      d = lua_touserdata(L, -1);
+      if (kind_names[kind] != NULL) {
+        match = (d->type & kind_types[kind]) != 0;
+      } else {
+        lua_getiuservalue(L, -1, 3);
+        lua_getfield(L, -1, "platform");
+        lua_pushfstring(L, "%s / %s", lua_tostring(L, -1), d->name);
+        match = contains(lua_tostring(L, -1), spec);
+        lua_pop(L, 3);
+      }
+      if (match) return 1;
+      lua_pop(L, 1);
+    }
+    return no_match(L, spec, n);
+  }
+}
+
+/* gpu.device([spec]): nil looks at $LUAGPU_DEVICE, then picks the first GPU,
+** else the first CPU. */
+static int mod_device(lua_State *L) {
+  int n;
+  lua_settop(L, 1);
+  if (lua_isnil(L, 1)) {
+    const char *env = getenv("LUAGPU_DEVICE");
+    if (env != NULL && env[0] != '\0') {
+      char *end;
+      long k = strtol(env, &end, 10);
+      if (*end == '\0') lua_pushinteger(L, k);
+      else lua_pushstring(L, env);
+      lua_replace(L, 1);
+    }
+  }
+  n = push_devices(L, CL_DEVICE_TYPE_ALL);
+  return pick(L, 1, n);
+}
+
+static int dev_index(lua_State *L) {
+  lg_checkdevice(L, 1);
+  if (lg_pushmethod(L, 1, 2)) return 1;
+  lua_getiuservalue(L, 1, 3);
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, -2) == LUA_TTABLE) {        /* hand out a copy of table fields */
+    lua_newtable(L);
+    lua_pushnil(L);
+    while (lua_next(L, -3)) {
+      lua_pushvalue(L, -2);
+      lua_insert(L, -2);
+      lua_rawset(L, -4);
+    }
+  }
+  return 1;
+}
+
+static int dev_newindex(lua_State *L) {
+  return lg_error(L, "device", "field '%s' is read-only", luaL_tolstring(L, 2, NULL));
+}
+
+static void human_bytes(char *buf, size_t n, cl_ulong bytes) {
+  if (bytes >= ((cl_ulong)1 << 30))
+    snprintf(buf, n, "%.1f GiB", (double)bytes / (double)((cl_ulong)1 << 30));
+  else if (bytes >= ((cl_ulong)1 << 20))
+    snprintf(buf, n, "%.1f MiB", (double)bytes / (double)((cl_ulong)1 << 20));
+  else
+    snprintf(buf, n, "%.1f KiB", (double)bytes / 1024.0);
+}
+
+static int dev_tostring(lua_State *L) {
+  lg_Device *d = lg_checkdevice(L, 1);
+  char mem[32];
+  lua_getiuservalue(L, 1, 3);
+  lua_getfield(L, -1, "platform");
+  lua_getfield(L, -2, "compute_units");
+  human_bytes(mem, sizeof mem, d->global_mem_size);
+  lua_pushfstring(L, LG_DEVICE_MT ": %s (%s, %s, %d compute units, %s)", d->name,
+                  type_name(d->type), lua_tostring(L, -2), (int)lua_tointeger(L, -1), mem);
+  return 1;
+}
+
+/* Pushes the key padded to a column. */
+static void push_key(lua_State *L, const char *k) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%-22s ", k);
+  lua_pushstring(L, buf);
+}
+
+/* dev:summary(): every field, one per line. */
+static int dev_summary(lua_State *L) {
+  static const char *const order[] = {
+    "name", "vendor", "type", "platform", "version", "driver_version", "opencl_c_version",
+    "compute_units", "clock_mhz", "global_mem_size", "local_mem_size", "max_alloc_size",
+    "constant_buffer_size", "max_work_group_size", "max_work_item_sizes", "address_bits",
+    "mem_base_addr_align", "fp64", "available", "host_unified_memory",
+    "preferred_vector_width", "extensions", NULL
+  };
+  luaL_Buffer b;
+  int i;
+  lg_checkdevice(L, 1);
+  lua_getiuservalue(L, 1, 3);
+  luaL_buffinit(L, &b);
+  for (i = 0; order[i] != NULL; i++) {
+    const char *k = order[i];
+    lua_getfield(L, 2, k);
+    if (strstr(k, "_size") && lua_isinteger(L, -1) && strcmp(k, "max_work_group_size") != 0) {
+      char mem[32];
+      human_bytes(mem, sizeof mem, (cl_ulong)lua_tointeger(L, -1));
+      push_key(L, k);
+      lua_pushfstring(L, "%s (%I bytes)\n", mem, lua_tointeger(L, -2));
+      lua_concat(L, 2);
+    } else if (lua_istable(L, -1) && strcmp(k, "preferred_vector_width") == 0) {
+      push_key(L, k);
+      lua_getfield(L, -2, "char");  lua_getfield(L, -3, "short"); lua_getfield(L, -4, "int");
+      lua_getfield(L, -5, "long");  lua_getfield(L, -6, "float"); lua_getfield(L, -7, "double");
+      lua_pushfstring(L, "char %d short %d int %d long %d float %d double %d\n",
+                      (int)lua_tointeger(L, -6), (int)lua_tointeger(L, -5),
+                      (int)lua_tointeger(L, -4), (int)lua_tointeger(L, -3),
+                      (int)lua_tointeger(L, -2), (int)lua_tointeger(L, -1));
+      lua_replace(L, -7);
+      lua_pop(L, 5);
+      lua_concat(L, 2);
+    } else if (lua_istable(L, -1)) {
+      int j, n = (int)lua_rawlen(L, -1);
+      const char *sep = strcmp(k, "extensions") == 0 ? " " : ", ";
+      push_key(L, k);
+      for (j = 1; j <= n; j++) {
+        lua_rawgeti(L, -2, j);
+        lua_pushstring(L, luaL_tolstring(L, -1, NULL));
+        lua_remove(L, -2);
+        lua_remove(L, -2);
+        if (j < n) lua_pushstring(L, sep);
+        lua_concat(L, j < n ? 3 : 2);
+      }
+      lua_pushliteral(L, "\n");
+      lua_concat(L, 2);
+    } else {
+      luaL_tolstring(L, -1, NULL);
+      push_key(L, k);
+      lua_insert(L, -2);
+      lua_pushliteral(L, "\n");
+      lua_concat(L, 3);
+    }
+    lua_remove(L, -2);
+    luaL_addvalue(&b);
+  }
+  luaL_pushresult(&b);
+  lua_pushlstring(L, lua_tostring(L, -1), lua_rawlen(L, -1) - 1);   /* no final newline */
+  return 1;
+}
+
+static int dev_eq(lua_State *L) {
+  lua_pushboolean(L, lg_testdevice(L, 1) == lg_testdevice(L, 2));
+  return 1;
+}
+
+/* ---------------------------------------------------------- platforms */
+
+static int mod_platforms(lua_State *L) {
+  cl_uint n, i;
+  cl_platform_id *ids = get_platforms(&n);
+  lua_createtable(L, (int)n, 0);
+  for (i = 0; i < n; i++) {
+    lua_createtable(L, 0, 6);
+    push_platform_string(L, ids[i], CL_PLATFORM_NAME);    lua_setfield(L, -2, "name");
+    push_platform_string(L, ids[i], CL_PLATFORM_VENDOR);  lua_setfield(L, -2, "vendor");
+    push_platform_string(L, ids[i], CL_PLATFORM_VERSION); lua_setfield(L, -2, "version");
+    push_platform_string(L, ids[i], CL_PLATFORM_PROFILE); lua_setfield(L, -2, "profile");
+    push_platform_string(L, ids[i], CL_PLATFORM_EXTENSIONS);
+    split_words(L);
+    lua_setfield(L, -2, "extensions");
+    {
+      cl_device_id dids[64];
+      cl_uint nd = 0, j;
+      lua_newtable(L);
+      if (clGetDeviceIDs(ids[i], CL_DEVICE_TYPE_ALL, 64, dids, &nd) == CL_SUCCESS) {
+        if (nd > 64) nd = 64;
+        for (j = 0; j < nd; j++) {
+          lg_push_device(L, dids[j]);
+          lua_rawseti(L, -2, (lua_Integer)j + 1);
+        }
+      }
+      lua_setfield(L, -2, "devices");
+    }
+    luaL_setmetatable(L, LG_PLATFORM_MT);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  free(ids);
+  return 1;
+}
+
+static int plat_tostring(lua_State *L) {
+  lua_getfield(L, 1, "name");
+  lua_getfield(L, 1, "version");
+  lua_pushfstring(L, LG_PLATFORM_MT ": %s (%s)", lua_tostring(L, -2), lua_tostring(L, -1));
+  return 1;
+}
+
+static const luaL_Reg device_methods[] = {
+  {"summary", dev_summary},
+  {NULL, NULL}
+};
+
+static const luaL_Reg device_meta[] = {
+  {"__index", dev_index},
+  {"__newindex", dev_newindex},
+  {"__tostring", dev_tostring},
+  {"__eq", dev_eq},
+  {NULL, NULL}
+};
+
+static const luaL_Reg context_meta[] = {
+  {"__gc", ctx_gc},
+  {NULL, NULL}
+};
+
+static const luaL_Reg platform_meta[] = {
+  {"__tostring", plat_tostring},
+  {NULL, NULL}
+};
+
+static const luaL_Reg module_functions[] = {
+  {"platforms", mod_platforms},
+  {"devices", mod_devices},
+  {"device", mod_device},
+  {NULL, NULL}
+};
+
+void lg_open_device(lua_State *L) {
+  lg_newclass(L, LG_DEVICE_MT, device_methods, device_meta);
+  lg_newclass(L, LG_CONTEXT_MT, NULL, context_meta);
+  luaL_newmetatable(L, LG_PLATFORM_MT);
+  luaL_setfuncs(L, platform_meta, 0);
+  lua_pop(L, 1);
+  luaL_setfuncs(L, module_functions, 0);
+}

@@ -1,0 +1,215 @@
+/*
+** errors.c: OpenCL error names, the one formatter of CL failures, argument
+** checks shared by every subsystem, and class registration.
+*/
+#include <stdarg.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct { cl_int code; const char *name; } ErrorName;
+
+static const ErrorName error_names[] = {
+  {0, "CL_SUCCESS"},
+  {-1, "CL_DEVICE_NOT_FOUND"},
+  {-2, "CL_DEVICE_NOT_AVAILABLE"},
+  {-3, "CL_COMPILER_NOT_AVAILABLE"},
+  {-4, "CL_MEM_OBJECT_ALLOCATION_FAILURE"},
+  {-5, "CL_OUT_OF_RESOURCES"},
+  {-6, "CL_OUT_OF_HOST_MEMORY"},
+  {-7, "CL_PROFILING_INFO_NOT_AVAILABLE"},
+  {-8, "CL_MEM_COPY_OVERLAP"},
+  {-9, "CL_IMAGE_FORMAT_MISMATCH"},
+  {-10, "CL_IMAGE_FORMAT_NOT_SUPPORTED"},
+  {-11, "CL_BUILD_PROGRAM_FAILURE"},
+  {-12, "CL_MAP_FAILURE"},
+  {-13, "CL_MISALIGNED_SUB_BUFFER_OFFSET"},
+  {-14, "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST"},
+  {-15, "CL_COMPILE_PROGRAM_FAILURE"},
+  {-16, "CL_LINKER_NOT_AVAILABLE"},
+  {-17, "CL_LINK_PROGRAM_FAILURE"},
+  {-18, "CL_DEVICE_PARTITION_FAILED"},
+  {-19, "CL_KERNEL_ARG_INFO_NOT_AVAILABLE"},
+  {-30, "CL_INVALID_VALUE"},
+  {-31, "CL_INVALID_DEVICE_TYPE"},
+  {-32, "CL_INVALID_PLATFORM"},
+  {-33, "CL_INVALID_DEVICE"},
+  {-34, "CL_INVALID_CONTEXT"},
+  {-35, "CL_INVALID_QUEUE_PROPERTIES"},
+  {-36, "CL_INVALID_COMMAND_QUEUE"},
+  {-37, "CL_INVALID_HOST_PTR"},
+  {-38, "CL_INVALID_MEM_OBJECT"},
+  {-39, "CL_INVALID_IMAGE_FORMAT_DESCRIPTOR"},
+  {-40, "CL_INVALID_IMAGE_SIZE"},
+  {-41, "CL_INVALID_SAMPLER"},
+  {-42, "CL_INVALID_BINARY"},
+  {-43, "CL_INVALID_BUILD_OPTIONS"},
+  {-44, "CL_INVALID_PROGRAM"},
+  {-45, "CL_INVALID_PROGRAM_EXECUTABLE"},
+  {-46, "CL_INVALID_KERNEL_NAME"},
+  {-47, "CL_INVALID_KERNEL_DEFINITION"},
+  {-48, "CL_INVALID_KERNEL"},
+  {-49, "CL_INVALID_ARG_INDEX"},
+  {-50, "CL_INVALID_ARG_VALUE"},
+  {-51, "CL_INVALID_ARG_SIZE"},
+  {-52, "CL_INVALID_KERNEL_ARGS"},
+  {-53, "CL_INVALID_WORK_DIMENSION"},
+  {-54, "CL_INVALID_WORK_GROUP_SIZE"},
+  {-55, "CL_INVALID_WORK_ITEM_SIZE"},
+  {-56, "CL_INVALID_GLOBAL_OFFSET"},
+  {-57, "CL_INVALID_EVENT_WAIT_LIST"},
+  {-58, "CL_INVALID_EVENT"},
+  {-59, "CL_INVALID_OPERATION"},
+  {-60, "CL_INVALID_GL_OBJECT"},
+  {-61, "CL_INVALID_BUFFER_SIZE"},
+  {-62, "CL_INVALID_MIP_LEVEL"},
+  {-63, "CL_INVALID_GLOBAL_WORK_SIZE"},
+  {-64, "CL_INVALID_PROPERTY"},
+  {-65, "CL_INVALID_IMAGE_DESCRIPTOR"},
+  {-66, "CL_INVALID_COMPILER_OPTIONS"},
+  {-67, "CL_INVALID_LINKER_OPTIONS"},
+  {-68, "CL_INVALID_DEVICE_PARTITION_COUNT"},
+  {-69, "CL_INVALID_PIPE_SIZE"},
+  {-70, "CL_INVALID_DEVICE_QUEUE"},
+  {-1001, "CL_PLATFORM_NOT_FOUND_KHR"},
+  {-9999, "NVIDIA_ILLEGAL_MEMORY_ACCESS"},
+};
+
+/* Hints for errors whose usual cause is known, used when the caller gives none. */
+static const ErrorName error_hints[] = {
+  {-4, "the device is out of memory for this allocation"},
+  {-5, "the device ran out of resources (often an out-of-bounds access in a kernel, "
+       "or too many registers or too much local memory per work-group)"},
+  {-6, "the host is out of memory"},
+  {-7, "the queue was made without profiling: use dev:queue{profiling = true}"},
+  {-13, "a view used as a kernel argument must start at a multiple of the "
+        "device's mem_base_addr_align"},
+  {-1001, "no OpenCL platform found (is an ICD such as pocl-opencl-icd installed?)"},
+  {-9999, "a kernel accessed memory out of bounds"},
+};
+
+const char *lg_clerror_name(cl_int err) {
+  size_t i;
+  for (i = 0; i < sizeof(error_names) / sizeof(error_names[0]); i++)
+    if (error_names[i].code == err) return error_names[i].name;
+  return "CL_UNKNOWN_ERROR";
+}
+
+static const char *default_hint(cl_int err) {
+  size_t i;
+  for (i = 0; i < sizeof(error_hints) / sizeof(error_hints[0]); i++)
+    if (error_hints[i].code == err) return error_hints[i].name;
+  return NULL;
+}
+
+int lg_clerror(lua_State *L, const char *call, cl_int err, const char *hint, ...) {
+  luaL_Buffer b;
+  luaL_where(L, 1);
+  luaL_buffinit(L, &b);
+  lua_pushfstring(L, "luagpu: %s: %s (%d)", call, lg_clerror_name(err), (int)err);
+  luaL_addvalue(&b);
+  if (hint != NULL) {
+    va_list ap;
+    va_start(ap, hint);
+    luaL_addstring(&b, ": ");
+    lua_pushvfstring(L, hint, ap);
+    va_end(ap);
+    luaL_addvalue(&b);
+  } else if (default_hint(err) != NULL) {
+    luaL_addstring(&b, ": ");
+    luaL_addstring(&b, default_hint(err));
+  }
+  luaL_pushresult(&b);
+  lua_concat(L, 2);
+  return lua_error(L);
+}
+
+int lg_argerror(lua_State *L, const char *fn, int arg, const char *fmt, ...) {
+  va_list ap;
+  luaL_where(L, 1);
+  lua_pushfstring(L, "luagpu: %s: argument #%d: ", fn, arg);
+  va_start(ap, fmt);
+  lua_pushvfstring(L, fmt, ap);
+  va_end(ap);
+  lua_concat(L, 3);
+  return lua_error(L);
+}
+
+int lg_error(lua_State *L, const char *fn, const char *fmt, ...) {
+  va_list ap;
+  luaL_where(L, 1);
+  lua_pushfstring(L, "luagpu: %s: ", fn);
+  va_start(ap, fmt);
+  lua_pushvfstring(L, fmt, ap);
+  va_end(ap);
+  lua_concat(L, 3);
+  return lua_error(L);
+}
+
+int lg_typeerror(lua_State *L, const char *fn, int arg, int idx, const char *what) {
+  const char *got;
+  if (luaL_getmetafield(L, idx, "__name") == LUA_TSTRING)
+    got = lua_tostring(L, -1);
+  else if (lua_type(L, idx) == LUA_TLIGHTUSERDATA)
+    got = "light userdata";
+  else
+    got = luaL_typename(L, idx);
+  return lg_argerror(L, fn, arg, "expected %s, got %s", what, got);
+}
+
+int lg_is_oom(cl_int err) {
+  return err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
+         err == CL_OUT_OF_HOST_MEMORY;
+}
+
+size_t lg_checksize(lua_State *L, int idx, const char *fn, int arg, const char *what) {
+  lua_Integer n;
+  int isint = 0;
+  if (lua_type(L, idx) != LUA_TNUMBER)
+    return (size_t)lg_typeerror(L, fn, arg, idx, what);
+  n = lua_tointegerx(L, idx, &isint);
+  if (!isint)
+    return (size_t)lg_argerror(L, fn, arg, "expected %s, got %s", what, lua_tostring(L, idx));
+  if (n < 0)
+    return (size_t)lg_argerror(L, fn, arg, "expected %s, got %I", what, n);
+  return (size_t)n;
+}
+
+void lg_newclass(lua_State *L, const char *mt, const luaL_Reg *methods,
+                 const luaL_Reg *meta) {
+  luaL_newmetatable(L, mt);
+  if (meta != NULL) luaL_setfuncs(L, meta, 0);
+  lua_newtable(L);                       /* methods */
+  if (methods != NULL) luaL_setfuncs(L, methods, 0);
+  lua_setfield(L, -2, "__methods");
+  if (lua_getfield(L, -1, "__index") == LUA_TNIL) {
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "__methods");
+    lua_setfield(L, -2, "__index");
+  } else {
+    lua_pop(L, 1);
+  }
+  lua_pushliteral(L, "luagpu");
+  lua_setfield(L, -2, "__metatable");
+  lua_pop(L, 1);
+}
+
+void lg_add_methods(lua_State *L, const char *mt, const luaL_Reg *fns) {
+  luaL_getmetatable(L, mt);
+  lua_getfield(L, -1, "__methods");
+  luaL_setfuncs(L, fns, 0);
+  lua_pop(L, 2);
+}
+
+int lg_pushmethod(lua_State *L, int objidx, int keyidx) {
+  if (!lua_getmetatable(L, objidx)) return 0;
+  lua_getfield(L, -1, "__methods");
+  lua_pushvalue(L, keyidx);
+  if (lua_rawget(L, -2) != LUA_TNIL) {
+    lua_replace(L, -3);
+    lua_pop(L, 1);
+    return 1;
+  }
+  lua_pop(L, 3);
+  return 0;
+}
