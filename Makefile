@@ -30,7 +30,7 @@ ALL_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -fPIC -fvisib
               -Ihost -Ibuild $(LUA_CFLAGS)
 
 BUILD   ?= build
-MODULE_SRC := errors types module device queue array npy event buffer program kernel
+MODULE_SRC := errors types module device queue array npy event buffer transfer program kernel call cache
 MODULE_OBJ := $(MODULE_SRC:%=$(BUILD)/%.o) $(BUILD)/kernels.o
 KERNELS := $(sort $(wildcard kernels/*.cl))
 HELPERS := $(sort $(wildcard lua/luagpu/*.lua))
@@ -91,6 +91,10 @@ asan: deps
 
 bench: deps deps-bench all
 	$(BUILD)/luagpu bench/transfer.lua
+
+# Baselines for the benchmarks: small C programs over vendor libraries.
+$(BUILD)/bench_clblast_sgemm: bench/c/clblast_sgemm.c | $(BUILD)
+	$(CC) -std=c99 $(WARN) $(OPT) -o $@ $< -lclblast $(CL_LIBS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/lua/$(LUAV) $(DESTDIR)$(PREFIX)/share/lua/$(LUAV)/luagpu \

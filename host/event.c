@@ -1,4 +1,295 @@
-/* event.c: stub until its subsystem lands */
+/*
+** event.c: Events, what every enqueueing call returns. An Event keeps alive
+** (uservalue 1, a table) the queue, buffers and host arrays its command
+** uses until the command completes; its __gc waits for completion before
+** letting go, so dropping an Event never frees memory under a running
+** command. ev:wait(), ev.status, ev:profile(), ev.duration, gpu.wait().
+*/
+#include <string.h>
+
 #include "internal.h"
 
-void lg_open_event(lua_State *L) { (void)L; }
+lg_Event *lg_testevent(lua_State *L, int idx) {
+  return luaL_testudata(L, idx, LG_EVENT_MT);
+}
+
+lg_Event *lg_checkevent(lua_State *L, int idx) {
+  lg_Event *e = luaL_checkudata(L, idx, LG_EVENT_MT);
+  if (e->ev == NULL) lg_released_error(L, idx, "event");
+  return e;
+}
+
+/* Called protected by lg_pushevent with the values to keep as arguments:
+** returns a new Event (no cl_event yet) holding them in a table. */
+static int new_event(lua_State *L) {
+  int i, n = lua_gettop(L);
+  lg_Event *e = lua_newuserdatauv(L, sizeof *e, 2);
+  memset(e, 0, sizeof *e);
+  e->profiling = -1;
+  luaL_setmetatable(L, LG_EVENT_MT);
+  lua_createtable(L, n, 0);
+  for (i = 1; i <= n; i++) {
+    lua_pushvalue(L, i);
+    lua_rawseti(L, -2, i);
+  }
+  lua_setiuservalue(L, -2, 1);
+  return 1;
+}
+
+lg_Event *lg_pushevent(lua_State *L, cl_event ev, const char *command,
+                       const int *keep, int nkeep) {
+  int i, top = lua_gettop(L);
+  lg_Event *e;
+  if (!lua_checkstack(L, nkeep + 4)) {
+    clWaitForEvents(1, &ev);
+    clReleaseEvent(ev);
+    luaL_error(L, "luagpu: stack overflow (too many values for one event)");
+  }
+  lua_pushcfunction(L, new_event);
+  for (i = 0; i < nkeep; i++)
+    lua_pushvalue(L, keep[i] < 0 && keep[i] > LUA_REGISTRYINDEX ? top + keep[i] + 1 : keep[i]);
+  if (lua_pcall(L, nkeep, 1, 0) != LUA_OK) {
+    /* what the command uses is still on the stack: wait before letting go */
+    clWaitForEvents(1, &ev);
+    clReleaseEvent(ev);
+    lua_error(L);
+  }
+  e = lua_touserdata(L, -1);
+  e->ev = ev;
+  strncpy(e->command, command, sizeof e->command - 1);
+  for (i = 0; i < nkeep; i++) {
+    lg_Queue *q = lg_testqueue(L, keep[i] < 0 && keep[i] > LUA_REGISTRYINDEX
+                                      ? top + keep[i] + 1 : keep[i]);
+    if (q != NULL) {
+      e->queue = q;
+      e->profiling = q->profiling;
+      break;
+    }
+  }
+  return e;
+}
+
+void lg_event_setresult(lua_State *L, int evidx, int validx, lg_Result kind) {
+  lg_Event *e;
+  evidx = lua_absindex(L, evidx);
+  e = luaL_checkudata(L, evidx, LG_EVENT_MT);
+  lua_pushvalue(L, validx);
+  lua_setiuservalue(L, evidx, 2);
+  e->result = kind;
+}
+
+/* The command no longer runs: what it used may go. */
+static void drop_keep(lua_State *L, int idx, lg_Event *e) {
+  lua_pushnil(L);
+  lua_setiuservalue(L, idx, 1);
+  e->queue = NULL;
+}
+
+static cl_int exec_status(cl_event ev) {
+  cl_int st = CL_COMPLETE;
+  cl_int err = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
+  return err != CL_SUCCESS ? err : st;
+}
+
+/* Blocks until the command of the Event at idx is done. Returns its final
+** status: CL_COMPLETE, or the (negative) error it ended with. */
+static cl_int wait_event(lua_State *L, int idx, lg_Event *e) {
+  cl_int st;
+  if (e->queue != NULL && e->queue->q != NULL) clFlush(e->queue->q);
+  clWaitForEvents(1, &e->ev);
+  st = exec_status(e->ev);
+  if (st <= CL_COMPLETE) drop_keep(L, idx, e);
+  return st;
+}
+
+/* Waits and raises when the command failed. */
+static void wait_ok(lua_State *L, int idx, lg_Event *e, const char *fn) {
+  cl_int st = wait_event(L, idx, e);
+  if (st < 0) {
+    lg_clerror(L, lua_pushfstring(L, "%s: %s command", fn, e->command), st, NULL);
+  }
+}
+
+static void push_result(lua_State *L, int idx, lg_Event *e) {
+  if (e->result == LG_RESULT_NONE) {
+    lua_pushnil(L);
+    return;
+  }
+  lua_getiuservalue(L, idx, 2);
+  if (e->result == LG_RESULT_SCALAR) {
+    lg_Array *a = lg_testarray(L, -1);
+    if (a != NULL && a->count >= 1) {
+      lg_push_scalar(L, a->type.scalar, a->data);
+      lua_remove(L, -2);
+    }
+  }
+}
+
+/* Waits (the collector and release both do), then lets the event go. */
+static int ev_free(lua_State *L) {
+  lg_Event *e = luaL_checkudata(L, 1, LG_EVENT_MT);
+  if (e->ev == NULL) return 0;
+  wait_event(L, 1, e);
+  clReleaseEvent(e->ev);
+  e->ev = NULL;
+  drop_keep(L, 1, e);
+  lua_pushnil(L);
+  lua_setiuservalue(L, 1, 2);
+  return 0;
+}
+
+static int ev_wait(lua_State *L) {
+  lg_Event *e = lg_checkevent(L, 1);
+  wait_ok(L, 1, e, "event:wait");
+  push_result(L, 1, e);
+  return 1;
+}
+
+static const char *status_name(cl_int st) {
+  switch (st) {
+    case CL_QUEUED: return "queued";
+    case CL_SUBMITTED: return "submitted";
+    case CL_RUNNING: return "running";
+    case CL_COMPLETE: return "complete";
+    default: return "error";
+  }
+}
+
+static void check_profiling(lua_State *L, lg_Event *e, const char *fn) {
+  if (e->profiling == 0)
+    lg_error(L, fn, "the queue of this %s command has profiling off "
+             "(make one with dev:queue{profiling = true})", e->command);
+}
+
+/* Fills t[0..3] with the queued, submit, start and end times (ns). */
+static void get_times(lua_State *L, lg_Event *e, const char *fn, cl_ulong t[4]) {
+  static const cl_profiling_info what[4] = {
+    CL_PROFILING_COMMAND_QUEUED, CL_PROFILING_COMMAND_SUBMIT,
+    CL_PROFILING_COMMAND_START, CL_PROFILING_COMMAND_END
+  };
+  int i;
+  check_profiling(L, e, fn);
+  wait_ok(L, 1, e, fn);
+  for (i = 0; i < 4; i++) {
+    cl_int err = clGetEventProfilingInfo(e->ev, what[i], sizeof t[i], &t[i], NULL);
+    if (err == CL_PROFILING_INFO_NOT_AVAILABLE) {
+      e->profiling = 0;
+      check_profiling(L, e, fn);
+    }
+    if (err != CL_SUCCESS) lg_clerror(L, "clGetEventProfilingInfo", err, NULL);
+  }
+}
+
+/* ev:profile(): {queued=, submit=, start=, ["end"]=, duration=} in ns. */
+static int ev_profile(lua_State *L) {
+  static const char *const names[4] = {"queued", "submit", "start", "end"};
+  lg_Event *e = lg_checkevent(L, 1);
+  cl_ulong t[4];
+  int i;
+  get_times(L, e, "event:profile", t);
+  lua_createtable(L, 0, 5);
+  for (i = 0; i < 4; i++) {
+    lua_pushinteger(L, (lua_Integer)t[i]);
+    lua_setfield(L, -2, names[i]);
+  }
+  lua_pushinteger(L, (lua_Integer)(t[3] - t[2]));
+  lua_setfield(L, -2, "duration");
+  return 1;
+}
+
+static int ev_index(lua_State *L) {
+  lg_Event *e;
+  const char *k;
+  if (lg_pushmethod(L, 1, 2)) return 1;
+  e = luaL_checkudata(L, 1, LG_EVENT_MT);
+  k = lua_tostring(L, 2);
+  if (k == NULL) return 0;
+  if (strcmp(k, "command") == 0) {
+    lua_pushstring(L, e->command);
+    return 1;
+  }
+  if (e->ev == NULL) luaL_error(L, "luagpu: event.%s: attempt to use a released event", k);
+  if (strcmp(k, "status") == 0) {
+    cl_int st = exec_status(e->ev);
+    if (st <= CL_COMPLETE) drop_keep(L, 1, e);
+    lua_pushstring(L, status_name(st));
+  } else if (strcmp(k, "duration") == 0) {
+    cl_ulong t[4];
+    get_times(L, e, "event.duration", t);
+    lua_pushinteger(L, (lua_Integer)(t[3] - t[2]));
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
+static int ev_tostring(lua_State *L) {
+  lg_Event *e = luaL_checkudata(L, 1, LG_EVENT_MT);
+  lua_pushfstring(L, LG_EVENT_MT ": %s (%s)", e->command[0] ? e->command : "command",
+                  e->ev == NULL ? "released" : status_name(exec_status(e->ev)));
+  return 1;
+}
+
+/* gpu.wait(ev1, ev2, ...) or gpu.wait{ev1, ev2, ...}: waits for all of
+** them, raises if any failed, and returns their results in order. */
+static int mod_wait(lua_State *L) {
+  int i, n, list = 0;
+  if (lua_gettop(L) == 1 && lua_istable(L, 1) && !lg_testevent(L, 1)) {
+    lua_Integer len = luaL_len(L, 1);
+    if (len > 1000000) return lg_argerror(L, "gpu.wait", 1, "too many events (%I)", len);
+    n = (int)len;
+    luaL_checkstack(L, n + 4, "too many events");
+    for (i = 1; i <= n; i++) lua_geti(L, 1, i);
+    list = 1;
+  } else {
+    n = lua_gettop(L);
+  }
+  /* arguments are checked first, so that nothing waits for a bad call */
+  for (i = 1; i <= n; i++) {
+    int idx = list + i;
+    lg_Event *e = lg_testevent(L, idx);
+    const char *where = list ? lua_pushfstring(L, "argument #1[%d]", i)
+                             : lua_pushfstring(L, "argument #%d", i);
+    if (e == NULL) {
+      const char *got = luaL_getmetafield(L, idx, "__name") == LUA_TSTRING
+                            ? lua_tostring(L, -1) : luaL_typename(L, idx);
+      lg_error(L, "gpu.wait", "%s: expected a " LG_EVENT_MT ", got %s", where, got);
+    }
+    if (e->ev == NULL) lg_error(L, "gpu.wait", "%s: attempt to use a released event", where);
+    lua_pop(L, 1);
+    if (e->queue != NULL && e->queue->q != NULL) clFlush(e->queue->q);
+  }
+  luaL_checkstack(L, n, "too many events");
+  for (i = 1; i <= n; i++) {
+    lg_Event *e = lua_touserdata(L, list + i);
+    if (e->ev == NULL) lg_error(L, "gpu.wait", "event #%d was released while waiting", i);
+    wait_ok(L, list + i, e, "gpu.wait");
+  }
+  for (i = 1; i <= n; i++) push_result(L, list + i, lua_touserdata(L, list + i));
+  return n;
+}
+
+static const luaL_Reg event_methods[] = {
+  {"wait", ev_wait},
+  {"profile", ev_profile},
+  {"release", ev_free},
+  {NULL, NULL}
+};
+
+static const luaL_Reg event_meta[] = {
+  {"__index", ev_index},
+  {"__gc", ev_free},
+  {"__close", ev_free},
+  {"__tostring", ev_tostring},
+  {NULL, NULL}
+};
+
+static const luaL_Reg module_functions[] = {
+  {"wait", mod_wait},
+  {NULL, NULL}
+};
+
+void lg_open_event(lua_State *L) {
+  lg_newclass(L, LG_EVENT_MT, event_methods, event_meta);
+  luaL_setfuncs(L, module_functions, 0);
+}

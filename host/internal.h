@@ -134,6 +134,26 @@ lg_Array *lg_testarray(lua_State *L, int idx);   /* NULL if not an array */
 ** "luagpu: FN: argument #ARG: expected N values, got M" otherwise. */
 lg_Array *lg_table_to_array(lua_State *L, int idx, lg_Type t, size_t expect_count,
                             const char *fn, int arg);
+/* lg_newarray_shaped with the caller's name in errors ("luagpu: FN: not
+** enough memory ..."), zero-filled only when zero is set. ndim 0 means {1}. */
+lg_Array *lg_newarray_for(lua_State *L, lg_Type t, int ndim, const size_t *shape,
+                          const char *fn, int zero);
+/* The product of shape, raising "luagpu: FN: too large: ..." when an array of
+** that many elements of t could not exist. */
+size_t lg_shape_count(lua_State *L, lg_Type t, int ndim, const size_t *shape,
+                      const char *fn);
+/* The address of scalar i (0-based, over the real lanes: float3 skips the
+** padding lane) of a. */
+void *lg_array_scalar(const lg_Array *a, size_t i);
+/* lg_store_scalar with WHAT formatted from fmt and n ("value #%I") only when
+** it raises: the fast path for storing many values. */
+void lg_array_store(lua_State *L, int idx, lg_Scalar s, void *p, const char *fn,
+                    const char *fmt, lua_Integer n);
+/* Copies the scalars of src into dst (same number of scalars), converting
+** each with the checks of lg_store_scalar; errors read
+** "luagpu: FN: WHAT: value #N: ..." (WHAT may be ""). */
+void lg_array_convert(lua_State *L, lg_Array *dst, const lg_Array *src, const char *fn,
+                      const char *what);
 
 /* --------------------------------------------------------------- npy.c */
 void lg_open_npy(lua_State *L);     /* a:save, gpu.load */
@@ -189,6 +209,13 @@ lg_Queue *lg_checkqueue(lua_State *L, int idx);
 lg_Queue *lg_testqueue(lua_State *L, int idx);
 /* Pushes a new Queue on the device at devidx. */
 lg_Queue *lg_newqueue(lua_State *L, int devidx, int profiling, int out_of_order);
+/* Pushes a Queue on the device at devidx wrapping cq (an embedding
+** application's; the Queue takes over one reference). */
+lg_Queue *lg_wrapqueue(lua_State *L, int devidx, cl_command_queue cq);
+/* Raises "luagpu: WHAT:METHOD: attempt to use a released WHAT" (the method
+** named when idx is 1 and the running function was called as a method),
+** else "luagpu: attempt to use a released WHAT". Never returns. */
+int lg_released_error(lua_State *L, int idx, const char *what);
 
 /* The options table every enqueueing call takes: {wait = {ev, ...}, queue = q}.
 ** lg_getopts reads it from stack index arg (none or nil: defaults) for the
@@ -220,10 +247,13 @@ typedef enum lg_Result {
 typedef struct lg_Event {
   cl_event ev;                 /* NULL once released */
   lg_Result result;
-  int profiling;               /* the queue had profiling on */
+  int profiling;               /* the queue had profiling on (-1: not known) */
   char command[48];            /* "write", "read", "kernel saxpy", ... */
+  lg_Queue *queue;             /* the kept Queue (flushed before waiting), or NULL */
 } lg_Event;
-/* Event uservalues: 1 what it keeps alive (a table), 2 the result. */
+/* Event uservalues: 1 what it keeps alive (a table; nil once the command
+** is known to be done), 2 the result. The Queue among the kept values
+** tells whether the event can be profiled: keep it (keep[] of lg_pushevent). */
 
 /* Pushes a new Event owning ev (which must not be NULL; it is released if
 ** pushing fails). The nkeep values at stack indices keep[] (buffers, host
@@ -256,6 +286,7 @@ typedef struct lg_Buffer {
   lg_Access access;
   int is_scalar;               /* made by dev:scalar: read gives a number */
   int released;                /* this view (or root) was released */
+  lg_Device *dev;              /* kept alive by uservalue 1 */
 } lg_Buffer;
 /* Buffer uservalues: 1 Device, 2 parent (views only). */
 
@@ -271,6 +302,18 @@ cl_mem lg_buffer_kernel_mem(lua_State *L, lg_Buffer *b);
 ** reference: the Buffer takes it over) on the device at devidx. */
 lg_Buffer *lg_wrapbuffer(lua_State *L, int devidx, cl_mem mem, lg_Type t,
                          size_t count, lg_Access access);
+/* True unless the buffer, or the root of a view, was released. */
+int lg_buffer_live(const lg_Buffer *b);
+const char *lg_access_name(lg_Access a);   /* "mixed", "in", "out" */
+/* Raises "luagpu: FN: WHAT: ..." unless the host array a has type t and
+** count elements (its message counts scalars: "expected 1024 values, got 1000"). */
+void lg_check_array_fits(lua_State *L, const lg_Array *a, lg_Type t, size_t count,
+                         const char *fn, const char *what);
+
+/* ---------------------------------------------------------- transfer.c */
+
+/* b:write, b:read, b:get, b:fill, b:copy_to (called by lg_open_buffer). */
+void lg_open_transfer(lua_State *L);
 
 /* ----------------------------------------------- program.c and kernel.c */
 
@@ -281,6 +324,123 @@ void lg_open_event(lua_State *L);
 void lg_open_buffer(lua_State *L);
 void lg_open_program(lua_State *L);
 void lg_open_kernel(lua_State *L);
+
+/* ----------------------------------- program.c, kernel.c and cache.c */
+
+/* A built program (dev:build, dev:build_file). Uservalues: 1 Device, 2 table
+** name -> Kernel (each made once, on first use), 3 table of fields (log,
+** options, file, names, meta). */
+typedef struct lg_Program {
+  cl_program prog;             /* NULL once released */
+  lg_Device *dev;              /* kept alive by uservalue 1 */
+  int from_cache;              /* loaded from the on-disk program cache */
+} lg_Program;
+
+lg_Program *lg_checkprogram(lua_State *L, int idx);
+/* Pushes the Kernel of the Program at progidx named name, made on first
+** use and cached; raises naming fn, listing the kernels, when there is none. */
+void lg_push_kernel(lua_State *L, int progidx, const char *name, const char *fn);
+
+/* What a kernel parameter takes. */
+typedef enum lg_ArgKind {
+  LG_ARG_BUFFER,               /* __global or __constant pointer: Buffer or view */
+  LG_ARG_LOCAL,                /* __local pointer: gpu.localmem */
+  LG_ARG_SCALAR,               /* private scalar or vector: numbers */
+  LG_ARG_OTHER                 /* images, samplers, structs by value */
+} lg_ArgKind;
+
+typedef struct lg_ArgInfo {
+  const char *name;            /* parameter name ("" when unknown) */
+  const char *type_name;       /* as the compiler reports it: "float*", "int4" */
+  const char *address;         /* "global" | "local" | "constant" | "private" */
+  const char *access;          /* "read_only" | "write_only" | "read_write" | "none" */
+  const char *qualifiers;      /* "const restrict" ... ("" for none) */
+  lg_ArgKind kind;
+  int typed;                   /* type below is known (not void*, not a struct) */
+  lg_Type type;                /* pointee type of pointers, type of scalars */
+} lg_ArgInfo;
+
+/* A kernel of a program (prog.NAME). Uservalues: 1 Program, 2 a userdata
+** holding the argument info and its strings. */
+typedef struct lg_Kernel {
+  cl_kernel k;                 /* NULL once released */
+  lg_Device *dev;
+  const char *name;            /* in uservalue 2 */
+  cl_uint nargs;
+  const lg_ArgInfo *args;      /* in uservalue 2 */
+  size_t work_group_size;      /* CL_KERNEL_WORK_GROUP_SIZE */
+  uint64_t args_of;            /* serial of the Call whose arguments are set */
+  char command[48];            /* "kernel NAME" for its Events */
+} lg_Kernel;
+
+/* Pushes a new Kernel named name of the Program at progidx, from the
+** program's argument metadata (see lg_program_meta). */
+lg_Kernel *lg_newkernel(lua_State *L, int progidx, const char *name, const char *fn);
+/* Pushes the argument metadata of every kernel of a built program, one
+** line a kernel or parameter (the format lg_newkernel reads); kept in the
+** program cache, since drivers need not report argument info for programs
+** loaded from binaries. Raises naming fn on CL failures. */
+void lg_program_meta(lua_State *L, cl_program prog, const char *fn);
+
+/* gpu.localmem(type, count): the size of a __local parameter. */
+typedef struct lg_LocalMem {
+  lg_Type type;
+  size_t count;
+  size_t bytes;
+} lg_LocalMem;
+
+/* One argument of a bound call, ready for clSetKernelArg. */
+typedef struct lg_CallArg {
+  size_t size;
+  const void *value;           /* NULL for __local */
+  lg_Buffer *buf;              /* buffers: checked for release before each run */
+} lg_CallArg;
+
+/* A kernel bound to arguments (k(...)), in call.c. Uservalues: 1 Kernel,
+** 2 table of the arguments as given (which keeps buffers alive). */
+typedef struct lg_Call {
+  lg_Kernel *kernel;           /* kept alive by uservalue 1 */
+  uint64_t serial;             /* unique per call: lg_Kernel.args_of */
+  cl_uint nargs;
+  lg_CallArg *args;            /* inside this userdata, then the scalar values */
+} lg_Call;
+
+/* k(...): binds the arguments at stack indices first..last to the Kernel
+** at kidx and pushes the Call. */
+lg_Call *lg_bindcall(lua_State *L, int kidx, int first, int last);
+void lg_open_call(lua_State *L);   /* called by lg_open_kernel */
+
+/* The on-disk program cache (cache.c): SHA-256 keyed entries under
+** $XDG_CACHE_HOME/luagpu (else ~/.cache/luagpu), off with LUAGPU_NO_CACHE=1. */
+typedef struct lg_Hash {
+  uint32_t h[8];
+  uint64_t len;
+  unsigned char buf[64];
+} lg_Hash;
+void lg_hash_init(lg_Hash *s);
+void lg_hash_update(lg_Hash *s, const void *p, size_t n);
+void lg_hash_final(lg_Hash *s, unsigned char out[32]);
+/* Hashes, in order of first appearance, the content of every file that the
+** source includes with #include "..." (recursively, each file once),
+** searched in the including file's folder (dirs[0] for the source itself)
+** and then in dirs[1..ndirs-1]. Files not found are hashed by name. */
+void lg_hash_includes(lg_Hash *s, const char *source, size_t len,
+                      const char *const *dirs, int ndirs);
+int lg_cache_enabled(void);
+/* One entry: the binary, the build log and the argument metadata. */
+typedef struct lg_CacheEntry {
+  const unsigned char *binary;
+  size_t binary_size;
+  const char *log, *meta;
+  size_t log_size, meta_size;
+} lg_CacheEntry;
+/* Reads the entry for key (64 hex digits): pushes the file's content and
+** points e into it, returning 1 when it is whole and for this key;
+** otherwise pushes nil and returns 0. */
+int lg_cache_load(lua_State *L, const char *key, lg_CacheEntry *e);
+/* Writes the entry for key (temp file, then rename); failures are silent
+** (the cache is an optimization). Raises nothing. */
+void lg_cache_store(const char *key, const lg_CacheEntry *e);
 
 /* ------------------------------------------------------------ module.c */
 

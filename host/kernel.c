@@ -1,4 +1,353 @@
-/* kernel.c: stub until its subsystem lands */
+/*
+** kernel.c: Kernel objects (prog.NAME): k.name, k.args and the limits of a
+** kernel on its device, and the argument metadata every build records (and
+** the program cache keeps, since drivers need not report argument info for
+** programs loaded from binaries). Binding and launching are in call.c.
+**
+** The metadata of a program is text, one line a kernel or parameter:
+**   kernel<TAB>NAME<TAB>NARGS
+**   arg<TAB>ADDRESS<TAB>ACCESS<TAB>QUALIFIERS<TAB>TYPE<TAB>NAME
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "internal.h"
 
-void lg_open_kernel(lua_State *L) { (void)L; }
+/* ------------------------------------------------------------ metadata */
+
+typedef struct Text { char *p; size_t n, cap; int failed; } Text;
+
+static void add(Text *t, const char *s, size_t n) {
+  if (t->failed) return;
+  if (t->n + n + 1 > t->cap) {
+    size_t cap = (t->n + n + 1) * 2;
+    char *p = realloc(t->p, cap);
+    if (p == NULL) { t->failed = 1; return; }
+    t->p = p;
+    t->cap = cap;
+  }
+  memcpy(t->p + t->n, s, n);
+  t->n += n;
+  t->p[t->n] = '\0';
+}
+
+static void adds(Text *t, const char *s) { add(t, s, strlen(s)); }
+
+/* Adds a kernel-info string, tabs and newlines (never in valid names)
+** turned into spaces; "?" when the driver does not tell. */
+static void add_info(Text *t, cl_kernel k, cl_uint arg, cl_kernel_arg_info what) {
+  char buf[512];
+  size_t n = 0, i;
+  if (clGetKernelArgInfo(k, arg, what, sizeof buf - 1, buf, &n) != CL_SUCCESS) n = 0;
+  if (n > 0 && buf[n - 1] == '\0') n--;
+  buf[n] = '\0';
+  for (i = 0; i < n; i++)
+    if (buf[i] == '\t' || buf[i] == '\n') buf[i] = ' ';
+  adds(t, n > 0 ? buf : "?");
+}
+
+static void add_arg(Text *t, cl_kernel k, cl_uint i) {
+  cl_kernel_arg_address_qualifier aq = 0;
+  cl_kernel_arg_access_qualifier acc = 0;
+  cl_kernel_arg_type_qualifier tq = 0;
+  const char *space = "private", *access = "none";
+  clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq, NULL);
+  clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ACCESS_QUALIFIER, sizeof acc, &acc, NULL);
+  clGetKernelArgInfo(k, i, CL_KERNEL_ARG_TYPE_QUALIFIER, sizeof tq, &tq, NULL);
+  if (aq == CL_KERNEL_ARG_ADDRESS_GLOBAL) space = "global";
+  else if (aq == CL_KERNEL_ARG_ADDRESS_LOCAL) space = "local";
+  else if (aq == CL_KERNEL_ARG_ADDRESS_CONSTANT) space = "constant";
+  if (acc == CL_KERNEL_ARG_ACCESS_READ_ONLY) access = "read_only";
+  else if (acc == CL_KERNEL_ARG_ACCESS_WRITE_ONLY) access = "write_only";
+  else if (acc == CL_KERNEL_ARG_ACCESS_READ_WRITE) access = "read_write";
+  adds(t, "arg\t");
+  adds(t, space);
+  adds(t, "\t");
+  adds(t, access);
+  adds(t, "\t");
+  if (tq & CL_KERNEL_ARG_TYPE_CONST) adds(t, "const ");
+  if (tq & CL_KERNEL_ARG_TYPE_RESTRICT) adds(t, "restrict ");
+  if (tq & CL_KERNEL_ARG_TYPE_VOLATILE) adds(t, "volatile ");
+  if (t->n > 0 && t->p[t->n - 1] == ' ') t->p[--t->n] = '\0';
+  adds(t, "\t");
+  add_info(t, k, i, CL_KERNEL_ARG_TYPE_NAME);
+  adds(t, "\t");
+  add_info(t, k, i, CL_KERNEL_ARG_NAME);
+  adds(t, "\n");
+}
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void lg_program_meta(lua_State *L, cl_program prog, const char *fn) {
+  cl_uint nk = 0, i, j, na;
+  cl_kernel *ks = NULL;
+  char **names = NULL;
+  Text t = {NULL, 0, 0, 0};
+  cl_int err = clCreateKernelsInProgram(prog, 0, NULL, &nk);
+  if (err == CL_SUCCESS && nk > 0) {
+    ks = calloc(nk, sizeof *ks);
+    names = calloc(nk, sizeof *names);
+    if (ks == NULL || names == NULL) err = CL_OUT_OF_HOST_MEMORY;
+    else err = clCreateKernelsInProgram(prog, nk, ks, NULL);
+  }
+  /* name each kernel: "NAME\0" then the cl_kernel index, sorted by name */
+  for (i = 0; err == CL_SUCCESS && i < nk; i++) {
+    size_t n = 0;
+    if ((err = clGetKernelInfo(ks[i], CL_KERNEL_FUNCTION_NAME, 0, NULL, &n)) != CL_SUCCESS)
+      break;
+    if ((names[i] = malloc(n + 1 + sizeof(cl_uint))) == NULL) { err = CL_OUT_OF_HOST_MEMORY; break; }
+    err = clGetKernelInfo(ks[i], CL_KERNEL_FUNCTION_NAME, n, names[i], NULL);
+    names[i][n] = '\0';
+    memcpy(names[i] + strlen(names[i]) + 1, &i, sizeof i);
+  }
+  if (err == CL_SUCCESS && nk > 0) qsort(names, nk, sizeof *names, by_name);
+  for (i = 0; err == CL_SUCCESS && i < nk; i++) {
+    cl_uint ki;
+    char num[32];
+    memcpy(&ki, names[i] + strlen(names[i]) + 1, sizeof ki);
+    na = 0;
+    err = clGetKernelInfo(ks[ki], CL_KERNEL_NUM_ARGS, sizeof na, &na, NULL);
+    snprintf(num, sizeof num, "\t%u\n", (unsigned)na);
+    adds(&t, "kernel\t");
+    adds(&t, names[i]);
+    adds(&t, num);
+    for (j = 0; j < na; j++) add_arg(&t, ks[ki], j);
+  }
+  for (i = 0; ks != NULL && i < nk; i++)
+    if (ks[i] != NULL) clReleaseKernel(ks[i]);
+  for (i = 0; names != NULL && i < nk; i++) free(names[i]);
+  free(ks);
+  free(names);
+  if (err == CL_SUCCESS && t.failed) err = CL_OUT_OF_HOST_MEMORY;
+  if (err != CL_SUCCESS) {
+    free(t.p);
+    lg_clerror(L, lua_pushfstring(L, "%s: clCreateKernelsInProgram", fn), err, NULL);
+  }
+  lua_pushlstring(L, t.p != NULL ? t.p : "", t.n);
+  free(t.p);
+}
+
+/* ------------------------------------------------------------- kernels */
+
+static void classify(lg_ArgInfo *a) {
+  char t[64];
+  size_t n;
+  int ptr;
+  snprintf(t, sizeof t, "%s", a->type_name);
+  n = strlen(t);
+  while (n > 0 && t[n - 1] == ' ') t[--n] = '\0';
+  ptr = n > 0 && t[n - 1] == '*';
+  if (ptr) t[--n] = '\0';
+  while (n > 0 && t[n - 1] == ' ') t[--n] = '\0';
+  a->typed = strchr(t, '*') == NULL && lg_parse_type(t, &a->type);
+  if (ptr && (strcmp(a->address, "global") == 0 || strcmp(a->address, "constant") == 0))
+    a->kind = LG_ARG_BUFFER;
+  else if (ptr && strcmp(a->address, "local") == 0)
+    a->kind = LG_ARG_LOCAL;
+  else if (!ptr && a->typed && strcmp(a->address, "private") == 0)
+    a->kind = LG_ARG_SCALAR;
+  else
+    a->kind = LG_ARG_OTHER;
+}
+
+/* Splits the next tab- or newline-ended field of *p in place. */
+static char *field(char **p) {
+  char *s = *p, *e = s + strcspn(s, "\t\n");
+  if (*e != '\0') *e++ = '\0';
+  *p = e;
+  return s;
+}
+
+lg_Kernel *lg_newkernel(lua_State *L, int progidx, const char *name, const char *fn) {
+  lg_Program *p = lg_checkprogram(L, progidx);
+  const char *meta, *start = NULL, *end, *m;
+  lg_Kernel *k;
+  lg_ArgInfo *args;
+  char *pool;
+  size_t nlen = strlen(name);
+  unsigned long nargs = 0;
+  cl_uint i;
+  cl_int err;
+  int kidx;
+  progidx = lua_absindex(L, progidx);
+  lua_getiuservalue(L, progidx, 3);
+  lua_getfield(L, -1, "meta");
+  meta = lua_tostring(L, -1);
+  for (m = meta; m != NULL && *m; m = strchr(m, '\n') ? strchr(m, '\n') + 1 : NULL)
+    if (strncmp(m, "kernel\t", 7) == 0 && strncmp(m + 7, name, nlen) == 0 && m[7 + nlen] == '\t') {
+      start = m;
+      break;
+    }
+  if (start == NULL) lg_error(L, fn, "no kernel named '%s'", name);
+  nargs = strtoul(start + 8 + nlen, NULL, 10);
+  start = strchr(start, '\n') != NULL ? strchr(start, '\n') + 1 : start + strlen(start);
+  for (end = start; *end && strncmp(end, "kernel\t", 7) != 0;)
+    end = strchr(end, '\n') ? strchr(end, '\n') + 1 : end + strlen(end);
+
+  k = lua_newuserdatauv(L, sizeof *k, 2);    /* released until clCreateKernel */
+  memset(k, 0, sizeof *k);
+  k->dev = p->dev;
+  luaL_setmetatable(L, LG_KERNEL_MT);
+  kidx = lua_gettop(L);
+  args = lua_newuserdatauv(L, nargs * sizeof *args + nlen + 1 + (size_t)(end - start) + 1, 0);
+  pool = (char *)(args + nargs);
+  memcpy(pool, name, nlen + 1);
+  k->name = pool;
+  pool += nlen + 1;
+  memcpy(pool, start, (size_t)(end - start));
+  pool[end - start] = '\0';
+  for (i = 0; i < nargs; i++) {
+    if (strncmp(pool, "arg\t", 4) != 0) lg_error(L, fn, "damaged kernel metadata for '%s'", name);
+    field(&pool);
+    args[i].address = field(&pool);
+    args[i].access = field(&pool);
+    args[i].qualifiers = field(&pool);
+    args[i].type_name = field(&pool);
+    args[i].name = field(&pool);
+    classify(&args[i]);
+  }
+  k->args = args;
+  k->nargs = (cl_uint)nargs;
+  lua_setiuservalue(L, kidx, 2);
+  lua_pushvalue(L, progidx);
+  lua_setiuservalue(L, kidx, 1);
+  snprintf(k->command, sizeof k->command, "kernel %s", name);
+  k->k = clCreateKernel(p->prog, name, &err);
+  if (k->k == NULL || err != CL_SUCCESS) {
+    k->k = NULL;
+    lg_clerror(L, lua_pushfstring(L, "%s: clCreateKernel", fn), err, "kernel '%s'", name);
+  }
+  if (clGetKernelWorkGroupInfo(k->k, p->dev->id, CL_KERNEL_WORK_GROUP_SIZE,
+                               sizeof k->work_group_size, &k->work_group_size, NULL) != CL_SUCCESS)
+    k->work_group_size = p->dev->max_work_group_size;
+  lua_replace(L, -3);   /* the kernel in place of the fields table */
+  lua_pop(L, 1);
+  return k;
+}
+
+static lg_Kernel *check_kernel(lua_State *L, int idx) {
+  lg_Kernel *k = luaL_checkudata(L, idx, LG_KERNEL_MT);
+  if (k->k == NULL) lg_released_error(L, idx, "kernel");
+  return k;
+}
+
+/* k(...): binds a call (call.c). */
+static int k_call(lua_State *L) {
+  check_kernel(L, 1);
+  lg_bindcall(L, 1, 2, lua_gettop(L));
+  return 1;
+}
+
+static void push_args(lua_State *L, lg_Kernel *k) {
+  cl_uint i;
+  lua_createtable(L, (int)k->nargs, 0);
+  for (i = 0; i < k->nargs; i++) {
+    const lg_ArgInfo *a = &k->args[i];
+    lua_createtable(L, 0, 5);
+    lua_pushstring(L, a->name);       lua_setfield(L, -2, "name");
+    lua_pushstring(L, a->type_name);  lua_setfield(L, -2, "type");
+    lua_pushstring(L, a->address);    lua_setfield(L, -2, "address");
+    lua_pushstring(L, a->access);     lua_setfield(L, -2, "access");
+    lua_pushstring(L, a->qualifiers); lua_setfield(L, -2, "qualifiers");
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+}
+
+/* Fields: name, args, nargs, program, and the kernel's limits on its device
+** (work_group_size, preferred_work_group_size_multiple, local_mem_size,
+** private_mem_size). */
+static int k_index(lua_State *L) {
+  lg_Kernel *k = check_kernel(L, 1);
+  const char *key = lua_tostring(L, 2);
+  cl_kernel_work_group_info what;
+  if (lg_pushmethod(L, 1, 2)) return 1;
+  if (key == NULL) return 0;
+  if (strcmp(key, "name") == 0) { lua_pushstring(L, k->name); return 1; }
+  if (strcmp(key, "args") == 0) { push_args(L, k); return 1; }
+  if (strcmp(key, "nargs") == 0) { lua_pushinteger(L, k->nargs); return 1; }
+  if (strcmp(key, "program") == 0) { lua_getiuservalue(L, 1, 1); return 1; }
+  if (strcmp(key, "work_group_size") == 0) {
+    lua_pushinteger(L, (lua_Integer)k->work_group_size);
+    return 1;
+  }
+  if (strcmp(key, "preferred_work_group_size_multiple") == 0)
+    what = CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE;
+  else if (strcmp(key, "local_mem_size") == 0)
+    what = CL_KERNEL_LOCAL_MEM_SIZE;
+  else if (strcmp(key, "private_mem_size") == 0)
+    what = CL_KERNEL_PRIVATE_MEM_SIZE;
+  else
+    return 0;
+  {
+    cl_ulong v = 0;
+    size_t sv = 0;
+    cl_int err;
+    if (what == CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE) {
+      err = clGetKernelWorkGroupInfo(k->k, k->dev->id, what, sizeof sv, &sv, NULL);
+      v = sv;
+    } else {
+      err = clGetKernelWorkGroupInfo(k->k, k->dev->id, what, sizeof v, &v, NULL);
+    }
+    if (err != CL_SUCCESS) return lg_clerror(L, "clGetKernelWorkGroupInfo", err, NULL);
+    lua_pushinteger(L, (lua_Integer)v);
+  }
+  return 1;
+}
+
+static int k_newindex(lua_State *L) {
+  return lg_error(L, "kernel", "field '%s' is read-only", luaL_tolstring(L, 2, NULL));
+}
+
+static int k_gc(lua_State *L) {
+  lg_Kernel *k = luaL_checkudata(L, 1, LG_KERNEL_MT);
+  if (k->k != NULL) clReleaseKernel(k->k);
+  k->k = NULL;
+  return 0;
+}
+
+/* "luagpu.Kernel saxpy(float a, global const float* x, ...)" */
+static int k_tostring(lua_State *L) {
+  lg_Kernel *k = luaL_checkudata(L, 1, LG_KERNEL_MT);
+  luaL_Buffer b;
+  cl_uint i;
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, LG_KERNEL_MT " ");
+  luaL_addstring(&b, k->name != NULL ? k->name : "?");
+  luaL_addchar(&b, '(');
+  for (i = 0; i < k->nargs; i++) {
+    const lg_ArgInfo *a = &k->args[i];
+    if (i > 0) luaL_addstring(&b, ", ");
+    if (strcmp(a->address, "private") != 0) {
+      luaL_addstring(&b, a->address);
+      luaL_addchar(&b, ' ');
+    }
+    if (a->qualifiers[0] != '\0') {
+      luaL_addstring(&b, a->qualifiers);
+      luaL_addchar(&b, ' ');
+    }
+    luaL_addstring(&b, a->type_name);
+    luaL_addchar(&b, ' ');
+    luaL_addstring(&b, a->name);
+  }
+  luaL_addchar(&b, ')');
+  if (k->k == NULL) luaL_addstring(&b, " (released)");
+  luaL_pushresult(&b);
+  return 1;
+}
+
+static const luaL_Reg kernel_meta[] = {
+  {"__index", k_index},
+  {"__newindex", k_newindex},
+  {"__call", k_call},
+  {"__gc", k_gc},
+  {"__tostring", k_tostring},
+  {NULL, NULL}
+};
+
+void lg_open_kernel(lua_State *L) {
+  lg_newclass(L, LG_KERNEL_MT, NULL, kernel_meta);
+  lg_open_call(L);
+}

@@ -1,13 +1,705 @@
-/* main.c: stub until the program lands */
+/*
+** main.c: the luagpu program. Runs a script with the module already loaded
+** as the global `gpu` and `arg` set as lua5.4 sets it, or a REPL: line
+** editing and history (readline, when built with it), multi-line input,
+** printed results, errors with a traceback, and Ctrl-C back to the prompt.
+*/
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <unistd.h>
+
 #include "internal.h"
 #include <lualib.h>
 
-int main(int argc, char **argv) {
-  lua_State *L = luaL_newstate();
-  (void)argc; (void)argv;
+#ifdef LUAGPU_READLINE
+#include <readline/readline.h>
+#include <readline/history.h>
+#endif
+
+#define PROGNAME "luagpu"
+#define HISTORY_FILE ".luagpu_history"
+#define HISTORY_MAX 1000
+
+static lua_State *globalL = NULL;
+static const char *progname = PROGNAME;   /* NULL inside the REPL: no prefix */
+static volatile sig_atomic_t got_sigint = 0;
+static volatile sig_atomic_t running_lua = 0;
+
+/* ------------------------------------------------------------ messages */
+
+/* Writes "luagpu: msg" to stderr; no prefix twice when the message already
+** starts with it (luagpu's own errors do). */
+static void message(const char *msg) {
+  size_t n = strlen(PROGNAME ": ");
+  fflush(stdout);
+  if (progname != NULL && strncmp(msg, PROGNAME ": ", n) != 0)
+    fprintf(stderr, "%s: ", progname);
+  fprintf(stderr, "%s\n", msg);
+  fflush(stderr);
+}
+
+/* Reports the error message on top of the stack (if status is an error). */
+static int report(lua_State *L, int status) {
+  if (status != LUA_OK) {
+    const char *msg = lua_tostring(L, -1);
+    message(msg != NULL ? msg : "(error object is not a string)");
+    lua_pop(L, 1);
+  }
+  return status;
+}
+
+/* Message handler: adds a traceback to the error message. */
+static int msghandler(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (msg == NULL) {
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+      return 1;   /* an error object that describes itself */
+    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  }
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+/* ------------------------------------------------------------- signals */
+
+/* Hook set by the SIGINT handler: stops the running Lua code. */
+static void on_hook(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  lua_sethook(L, NULL, 0, 0);
+  luaL_error(L, "interrupted!");
+}
+
+/* While Lua runs, Ctrl-C sets a hook that raises at the next call, return
+** or instruction; a second Ctrl-C before it fires (code stuck in C) ends
+** the program. At the prompt it only sets got_sigint. */
+static void on_sigint(int sig) {
+  got_sigint = 1;
+  if (running_lua) {
+    signal(sig, SIG_DFL);
+    lua_sethook(globalL, on_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+  }
+}
+
+/* Installs on_sigint (on != 0), or puts back what was there before (the
+** default action, or "ignore" when started in the background). No
+** SA_RESTART, so a blocking read returns EINTR. */
+static void catch_sigint(int on) {
+  static struct sigaction before;
+  static int installed = 0;
+  if (on && !installed) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &before);
+    installed = 1;
+  } else if (!on && installed) {
+    sigaction(SIGINT, &before, NULL);
+    installed = 0;
+  }
+}
+
+/* Calls the function below its narg arguments with a traceback on error
+** and Ctrl-C turned into an "interrupted!" error. */
+static int docall(lua_State *L, int narg, int nres) {
+  int status, base = lua_gettop(L) - narg;
+  lua_pushcfunction(L, msghandler);
+  lua_insert(L, base);
+  globalL = L;
+  got_sigint = 0;
+  running_lua = 1;
+  catch_sigint(1);
+  status = lua_pcall(L, narg, nres, base);
+  catch_sigint(0);
+  running_lua = 0;
+  lua_sethook(L, NULL, 0, 0);   /* a Ctrl-C that came too late to fire */
+  lua_remove(L, base);
+  return status;
+}
+
+/* ------------------------------------------------ arguments and chunks */
+
+/* arg: arg[0] the script, arg[1..] its arguments, negative indices the
+** program and the options before the script (all of argv from 0 when
+** there is no script). */
+static void create_arg_table(lua_State *L, char **argv, int argc, int script) {
+  int i;
+  if (script == argc) script = 0;
+  lua_createtable(L, argc - script - 1 > 0 ? argc - script - 1 : 0, script + 1);
+  for (i = 0; i < argc; i++) {
+    lua_pushstring(L, argv[i]);
+    lua_rawseti(L, -2, i - script);
+  }
+  lua_setglobal(L, "arg");
+}
+
+static int dochunk(lua_State *L, int status) {
+  if (status == LUA_OK) status = docall(L, 0, 0);
+  return report(L, status);
+}
+
+static int dostring(lua_State *L, const char *s, const char *name) {
+  return dochunk(L, luaL_loadbuffer(L, s, strlen(s), name));
+}
+
+/* -l mod, -l name=mod: global name = require(mod). Without a name the
+** global is the module's last component: -l luagpu.reduce sets `reduce`. */
+static int dolibrary(lua_State *L, const char *spec) {
+  const char *eq = strchr(spec, '='), *mod = eq ? eq + 1 : spec;
+  int status;
+  lua_getglobal(L, "require");
+  lua_pushstring(L, mod);
+  status = docall(L, 1, 1);
+  if (status == LUA_OK) {   /* stack: module */
+    lua_pushglobaltable(L);
+    if (eq != NULL) lua_pushlstring(L, spec, (size_t)(eq - spec));
+    else lua_pushstring(L, strrchr(mod, '.') ? strrchr(mod, '.') + 1 : mod);
+    lua_rotate(L, -3, -1);   /* globals, name, module */
+    lua_settable(L, -3);
+    lua_pop(L, 1);
+  }
+  return report(L, status);
+}
+
+/* Runs the script at argv[script] ("-" for stdin) with argv[script+1..]
+** as its `...`. */
+static int handle_script(lua_State *L, char **argv, int argc, int script) {
+  const char *fname = argv[script];
+  int status, i, n = argc - script - 1;
+  if (strcmp(fname, "-") == 0 && strcmp(argv[script - 1], "--") != 0) fname = NULL;
+  status = luaL_loadfile(L, fname);
+  if (status == LUA_OK) {
+    luaL_checkstack(L, n, "too many arguments to script");
+    for (i = 1; i <= n; i++) lua_pushstring(L, argv[script + i]);
+    status = docall(L, n, 0);
+  }
+  return report(L, status);
+}
+
+/* LUAGPU_INIT, else LUA_INIT_5_4, else LUA_INIT: code, or @file to run. */
+static int handle_init(lua_State *L) {
+  static const char *const names[] = {"LUAGPU_INIT", "LUA_INIT_5_4", "LUA_INIT", NULL};
+  const char *init = NULL, *name = NULL;
+  int i;
+  for (i = 0; names[i] != NULL && init == NULL; i++) init = getenv(name = names[i]);
+  if (init == NULL) return LUA_OK;
+  if (init[0] == '@') return dochunk(L, luaL_loadfile(L, init + 1));
+  {
+    char chunkname[32];
+    snprintf(chunkname, sizeof chunkname, "=%s", name);
+    return dostring(L, init, chunkname);
+  }
+}
+
+/* ------------------------------------------------ usage, -v, --devices */
+
+static void print_usage(FILE *f) {
+  fputs(
+    "usage: " PROGNAME " [options] [script [args]]\n"
+    "Available options are:\n"
+    "  -e stat    run the Lua code 'stat'\n"
+    "  -i         enter the REPL after running the script\n"
+    "  -l mod     require library 'mod' into a global named after its last part\n"
+    "  -l g=mod   require library 'mod' into global 'g'\n"
+    "  -v         show version information\n"
+    "  -E         ignore environment variables (LUAGPU_INIT, LUA_INIT, LUA_PATH, ...)\n"
+    "  -W         turn warnings on\n"
+    "  --devices  list the OpenCL platforms and devices, then exit\n"
+    "  --help     show this help, then exit\n"
+    "  --         stop handling options\n"
+    "  -          run stdin as a script and stop handling options\n"
+    "With no script, -e or -v it starts a REPL. The global `gpu` is the luagpu\n"
+    "module; $LUAGPU_DEVICE picks the default device of gpu.device().\n", f);
+  fflush(f);
+}
+
+/* "luagpu 0.1.0 (Lua 5.4.6, OpenCL 1.2)" and what follows, on f. */
+static void print_version(lua_State *L, FILE *f, const char *more) {
+  lua_getglobal(L, "gpu");
+  lua_getfield(L, -1, "version");
+  fprintf(f, "%s %s (%s, OpenCL %d.%d)%s\n", PROGNAME,
+          lua_isstring(L, -1) ? lua_tostring(L, -1) : LG_VERSION, LUA_RELEASE,
+          CL_TARGET_OPENCL_VERSION / 100, CL_TARGET_OPENCL_VERSION % 100 / 10, more);
+  fflush(f);
+  lua_pop(L, 2);
+}
+
+/* --devices: called with the module; returns the exit status. */
+static const char devices_lua[] =
+  "local gpu = ...\n"
+  "if #gpu.platforms() == 0 then\n"
+  "  io.stderr:write('" PROGNAME ": no OpenCL platforms found "
+  "(is an ICD such as pocl-opencl-icd installed?)\\n')\n"
+  "  return 1\n"
+  "end\n"
+  "local devs = gpu.devices()\n"
+  "local okd, default = pcall(gpu.device)\n"
+  "local function mem(n)\n"
+  "  local e = n >= 2^30 and 30 or n >= 2^20 and 20 or 10\n"
+  "  return string.format('%.1f %s', n / 2^e, ({[30] = 'GiB', [20] = 'MiB', [10] = 'KiB'})[e])\n"
+  "end\n"
+  "local rows = {{'#', 'platform', 'device', 'type', 'compute units', 'global memory', 'max alloc'}}\n"
+  "for i, d in ipairs(devs) do\n"
+  "  rows[#rows + 1] = {(okd and d == default) and i .. '*' or tostring(i), d.platform, d.name,\n"
+  "    d.type, tostring(d.compute_units), mem(d.global_mem_size), mem(d.max_alloc_size)}\n"
+  "end\n"
+  "local width, right = {}, {true, [5] = true, [6] = true, [7] = true}\n"
+  "for _, row in ipairs(rows) do for j, cell in ipairs(row) do\n"
+  "  width[j] = math.max(width[j] or 0, #cell)\n"
+  "end end\n"
+  "for _, row in ipairs(rows) do\n"
+  "  local out = {}\n"
+  "  for j, cell in ipairs(row) do\n"
+  "    local pad = string.rep(' ', width[j] - #cell)\n"
+  "    out[j] = right[j] and pad .. cell or (j < #row and cell .. pad or cell)\n"
+  "  end\n"
+  "  print(table.concat(out, '  '))\n"
+  "end\n"
+  "if #devs == 0 then print('(no devices)') end\n"
+  "if okd then print('* the default device: gpu.device() (set LUAGPU_DEVICE to pick another)') end\n"
+  "return 0\n";
+
+static int list_devices(lua_State *L) {
+  int status = luaL_loadbuffer(L, devices_lua, sizeof devices_lua - 1, "=--devices");
+  if (status == LUA_OK) {
+    lua_getglobal(L, "gpu");
+    status = docall(L, 1, 1);
+  }
+  if (report(L, status) != LUA_OK) return EXIT_FAILURE;
+  status = (int)lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  return status;
+}
+
+/* ------------------------------------------------------------- printer */
+
+/* The REPL's printer: takes the results, returns one line for them.
+** Strings at the top level print as they are (so dev:summary() reads
+** well); tables show their contents to a small depth, host arrays their
+** first values, other userdata go through __tostring. */
+static const char printer_lua[] =
+  "local maxdepth, maxitems = 3, 20\n"
+  "local keywords = {}\n"
+  "for w in ('and break do else elseif end false for function goto if in local nil not or '\n"
+  "  .. 'repeat return then true until while'):gmatch('%a+') do keywords[w] = true end\n"
+  "local show\n"
+  "local function quote(s)\n"
+  "  return (string.format('%q', s):gsub('\\\\\\n', '\\\\n'))\n"
+  "end\n"
+  "local function showkey(k, depth, seen)\n"
+  "  if type(k) == 'string' and k:match('^[%a_][%w_]*$') and not keywords[k] then return k end\n"
+  "  return '[' .. show(k, depth, seen) .. ']'\n"
+  "end\n"
+  "local order = {number = 1, string = 2}\n"
+  "local function before(a, b)\n"
+  "  local ta, tb = order[type(a)] or 3, order[type(b)] or 3\n"
+  "  if ta ~= tb then return ta < tb end\n"
+  "  if ta == 3 then return tostring(a) < tostring(b) end\n"
+  "  return a < b\n"
+  "end\n"
+  "local function showtable(t, depth, seen)\n"
+  "  if seen[t] then return '<cycle>' end\n"
+  "  if depth > maxdepth then return next(t) == nil and '{}' or '{...}' end\n"
+  "  seen[t] = true\n"
+  "  local parts, len, keys = {}, rawlen(t), {}\n"
+  "  for i = 1, math.min(len, maxitems) do parts[i] = show(rawget(t, i), depth + 1, seen) end\n"
+  "  for k in next, t do\n"
+  "    if not (math.type(k) == 'integer' and k >= 1 and k <= len) then keys[#keys + 1] = k end\n"
+  "  end\n"
+  "  table.sort(keys, before)\n"
+  "  for _, k in ipairs(keys) do\n"
+  "    if #parts >= maxitems then break end\n"
+  "    parts[#parts + 1] = showkey(k, depth + 1, seen) .. ' = ' .. show(rawget(t, k), depth + 1, seen)\n"
+  "  end\n"
+  "  local more = len + #keys - #parts\n"
+  "  if more > 0 then parts[#parts + 1] = '... (' .. more .. ' more)' end\n"
+  "  seen[t] = nil\n"
+  "  return '{' .. table.concat(parts, ', ') .. '}'\n"
+  "end\n"
+  "local function showarray(a)\n"
+  "  local head = tostring(a)\n"
+  "  local ok, n = pcall(function() return #a end)\n"
+  "  if not ok or head:find('{', 1, true) then return head end\n"
+  "  local fmt = tostring(a.type):match('^float') and '%.7g' or nil\n"
+  "  local parts = {}\n"
+  "  for i = 1, math.min(n, maxitems) do\n"
+  "    local v = a[i]\n"
+  "    parts[i] = fmt and string.format(fmt, v) or tostring(v)\n"
+  "  end\n"
+  "  if n > maxitems then parts[#parts + 1] = '... (' .. n - maxitems .. ' more)' end\n"
+  "  return head .. ' {' .. table.concat(parts, ', ') .. '}'\n"
+  "end\n"
+  "function show(v, depth, seen)\n"
+  "  local t = type(v)\n"
+  "  if t == 'string' then return quote(v) end\n"
+  "  if t == 'table' then\n"
+  "    local mt = getmetatable(v)\n"
+  "    if type(mt) == 'table' and rawget(mt, '__tostring') then return tostring(v) end\n"
+  "    return showtable(v, depth, seen)\n"
+  "  end\n"
+  "  if t == 'userdata' then\n"
+  "    local mt = getmetatable(v)\n"
+  "    if depth == 1 and type(mt) == 'table' and rawget(mt, '__name') == '" LG_ARRAY_MT "' then\n"
+  "      local ok, s = pcall(showarray, v)\n"
+  "      if ok then return s end\n"
+  "    end\n"
+  "  end\n"
+  "  return tostring(v)\n"
+  "end\n"
+  "return function(...)\n"
+  "  local out = table.pack(...)\n"
+  "  for i = 1, out.n do\n"
+  "    local v = out[i]\n"
+  "    out[i] = type(v) == 'string' and v or show(v, 1, {})\n"
+  "  end\n"
+  "  return table.concat(out, '\\t', 1, out.n)\n"
+  "end\n";
+
+#define PRINTER_KEY "luagpu.repl_printer"
+
+/* Prints the n values on top of the stack (and pops them). */
+static void print_results(lua_State *L, int n) {
+  int status;
+  if (n == 0) return;
+  lua_getfield(L, LUA_REGISTRYINDEX, PRINTER_KEY);
+  lua_insert(L, -n - 1);
+  status = docall(L, n, 1);
+  if (status == LUA_OK) {
+    size_t len;
+    const char *s = luaL_tolstring(L, -1, &len);
+    fwrite(s, 1, len, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+    lua_pop(L, 2);
+  } else {
+    lua_pushfstring(L, "error printing the results (%s)", lua_tostring(L, -1));
+    lua_remove(L, -2);
+    report(L, status);
+  }
+}
+
+/* ---------------------------------------------------- reading the input */
+
+static int stdin_tty = 0;
+
+#ifdef LUAGPU_READLINE
+static char history_path[4096];
+static int history_added = 0;
+
+static void history_save(void) {
+  if (history_path[0] == '\0' || history_added == 0) return;
+  if (access(history_path, F_OK) == 0)
+    append_history(history_added < history_length ? history_added : history_length,
+                   history_path);
+  else
+    write_history(history_path);
+  history_truncate_file(history_path, HISTORY_MAX);
+  history_added = 0;
+}
+
+/* Reads ~/.luagpu_history ($HOME's) and saves the new lines at exit, also
+** when a script calls os.exit. */
+static void history_start(void) {
+  const char *home = getenv("HOME");
+  stifle_history(HISTORY_MAX);
+  if (home == NULL || home[0] == '\0') return;
+  snprintf(history_path, sizeof history_path, "%s/" HISTORY_FILE, home);
+  read_history(history_path);
+  atexit(history_save);
+}
+
+static void history_add(const char *line) {
+  HIST_ENTRY *last = history_length > 0 ? history_get(history_base + history_length - 1) : NULL;
+  if (line[0] == '\0' || (last != NULL && strcmp(last->line, line) == 0)) return;
+  add_history(line);
+  history_added++;
+}
+
+static char *rl_line = NULL;
+static int rl_have_line = 0;
+
+static void on_line(char *line) {
+  rl_line = line;
+  rl_have_line = 1;
+  rl_callback_handler_remove();
+}
+
+/* One line through readline's callback interface, so that Ctrl-C can
+** abandon it: returns the line (malloc'd), NULL at end of input or, with
+** *interrupted set, on Ctrl-C. */
+static char *readline_line(const char *prompt, int *interrupted) {
+  rl_line = NULL;
+  rl_have_line = 0;
+  got_sigint = 0;
+  catch_sigint(1);
+  rl_callback_handler_install(prompt, on_line);
+  while (!rl_have_line) {
+    fd_set fds;
+    FD_ZERO(&fds);
+    FD_SET(fileno(rl_instream), &fds);
+    if (select(fileno(rl_instream) + 1, &fds, NULL, NULL, NULL) < 0) {
+      if (errno == EINTR && !got_sigint) continue;
+      rl_free_line_state();
+      rl_callback_sigcleanup();
+      rl_callback_handler_remove();
+      fputs("\n", rl_outstream);
+      *interrupted = got_sigint != 0;
+      break;
+    }
+    rl_callback_read_char();
+  }
+  catch_sigint(0);
+  return rl_line;
+}
+#endif
+
+/* Pushes the next line (without its newline). Returns 1, 0 at end of
+** input, or -1 when Ctrl-C abandoned the line. */
+static int push_line(lua_State *L, int first) {
+  char *line = NULL;
+  size_t len;
+  if (stdin_tty) {
+    const char *prompt = first ? "gpu> " : ">> ";
+#ifdef LUAGPU_READLINE
+    int interrupted = 0;
+    line = readline_line(prompt, &interrupted);
+    if (line == NULL) return interrupted ? -1 : 0;
+    lua_pushstring(L, line);
+    history_add(line);
+    free(line);
+    return 1;
+#else
+    fputs(prompt, stdout);
+    fflush(stdout);
+#endif
+  }
+  {
+    size_t cap = 0;
+    ssize_t n = getline(&line, &cap, stdin);
+    if (n < 0) { free(line); return 0; }
+    len = (size_t)n;
+    if (len > 0 && line[len - 1] == '\n') len--;
+    lua_pushlstring(L, line, len);
+    free(line);
+    return 1;
+  }
+}
+
+/* ------------------------------------------------------------- the REPL */
+
+/* True when the load error on top means the chunk is only unfinished. */
+static int incomplete(lua_State *L, int status) {
+  size_t len;
+  const char *msg = lua_tolstring(L, -1, &len);
+  return status == LUA_ERRSYNTAX && len >= 5 && strcmp(msg + len - 5, "<eof>") == 0;
+}
+
+/* Compiles code as "return code" (an expression, whose values print), else
+** as statements. Pushes the function and returns LUA_OK, or pushes the
+** error and returns its status; *more says that reading on may help. */
+static int compile(lua_State *L, const char *code, int *more) {
+  int status, ret_more;
+  lua_pushfstring(L, "return %s", code);
+  status = luaL_loadbuffer(L, lua_tostring(L, -1), lua_rawlen(L, -1), "=stdin");
+  lua_remove(L, -2);
+  if (status == LUA_OK) return LUA_OK;
+  ret_more = incomplete(L, status);
+  lua_pop(L, 1);
+  status = luaL_loadbuffer(L, code, strlen(code), "=stdin");
+  *more = status != LUA_OK && (ret_more || incomplete(L, status));
+  return status;
+}
+
+/* Reads lines until they make a chunk: pushes its function and returns
+** LUA_OK, or pushes a load error and returns its status; returns -1 at end
+** of input and -2 after Ctrl-C, pushing nothing. */
+static int read_chunk(lua_State *L) {
+  int r = push_line(L, 1), status, more = 0;
+  if (r <= 0) return r - 1;
+  for (;;) {
+    status = compile(L, lua_tostring(L, -1), &more);
+    if (status == LUA_OK || !more) break;
+    r = push_line(L, 0);
+    if (r <= 0) {   /* end of input inside a chunk: report its error */
+      if (r == 0) { lua_remove(L, -2); return status; }
+      lua_pop(L, 2);
+      return -2;
+    }
+    lua_remove(L, -2);   /* the error */
+    lua_pushliteral(L, "\n");
+    lua_insert(L, -2);
+    lua_concat(L, 3);
+  }
+  lua_remove(L, -2);   /* the code */
+  return status;
+}
+
+/* The banner: version and default device (or why there is none). */
+static void print_banner(lua_State *L, FILE *f) {
+  static const char device_lua[] =
+    "local ok, d = pcall(gpu.device)\n"
+    "if ok then return 'default device: ' .. tostring(d):gsub('^" LG_DEVICE_MT ": ', '') end\n"
+    "return 'no default device: ' .. tostring(d)\n";
+  print_version(L, f, "  gpu.devices() lists devices, Ctrl-D exits");
+  if (luaL_loadbuffer(L, device_lua, sizeof device_lua - 1, "=banner") == LUA_OK &&
+      docall(L, 0, 1) == LUA_OK)
+    fprintf(f, "%s\n", lua_tostring(L, -1));
+  lua_pop(L, 1);
+  fflush(f);
+}
+
+/* The REPL: on a terminal with prompts, line editing and history; fed
+** through a pipe, without prompts but with the results printed. */
+static void repl(lua_State *L) {
+  int status;
+  const char *oldprogname = progname;
+  stdin_tty = isatty(fileno(stdin));
+  progname = NULL;
+  if (luaL_loadbuffer(L, printer_lua, sizeof printer_lua - 1, "=printer") != LUA_OK ||
+      lua_pcall(L, 0, 1, 0) != LUA_OK) {
+    report(L, LUA_ERRRUN);
+    return;
+  }
+  lua_setfield(L, LUA_REGISTRYINDEX, PRINTER_KEY);
+  print_banner(L, stdin_tty ? stdout : stderr);
+#ifdef LUAGPU_READLINE
+  if (stdin_tty) {
+    rl_readline_name = PROGNAME;
+    rl_catch_signals = 0;
+    history_start();
+  }
+#endif
+  while ((status = read_chunk(L)) != -1) {
+    if (status == -2) continue;   /* Ctrl-C at the prompt: a fresh one */
+    if (status == LUA_OK) {
+      int base = lua_gettop(L) - 1;
+      status = docall(L, 0, LUA_MULTRET);
+      fflush(stdout);
+      if (status == LUA_OK) print_results(L, lua_gettop(L) - base);
+    }
+    report(L, status);
+  }
+  lua_settop(L, 0);
+  if (stdin_tty) fputs("\n", stdout);
+  fflush(stdout);
+  progname = oldprogname;
+}
+
+/* ----------------------------------------------------------------- main */
+
+enum { HAS_E = 1, HAS_I = 2, HAS_V = 4, HAS_BIG_E = 8, HAS_W = 16, HAS_DEVICES = 32,
+       HAS_HELP = 64 };
+
+/* Scans the options: returns the flags, with *script set to the index of
+** the script (argc when none), or -1 with *bad the offending index. */
+static int collect_args(char **argv, int argc, int *script, int *bad) {
+  int flags = 0, i;
+  for (i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    *bad = i;
+    if (a[0] != '-' || strcmp(a, "-") == 0) break;           /* the script */
+    if (strcmp(a, "--") == 0) { i++; break; }
+    if (strcmp(a, "--devices") == 0) flags |= HAS_DEVICES;
+    else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) flags |= HAS_HELP;
+    else if (strcmp(a, "-i") == 0) flags |= HAS_I;
+    else if (strcmp(a, "-v") == 0) flags |= HAS_V;
+    else if (strcmp(a, "-E") == 0) flags |= HAS_BIG_E;
+    else if (strcmp(a, "-W") == 0) flags |= HAS_W;
+    else if (a[1] == 'e' || a[1] == 'l') {
+      if (a[1] == 'e') flags |= HAS_E;
+      if (a[2] == '\0' && (++i >= argc || argv[i][0] == '-')) return -1;   /* no argument */
+    }
+    else return -1;
+  }
+  *script = i < argc ? i : argc;
+  return flags;
+}
+
+/* Runs the -e and -l options in order. */
+static int run_args(lua_State *L, char **argv, int script) {
+  int i;
+  for (i = 1; i < script; i++) {
+    const char *a = argv[i];
+    if ((a[1] == 'e' || a[1] == 'l') && a[0] == '-') {
+      const char *v = a[2] != '\0' ? a + 2 : argv[++i];
+      if ((a[1] == 'e' ? dostring(L, v, "=(command line)") : dolibrary(L, v)) != LUA_OK)
+        return 0;
+    }
+  }
+  return 1;
+}
+
+/* Everything runs in protected mode: argc and argv come as light userdata
+** pointers; returns the exit status. */
+static int pmain(lua_State *L) {
+  int argc = (int)lua_tointeger(L, 1);
+  char **argv = (char **)lua_touserdata(L, 2);
+  int script, bad = 0;
+  int flags = collect_args(argv, argc, &script, &bad);
+  if (flags < 0) {
+    const char *a = argv[bad];
+    if (a[1] == 'e' || a[1] == 'l') fprintf(stderr, PROGNAME ": '%s' needs an argument\n", a);
+    else fprintf(stderr, PROGNAME ": unrecognized option '%s'\n", a);
+    print_usage(stderr);
+    lua_pushinteger(L, EXIT_FAILURE);
+    return 1;
+  }
+  if (flags & HAS_HELP) {
+    print_usage(stdout);
+    lua_pushinteger(L, EXIT_SUCCESS);
+    return 1;
+  }
+  if (flags & HAS_BIG_E) {   /* package.path and cpath then ignore LUA_PATH... */
+    lua_pushboolean(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
+  }
   luaL_openlibs(L);
-  luaL_requiref(L, "luagpu", luaopen_luagpu, 1);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  lua_pushcfunction(L, luaopen_luagpu);
+  lua_setfield(L, -2, "luagpu");
+  lua_pop(L, 1);
+  create_arg_table(L, argv, argc, script);
+  if (flags & HAS_W) lua_warning(L, "@on", 0);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "luagpu");
+  if (report(L, docall(L, 1, 1)) != LUA_OK) {
+    lua_pushinteger(L, EXIT_FAILURE);
+    return 1;
+  }
+  lua_setglobal(L, "gpu");
+  if (flags & HAS_DEVICES) {
+    lua_pushinteger(L, list_devices(L));
+    return 1;
+  }
+  if (flags & HAS_V) print_version(L, stdout, "");
+  if ((!(flags & HAS_BIG_E) && handle_init(L) != LUA_OK) || !run_args(L, argv, script) ||
+      (script < argc && handle_script(L, argv, argc, script) != LUA_OK)) {
+    lua_pushinteger(L, EXIT_FAILURE);
+    return 1;
+  }
+  if ((flags & HAS_I) || (script == argc && !(flags & (HAS_E | HAS_V))))
+    repl(L);
+  lua_pushinteger(L, EXIT_SUCCESS);
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  int status, result = EXIT_FAILURE;
+  lua_State *L = luaL_newstate();
+  if (L == NULL) {
+    message("cannot create state: not enough memory");
+    return EXIT_FAILURE;
+  }
+  lua_pushcfunction(L, pmain);
+  lua_pushinteger(L, argc);
+  lua_pushlightuserdata(L, argv);
+  status = lua_pcall(L, 2, 1, 0);
+  if (status == LUA_OK) result = (int)lua_tointeger(L, -1);
+  else report(L, status);
   lua_close(L);
-  return 0;
+  return result;
 }

@@ -124,7 +124,7 @@ void lg_store_scalar(lua_State *L, int idx, lg_Scalar s, void *p,
   }
   {
     lua_Number x = lua_tonumber(L, idx);
-    lua_Integer i;
+    lua_Integer i = 0;
     if (s == LG_FLOAT) { *(float *)p = (float)x; return; }
     if (s == LG_DOUBLE) { *(double *)p = (double)x; return; }
     if (!lua_numbertointeger(x, &i) || (lua_Number)i != x) {

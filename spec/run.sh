@@ -9,7 +9,7 @@ status=0
 if [ -n "$ASAN" ]; then
   # The stock lua5.4 is not instrumented: preload the sanitizer runtimes.
   export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
-  export ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:halt_on_error=1"
+  export ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:halt_on_error=1:allocator_may_return_null=1"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 fi
 lua5.4 /usr/bin/busted --lpath='lua/?.lua;lua/?/init.lua;spec/?.lua' \

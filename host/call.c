@@ -1,0 +1,462 @@
+/*
+** call.c: binding and launching kernels. k(args...) checks and converts
+** every argument once, into a Call ready for clSetKernelArg; call:run and
+** dev:run check the sizes against the device and kernel limits, set the
+** arguments (skipped when this call set them last on its cl_kernel) and
+** enqueue, returning the Event. gpu.localmem(type, count) sizes __local
+** parameters.
+*/
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define SLOT 16   /* scalar values are stored 16-byte aligned: double16 is 128 */
+
+static uint64_t next_serial = 1;
+
+/* ------------------------------------------------------------ localmem */
+
+/* gpu.localmem(type, count) */
+static int lm_new(lua_State *L) {
+  lg_Type t = lg_checktype(L, 1, "gpu.localmem", 1);
+  size_t n = lg_checksize(L, 2, "gpu.localmem", 2, "a count of elements >= 1");
+  lg_LocalMem *m;
+  if (n == 0) return lg_argerror(L, "gpu.localmem", 2, "expected a count of elements >= 1, got 0");
+  m = lua_newuserdatauv(L, sizeof *m, 0);
+  m->type = t;
+  m->count = n;
+  m->bytes = n * lg_type_size(t);
+  luaL_setmetatable(L, LG_LOCALMEM_MT);
+  return 1;
+}
+
+static int lm_index(lua_State *L) {
+  lg_LocalMem *m = luaL_checkudata(L, 1, LG_LOCALMEM_MT);
+  const char *k = luaL_checkstring(L, 2);
+  char name[LG_TYPENAME_MAX];
+  if (strcmp(k, "type") == 0) lua_pushstring(L, lg_type_name(m->type, name));
+  else if (strcmp(k, "count") == 0) lua_pushinteger(L, (lua_Integer)m->count);
+  else if (strcmp(k, "bytes") == 0) lua_pushinteger(L, (lua_Integer)m->bytes);
+  else lua_pushnil(L);
+  return 1;
+}
+
+static int lm_tostring(lua_State *L) {
+  lg_LocalMem *m = luaL_checkudata(L, 1, LG_LOCALMEM_MT);
+  char name[LG_TYPENAME_MAX];
+  lua_pushfstring(L, LG_LOCALMEM_MT " (%s, %I)", lg_type_name(m->type, name),
+                  (lua_Integer)m->count);
+  return 1;
+}
+
+/* ------------------------------------------------------------- binding */
+
+/* Pushes "float* x" style text naming parameter i, for messages. */
+static const char *param(lua_State *L, const lg_ArgInfo *a) {
+  const char *space = strcmp(a->address, "private") == 0 ? "" : a->address;
+  return lua_pushfstring(L, "%s%s%s %s", space, space[0] ? " " : "", a->type_name, a->name);
+}
+
+/* Names of the parameters, ", "-separated. */
+static const char *param_names(lua_State *L, const lg_Kernel *k) {
+  luaL_Buffer b;
+  cl_uint i;
+  luaL_buffinit(L, &b);
+  for (i = 0; i < k->nargs; i++) {
+    if (i > 0) luaL_addstring(&b, ", ");
+    luaL_addstring(&b, k->args[i].name);
+  }
+  luaL_pushresult(&b);
+  return lua_tostring(L, -1);
+}
+
+static void bind_buffer(lua_State *L, lg_Kernel *k, const lg_ArgInfo *a, int i, int idx,
+                        lg_CallArg *ca, cl_mem *slot) {
+  lg_Buffer *b = lg_testbuffer(L, idx);
+  char want[LG_TYPENAME_MAX], got[LG_TYPENAME_MAX];
+  if (b == NULL)
+    lg_typeerror(L, k->command, i, idx,
+                 a->typed ? lua_pushfstring(L, "a Buffer of %s for parameter '%s'",
+                                            lg_type_name(a->type, want), param(L, a))
+                          : lua_pushfstring(L, "a Buffer for parameter '%s'", param(L, a)));
+  if (!lg_buffer_live(b))
+    lg_argerror(L, k->command, i, "(%s): attempt to use a released buffer", a->name);
+  if (a->typed && (b->type.scalar != a->type.scalar || b->type.width != a->type.width))
+    lg_argerror(L, k->command, i, "expected a Buffer of %s for parameter '%s', got a Buffer of %s",
+                lg_type_name(a->type, want), param(L, a), lg_type_name(b->type, got));
+  if (b->dev->ctx != k->dev->ctx)
+    lg_argerror(L, k->command, i, "(%s): the buffer is on %s, of another context than %s",
+                a->name, b->dev->name, k->dev->name);
+  *slot = lg_buffer_kernel_mem(L, b);
+  ca->size = sizeof(cl_mem);
+  ca->value = slot;
+  ca->buf = b;
+}
+
+static size_t bind_local(lua_State *L, lg_Kernel *k, const lg_ArgInfo *a, int i, int idx,
+                         lg_CallArg *ca) {
+  lg_LocalMem *m = luaL_testudata(L, idx, LG_LOCALMEM_MT);
+  char want[LG_TYPENAME_MAX], got[LG_TYPENAME_MAX];
+  if (m == NULL)
+    lg_typeerror(L, k->command, i, idx,
+                 lua_pushfstring(L, "gpu.localmem(type, count) for parameter '%s'", param(L, a)));
+  if (a->typed && (m->type.scalar != a->type.scalar || m->type.width != a->type.width))
+    lg_argerror(L, k->command, i, "expected gpu.localmem of %s for parameter '%s', got %s",
+                lg_type_name(a->type, want), param(L, a), lg_type_name(m->type, got));
+  ca->size = m->bytes;
+  ca->value = NULL;
+  return m->bytes;
+}
+
+static void bind_scalar(lua_State *L, lg_Kernel *k, const lg_ArgInfo *a, int i, int idx,
+                        lg_CallArg *ca, unsigned char *slot) {
+  const char *what = lua_pushfstring(L, "argument #%d (%s %s)", i, a->type_name, a->name);
+  int w = a->type.width, j;
+  size_t es = lg_scalar_size(a->type.scalar);
+  if (w == 1) {
+    lg_store_scalar(L, idx, a->type.scalar, slot, k->command, what);
+  } else {
+    if (!lua_istable(L, idx) || luaL_getmetafield(L, idx, "__name") != LUA_TNIL)
+      lg_error(L, k->command, "%s: expected a table of %d numbers, got %s", what, w,
+               luaL_typename(L, idx));
+    if (lua_rawlen(L, idx) != (size_t)w)
+      lg_error(L, k->command, "%s: expected a table of %d numbers, got a table of %d", what, w,
+               (int)lua_rawlen(L, idx));
+    for (j = 0; j < w; j++) {
+      const char *wj = lua_pushfstring(L, "%s[%d]", what, j + 1);
+      lua_rawgeti(L, idx, j + 1);
+      lg_store_scalar(L, -1, a->type.scalar, slot + (size_t)j * es, k->command, wj);
+      lua_pop(L, 2);
+    }
+  }
+  lua_pop(L, 1);
+  ca->size = lg_type_size(a->type);
+  ca->value = slot;
+}
+
+lg_Call *lg_bindcall(lua_State *L, int kidx, int first, int last) {
+  lg_Kernel *k = luaL_checkudata(L, kidx, LG_KERNEL_MT);
+  int n = last - first + 1, i, argsidx;
+  size_t data = 0, local = 0, head = (sizeof(lg_Call) + SLOT - 1) / SLOT * SLOT;
+  unsigned char *p;
+  lg_Call *c;
+  cl_uint j;
+  if (k->k == NULL) lg_released_error(L, kidx, "kernel");
+  if (n != (int)k->nargs)
+    lg_error(L, k->command, "expected %d argument%s (%s), got %d", (int)k->nargs,
+             k->nargs == 1 ? "" : "s", param_names(L, k), n);
+  for (j = 0; j < k->nargs; j++) {
+    const lg_ArgInfo *a = &k->args[j];
+    if (a->kind == LG_ARG_BUFFER) data += SLOT;
+    else if (a->kind == LG_ARG_SCALAR) data += (lg_type_size(a->type) + SLOT - 1) / SLOT * SLOT;
+  }
+  head += (k->nargs * sizeof(lg_CallArg) + SLOT - 1) / SLOT * SLOT;
+  c = lua_newuserdatauv(L, head + data, 2);
+  memset(c, 0, head + data);
+  luaL_setmetatable(L, LG_CALL_MT);
+  lua_pushvalue(L, kidx);
+  lua_setiuservalue(L, -2, 1);
+  c->kernel = k;
+  c->nargs = k->nargs;
+  c->args = (lg_CallArg *)((unsigned char *)c + (sizeof(lg_Call) + SLOT - 1) / SLOT * SLOT);
+  p = (unsigned char *)c + head;
+  lua_createtable(L, n, 0);
+  argsidx = lua_gettop(L);
+  for (i = 0; i < n; i++) {
+    const lg_ArgInfo *a = &k->args[i];
+    int idx = first + i;
+    switch (a->kind) {
+      case LG_ARG_BUFFER:
+        bind_buffer(L, k, a, i + 1, idx, &c->args[i], (cl_mem *)p);
+        p += SLOT;
+        break;
+      case LG_ARG_LOCAL:
+        local += bind_local(L, k, a, i + 1, idx, &c->args[i]);
+        break;
+      case LG_ARG_SCALAR:
+        bind_scalar(L, k, a, i + 1, idx, &c->args[i], p);
+        p += (lg_type_size(a->type) + SLOT - 1) / SLOT * SLOT;
+        break;
+      default:
+        lg_argerror(L, k->command, i + 1, "parameter '%s' has a type luagpu cannot pass",
+                    param(L, a));
+    }
+    lua_pushvalue(L, idx);
+    lua_rawseti(L, argsidx, i + 1);
+  }
+  if (local > k->dev->local_mem_size)
+    lg_error(L, k->command, "the gpu.localmem arguments take %I bytes, more than the "
+             "device's local_mem_size (%I bytes)", (lua_Integer)local,
+             (lua_Integer)k->dev->local_mem_size);
+  lua_setiuservalue(L, -2, 2);
+  c->serial = next_serial++;
+  return c;
+}
+
+/* ----------------------------------------------------------- launching */
+
+/* Reads 1 to 3 sizes (a table, or a number for one dimension) at idx;
+** returns the number of dimensions. min is the least size allowed. */
+static cl_uint get_sizes(lua_State *L, int idx, size_t *out, size_t min, const char *fn,
+                         int argno, const char *what) {
+  lua_Integer v;
+  cl_uint n, i;
+  int isnum;
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    v = lua_tointegerx(L, idx, &isnum);
+    if (!isnum || v < (lua_Integer)min)
+      lg_argerror(L, fn, argno, "%s: expected an integer >= %d, got %s", what, (int)min,
+                  luaL_tolstring(L, idx, NULL));
+    out[0] = (size_t)v;
+    return 1;
+  }
+  if (!lua_istable(L, idx))
+    lg_typeerror(L, fn, argno, idx, lua_pushfstring(L, "%s: a table of 1 to 3 sizes", what));
+  n = (cl_uint)lua_rawlen(L, idx);
+  if (n < 1 || n > 3)
+    lg_argerror(L, fn, argno, "%s: expected 1 to 3 dimensions, got %d", what, (int)n);
+  for (i = 0; i < n; i++) {
+    lua_rawgeti(L, idx, (lua_Integer)i + 1);
+    v = lua_tointegerx(L, -1, &isnum);
+    if (!isnum || v < (lua_Integer)min)
+      lg_argerror(L, fn, argno, "%s[%d]: expected an integer >= %d, got %s", what, (int)i + 1,
+                  (int)min, luaL_tolstring(L, -1, NULL));
+    out[i] = (size_t)v;
+    lua_pop(L, 1);
+  }
+  return n;
+}
+
+/* Pushes "{a, b, c}". */
+static const char *fmt_sizes(lua_State *L, const size_t *s, cl_uint n) {
+  if (n == 1) return lua_pushfstring(L, "{%I}", (lua_Integer)s[0]);
+  if (n == 2) return lua_pushfstring(L, "{%I, %I}", (lua_Integer)s[0], (lua_Integer)s[1]);
+  return lua_pushfstring(L, "{%I, %I, %I}", (lua_Integer)s[0], (lua_Integer)s[1],
+                         (lua_Integer)s[2]);
+}
+
+#define ENQ "clEnqueueNDRangeKernel"
+
+static void check_local(lua_State *L, const lg_Kernel *k, const size_t *g, const size_t *l,
+                        cl_uint dims) {
+  const lg_Device *d = k->dev;
+  size_t total = 1;
+  cl_uint i;
+  for (i = 0; i < dims; i++) {
+    if (l[i] > d->max_work_item_sizes[i])
+      lg_clerror(L, ENQ, CL_INVALID_WORK_ITEM_SIZE, "local size %s exceeds the device's "
+                 "max_work_item_sizes[%d] = %I", fmt_sizes(L, l, dims), (int)i + 1,
+                 (lua_Integer)d->max_work_item_sizes[i]);
+    total *= l[i];
+  }
+  if (total > d->max_work_group_size)
+    lg_clerror(L, ENQ, CL_INVALID_WORK_GROUP_SIZE, "local size %s has %I work-items, more "
+               "than the device's max_work_group_size %I", fmt_sizes(L, l, dims),
+               (lua_Integer)total, (lua_Integer)d->max_work_group_size);
+  if (total > k->work_group_size)
+    lg_clerror(L, ENQ, CL_INVALID_WORK_GROUP_SIZE, "local size %s has %I work-items, more "
+               "than kernel %s allows on this device (work_group_size %I)",
+               fmt_sizes(L, l, dims), (lua_Integer)total, k->name,
+               (lua_Integer)k->work_group_size);
+  for (i = 0; i < dims; i++)
+    if (g[i] % l[i] != 0)
+      lg_clerror(L, ENQ, CL_INVALID_WORK_GROUP_SIZE, "local size %s does not divide global "
+                 "size %s", fmt_sizes(L, l, dims), fmt_sizes(L, g, dims));
+}
+
+/* Enqueues the Call at callidx with the sizes at gidx and lidx on queue q
+** (its userdata at qidx, 0 for the device's default queue) and pushes the
+** Event. off is the global offset or NULL. */
+static int launch(lua_State *L, int callidx, int gidx, int lidx, const size_t *off,
+                  cl_uint offdims, cl_command_queue q, int qidx, cl_uint nwait,
+                  const cl_event *wait, const char *fn, int argno) {
+  lg_Call *c = lua_touserdata(L, callidx);
+  lg_Kernel *k = c->kernel;
+  size_t g[3], l[3];
+  cl_uint dims, i;
+  cl_event ev = NULL;
+  cl_int err;
+  int keep[2];
+  if (k->k == NULL) lg_released_error(L, callidx, "kernel");
+  dims = get_sizes(L, gidx, g, 1, fn, argno, "global size");
+  if (dims > k->dev->max_work_item_dims)
+    lg_argerror(L, fn, argno, "the device has %d dimensions, got %d",
+                (int)k->dev->max_work_item_dims, (int)dims);
+  if (!lua_isnoneornil(L, lidx)) {
+    cl_uint ldims = get_sizes(L, lidx, l, 1, fn, argno + 1, "local size");
+    if (ldims != dims)
+      lg_argerror(L, fn, argno + 1, "local size %s has not the %d dimension%s of global size %s",
+                  fmt_sizes(L, l, ldims), (int)dims, dims > 1 ? "s" : "", fmt_sizes(L, g, dims));
+    check_local(L, k, g, l, dims);
+  }
+  if (off != NULL && offdims != dims)
+    lg_error(L, fn, "offset %s has not the %d dimension%s of global size %s",
+             fmt_sizes(L, off, offdims), (int)dims, dims > 1 ? "s" : "", fmt_sizes(L, g, dims));
+  for (i = 0; i < c->nargs; i++)
+    if (c->args[i].buf != NULL && !lg_buffer_live(c->args[i].buf))
+      lg_error(L, fn, "argument #%d (%s) of kernel %s: attempt to use a released buffer",
+               (int)i + 1, k->args[i].name, k->name);
+  if (k->args_of != c->serial) {
+    k->args_of = 0;
+    for (i = 0; i < c->nargs; i++) {
+      err = clSetKernelArg(k->k, i, c->args[i].size, c->args[i].value);
+      if (err != CL_SUCCESS)
+        lg_clerror(L, "clSetKernelArg", err, "argument #%d (%s) of kernel %s", (int)i + 1,
+                   k->args[i].name, k->name);
+    }
+    k->args_of = c->serial;
+  }
+  err = clEnqueueNDRangeKernel(q, k->k, dims, off, g, lua_isnoneornil(L, lidx) ? NULL : l,
+                               nwait, wait, &ev);
+  if (lg_is_oom(err)) {       /* dead buffers may hold the memory: collect, retry once */
+    lua_gc(L, LUA_GCCOLLECT);
+    err = clEnqueueNDRangeKernel(q, k->k, dims, off, g, lua_isnoneornil(L, lidx) ? NULL : l,
+                                 nwait, wait, &ev);
+  }
+  if (err != CL_SUCCESS) lg_clerror(L, ENQ, err, NULL);
+  keep[0] = callidx;
+  keep[1] = qidx;
+  lg_pushevent(L, ev, k->command, keep, qidx != 0 ? 2 : 1);
+  return 1;
+}
+
+static lg_Call *check_call(lua_State *L, int idx) {
+  return luaL_checkudata(L, idx, LG_CALL_MT);
+}
+
+/* Pushes the Device of the Call at idx. */
+static int push_call_device(lua_State *L, int idx) {
+  lua_getiuservalue(L, idx, 1);       /* kernel */
+  lua_getiuservalue(L, -1, 1);        /* program */
+  lua_getiuservalue(L, -1, 1);        /* device */
+  lua_replace(L, -3);
+  lua_pop(L, 1);
+  return lua_gettop(L);
+}
+
+/* Reads opts.offset of the options table at idx into off; returns its dims. */
+static cl_uint get_offset(lua_State *L, int idx, size_t *off, const char *fn, int argno) {
+  cl_uint n = 0;
+  if (lua_getfield(L, idx, "offset") != LUA_TNIL) {
+    n = get_sizes(L, lua_gettop(L), off, 0, fn, argno, "offset");
+  }
+  lua_pop(L, 1);
+  return n;
+}
+
+/* call:run(global [, local] [, opts]) */
+static int call_run(lua_State *L) {
+  lg_Call *c = check_call(L, 1);
+  lg_Device *d = c->kernel->dev;
+  lg_Opts o;
+  size_t off[3];
+  cl_uint offdims;
+  if (lua_isnoneornil(L, 4)) {              /* the common case: no table to read */
+    if (d->queue == NULL) {
+      push_call_device(L, 1);
+      lg_push_default_queue(L, -1);
+      lua_pop(L, 2);
+    }
+    lua_settop(L, 3);
+    return launch(L, 1, 2, 3, NULL, 0, d->queue, 0, 0, NULL, "call:run", 1);
+  }
+  lua_settop(L, 4);
+  push_call_device(L, 1);
+  lg_getopts(L, 4, 5, "call:run", 3, &o);
+  offdims = get_offset(L, 4, off, "call:run", 3);
+  return launch(L, 1, 2, 3, offdims ? off : NULL, offdims, o.queue->q, 6, o.nwait, o.wait,
+                "call:run", 1);
+}
+
+/* dev:run(call, global [, local] [, ev...] [, opts]) */
+static int dev_run(lua_State *L) {
+  lg_Device *d = lg_checkdevice(L, 1);
+  lg_Call *c = check_call(L, 2);
+  int top = lua_gettop(L), last = top, optidx = 0, qidx;
+  lg_Opts o, ow;
+  size_t off[3];
+  cl_uint offdims = 0;
+  if (c->kernel->dev != d)
+    return lg_argerror(L, "dev:run", 1, "the call's kernel was built for %s, not %s",
+                       c->kernel->dev->name, d->name);
+  if (top >= 5 && lua_istable(L, top)) {
+    optidx = top;
+    last = top - 1;
+  }
+  if (top < 4) lua_settop(L, 4);
+  lua_pushnil(L);                           /* stands for absent options */
+  lg_getopts(L, optidx ? optidx : lua_gettop(L), 1, "dev:run", optidx - 1, &o);
+  qidx = lua_gettop(L) - 1;
+  if (optidx) offdims = get_offset(L, optidx, off, "dev:run", optidx - 1);
+  lg_push_waitlist(L, 5, last, d->ctx, "dev:run", &ow);
+  if (o.nwait > 0 && ow.nwait > 0) {      /* both: one list of all */
+    cl_event *all = lua_newuserdatauv(L, (o.nwait + ow.nwait) * sizeof(cl_event), 0);
+    memcpy(all, o.wait, o.nwait * sizeof(cl_event));
+    memcpy(all + o.nwait, ow.wait, ow.nwait * sizeof(cl_event));
+    ow.wait = all;
+    ow.nwait += o.nwait;
+  } else if (o.nwait > 0) {
+    ow = o;
+  }
+  return launch(L, 2, 3, 4, offdims ? off : NULL, offdims, o.queue->q, qidx, ow.nwait, ow.wait,
+                "dev:run", 2);
+}
+
+static int call_index(lua_State *L) {
+  const char *k = lua_tostring(L, 2);
+  check_call(L, 1);
+  if (lg_pushmethod(L, 1, 2)) return 1;
+  if (k != NULL && strcmp(k, "kernel") == 0) {
+    lua_getiuservalue(L, 1, 1);
+    return 1;
+  }
+  if (k != NULL && strcmp(k, "args") == 0) {   /* a copy of the arguments as given */
+    lua_Integer i, n;
+    lua_getiuservalue(L, 1, 2);
+    n = (lua_Integer)lua_rawlen(L, -1);
+    lua_createtable(L, (int)n, 0);
+    for (i = 1; i <= n; i++) {
+      lua_rawgeti(L, -2, i);
+      lua_rawseti(L, -2, i);
+    }
+    return 1;
+  }
+  return 0;
+}
+
+static int call_tostring(lua_State *L) {
+  lg_Call *c = check_call(L, 1);
+  lua_pushfstring(L, LG_CALL_MT " (%s): %p", c->kernel->name, (void *)c);
+  return 1;
+}
+
+static const luaL_Reg call_methods[] = {
+  {"run", call_run},
+  {NULL, NULL}
+};
+
+static const luaL_Reg call_meta[] = {
+  {"__index", call_index},
+  {"__tostring", call_tostring},
+  {NULL, NULL}
+};
+
+static const luaL_Reg localmem_meta[] = {
+  {"__index", lm_index},
+  {"__tostring", lm_tostring},
+  {NULL, NULL}
+};
+
+static const luaL_Reg device_methods[] = {
+  {"run", dev_run},
+  {NULL, NULL}
+};
+
+void lg_open_call(lua_State *L) {
+  lg_newclass(L, LG_CALL_MT, call_methods, call_meta);
+  lg_newclass(L, LG_LOCALMEM_MT, NULL, localmem_meta);
+  lg_add_methods(L, LG_DEVICE_MT, device_methods);
+  lua_pushcfunction(L, lm_new);
+  lua_setfield(L, -2, "localmem");
+}

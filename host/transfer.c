@@ -1,0 +1,245 @@
+/*
+** transfer.c: moving data to, from and between device buffers (and views):
+** b:write, b:read, b:get, b:fill, b:copy_to. Each is one OpenCL call on
+** the queue of its options, with no per-element work in Lua; each but get
+** returns an Event that keeps the buffers, host array and queue alive.
+*/
+#include <string.h>
+
+#include "internal.h"
+
+/* Options these calls take: anything else is most likely a typo. */
+static void check_opt_keys(lua_State *L, int idx, const char *fn, int argno) {
+  if (!lua_istable(L, idx)) return;   /* lg_getopts reports the type */
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+    if (strcmp(k, "wait") != 0 && strcmp(k, "queue") != 0)
+      lg_argerror(L, fn, argno, "unknown option '%s' (expected wait, queue)",
+                  luaL_tolstring(L, -2, NULL));
+    lua_pop(L, 1);
+  }
+}
+
+/* Pushes the buffer's device, then reads the options at optsidx (pushing
+** the queue and the wait list). Returns the stack index of the queue. */
+static int get_opts(lua_State *L, int optsidx, const char *fn, int argno, lg_Opts *o) {
+  optsidx = lua_absindex(L, optsidx);
+  check_opt_keys(L, optsidx, fn, argno);
+  lua_getiuservalue(L, 1, 1);
+  lg_getopts(L, optsidx, -1, fn, argno, o);
+  return lua_gettop(L) - 1;
+}
+
+/* Raises unless b and the queue are still live: option tables and host
+** data are read before the enqueue, and Lua code could run meanwhile. */
+static void check_live(lua_State *L, const lg_Buffer *b, const lg_Opts *o, const char *fn) {
+  if (!lg_buffer_live(b)) lg_error(L, fn, "attempt to use a released buffer");
+  if (o->queue->q == NULL) lg_error(L, fn, "attempt to use a released queue");
+}
+
+/* Once more after a full collection when the enqueue lacked memory. */
+#define RETRY_OOM(err, call)                                                  \
+  do {                                                                        \
+    (err) = (call);                                                           \
+    if (lg_is_oom(err)) { lua_gc(L, LUA_GCCOLLECT, 0); (err) = (call); }      \
+  } while (0)
+
+static void push_event(lua_State *L, cl_event ev, const char *command, int a, int b, int q) {
+  int keep[3];
+  int n = 0;
+  keep[n++] = a;
+  if (b != 0) keep[n++] = b;
+  keep[n++] = q;
+  lg_pushevent(L, ev, command, keep, n);
+}
+
+/* ------------------------------------------------------------ write */
+
+/* b:write(src [, opts]): src a table, a host array of the same type and
+** count, or a number for a one-element buffer. */
+static int buf_write(lua_State *L) {
+  static const char *const fn = "buffer:write";
+  lg_Buffer *b = lg_checkbuffer(L, 1);
+  size_t esize = lg_type_size(b->type);
+  lg_Array *a;
+  lg_Opts o;
+  cl_event ev = NULL;
+  cl_int err;
+  int arr, qidx;
+  lua_settop(L, 3);   /* opts at 3 stays put while values are pushed */
+  if (b->access == LG_OUT)
+    lg_error(L, fn, "the buffer has access \"out\" (device to host only): it cannot be "
+             "written from the host (make it with access = \"mixed\")");
+  switch (lua_type(L, 2)) {
+    case LUA_TTABLE:
+      a = lg_table_to_array(L, 2, b->type, b->count, fn, 1);
+      break;
+    case LUA_TNUMBER:
+      if (b->count != 1 || b->type.width != 1)
+        lg_argerror(L, fn, 1, "expected a table or host array of %I values, got a number "
+                    "(buffer:fill sets every element to one value)",
+                    (lua_Integer)(b->count * (size_t)b->type.width));
+      a = lg_newarray(L, b->type, 1);
+      lg_store_scalar(L, 2, b->type.scalar, a->data, fn, "argument #1");
+      break;
+    default:
+      a = lg_testarray(L, 2);
+      if (a == NULL) lg_typeerror(L, fn, 1, 2, "a table, a host array or a number");
+      lg_check_array_fits(L, a, b->type, b->count, fn, "argument #1");
+      lua_pushvalue(L, 2);
+      break;
+  }
+  arr = lua_gettop(L);
+  qidx = get_opts(L, 3, fn, 2, &o);
+  check_live(L, b, &o, fn);
+  RETRY_OOM(err, clEnqueueWriteBuffer(o.queue->q, b->root->mem, CL_FALSE, b->offset * esize,
+                                      b->count * esize, a->data, o.nwait, o.wait, &ev));
+  if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueWriteBuffer", err, NULL);
+  push_event(L, ev, "write", 1, arr, qidx);
+  return 1;
+}
+
+/* -------------------------------------------------------------- read */
+
+/* b:read([dst] [, opts]) and b:get([dst] [, opts]): the same, but get
+** blocks and returns the result instead of an Event. */
+static int read_impl(lua_State *L, int blocking) {
+  const char *fn = blocking ? "buffer:get" : "buffer:read";
+  lg_Buffer *b = lg_checkbuffer(L, 1);
+  size_t esize = lg_type_size(b->type);
+  lg_Array *a;
+  lg_Opts o;
+  cl_event ev = NULL;
+  cl_int err;
+  int arr, qidx, optsidx = 3, number;
+  lua_settop(L, 3);
+  if (b->access == LG_IN)
+    lg_error(L, fn, "the buffer has access \"in\" (host to device only): it cannot be read "
+             "back to the host (make it with access = \"mixed\")");
+  a = lg_testarray(L, 2);
+  number = a == NULL && b->is_scalar && b->type.width == 1;
+  if (a != NULL) {
+    lg_check_array_fits(L, a, b->type, b->count, fn, "argument #1");
+    lua_pushvalue(L, 2);
+  } else {
+    if (lua_istable(L, 2)) optsidx = 2;
+    else if (!lua_isnoneornil(L, 2))
+      lg_typeerror(L, fn, 1, 2, "a host array or an options table");
+    a = lg_newarray_for(L, b->type, b->ndim, b->shape, fn, 0);
+  }
+  arr = lua_gettop(L);
+  qidx = get_opts(L, optsidx, fn, optsidx - 1, &o);
+  check_live(L, b, &o, fn);
+  RETRY_OOM(err, clEnqueueReadBuffer(o.queue->q, b->root->mem, blocking ? CL_TRUE : CL_FALSE,
+                                     b->offset * esize, b->count * esize, a->data, o.nwait,
+                                     o.wait, blocking ? NULL : &ev));
+  if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueReadBuffer", err, NULL);
+  if (blocking) {
+    if (number) lg_push_scalar(L, b->type.scalar, a->data);
+    else lua_pushvalue(L, arr);
+    return 1;
+  }
+  push_event(L, ev, "read", 1, arr, qidx);
+  lg_event_setresult(L, -1, arr, number ? LG_RESULT_SCALAR : LG_RESULT_VALUE);
+  return 1;
+}
+
+static int buf_read(lua_State *L) { return read_impl(L, 0); }
+static int buf_get(lua_State *L) { return read_impl(L, 1); }
+
+/* -------------------------------------------------------------- fill */
+
+/* b:fill(value [, opts]): value a number (for vector types, set in every
+** lane) or, for vector types, a table of one element's lanes. */
+static int buf_fill(lua_State *L) {
+  static const char *const fn = "buffer:fill";
+  lg_Buffer *b = lg_checkbuffer(L, 1);
+  size_t esize = lg_type_size(b->type), ssize = lg_scalar_size(b->type.scalar);
+  union { char c[128]; double align; } pattern;
+  lg_Opts o;
+  cl_event ev = NULL;
+  cl_int err;
+  int i, qidx, w = b->type.width;
+  lua_settop(L, 3);
+  memset(&pattern, 0, sizeof pattern);
+  if (lua_type(L, 2) == LUA_TNUMBER) {
+    lg_store_scalar(L, 2, b->type.scalar, pattern.c, fn, "argument #1");
+    for (i = 1; i < w; i++) memcpy(pattern.c + (size_t)i * ssize, pattern.c, ssize);
+  } else if (lua_istable(L, 2)) {
+    char tname[LG_TYPENAME_MAX];
+    if (lua_rawlen(L, 2) != (size_t)w)
+      lg_argerror(L, fn, 1, "expected a number or a table of %d numbers (one %s), got a "
+                  "table of %I", w, lg_type_name(b->type, tname), (lua_Integer)lua_rawlen(L, 2));
+    for (i = 0; i < w; i++) {
+      const char *what = lua_pushfstring(L, "argument #1[%d]", i + 1);
+      lua_rawgeti(L, 2, i + 1);
+      lg_store_scalar(L, -1, b->type.scalar, pattern.c + (size_t)i * ssize, fn, what);
+      lua_pop(L, 2);
+    }
+  } else {
+    lg_typeerror(L, fn, 1, 2, w > 1 ? "a number or a table of lanes" : "a number");
+  }
+  qidx = get_opts(L, 3, fn, 2, &o);
+  check_live(L, b, &o, fn);
+  RETRY_OOM(err, clEnqueueFillBuffer(o.queue->q, b->root->mem, pattern.c, esize,
+                                     b->offset * esize, b->count * esize, o.nwait, o.wait,
+                                     &ev));
+  if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueFillBuffer", err, NULL);
+  push_event(L, ev, "fill", 1, 0, qidx);
+  return 1;
+}
+
+/* ----------------------------------------------------------- copy_to */
+
+/* b:copy_to(dst [, opts]): dst a buffer or view of the same element type
+** and count, in the same context; the two may not overlap. */
+static int buf_copy_to(lua_State *L) {
+  static const char *const fn = "buffer:copy_to";
+  lg_Buffer *b = lg_checkbuffer(L, 1), *d = lg_testbuffer(L, 2);
+  size_t esize = lg_type_size(b->type);
+  char t1[LG_TYPENAME_MAX], t2[LG_TYPENAME_MAX];
+  lg_Opts o;
+  cl_event ev = NULL;
+  cl_int err;
+  int qidx;
+  lua_settop(L, 3);
+  if (d == NULL) lg_typeerror(L, fn, 1, 2, "a " LG_BUFFER_MT);
+  if (!lg_buffer_live(d)) lg_argerror(L, fn, 1, "attempt to use a released buffer");
+  if (d->type.scalar != b->type.scalar || d->type.width != b->type.width)
+    lg_argerror(L, fn, 1, "expected a buffer of %s, got one of %s",
+                lg_type_name(b->type, t1), lg_type_name(d->type, t2));
+  if (d->count != b->count)
+    lg_argerror(L, fn, 1, "expected a buffer of %I elements, got %I", (lua_Integer)b->count,
+                (lua_Integer)d->count);
+  if (d->dev->ctx != b->dev->ctx)
+    lg_argerror(L, fn, 1, "the destination is on %s, of another context than %s",
+                d->dev->name, b->dev->name);
+  if (d->root == b->root && d->offset < b->offset + b->count &&
+      b->offset < d->offset + d->count)
+    lg_argerror(L, fn, 1, "source and destination overlap (elements %I..%I and %I..%I of "
+                "one buffer)", (lua_Integer)b->offset + 1, (lua_Integer)(b->offset + b->count),
+                (lua_Integer)d->offset + 1, (lua_Integer)(d->offset + d->count));
+  qidx = get_opts(L, 3, fn, 2, &o);
+  check_live(L, b, &o, fn);
+  if (!lg_buffer_live(d)) lg_argerror(L, fn, 1, "attempt to use a released buffer");
+  RETRY_OOM(err, clEnqueueCopyBuffer(o.queue->q, b->root->mem, d->root->mem,
+                                     b->offset * esize, d->offset * esize, b->count * esize,
+                                     o.nwait, o.wait, &ev));
+  if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueCopyBuffer", err, NULL);
+  push_event(L, ev, "copy", 1, 2, qidx);
+  return 1;
+}
+
+static const luaL_Reg transfer_methods[] = {
+  {"write", buf_write},
+  {"read", buf_read},
+  {"get", buf_get},
+  {"fill", buf_fill},
+  {"copy_to", buf_copy_to},
+  {NULL, NULL}
+};
+
+void lg_open_transfer(lua_State *L) {
+  lg_add_methods(L, LG_BUFFER_MT, transfer_methods);
+}

@@ -1,0 +1,373 @@
+-- luagpu.reduce: sum, min, max and custom reductions over device buffers.
+--
+--   reduce.sum(b [, opts]), reduce.min(b [, opts]), reduce.max(b [, opts])
+--   local r = reduce.new{type = "float", map = "x * x", op = "a + b", neutral = "0"}
+--   r(b [, opts]); r(x, y [, opts]) when the map reads y
+--
+-- opts: {wait = {ev, ...}, queue = q, async = true, acc = "double"}. With
+-- async the call returns the Event of the result's read (ev:wait() gives the
+-- number) and the list of the Events of its kernel passes.
+--
+-- Each reduction is two kernels of kernels/reduce.cl: a fixed grid of a few
+-- groups per compute unit folds the input into one partial per group, then
+-- one group folds the partials. Programs, partial buffers and result
+-- buffers are made once per device and reduction, and reused.
+
+local gpu = require "luagpu"
+
+local type, pairs, ipairs, tostring, error = type, pairs, ipairs, tostring, error
+local getmetatable, setmetatable, pcall = getmetatable, setmetatable, pcall
+local format, concat = string.format, table.concat
+local max, min, tointeger = math.max, math.min, math.tointeger
+
+local SIZES = {char = 1, uchar = 1, short = 2, ushort = 2, int = 4, uint = 4,
+               long = 8, ulong = 8, float = 4, double = 8}
+local FLOATS = {float = true, double = true}
+
+-- Per device class: groups per compute unit, work-items per group, bytes
+-- per vector load, grid-stride (GPU) or contiguous chunks (CPU) per
+-- work-item, vectors loaded per loop iteration, and the fewest vectors a
+-- work-item should get before more groups are started.
+local CLASSES = {
+  gpu = {groups_per_cu = 8, local_size = 256, vector_bytes = 16, strided = true,
+         unroll = 2, min_vectors = 4},
+  cpu = {groups_per_cu = 4, local_size = 16, vector_bytes = 64, strided = false,
+         unroll = 1, min_vectors = 256},
+}
+CLASSES.accelerator = CLASSES.gpu
+CLASSES.other = CLASSES.gpu
+
+-- Iterations folded into a fresh accumulator before it joins the running
+-- one, for floating-point accumulators (see reduce.cl).
+local FLOAT_BLOCK = 32
+
+local LIMITS = {
+  char = {"CHAR_MIN", "CHAR_MAX"}, uchar = {"0", "UCHAR_MAX"},
+  short = {"SHRT_MIN", "SHRT_MAX"}, ushort = {"0", "USHRT_MAX"},
+  int = {"INT_MIN", "INT_MAX"}, uint = {"0", "UINT_MAX"},
+  long = {"LONG_MIN", "LONG_MAX"}, ulong = {"0", "ULONG_MAX"},
+  float = {"-INFINITY", "INFINITY"}, double = {"-(double)INFINITY", "(double)INFINITY"},
+}
+
+local function fail(fn, fmt, ...)
+  error("luagpu: " .. fn .. ": " .. format(fmt, ...), 0)
+end
+
+-- The class of a luagpu object ("luagpu.Buffer"), from its tostring: the
+-- metatables are protected. Other values: their Lua type.
+local function typename(v)
+  if type(v) == "userdata" and getmetatable(v) == "luagpu" then
+    return (tostring(v):match("^(luagpu%.%a+)")) or "userdata"
+  end
+  return type(v)
+end
+
+local function is_buffer(b)
+  return typename(b) == "luagpu.Buffer"
+end
+
+-- Checks argument #arg of fn to be a live buffer of scalars; returns its
+-- element type, element count, root buffer and offset (elements) in it.
+local function check_buffer(fn, arg, b)
+  if not is_buffer(b) then
+    fail(fn, "argument #%d: expected a buffer, got %s", arg, typename(b))
+  end
+  if tostring(b):find("(released)", 1, true) then
+    fail(fn, "argument #%d: attempt to use a released buffer", arg)
+  end
+  local t = b.type
+  if not SIZES[t] then
+    fail(fn, "argument #%d: expected a buffer of scalars, got %s elements (vector types " ..
+         "are not reduced: reduce a view of their scalars' buffer instead)", arg, t)
+  end
+  local root, offset = b, b.offset
+  while root.parent do root = root.parent end
+  return t, #b, root, offset
+end
+
+local OPTION_NAMES = {wait = true, queue = true, async = true, acc = true}
+
+local function check_opts(fn, arg, opts, allow_acc)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then
+    fail(fn, "argument #%d: expected an options table, got %s", arg, typename(opts))
+  end
+  for k in pairs(opts) do
+    if not OPTION_NAMES[k] or (k == "acc" and not allow_acc) then
+      fail(fn, "argument #%d: unknown option '%s'", arg, tostring(k))
+    end
+  end
+  return opts
+end
+
+------------------------------------------------------------------ programs
+
+-- Programs, kernels and buffers per device (weak keys) and reduction key.
+local cache = setmetatable({}, {__mode = "k"})
+
+local function device_class(dev)
+  return CLASSES[dev.type] or CLASSES.gpu
+end
+
+local function floor_pow2(n)
+  local p = 1
+  while p * 2 <= n do p = p * 2 end
+  return p
+end
+
+-- The source of a reduction: its definitions, then kernels/reduce.cl.
+local function source(spec, cls, vw)
+  local lines = {
+    "#define T " .. spec.type,
+    format("#define TV %s%d", spec.type, vw),
+    "#define VW " .. vw,
+    "#define ACC " .. spec.acc,
+    "#define INPUTS " .. spec.inputs,
+    "#define MAP " .. spec.map,
+    "#define OP " .. spec.op,
+    "#define NEUTRAL " .. spec.neutral,
+    "#define STRIDED " .. (cls.strided and 1 or 0),
+    "#define BLOCK " .. (FLOATS[spec.acc] and FLOAT_BLOCK or 0),
+    "#define UNROLL " .. cls.unroll,
+    "#line 1",
+    gpu.kernel_source("reduce.cl"),
+  }
+  return concat(lines, "\n")
+end
+
+-- The compiled reduction spec on dev: {groups, partials (kernels), vw,
+-- local_size, max_groups, partial (buffer), result (scalar buffer), last}.
+local function entry_for(fn, dev, spec)
+  local per_dev = cache[dev]
+  if not per_dev then
+    per_dev = {}
+    cache[dev] = per_dev
+  end
+  local e = per_dev[spec.key]
+  if e then return e end
+  if (spec.type == "double" or spec.acc == "double") and not dev.fp64 then
+    fail(fn, "%s has no double precision (fp64)", dev.name)
+  end
+  local cls = device_class(dev)
+  local size = SIZES[spec.type]
+  local vw = min(16, max(1, cls.vector_bytes // size))
+  while vw > 1 and vw * size > dev.mem_base_addr_align do vw = vw // 2 end
+  if vw == 1 then vw = 2 end   -- OpenCL has no 1-wide vector type
+  local ok, prog = pcall(dev.build, dev, source(spec, cls, vw))
+  if not ok then
+    if spec.custom then
+      fail(fn, "map '%s', op '%s', neutral '%s' for %s do not compile on %s:\n%s",
+           spec.map, spec.op, spec.neutral, spec.type, dev.name, tostring(prog))
+    end
+    error(prog, 0)
+  end
+  local lsz = floor_pow2(min(cls.local_size, dev.max_work_group_size))
+  local maxg = max(1, dev.compute_units * cls.groups_per_cu)
+  e = {
+    groups = prog.reduce_groups, partials = prog.reduce_partials,
+    vw = vw, local_size = lsz, max_groups = maxg, min_vectors = cls.min_vectors,
+    partial = dev:buffer(spec.acc, maxg),
+    result = dev:scalar(spec.acc),
+    scratch = gpu.localmem(spec.acc, lsz),
+  }
+  per_dev[spec.key] = e
+  return e
+end
+
+------------------------------------------------------------------ running
+
+local function wait_list(opts, last)
+  local w = {}
+  if opts.wait ~= nil then
+    if type(opts.wait) ~= "table" then w[1] = opts.wait
+    else for i, ev in ipairs(opts.wait) do w[i] = ev end end
+  end
+  if last then w[#w + 1] = last end
+  return w
+end
+
+-- Runs the reduction spec over x (and y) with options opts. Returns the
+-- number, or with opts.async the read Event and the list of pass Events.
+local function run(fn, spec, x, y, opts)
+  local t, n, xroot, xoff = check_buffer(fn, 1, x)
+  local yroot, yoff
+  if spec.inputs == 2 then
+    local ty, ny
+    ty, ny, yroot, yoff = check_buffer(fn, 2, y)
+    if ty ~= t then fail(fn, "argument #2: expected a buffer of %s, got %s", t, ty) end
+    if ny ~= n then fail(fn, "argument #2: expected %d elements, got %d", n, ny) end
+    if yroot.device ~= xroot.device then
+      fail(fn, "argument #2: the buffers are on different devices")
+    end
+  end
+  if spec.type ~= t then
+    fail(fn, "argument #1: expected a buffer of %s, got %s", spec.type, t)
+  end
+  local dev = x.device
+  local e = entry_for(fn, dev, spec)
+  local q = opts.queue
+  local events = {}
+  local function kopts(waits) return {wait = waits, queue = q} end
+
+  local waits = wait_list(opts, e.last)
+  if n == 0 then
+    events[1] = e.partials(e.partial, 0, e.result, e.scratch)
+      :run({e.local_size}, {e.local_size}, kopts(waits))
+  else
+    local vw, lsz = e.vw, e.local_size
+    local head = (vw - xoff % vw) % vw
+    if spec.inputs == 2 and (xoff - yoff) % vw ~= 0 then head = n end  -- no common alignment
+    head = min(head, n)
+    local nvec = (n - head) // vw
+    local items = (nvec + e.min_vectors - 1) // e.min_vectors
+    local groups = max(1, min(e.max_groups, (items + lsz - 1) // lsz))
+    local out = groups == 1 and e.result or e.partial
+    local call
+    if spec.inputs == 2 then
+      call = e.groups(xroot, xoff, yroot, yoff, n, head, nvec, out, e.scratch)
+    else
+      call = e.groups(xroot, xoff, n, head, nvec, out, e.scratch)
+    end
+    events[1] = call:run({groups * lsz}, {lsz}, kopts(waits))
+    if groups > 1 then
+      events[2] = e.partials(e.partial, groups, e.result, e.scratch)
+        :run({lsz}, {lsz}, kopts({events[1]}))
+    end
+  end
+  local ev = e.result:read({wait = {events[#events]}, queue = q})
+  e.last = ev
+  if opts.async then return ev, events end
+  return ev:wait()
+end
+
+------------------------------------------------------------------ built-ins
+
+local function check_type(fn, t)
+  if not SIZES[t] then fail(fn, "unknown element type '%s'", tostring(t)) end
+end
+
+-- The spec of a built-in reduction ("sum", "min", "max") over type t.
+local builtin_specs = {}
+local function builtin(kind, t, acc)
+  local key = kind .. " " .. t .. " " .. (acc or "")
+  local s = builtin_specs[key]
+  if s then return s end
+  s = {type = t, inputs = 1, map = "x", key = key}
+  if kind == "sum" then
+    if FLOATS[t] then s.acc = acc or t
+    elseif t == "ulong" then s.acc = "ulong"
+    else s.acc = "long" end
+    s.op, s.neutral = "a + b", "0"
+  else
+    s.acc = t
+    local f = FLOATS[t] and "f" or ""
+    s.op = format("%s%s(a, b)", f, kind)
+    s.neutral = LIMITS[t][kind == "min" and 2 or 1]
+  end
+  builtin_specs[key] = s
+  return s
+end
+
+local function builtin_call(kind)
+  local fn = "reduce." .. kind
+  return function(b, opts)
+    opts = check_opts(fn, 2, opts, kind == "sum")
+    local t, n = check_buffer(fn, 1, b)
+    local acc = opts.acc
+    if acc ~= nil then
+      if t ~= "float" or (acc ~= "float" and acc ~= "double") then
+        fail(fn, "argument #2: option acc: expected \"float\" or \"double\" for a float " ..
+             "buffer, got %s for a %s buffer", tostring(acc), t)
+      end
+    end
+    if n == 0 and kind ~= "sum" then
+      fail(fn, "argument #1: the %s of an empty buffer is undefined", kind)
+    end
+    return run(fn, builtin(kind, t, acc), b, nil, opts)
+  end
+end
+
+------------------------------------------------------------------ reduce.new
+
+local Reducer = {}
+Reducer.__index = Reducer
+Reducer.__name = "luagpu.Reducer"
+
+function Reducer.__call(r, x, y, opts)
+  if r.inputs == 1 then opts, y = y, nil end
+  opts = check_opts("reducer", r.inputs + 1, opts, false)
+  return run("reducer", r.spec, x, y, opts)
+end
+
+function Reducer.__tostring(r)
+  return format("luagpu.Reducer: %s -> %s, map '%s', op '%s', neutral '%s'",
+                r.type, r.acc, r.map, r.op, r.neutral)
+end
+
+local NEW_FIELDS = {type = true, acc = true, map = true, op = true, neutral = true,
+                    inputs = true, device = true}
+
+local function expression(fn, def, field, default)
+  local v = def[field]
+  if v == nil then
+    if default then return default end
+    fail(fn, "missing field '%s' (an OpenCL C expression)", field)
+  end
+  if type(v) == "number" then v = tostring(v) end
+  if type(v) ~= "string" or not v:find("%S") then
+    fail(fn, "field '%s': expected an OpenCL C expression (a string), got %s", field,
+         type(v) == "string" and "an empty string" or typename(v))
+  end
+  return (v:gsub("[\r\n]", " "))
+end
+
+-- reduce.new{type =, map =, op =, neutral = [, acc =] [, inputs =] [, device =]}
+local function new(def)
+  local fn = "reduce.new"
+  if type(def) ~= "table" then
+    fail(fn, "argument #1: expected a table {type =, map =, op =, neutral =}, got %s",
+         typename(def))
+  end
+  for k in pairs(def) do
+    if not NEW_FIELDS[k] then fail(fn, "unknown field '%s'", tostring(k)) end
+  end
+  if def.type == nil then fail(fn, "missing field 'type' (an element type such as \"float\")") end
+  if type(def.type) ~= "string" or not SIZES[def.type] then
+    fail(fn, "field 'type': expected a scalar element type (char .. double), got %s",
+         type(def.type) == "string" and "'" .. def.type .. "'" or typename(def.type))
+  end
+  local acc = def.acc or def.type
+  if type(acc) ~= "string" or not SIZES[acc] then
+    fail(fn, "field 'acc': expected a scalar element type (char .. double), got %s",
+         type(acc) == "string" and "'" .. acc .. "'" or typename(acc))
+  end
+  local map = expression(fn, def, "map", "x")
+  local op = expression(fn, def, "op")
+  local neutral = expression(fn, def, "neutral")
+  local inputs = def.inputs
+  if inputs == nil then
+    inputs = map:find("%f[%w_]y%f[^%w_]") and 2 or 1
+  elseif inputs ~= 1 and inputs ~= 2 then
+    fail(fn, "field 'inputs': expected 1 or 2, got %s", tostring(inputs))
+  end
+  local r = setmetatable({type = def.type, acc = acc, map = map, op = op, neutral = neutral,
+                          inputs = inputs}, Reducer)
+  r.spec = {type = def.type, acc = acc, map = map, op = op, neutral = neutral,
+            inputs = inputs, custom = true,
+            key = concat({"new", def.type, acc, inputs, map, op, neutral}, "\0")}
+  if def.device ~= nil then
+    if typename(def.device) ~= "luagpu.Device" then
+      fail(fn, "field 'device': expected a luagpu.Device, got %s", typename(def.device))
+    end
+    entry_for(fn, def.device, r.spec)
+  end
+  return r
+end
+
+return {
+  sum = builtin_call("sum"),
+  min = builtin_call("min"),
+  max = builtin_call("max"),
+  new = new,
+  classes = CLASSES,
+}

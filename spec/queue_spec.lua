@@ -1,0 +1,160 @@
+-- Queues: the default queue, dev:queue, finish/flush/marker/barrier, the
+-- {wait =, queue =} options every enqueueing call takes, and their errors.
+local gpu = require "luagpu"
+
+local dev = gpu.device()
+
+local function errmsg(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return tostring(e)
+end
+
+local function has_error(text, f, ...)
+  assert.matches(text, errmsg(f, ...), 1, true)
+end
+
+local function random_ints(n)
+  local t = {}
+  for i = 1, n do t[i] = math.random(-1000000, 1000000) end
+  return t
+end
+
+describe("dev:queue", function()
+  it("makes in-order profiling queues by default", function()
+    local q = dev:queue()
+    assert.equal(dev, q.device)
+    assert.is_true(q.profiling)
+    assert.is_false(q.out_of_order)
+    assert.is_false(q.default)
+    assert.matches("^luagpu.Queue: in%-order, profiling on, on ", tostring(q))
+  end)
+
+  it("takes out_of_order and profiling", function()
+    local q = dev:queue{out_of_order = true, profiling = false}
+    assert.is_true(q.out_of_order)
+    assert.is_false(q.profiling)
+    assert.matches("out%-of%-order, profiling off", tostring(q))
+  end)
+
+  it("rejects unknown options and non-booleans", function()
+    has_error("luagpu: dev:queue: argument #1: unknown option 'outoforder' (expected "
+              .. "out_of_order, profiling)", dev.queue, dev, {outoforder = true})
+    has_error("luagpu: dev:queue: argument #1: profiling: expected a boolean, got number",
+              dev.queue, dev, {profiling = 1})
+    has_error("luagpu: dev:queue: argument #1: expected an options table", dev.queue, dev, 5)
+  end)
+end)
+
+describe("queue methods", function()
+  it("finish, flush, marker and barrier", function()
+    local q = dev:queue()
+    local b = dev:buffer("int", 1000)
+    local ref = random_ints(1000)
+    local w = b:write(ref, {queue = q})
+    q:flush()
+    local m = q:marker()
+    assert.matches("^luagpu.Event: marker", tostring(m))
+    assert.is_nil(m:wait())
+    assert.equal("complete", w.status)
+    local r = b:read({queue = q})
+    local bar = q:barrier{wait = {r}}
+    assert.matches("^luagpu.Event: barrier", tostring(bar))
+    bar:wait()
+    assert.equal("complete", r.status)
+    q:finish()
+    dev:finish()
+    dev:flush()
+    assert.same(ref, r:wait():totable())
+    assert.is_nil(q:marker(w):wait())
+    has_error("luagpu: queue:marker: argument #1: wait[1]: expected a luagpu.Event, got number",
+              q.marker, q, {wait = {1}})
+    has_error("luagpu: queue:barrier: argument #1: expected an options table {wait = {...}}, "
+              .. "got string", q.barrier, q, "x")
+  end)
+end)
+
+describe("enqueue options", function()
+  it("order commands across queues with wait lists mixing queues", function()
+    local q1, q2 = dev:queue(), dev:queue{out_of_order = true}
+    local n = 4096
+    local ref = random_ints(n)
+    local a, b, c = dev:buffer("int", n), dev:buffer("int", n), dev:buffer("int", n)
+    local w1 = a:write(ref, {queue = q1})
+    local w2 = c:fill(0, {queue = q2})
+    local cp = a:copy_to(b, {queue = q2, wait = {w1, w2}})
+    local r = b:read({queue = q1, wait = {cp}})
+    assert.same(ref, r:wait():totable())
+    -- a single Event works as a wait list too
+    local r2 = a:read({wait = cp})
+    assert.same(ref, r2:wait():totable())
+    -- reads into a given array with options after it
+    local dst = gpu.array("int", n)
+    assert.equal(dst, b:read(dst, {queue = q2, wait = {}}):wait())
+    assert.same(ref, dst:totable())
+    assert.same(ref, b:get({queue = q2}):totable())
+  end)
+
+  it("checks the options and names what is wrong", function()
+    local b = dev:buffer("float", 4)
+    local ev = b:fill(1)
+    has_error("luagpu: buffer:write: argument #2: expected an options table {wait = {...}, "
+              .. "queue = q}, got number", b.write, b, {1, 2, 3, 4}, 5)
+    has_error("luagpu: buffer:write: argument #2: queue: expected a luagpu.Queue, got "
+              .. "luagpu.Device", b.write, b, {1, 2, 3, 4}, {queue = dev})
+    has_error("luagpu: buffer:fill: argument #2: wait[2]: expected a luagpu.Event, got number",
+              b.fill, b, 0, {wait = {ev, 7}})
+    has_error("luagpu: buffer:copy_to: argument #2: wait: expected a luagpu.Event, got string",
+              b.copy_to, b, dev:buffer("float", 4), {wait = "ev"})
+    has_error("luagpu: buffer:read: argument #1: unknown option 'wiat' (expected wait, queue)",
+              b.read, b, {wiat = {ev}})
+    has_error("luagpu: buffer:fill: argument #2: unknown option 'que' (expected wait, queue)",
+              b.fill, b, 0, {que = dev:queue()})
+  end)
+
+  it("rejects events of another context", function()
+    local other
+    for _, d in ipairs(gpu.devices()) do
+      if d.platform ~= dev.platform then other = d end
+    end
+    if not other then return end   -- one platform only: nothing to mix
+    local ev = other:buffer("int", 4):fill(1)
+    has_error("wait[1]: the event belongs to another context",
+              function() dev:buffer("int", 4):fill(0, {wait = {ev}}) end)
+  end)
+end)
+
+describe("queue lifetime", function()
+  it("release is harmless twice and use after release raises", function()
+    local q = dev:queue()
+    local b = dev:buffer("int", 8)
+    b:fill(3, {queue = q}):wait()
+    q:release()
+    q:release()
+    assert.equal("luagpu.Queue (released)", tostring(q))
+    has_error("luagpu: queue:finish: attempt to use a released queue", q.finish, q)
+    has_error("luagpu: queue:marker: attempt to use a released queue", q.marker, q)
+    has_error("luagpu: buffer:fill: argument #2: queue: attempt to use a released queue",
+              b.fill, b, 1, {queue = q})
+    has_error("luagpu: attempt to use a released queue", function() return q.profiling end)
+    do
+      local q2 <close> = dev:queue()
+      b:fill(5, {queue = q2})
+    end
+    assert.same({5, 5, 5, 5, 5, 5, 5, 5}, b:get():totable())
+  end)
+
+  it("the default queue outlives an explicit release", function()
+    local q = dev:default_queue()
+    assert.is_true(q.default)
+    assert.is_true(q.profiling)
+    assert.is_false(q.out_of_order)
+    assert.equal(q, dev:default_queue())
+    assert.matches("^luagpu.Queue: default, in%-order", tostring(q))
+    q:release()
+    local b = dev:buffer("int", 2)
+    b:fill(4):wait()
+    assert.same({4, 4}, b:get():totable())
+    q:finish()
+  end)
+end)
