@@ -96,6 +96,12 @@ bench: deps deps-bench all
 $(BUILD)/bench_clblast_sgemm: bench/c/clblast_sgemm.c | $(BUILD)
 	$(CC) -std=c99 $(WARN) $(OPT) -o $@ $< -lclblast $(CL_LIBS)
 
+$(BUILD)/bench_launch: bench/c/launch.c | $(BUILD)
+	$(CC) -std=c99 -D_POSIX_C_SOURCE=200809L $(WARN) $(OPT) -o $@ $< $(CL_LIBS)
+
+$(BUILD)/bench_transfer: bench/c/transfer.c | $(BUILD)
+	$(CC) -std=c99 -D_POSIX_C_SOURCE=200809L $(WARN) $(OPT) -o $@ $< $(CL_LIBS)
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/lua/$(LUAV) $(DESTDIR)$(PREFIX)/share/lua/$(LUAV)/luagpu \
 	    $(DESTDIR)$(PREFIX)/share/luagpu/kernels $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include

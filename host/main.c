@@ -432,9 +432,7 @@ static void on_line(char *line) {
 ** abandon it: returns the line (malloc'd), NULL at end of input or, with
 ** *interrupted set, on Ctrl-C. */
 static char *readline_line(const char *prompt, int *interrupted) {
-  rl_line = NULL;
-  rl_have_line = 0;
-  got_sigint = 0;
+  rl_line = NULL, rl_have_line = 0, got_sigint = 0;
   catch_sigint(1);
   rl_callback_handler_install(prompt, on_line);
   while (!rl_have_line) {
@@ -559,11 +557,8 @@ static void repl(lua_State *L) {
   const char *oldprogname = progname;
   stdin_tty = isatty(fileno(stdin));
   progname = NULL;
-  if (luaL_loadbuffer(L, printer_lua, sizeof printer_lua - 1, "=printer") != LUA_OK ||
-      lua_pcall(L, 0, 1, 0) != LUA_OK) {
-    report(L, LUA_ERRRUN);
-    return;
-  }
+  luaL_loadbuffer(L, printer_lua, sizeof printer_lua - 1, "=printer");
+  lua_call(L, 0, 1);   /* cannot fail but for memory: then pmain reports it */
   lua_setfield(L, LUA_REGISTRYINDEX, PRINTER_KEY);
   print_banner(L, stdin_tty ? stdout : stderr);
 #ifdef LUAGPU_READLINE
@@ -583,7 +578,6 @@ static void repl(lua_State *L) {
     }
     report(L, status);
   }
-  lua_settop(L, 0);
   if (stdin_tty) fputs("\n", stdout);
   fflush(stdout);
   progname = oldprogname;

@@ -23,11 +23,12 @@ local function read_file(path)
 end
 
 -- Runs `luagpu ARGS` (ARGS already quoted for sh) with input on stdin
--- (nothing when nil); returns stdout, stderr and the exit code.
-local function run(args, input)
+-- (nothing when nil) and the environment settings env ("NAME=value ...");
+-- returns stdout, stderr and the exit code.
+local function run(args, input, env)
   local inpath, errpath = os.tmpname(), os.tmpname()
   write_file(inpath, input or "")
-  local p = io.popen(string.format("%s %s <%s 2>%s", shell_quote(PROG), args,
+  local p = io.popen(string.format("%s %s %s <%s 2>%s", env or "", shell_quote(PROG), args,
                                    shell_quote(inpath), shell_quote(errpath)))
   local out = p:read("a")
   local _, _, code = p:close()
@@ -37,9 +38,16 @@ local function run(args, input)
   return out, err, code
 end
 
+-- A fresh temporary path ending in suffix (nothing there yet).
+local function tmppath(suffix)
+  local base = os.tmpname()
+  os.remove(base)
+  return base .. suffix
+end
+
 -- A script in a temporary file; returns its path.
 local function script(text)
-  local path = os.tmpname() .. ".lua"
+  local path = tmppath(".lua")
   write_file(path, text)
   return path
 end
@@ -117,6 +125,29 @@ describe("the luagpu program", function()
       assert.matches(":2: unexpected symbol near '='", err, 1, true)
     end)
 
+    it("stops a script on SIGINT with interrupted! and a traceback, exit 1", function()
+      local flag = tmppath(".started")   -- the script makes it once it runs
+      local p = io.popen(string.format([[
+        %s -e 'io.open(%q, "w"):close() while true do end' 2>&1 & pid=$!
+        i=0; until [ -e %s ] || [ $i -gt 300 ]; do sleep 0.1; i=$((i+1)); done
+        kill -INT $pid; wait $pid; echo "exit $?"
+      ]], shell_quote(PROG), flag, shell_quote(flag)))
+      local out = p:read("a")
+      p:close()
+      os.remove(flag)
+      assert.matches("^luagpu: interrupted!\nstack traceback:\n", out)
+      assert.matches("exit 1\n$", out)
+    end)
+
+    it("runs $LUAGPU_INIT first, unless -E", function()
+      local out, err, code = run("-e 'print(x)'", nil, "LUAGPU_INIT='x = 6 * 7'")
+      assert.equals("", err)
+      assert.equals(0, code)
+      assert.equals("42\n", out)
+      out = run("-E -e 'print(x)'", nil, "LUAGPU_INIT='x = 6 * 7'")
+      assert.equals("nil\n", out)
+    end)
+
     it("reports a missing script file in one line, exit 1", function()
       local out, err, code = run("/nonexistent/nothing.lua")
       assert.equals(1, code)
@@ -136,8 +167,7 @@ describe("the luagpu program", function()
     end)
 
     it("-l a.b.c sets the global named after the last part", function()
-      local dir = os.tmpname()
-      os.remove(dir)
+      local dir = tmppath("")
       assert(os.execute("mkdir -p " .. shell_quote(dir .. "/pkg")))
       write_file(dir .. "/pkg/mod.lua", "return {answer = 42}")
       local out, err, code = run("-e " .. shell_quote("package.path = '" .. dir .. "/?.lua;' .. package.path")
@@ -162,7 +192,8 @@ describe("the luagpu program", function()
       local dir = io.popen("cd " .. shell_quote(root) .. " && pwd -P"):read("l")
       assert.matches(dir .. "/lua/?.lua", out, 1, true)
       if io.open(root .. "/lua/luagpu/reduce.lua") then
-        local p = io.popen("cd / && " .. shell_quote(root .. "/" .. PROG)
+        local abs = PROG:sub(1, 1) == "/" and PROG or root .. "/" .. PROG
+        local p = io.popen("cd / && " .. shell_quote(abs)
                            .. " -e 'print(type(require \"luagpu.reduce\"))' 2>&1")
         local text = p:read("a")
         assert.equals("table\n", text)
@@ -311,7 +342,7 @@ describe("the luagpu program", function()
     end)
 
     it("returns to the prompt when Ctrl-C interrupts a running loop", function()
-      local dir = os.tmpname()
+      local dir = tmppath("")
       local outp, errp = dir .. ".out", dir .. ".err"
       -- The REPL reads from a fifo; the loop announces itself, then the
       -- shell sends SIGINT and feeds one more line.
@@ -320,7 +351,7 @@ describe("the luagpu program", function()
         %s <"$fifo" >%s 2>%s & pid=$!
         exec 3>"$fifo"
         printf 'io.write("looping\\n") io.stdout:flush() while true do end\n' >&3
-        until grep -q looping %s 2>/dev/null; do sleep 0.1; done
+        i=0; until grep -q looping %s || [ $i -gt 300 ]; do sleep 0.1; i=$((i+1)); done
         kill -INT $pid
         printf '6 * 7\n' >&3
         exec 3>&-
@@ -331,7 +362,7 @@ describe("the luagpu program", function()
       local status = p:read("a")
       p:close()
       local out, err = read_file(outp), read_file(errp)
-      os.remove(outp); os.remove(errp); os.remove(dir)
+      os.remove(outp); os.remove(errp)
       assert.equals("0\n", status)
       assert.equals("looping\n42\n", out)
       assert.matches("interrupted!\nstack traceback:", err, 1, true)

@@ -24,6 +24,9 @@ local SIZES = {char = 1, uchar = 1, short = 2, ushort = 2, int = 4, uint = 4,
                long = 8, ulong = 8, float = 4, double = 8}
 local FLOATS = {float = true, double = true}
 
+-- The module table; programs_built counts the programs compiled so far.
+local M = {programs_built = 0}
+
 -- Per device class: groups per compute unit, work-items per group, bytes
 -- per vector load, grid-stride (GPU) or contiguous chunks (CPU) per
 -- work-item, vectors loaded per loop iteration, and the fewest vectors a
@@ -161,10 +164,13 @@ local function entry_for(fn, dev, spec)
     end
     error(prog, 0)
   end
-  local lsz = floor_pow2(min(cls.local_size, dev.max_work_group_size))
+  M.programs_built = M.programs_built + 1
+  local groups, partials = prog.reduce_groups, prog.reduce_partials
+  local lsz = floor_pow2(min(cls.local_size, dev.max_work_group_size,
+                             groups.work_group_size, partials.work_group_size))
   local maxg = max(1, dev.compute_units * cls.groups_per_cu)
   e = {
-    groups = prog.reduce_groups, partials = prog.reduce_partials,
+    groups = groups, partials = partials,
     vw = vw, local_size = lsz, max_groups = maxg, min_vectors = cls.min_vectors,
     partial = dev:buffer(spec.acc, maxg),
     result = dev:scalar(spec.acc),
@@ -364,10 +370,9 @@ local function new(def)
   return r
 end
 
-return {
-  sum = builtin_call("sum"),
-  min = builtin_call("min"),
-  max = builtin_call("max"),
-  new = new,
-  classes = CLASSES,
-}
+M.sum = builtin_call("sum")
+M.min = builtin_call("min")
+M.max = builtin_call("max")
+M.new = new
+M.classes = CLASSES
+return M

@@ -1,0 +1,130 @@
+/*
+** bench/c/launch.c: the C baseline of bench/launch.lua. A plain OpenCL host
+** doing, per launch, what luagpu's call:run does: set the kernel's four
+** arguments, enqueue it with an event (on an in-order queue with profiling,
+** as luagpu's default queue), release the event; and, for the second
+** figure, wait for the event before releasing it.
+**
+**   bench_launch LAUNCHES REPEATS GLOBAL [DEVICE-NAME]
+**
+** prints "device NAME", "enqueue_us X", "wait_us Y": the best of REPEATS
+** loops of LAUNCHES launches, in microseconds per launch (the enqueue loop
+** is timed without the clFinish that follows it).
+*/
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *source =
+  "__kernel void saxpy(float a, __global const float *x, __global float *y, int n) {\n"
+  "  int i = get_global_id(0);\n"
+  "  if (i < n) y[i] += a * x[i];\n"
+  "}\n";
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void check(cl_int err, const char *what) {
+  if (err != CL_SUCCESS) {
+    fprintf(stderr, "bench_launch: %s failed: %d\n", what, (int)err);
+    exit(1);
+  }
+}
+
+/* The device named want (any, when NULL): else the first GPU, else the first device. */
+static cl_device_id pick_device(const char *want) {
+  cl_platform_id plats[16];
+  cl_device_id devs[64], gpu = NULL, any = NULL;
+  cl_uint np = 0, nd, i, j;
+  char name[256];
+  check(clGetPlatformIDs(16, plats, &np), "clGetPlatformIDs");
+  for (i = 0; i < np && i < 16; i++) {
+    nd = 0;
+    if (clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 64, devs, &nd) != CL_SUCCESS) continue;
+    for (j = 0; j < nd && j < 64; j++) {
+      cl_device_type t = 0;
+      clGetDeviceInfo(devs[j], CL_DEVICE_NAME, sizeof name, name, NULL);
+      if (want != NULL && strcmp(name, want) == 0) return devs[j];
+      clGetDeviceInfo(devs[j], CL_DEVICE_TYPE, sizeof t, &t, NULL);
+      if (any == NULL) any = devs[j];
+      if (gpu == NULL && (t & CL_DEVICE_TYPE_GPU)) gpu = devs[j];
+    }
+  }
+  if (any == NULL) check(CL_DEVICE_NOT_FOUND, "finding a device");
+  return gpu != NULL ? gpu : any;
+}
+
+int main(int argc, char **argv) {
+  int launches = argc > 1 ? atoi(argv[1]) : 20000, reps = argc > 2 ? atoi(argv[2]) : 5;
+  size_t global = argc > 3 ? (size_t)atol(argv[3]) : 64;
+  cl_device_id dev = pick_device(argc > 4 ? argv[4] : NULL);
+  cl_int err, n = 1024;
+  cl_float a = 2.0f;
+  cl_context ctx;
+  cl_command_queue q;
+  cl_program prog;
+  cl_kernel k;
+  cl_mem x, y;
+  cl_event ev;
+  double best_enq = 1e30, best_wait = 1e30, t0, t;
+  char name[256];
+  int r, i;
+
+  clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
+  ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+  check(err, "clCreateContext");
+  q = clCreateCommandQueue(ctx, dev, CL_QUEUE_PROFILING_ENABLE, &err);
+  check(err, "clCreateCommandQueue");
+  prog = clCreateProgramWithSource(ctx, 1, &source, NULL, &err);
+  check(err, "clCreateProgramWithSource");
+  check(clBuildProgram(prog, 1, &dev, "-cl-kernel-arg-info", NULL, NULL), "clBuildProgram");
+  k = clCreateKernel(prog, "saxpy", &err);
+  check(err, "clCreateKernel");
+  x = clCreateBuffer(ctx, CL_MEM_READ_WRITE, (size_t)n * sizeof(float), NULL, &err);
+  check(err, "clCreateBuffer");
+  y = clCreateBuffer(ctx, CL_MEM_READ_WRITE, (size_t)n * sizeof(float), NULL, &err);
+  check(err, "clCreateBuffer");
+
+  for (r = 0; r <= reps; r++) {      /* round 0 warms up */
+    t0 = now();
+    for (i = 0; i < launches; i++) {
+      clSetKernelArg(k, 0, sizeof a, &a);
+      clSetKernelArg(k, 1, sizeof x, &x);
+      clSetKernelArg(k, 2, sizeof y, &y);
+      clSetKernelArg(k, 3, sizeof n, &n);
+      check(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, &ev), "enqueue");
+      clReleaseEvent(ev);
+    }
+    t = (now() - t0) / launches;
+    clFinish(q);
+    if (r > 0 && t < best_enq) best_enq = t;
+
+    t0 = now();
+    for (i = 0; i < launches; i++) {
+      clSetKernelArg(k, 0, sizeof a, &a);
+      clSetKernelArg(k, 1, sizeof x, &x);
+      clSetKernelArg(k, 2, sizeof y, &y);
+      clSetKernelArg(k, 3, sizeof n, &n);
+      check(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, &ev), "enqueue");
+      check(clWaitForEvents(1, &ev), "clWaitForEvents");
+      clReleaseEvent(ev);
+    }
+    t = (now() - t0) / launches;
+    if (r > 0 && t < best_wait) best_wait = t;
+  }
+  printf("device %s\nenqueue_us %.3f\nwait_us %.3f\n", name, best_enq * 1e6, best_wait * 1e6);
+
+  clReleaseMemObject(x);
+  clReleaseMemObject(y);
+  clReleaseKernel(k);
+  clReleaseProgram(prog);
+  clReleaseCommandQueue(q);
+  clReleaseContext(ctx);
+  return 0;
+}

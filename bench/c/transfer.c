@@ -1,0 +1,116 @@
+/*
+** bench/c/transfer.c: the C baseline of bench/transfer.lua. A plain OpenCL
+** host doing what luagpu's transfers do: on an in-order queue with
+** profiling (luagpu's default queue), enqueue a non-blocking
+** clEnqueueWriteBuffer / ReadBuffer / CopyBuffer / FillBuffer with an
+** event, wait for the event, release it.
+**
+**   bench_transfer MIB REPEATS [DEVICE-NAME]
+**
+** prints "device NAME" and, for each of write, read, copy and fill, a line
+** "OP_mbps X": the best of REPEATS transfers of MIB MiB, in MB/s (10^6
+** bytes per second). The host memory is 64-byte aligned and touched before
+** timing, like a luagpu host array.
+*/
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void check(cl_int err, const char *what) {
+  if (err != CL_SUCCESS) {
+    fprintf(stderr, "bench_transfer: %s failed: %d\n", what, (int)err);
+    exit(1);
+  }
+}
+
+/* The device named want (any, when NULL): else the first GPU, else the first device. */
+static cl_device_id pick_device(const char *want) {
+  cl_platform_id plats[16];
+  cl_device_id devs[64], gpu = NULL, any = NULL;
+  cl_uint np = 0, nd, i, j;
+  char name[256];
+  check(clGetPlatformIDs(16, plats, &np), "clGetPlatformIDs");
+  for (i = 0; i < np && i < 16; i++) {
+    nd = 0;
+    if (clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 64, devs, &nd) != CL_SUCCESS) continue;
+    for (j = 0; j < nd && j < 64; j++) {
+      cl_device_type t = 0;
+      clGetDeviceInfo(devs[j], CL_DEVICE_NAME, sizeof name, name, NULL);
+      if (want != NULL && strcmp(name, want) == 0) return devs[j];
+      clGetDeviceInfo(devs[j], CL_DEVICE_TYPE, sizeof t, &t, NULL);
+      if (any == NULL) any = devs[j];
+      if (gpu == NULL && (t & CL_DEVICE_TYPE_GPU)) gpu = devs[j];
+    }
+  }
+  if (any == NULL) check(CL_DEVICE_NOT_FOUND, "finding a device");
+  return gpu != NULL ? gpu : any;
+}
+
+enum { WRITE, READ, COPY, FILL, NOPS };
+static const char *const op_names[NOPS] = {"write", "read", "copy", "fill"};
+
+int main(int argc, char **argv) {
+  size_t mib = argc > 1 ? (size_t)atol(argv[1]) : 64, bytes = mib << 20;
+  int reps = argc > 2 ? atoi(argv[2]) : 10, r, op;
+  cl_device_id dev = pick_device(argc > 3 ? argv[3] : NULL);
+  cl_context ctx;
+  cl_command_queue q;
+  cl_mem a, b;
+  cl_event ev = NULL;
+  cl_int err;
+  cl_float zero = 0.0f;
+  double best[NOPS], t0, t;
+  char name[256];
+  void *host;
+
+  clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
+  ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+  check(err, "clCreateContext");
+  q = clCreateCommandQueue(ctx, dev, CL_QUEUE_PROFILING_ENABLE, &err);
+  check(err, "clCreateCommandQueue");
+  a = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
+  check(err, "clCreateBuffer");
+  b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
+  check(err, "clCreateBuffer");
+  if (posix_memalign(&host, 64, bytes) != 0) check(CL_OUT_OF_HOST_MEMORY, "posix_memalign");
+  memset(host, 1, bytes);
+  check(clEnqueueFillBuffer(q, a, &zero, sizeof zero, 0, bytes, 0, NULL, NULL), "fill");
+  check(clEnqueueFillBuffer(q, b, &zero, sizeof zero, 0, bytes, 0, NULL, NULL), "fill");
+  check(clFinish(q), "clFinish");
+
+  for (op = 0; op < NOPS; op++) {
+    best[op] = 1e30;
+    for (r = 0; r <= reps; r++) {   /* round 0 warms up */
+      t0 = now();
+      switch (op) {
+        case WRITE: err = clEnqueueWriteBuffer(q, a, CL_FALSE, 0, bytes, host, 0, NULL, &ev); break;
+        case READ:  err = clEnqueueReadBuffer(q, a, CL_FALSE, 0, bytes, host, 0, NULL, &ev); break;
+        case COPY:  err = clEnqueueCopyBuffer(q, a, b, 0, 0, bytes, 0, NULL, &ev); break;
+        default:    err = clEnqueueFillBuffer(q, b, &zero, sizeof zero, 0, bytes, 0, NULL, &ev); break;
+      }
+      check(err, op_names[op]);
+      check(clWaitForEvents(1, &ev), "clWaitForEvents");
+      clReleaseEvent(ev);
+      t = now() - t0;
+      if (r > 0 && t < best[op]) best[op] = t;
+    }
+  }
+
+  printf("device %s\n", name);
+  for (op = 0; op < NOPS; op++) printf("%s_mbps %.1f\n", op_names[op], (double)bytes / best[op] / 1e6);
+  free(host);
+  clReleaseMemObject(a);
+  clReleaseMemObject(b);
+  clReleaseCommandQueue(q);
+  clReleaseContext(ctx);
+  return 0;
+}

@@ -1,0 +1,86 @@
+-- bench/transfer.lua: host<->device transfer speed of luagpu against a plain
+-- C OpenCL host (bench/c/transfer.c, built as build/bench_transfer) doing the
+-- same clEnqueueWriteBuffer / ReadBuffer / CopyBuffer / FillBuffer calls on
+-- the same device, in the same run.
+--
+--   build/luagpu bench/transfer.lua [MIB] [REPEATS]      (or lua5.4 bench/transfer.lua)
+--
+-- Each figure is the best of REPEATS transfers of MIB MiB (default 64 MiB,
+-- 10 repeats, after one warm-up), each enqueued and then waited on, in MB/s
+-- (10^6 bytes per second). luagpu's extra rows have no C counterpart and
+-- are compared with the C write or read: reading into a new host array
+-- (b:get()), and writing from a Lua table (converted once in C), which also
+-- shows as elements per second.
+local build = os.getenv("LUAGPU_BUILD") or "build"
+package.cpath = build .. "/?.so;" .. package.cpath
+local gpu = rawget(_G, "gpu") or require "luagpu"
+
+local mib = tonumber(arg and arg[1]) or 64
+local reps = tonumber(arg and arg[2]) or 10
+local bytes = mib << 20
+local n = bytes // 4
+
+local dev = gpu.device()
+local baseline = build .. "/bench_transfer"
+if not io.open(baseline) then
+  assert(os.execute("make -s " .. baseline), "could not build " .. baseline)
+end
+
+-- the C host first, on the device gpu.device() picked
+local cmd = string.format("%s %d %d '%s'", baseline, mib, reps, dev.name:gsub("'", "'\\''"))
+local p = assert(io.popen(cmd))
+local out = p:read("a")
+p:close()
+local c = {}
+for op, v in out:gmatch("(%a+)_mbps ([%d.]+)") do c[op] = tonumber(v) end
+local c_dev = out:match("device ([^\n]*)")
+assert(c.write and c.read and c.copy and c.fill, "bench_transfer printed:\n" .. out)
+assert(c_dev == dev.name, "the C host ran on " .. tostring(c_dev) .. ", not " .. dev.name)
+
+local now = gpu.now
+-- best MB/s of reps runs of f (after a warm-up run); f returns an Event
+local function measure(f, size)
+  local best = math.huge
+  for r = 0, reps do
+    collectgarbage()
+    local t0 = now()
+    f():wait()
+    local t = now() - t0
+    if r > 0 and t < best then best = t end
+  end
+  return (size or bytes) / best / 1e6, best
+end
+
+local a = dev:buffer("float", n)
+local b = dev:buffer("float", n)
+local host = gpu.array("float", n):fill(1)
+local l = {}
+l.write = measure(function() return a:write(host) end)
+l.read = measure(function() return a:read(host) end)
+l.copy = measure(function() return a:copy_to(b) end)
+l.fill = measure(function() return b:fill(0) end)
+l.get = measure(function() return a:read() end)
+
+-- a Lua table of up to 4M floats (64 MiB of Lua memory), into a view of that size
+local tn = math.min(n, 1 << 22)
+local t = {}
+for i = 1, tn do t[i] = i * 0.5 end
+local view = tn == n and a or a:sub(1, tn)
+local table_mbps, table_s = measure(function() return view:write(t) end, tn * 4)
+t = nil
+collectgarbage()
+
+print(string.format("transfers on %s (%s), %d MiB, best of %d", dev.name, dev.platform,
+                    mib, reps))
+print(string.format("%-34s %14s %14s %8s", "op", "C baseline MB/s", "luagpu MB/s", "ratio"))
+local function row(name, cv, lv)
+  print(string.format("%-34s %14.0f %14.0f %8.2f", name, cv, lv, lv / cv))
+end
+row("write (host array -> device)", c.write, l.write)
+row("read (device -> host array)", c.read, l.read)
+row("copy (device -> device)", c.copy, l.copy)
+row("fill", c.fill, l.fill)
+row("read into a new array (vs C read)", c.read, l.get)
+row("write from a Lua table (vs C write)", c.write, table_mbps)
+print(string.format("write from a Lua table: %.1f million elements per second (%d elements)",
+                    tn / table_s / 1e6, tn))

@@ -1,0 +1,318 @@
+-- luagpu.reduce: sum/min/max over every scalar type, views, custom
+-- reducers, the async form, and the error messages.
+local gpu = require "luagpu"
+local reduce = require "luagpu.reduce"
+
+local dev = gpu.device()
+
+local SCALARS = {"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
+                 "float", "double"}
+local RANGE = {char = {-128, 127}, uchar = {0, 255}, short = {-32768, 32767},
+               ushort = {0, 65535}, int = {-2147483648, 2147483647}, uint = {0, 4294967295},
+               long = {math.mininteger, math.maxinteger}, ulong = {0, math.maxinteger}}
+local ISFLOAT = {float = true, double = true}
+
+-- Lengths: 1, small primes, 2^k - 1 and 2^k + 1, and one that fills every
+-- group of the first pass many times over.
+local LENGTHS = {1, 2, 3, 7, 31, 127, 1023, 1025, 4093, 65537, 200003}
+
+local function random_value(t)
+  if ISFLOAT[t] then return math.random() * 2 - 1 end
+  local r = RANGE[t]
+  return math.random(r[1], r[2])
+end
+
+-- A buffer of n random values of type t, and the values as stored (floats
+-- rounded to the buffer's precision).
+local function random_buffer(t, n)
+  local vals = {}
+  for i = 1, n do vals[i] = random_value(t) end
+  local b = dev:buffer(t, n)
+  b:write(vals):wait()
+  return b, b:get():totable()
+end
+
+-- sum (integers wrap at 64 bits, as the device's long accumulators do),
+-- sum of magnitudes, min and max of vals[first..last].
+local function reference(vals, first, last)
+  local s, mag, lo, hi = 0, 0, vals[first], vals[first]
+  for i = first, last do
+    local v = vals[i]
+    s = s + v
+    mag = mag + math.abs(v)
+    if v < lo then lo = v end
+    if v > hi then hi = v end
+  end
+  return s, mag, lo, hi
+end
+
+local function check_all(t, b, vals, first, last)
+  local s, mag, lo, hi = reference(vals, first, last)
+  local got = reduce.sum(b)
+  if ISFLOAT[t] then
+    assert.equal("float", math.type(got))
+    local tol = (t == "float" and 1e-5 or 1e-12) * math.max(mag, 1e-30)
+    assert(math.abs(got - s) <= tol,
+           ("%s sum of %d: got %.17g, expected %.17g"):format(t, last - first + 1, got, s))
+  else
+    assert.equal("integer", math.type(got))
+    assert.equal(s, got)
+  end
+  assert.equal(lo, reduce.min(b))
+  assert.equal(hi, reduce.max(b))
+end
+
+-- The error message of f(...), which must fail.
+local function err(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return tostring(e)
+end
+
+local function has_error(text, f, ...)
+  assert.matches(text, err(f, ...), 1, true)
+end
+
+describe("reduce.sum, reduce.min, reduce.max", function()
+  for _, t in ipairs(SCALARS) do
+    it("reduce " .. t .. " buffers and views of many lengths", function()
+      if t == "double" and not dev.fp64 then return end
+      local big, vals = random_buffer(t, LENGTHS[#LENGTHS] + 9)
+      for _, n in ipairs(LENGTHS) do
+        local b, v = random_buffer(t, n)
+        check_all(t, b, v, 1, n)
+        -- views at aligned and unaligned offsets of a larger buffer
+        for _, first in ipairs{1, 2, 8} do
+          check_all(t, big:sub(first, first + n - 1), vals, first, first + n - 1)
+        end
+      end
+      -- a view of a view
+      local v = big:sub(5, -3):sub(3, 1000)
+      check_all(t, v, vals, 7, 1004)
+    end)
+  end
+
+  it("sum a million random floats to a relative 1e-5", function()
+    local n = 1000000
+    local a = gpu.array("float", n)
+    for i = 1, n do a[i] = math.random() end
+    local b = dev:buffer("float", n)
+    b:write(a):wait()
+    local s = 0
+    for i = 1, n do s = s + a[i] end
+    local got = reduce.sum(b)
+    assert(math.abs(got - s) / s < 1e-5, ("got %.9g, expected %.9g"):format(got, s))
+    if dev.fp64 then
+      local d = reduce.sum(b, {acc = "double"})
+      assert(math.abs(d - s) / s < 1e-12, ("acc double: got %.17g, expected %.17g"):format(d, s))
+    end
+  end)
+
+  it("sum integers in 64 bits: exact past the element type's range, wrapping at 2^64", function()
+    local n = 300001
+    local b = dev:buffer("int", n)
+    b:fill(2147483647):wait()
+    assert.equal(2147483647 * n, reduce.sum(b))
+    local u = dev:buffer("uint", n)
+    u:fill(4294967295):wait()
+    assert.equal(4294967295 * n, reduce.sum(u))
+    local c = dev:buffer("char", n)
+    c:fill(-128):wait()
+    assert.equal(-128 * n, reduce.sum(c))
+    local l = dev:buffer("long", 3)
+    l:write({math.maxinteger, 1, 5}):wait()
+    assert.equal(math.mininteger + 5, reduce.sum(l))       -- wraps, as in C and Lua
+    local ul = dev:buffer("ulong", 2)
+    ul:write({math.maxinteger, math.maxinteger}):wait()
+    assert.equal(-2, reduce.sum(ul))                        -- 2^64 - 2, read as Lua reads ulong
+  end)
+
+  it("takes wait lists and queues, and reuses what it built", function()
+    local b = dev:buffer("int", 5000)
+    local t = {}
+    for i = 1, 5000 do t[i] = i end
+    local ev = b:write(t)
+    assert.equal(5000 * 5001 // 2, reduce.sum(b, {wait = {ev}}))
+    local built = reduce.programs_built
+    local q = dev:queue()
+    for _ = 1, 5 do
+      assert.equal(5000 * 5001 // 2, reduce.sum(b, {queue = q}))
+      assert.equal(5000, reduce.max(b))
+      assert.equal(1, reduce.min(b:sub(1, 3)))
+    end
+    assert.equal(built, reduce.programs_built)
+  end)
+end)
+
+describe("the async form", function()
+  it("returns the result's Event and the Events of every pass", function()
+    local b, vals = random_buffer("int", 100003)
+    local s = reference(vals, 1, #vals)
+    local ev, passes = reduce.sum(b, {async = true})
+    assert.equal("luagpu.Event", tostring(ev):match("^luagpu%.Event"))
+    assert.equal(2, #passes)
+    assert.equal(s, ev:wait())
+    local start, stop = passes[1]:profile().start, ev:profile()["end"]
+    for _, p in ipairs(passes) do
+      local pr = p:profile()
+      assert(pr.duration >= 0)
+      assert(pr.start >= start and pr["end"] <= stop)
+    end
+    -- small inputs take one pass
+    local ev1, passes1 = reduce.max(b:sub(1, 10), {async = true})
+    assert.equal(1, #passes1)
+    local _, _, _, hi = reference(vals, 1, 10)
+    assert.equal(hi, ev1:wait())
+    -- several in flight at once, sharing the cached buffers
+    local evs = {}
+    for i = 1, 4 do evs[i] = reduce.sum(b:sub(i, -1), {async = true}) end
+    for i = 1, 4 do
+      assert.equal((reference(vals, i, #vals)), evs[i]:wait())
+    end
+  end)
+end)
+
+describe("reduce.new", function()
+  local sq = reduce.new{type = "float", acc = dev.fp64 and "double" or "float",
+                        map = "(ACC)x * x", op = "a + b", neutral = "0"}
+  local dot = reduce.new{type = "int", acc = "long", map = "(long)x * y", op = "a + b",
+                         neutral = 0}
+
+  it("reduces with a custom map and op: sum of squares", function()
+    local b, vals = random_buffer("float", 70001)
+    local s = 0
+    for i = 1, #vals do s = s + vals[i] * vals[i] end
+    assert(math.abs(sq(b) - s) / s < 1e-5)
+    assert.equal(1, sq.inputs)
+    local v = b:sub(3, 3)
+    assert(math.abs(sq(v) - vals[3] ^ 2) <= 1e-6 * vals[3] ^ 2)
+  end)
+
+  it("takes two buffers when the map reads y: dot products, aligned or not", function()
+    assert.equal(2, dot.inputs)
+    local n = 65539
+    local x, xv = random_buffer("int", n + 3)
+    local y, yv = random_buffer("int", n + 3)
+    local function ref(xo, yo, len)
+      local s = 0
+      for i = 1, len do s = s + xv[xo + i] * yv[yo + i] end
+      return s
+    end
+    assert.equal(ref(0, 0, n + 3), dot(x, y))
+    assert.equal(ref(1, 1, n), dot(x:sub(2, n + 1), y:sub(2, n + 1)))
+    assert.equal(ref(1, 3, n), dot(x:sub(2, n + 1), y:sub(4, n + 3)))   -- no common alignment
+    assert.equal(ref(0, 2, 5), dot(x:sub(1, 5), y:sub(3, 7), {}))
+    local ev, passes = dot(x, y, {async = true})
+    assert.equal(ref(0, 0, n + 3), ev:wait())
+    assert.is_true(#passes >= 1)
+  end)
+
+  it("gives the map the 0-based index i, and takes other ops", function()
+    local idx = reduce.new{type = "short", acc = "long", map = "(long)x * (long)i",
+                           op = "a + b", neutral = "0"}
+    local amax = reduce.new{type = "int", acc = "uint", map = "abs(x)", op = "max(a, b)",
+                            neutral = "0"}
+    local prod = reduce.new{type = "double", map = "x", op = "a * b", neutral = "1"}
+    local b, vals = random_buffer("short", 5003)
+    local s = 0
+    for i = 1, #vals do s = s + vals[i] * (i - 1) end
+    assert.equal(s, idx(b))
+    local s2 = 0
+    for i = 11, 20 do s2 = s2 + vals[i] * (i - 11) end
+    assert.equal(s2, idx(b:sub(11, 20)))
+    local ib, ivals = random_buffer("int", 3001)
+    local m = 0
+    for _, v in ipairs(ivals) do m = math.max(m, math.abs(v)) end
+    assert.equal(m, amax(ib))
+    if dev.fp64 then
+      local d = dev:buffer("double", 40)
+      local t, p = {}, 1
+      for i = 1, 40 do t[i] = 1 + (i % 7) / 64; p = p * t[i] end
+      d:write(t):wait()
+      assert(math.abs(prod(d) - p) <= 1e-12 * p)
+    end
+  end)
+
+  it("compiles when a device is given, and reports a map that does not compile", function()
+    local ok = reduce.new{type = "float", map = "x * 2", op = "a + b", neutral = "0",
+                          device = dev}
+    local b = dev:buffer("float", 10)
+    b:fill(1.5):wait()
+    assert.equal(30, ok(b))
+    local e = err(reduce.new, {type = "float", map = "x * zz", op = "a + b", neutral = "0",
+                               device = dev})
+    assert.matches("luagpu: reduce.new: map 'x * zz', op 'a + b', neutral '0' for float " ..
+                   "do not compile on ", e, 1, true)
+    assert.matches("zz", e:match("\n(.*)$"), 1, true)   -- the build log names it
+    local late = reduce.new{type = "float", map = "x", op = "a +* b", neutral = "0"}
+    has_error("luagpu: reducer: map 'x', op 'a +* b', neutral '0' for float do not compile",
+              late, b)
+  end)
+end)
+
+describe("bad input", function()
+  local b = dev:buffer("float", 100)
+  local sq = reduce.new{type = "float", map = "x * x", op = "a + b", neutral = "0"}
+  local dot = reduce.new{type = "float", map = "x * y", op = "a + b", neutral = "0"}
+
+  it("raises for what is not a live buffer of scalars", function()
+    has_error("luagpu: reduce.sum: argument #1: expected a buffer, got nil", reduce.sum)
+    has_error("luagpu: reduce.min: argument #1: expected a buffer, got table", reduce.min, {})
+    has_error("luagpu: reduce.max: argument #1: expected a buffer, got luagpu.Device",
+              reduce.max, dev)
+    has_error("luagpu: reducer: argument #1: expected a buffer, got number", sq, 3)
+    local r = dev:buffer("float", 10)
+    local v = r:sub(2, 5)
+    r:release()
+    has_error("luagpu: reduce.sum: argument #1: attempt to use a released buffer", reduce.sum, r)
+    has_error("luagpu: reduce.max: argument #1: attempt to use a released buffer", reduce.max, v)
+    has_error("luagpu: reduce.sum: argument #1: expected a buffer of scalars, got float4 " ..
+              "elements", reduce.sum, dev:buffer("float4", 8))
+    has_error("luagpu: reducer: argument #1: expected a buffer of float, got int",
+              sq, dev:buffer("int", 8))
+    has_error("luagpu: reducer: argument #2: expected a buffer, got nil", dot, b)
+    has_error("luagpu: reducer: argument #2: expected 100 elements, got 99", dot, b, b:sub(2, -1))
+    has_error("luagpu: reducer: argument #2: expected a buffer of float, got double",
+              dot, b, dev:buffer("double", 100))
+  end)
+
+  it("raises for bad options", function()
+    has_error("luagpu: reduce.sum: argument #2: expected an options table, got number",
+              reduce.sum, b, 5)
+    has_error("luagpu: reduce.sum: argument #2: unknown option 'asink'",
+              reduce.sum, b, {asink = true})
+    has_error("luagpu: reduce.min: argument #2: unknown option 'acc'",
+              reduce.min, b, {acc = "double"})
+    has_error("luagpu: reduce.sum: argument #2: option acc: expected \"float\" or \"double\" " ..
+              "for a float buffer, got long for a int buffer",
+              reduce.sum, dev:buffer("int", 4), {acc = "long"})
+    has_error("luagpu: reducer: argument #3: unknown option 'x'", dot, b, b, {x = 1})
+  end)
+
+  it("raises for bad reduce.new definitions", function()
+    has_error("luagpu: reduce.new: argument #1: expected a table {type =, map =, op =, " ..
+              "neutral =}, got string", reduce.new, "float")
+    has_error("luagpu: reduce.new: missing field 'type'", reduce.new,
+              {map = "x", op = "a + b", neutral = "0"})
+    has_error("luagpu: reduce.new: field 'type': expected a scalar element type (char .. " ..
+              "double), got 'quux'", reduce.new, {type = "quux", op = "a + b", neutral = "0"})
+    has_error("got 'float4'", reduce.new, {type = "float4", op = "a + b", neutral = "0"})
+    has_error("luagpu: reduce.new: field 'acc': expected a scalar element type (char .. " ..
+              "double), got 'half'", reduce.new,
+              {type = "float", acc = "half", op = "a + b", neutral = "0"})
+    has_error("luagpu: reduce.new: missing field 'op'", reduce.new,
+              {type = "float", neutral = "0"})
+    has_error("luagpu: reduce.new: missing field 'neutral'", reduce.new,
+              {type = "float", op = "a + b"})
+    has_error("luagpu: reduce.new: field 'map': expected an OpenCL C expression (a string), " ..
+              "got table", reduce.new, {type = "float", map = {}, op = "a + b", neutral = "0"})
+    has_error("luagpu: reduce.new: field 'op': expected an OpenCL C expression (a string), " ..
+              "got an empty string", reduce.new, {type = "float", op = " ", neutral = "0"})
+    has_error("luagpu: reduce.new: unknown field 'mapp'", reduce.new,
+              {type = "float", mapp = "x", op = "a + b", neutral = "0"})
+    has_error("luagpu: reduce.new: field 'inputs': expected 1 or 2, got 3", reduce.new,
+              {type = "float", op = "a + b", neutral = "0", inputs = 3})
+    has_error("luagpu: reduce.new: field 'device': expected a luagpu.Device, got luagpu.Buffer",
+              reduce.new, {type = "float", op = "a + b", neutral = "0", device = b})
+  end)
+end)
