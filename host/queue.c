@@ -285,6 +285,8 @@ static void add_event(lua_State *L, WaitList *w, int idx, cl_context ctx, const 
       ectx != ctx)
     lg_error(L, fn, "%s: the event belongs to another context (another platform's device)",
              where);
+  /* a command on another queue waits for it: make sure it was submitted */
+  if (e->queue != NULL && e->queue->q != NULL) clFlush(e->queue->q);
   clRetainEvent(e->ev);
   w->ev[w->n++] = e->ev;
 }
