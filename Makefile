@@ -20,6 +20,7 @@ PKG_CONFIG ?= pkg-config
 LUA_CFLAGS := $(shell $(PKG_CONFIG) --cflags lua$(LUAV) 2>/dev/null || echo -I/usr/include/lua$(LUAV))
 CL_LIBS    := $(shell $(PKG_CONFIG) --libs OpenCL 2>/dev/null || echo -lOpenCL)
 LUA_STATIC := $(firstword $(wildcard /usr/lib/*/liblua$(LUAV).a /usr/lib/liblua$(LUAV).a /usr/local/lib/liblua$(LUAV).a))
+LUA_LIBS   := $(shell $(PKG_CONFIG) --libs lua$(LUAV) 2>/dev/null || echo -llua$(LUAV))
 RL_STATIC  := $(firstword $(wildcard /usr/lib/*/libreadline.a))
 TI_STATIC  := $(firstword $(wildcard /usr/lib/*/libtinfo.a /usr/lib/*/libncurses.a))
 
@@ -30,7 +31,7 @@ ALL_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -fPIC -fvisib
               -Ihost -Ibuild $(LUA_CFLAGS)
 
 BUILD   ?= build
-MODULE_SRC := errors types module device queue array npy event buffer transfer program kernel call cache
+MODULE_SRC := errors types module device queue array npy event buffer transfer program kernel call cache embed
 MODULE_OBJ := $(MODULE_SRC:%=$(BUILD)/%.o) $(BUILD)/kernels.o
 KERNELS := $(sort $(wildcard kernels/*.cl))
 HELPERS := $(sort $(wildcard lua/luagpu/*.lua))
@@ -42,7 +43,7 @@ endif
 
 .PHONY: all deps deps-bench demo test asan install clean bench
 
-all: $(BUILD)/luagpu.so $(BUILD)/luagpu
+all: $(BUILD)/luagpu.so $(BUILD)/luagpu $(BUILD)/embed_demo $(BUILD)/embed_check
 
 $(BUILD):
 	@mkdir -p $(BUILD)
@@ -68,6 +69,16 @@ $(BUILD)/main.o: host/main.c host/internal.h host/luagpu.h | $(BUILD)
 $(BUILD)/luagpu: $(BUILD)/main.o $(MODULE_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,-E -o $@ $(BUILD)/main.o $(MODULE_OBJ) \
 	    $(if $(LUA_STATIC),$(LUA_STATIC),-llua$(LUAV)) $(READLINE_LIBS) $(CL_LIBS) -lm -ldl
+
+# The embedding example and its checks: C programs that link the module as
+# a library, found beside them at run time.
+EMBED_LINK = $(LDFLAGS) -L$(BUILD) -l:luagpu.so -Wl,-rpath,'$$ORIGIN' $(LUA_LIBS) $(CL_LIBS) -lm
+
+$(BUILD)/embed_demo: examples/embed/embed_demo.c host/luagpu.h $(BUILD)/luagpu.so
+	$(CC) -std=c99 $(WARN) $(CFLAGS) -Ihost $(LUA_CFLAGS) -o $@ $< $(EMBED_LINK)
+
+$(BUILD)/embed_check: spec/embed_check.c host/luagpu.h $(BUILD)/luagpu.so
+	$(CC) -std=c99 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -Ihost $(LUA_CFLAGS) -o $@ $< $(EMBED_LINK)
 
 deps:
 	@sh tools/deps.sh $(PKGS)

@@ -633,3 +633,65 @@ void lg_open_device(lua_State *L) {
   lua_pop(L, 1);
   luaL_setfuncs(L, module_functions, 0);
 }
+
+/* ------------------------------------------ embedding (for embed.c) */
+
+#define EMBED_CACHE "luagpu.embed_devices"   /* "ctx/id/queue" -> Device, weak */
+
+/* Pushes a Device for id inside the application's context ctx, whose
+** default queue is queue (NULL: luagpu makes one on first use). Unlike
+** lg_push_device it is not the cached Device of id: its Context wraps ctx
+** (retained, borrowed) and its default Queue wraps queue (retained). The
+** same (ctx, id, queue) gives the same Device while that one lives. The
+** caller has checked that id belongs to ctx and queue to both. */
+lg_Device *lg_push_device_with(lua_State *L, cl_context ctx, cl_device_id id,
+                               cl_command_queue queue) {
+  lg_Device *d;
+  lg_Context *c;
+  int cache, devidx;
+  if (luaL_getsubtable(L, LUA_REGISTRYINDEX, EMBED_CACHE) == 0) {
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "v");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+  }
+  cache = lua_gettop(L);
+  lua_pushfstring(L, "%p/%p/%p", (void *)ctx, (void *)id, (void *)queue);
+  if (lua_rawget(L, cache) == LUA_TUSERDATA) {
+    lua_remove(L, cache);
+    return lua_touserdata(L, -1);
+  }
+  lua_pop(L, 1);
+  d = lua_newuserdatauv(L, sizeof *d, 3);
+  memset(d, 0, sizeof *d);
+  d->id = id;
+  luaL_setmetatable(L, LG_DEVICE_MT);
+  devidx = lua_gettop(L);
+  clGetDeviceInfo(id, CL_DEVICE_PLATFORM, sizeof d->platform, &d->platform, NULL);
+  c = lua_newuserdatauv(L, sizeof *c, 0);     /* released state until retained */
+  memset(c, 0, sizeof *c);
+  c->platform = d->platform;
+  c->borrowed = 1;
+  luaL_setmetatable(L, LG_CONTEXT_MT);
+  clRetainContext(ctx);
+  c->ctx = ctx;
+  d->context = c;
+  d->ctx = ctx;
+  lua_setiuservalue(L, devidx, 1);
+  load_fields(L, d);
+  lua_setiuservalue(L, devidx, 3);
+  c->gc_threshold = d->global_mem_size / 4 < ((size_t)1 << 30)
+                        ? (size_t)(d->global_mem_size / 4) : ((size_t)1 << 30);
+  if (c->gc_threshold == 0) c->gc_threshold = (size_t)256 << 20;
+  if (queue != NULL) {
+    lg_wrapqueue(L, devidx, queue);           /* takes over the reference ... */
+    clRetainCommandQueue(queue);              /* ... taken here, once it is held */
+    d->queue = queue;
+    lua_setiuservalue(L, devidx, 2);
+  }
+  lua_pushfstring(L, "%p/%p/%p", (void *)ctx, (void *)id, (void *)queue);
+  lua_pushvalue(L, devidx);
+  lua_rawset(L, cache);
+  lua_remove(L, cache);
+  return d;
+}

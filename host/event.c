@@ -129,7 +129,9 @@ static void push_result(lua_State *L, int idx, lg_Event *e) {
 static int ev_free(lua_State *L) {
   lg_Event *e = luaL_checkudata(L, 1, LG_EVENT_MT);
   if (e->ev == NULL) return 0;
-  wait_event(L, 1, e);
+  if (lua_getiuservalue(L, 1, 1) != LUA_TNIL)   /* nothing kept (done, or an */
+    wait_event(L, 1, e);                       /* application's event): no wait */
+  lua_pop(L, 1);
   clReleaseEvent(e->ev);
   e->ev = NULL;
   drop_keep(L, 1, e);

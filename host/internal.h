@@ -212,9 +212,9 @@ lg_Queue *lg_newqueue(lua_State *L, int devidx, int profiling, int out_of_order)
 /* Pushes a Queue on the device at devidx wrapping cq (an embedding
 ** application's; the Queue takes over one reference). */
 lg_Queue *lg_wrapqueue(lua_State *L, int devidx, cl_command_queue cq);
-/* Raises "luagpu: WHAT:METHOD: attempt to use a released WHAT" (the method
-** named when idx is 1 and the running function was called as a method),
-** else "luagpu: attempt to use a released WHAT". Never returns. */
+/* Raises "luagpu: WHAT:METHOD: attempt to use a released WHAT" when the
+** running C function is METHOD of the object at idx (found in its class's
+** methods), else "luagpu: attempt to use a released WHAT". Never returns. */
 int lg_released_error(lua_State *L, int idx, const char *what);
 
 /* The options table every enqueueing call takes: {wait = {ev, ...}, queue = q}.
@@ -299,7 +299,9 @@ lg_Buffer *lg_testbuffer(lua_State *L, int idx);  /* NULL if not a Buffer */
 ** view's origin is not aligned to the device's mem_base_addr_align). */
 cl_mem lg_buffer_kernel_mem(lua_State *L, lg_Buffer *b);
 /* Pushes a new root Buffer wrapping mem (retained by the caller's
-** reference: the Buffer takes it over) on the device at devidx. */
+** reference: the Buffer takes it over) on the device at devidx. Raises
+** "luagpu: luagpu_push_buffer: ..." (the Buffer releasing mem) when count
+** elements of t do not fit the cl_mem's size. */
 lg_Buffer *lg_wrapbuffer(lua_State *L, int devidx, cl_mem mem, lg_Type t,
                          size_t count, lg_Access access);
 /* True unless the buffer, or the root of a view, was released. */
@@ -450,5 +452,14 @@ const char *lg_root_dir(void);
 /* Embedded kernel sources (build/kernels.c, generated from kernels/). */
 typedef struct lg_EmbeddedFile { const char *name; const char *text; } lg_EmbeddedFile;
 extern const lg_EmbeddedFile lg_embedded_kernels[];   /* ends with {NULL, NULL} */
+
+/* ------------------------------------------------------------- embed.c */
+
+/* The embedding API of luagpu.h is in embed.c; this helper of it lives at
+** the end of device.c (it needs the device's field loader). Pushes a
+** Device for id in the application's context ctx with queue as its
+** default queue (NULL: made on first use); ctx and queue are retained. */
+lg_Device *lg_push_device_with(lua_State *L, cl_context ctx, cl_device_id id,
+                               cl_command_queue queue);
 
 #endif

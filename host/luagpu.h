@@ -3,10 +3,24 @@
 **
 **   luaL_requiref(L, "luagpu", luaopen_luagpu, 1);
 **
-** hands a Lua state the module. The functions below let an application
-** share its own OpenCL objects with scripts and take them back; reference
-** counts stay correct whichever side releases first (every handle passed in
-** is retained by luagpu, every handle passed out is retained for the caller).
+** hands a Lua state the module (as `require "luagpu"` would, and also as
+** the global `luagpu`). The functions below let an application share its
+** own OpenCL objects with scripts and take them back. Reference counts stay
+** correct whichever side lets go first: every handle passed in is retained
+** by luagpu (and released when the Lua object is collected or released, at
+** the latest by lua_close), every handle passed out is retained for the
+** caller, who releases it.
+**
+** The luagpu_push_* functions never raise a Lua error, so they may be
+** called outside any lua_pcall: each returns LUA_OK (0) and pushes its
+** result, or returns an error status (as lua_pcall does) and pushes the
+** error message ("luagpu: luagpu_push_buffer: ..."). They open the module
+** in L first if no one has. Each needs 3 free stack slots, as any Lua API
+** call may (LUA_MINSTACK slots are free in a C function).
+**
+** Handles must be valid OpenCL objects or NULL: a NULL handle, or one of
+** the wrong context or kind, is reported as an error; a dangling or
+** garbage pointer cannot be detected (the OpenCL driver may crash on it).
 */
 #ifndef LUAGPU_H
 #define LUAGPU_H
@@ -17,6 +31,7 @@
 #ifndef CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #endif
+#include <stddef.h>
 #include <CL/cl.h>
 #include <lua.h>
 
@@ -33,30 +48,51 @@ extern "C" {
 /* Opens the module: pushes the luagpu table. */
 LUAGPU_API int luaopen_luagpu(lua_State *L);
 
-/* Pushes a Device for the application's own device, context and queue: the
-** script's enqueues on that device then go to queue (its default queue).
-** queue may be NULL (luagpu makes one). All three are retained. Raises a
-** Lua error on bad handles. */
-LUAGPU_API void luagpu_push_device(lua_State *L, cl_context ctx, cl_device_id dev,
-                                   cl_command_queue queue);
+/* Pushes a Device for the application's own device dev in its context ctx:
+** buffers, programs and queues the script makes on it live in ctx, and
+** its default queue (where commands go unless a script names another) is
+** queue, or one luagpu makes in ctx when queue is NULL. ctx and queue are
+** retained. The same (ctx, dev, queue) gives the same Device while the
+** script holds it. Errors: a NULL ctx or dev, dev not in ctx, queue of
+** another context or device. */
+LUAGPU_API int luagpu_push_device(lua_State *L, cl_context ctx, cl_device_id dev,
+                                  cl_command_queue queue);
 
-/* Pushes a Buffer wrapping mem, of count elements of type (a name such as
-** "float" or "int4") on the Device at stack index devidx. mem is retained;
-** the Buffer releases its reference when collected or released. */
-LUAGPU_API void luagpu_push_buffer(lua_State *L, int devidx, cl_mem mem,
-                                   const char *type, size_t count);
+/* Pushes a Buffer wrapping mem (retained; released when the Buffer is
+** collected or released) as count elements of type, a luagpu element type
+** name ("float", "int4", ...), on the Device at stack index devidx (one
+** that luagpu_push_device pushed, or any other in mem's context). count 0
+** takes as many elements as fit in mem. The Buffer's access is "in" for a
+** cl_mem made with CL_MEM_HOST_WRITE_ONLY, "out" for CL_MEM_HOST_READ_ONLY,
+** else "mixed". Errors: a NULL mem, an image, mem of another context, an
+** unknown type, count elements not fitting in mem. */
+LUAGPU_API int luagpu_push_buffer(lua_State *L, int devidx, cl_mem mem,
+                                  const char *type, size_t count);
 
-/* Returns the cl_mem of the Buffer at idx, retained for the caller (who
-** must clReleaseMemObject it), or NULL when idx holds no live Buffer. For a
-** view, the sub-buffer is returned. */
-LUAGPU_API cl_mem luagpu_to_mem(lua_State *L, int idx);
+/* Pushes an Event wrapping ev (retained), which scripts can wait on, pass
+** in {wait = ...} lists, and profile when its queue has profiling on.
+** Dropping the Event never waits for ev (luagpu keeps nothing alive for
+** it), so a user event the application never completes does not block
+** lua_close. Errors: a NULL or invalid ev. */
+LUAGPU_API int luagpu_push_event(lua_State *L, cl_event ev);
 
-/* Pushes an Event wrapping ev (retained). */
-LUAGPU_API void luagpu_push_event(lua_State *L, cl_event ev);
+/* Returns the cl_mem under the Buffer at idx, retained for the caller (who
+** clReleaseMemObject's it), or NULL when idx holds no live Buffer. For a
+** view (b:sub), that is the cl_mem of the buffer it is a view of: offset
+** and size, when not NULL, receive the byte range of the Buffer within the
+** cl_mem (0 and the whole size for a buffer that is no view). Never raises. */
+LUAGPU_API cl_mem luagpu_to_mem(lua_State *L, int idx, size_t *offset, size_t *size);
 
 /* Returns the cl_event of the Event at idx, retained for the caller, or
-** NULL when idx holds no live Event. */
+** NULL when idx holds no live Event. Never raises. */
 LUAGPU_API cl_event luagpu_to_event(lua_State *L, int idx);
+
+/* Returns the cl_command_queue of the Queue at idx, or the default queue
+** of the Device at idx (made now if the script has not used it yet),
+** retained for the caller; NULL when idx holds neither, a released Queue,
+** or the queue could not be made. Never raises. The queue's context and
+** device are clGetCommandQueueInfo's CL_QUEUE_CONTEXT and CL_QUEUE_DEVICE. */
+LUAGPU_API cl_command_queue luagpu_to_queue(lua_State *L, int idx);
 
 #ifdef __cplusplus
 }

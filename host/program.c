@@ -258,7 +258,8 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
   int ndirs = 0, fields, progidx, i;
   unsigned char sum[32];
   if (!lua_isnoneornil(L, optidx)) {
-    luaL_checktype(L, optidx, LUA_TTABLE);
+    if (!lua_istable(L, optidx))
+      lg_typeerror(L, fn, optidx - 1, optidx, "an options table {options =, defines =}");
     lua_pushnil(L);
     while (lua_next(L, optidx)) {
       const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
@@ -497,15 +498,17 @@ static int prog_gc(lua_State *L) {
 /* Fields first (kernels, log, options, file, device, cached), then the
 ** methods, then kernels by name; anything else raises. */
 static int prog_index(lua_State *L) {
-  lg_Program *p = lg_checkprogram(L, 1);
-  const char *key = lua_tostring(L, 2);
+  lg_Program *p = luaL_checkudata(L, 1, LG_PROGRAM_MT);
+  const char *key;
+  if (lua_type(L, 2) == LUA_TSTRING && lg_pushmethod(L, 1, 2)) return 1;
+  lg_checkprogram(L, 1);
+  key = lua_tostring(L, 2);
   if (lua_type(L, 2) != LUA_TSTRING) {
     lua_getiuservalue(L, 1, 3);
     push_names(L, -1);
     return lg_error(L, "program", "no kernel named %s (kernels: %s)",
                     luaL_tolstring(L, 2, NULL), lua_tostring(L, -2));
   }
-  if (lg_pushmethod(L, 1, 2)) return 1;
   lua_getiuservalue(L, 1, 3);
   if (strcmp(key, "kernels") == 0) {
     lua_Integer i, n;

@@ -340,6 +340,35 @@ describe("buffer:sub", function()
   end)
 end)
 
+describe("views as kernel arguments", function()
+  it("become sub-buffers at aligned origins, and raise with the alignment otherwise", function()
+    local prog = dev:build[[
+      __kernel void add(__global int *x, int v, int n) {
+        int i = get_global_id(0);
+        if (i < n) x[i] += v;
+      }]]
+    local per = dev.mem_base_addr_align // 4        -- ints per aligned step
+    local n = per * 8
+    local ref = {}
+    for i = 1, n do ref[i] = math.random(-1000, 1000) end
+    local b = dev:buffer("int", n, {host = ref})
+    local first = per * math.random(1, 6) + 1
+    local last = math.random(first, n)
+    local v = b:sub(first, last)
+    prog.add(v, 5, #v):run({#v}):wait()
+    prog.add(v:sub(1, per), 1, per):run({per}):wait()   -- a view of a view, same origin
+    prog.add(b:sub(1, n), -2, n):run({n}):wait()          -- the whole buffer
+    for i = first, last do ref[i] = ref[i] + 5 end
+    for i = first, math.min(first + per - 1, last) do ref[i] = ref[i] + 1 end
+    for i = 1, n do ref[i] = ref[i] - 2 end
+    assert.same(ref, contents(b))
+    has_error(("luagpu: kernel argument: a view of elements 3..%d starts at byte 8 of its "
+               .. "buffer, not a multiple of the device's mem_base_addr_align (%d bytes): views "
+               .. "passed to kernels must start at element 1 + k*%d (int)"):format(n,
+               dev.mem_base_addr_align, per), function() prog.add(b:sub(3), 1, n - 2) end)
+  end)
+end)
+
 describe("fields", function()
   it("are read-only", function()
     local b = dev:buffer("float", 4)

@@ -158,3 +158,15 @@ describe("queue lifetime", function()
     q:finish()
   end)
 end)
+
+describe("examples/async_copies.lua", function()
+  it("runs its pipeline and checks the result", function()
+    local build = os.getenv("LUAGPU_BUILD") or "build"
+    local cmd = ("lua5.4 -e 'package.cpath = %q .. package.cpath' examples/async_copies.lua "
+                 .. "%d 2>&1; echo \"exit $?\""):format(build .. "/?.so;", 1001)
+    local p = io.popen(cmd)
+    local out = p:read("a")
+    p:close()
+    assert.matches("ok: 1001 elements, c = a[1..500] .. b[501..1001]\nexit 0\n", out, 1, true)
+  end)
+end)

@@ -31,6 +31,8 @@ local M = {programs_built = 0}
 -- per vector load, grid-stride (GPU) or contiguous chunks (CPU) per
 -- work-item, vectors loaded per loop iteration, and the fewest vectors a
 -- work-item should get before more groups are started.
+-- A script may change these (reduce.classes.gpu.groups_per_cu = 4); the
+-- next reduction on a device of that class builds its kernels again.
 local CLASSES = {
   gpu = {groups_per_cu = 8, local_size = 256, vector_bytes = 16, strided = true,
          unroll = 2, min_vectors = 4},
@@ -39,6 +41,12 @@ local CLASSES = {
 }
 CLASSES.accelerator = CLASSES.gpu
 CLASSES.other = CLASSES.gpu
+
+-- A class's settings as a string: tells when a script changed them.
+local function signature(cls)
+  return concat({cls.groups_per_cu, cls.local_size, cls.vector_bytes, tostring(cls.strided),
+                 cls.unroll, cls.min_vectors, tostring(cls.shuffle)}, ",")
+end
 
 -- Iterations folded into a fresh accumulator before it joins the running
 -- one, for floating-point accumulators (see reduce.cl).
@@ -80,8 +88,7 @@ local function check_buffer(fn, arg, b)
   end
   local t = b.type
   if not SIZES[t] then
-    fail(fn, "argument #%d: expected a buffer of scalars, got %s elements (vector types " ..
-         "are not reduced: reduce a view of their scalars' buffer instead)", arg, t)
+    fail(fn, "argument #%d: expected a buffer of scalars, got %s elements", arg, t)
   end
   local root, offset = b, b.offset
   while root.parent do root = root.parent end
@@ -109,7 +116,8 @@ end
 local cache = setmetatable({}, {__mode = "k"})
 
 local function device_class(dev)
-  return CLASSES[dev.type] or CLASSES.gpu
+  local cls = CLASSES[dev.type] or CLASSES.gpu
+  return cls, signature(cls)
 end
 
 local function floor_pow2(n)
@@ -142,8 +150,10 @@ end
 -- local_size, max_groups, partial (buffer), result (scalar buffer), last}.
 local function entry_for(fn, dev, spec)
   local per_dev = cache[dev]
-  if not per_dev then
-    per_dev = {}
+  local cls, sig = device_class(dev)
+  if not per_dev or per_dev[CLASSES] ~= sig then
+    -- first use, or reduce.classes changed since: build again
+    per_dev = {[CLASSES] = sig}
     cache[dev] = per_dev
   end
   local e = per_dev[spec.key]
@@ -151,7 +161,6 @@ local function entry_for(fn, dev, spec)
   if (spec.type == "double" or spec.acc == "double") and not dev.fp64 then
     fail(fn, "%s has no double precision (fp64)", dev.name)
   end
-  local cls = device_class(dev)
   local size = SIZES[spec.type]
   local vw = min(16, max(1, cls.vector_bytes // size))
   while vw > 1 and vw * size > dev.mem_base_addr_align do vw = vw // 2 end

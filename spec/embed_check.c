@@ -1,0 +1,423 @@
+/*
+** embed_check: checks of the embedding API (luagpu.h) from C, run by
+** spec/embed_spec.lua. Prints "ok - NAME" or "not ok - NAME: DETAIL" per
+** check and exits 1 if any failed. What it checks: reference counts of the
+** application's context, queue, buffers and events after every way of
+** letting go; errors returned (never raised) for bad handles; views handed
+** back with their byte range; user events; teardown without hangs.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include "luagpu.h"
+
+static int failures, checks;
+static cl_context ctx, ctx2;
+static cl_device_id dev;
+static cl_command_queue queue, queue2;
+
+static void ok(int cond, const char *name, const char *detail) {
+  checks++;
+  if (cond) {
+    printf("ok - %s\n", name);
+  } else {
+    failures++;
+    printf("not ok - %s: %s\n", name, detail ? detail : "");
+  }
+}
+
+static void die(cl_int err, const char *what) {
+  if (err != CL_SUCCESS) {
+    printf("not ok - setup: %s failed: %d\n", what, (int)err);
+    exit(1);
+  }
+}
+
+static cl_uint mem_refs(cl_mem m) {
+  cl_uint n = 0;
+  clGetMemObjectInfo(m, CL_MEM_REFERENCE_COUNT, sizeof n, &n, NULL);
+  return n;
+}
+
+static cl_uint ctx_refs(cl_context c) {
+  cl_uint n = 0;
+  clGetContextInfo(c, CL_CONTEXT_REFERENCE_COUNT, sizeof n, &n, NULL);
+  return n;
+}
+
+static cl_uint queue_refs(cl_command_queue q) {
+  cl_uint n = 0;
+  clGetCommandQueueInfo(q, CL_QUEUE_REFERENCE_COUNT, sizeof n, &n, NULL);
+  return n;
+}
+
+static cl_uint event_refs(cl_event e) {
+  cl_uint n = 0;
+  clGetEventInfo(e, CL_EVENT_REFERENCE_COUNT, sizeof n, &n, NULL);
+  return n;
+}
+
+static lua_State *new_state(void) {
+  lua_State *L = luaL_newstate();
+  luaL_openlibs(L);
+  luaL_requiref(L, "luagpu", luaopen_luagpu, 0);
+  lua_setglobal(L, "gpu");
+  return L;
+}
+
+/* Runs code; returns its first result as a string ("" for none), or the
+** error message prefixed by "error: ". The result stays valid until the
+** next call. */
+static const char *run(lua_State *L, const char *code) {
+  static char out[1024];
+  int top = lua_gettop(L);
+  if (luaL_loadstring(L, code) != LUA_OK || lua_pcall(L, 0, 1, 0) != LUA_OK)
+    snprintf(out, sizeof out, "error: %s", lua_tostring(L, -1));
+  else
+    snprintf(out, sizeof out, "%s", lua_isnoneornil(L, -1) ? "" : luaL_tolstring(L, -1, NULL));
+  lua_settop(L, top);
+  return out;
+}
+
+/* Checks that run(L, code) returns want exactly. */
+static void expect(lua_State *L, const char *name, const char *code, const char *want) {
+  const char *got = run(L, code);
+  char detail[1200];
+  snprintf(detail, sizeof detail, "expected \"%s\", got \"%s\"", want, got);
+  ok(strcmp(got, want) == 0, name, detail);
+}
+
+/* Checks a luagpu_push_* status: fails with the message pushed, and the
+** stack grew by one. */
+static void expect_error(lua_State *L, int top, int status, const char *name, const char *want) {
+  const char *msg = lua_tostring(L, -1);
+  char detail[1200];
+  snprintf(detail, sizeof detail, "status %d, top %d -> %d, message \"%s\", expected \"%s\"",
+           status, top, lua_gettop(L), msg ? msg : "(none)", want);
+  ok(status != LUA_OK && lua_gettop(L) == top + 1 && msg != NULL && strstr(msg, want) != NULL,
+     name, detail);
+  lua_settop(L, top);
+}
+
+static void setup(void) {
+  cl_platform_id platform;
+  cl_int err;
+  die(clGetPlatformIDs(1, &platform, NULL), "clGetPlatformIDs");
+  die(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &dev, NULL), "clGetDeviceIDs");
+  ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+  die(err, "clCreateContext");
+  ctx2 = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+  die(err, "clCreateContext");
+  queue = clCreateCommandQueue(ctx, dev, CL_QUEUE_PROFILING_ENABLE, &err);
+  die(err, "clCreateCommandQueue");
+  queue2 = clCreateCommandQueue(ctx2, dev, 0, &err);
+  die(err, "clCreateCommandQueue");
+}
+
+/* Pushing opens the module when no one has; the same handles give the same Device. */
+static void check_devices(void) {
+  lua_State *L = luaL_newstate();
+  int st;
+  luaL_openlibs(L);
+  st = luagpu_push_device(L, ctx, dev, queue);
+  ok(st == LUA_OK && luaL_testudata(L, -1, "luagpu.Device") != NULL,
+     "push_device opens the module first", lua_tostring(L, -1));
+  lua_setglobal(L, "dev");
+  luagpu_push_device(L, ctx, dev, queue);
+  lua_setglobal(L, "same");
+  luagpu_push_device(L, ctx, dev, NULL);
+  lua_setglobal(L, "other");
+  expect(L, "same handles, same Device", "return rawequal(dev, same)", "true");
+  expect(L, "no queue, another Device", "return rawequal(dev, other)", "false");
+  expect(L, "the app's Device is not luagpu's own",
+         "return rawequal(dev, require('luagpu').device())", "false");
+  expect(L, "device fields", "return dev.name == require('luagpu').device().name", "true");
+  lua_getglobal(L, "dev");
+  {
+    cl_command_queue q = luagpu_to_queue(L, -1);
+    ok(q == queue, "to_queue gives the app's queue back", NULL);
+    if (q != NULL) clReleaseCommandQueue(q);
+  }
+  lua_getglobal(L, "other");
+  {
+    cl_command_queue q = luagpu_to_queue(L, -1);
+    cl_context qctx = NULL;
+    if (q != NULL) clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof qctx, &qctx, NULL);
+    ok(q != NULL && q != queue && qctx == ctx, "without a queue, luagpu makes one in the app's "
+       "context", NULL);
+    if (q != NULL) clReleaseCommandQueue(q);
+  }
+  lua_close(L);
+}
+
+/* Every error is returned, with the message pushed; nothing raises. */
+static void check_errors(void) {
+  lua_State *L = new_state();
+  cl_mem small, tiny, other, img;
+  cl_int err;
+  int top = lua_gettop(L);
+  cl_image_format fmt = {CL_RGBA, CL_UNORM_INT8};
+  cl_image_desc desc;
+  expect_error(L, top, luagpu_push_device(L, NULL, dev, NULL), "push_device: NULL context",
+               "luagpu: luagpu_push_device: expected a cl_context, got NULL");
+  expect_error(L, top, luagpu_push_device(L, ctx, NULL, NULL), "push_device: NULL device",
+               "luagpu: luagpu_push_device: expected a cl_device_id, got NULL");
+  expect_error(L, top, luagpu_push_device(L, ctx, dev, queue2),
+               "push_device: a queue of another context",
+               "luagpu: luagpu_push_device: the queue belongs to another context");
+  small = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 400, NULL, &err);
+  die(err, "clCreateBuffer");
+  other = clCreateBuffer(ctx2, CL_MEM_READ_WRITE, 400, NULL, &err);
+  die(err, "clCreateBuffer");
+  tiny = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 16, NULL, &err);
+  die(err, "clCreateBuffer");
+  memset(&desc, 0, sizeof desc);
+  desc.image_type = CL_MEM_OBJECT_IMAGE2D;
+  desc.image_width = desc.image_height = 4;
+  img = clCreateImage(ctx, CL_MEM_READ_WRITE, &fmt, &desc, NULL, &err);   /* NULL: no images */
+  lua_pushinteger(L, 42);
+  top = lua_gettop(L);
+  expect_error(L, top, luagpu_push_buffer(L, -1, small, "float", 100),
+               "push_buffer: not a Device",
+               "luagpu: luagpu_push_buffer: devidx: expected a luagpu.Device, got number");
+  luagpu_push_device(L, ctx, dev, queue);
+  top = lua_gettop(L);
+  expect_error(L, top, luagpu_push_buffer(L, top, NULL, "float", 100), "push_buffer: NULL mem",
+               "luagpu: luagpu_push_buffer: expected a cl_mem, got NULL");
+  expect_error(L, top, luagpu_push_buffer(L, top, small, "flaot", 100),
+               "push_buffer: unknown type", "luagpu_push_buffer: unknown element type 'flaot'");
+  expect_error(L, top, luagpu_push_buffer(L, top, small, NULL, 100), "push_buffer: NULL type",
+               "luagpu_push_buffer: unknown element type NULL");
+  expect_error(L, top, luagpu_push_buffer(L, top, small, "float", 101), "push_buffer: too many",
+               "luagpu_push_buffer: the cl_mem holds 400 bytes: not room for 101 elements of "
+               "float");
+  expect_error(L, top, luagpu_push_buffer(L, top, tiny, "double4", 0),
+               "push_buffer: not room for one",
+               "the cl_mem holds 16 bytes: not room for 1 elements of double4");
+  expect_error(L, top, luagpu_push_buffer(L, top, other, "float", 100),
+               "push_buffer: another context",
+               "luagpu_push_buffer: the cl_mem belongs to another context than the device's");
+  if (img != NULL)
+    expect_error(L, top, luagpu_push_buffer(L, top, img, "uchar", 16), "push_buffer: an image",
+                 "luagpu_push_buffer: the cl_mem is an image, not a buffer");
+  expect_error(L, top, luagpu_push_event(L, NULL), "push_event: NULL",
+               "luagpu: luagpu_push_event: expected a cl_event, got NULL");
+  ok(mem_refs(small) == 1 && mem_refs(tiny) == 1 && mem_refs(other) == 1 &&
+     (img == NULL || mem_refs(img) == 1), "failed pushes take no reference", NULL);
+  lua_pushinteger(L, 1);
+  ok(luagpu_to_mem(L, -1, NULL, NULL) == NULL && luagpu_to_event(L, -1) == NULL &&
+     luagpu_to_queue(L, -1) == NULL && luagpu_to_mem(L, 100, NULL, NULL) == NULL,
+     "to_*: NULL for what is not theirs", NULL);
+  lua_close(L);
+  clReleaseMemObject(small);
+  clReleaseMemObject(other);
+  clReleaseMemObject(tiny);
+  if (img != NULL) clReleaseMemObject(img);
+}
+
+/* Buffers: reference counts whoever lets go first, views, access. */
+static void check_buffers(void) {
+  lua_State *L = new_state();
+  cl_mem a, b, ro, got;
+  cl_int err;
+  size_t off = 1, size = 1;
+  float host[256];
+  int i;
+  char detail[128];
+  for (i = 0; i < 256; i++) host[i] = (float)i * 0.5f;
+  a = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof host, host, &err);
+  die(err, "clCreateBuffer");
+  b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof host, NULL, &err);
+  die(err, "clCreateBuffer");
+  ro = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_HOST_READ_ONLY, 64, NULL, &err);
+  die(err, "clCreateBuffer");
+  luagpu_push_device(L, ctx, dev, queue);
+  lua_setglobal(L, "dev");
+  lua_getglobal(L, "dev");
+  ok(luagpu_push_buffer(L, -1, a, "float", 0) == LUA_OK && mem_refs(a) == 2,
+     "push_buffer retains", NULL);
+  lua_setglobal(L, "a");
+  luagpu_push_buffer(L, -1, b, "float4", 64);
+  lua_setglobal(L, "b");
+  luagpu_push_buffer(L, -1, ro, "int", 16);
+  lua_setglobal(L, "ro");
+  lua_pop(L, 1);
+  expect(L, "count 0 takes the whole cl_mem", "return #a .. ' ' .. a.type .. ' ' .. a.bytes",
+         "256 float 1024");
+  expect(L, "the Buffer reads the app's data", "return a:get()[256]", "127.5");
+  expect(L, "host flags set access", "return ro.access", "out");
+  expect(L, "an \"out\" buffer rejects writes",
+         "local ok, e = pcall(ro.write, ro, {1}) return e",
+         "luagpu: buffer:write: the buffer has access \"out\" (device to host only): it cannot "
+         "be written from the host (make it with access = \"mixed\")");
+  /* the app lets go first: the Buffer still works */
+  clReleaseMemObject(b);
+  expect(L, "the app releases first, the script still uses it",
+         "local t = {} for i = 1, 256 do t[i] = i end b:write(t) "
+         "local g = b:get() return g[1] + g[256]", "257.0");
+  /* the script lets go first: the app's reference stays */
+  run(L, "a:release()");
+  snprintf(detail, sizeof detail, "refcount %u", (unsigned)mem_refs(a));
+  ok(mem_refs(a) == 1, "buffer:release gives back luagpu's reference", detail);
+  lua_getglobal(L, "dev");
+  luagpu_push_buffer(L, -1, a, "float", 256);
+  lua_setglobal(L, "a");
+  lua_pop(L, 1);
+  run(L, "a = nil collectgarbage() collectgarbage()");
+  ok(mem_refs(a) == 1, "the collector gives back luagpu's reference", NULL);
+  /* a view goes back as its root's cl_mem and byte range */
+  lua_getglobal(L, "dev");
+  luagpu_push_buffer(L, -1, a, "float", 256);
+  lua_setglobal(L, "a");
+  lua_pop(L, 1);
+  luaL_loadstring(L, "return a:sub(5, 14)");
+  lua_call(L, 0, 1);
+  got = luagpu_to_mem(L, -1, &off, &size);
+  ok(got == a && off == 16 && size == 40 && mem_refs(a) == 3,
+     "to_mem of a view: the root's cl_mem, retained, and the byte range", NULL);
+  if (got != NULL) clReleaseMemObject(got);
+  run(L, "a:release()");
+  ok(luagpu_to_mem(L, -1, NULL, NULL) == NULL, "to_mem of a view of a released buffer: NULL",
+     NULL);
+  lua_pop(L, 1);
+  /* a buffer the script made, taken over by the app, outlives the state */
+  luaL_loadstring(L, "local z = dev:buffer('int', 8) z:fill(7) dev:finish() return z");
+  lua_call(L, 0, 1);
+  got = luagpu_to_mem(L, -1, &off, &size);
+  lua_pop(L, 1);
+  lua_close(L);
+  {
+    int back[8] = {0};
+    cl_int e = got ? clEnqueueReadBuffer(queue, got, CL_TRUE, 0, sizeof back, back, 0, NULL,
+                                         NULL) : -1;
+    ok(got != NULL && e == CL_SUCCESS && back[0] == 7 && back[7] == 7 && mem_refs(got) == 1,
+       "a script's buffer taken by the app outlives lua_close", NULL);
+    if (got != NULL) clReleaseMemObject(got);
+  }
+  ok(mem_refs(a) == 1 && mem_refs(ro) == 1, "lua_close gives back every reference", NULL);
+  clReleaseMemObject(a);
+  clReleaseMemObject(ro);
+}
+
+/* Events: the app's events in wait lists, user events, profiling. */
+static void check_events(void) {
+  lua_State *L = new_state();
+  cl_int err;
+  cl_event user, never, written, back;
+  cl_uint refs;
+  cl_mem m;
+  int host[64];
+  int i;
+  for (i = 0; i < 64; i++) host[i] = i;
+  m = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof host, NULL, &err);
+  die(err, "clCreateBuffer");
+  user = clCreateUserEvent(ctx, &err);
+  die(err, "clCreateUserEvent");
+  never = clCreateUserEvent(ctx, &err);
+  die(err, "clCreateUserEvent");
+  die(clEnqueueWriteBuffer(queue, m, CL_FALSE, 0, sizeof host, host, 0, NULL, &written),
+      "clEnqueueWriteBuffer");
+  luagpu_push_device(L, ctx, dev, queue);
+  lua_setglobal(L, "dev");
+  lua_getglobal(L, "dev");
+  luagpu_push_buffer(L, -1, m, "int", 64);
+  lua_setglobal(L, "m");
+  lua_pop(L, 1);
+  refs = event_refs(written);
+  ok(luagpu_push_event(L, written) == LUA_OK && event_refs(written) == refs + 1,
+     "push_event retains", NULL);
+  lua_setglobal(L, "written");
+  luagpu_push_event(L, user);
+  lua_setglobal(L, "user");
+  luagpu_push_event(L, never);
+  lua_setglobal(L, "never");
+  clReleaseEvent(written);
+  expect(L, "an app's event in a wait list",
+         "local q = dev:queue() local r = m:read({wait = {written}, queue = q}):wait() "
+         "return r[1] + r[64]", "63");
+  expect(L, "profile of an app's event (its queue profiles)",
+         "return written:profile().duration >= 0", "true");
+  expect(L, "an app's event names its command", "return written.command .. ', ' .. user.command",
+         "write (application), user event");
+  expect(L, "a command waits for the app's user event",
+         "gated = m:fill(9, {wait = user}) return gated.status ~= 'complete'", "true");
+  clSetUserEventStatus(user, CL_COMPLETE);
+  expect(L, "it runs once the app completes it", "gated:wait() return m:get()[33]", "9");
+  luaL_loadstring(L, "return gated");
+  lua_call(L, 0, 1);
+  back = luagpu_to_event(L, -1);
+  lua_pop(L, 1);
+  ok(back != NULL && event_refs(back) == 2, "to_event retains", NULL);
+  run(L, "never = nil user = nil gated = nil collectgarbage() collectgarbage()");
+  ok(event_refs(never) == 1 && event_refs(user) == 1 && event_refs(back) == 1,
+     "collecting the Events gives back their references, without waiting for a user event "
+     "never completed", NULL);
+  lua_close(L);
+  clReleaseEvent(back);
+  clSetUserEventStatus(never, CL_COMPLETE);
+  clReleaseEvent(never);
+  clReleaseEvent(user);
+  clReleaseMemObject(m);
+}
+
+/* Everything a script makes in the app's context is let go by lua_close:
+** the context's and the queue's reference counts come back. */
+static void check_teardown(void) {
+  cl_uint c0, q0;
+  lua_State *L = new_state();
+  cl_mem m;
+  cl_int err;
+  char detail[128];
+  clFinish(queue);
+  c0 = ctx_refs(ctx);
+  q0 = queue_refs(queue);
+  m = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
+  die(err, "clCreateBuffer");
+  luagpu_push_device(L, ctx, dev, queue);
+  lua_setglobal(L, "dev");
+  luagpu_push_device(L, ctx, dev, NULL);
+  lua_setglobal(L, "dev2");
+  lua_getglobal(L, "dev");
+  luagpu_push_buffer(L, -1, m, "float", 1024);
+  lua_setglobal(L, "m");
+  lua_pop(L, 1);
+  clReleaseMemObject(m);      /* the app lets go first; lua_close frees it */
+  expect(L, "a script's work in the app's context",
+         "local p = dev:build[[kernel void twice(global float *x) {"
+         "  x[get_global_id(0)] *= 2.0f; }]] "
+         "m:fill(1.5) "
+         "local v = m:sub(33, 64) "
+         "p.twice(v):run({#v}) "
+         "local q = dev:queue{out_of_order = true} "
+         "local b2 = dev2:buffer('float', 1024) "
+         "m:copy_to(b2, {queue = q}):wait() "
+         "local g = b2:get() "
+         "local b3 = dev2:buffer('float', 1 << 16) "
+         "pending = {} "
+         "for i = 1, 20 do pending[i] = b3:fill(i, {queue = q}) end "
+         "return g[32] + g[33] + g[64] + g[65]", "9.0");
+  lua_close(L);
+  snprintf(detail, sizeof detail, "context %u -> %u, queue %u -> %u", (unsigned)c0,
+           (unsigned)ctx_refs(ctx), (unsigned)q0, (unsigned)queue_refs(queue));
+  ok(ctx_refs(ctx) == c0 && queue_refs(queue) == q0,
+     "lua_close lets go of everything in the app's context", detail);
+}
+
+int main(void) {
+  setup();
+  check_devices();
+  check_errors();
+  check_buffers();
+  check_events();
+  check_teardown();
+  clReleaseCommandQueue(queue2);
+  clReleaseCommandQueue(queue);
+  clReleaseContext(ctx2);
+  clReleaseContext(ctx);
+  printf("%d checks, %d failed\n", checks, failures);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,51 @@
+-- Embedding (luagpu.h): the example application of examples/embed and the C
+-- checks of spec/embed_check.c, both built by `make` beside the module.
+local BUILD = os.getenv("LUAGPU_BUILD") or "build"
+
+-- Runs a program; returns its output (stdout and stderr) and exit status.
+local function run(cmd)
+  local p = io.popen("timeout 300 " .. cmd .. " 2>&1; echo \"exit $?\"")
+  local out = p:read("a")
+  p:close()
+  local body, status = out:match("^(.*)exit (%d+)\n$")
+  return body, tonumber(status)
+end
+
+describe("embedding", function()
+  it("examples/embed: a C application's buffers transformed by a script, read back in C", function()
+    local out, status = run(BUILD .. "/embed_demo")
+    assert.equal(0, status, out)
+    assert.matches("embed_demo: 100000 elements, y = 2x^2 + 1 and z = y + 1 computed by the "
+                   .. "script on the app's queue; max error", out, 1, true)
+    assert.matches("y's reference count after lua_close: 1\nembed_demo: ok\n", out, 1, true)
+  end)
+
+  it("the demo runs a script file given to it, and reports the script's error", function()
+    local script = os.tmpname()
+    local f = assert(io.open(script, "w"))
+    f:write("y:fill(2.5, {wait = ready}) local z = dev:buffer('float', #y) "
+            .. "y:copy_to(z) return z:fill(3.5), z\n")
+    f:close()
+    local out, status = run(BUILD .. "/embed_demo " .. script)
+    -- the file's script computes something else: the demo's check fails, cleanly
+    assert.equal(1, status, out)
+    assert.matches("embed_demo: FAILED", out, 1, true)
+    f = assert(io.open(script, "w"))
+    f:write("return x:write({1, 2, 3})\n")
+    f:close()
+    out, status = run(BUILD .. "/embed_demo " .. script)
+    os.remove(script)
+    assert.equal(1, status, out)
+    assert.matches("embed_demo: [^\n]*: luagpu: buffer:write: argument #1: expected 100000 "
+                   .. "values, got 3", out)
+  end)
+
+  it("reference counts, errors returned not raised, views, events, teardown (C checks)", function()
+    local out, status = run(BUILD .. "/embed_check")
+    assert.equal(0, status, out)
+    assert.not_matches("not ok", out, 1, true)
+    local n = select(2, out:gsub("\nok %- ", "\n")) + (out:match("^ok %- ") and 1 or 0)
+    assert.matches("\n" .. n .. " checks, 0 failed\n", out, 1, true)
+    assert.is_true(n >= 40, out)
+  end)
+end)

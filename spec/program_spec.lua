@@ -1,0 +1,254 @@
+-- Programs: dev:build and dev:build_file with options, defines and includes,
+-- build failures and warnings, prog.kernels / prog.NAME / prog:kernel,
+-- k.args, release, and every bad-input message, on the real OpenCL runtime.
+local gpu = require "luagpu"
+
+local dev = gpu.device()
+
+local function errmsg(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return tostring(e)
+end
+
+local function has_error(text, f, ...)
+  assert.matches(text, errmsg(f, ...), 1, true)
+end
+
+local function write_file(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+-- A fresh temporary folder (removed at the end of the spec).
+local tmpdirs = {}
+local function tmpdir()
+  local p = os.tmpname()
+  os.remove(p)
+  assert(os.execute("mkdir -p '" .. p .. "'"))
+  tmpdirs[#tmpdirs + 1] = p
+  return p
+end
+teardown(function()
+  for _, d in ipairs(tmpdirs) do os.execute("rm -rf '" .. d .. "'") end
+end)
+
+-- Runs a one-int-output kernel (out[0] = ...) and returns out[0].
+local function run1(k, ...)
+  local out = dev:buffer("int", 1)
+  local args = table.pack(...)
+  args[args.n + 1] = out
+  k(table.unpack(args, 1, args.n + 1)):run({1}):wait()
+  return out:get()[1]
+end
+
+-- One program for most field checks: several kernels, some named like
+-- Program fields and methods.
+local SOURCE = [[
+__kernel void scale(__global const float *x, __global float *y, float a, int n) {
+  int i = get_global_id(0);
+  if (i < n) y[i] = a * x[i];
+}
+__kernel void options(__global int *out) { out[0] = 7; }
+__kernel void release(__global int *out) { out[0] = 8; }
+__kernel void shapes(__global float4 *v, __local int *tmp, __constant float *c,
+                     uchar u, float4 f, __global void *any, __global int *out) {
+  out[0] = u;
+}
+]]
+local prog = dev:build(SOURCE)
+
+describe("dev:build", function()
+  it("lists the kernels, sorted, and keeps the fields of the contract", function()
+    assert.same({"options", "release", "scale", "shapes"}, prog.kernels)
+    assert.equal(dev, prog.device)
+    assert.is_string(prog.log)
+    assert.matches("-cl-kernel-arg-info", prog.options, 1, true)
+    assert.is_nil(prog.file)
+    assert.is_boolean(prog.cached)
+    assert.matches("^luagpu.Program {options, release, scale, shapes} on ", tostring(prog))
+  end)
+
+  it("returns one Kernel object per name, by field and by prog:kernel", function()
+    local k = prog.scale
+    assert.equal(k, prog.scale)
+    assert.equal(k, prog:kernel("scale"))
+    assert.equal("scale", k.name)
+    assert.equal(4, k.nargs)
+    assert.equal(prog, k.program)
+    assert.equal("luagpu.Kernel scale(global const float* x, global float* y, float a, int n)",
+                 tostring(k))
+    assert.is_true(k.work_group_size >= 1)
+    assert.is_true(k.preferred_work_group_size_multiple >= 1)
+  end)
+
+  it("gives kernels named like fields and methods through prog:kernel", function()
+    assert.is_string(prog.options)
+    assert.is_function(prog.release)
+    assert.equal(7, run1(prog:kernel("options")))
+    assert.equal(8, run1(prog:kernel("release")))
+  end)
+
+  it("raises for names that are no kernel, listing the kernels", function()
+    has_error("luagpu: program: no kernel named 'nope' (kernels: options, release, scale, shapes)",
+              function() return prog.nope end)
+    has_error("luagpu: prog:kernel: no kernel named 'nope' (kernels: options, release, scale, "
+              .. "shapes)", prog.kernel, prog, "nope")
+    has_error("luagpu: program: no kernel named '1'", function() return prog[1] end)
+    has_error("luagpu: prog:kernel: argument #1: expected a kernel name, got number",
+              prog.kernel, prog, 1)
+    has_error("luagpu: program: field 'scale' is read-only", function() prog.scale = 1 end)
+  end)
+
+  it("reports name, type, address space and access of each parameter", function()
+    local args = prog.shapes.args
+    assert.equal(7, #args)
+    local function check(i, name, type, address)
+      assert.equal(name, args[i].name)
+      assert.equal(type, args[i].type)
+      assert.equal(address, args[i].address)
+      assert.equal("none", args[i].access)
+    end
+    check(1, "v", "float4*", "global")
+    check(2, "tmp", "int*", "local")
+    check(3, "c", "float*", "constant")
+    check(4, "u", "uchar", "private")
+    check(5, "f", "float4", "private")
+    check(7, "out", "int*", "global")
+    assert.equal("void*", args[6].type)
+    assert.equal("const", prog.scale.args[1].qualifiers)
+    assert.equal("", prog.scale.args[2].qualifiers)
+  end)
+
+  it("passes options and defines (numbers, words, true; false leaves it out)", function()
+    local p = dev:build([[
+      __kernel void f(__global int *out) {
+        out[0] = A + (int)(B * 4) + (FLAG_T ? 100 : 0) + WORD;
+      #ifdef FLAG_F
+        out[0] = -1;
+      #endif
+      }]], {options = "-D WORD=1000 -cl-mad-enable",
+            defines = {A = 3, B = 0.75, FLAG_T = true, FLAG_F = false}})
+    assert.equal(3 + 3 + 100 + 1000, run1(p.f))
+    assert.matches("-D A=3 -D B=0.75 -D FLAG_T -D WORD=1000 -cl-mad-enable", p.options, 1, true)
+  end)
+
+  it("enables cl_khr_fp64 without asking where the device has doubles", function()
+    if not dev.fp64 then return pending("the device has no fp64") end
+    local p = dev:build[[
+      __kernel void f(__global double *x) { x[0] = x[0] * 3.0 + 0.5; }]]
+    local x = dev:buffer("double", 1)
+    x:write({1 / 3})
+    p.f(x):run({1}):wait()
+    assert.equal(1 / 3 * 3.0 + 0.5, x:get()[1])
+  end)
+
+  it("raises with the whole build log when the build fails", function()
+    local e = errmsg(dev.build, dev, "__kernel void broken(__global int *x) { x[0] = y; }\n")
+    assert.matches("luagpu: dev:build: clBuildProgram: CL_BUILD_PROGRAM_FAILURE (-11): "
+                   .. "build log:\n", e, 1, true)
+    assert.matches("<source>:1:", e, 1, true)
+    assert.matches("undeclared identifier 'y'", e, 1, true)
+  end)
+
+  it("keeps the warnings of a successful build in prog.log", function()
+    local p = dev:build("#warning careful-here\n__kernel void f(__global int *x) { x[0] = 1; }")
+    assert.matches("careful-here", p.log, 1, true)
+    assert.same({"f"}, p.kernels)
+  end)
+
+  it("raises on bad arguments and options", function()
+    has_error("luagpu: dev:build: argument #1: expected a string of OpenCL C source, got no value",
+              dev.build, dev)
+    has_error("luagpu: dev:build: argument #2: unknown option 'option' (expected options, "
+              .. "defines)", dev.build, dev, "", {option = "-w"})
+    has_error("luagpu: dev:build: argument #2: options: expected a string, got table",
+              dev.build, dev, "", {options = {}})
+    has_error("luagpu: dev:build: argument #2: defines: expected a table, got string",
+              dev.build, dev, "", {defines = "A=1"})
+    has_error("luagpu: dev:build: argument #2: defines: expected identifiers as names, got 1x",
+              dev.build, dev, "", {defines = {["1x"] = 1}})
+    has_error("luagpu: dev:build: argument #2: defines: expected identifiers as names, got 1",
+              dev.build, dev, "", {defines = {5}})
+    has_error("luagpu: dev:build: argument #2: defines: A: expected a number, string or "
+              .. "boolean, got table", dev.build, dev, "", {defines = {A = {}}})
+    has_error("luagpu: dev:build: argument #2: defines: A: a value with spaces or quotes "
+              .. "cannot pass", dev.build, dev, "", {defines = {A = "a b"}})
+    has_error("luagpu: dev:build: argument #2: defines: A: expected a finite number, got inf",
+              dev.build, dev, "", {defines = {A = math.huge}})
+    has_error("luagpu: dev:build: argument #2: expected an options table {options =, "
+              .. "defines =}, got number", dev.build, dev, "", 5)
+  end)
+end)
+
+describe("dev:build_file", function()
+  it("builds a file whose includes are found beside it, nested too", function()
+    local d = tmpdir()
+    assert(os.execute("mkdir -p '" .. d .. "/sub'"))
+    write_file(d .. "/sub/a.h", '#include "b.h"\n#define A_VALUE (B_VALUE + 1)\n')
+    write_file(d .. "/sub/b.h", "#define B_VALUE 41\n")
+    write_file(d .. "/main.cl", '#include "sub/a.h"\n'
+               .. "__kernel void f(__global int *out) { out[0] = A_VALUE; }\n")
+    local p = dev:build_file(d .. "/main.cl")
+    assert.equal(42, run1(p.f))
+    assert.equal(d .. "/main.cl", p.file)
+  end)
+
+  it("finds includes in the root's kernels/ folder", function()
+    if not gpu.root then return pending("no checkout or install root") end
+    local p = dev:build[[
+      #if __has_include("reduce.cl")
+      #define HAS 1
+      #else
+      #define HAS 0
+      #endif
+      __kernel void f(__global int *out) { out[0] = HAS; }]]
+    assert.equal(1, run1(p.f))
+    assert.matches("-I " .. gpu.root .. "/kernels", p.options, 1, true)
+  end)
+
+  it("names the file in the error and in the build log", function()
+    local d = tmpdir()
+    write_file(d .. "/bad.cl", "\n\n__kernel void f(__global int *x) { x[0] = nothing; }\n")
+    local e = errmsg(dev.build_file, dev, d .. "/bad.cl")
+    assert.matches("luagpu: dev:build_file: " .. d .. "/bad.cl: clBuildProgram: "
+                   .. "CL_BUILD_PROGRAM_FAILURE (-11): build log:\n", e, 1, true)
+    assert.matches(d .. "/bad.cl:3:", e, 1, true)
+    assert.matches("undeclared identifier 'nothing'", e, 1, true)
+  end)
+
+  it("raises for files it cannot read and for bad arguments", function()
+    has_error("luagpu: dev:build_file: argument #1: cannot open 'no/such.cl': No such file",
+              dev.build_file, dev, "no/such.cl")
+    has_error("luagpu: dev:build_file: argument #1: expected a file name, got no value",
+              dev.build_file, dev)
+  end)
+end)
+
+describe("prog:release", function()
+  it("releases the program and its kernels; use afterwards raises", function()
+    local p = dev:build("__kernel void f(__global int *out) { out[0] = 5; }")
+    local k = p.f
+    assert.equal(5, run1(k))
+    p:release()
+    p:release()                             -- twice is fine
+    assert.matches("released", tostring(p))
+    has_error("attempt to use a released program", function() return p.f end)
+    has_error("attempt to use a released program", function() return p.kernels end)
+    has_error("luagpu: program:kernel: attempt to use a released program", function()
+      return p:kernel("f")
+    end)
+    has_error("attempt to use a released kernel", k, dev:buffer("int", 1))
+    assert.matches("(released)", tostring(k), 1, true)
+  end)
+
+  it("closes with <close>", function()
+    local kept
+    do
+      local p <close> = dev:build("__kernel void f(__global int *out) { out[0] = 5; }")
+      kept = p
+    end
+    has_error("attempt to use a released program", function() return kept.f end)
+  end)
+end)
