@@ -5,7 +5,7 @@
 --
 --   build/luagpu bench/transfer.lua [MIB] [REPEATS]      (or lua5.4 bench/transfer.lua)
 --
--- Each figure is the best of REPEATS transfers of MIB MiB (default 64 MiB,
+-- Each figure is the median of REPEATS transfers of MIB MiB (default 64 MiB,
 -- 10 repeats, after one warm-up), each enqueued and then waited on, in MB/s
 -- (10^6 bytes per second). luagpu's extra rows have no C counterpart and
 -- are compared with the C write or read: reading into a new host array
@@ -38,17 +38,19 @@ assert(c.write and c.read and c.copy and c.fill, "bench_transfer printed:\n" .. 
 assert(c_dev == dev.name, "the C host ran on " .. tostring(c_dev) .. ", not " .. dev.name)
 
 local now = gpu.now
--- best MB/s of reps runs of f (after a warm-up run); f returns an Event
+-- median MB/s of reps runs of f (after a warm-up run); f returns an Event
 local function measure(f, size)
-  local best = math.huge
+  local times = {}
   for r = 0, reps do
     collectgarbage()
     local t0 = now()
     f():wait()
     local t = now() - t0
-    if r > 0 and t < best then best = t end
+    if r > 0 then times[#times + 1] = t end
   end
-  return (size or bytes) / best / 1e6, best
+  table.sort(times)
+  local median = times[#times // 2 + 1]
+  return (size or bytes) / median / 1e6, median
 end
 
 local a = dev:buffer("float", n)
@@ -70,7 +72,7 @@ local table_mbps, table_s = measure(function() return view:write(t) end, tn * 4)
 t = nil
 collectgarbage()
 
-print(string.format("transfers on %s (%s), %d MiB, best of %d", dev.name, dev.platform,
+print(string.format("transfers on %s (%s), %d MiB, median of %d", dev.name, dev.platform,
                     mib, reps))
 print(string.format("%-34s %14s %14s %8s", "op", "C baseline MB/s", "luagpu MB/s", "ratio"))
 local function row(name, cv, lv)

@@ -221,7 +221,25 @@ lg_Array *lg_table_to_array(lua_State *L, int idx, lg_Type t, size_t expect_coun
   }
   count = n / w;
   a = lg_newarray_for(L, t, 1, &count, fn, t.width == 3);
-  for (i = 0; i < n; i++) {
+  i = 0;
+  if (t.width != 3 && t.scalar == LG_FLOAT) {          /* the common case, kept tight */
+    float *p = a->data;
+    for (; i < n; i++) {
+      if (lua_rawgeti(L, idx, (lua_Integer)(i + 1)) != LUA_TNUMBER) break;
+      p[i] = (float)lua_tonumber(L, -1);
+      lua_pop(L, 1);
+    }
+    if (i < n) lua_pop(L, 1);                           /* the value that stopped it */
+  } else if (t.width != 3 && t.scalar == LG_DOUBLE) {
+    double *p = a->data;
+    for (; i < n; i++) {
+      if (lua_rawgeti(L, idx, (lua_Integer)(i + 1)) != LUA_TNUMBER) break;
+      p[i] = (double)lua_tonumber(L, -1);
+      lua_pop(L, 1);
+    }
+    if (i < n) lua_pop(L, 1);
+  }
+  for (; i < n; i++) {
     lua_rawgeti(L, idx, (lua_Integer)(i + 1));
     if (!fast_store(L, -1, t.scalar, lg_array_scalar(a, i))) {
       lua_pushfstring(L, "argument #%d: value #%I", arg, (lua_Integer)(i + 1));

@@ -8,7 +8,7 @@
 **   bench_transfer MIB REPEATS [DEVICE-NAME]
 **
 ** prints "device NAME" and, for each of write, read, copy and fill, a line
-** "OP_mbps X": the best of REPEATS transfers of MIB MiB, in MB/s (10^6
+** "OP_mbps X": the median of REPEATS transfers of MIB MiB, in MB/s (10^6
 ** bytes per second). The host memory is 64-byte aligned and touched before
 ** timing, like a luagpu host array.
 */
@@ -58,6 +58,11 @@ static cl_device_id pick_device(const char *want) {
 enum { WRITE, READ, COPY, FILL, NOPS };
 static const char *const op_names[NOPS] = {"write", "read", "copy", "fill"};
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
 int main(int argc, char **argv) {
   size_t mib = argc > 1 ? (size_t)atol(argv[1]) : 64, bytes = mib << 20;
   int reps = argc > 2 ? atoi(argv[2]) : 10, r, op;
@@ -68,7 +73,7 @@ int main(int argc, char **argv) {
   cl_event ev = NULL;
   cl_int err;
   cl_float zero = 0.0f;
-  double best[NOPS], t0, t;
+  double median[NOPS], times[256], t0, t;
   char name[256];
   void *host;
 
@@ -88,7 +93,7 @@ int main(int argc, char **argv) {
   check(clFinish(q), "clFinish");
 
   for (op = 0; op < NOPS; op++) {
-    best[op] = 1e30;
+    if (reps > 255) reps = 255;
     for (r = 0; r <= reps; r++) {   /* round 0 warms up */
       t0 = now();
       switch (op) {
@@ -101,12 +106,14 @@ int main(int argc, char **argv) {
       check(clWaitForEvents(1, &ev), "clWaitForEvents");
       clReleaseEvent(ev);
       t = now() - t0;
-      if (r > 0 && t < best[op]) best[op] = t;
+      if (r > 0) times[r - 1] = t;
     }
+    qsort(times, (size_t)reps, sizeof times[0], cmp_double);
+    median[op] = times[reps / 2];                /* the median */
   }
 
   printf("device %s\n", name);
-  for (op = 0; op < NOPS; op++) printf("%s_mbps %.1f\n", op_names[op], (double)bytes / best[op] / 1e6);
+  for (op = 0; op < NOPS; op++) printf("%s_mbps %.1f\n", op_names[op], (double)bytes / median[op] / 1e6);
   free(host);
   clReleaseMemObject(a);
   clReleaseMemObject(b);

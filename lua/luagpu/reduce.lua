@@ -34,7 +34,7 @@ local M = {programs_built = 0}
 -- A script may change these (reduce.classes.gpu.groups_per_cu = 4); the
 -- next reduction on a device of that class builds its kernels again.
 local CLASSES = {
-  gpu = {groups_per_cu = 8, local_size = 256, vector_bytes = 16, strided = true,
+  gpu = {groups_per_cu = 4, local_size = 512, vector_bytes = 32, strided = true,
          unroll = 2, min_vectors = 4},
   cpu = {groups_per_cu = 4, local_size = 16, vector_bytes = 64, strided = false,
          unroll = 1, min_vectors = 256},
@@ -45,7 +45,7 @@ CLASSES.other = CLASSES.gpu
 -- A class's settings as a string: tells when a script changed them.
 local function signature(cls)
   return concat({cls.groups_per_cu, cls.local_size, cls.vector_bytes, tostring(cls.strided),
-                 cls.unroll, cls.min_vectors, tostring(cls.shuffle)}, ",")
+                 cls.unroll, cls.min_vectors}, ",")
 end
 
 -- Iterations folded into a fresh accumulator before it joins the running
