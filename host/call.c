@@ -55,7 +55,8 @@ static int lm_tostring(lua_State *L) {
 /* Pushes "float* x" style text naming parameter i, for messages. */
 static const char *param(lua_State *L, const lg_ArgInfo *a) {
   const char *space = strcmp(a->address, "private") == 0 ? "" : a->address;
-  return lua_pushfstring(L, "%s%s%s %s", space, space[0] ? " " : "", a->type_name, a->name);
+  return lua_pushfstring(L, "%s%s%s%s%s %s", space, space[0] ? " " : "", a->qualifiers,
+                         a->qualifiers[0] ? " " : "", a->type_name, a->name);
 }
 
 /* Names of the parameters, ", "-separated. */
@@ -372,11 +373,12 @@ static int call_run(lua_State *L) {
 /* dev:run(call, global [, local] [, ev...] [, opts]) */
 static int dev_run(lua_State *L) {
   lg_Device *d = lg_checkdevice(L, 1);
-  lg_Call *c = check_call(L, 2);
+  lg_Call *c = luaL_testudata(L, 2, LG_CALL_MT);
   int top = lua_gettop(L), last = top, optidx = 0, qidx;
   lg_Opts o, ow;
   size_t off[3];
   cl_uint offdims = 0;
+  if (c == NULL) return lg_typeerror(L, "dev:run", 1, 2, "a " LG_CALL_MT " (k(...))");
   if (c->kernel->dev != d)
     return lg_argerror(L, "dev:run", 1, "the call's kernel was built for %s, not %s",
                        c->kernel->dev->name, d->name);

@@ -135,11 +135,20 @@ describe("reduce.sum, reduce.min, reduce.max", function()
     assert.equal(5000 * 5001 // 2, reduce.sum(b, {wait = {ev}}))
     local built = reduce.programs_built
     local q = dev:queue()
+    local ooo = dev:queue{out_of_order = true}
     for _ = 1, 5 do
       assert.equal(5000 * 5001 // 2, reduce.sum(b, {queue = q}))
       assert.equal(5000, reduce.max(b))
       assert.equal(1, reduce.min(b:sub(1, 3)))
+      assert.equal(5000 * 5001 // 2 - 1, reduce.sum(b:sub(2, -1), {queue = ooo}))
     end
+    -- in flight on three queues at once, sharing the cached buffers
+    local e1 = reduce.sum(b, {queue = q, async = true})
+    local e2 = reduce.sum(b:sub(1, 100), {queue = ooo, async = true})
+    local e3 = reduce.sum(b:sub(1, 10), {async = true})
+    assert.equal(55, e3:wait())
+    assert.equal(5050, e2:wait())
+    assert.equal(5000 * 5001 // 2, e1:wait())
     assert.equal(built, reduce.programs_built)
   end)
 end)

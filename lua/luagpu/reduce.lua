@@ -191,13 +191,12 @@ end
 
 ------------------------------------------------------------------ running
 
-local function wait_list(opts, last)
+local function wait_list(opts)
   local w = {}
   if opts.wait ~= nil then
     if type(opts.wait) ~= "table" then w[1] = opts.wait
     else for i, ev in ipairs(opts.wait) do w[i] = ev end end
   end
-  if last then w[#w + 1] = last end
   return w
 end
 
@@ -218,16 +217,22 @@ local function run(fn, spec, x, y, opts)
   if spec.type ~= t then
     fail(fn, "argument #1: expected a buffer of %s, got %s", spec.type, t)
   end
-  local dev = x.device
-  local e = entry_for(fn, dev, spec)
   local q = opts.queue
+  local dev = q and q.device or x.device
+  local e = entry_for(fn, dev, spec)
+  -- On an in-order queue the passes follow each other without waits (an
+  -- explicit wait can cost a round trip through the driver); the cached
+  -- buffers' last user is waited for when it ran on another queue.
+  local inorder = q == nil or not q.out_of_order
+  local qkey = q or dev
+  local waits = wait_list(opts)
+  if e.last and (not inorder or e.last_queue ~= qkey) then waits[#waits + 1] = e.last end
   local events = {}
-  local function kopts(waits) return {wait = waits, queue = q} end
+  local function after(ev) return {wait = not inorder and {ev} or nil, queue = q} end
 
-  local waits = wait_list(opts, e.last)
   if n == 0 then
     events[1] = e.partials(e.partial, 0, e.result, e.scratch)
-      :run({e.local_size}, {e.local_size}, kopts(waits))
+      :run({e.local_size}, {e.local_size}, {wait = waits, queue = q})
   else
     local vw, lsz = e.vw, e.local_size
     local head = (vw - xoff % vw) % vw
@@ -243,14 +248,14 @@ local function run(fn, spec, x, y, opts)
     else
       call = e.groups(xroot, xoff, n, head, nvec, out, e.scratch)
     end
-    events[1] = call:run({groups * lsz}, {lsz}, kopts(waits))
+    events[1] = call:run({groups * lsz}, {lsz}, {wait = waits, queue = q})
     if groups > 1 then
       events[2] = e.partials(e.partial, groups, e.result, e.scratch)
-        :run({lsz}, {lsz}, kopts({events[1]}))
+        :run({lsz}, {lsz}, after(events[1]))
     end
   end
-  local ev = e.result:read({wait = {events[#events]}, queue = q})
-  e.last = ev
+  local ev = e.result:read(after(events[#events]))
+  e.last, e.last_queue = ev, qkey
   if opts.async then return ev, events end
   return ev:wait()
 end
