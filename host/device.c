@@ -140,6 +140,12 @@ void lg_account_alloc(lua_State *L, lg_Context *c, size_t bytes) {
   if (c->bytes_since_gc >= c->gc_threshold) {
     c->bytes_since_gc = 0;
     lua_gc(L, LUA_GCCOLLECT, 0);
+  } else if (bytes >= 1024 && lua_gc(L, LUA_GCISRUNNING)) {
+    /* count device bytes as Lua allocation debt, so the collector's pace
+    ** follows them too: dropped buffers go within about a cycle of the Lua
+    ** heap's size, not only at the threshold (issue 7: flat memory) */
+    size_t kb = bytes >> 10;
+    lua_gc(L, LUA_GCSTEP, kb > (1 << 20) ? 1 << 20 : (int)kb);
   }
 }
 

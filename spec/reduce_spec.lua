@@ -325,3 +325,16 @@ describe("bad input", function()
               reduce.new, {type = "float", op = "a + b", neutral = "0", device = b})
   end)
 end)
+
+describe("the examples", function()
+  local luagpu = (os.getenv("LUAGPU_BUILD") or "build") .. "/luagpu"
+  for _, script in ipairs{"examples/reduce.lua 20011", "examples/statistics.lua 20011"} do
+    it("run: " .. script, function()
+      local p = assert(io.popen(luagpu .. " " .. script .. " 2>&1"))
+      local out = p:read("a")
+      local ok = p:close()
+      assert.is_true(ok, out)
+      assert.matches("\nok\n$", out)
+    end)
+  end
+end)

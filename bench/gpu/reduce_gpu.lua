@@ -8,8 +8,8 @@
 -- time of one is from the start of its first kernel pass to the end of its
 -- last (the 4-byte read of the result is not counted, as torch's timing
 -- leaves the result on the device). Prints the medians as
---   LUAGPU sum_2^20_us 6.10 us
---   LUAGPU sum_2^20_gbs 687.4 GB/s
+--   LUAGPU sum_2^20_us 20.74 us
+--   LUAGPU sum_2^20_gbs 202.3 GB/s
 -- (the keys of torch_baseline.py's BASELINE lines), then a table with the
 -- minimum, median and wall-clock time per blocking call. Also checks each
 -- sum against one accumulated in double, and reports a plain float4 copy

@@ -18,7 +18,7 @@ local gpu = require "luagpu"
 local type, pairs, ipairs, tostring, error = type, pairs, ipairs, tostring, error
 local getmetatable, setmetatable, pcall = getmetatable, setmetatable, pcall
 local format, concat = string.format, table.concat
-local max, min, tointeger = math.max, math.min, math.tointeger
+local max, min = math.max, math.min
 
 local SIZES = {char = 1, uchar = 1, short = 2, ushort = 2, int = 4, uint = 4,
                long = 8, ulong = 8, float = 4, double = 8}
@@ -261,10 +261,6 @@ local function run(fn, spec, x, y, opts)
 end
 
 ------------------------------------------------------------------ built-ins
-
-local function check_type(fn, t)
-  if not SIZES[t] then fail(fn, "unknown element type '%s'", tostring(t)) end
-end
 
 -- The spec of a built-in reduction ("sum", "min", "max") over type t.
 local builtin_specs = {}

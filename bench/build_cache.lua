@@ -1,0 +1,110 @@
+-- bench/build_cache.lua: what the on-disk program cache saves. Runs a small
+-- script that builds a program (three kernels) and launches one kernel, as
+-- separate processes with a fresh, private cache folder (XDG_CACHE_HOME,
+-- which PoCL's own kernel cache also follows): the first run builds from
+-- source, the later ones load the cached binary. Prints the time of the
+-- build alone and of the whole process, first run against later runs (the
+-- median of RUNS), and the same with luagpu's cache off (LUAGPU_NO_CACHE=1),
+-- where only the driver's own cache, if any, helps.
+--   build/luagpu bench/build_cache.lua [RUNS]
+local build = os.getenv("LUAGPU_BUILD") or "build"
+package.cpath = build .. "/?.so;" .. package.cpath
+local gpu = rawget(_G, "gpu") or require "luagpu"
+
+local runs = tonumber(arg and arg[1]) or 5
+
+local CHILD = [[
+package.cpath = os.getenv("LUAGPU_BUILD") .. "/?.so;" .. package.cpath
+local gpu = require "luagpu"
+local dev = gpu.device()
+local t0 = gpu.now()
+local prog = dev:build[==[
+__kernel void saxpy(float a, __global const float *x, __global float *y, int n) {
+  int i = get_global_id(0);
+  if (i < n) y[i] += a * x[i];
+}
+__kernel void blur(__global const uchar *in, __global uchar *out, int w, int h,
+                   __local uchar *tile) {
+  int lx = get_local_id(0), ly = get_local_id(1);
+  int x0 = get_group_id(0) * 16 - 2, y0 = get_group_id(1) * 16 - 2;
+  for (int ty = ly; ty < 20; ty += 16)
+    for (int tx = lx; tx < 20; tx += 16)
+      tile[ty * 20 + tx] = in[clamp(y0 + ty, 0, h - 1) * w + clamp(x0 + tx, 0, w - 1)];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  int x = get_global_id(0), y = get_global_id(1), sum = 0;
+  if (x >= w || y >= h) return;
+  for (int dy = 0; dy < 5; dy++)
+    for (int dx = 0; dx < 5; dx++) sum += tile[(ly + dy) * 20 + lx + dx];
+  out[y * w + x] = (uchar)((sum + 12) / 25);
+}
+__kernel void fib(__global const int *k, __global long *out) {
+  long a = 0, b = 1;
+  for (int i = k[get_global_id(0)]; i > 0; i--) { long s = a + b; a = b; b = s; }
+  out[get_global_id(0)] = a;
+}]==]
+local t1 = gpu.now()
+local x, y = dev:buffer("float", 1024), dev:buffer("float", 1024)
+prog.saxpy(2, x, y, 1024):run({1024}):wait()
+print(string.format("build %.6f cached %s", t1 - t0, tostring(prog.cached)))
+]]
+
+local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+local script = os.tmpname()
+local f = assert(io.open(script, "wb"))
+f:write(CHILD)
+f:close()
+
+-- One run: returns the build's seconds, the process's seconds, and whether
+-- the program came from luagpu's cache.
+local function run(home, env)
+  local cmd = string.format("LUAGPU_BUILD=%s XDG_CACHE_HOME=%s %s lua5.4 %s 2>&1",
+                            sh_quote(build), sh_quote(home), env or "", sh_quote(script))
+  local t0 = gpu.now()
+  local p = assert(io.popen(cmd))
+  local out = p:read("a")
+  p:close()
+  local wall = gpu.now() - t0
+  local b, cached = out:match("build ([%d.]+) cached (%a+)")
+  assert(b, "the child script failed:\n" .. out)
+  return tonumber(b), wall, cached == "true"
+end
+
+local function median(t)
+  table.sort(t)
+  return t[(#t + 1) // 2]
+end
+
+-- first run in a fresh cache folder, then `runs` more
+local function series(env)
+  local home = os.tmpname()
+  os.remove(home)
+  assert(os.execute("mkdir -p " .. sh_quote(home)))
+  local b1, w1, c1 = run(home, env)
+  local bs, ws, cs = {}, {}, true
+  for i = 1, runs do
+    local b, w, c = run(home, env)
+    bs[i], ws[i], cs = b, w, cs and c
+  end
+  os.execute("rm -rf " .. sh_quote(home))
+  return {b1 = b1, w1 = w1, c1 = c1, b = median(bs), w = median(ws), c = cs}
+end
+
+local on = series("")
+local off = series("LUAGPU_NO_CACHE=1")
+os.remove(script)
+
+local dev = gpu.device()
+print(string.format("program build, first run against later runs (median of %d), on %s (%s)",
+                    runs, dev.name, dev.platform))
+print(string.format("%-36s %10s %10s %9s", "", "first", "later", "speed-up"))
+local function row(name, first, later)
+  print(string.format("%-36s %8.1f ms %7.1f ms %8.1fx", name, first * 1e3, later * 1e3,
+                      first / later))
+end
+row("build, luagpu cache on", on.b1, on.b)
+row("whole process, luagpu cache on", on.w1, on.w)
+row("build, luagpu cache off", off.b1, off.b)
+row("whole process, luagpu cache off", off.w1, off.w)
+assert(not on.c1 and on.c, "the later runs did not load the program from the cache")
+assert(not off.c, "LUAGPU_NO_CACHE=1 did not turn the cache off")

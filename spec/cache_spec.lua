@@ -1,0 +1,185 @@
+-- The on-disk program cache: entries under $XDG_CACHE_HOME/luagpu, hits in
+-- the same and in later processes, keys covering defines and included files,
+-- damaged or foreign entries falling back to a source build and replaced,
+-- LUAGPU_NO_CACHE=1, and concurrent writers. Each case runs in its own
+-- process (lua5.4 with the module under test) with a private cache folder.
+local BUILD = os.getenv("LUAGPU_BUILD") or "build"
+
+local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+local function write_file(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+local function read_file(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
+local function tmpdir()
+  local p = os.tmpname()
+  os.remove(p)
+  assert(os.execute("mkdir -p " .. sh_quote(p)))
+  return p
+end
+
+-- Files in dir (names), sorted.
+local function list(dir)
+  local p = io.popen("ls -1 " .. sh_quote(dir) .. " 2>/dev/null")
+  local names = {}
+  for line in p:lines() do names[#names + 1] = line end
+  p:close()
+  table.sort(names)
+  return names
+end
+
+-- What every child script starts with: the module under test, and helpers
+-- that build a program, run its kernel f once and report.
+local PRELUDE = [[
+package.cpath = os.getenv("LUAGPU_BUILD") .. "/?.so;" .. package.cpath
+local gpu = require "luagpu"
+local dev = gpu.device()
+local SRC = "__kernel void f(__global int *o) { o[0] = VALUE; }"
+local function result(p)
+  local o = dev:buffer("int", 1)
+  p.f(o):run({1}):wait()
+  return o:get()[1]
+end
+local function report(name, p)
+  print(name .. " " .. tostring(p.cached) .. " " .. result(p))
+end
+]]
+
+-- Runs script (after the prelude) with the cache under home and the extra
+-- environment env; returns a table of its "name cached result" lines.
+local function child(home, script, env)
+  local path = os.tmpname()
+  write_file(path, PRELUDE .. script)
+  local cmd = string.format("LUAGPU_BUILD=%s XDG_CACHE_HOME=%s %s lua5.4 %s 2>&1",
+                            sh_quote(BUILD), sh_quote(home), env or "", sh_quote(path))
+  local p = io.popen(cmd)
+  local out = p:read("a")
+  p:close()
+  os.remove(path)
+  local r = {}
+  for name, cached, value in out:gmatch("(%S+) (%a+) (%-?%d+)\n") do
+    r[name] = {cached = cached == "true", value = tonumber(value)}
+  end
+  r.output = out
+  return r
+end
+
+describe("the program cache", function()
+  local home = tmpdir()
+  local dir = home .. "/luagpu"
+  teardown(function() os.execute("rm -rf " .. sh_quote(home)) end)
+
+  local entry_11, entry_12     -- the entries of VALUE = 11 and VALUE = 12
+
+  it("keeps a built program and loads it back, in the same and a later process", function()
+    local r = child(home, [[
+      report("first", dev:build(SRC, {defines = {VALUE = 11}}))
+      report("again", dev:build(SRC, {defines = {VALUE = 11}}))
+    ]])
+    assert.same({cached = false, value = 11}, r.first, r.output)
+    assert.same({cached = true, value = 11}, r.again, r.output)
+    local files = list(dir)
+    assert.equal(1, #files)
+    assert.matches("^%x+%.bin$", files[1])
+    entry_11 = dir .. "/" .. files[1]
+    r = child(home, [[
+      report("later", dev:build(SRC, {defines = {VALUE = 11}}))
+      report("other", dev:build(SRC, {defines = {VALUE = 12}}))
+    ]])
+    assert.same({cached = true, value = 11}, r.later, r.output)
+    assert.same({cached = false, value = 12}, r.other, r.output)
+    files = list(dir)
+    assert.equal(2, #files)
+    for _, f in ipairs(files) do
+      assert.matches("^%x+%.bin$", f)
+      if dir .. "/" .. f ~= entry_11 then entry_12 = dir .. "/" .. f end
+    end
+  end)
+
+  it("falls back to a source build for damaged or foreign entries, and replaces them", function()
+    local good = read_file(entry_11)
+    local mid = #good // 2
+    local damaged = good:sub(1, mid - 1) .. string.char((good:byte(mid) + 1) % 256)
+                    .. good:sub(mid + 1)
+    -- damaged in the middle (the checksum catches it), cut short, empty, and
+    -- another key's entry under this key's name
+    for i, bad in ipairs({damaged, good:sub(1, 200), "", read_file(entry_12)}) do
+      write_file(entry_11, bad)
+      local r = child(home, [[
+        report("bad", dev:build(SRC, {defines = {VALUE = 11}}))
+        report("fixed", dev:build(SRC, {defines = {VALUE = 11}}))
+      ]])
+      assert.same({cached = false, value = 11}, r.bad, "case " .. i .. ": " .. r.output)
+      assert.same({cached = true, value = 11}, r.fixed, "case " .. i .. ": " .. r.output)
+      local now = read_file(entry_11)       -- replaced by a whole entry
+      assert.is_true(now ~= bad and #now > 200, "case " .. i .. ": the entry was not replaced")
+    end
+  end)
+
+  it("keys on the content of included files, nested ones too", function()
+    local src = tmpdir()
+    write_file(src .. "/main.cl", '#include "a.h"\n'
+               .. "__kernel void f(__global int *o) { o[0] = VALUE; }\n")
+    write_file(src .. "/a.h", '#include "b.h"\n')
+    write_file(src .. "/b.h", "#define VALUE 31\n")
+    local script = string.format('report(arg[1], dev:build_file(%q))', src .. "/main.cl")
+    local function run(name)
+      local path = os.tmpname()
+      write_file(path, PRELUDE .. script)
+      local p = io.popen(string.format("LUAGPU_BUILD=%s XDG_CACHE_HOME=%s lua5.4 %s %s 2>&1",
+                                       sh_quote(BUILD), sh_quote(home), sh_quote(path), name))
+      local out = p:read("a")
+      p:close()
+      os.remove(path)
+      local cached, value = out:match(name .. " (%a+) (%-?%d+)")
+      return {cached = cached == "true", value = tonumber(value)}, out
+    end
+    local r, out = run("first")
+    assert.same({cached = false, value = 31}, r, out)
+    r, out = run("second")
+    assert.same({cached = true, value = 31}, r, out)
+    write_file(src .. "/b.h", "#define VALUE 32\n")
+    r, out = run("changed")
+    assert.same({cached = false, value = 32}, r, out)
+    os.execute("rm -rf " .. sh_quote(src))
+  end)
+
+  it("is off with LUAGPU_NO_CACHE=1", function()
+    local before = #list(dir)
+    local r = child(home, [[
+      report("one", dev:build(SRC, {defines = {VALUE = 12}}))
+      report("two", dev:build(SRC, {defines = {VALUE = 13}}))
+    ]], "LUAGPU_NO_CACHE=1")
+    assert.same({cached = false, value = 12}, r.one, r.output)
+    assert.same({cached = false, value = 13}, r.two, r.output)
+    assert.equal(before, #list(dir))
+  end)
+
+  it("lets concurrent processes write one entry, leaving no temporary files", function()
+    local before = #list(dir)
+    local path = os.tmpname()
+    write_file(path, PRELUDE .. 'report("p" .. arg[1], dev:build(SRC, {defines = {VALUE = 51}}))')
+    local cmd = string.format("LUAGPU_BUILD=%s XDG_CACHE_HOME=%s", sh_quote(BUILD), sh_quote(home))
+    local p = io.popen(string.format("(%s lua5.4 %s 1 & %s lua5.4 %s 2 & %s lua5.4 %s 3 & wait) 2>&1",
+                                     cmd, sh_quote(path), cmd, sh_quote(path), cmd, sh_quote(path)))
+    local out = p:read("a")
+    p:close()
+    os.remove(path)
+    for i = 1, 3 do assert.matches("p" .. i .. " %a+ 51", out) end
+    local files = list(dir)
+    assert.equal(before + 1, #files)
+    for _, f in ipairs(files) do assert.matches("^%x+%.bin$", f) end
+    local r = child(home, 'report("after", dev:build(SRC, {defines = {VALUE = 51}}))')
+    assert.same({cached = true, value = 51}, r.after, r.output)
+  end)
+end)
