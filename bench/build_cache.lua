@@ -92,6 +92,9 @@ end
 
 local on = series("")
 local off = series("LUAGPU_NO_CACHE=1")
+-- PoCL's own kernel cache off: what luagpu's cache alone gives there
+local pocl = gpu.device().platform:match("Portable Computing Language")
+local alone = pocl and series("POCL_KERNEL_CACHE=0")
 os.remove(script)
 
 local dev = gpu.device()
@@ -106,5 +109,9 @@ row("build, luagpu cache on", on.b1, on.b)
 row("whole process, luagpu cache on", on.w1, on.w)
 row("build, luagpu cache off", off.b1, off.b)
 row("whole process, luagpu cache off", off.w1, off.w)
+if alone then
+  row("build, PoCL's cache off", alone.b1, alone.b)
+  row("whole process, PoCL's cache off", alone.w1, alone.w)
+end
 assert(not on.c1 and on.c, "the later runs did not load the program from the cache")
 assert(not off.c, "LUAGPU_NO_CACHE=1 did not turn the cache off")

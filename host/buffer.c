@@ -104,10 +104,11 @@ static lg_Buffer *new_root(lua_State *L, int devidx, lg_Type t, int ndim, const 
   b->access = access;
   for (attempt = 0; attempt < 2; attempt++) {
     if (attempt > 0) lua_gc(L, LUA_GCCOLLECT, 0);
-    b->mem = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | (host ? CL_MEM_COPY_HOST_PTR : 0),
-                            bytes, (void *)host, &err);
-    if (b->mem != NULL && host == NULL) {
-      err = zero_fill(L, devidx, b, bytes);   /* some drivers allocate only now */
+    /* an empty buffer still gets one element of memory: OpenCL has no empty ones */
+    b->mem = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | (host && bytes ? CL_MEM_COPY_HOST_PTR : 0),
+                            bytes ? bytes : esize, bytes ? (void *)host : NULL, &err);
+    if (b->mem != NULL && (host == NULL || bytes == 0)) {
+      err = zero_fill(L, devidx, b, bytes ? bytes : esize);   /* some drivers allocate only now */
       if (err != CL_SUCCESS) {
         clReleaseMemObject(b->mem);
         b->mem = NULL;
@@ -129,8 +130,7 @@ static lg_Buffer *new_root(lua_State *L, int devidx, lg_Type t, int ndim, const 
 static int read_shape(lua_State *L, int idx, size_t *shape, const char *fn) {
   int ndim, i;
   if (lua_type(L, idx) == LUA_TNUMBER) {
-    shape[0] = lg_checksize(L, idx, fn, 2, "a positive element count");
-    if (shape[0] == 0) lg_argerror(L, fn, 2, "expected a positive element count, got 0");
+    shape[0] = lg_checksize(L, idx, fn, 2, "an element count (integer >= 0)");
     return 1;
   }
   if (!lua_istable(L, idx))
@@ -144,8 +144,8 @@ static int read_shape(lua_State *L, int idx, size_t *shape, const char *fn) {
     lua_Integer v;
     lua_rawgeti(L, idx, i + 1);
     v = lua_tointegerx(L, -1, &isint);
-    if (lua_type(L, -1) != LUA_TNUMBER || !isint || v <= 0)
-      lg_argerror(L, fn, 2, "shape[%d]: expected a positive integer, got %s", i + 1,
+    if (lua_type(L, -1) != LUA_TNUMBER || !isint || v < 0)
+      lg_argerror(L, fn, 2, "shape[%d]: expected an integer >= 0, got %s", i + 1,
                   lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1)
                                                  : luaL_typename(L, -1));
     shape[i] = (size_t)v;

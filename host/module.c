@@ -114,6 +114,20 @@ static int mod_kernel_source(lua_State *L) {
   return 1;
 }
 
+/* gpu.type(v): "Buffer", "Device", "Event", ... for luagpu's objects (the
+** metatable name without "luagpu."), nil for anything else; as io.type. */
+static int mod_type(lua_State *L) {
+  luaL_checkany(L, 1);
+  if (lua_type(L, 1) == LUA_TUSERDATA &&
+      luaL_getmetafield(L, 1, "__name") == LUA_TSTRING &&
+      strncmp(lua_tostring(L, -1), "luagpu.", 7) == 0) {
+    lua_pushstring(L, lua_tostring(L, -1) + 7);
+    return 1;
+  }
+  lua_pushnil(L);
+  return 1;
+}
+
 /* gpu.reduce and gpu.matmul: loaded on first use with require. */
 static int mod_index(lua_State *L) {
   const char *key = lua_tostring(L, 2);
@@ -132,6 +146,7 @@ static int mod_index(lua_State *L) {
 static const luaL_Reg module_functions[] = {
   {"now", mod_now},
   {"kernel_source", mod_kernel_source},
+  {"type", mod_type},
   {NULL, NULL}
 };
 

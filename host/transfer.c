@@ -93,7 +93,9 @@ static int buf_write(lua_State *L) {
   arr = lua_gettop(L);
   qidx = get_opts(L, 3, fn, 2, &o);
   check_live(L, b, &o, fn);
-  RETRY_OOM(err, clEnqueueWriteBuffer(o.queue->q, b->root->mem, CL_FALSE, b->offset * esize,
+  if (b->count == 0) /* nothing to move: an event all the same */
+    err = clEnqueueMarkerWithWaitList(o.queue->q, o.nwait, o.wait, &ev);
+  else RETRY_OOM(err, clEnqueueWriteBuffer(o.queue->q, b->root->mem, CL_FALSE, b->offset * esize,
                                       b->count * esize, a->data, o.nwait, o.wait, &ev));
   if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueWriteBuffer", err, NULL);
   push_event(L, ev, "write", 1, arr, qidx);
@@ -131,7 +133,9 @@ static int read_impl(lua_State *L, int blocking) {
   arr = lua_gettop(L);
   qidx = get_opts(L, optsidx, fn, optsidx - 1, &o);
   check_live(L, b, &o, fn);
-  RETRY_OOM(err, clEnqueueReadBuffer(o.queue->q, b->root->mem, blocking ? CL_TRUE : CL_FALSE,
+  if (b->count == 0) /* nothing to move: an event all the same */
+    err = clEnqueueMarkerWithWaitList(o.queue->q, o.nwait, o.wait, &ev);
+  else RETRY_OOM(err, clEnqueueReadBuffer(o.queue->q, b->root->mem, blocking ? CL_TRUE : CL_FALSE,
                                      b->offset * esize, b->count * esize, a->data, o.nwait,
                                      o.wait, blocking ? NULL : &ev));
   if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueReadBuffer", err, NULL);
@@ -182,7 +186,9 @@ static int buf_fill(lua_State *L) {
   }
   qidx = get_opts(L, 3, fn, 2, &o);
   check_live(L, b, &o, fn);
-  RETRY_OOM(err, clEnqueueFillBuffer(o.queue->q, b->root->mem, pattern.c, esize,
+  if (b->count == 0) /* nothing to move: an event all the same */
+    err = clEnqueueMarkerWithWaitList(o.queue->q, o.nwait, o.wait, &ev);
+  else RETRY_OOM(err, clEnqueueFillBuffer(o.queue->q, b->root->mem, pattern.c, esize,
                                      b->offset * esize, b->count * esize, o.nwait, o.wait,
                                      &ev));
   if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueFillBuffer", err, NULL);
@@ -223,7 +229,9 @@ static int buf_copy_to(lua_State *L) {
   qidx = get_opts(L, 3, fn, 2, &o);
   check_live(L, b, &o, fn);
   if (!lg_buffer_live(d)) lg_argerror(L, fn, 1, "attempt to use a released buffer");
-  RETRY_OOM(err, clEnqueueCopyBuffer(o.queue->q, b->root->mem, d->root->mem,
+  if (b->count == 0) /* nothing to move: an event all the same */
+    err = clEnqueueMarkerWithWaitList(o.queue->q, o.nwait, o.wait, &ev);
+  else RETRY_OOM(err, clEnqueueCopyBuffer(o.queue->q, b->root->mem, d->root->mem,
                                      b->offset * esize, d->offset * esize, b->count * esize,
                                      o.nwait, o.wait, &ev));
   if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueCopyBuffer", err, NULL);

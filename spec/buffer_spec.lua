@@ -89,14 +89,12 @@ describe("dev:buffer", function()
   it("rejects bad arguments with messages that say what was expected", function()
     has_error("luagpu: dev:buffer: argument #1: unknown element type 'flaot'",
               dev.buffer, dev, "flaot", 4)
-    has_error("luagpu: dev:buffer: argument #2: expected a positive element count, got 0",
-              dev.buffer, dev, "float", 0)
-    has_error("luagpu: dev:buffer: argument #2: expected a positive element count, got -3",
+    has_error("luagpu: dev:buffer: argument #2: expected an element count (integer >= 0), got -3",
               dev.buffer, dev, "float", -3)
     has_error("luagpu: dev:buffer: argument #2: expected an element count or a shape table, "
               .. "got string", dev.buffer, dev, "float", "10")
-    has_error("luagpu: dev:buffer: argument #2: shape[2]: expected a positive integer, got 0",
-              dev.buffer, dev, "float", {4, 0})
+    has_error("luagpu: dev:buffer: argument #2: shape[2]: expected an integer >= 0, got -1",
+              dev.buffer, dev, "float", {4, -1})
     has_error("luagpu: dev:buffer: argument #2: expected a shape of 1 to 8 sizes, got 0",
               dev.buffer, dev, "float", {})
     has_error("luagpu: dev:buffer: argument #3: access: expected \"in\", \"out\" or \"mixed\", "
@@ -373,5 +371,28 @@ describe("fields", function()
   it("are read-only", function()
     local b = dev:buffer("float", 4)
     has_error("luagpu: buffer: cannot set field 'type'", function() b.type = "int" end)
+  end)
+end)
+
+describe("empty buffers", function()
+  local gpu = require "luagpu"
+  local dev = gpu.device()
+  it("have no elements and every transfer is an event that completes", function()
+    local b = dev:buffer("float", 0)
+    assert.equals(0, #b)
+    assert.equals(0, b.bytes)
+    local a = b:get()
+    assert.equals(0, #a)
+    assert.is_nil(b:write({}):wait())
+    assert.is_nil(b:fill(3):wait())
+    local c = dev:buffer("float", { 0, 4 })
+    assert.equals(0, #c)
+    assert.is_nil(b:copy_to(c):wait())
+    local ok, err = pcall(b.write, b, { 1 })
+    assert.is_false(ok)
+    assert.matches("expected 0 values, got 1", err, 1, true)
+    ok, err = pcall(dev.buffer, dev, "float", -1)
+    assert.is_false(ok)
+    assert.matches("luagpu: dev:buffer: argument #2: expected an element count (integer >= 0), got -1", err, 1, true)
   end)
 end)

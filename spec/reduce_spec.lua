@@ -338,3 +338,22 @@ describe("the examples", function()
     end)
   end
 end)
+
+describe("reduce over an empty buffer", function()
+  local gpu = require "luagpu"
+  local reduce = require "luagpu.reduce"
+  local dev = gpu.device()
+  it("sums to 0 and refuses min and max", function()
+    for _, t in ipairs { "float", "int", "uchar" } do
+      local b = dev:buffer(t, 0)
+      assert.equals(0, #b)
+      assert.equals(0, reduce.sum(b))
+      local ok, err = pcall(reduce.min, b)
+      assert.is_false(ok)
+      assert.matches("reduce.min: argument #1: the min of an empty buffer is undefined", err, 1, true)
+      ok, err = pcall(reduce.max, b)
+      assert.is_false(ok)
+      assert.matches("reduce.max: argument #1: the max of an empty buffer is undefined", err, 1, true)
+    end
+  end)
+end)
