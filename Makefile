@@ -3,6 +3,8 @@
 #   make test     install missing packages, build, run every spec
 #   make          build/luagpu.so (the module) and build/luagpu (the program)
 #   make asan     build with -fsanitize=address,undefined and run the specs
+#   make fuzz     the fuzzer under the sanitizers (CALLS=20000 SEED=)
+#   make valgrind valgrind memcheck over a subset of specs and programs
 #   make install  PREFIX=/usr/local DESTDIR=
 
 PREFIX  ?= /usr/local
@@ -41,7 +43,7 @@ READLINE_LIBS := $(RL_STATIC) $(TI_STATIC)
 READLINE_DEF  := -DLUAGPU_READLINE
 endif
 
-.PHONY: all deps deps-bench demo test asan install clean bench
+.PHONY: all deps deps-bench deps-valgrind demo test asan asan-build fuzz valgrind install clean bench
 
 all: $(BUILD)/luagpu.so $(BUILD)/luagpu $(BUILD)/embed_demo $(BUILD)/embed_check
 
@@ -86,6 +88,9 @@ deps:
 deps-bench:
 	@sh tools/deps.sh $(BENCH_PKGS)
 
+deps-valgrind:
+	@sh tools/deps.sh valgrind
+
 demo: deps
 	@$(MAKE) --no-print-directory all
 	$(BUILD)/luagpu examples/tour.lua
@@ -94,11 +99,27 @@ test: deps
 	@$(MAKE) --no-print-directory all
 	@sh spec/run.sh $(BUILD)
 
-asan: deps
+asan: asan-build
+	@ASAN=1 sh spec/run.sh build/asan
+
+asan-build: deps
 	@$(MAKE) --no-print-directory BUILD=build/asan \
 	    OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	    LDFLAGS="-fsanitize=address,undefined" all
-	@ASAN=1 sh spec/run.sh build/asan
+
+# The fuzzer (bench/fuzz.lua) under the sanitizers: make fuzz [CALLS=20000] [SEED=n]
+CALLS ?= 20000
+SEED  ?=
+fuzz: asan-build
+	ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:allocator_may_return_null=1" \
+	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+	    build/asan/luagpu bench/fuzz.lua $(CALLS) $(SEED)
+
+# valgrind memcheck over a representative subset (slow: not part of CI);
+# tools/valgrind.supp says why each suppressed report is not ours.
+valgrind: deps deps-valgrind
+	@$(MAKE) --no-print-directory all
+	@sh tools/valgrind.sh $(BUILD)
 
 bench: deps deps-bench all
 	$(BUILD)/luagpu bench/transfer.lua

@@ -17,9 +17,10 @@
 --
 -- What it stays clear of, because it would be valid use that merely costs a
 -- lot: host arrays and buffers between 1 MiB and 1 TiB (a huge size here is
--- one that no allocation can satisfy), global sizes above 2^16 work-items,
--- and kernels that index memory with their arguments (a kernel writing out
--- of bounds is beyond what luagpu can check; see docs/EMBEDDING.md).
+-- one that no allocation can satisfy), global sizes above 2^16 work-items
+-- (a launch of 2^32 work-groups or more also aborts PoCL 3.1 itself), and
+-- kernels that index memory with their arguments (a kernel writing out of
+-- bounds is beyond what luagpu can check; see docs/EMBEDDING.md).
 local gpu = rawget(_G, "gpu") or require "luagpu"
 
 local args = {}
@@ -96,9 +97,10 @@ function evil()
     elseif action == 4 then coroutine.yield()
     end
   end
+  local len = ({3, 0, -1, -5, 1.5, 65537, 1 << 40, math.mininteger, "2"})[R(9)]
   return setmetatable({}, {
     __index = function() act(); return nil end,
-    __len = function() act(); return 3 end,
+    __len = function() act(); return len end,
     __tostring = function() act(); return "evil" end,
     __name = action == 5 and "evil.Name" or nil,
   })
@@ -222,7 +224,12 @@ local function gsizes(max)
   if r < 0.76 then return {1, 1, 1, 1} end
   if r < 0.9 then return BAD[R(#BAD)] end
   if r < 0.93 then return {BAD[R(#BAD)]} end
-  return any()
+  local v = any()   -- not a huge valid size: PoCL 3.1 aborts at 2^32 work-groups
+  if math.type(v) == "float" and v == math.floor(v) and v > -2 ^ 63 and v < 2 ^ 63 then
+    v = math.tointeger(v)
+  end
+  if math.type(v) == "integer" and v > max then v = -v end
+  return v
 end
 
 local function glocal()
@@ -241,7 +248,8 @@ local function gopts(extra)
   if r < 0.7 then return {queue = maybe(pick, "Queue")} end
   if r < 0.8 then return {wait = gwait(), queue = pick("Queue")} end
   if r < 0.85 and extra then return extra() end
-  if r < 0.88 then return {wiat = 1} end
+  if r < 0.87 then return {wiat = 1} end
+  if r < 0.88 then return {[evil()] = 1, [any_object() or 1] = 2} end
   if r < 0.93 then return evil() end
   return any()
 end
@@ -447,6 +455,26 @@ local ops = {
     else M.Array.save(a, PATHS[R(#PATHS)]) end
   end},
   {1, function() add("Array", gpu.load(R() < 0.9 and PATHS[R(#PATHS)] or any())) end},
+  {0.5, function()                     -- a saved array, its bytes mutated, loaded again
+    local a = pick("Array")
+    if not a then return end
+    M.Array.save(a, PATHS[1])
+    local f = assert(io.open(PATHS[1], "rb"))
+    local bytes = f:read("a")
+    f:close()
+    local t = {}
+    for i = 1, #bytes do t[i] = bytes:sub(i, i) end
+    for _ = 1, R(1, 4) do
+      local i = R(1, math.max(1, math.min(#t, 140)))
+      t[i] = string.char(R(0, 255))
+    end
+    if R() < 0.3 then for i = R(1, #t + 1), #t do t[i] = nil end end
+    f = assert(io.open(PATHS[2], "wb"))
+    f:write(table.concat(t))
+    f:close()
+    add("Array", gpu.load(PATHS[2]))
+  end},
+  {0.5, function() add("Queue", M.Device.default_queue(maybe(pick, "Device"))) end},
   {1, function()
     local r = R()
     if r < 0.4 then gpu.device(R() < 0.5 and ({1, 0, 2, "cpu", "gpu", "pthread", "nothing"})[R(7)]

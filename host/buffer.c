@@ -87,7 +87,7 @@ static lg_Buffer *new_root(lua_State *L, int devidx, lg_Type t, int ndim, const 
   devidx = lua_absindex(L, devidx);
   d = lg_checkdevice(L, devidx);
   for (i = 0; i < ndim; i++) {
-    if (shape[i] > ((size_t)-1 / esize) / count)
+    if (count != 0 && shape[i] > ((size_t)-1 / esize) / count)
       lg_error(L, fn, "too many elements of %s for one buffer", lg_type_name(t, tname));
     count *= shape[i];
   }

@@ -278,13 +278,13 @@ static int launch(lua_State *L, int callidx, int gidx, int lidx, const size_t *o
   cl_uint dims, i;
   cl_event ev = NULL;
   cl_int err;
-  int keep[2];
+  int keep[2], has_local = !lua_isnoneornil(L, lidx);
   if (k->k == NULL) lg_released_error(L, callidx, "kernel");
   dims = get_sizes(L, gidx, g, 1, fn, argno, "global size");
   if (dims > k->dev->max_work_item_dims)
     lg_argerror(L, fn, argno, "the device has %d dimensions, got %d",
                 (int)k->dev->max_work_item_dims, (int)dims);
-  if (!lua_isnoneornil(L, lidx)) {
+  if (has_local) {
     cl_uint ldims = get_sizes(L, lidx, l, 1, fn, argno + 1, "local size");
     if (ldims != dims)
       lg_argerror(L, fn, argno + 1, "local size %s has not the %d dimension%s of global size %s",
@@ -308,11 +308,11 @@ static int launch(lua_State *L, int callidx, int gidx, int lidx, const size_t *o
     }
     k->args_of = c->serial;
   }
-  err = clEnqueueNDRangeKernel(q, k->k, dims, off, g, lua_isnoneornil(L, lidx) ? NULL : l,
+  err = clEnqueueNDRangeKernel(q, k->k, dims, off, g, has_local ? l : NULL,
                                nwait, wait, &ev);
   if (lg_is_oom(err)) {       /* dead buffers may hold the memory: collect, retry once */
     lua_gc(L, LUA_GCCOLLECT);
-    err = clEnqueueNDRangeKernel(q, k->k, dims, off, g, lua_isnoneornil(L, lidx) ? NULL : l,
+    err = clEnqueueNDRangeKernel(q, k->k, dims, off, g, has_local ? l : NULL,
                                  nwait, wait, &ev);
   }
   if (err != CL_SUCCESS) lg_clerror(L, ENQ, err, NULL);
@@ -322,7 +322,15 @@ static int launch(lua_State *L, int callidx, int gidx, int lidx, const size_t *o
   return 1;
 }
 
+/* luaL_checkudata without the registry lookup: the metatable is upvalue 1
+** of call:run (the launch path counts every instruction). */
 static lg_Call *check_call(lua_State *L, int idx) {
+  lg_Call *c = lua_touserdata(L, idx);
+  if (c != NULL && lua_getmetatable(L, idx)) {
+    int same = lua_rawequal(L, -1, lua_upvalueindex(1));
+    lua_pop(L, 1);
+    if (same) return c;
+  }
   return luaL_checkudata(L, idx, LG_CALL_MT);
 }
 
@@ -405,41 +413,13 @@ static int dev_run(lua_State *L) {
                 "dev:run", 2);
 }
 
-static int call_index(lua_State *L) {
-  const char *k = lua_tostring(L, 2);
-  check_call(L, 1);
-  if (lg_pushmethod(L, 1, 2)) return 1;
-  if (k != NULL && strcmp(k, "kernel") == 0) {
-    lua_getiuservalue(L, 1, 1);
-    return 1;
-  }
-  if (k != NULL && strcmp(k, "args") == 0) {   /* a copy of the arguments as given */
-    lua_Integer i, n;
-    lua_getiuservalue(L, 1, 2);
-    n = (lua_Integer)lua_rawlen(L, -1);
-    lua_createtable(L, (int)n, 0);
-    for (i = 1; i <= n; i++) {
-      lua_rawgeti(L, -2, i);
-      lua_rawseti(L, -2, i);
-    }
-    return 1;
-  }
-  return 0;
-}
-
 static int call_tostring(lua_State *L) {
-  lg_Call *c = check_call(L, 1);
+  lg_Call *c = luaL_checkudata(L, 1, LG_CALL_MT);
   lua_pushfstring(L, LG_CALL_MT " (%s): %p", c->kernel->name, (void *)c);
   return 1;
 }
 
-static const luaL_Reg call_methods[] = {
-  {"run", call_run},
-  {NULL, NULL}
-};
-
 static const luaL_Reg call_meta[] = {
-  {"__index", call_index},
   {"__tostring", call_tostring},
   {NULL, NULL}
 };
@@ -456,7 +436,14 @@ static const luaL_Reg device_methods[] = {
 };
 
 void lg_open_call(lua_State *L) {
-  lg_newclass(L, LG_CALL_MT, call_methods, call_meta);
+  /* __index is the methods table itself: call:run is one table lookup */
+  lg_newclass(L, LG_CALL_MT, NULL, call_meta);
+  luaL_getmetatable(L, LG_CALL_MT);
+  lua_getfield(L, -1, "__methods");
+  lua_pushvalue(L, -2);
+  lua_pushcclosure(L, call_run, 1);
+  lua_setfield(L, -2, "run");
+  lua_pop(L, 2);
   lg_newclass(L, LG_LOCALMEM_MT, NULL, localmem_meta);
   lg_add_methods(L, LG_DEVICE_MT, device_methods);
   lua_pushcfunction(L, lm_new);

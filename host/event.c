@@ -66,6 +66,13 @@ lg_Event *lg_pushevent(lua_State *L, cl_event ev, const char *command,
       break;
     }
   }
+  /* Inside a finalizer (where lua_gc answers -1) the Event may get no
+  ** finalizer of its own: lua_close registers none, and frees what the
+  ** command uses right after. So a command enqueued there completes now. */
+  if (lua_gc(L, LUA_GCISRUNNING) == -1) {
+    if (e->queue != NULL && e->queue->q != NULL) clFlush(e->queue->q);
+    clWaitForEvents(1, &e->ev);
+  }
   return e;
 }
 

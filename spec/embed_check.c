@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <lauxlib.h>
 #include <lualib.h>
@@ -58,6 +59,42 @@ static cl_uint queue_refs(cl_command_queue q) {
 static cl_uint event_refs(cl_event e) {
   cl_uint n = 0;
   clGetEventInfo(e, CL_EVENT_REFERENCE_COUNT, sizeof n, &n, NULL);
+  return n;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec t;
+  t.tv_sec = ms / 1000;
+  t.tv_nsec = (ms % 1000) * 1000000L;
+  nanosleep(&t, NULL);
+}
+
+/* Whether the reference count reaches want within 3 s: PoCL's worker
+** threads let go of what finished commands held a little later. */
+static int mem_is(cl_mem m, cl_uint want) {
+  int i;
+  for (i = 0; i < 300 && mem_refs(m) != want; i++) sleep_ms(10);
+  return mem_refs(m) == want;
+}
+
+static int event_is(cl_event e, cl_uint want) {
+  int i;
+  for (i = 0; i < 300 && event_refs(e) != want; i++) sleep_ms(10);
+  return event_refs(e) == want;
+}
+
+/* The event's reference count once it has stopped changing. */
+static cl_uint event_refs_settled(cl_event e) {
+  cl_uint n = event_refs(e);
+  int i, same = 0;
+  clWaitForEvents(1, &e);
+  for (i = 0; i < 300 && same < 5; i++) {
+    cl_uint m;
+    sleep_ms(10);
+    m = event_refs(e);
+    same = m == n ? same + 1 : 0;
+    n = m;
+  }
   return n;
 }
 
@@ -206,8 +243,8 @@ static void check_errors(void) {
                  "luagpu_push_buffer: the cl_mem is an image, not a buffer");
   expect_error(L, top, luagpu_push_event(L, NULL), "push_event: NULL",
                "luagpu: luagpu_push_event: expected a cl_event, got NULL");
-  ok(mem_refs(small) == 1 && mem_refs(tiny) == 1 && mem_refs(other) == 1 &&
-     (img == NULL || mem_refs(img) == 1), "failed pushes take no reference", NULL);
+  ok(mem_is(small, 1) && mem_is(tiny, 1) && mem_is(other, 1) &&
+     (img == NULL || mem_is(img, 1)), "failed pushes take no reference", NULL);
   lua_pushinteger(L, 1);
   ok(luagpu_to_mem(L, -1, NULL, NULL) == NULL && luagpu_to_event(L, -1) == NULL &&
      luagpu_to_queue(L, -1) == NULL && luagpu_to_mem(L, 100, NULL, NULL) == NULL,
@@ -238,7 +275,7 @@ static void check_buffers(void) {
   luagpu_push_device(L, ctx, dev, queue);
   lua_setglobal(L, "dev");
   lua_getglobal(L, "dev");
-  ok(luagpu_push_buffer(L, -1, a, "float", 0) == LUA_OK && mem_refs(a) == 2,
+  ok(luagpu_push_buffer(L, -1, a, "float", 0) == LUA_OK && mem_is(a, 2),
      "push_buffer retains", NULL);
   lua_setglobal(L, "a");
   luagpu_push_buffer(L, -1, b, "float4", 64);
@@ -262,13 +299,13 @@ static void check_buffers(void) {
   /* the script lets go first: the app's reference stays */
   run(L, "a:release()");
   snprintf(detail, sizeof detail, "refcount %u", (unsigned)mem_refs(a));
-  ok(mem_refs(a) == 1, "buffer:release gives back luagpu's reference", detail);
+  ok(mem_is(a, 1), "buffer:release gives back luagpu's reference", detail);
   lua_getglobal(L, "dev");
   luagpu_push_buffer(L, -1, a, "float", 256);
   lua_setglobal(L, "a");
   lua_pop(L, 1);
   run(L, "a = nil collectgarbage() collectgarbage()");
-  ok(mem_refs(a) == 1, "the collector gives back luagpu's reference", NULL);
+  ok(mem_is(a, 1), "the collector gives back luagpu's reference", NULL);
   /* a view goes back as its root's cl_mem and byte range */
   lua_getglobal(L, "dev");
   luagpu_push_buffer(L, -1, a, "float", 256);
@@ -277,7 +314,7 @@ static void check_buffers(void) {
   luaL_loadstring(L, "return a:sub(5, 14)");
   lua_call(L, 0, 1);
   got = luagpu_to_mem(L, -1, &off, &size);
-  ok(got == a && off == 16 && size == 40 && mem_refs(a) == 3,
+  ok(got == a && off == 16 && size == 40 && mem_is(a, 3),
      "to_mem of a view: the root's cl_mem, retained, and the byte range", NULL);
   if (got != NULL) clReleaseMemObject(got);
   run(L, "a:release()");
@@ -294,11 +331,11 @@ static void check_buffers(void) {
     int back[8] = {0};
     cl_int e = got ? clEnqueueReadBuffer(queue, got, CL_TRUE, 0, sizeof back, back, 0, NULL,
                                          NULL) : -1;
-    ok(got != NULL && e == CL_SUCCESS && back[0] == 7 && back[7] == 7 && mem_refs(got) == 1,
+    ok(got != NULL && e == CL_SUCCESS && back[0] == 7 && back[7] == 7 && mem_is(got, 1),
        "a script's buffer taken by the app outlives lua_close", NULL);
     if (got != NULL) clReleaseMemObject(got);
   }
-  ok(mem_refs(a) == 1 && mem_refs(ro) == 1, "lua_close gives back every reference", NULL);
+  ok(mem_is(a, 1) && mem_is(ro, 1), "lua_close gives back every reference", NULL);
   clReleaseMemObject(a);
   clReleaseMemObject(ro);
 }
@@ -327,8 +364,8 @@ static void check_events(void) {
   luagpu_push_buffer(L, -1, m, "int", 64);
   lua_setglobal(L, "m");
   lua_pop(L, 1);
-  refs = event_refs(written);
-  ok(luagpu_push_event(L, written) == LUA_OK && event_refs(written) == refs + 1,
+  refs = event_refs_settled(written);
+  ok(luagpu_push_event(L, written) == LUA_OK && event_is(written, refs + 1),
      "push_event retains", NULL);
   lua_setglobal(L, "written");
   luagpu_push_event(L, user);
@@ -351,9 +388,9 @@ static void check_events(void) {
   lua_call(L, 0, 1);
   back = luagpu_to_event(L, -1);
   lua_pop(L, 1);
-  ok(back != NULL && event_refs(back) == 2, "to_event retains", NULL);
+  ok(back != NULL && event_is(back, 2), "to_event retains", NULL);
   run(L, "never = nil user = nil gated = nil collectgarbage() collectgarbage()");
-  ok(event_refs(never) == 1 && event_refs(user) == 1 && event_refs(back) == 1,
+  ok(event_is(never, 1) && event_is(user, 1) && event_is(back, 1),
      "collecting the Events gives back their references, without waiting for a user event "
      "never completed", NULL);
   lua_close(L);
@@ -364,17 +401,35 @@ static void check_events(void) {
   clReleaseMemObject(m);
 }
 
+/* The reference counts of ctx and queue once PoCL's worker threads have
+** let go of what finished commands held (they do so a little later):
+** waits up to 5 s for them to reach want_c and want_q (0: to stop falling). */
+static void settle(cl_uint *c, cl_uint *q, cl_uint want_c, cl_uint want_q) {
+  int i, same = 0;
+  clFinish(queue);
+  *c = ctx_refs(ctx);
+  *q = queue_refs(queue);
+  for (i = 0; i < 500; i++) {
+    cl_uint c2, q2;
+    sleep_ms(10);
+    c2 = ctx_refs(ctx);
+    q2 = queue_refs(queue);
+    same = c2 == *c && q2 == *q ? same + 1 : 0;
+    *c = c2;
+    *q = q2;
+    if (want_c ? (c2 == want_c && q2 == want_q) : same >= 5) break;
+  }
+}
+
 /* Everything a script makes in the app's context is let go by lua_close:
 ** the context's and the queue's reference counts come back. */
 static void check_teardown(void) {
-  cl_uint c0, q0;
+  cl_uint c0, q0, c1, q1;
   lua_State *L = new_state();
   cl_mem m;
   cl_int err;
   char detail[128];
-  clFinish(queue);
-  c0 = ctx_refs(ctx);
-  q0 = queue_refs(queue);
+  settle(&c0, &q0, 0, 0);
   m = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
   die(err, "clCreateBuffer");
   luagpu_push_device(L, ctx, dev, queue);
@@ -391,19 +446,20 @@ static void check_teardown(void) {
          "  x[get_global_id(0)] *= 2.0f; }]] "
          "m:fill(1.5) "
          "local v = m:sub(33, 64) "
-         "p.twice(v):run({#v}) "
+         "local ev = p.twice(v):run({#v}) "
          "local q = dev:queue{out_of_order = true} "
          "local b2 = dev2:buffer('float', 1024) "
-         "m:copy_to(b2, {queue = q}):wait() "
+         "m:copy_to(b2, {queue = q, wait = ev}):wait() "
          "local g = b2:get() "
          "local b3 = dev2:buffer('float', 1 << 16) "
          "pending = {} "
          "for i = 1, 20 do pending[i] = b3:fill(i, {queue = q}) end "
          "return g[32] + g[33] + g[64] + g[65]", "9.0");
   lua_close(L);
+  settle(&c1, &q1, c0, q0);
   snprintf(detail, sizeof detail, "context %u -> %u, queue %u -> %u", (unsigned)c0,
-           (unsigned)ctx_refs(ctx), (unsigned)q0, (unsigned)queue_refs(queue));
-  ok(ctx_refs(ctx) == c0 && queue_refs(queue) == q0,
+           (unsigned)c1, (unsigned)q0, (unsigned)q1);
+  ok(c1 == c0 && q1 == q0,
      "lua_close lets go of everything in the app's context", detail);
 }
 
