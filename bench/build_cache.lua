@@ -5,7 +5,9 @@
 -- source, the later ones load the cached binary. Prints the time of the
 -- build alone and of the whole process, first run against later runs (the
 -- median of RUNS), and the same with luagpu's cache off (LUAGPU_NO_CACHE=1),
--- where only the driver's own cache, if any, helps.
+-- where only the driver's own cache, if any, helps, and with the driver's
+-- cache off (POCL_KERNEL_CACHE=0, CUDA_CACHE_DISABLE=1), where only luagpu's
+-- does. Each series starts with empty caches (CUDA_CACHE_PATH is private too).
 --   build/luagpu bench/build_cache.lua [RUNS]
 local build = os.getenv("LUAGPU_BUILD") or "build"
 package.cpath = build .. "/?.so;" .. package.cpath
@@ -57,9 +59,12 @@ f:close()
 
 -- One run: returns the build's seconds, the process's seconds, and whether
 -- the program came from luagpu's cache.
+-- the children run under the luagpu program where it is built, else lua5.4
+local interpreter = io.open(build .. "/luagpu") and build .. "/luagpu" or "lua5.4"
 local function run(home, env)
-  local cmd = string.format("LUAGPU_BUILD=%s XDG_CACHE_HOME=%s %s lua5.4 %s 2>&1",
-                            sh_quote(build), sh_quote(home), env or "", sh_quote(script))
+  local cmd = string.format("LUAGPU_BUILD=%s XDG_CACHE_HOME=%s CUDA_CACHE_PATH=%s %s %s %s 2>&1",
+                            sh_quote(build), sh_quote(home), sh_quote(home .. "/nv"), env or "",
+                            interpreter, sh_quote(script))
   local t0 = gpu.now()
   local p = assert(io.popen(cmd))
   local out = p:read("a")
@@ -92,9 +97,9 @@ end
 
 local on = series("")
 local off = series("LUAGPU_NO_CACHE=1")
--- PoCL's own kernel cache off: what luagpu's cache alone gives there
-local pocl = gpu.device().platform:match("Portable Computing Language")
-local alone = pocl and series("POCL_KERNEL_CACHE=0")
+-- the driver's own cache off (PoCL's kernel cache, NVIDIA's compute cache):
+-- what luagpu's cache alone gives
+local alone = series("POCL_KERNEL_CACHE=0 CUDA_CACHE_DISABLE=1")
 os.remove(script)
 
 local dev = gpu.device()
@@ -109,9 +114,7 @@ row("build, luagpu cache on", on.b1, on.b)
 row("whole process, luagpu cache on", on.w1, on.w)
 row("build, luagpu cache off", off.b1, off.b)
 row("whole process, luagpu cache off", off.w1, off.w)
-if alone then
-  row("build, PoCL's cache off", alone.b1, alone.b)
-  row("whole process, PoCL's cache off", alone.w1, alone.w)
-end
+row("build, driver's cache off", alone.b1, alone.b)
+row("whole process, driver's cache off", alone.w1, alone.w)
 assert(not on.c1 and on.c, "the later runs did not load the program from the cache")
 assert(not off.c, "LUAGPU_NO_CACHE=1 did not turn the cache off")

@@ -4,89 +4,102 @@
 --
 --   build/luagpu bench/launch.lua [LAUNCHES] [REPEATS] [GLOBAL]
 --
--- Each figure is the best of REPEATS loops of LAUNCHES launches of a small
--- saxpy kernel (GLOBAL work-items), in microseconds per launch. The enqueue
--- loop is timed without the finish after it; "wait" waits on each launch's
--- event before the next. luagpu's rows: the same call run again (its
--- arguments stay set on the kernel), and two calls alternating (every
--- launch sets the four arguments again, as the C host always does).
+-- Figures are microseconds per launch of a small saxpy kernel (GLOBAL
+-- work-items) over loops of LAUNCHES launches: "enqueue only" times the
+-- enqueue loop without the finish after it, "enqueue + wait" waits on each
+-- launch's event before the next. luagpu's rows: the same call run again (its
+-- arguments stay set on the kernel), and two calls alternating (every launch
+-- sets the four arguments again, as the C host always does).
+--
+-- The C host and luagpu run as separate processes taking turns, REPEATS
+-- times each, so the load of the machine weighs on both alike and neither
+-- holds the device while the other runs (GPUs in exclusive-process mode
+-- admit one process at a time); each figure is the best of its REPEATS.
 local build = os.getenv("LUAGPU_BUILD") or "build"
 package.cpath = build .. "/?.so;" .. package.cpath
-local gpu = rawget(_G, "gpu") or require "luagpu"
 
 local launches = tonumber(arg and arg[1]) or 20000
 local reps = tonumber(arg and arg[2]) or 5
 local global = tonumber(arg and arg[3]) or 64
 
-local dev = gpu.device()
+if arg and arg[4] == "--worker" then
+  -- one luagpu round: a warm-up and a measured loop of each kind
+  local gpu = rawget(_G, "gpu") or require "luagpu"
+  local dev = gpu.device()
+  local prog = dev:build[[
+  __kernel void saxpy(float a, __global const float *x, __global float *y, int n) {
+    int i = get_global_id(0);
+    if (i < n) y[i] += a * x[i];
+  }]]
+  local x, y = dev:buffer("float", 1024), dev:buffer("float", 1024)
+  local c1 = prog.saxpy(2, x, y, 1024)
+  local c2 = prog.saxpy(3, x, y, 1024)
+  local g = {global}
+  local now = gpu.now
+  local function round(a, b)
+    collectgarbage()
+    local t0 = now()
+    for _ = 1, launches // 2 do
+      a:run(g)
+      b:run(g)
+    end
+    local enq = (now() - t0) / launches
+    dev:finish()
+    t0 = now()
+    for _ = 1, launches // 2 do
+      a:run(g):wait()
+      b:run(g):wait()
+    end
+    return enq * 1e6, (now() - t0) / launches * 1e6
+  end
+  round(c1, c2)                                -- warm-up
+  print("device " .. dev.name)
+  print("platform " .. dev.platform)
+  print(string.format("same %.3f %.3f", round(c1, c1)))
+  print(string.format("two %.3f %.3f", round(c1, c2)))
+  os.exit(0)
+end
+
+local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+local function capture(cmd)
+  local p = assert(io.popen(cmd .. " 2>&1"))
+  local out = p:read("a")
+  p:close()
+  return out
+end
+
 local baseline = build .. "/bench_launch"
 if not io.open(baseline) then
   assert(os.execute("make -s " .. baseline), "could not build " .. baseline)
 end
+local interpreter = io.open(build .. "/luagpu") and build .. "/luagpu" or "lua5.4"
+local script = arg and arg[0] or "bench/launch.lua"
 
--- One run of the C host (a warm-up round and one measured round): its
--- enqueue-only and enqueue-then-wait microseconds per launch.
-local cmd = string.format("%s %d 1 %d '%s'", baseline, launches, global,
-                          (dev.name:gsub("'", "'\\''")))
-local function c_host()
-  local p = assert(io.popen(cmd))
-  local out = p:read("a")
-  p:close()
-  local c_dev = out:match("device ([^\n]*)")
-  local enq = tonumber(out:match("enqueue_us ([%d.]+)"))
-  local wait = tonumber(out:match("wait_us ([%d.]+)"))
-  assert(enq and wait, "bench_launch printed:\n" .. out)
-  assert(c_dev == dev.name, "the C host ran on " .. tostring(c_dev) .. ", not " .. dev.name)
-  return enq, wait
-end
-
-local prog = dev:build[[
-__kernel void saxpy(float a, __global const float *x, __global float *y, int n) {
-  int i = get_global_id(0);
-  if (i < n) y[i] += a * x[i];
-}]]
-local x, y = dev:buffer("float", 1024), dev:buffer("float", 1024)
-local c1 = prog.saxpy(2, x, y, 1024)
-local c2 = prog.saxpy(3, x, y, 1024)
-local g = {global}
-
-local now = gpu.now
--- One round of each loop: microseconds per launch, enqueue-only and
--- enqueue-then-wait, running calls a and b in turn.
-local function round(a, b)
-  collectgarbage()
-  local t0 = now()
-  for _ = 1, launches // 2 do
-    a:run(g)
-    b:run(g)
-  end
-  local enq = (now() - t0) / launches
-  dev:finish()
-  t0 = now()
-  for _ = 1, launches // 2 do
-    a:run(g):wait()
-    b:run(g):wait()
-  end
-  return enq * 1e6, (now() - t0) / launches * 1e6
-end
-
--- The C host and luagpu take turns, round after round, so that the load of
--- the machine weighs on both alike; each figure is the best round.
-local best = {}
+local best, dev_name, platform = {}, nil, nil
 local function keep(name, enq, wait)
   local b = best[name] or {enq = math.huge, wait = math.huge}
-  b.enq, b.wait = math.min(b.enq, enq), math.min(b.wait, wait)
+  b.enq, b.wait = math.min(b.enq, tonumber(enq)), math.min(b.wait, tonumber(wait))
   best[name] = b
 end
-round(c1, c2)                                  -- warm-up
+
 for _ = 1, reps do
-  keep("c", c_host())
-  keep("same", round(c1, c1))
-  keep("two", round(c1, c2))
+  local out = capture(string.format("LUAGPU_BUILD=%s %s %s %d 1 %d --worker", sh_quote(build),
+                                    interpreter, sh_quote(script), launches, global))
+  local name = out:match("device ([^\n]*)")
+  assert(name and out:match("same ") and out:match("two "), "the luagpu worker printed:\n" .. out)
+  dev_name, platform = name, out:match("platform ([^\n]*)")
+  keep("same", out:match("same (%S+) (%S+)"))
+  keep("two", out:match("two (%S+) (%S+)"))
+  out = capture(string.format("%s %d 1 %d %s", baseline, launches, global, sh_quote(dev_name)))
+  assert(out:match("enqueue_us") and out:match("wait_us"), "bench_launch printed:\n" .. out)
+  assert(out:match("device ([^\n]*)") == dev_name,
+         "the C host ran on " .. tostring(out:match("device ([^\n]*)")) .. ", not " .. dev_name)
+  keep("c", out:match("enqueue_us (%S+)"), out:match("wait_us (%S+)"))
 end
 
 print(string.format("launch overhead on %s (%s), %d launches of %d work-items, best of %d",
-                    dev.name, dev.platform, launches, global, reps))
+                    dev_name, platform, launches, global, reps))
 print(string.format("%-34s %10s %10s %8s", "", "C host", "luagpu", "ratio"))
 local function row(name, c, l)
   print(string.format("%-34s %8.2f us %7.2f us %8.2f", name, c, l, l / c))

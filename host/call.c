@@ -316,9 +316,17 @@ static int launch(lua_State *L, int callidx, int gidx, int lidx, const size_t *o
                                  nwait, wait, &ev);
   }
   if (err != CL_SUCCESS) lg_clerror(L, ENQ, err, NULL);
-  keep[0] = callidx;
-  keep[1] = qidx;
-  lg_pushevent(L, ev, k->command, keep, qidx != 0 ? 2 : 1);
+  /* The Event keeps nothing alive for the default queue: OpenCL itself
+  ** retains the kernel and the buffers of an enqueued command, and an Event
+  ** holding nothing is let go by the collector without waiting for its
+  ** command (a waiting __gc would throttle a launch loop to the device's
+  ** pace). An explicit queue is kept, for the Event's flush and profiling. */
+  keep[0] = qidx;
+  lg_pushevent(L, ev, k->command, keep, qidx != 0 ? 1 : 0);
+  if (qidx == 0) {
+    lua_pushnil(L);
+    lua_setiuservalue(L, -2, 1);
+  }
   return 1;
 }
 

@@ -181,8 +181,9 @@ void matmul_reg(const int M, const int N, const int K,
                 __global const REAL *restrict A, const ulong offA,
                 __global const REAL *restrict B, const ulong offB,
                 __global REAL *restrict C, const ulong offC) {
-  __local REAL As[NBUF][BK * LDA];
-  __local REAL Bs[NBUF][BK * LDB];
+  /* aligned: the tiles are read as whole vectors */
+  __local REAL As[NBUF][BK * LDA] __attribute__((aligned(64)));
+  __local REAL Bs[NBUF][BK * LDB] __attribute__((aligned(64)));
   const int tx = get_local_id(0), ty = get_local_id(1);
   const int tid = ty * WGN + tx;
   const int col0 = get_group_id(0) * BN, row0 = get_group_id(1) * BM;

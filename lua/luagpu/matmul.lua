@@ -5,7 +5,8 @@
 -- A is M x K, B is K x N, C is M x N: 2-D buffers, or 1-D buffers and views
 -- with their sizes in opts {m =, n =, k =}. Without C a new M x N buffer is
 -- made. opts: {variant =, params =, m =, n =, k =, wait =, queue =}. Returns
--- C at once and the Event of the last kernel (ev:wait() returns nothing).
+-- C at once, the Event of the last kernel (ev:wait() returns nothing) and the
+-- list of the Events of every command it enqueued, in order.
 --
 -- Four kernels (kernels/matmul_*.cl): "naive" (one work-item per element),
 -- "tiled" (the textbook local-memory tiles), "reg" (work-group tiles in
@@ -50,10 +51,9 @@ local PARAMS = {
     auto = "packed", tiny = 32 * 32 * 32,
     naive = {lx = 16, ly = 4},
     tiled = {TS = 16},
-    reg = {BM = 32, BN = 64, BK = 16, TM = 4, TN = 16, VWM = 1, VWN = 16, VLA = 4, VLB = 16,
-           PADA = 0, PADB = 0, DB = 0, unroll = 4, fma = true,
-           double = {VWN = 8, TN = 8, VLB = 8}},
-    packed = {TM = 12, TN = 32, VW = 16, lx = 2, ly = 2, unroll = 2, fma = true,
+    reg = {BM = 16, BN = 16, BK = 8, TM = 4, TN = 4, VWM = 4, VWN = 4, VLA = 4, VLB = 4,
+           PADA = 0, PADB = 0, DB = 0, fma = true},
+    packed = {TM = 8, TN = 32, VW = 16, lx = 2, ly = 2, fma = true,
               double = {TN = 16, VW = 8}},
   },
   gpu = {
@@ -412,6 +412,37 @@ local function pick_variant(set, m, n, k)
   return set.auto or "reg"
 end
 
+-- How an m x k by k x n product of t on dev runs, operands at the given
+-- offsets: {variant, set (the name of the parameter table used), params,
+-- defines, local_size, options}. variant and override: opts.variant and
+-- opts.params.
+local function plan(dev, m, n, k, t, offA, offB, offC, variant, override)
+  local set = device_params(dev)
+  local forced = variant
+  variant = variant or pick_variant(set, m, n, k)
+  local pset = variant
+  if variant == "reg" and not forced and set.small then
+    local p = variant_params(set, "reg", t)
+    if tointeger(p.BM) and tointeger(p.BN) and p.BM > 0 and p.BN > 0
+       and ceil_div(m, p.BM) * ceil_div(n, p.BN) < dev.compute_units then
+      pset = "small"
+    end
+  end
+  local p = variant_params(set, pset, t, override)
+  local d, lsz = check_params(variant, p, dev, SIZES[t])
+  d.REAL = t
+  if variant == "reg" then
+    d.VLA = fit_width(d.VLA, k, offA)
+    d.VLB = fit_width(d.VLB, n, offB)
+    d.VSC = (n % d.VWN == 0 and offC % d.VWN == 0) and 1 or 0
+    if m % d.BM == 0 and n % d.BN == 0 and k % d.BK == 0 then d.EVEN = 1 end
+  elseif variant == "packed" then
+    d.VSC = (n % d.VW == 0 and offC % d.VW == 0) and 1 or 0
+  end
+  return {variant = variant, set = pset, params = p, defines = d, local_size = lsz,
+          options = "-cl-mad-enable" .. (p.options and " " .. p.options or "")}
+end
+
 local function matmul(A, B, C, opts)
   local optarg = 4
   if opts == nil and type(C) == "table" then C, opts, optarg = nil, C, 3 end
@@ -449,49 +480,30 @@ local function matmul(A, B, C, opts)
     rootC, offC = C, 0
   end
   if m == 0 or n == 0 or k == 0 then
-    return C, C:fill(0, {wait = opts.wait, queue = q})
+    local ev = C:fill(0, {wait = opts.wait, queue = q})
+    return C, ev, {ev}
   end
 
-  local set = device_params(dev)
-  local variant = opts.variant or pick_variant(set, m, n, k)
-  local pset = variant
-  if variant == "reg" and not opts.variant and set.small then
-    local p = variant_params(set, "reg", t)
-    if p.BM and p.BN and ceil_div(m, p.BM) * ceil_div(n, p.BN) < dev.compute_units then
-      pset = "small"
-    end
-  end
-  local p = variant_params(set, pset, t, opts.params)
-  local size = SIZES[t]
-  local d, lsz = check_params(variant, p, dev, size)
-  d.REAL = t
-  local options = "-cl-mad-enable" .. (p.options and " " .. p.options or "")
+  local pl = plan(dev, m, n, k, t, offA, offB, offC, opts.variant, opts.params)
+  local variant, d, lsz = pl.variant, pl.defines, pl.local_size
+  local prog = program(dev, variant, d, pl.options)
   local waits = wait_list(opts)
   local run_opts = {wait = waits, queue = q}
   local ev
-
   if variant == "naive" or variant == "tiled" then
-    local prog = program(dev, variant, d, options)
     local kern = variant == "naive" and prog.matmul_naive or prog.matmul_tiled
     ev = kern(m, n, k, rootA, offA, rootB, offB, rootC, offC)
       :run({round_up(n, lsz[1]), round_up(m, lsz[2])}, lsz, run_opts)
   elseif variant == "reg" then
-    d.VLA = fit_width(d.VLA, k, offA)
-    d.VLB = fit_width(d.VLB, n, offB)
-    d.VSC = (n % d.VWN == 0 and offC % d.VWN == 0) and 1 or 0
-    if m % d.BM == 0 and n % d.BN == 0 and k % d.BK == 0 then d.EVEN = 1 end
-    local prog = program(dev, variant, d, options)
     ev = prog.matmul_reg(m, n, k, rootA, offA, rootB, offB, rootC, offC)
       :run({ceil_div(n, d.BN) * lsz[1], ceil_div(m, d.BM) * lsz[2]}, lsz, run_opts)
-  else -- packed
-    d.VSC = (n % d.VW == 0 and offC % d.VW == 0) and 1 or 0
-    local prog = program(dev, variant, d, options)
+  else -- packed: A and B into panels, then the product
     local pm, pn = ceil_div(m, d.TM), ceil_div(n, d.TN)
     local per_dev = scratch[dev]
     local last = per_dev and per_dev.last
     local inorder = q == nil or not q.out_of_order
     if last and (not inorder or per_dev.last_queue ~= (q or dev)) then
-      waits[#waits + 1] = last
+      waits[#waits + 1] = last   -- the packing buffers' last user ran elsewhere
     end
     local Ap = scratch_buffer(dev, t, 1, pm * d.TM * k)
     local Bp = scratch_buffer(dev, t, 2, pn * d.TN * k)
@@ -502,25 +514,26 @@ local function matmul(A, B, C, opts)
            {wait = not inorder and {ea, eb} or nil, queue = q})
     per_dev = scratch[dev]
     per_dev.last, per_dev.last_queue = ev, q or dev
+    return C, ev, {ea, eb, ev}
   end
-  return C, ev
+  return C, ev, {ev}
 end
 
 M.params = PARAMS
 M.variants = {"naive", "tiled", "reg", "packed"}
 
--- The variant and parameters matmul would use for an m x k by k x n product
--- of element type t on dev (for scripts that report or tune them).
-function M.choice(dev, m, n, k, t, variant)
-  t = t or "float"
-  local set = device_params(dev)
-  variant = variant or pick_variant(set, m, n, k)
-  local pset = variant
-  if variant == "reg" and set.small then
-    local p = variant_params(set, "reg", t)
-    if ceil_div(m, p.BM) * ceil_div(n, p.BN) < dev.compute_units then pset = "small" end
-  end
-  return variant, variant_params(set, pset, t)
+-- M.plan(dev, m, n, k [, type [, variant [, params]]]): how matmul would run
+-- that product on dev (operands at offset 0): {variant =, set =, params =,
+-- defines =, local_size =, options =}. For scripts that report or tune.
+function M.plan(dev, m, n, k, t, variant, override)
+  return plan(dev, m, n, k, t or "float", 0, 0, 0, variant, override)
+end
+
+-- M.param_set(dev, name [, type]): the parameters of set name ("naive",
+-- "tiled", "reg", "small", "packed") for dev, after the device entries and
+-- the double overrides (a new table).
+function M.param_set(dev, name, t)
+  return variant_params(device_params(dev), name, t or "float")
 end
 
 return setmetatable(M, {__call = function(_, ...) return matmul(...) end})

@@ -1,0 +1,213 @@
+-- luagpu.matmul: every variant against a product computed in Lua, on random
+-- data, at sizes that hit the edge cases (1x1x1, primes, tall and thin), in
+-- float and double, with views as operands; and every bad-input message.
+-- Sizes are chosen so that few programs are built (PoCL compiles slowly).
+local gpu = require "luagpu"
+local matmul = require "luagpu.matmul"
+
+local dev = gpu.device()
+
+local function random_table(n)
+  local t = {}
+  for i = 1, n do t[i] = math.random() * 2 - 1 end
+  return t
+end
+
+-- C = A * B in Lua, row-major, as a flat table.
+local function reference(a, b, m, n, k)
+  local c = {}
+  for i = 0, m - 1 do
+    for j = 0, n - 1 do
+      local s = 0
+      for x = 0, k - 1 do s = s + a[i * k + x + 1] * b[x * n + j + 1] end
+      c[i * n + j + 1] = s
+    end
+  end
+  return c
+end
+
+-- The largest difference over the largest magnitude of the reference
+-- (elements near zero make element-wise relative errors meaningless).
+local function rel_error(got, want, first, count)
+  first = first or 1
+  local diff, scale = 0, 0
+  for i = 1, count or #want do
+    diff = math.max(diff, math.abs(got[first + i - 1] - want[i]))
+    scale = math.max(scale, math.abs(want[i]))
+  end
+  return diff / math.max(scale, 1e-30)
+end
+
+local function expect_error(msg, f, ...)
+  local ok, err = pcall(f, ...)
+  assert.is_false(ok)
+  assert.matches(msg, tostring(err), 1, true)
+end
+
+-- Multiplies random m x k and k x n matrices with opts; checks C.
+local function check(m, n, k, t, opts)
+  local a, b = random_table(m * k), random_table(k * n)
+  local A = dev:buffer(t, {m, k}, {host = a})
+  local B = dev:buffer(t, {k, n}, {host = b})
+  local C, ev = matmul(A, B, opts)
+  assert.are.same({m, n}, C.shape)
+  assert.are.equal(t, C.type)
+  assert.is_nil(ev:wait())
+  local err = rel_error(C:get(), reference(a, b, m, n, k))
+  assert.is_true(err < 1e-4, ("%s %dx%dx%d %s: relative error %g")
+                 :format(opts and opts.variant or "auto", m, n, k, t, err))
+end
+
+describe("matmul", function()
+  local sizes = {{1, 1, 1}, {37, 41, 43}, {130, 3, 5}, {64, 64, 64}}
+  for _, variant in ipairs(matmul.variants) do
+    it(variant .. " gives A * B in float at edge sizes", function()
+      for _, s in ipairs(sizes) do check(s[1], s[2], s[3], "float", {variant = variant}) end
+    end)
+  end
+
+  it("gives A * B in double with every variant", function()
+    if not dev.fp64 then return end
+    for _, variant in ipairs(matmul.variants) do check(5, 19, 7, "double", {variant = variant}) end
+  end)
+
+  it("picks a variant by itself, and a tall, thin product works", function()
+    check(300, 2, 40, "float")
+    check(3, 3, 3, "float")
+    local variant = matmul.plan(dev, 3, 3, 3).variant
+    assert.are.equal("naive", variant)
+  end)
+
+  it("builds each program once", function()
+    check(37, 41, 43, "float", {variant = "reg"})
+    local built = matmul.programs_built
+    check(37, 41, 43, "float", {variant = "reg"})
+    check(41, 43, 37, "float", {variant = "reg"})
+    assert.are.equal(built, matmul.programs_built)
+  end)
+
+  it("writes into a given C and returns it", function()
+    local a, b = random_table(6 * 4), random_table(4 * 5)
+    local A = dev:buffer("float", {6, 4}, {host = a})
+    local B = dev:buffer("float", {4, 5}, {host = b})
+    local C = dev:buffer("float", {6, 5})
+    local C2, ev = matmul(A, B, C, {variant = "tiled"})
+    assert.are.equal(C, C2)
+    ev:wait()
+    assert.is_true(rel_error(C:get(), reference(a, b, 6, 5, 4)) < 1e-4)
+  end)
+
+  it("takes views and 1-D buffers with their sizes in opts", function()
+    local m, n, k = 9, 11, 13
+    local a, b = random_table(m * k), random_table(k * n)
+    local want = reference(a, b, m, n, k)
+    -- A at an odd offset of a larger buffer, B 1-D, C a view in the middle
+    local bigA = dev:buffer("float", m * k + 3)
+    bigA:sub(4, m * k + 3):write(a)
+    local B = dev:buffer("float", k * n, {host = b})
+    local bigC = dev:buffer("float", m * n + 40)
+    bigC:fill(7)
+    for _, variant in ipairs(matmul.variants) do
+      local C = bigC:sub(21, 20 + m * n)
+      local _, ev = matmul(bigA:sub(4, m * k + 3), B, C, {m = m, n = n, variant = variant})
+      ev:wait()
+      local got = bigC:get()
+      assert.is_true(rel_error(got, want, 21, m * n) < 1e-4, variant)
+      assert.are.equal(7, got[20])
+      assert.are.equal(7, got[21 + m * n])
+    end
+    -- sizes inferred from the other operands: only m given, C made
+    local C = matmul(bigA:sub(4, m * k + 3), dev:buffer("float", {k, n}, {host = b}), {m = m})
+    assert.are.same({m, n}, C.shape)
+    assert.is_true(rel_error(C:get(), want) < 1e-4)
+  end)
+
+  it("waits for opts.wait and runs on opts.queue", function()
+    local q = dev:queue{out_of_order = true}
+    local a, b = random_table(20 * 30), random_table(30 * 10)
+    local A, B = dev:buffer("float", {20, 30}), dev:buffer("float", {30, 10})
+    local ea = A:write(a, {queue = q})
+    local eb = B:write(b, {queue = q})
+    for _, variant in ipairs{"packed", "naive"} do
+      local C, ev = matmul(A, B, {wait = {ea, eb}, queue = q, variant = variant})
+      ev:wait()
+      assert.is_true(rel_error(C:get(), reference(a, b, 20, 10, 30)) < 1e-4)
+    end
+  end)
+
+  it("gives zeros for K = 0 and an empty C for M = 0", function()
+    local C, ev = matmul(dev:buffer("float", {3, 0}), dev:buffer("float", {0, 2}))
+    ev:wait()
+    assert.are.same({0, 0, 0, 0, 0, 0}, C:get():totable())
+    local E = matmul(dev:buffer("float", {0, 4}), dev:buffer("float", {4, 2}))
+    assert.are.same({0, 2}, E.shape)
+  end)
+
+  it("takes parameter overrides and checks them", function()
+    check(33, 35, 20, "float", {variant = "reg", params = {BM = 8, BN = 8, BK = 4, TM = 2,
+                                TN = 2, VWM = 2, VWN = 2, VLA = 2, VLB = 2, DB = 2}})
+    local A, B = dev:buffer("float", {8, 8}), dev:buffer("float", {8, 8})
+    expect_error("luagpu: matmul: reg parameters: BM (8) and BN (12) must be multiples of TM (8) and TN (8)",
+                 matmul, A, B, {variant = "reg", params = {BM = 8, BN = 12, TM = 8, TN = 8}})
+    expect_error("luagpu: matmul: tiled parameters: work-groups of 100 x 100 = 10000 work-items, the device allows",
+                 matmul, A, B, {variant = "tiled", params = {TS = 100}})
+    expect_error("luagpu: matmul: packed parameters: VW: expected a vector width (1, 2, 4, 8 or 16), got 3",
+                 matmul, A, B, {variant = "packed", params = {VW = 3}})
+  end)
+
+  it("runs examples/matmul.lua, which checks itself", function()
+    local prog = (os.getenv("LUAGPU_BUILD") or "build") .. "/luagpu"
+    local p = io.popen(prog .. " examples/matmul.lua 40 2>&1; echo \"exit=$?\"")
+    local out = p:read("a")
+    p:close()
+    assert.matches("exit=0\n$", out)
+    assert.matches("\nok\n", out)
+    for _, name in ipairs{"naive", "tiled", "reg", "own choice"} do
+      assert.matches(name, out, 1, true)
+    end
+  end)
+
+  it("rejects bad input with messages that say what was expected", function()
+    local A = dev:buffer("float", {2, 3})
+    local B = dev:buffer("float", {4, 5})
+    local B3 = dev:buffer("float", {3, 5})
+    expect_error("luagpu: matmul: argument #1: expected a buffer, got nil", matmul, nil, B)
+    expect_error("luagpu: matmul: argument #2: expected a buffer, got table", matmul, A, {})
+    expect_error("luagpu: matmul: argument #1: expected a buffer of float or double, got one of int",
+                 matmul, dev:buffer("int", {2, 3}), B3)
+    expect_error("luagpu: matmul: argument #2: expected a buffer of float (as A), got one of double",
+                 matmul, A, dev:buffer("double", {3, 5}))
+    expect_error("luagpu: matmul: argument #2: B has 4 rows, but A has 3 columns", matmul, A, B)
+    expect_error("luagpu: matmul: argument #3: C has 3 rows, but A has 2 rows",
+                 matmul, A, B3, dev:buffer("float", {3, 5}))
+    expect_error("luagpu: matmul: argument #3: expected 10 elements (C is 2 x 5), got 9",
+                 matmul, A, B3, dev:buffer("float", 9))
+    expect_error("luagpu: matmul: argument #1: a 1-D buffer needs its sizes: give opts.m and opts.k, or a 2-D buffer",
+                 matmul, dev:buffer("float", 6), dev:buffer("float", 15))
+    expect_error("luagpu: matmul: argument #1: 7 elements do not make rows of 3 (B has 3 rows)",
+                 matmul, dev:buffer("float", 7), B3)
+    expect_error("luagpu: matmul: argument #1: expected a 2-D buffer (or a 1-D one with sizes in opts), got a 3-D one",
+                 matmul, dev:buffer("float", {2, 3, 1}), B3)
+    expect_error("luagpu: matmul: argument #1: A has 3 columns, but option k is 4", matmul, A, B3, {k = 4})
+    expect_error("luagpu: matmul: argument #3: unknown option 'varaint' (expected variant, params, m, n, k, wait, queue)",
+                 matmul, A, B3, {varaint = "reg"})
+    expect_error("luagpu: matmul: argument #4: option variant: expected \"naive\", \"tiled\", \"reg\" or \"packed\", got \"fast\"",
+                 matmul, A, B3, dev:buffer("float", {2, 5}), {variant = "fast"})
+    expect_error("luagpu: matmul: argument #3: option m: expected an integer >= 0, got -1",
+                 matmul, A, B3, {m = -1})
+    expect_error("luagpu: matmul: argument #3: option queue: expected a luagpu.Queue, got number",
+                 matmul, A, B3, {queue = 1})
+    expect_error("luagpu: matmul: argument #4: expected an options table, got string",
+                 matmul, A, B3, dev:buffer("float", {2, 5}), "reg")
+    local shared = dev:buffer("float", 6 + 10)
+    expect_error("luagpu: matmul: argument #3: C overlaps A (they share memory)",
+                 matmul, shared:sub(1, 6), B3, shared:sub(5, 14), {m = 2})
+    local gone = dev:buffer("float", {3, 5})
+    gone:release()
+    expect_error("luagpu: matmul: argument #2: attempt to use a released buffer", matmul, A, gone)
+    if not dev.fp64 then
+      expect_error("has no double precision (fp64)", matmul,
+                   dev:buffer("double", {2, 3}), dev:buffer("double", {3, 5}))
+    end
+  end)
+end)
