@@ -129,12 +129,21 @@ local HUGE = {1 << 40, 1 << 50, 1 << 62, math.maxinteger, 2 ^ 63, 1e300, 2 ^ 40 
 local BAD = {0, -1, -4096, math.mininteger, 1.5, 0 / 0, math.huge, -math.huge, "10", "x",
              true, -2 ^ 63}
 
+-- v, unless it is a size that a host array or buffer could really take
+-- between 1 M and 1 T elements (then -v): the fuzzer allocates nothing large
+local function not_large(v)
+  if type(v) == "number" and v == v and math.abs(v) > (1 << 20) and math.abs(v) < 2 ^ 41 then
+    return -math.abs(v)
+  end
+  return v
+end
+
 local function gcount()
   local r = R()
   if r < 0.6 then return SMALL[R(#SMALL)] end
   if r < 0.75 then return HUGE[R(#HUGE)] end
   if r < 0.95 then return BAD[R(#BAD)] end
-  return any()
+  return not_large(any())
 end
 
 -- a count or a shape; a real allocation stays under 1 MiB elements

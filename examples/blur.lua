@@ -65,7 +65,12 @@ local function to_string(a)
 end
 
 local w, h, channels, samples = read_pnm(input)
-local output = arg and arg[2] or os.tmpname() .. (channels == 3 and ".ppm" or ".pgm")
+local output = arg and arg[2]
+if not output then                       -- a fresh name in the temporary folder
+  local base = os.tmpname()
+  os.remove(base)
+  output = base .. (channels == 3 and ".ppm" or ".pgm")
+end
 local dev = gpu.device()
 print("device: " .. dev.name)
 print(string.format("%s: %d x %d, %d channel%s; box blur of radius %d", input, w, h, channels,

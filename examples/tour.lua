@@ -7,7 +7,7 @@ local reduce = require "luagpu.reduce"
 local matmul = require "luagpu.matmul"
 
 local function section(title) print(("\n== %s "):format(title) .. ("="):rep(60 - #title)) end
-local function check(ok, what) print(("   %-44s %s"):format(what, ok and "ok" or "MISMATCH")); assert(ok, what) end
+local function check(ok, what) print(("   %-56s %s"):format(what, ok and "ok" or "MISMATCH")); assert(ok, what) end
 
 section("devices")
 for i, d in ipairs(gpu.devices()) do print(("%3d  %s"):format(i, tostring(d))) end

@@ -382,8 +382,8 @@ static int call_run(lua_State *L) {
   push_call_device(L, 1);
   lg_getopts(L, 4, 5, "call:run", 3, &o);
   offdims = get_offset(L, 4, off, "call:run", 3);
-  return launch(L, 1, 2, 3, offdims ? off : NULL, offdims, o.queue->q, 6, o.nwait, o.wait,
-                "call:run", 1);
+  return launch(L, 1, 2, 3, offdims ? off : NULL, offdims, o.queue->q,
+                o.queue->q == d->queue ? 0 : 6, o.nwait, o.wait, "call:run", 1);
 }
 
 /* dev:run(call, global [, local] [, ev...] [, opts]) */
@@ -405,7 +405,7 @@ static int dev_run(lua_State *L) {
   if (top < 4) lua_settop(L, 4);
   lua_pushnil(L);                           /* stands for absent options */
   lg_getopts(L, optidx ? optidx : lua_gettop(L), 1, "dev:run", optidx - 1, &o);
-  qidx = lua_gettop(L) - 1;
+  qidx = o.queue->q == d->queue ? 0 : lua_gettop(L) - 1;   /* the default queue: none */
   if (optidx) offdims = get_offset(L, optidx, off, "dev:run", optidx - 1);
   lg_push_waitlist(L, 5, last, d->ctx, "dev:run", &ow);
   if (o.nwait > 0 && ow.nwait > 0) {      /* both: one list of all */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -89,22 +90,18 @@ static void push_defines(lua_State *L, int idx, const char *fn, int arg) {
   lua_remove(L, list);
 }
 
-/* Adds the folders named by -I in the user's options to dirs. */
-static void user_include_dirs(const char *opt, const char **dirs, int *ndirs,
-                              char (*store)[PATH_MAX], int nstore) {
-  int used = 0;
-  while (opt != NULL && (opt = strstr(opt, "-I")) != NULL && used < nstore &&
-         *ndirs < MAX_DIRS - 1) {
+/* Adds the folders named by -I in the user's options to dirs, pushing each
+** one's name (the pointers stay valid while they stay on the stack). */
+static void user_include_dirs(lua_State *L, const char *opt, const char **dirs, int *ndirs) {
+  const char *p = opt;
+  while (p != NULL && (p = strstr(p, "-I")) != NULL && *ndirs < MAX_DIRS - 1) {
     const char *e;
-    opt += 2;
-    while (*opt == ' ') opt++;
-    for (e = opt; *e && *e != ' '; e++) {}
-    if (e > opt && (size_t)(e - opt) < PATH_MAX) {
-      memcpy(store[used], opt, (size_t)(e - opt));
-      store[used][e - opt] = '\0';
-      dirs[(*ndirs)++] = store[used++];
-    }
-    opt = e;
+    int word = p == opt || p[-1] == ' ';
+    p += 2;
+    while (*p == ' ') p++;
+    for (e = p; *e && *e != ' '; e++) {}
+    if (word && e > p) dirs[(*ndirs)++] = lua_pushlstring(L, p, (size_t)(e - p));
+    p = e;
   }
 }
 
@@ -254,8 +251,8 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
   lg_Program *p;
   luaL_Buffer b;
   const char *user = NULL, *options, *defines, *dirs[MAX_DIRS], *key = NULL;
-  char kdir[PATH_MAX + 16], store[MAX_DIRS - 2][PATH_MAX];
-  int ndirs = 0, fields, progidx, i;
+  char kdir[PATH_MAX + 16];
+  int ndirs = 0, fields, progidx, defidx, i;
   unsigned char sum[32];
   if (!lua_isnoneornil(L, optidx)) {
     if (!lua_istable(L, optidx))
@@ -277,6 +274,7 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
   } else {
     lua_pushnil(L);
   }
+  defidx = lua_gettop(L);
   p = lua_newuserdatauv(L, sizeof *p, 3);   /* released until the build succeeds */
   memset(p, 0, sizeof *p);
   p->dev = d;
@@ -287,12 +285,12 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
 
   /* include folders: the source's, the user's -I, the root's kernels/ */
   dirs[ndirs++] = srcdir;
-  user_include_dirs(user, dirs, &ndirs, store, MAX_DIRS - 2);
+  user_include_dirs(L, user, dirs, &ndirs);
   if (lg_root_dir() != NULL) {
     snprintf(kdir, sizeof kdir, "%s/kernels", lg_root_dir());
     dirs[ndirs++] = kdir;
   }
-  if (lua_istable(L, progidx - 1)) push_defines(L, progidx - 1, fn, optidx - 1);
+  if (lua_istable(L, defidx)) push_defines(L, defidx, fn, optidx - 1);
   else lua_pushliteral(L, "");
   defines = lua_tostring(L, -1);
   luaL_buffinit(L, &b);
@@ -376,6 +374,7 @@ static int dev_build_file(lua_State *L) {
   const char *path;
   char real[PATH_MAX], alt[PATH_MAX + 32];
   FILE *f = NULL;
+  struct stat st;
   luaL_Buffer b;
   size_t n;
   lg_checkdevice(L, 1);
@@ -392,6 +391,10 @@ static int dev_build_file(lua_State *L) {
     }
   }
   f = fopen(alt, "rb");
+  if (f != NULL && (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))) {
+    fclose(f);
+    return lg_argerror(L, "dev:build_file", 1, "'%s' is not a file", path);
+  }
   if (f == NULL)
     return lg_argerror(L, "dev:build_file", 1, "cannot open '%s': %s", path, strerror(errno));
   luaL_buffinit(L, &b);

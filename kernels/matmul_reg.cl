@@ -24,9 +24,16 @@
 **   DB         0: load a tile, then compute; 1: load the next tile into
 **              registers while computing on this one; 2: as 1, with two local
 **              buffers (one barrier per step instead of two)
-**   EVEN       M % BM == 0, N % BN == 0 and K % BK == 0: no bounds checks.
-**              Without it, a tile that crosses an edge loads element by
-**              element with checks (zeros outside); the others do not check.
+**   EVEN       M % BM == 0, N % BN == 0 and K % BK == 0: no clamping and no
+**              checks. Without it, loads past M (rows of A) and N (columns
+**              of B) are clamped into the matrices (what they feed is never
+**              stored), and stores to C are checked.
+**   KTAIL      K % BK != 0: the last step reads zeros past K.
+**
+** Split K: with KS < K, work-group z of a grid with a third dimension sums
+** k = z*KS .. z*KS+KS-1 only, into the z-th M x N slice of C (a scratch
+** buffer); matmul_sum then adds the slices into the real C. KS is a multiple
+** of BK. Without a split, KS = K and the grid has one slice.
 **   UNROLLK    how many steps of the inner loop are unrolled (default BK)
 **   FMA        use fma() (CPUs, where mad() may not fuse)
 */
@@ -90,51 +97,41 @@ typedef VTYPE(VWM) realm;
 typedef VTYPE(VLA) reala;
 typedef VTYPE(VLB) realb;
 
-/* Global loads of one step into registers ra[NLA], rb[NLB]: tile rows
-** ar[i] / br[i], columns ak[i] / bc[i] (fixed per work-item), at k0. */
-#define LOAD_GLOBAL(k0, checked)                                                \
+/* Global loads of the step at k0 into registers ra[NLA], rb[NLB]. Load i
+** of A reads VLA elements of tile row ar[i] from column k0 + ak[i], at
+** A + aoff[i] + k0 + ak[i]; load i of B reads VLB elements of row k0 + br[i]
+** from tile column bc[i], at B + boff[i] + (k0 + br[i]) * N. Without EVEN,
+** aoff and boff clamp rows of A past M and columns of B past N into the
+** matrices: those only feed elements of C that are never stored. With KTAIL
+** (K % BK != 0) what lies past kend (K, or the end of this group's slice
+** of K) reads as zero, from clamped addresses. */
+#ifdef KTAIL
+#define LOAD_GLOBAL(k0)                                                         \
   do {                                                                          \
-    if (!(checked)) {                                                           \
-      UNROLL(NLA)                                                               \
-      for (int i = 0; i < NLA; i++)                                             \
-        ra[i] = *(const __global reala *)(A + (size_t)(row0 + ar[i]) * K + (k0) + ak[i]); \
-      UNROLL(NLB)                                                               \
-      for (int i = 0; i < NLB; i++)                                             \
-        rb[i] = *(const __global realb *)(B + (size_t)((k0) + br[i]) * N + col0 + bc[i]); \
-    } else {                                                                    \
-      UNROLL(NLA)                                                               \
-      for (int i = 0; i < NLA; i++) {                                           \
-        REAL t[VLA];                                                            \
-        const int gr = row0 + ar[i];                                            \
-        UNROLL(VLA)                                                             \
-        for (int j = 0; j < VLA; j++) {                                         \
-          const int gk = (k0) + ak[i] + j;                                      \
-          t[j] = (gr < M && gk < K) ? A[(size_t)gr * K + gk] : (REAL)0;         \
-        }                                                                       \
-        ra[i] = PACK(VLA, t);                                                   \
-      }                                                                         \
-      UNROLL(NLB)                                                               \
-      for (int i = 0; i < NLB; i++) {                                           \
-        REAL t[VLB];                                                            \
-        const int gk = (k0) + br[i];                                            \
-        UNROLL(VLB)                                                             \
-        for (int j = 0; j < VLB; j++) {                                         \
-          const int gc = col0 + bc[i] + j;                                      \
-          t[j] = (gk < K && gc < N) ? B[(size_t)gk * N + gc] : (REAL)0;         \
-        }                                                                       \
-        rb[i] = PACK(VLB, t);                                                   \
-      }                                                                         \
+    UNROLL(NLA)                                                                 \
+    for (int i = 0; i < NLA; i++) {                                             \
+      const int k = (k0) + ak[i];                                               \
+      const reala v = *(const __global reala *)(A + aoff[i] + min(k, kend - VLA)); \
+      ra[i] = k < kend ? v : (reala)0;                                          \
+    }                                                                           \
+    UNROLL(NLB)                                                                 \
+    for (int i = 0; i < NLB; i++) {                                             \
+      const int k = (k0) + br[i];                                               \
+      const realb v = *(const __global realb *)(B + boff[i] + (size_t)min(k, kend - 1) * N); \
+      rb[i] = k < kend ? v : (realb)0;                                          \
     }                                                                           \
   } while (0)
-
-#define PACK1(t) (t)[0]
-#define PACK2(t) (VTYPE2)((t)[0], (t)[1])
-#define PACK4(t) (VTYPE4)((t)[0], (t)[1], (t)[2], (t)[3])
-#define PACK8(t) (VTYPE8)((t)[0], (t)[1], (t)[2], (t)[3], (t)[4], (t)[5], (t)[6], (t)[7])
-#define PACK16(t) (VTYPE16)((t)[0], (t)[1], (t)[2], (t)[3], (t)[4], (t)[5], (t)[6], \
-                            (t)[7], (t)[8], (t)[9], (t)[10], (t)[11], (t)[12], (t)[13], \
-                            (t)[14], (t)[15])
-#define PACK(w, t) CAT(PACK, w)(t)
+#else
+#define LOAD_GLOBAL(k0)                                                         \
+  do {                                                                          \
+    UNROLL(NLA)                                                                 \
+    for (int i = 0; i < NLA; i++)                                               \
+      ra[i] = *(const __global reala *)(A + aoff[i] + (k0) + ak[i]);            \
+    UNROLL(NLB)                                                                 \
+    for (int i = 0; i < NLB; i++)                                               \
+      rb[i] = *(const __global realb *)(B + boff[i] + (size_t)((k0) + br[i]) * N); \
+  } while (0)
+#endif
 
 /* Stores the registers into the local tiles As, Bs (A transposed). */
 #define STORE_LOCAL(As, Bs)                                                     \
@@ -177,7 +174,7 @@ typedef VTYPE(VLB) realb;
   } while (0)
 
 __kernel __attribute__((reqd_work_group_size(WGN, WGM, 1)))
-void matmul_reg(const int M, const int N, const int K,
+void matmul_reg(const int M, const int N, const int K, const int KS,
                 __global const REAL *restrict A, const ulong offA,
                 __global const REAL *restrict B, const ulong offB,
                 __global REAL *restrict C, const ulong offC) {
@@ -187,25 +184,39 @@ void matmul_reg(const int M, const int N, const int K,
   const int tx = get_local_id(0), ty = get_local_id(1);
   const int tid = ty * WGN + tx;
   const int col0 = get_group_id(0) * BN, row0 = get_group_id(1) * BM;
-  int ar[NLA], ak[NLA], br[NLB], bc[NLB];
+  /* split K: group z sums k in kbeg .. kend-1 into the z-th M x N slice of C */
+  const int kbeg = get_group_id(2) * KS, kend = min(K, kbeg + KS);
+  int ak[NLA], br[NLB];
+  size_t aoff[NLA], boff[NLB];
   reala ra[NLA];
   realb rb[NLB];
   realn acc[TM][TN / VWN];
 
   A += offA;
   B += offB;
-  C += offC;
+  C += offC + get_group_id(2) * (size_t)M * N;
+  int ar[NLA], bc[NLB];
   UNROLL(NLA)
   for (int i = 0; i < NLA; i++) {
     const int id = tid + i * NT;
     ar[i] = id / (BK / VLA);
     ak[i] = (id % (BK / VLA)) * VLA;
+#ifdef EVEN
+    aoff[i] = (size_t)(row0 + ar[i]) * K;
+#else
+    aoff[i] = (size_t)min(row0 + ar[i], M - 1) * K;
+#endif
   }
   UNROLL(NLB)
   for (int i = 0; i < NLB; i++) {
     const int id = tid + i * NT;
     br[i] = id / (BN / VLB);
     bc[i] = (id % (BN / VLB)) * VLB;
+#ifdef EVEN
+    boff[i] = col0 + bc[i];
+#else
+    boff[i] = min(col0 + bc[i], N - VLB);
+#endif
   }
   UNROLL(TM)
   for (int i = 0; i < TM; i++) {
@@ -213,37 +224,30 @@ void matmul_reg(const int M, const int N, const int K,
     for (int j = 0; j < TN / VWN; j++) acc[i][j] = (realn)0;
   }
 
-#ifdef EVEN
-#define EDGE(k0) false
-#else
-  const bool edge_mn = row0 + BM > M || col0 + BN > N;
-#define EDGE(k0) (edge_mn || (k0) + BK > K)
-#endif
-
 #if DB == 0
-  for (int k0 = 0; k0 < K; k0 += BK) {
-    LOAD_GLOBAL(k0, EDGE(k0));
+  for (int k0 = kbeg; k0 < kend; k0 += BK) {
+    LOAD_GLOBAL(k0);
     barrier(CLK_LOCAL_MEM_FENCE);
     STORE_LOCAL(As[0], Bs[0]);
     barrier(CLK_LOCAL_MEM_FENCE);
     COMPUTE(As[0], Bs[0]);
   }
 #elif DB == 1
-  LOAD_GLOBAL(0, EDGE(0));
-  for (int k0 = 0; k0 < K; k0 += BK) {
+  LOAD_GLOBAL(kbeg);
+  for (int k0 = kbeg; k0 < kend; k0 += BK) {
     barrier(CLK_LOCAL_MEM_FENCE);
     STORE_LOCAL(As[0], Bs[0]);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (k0 + BK < K) LOAD_GLOBAL(k0 + BK, EDGE(k0 + BK));
+    if (k0 + BK < kend) LOAD_GLOBAL(k0 + BK);
     COMPUTE(As[0], Bs[0]);
   }
 #else
-  LOAD_GLOBAL(0, EDGE(0));
+  LOAD_GLOBAL(kbeg);
   STORE_LOCAL(As[0], Bs[0]);
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (int k0 = 0, cur = 0; k0 < K; k0 += BK, cur ^= 1) {
-    const bool more = k0 + BK < K;
-    if (more) LOAD_GLOBAL(k0 + BK, EDGE(k0 + BK));
+  for (int k0 = kbeg, cur = 0; k0 < kend; k0 += BK, cur ^= 1) {
+    const bool more = k0 + BK < kend;
+    if (more) LOAD_GLOBAL(k0 + BK);
     COMPUTE(As[cur], Bs[cur]);
     if (more) STORE_LOCAL(As[cur ^ 1], Bs[cur ^ 1]);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -281,4 +285,15 @@ void matmul_reg(const int M, const int N, const int K,
       }
     }
   }
+}
+
+/* The sum of the S slices of a split-K product (each M*N = MN elements, one
+** after another in P) into C at offset offC. One work-item per element. */
+__kernel void matmul_sum(const int S, const ulong MN, __global const REAL *restrict P,
+                         __global REAL *restrict C, const ulong offC) {
+  const size_t i = get_global_id(0);
+  if (i >= MN) return;
+  REAL s = P[i];
+  for (int z = 1; z < S; z++) s += P[z * MN + i];
+  C[offC + i] = s;
 }

@@ -195,6 +195,15 @@ describe("dev:build_file", function()
     assert.equal(d .. "/main.cl", p.file)
   end)
 
+  it("finds includes in the folders of the user's -I", function()
+    local d = tmpdir()
+    write_file(d .. "/value.h", "#define VALUE 17\n")
+    local p = dev:build('#include "value.h"\n'
+                        .. "__kernel void f(__global int *out) { out[0] = VALUE; }",
+                        {options = "-I " .. d})
+    assert.equal(17, run1(p.f))
+  end)
+
   it("finds includes in the root's kernels/ folder", function()
     if not gpu.root then return pending("no checkout or install root") end
     local p = dev:build[[
@@ -223,6 +232,9 @@ describe("dev:build_file", function()
               dev.build_file, dev, "no/such.cl")
     has_error("luagpu: dev:build_file: argument #1: expected a file name, got no value",
               dev.build_file, dev)
+    local d = tmpdir()
+    has_error("luagpu: dev:build_file: argument #1: '" .. d .. "' is not a file",
+              dev.build_file, dev, d)
   end)
 end)
 

@@ -13,9 +13,13 @@ mkdir -p "$LOGS"
 export LUAGPU_BUILD="$BUILD"
 VG="valgrind --error-exitcode=99 --leak-check=full --show-leak-kinds=definite \
   --errors-for-leak-kinds=definite --suppressions=tools/valgrind.supp --num-callers=40 \
+  --keep-debuginfo=yes \
   --gen-suppressions=all"
-BUSTED="lua5.4 /usr/bin/busted --lpath=lua/?.lua;lua/?/init.lua;spec/?.lua --cpath=$BUILD/?.so -o TAP"
-LUA="lua5.4 -e package.cpath='$BUILD/?.so;'..package.cpath"
+# The luagpu program, not lua5.4 with the module: it keeps the module and the
+# OpenCL loader loaded until the process ends, so what they hold is not
+# reported lost when lua_close unloads them, and stacks keep their names.
+BUSTED="$BUILD/luagpu /usr/bin/busted --lpath=lua/?.lua;lua/?/init.lua;spec/?.lua --cpath=$BUILD/?.so -o TAP"
+LUA="$BUILD/luagpu"
 passed=0
 failed=0
 

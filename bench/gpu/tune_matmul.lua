@@ -21,8 +21,8 @@
 -- every value of one parameter (tile shape, BK, DB, vector widths, padding,
 -- unrolling, build options) keeping the best, then the next parameter, for
 -- two passes or until the budget is spent. Each point is built once, run
--- twice to warm up, then timed R times by OpenCL profiling (the kernel's
--- own duration; the median). Before it is timed, each point's result is
+-- twice to warm up, then timed R times by OpenCL profiling (from the start
+-- of the call's first kernel to the end of its last; the median). Before it is timed, each point's result is
 -- compared with the "tiled" kernel's on sampled rows: a wrong point is
 -- reported and skipped. Lines:
 --   POINT  tflops  ms  params         every point
@@ -177,8 +177,8 @@ local function measure(variant, p, m, n, k, reps)
   if not (e < 1e-4) then return nil, ("wrong result (relative error %.2g)"):format(e) end
   local times = {}
   for i = 1, reps do
-    local _, ev = matmul(A, B, C, o)
-    times[i] = ev.duration * 1e-9
+    local _, ev, events = matmul(A, B, C, o)
+    times[i] = (ev:profile()["end"] - events[1]:profile().start) * 1e-9
   end
   local s = median(times)
   return 2.0 * m * n * k / s * 1e-12, s * 1e3
@@ -289,26 +289,51 @@ if opt.small > 0 and variant == "reg" then
         key_of(small), big_tf))
 end
 
--- The winner at each verify size, and the build log with -cl-nv-verbose.
+-- On NVIDIA: registers and local memory of the winners from their build
+-- logs (-cl-nv-verbose), and from those how many of their work-groups fit
+-- on one compute unit (65536 registers, 2048 work-items and about 228 KiB
+-- of shared memory each): groups_per_cu, which lets matmul split K when
+-- the last wave of work-groups would run nearly empty.
+local function occupancy(p, name)
+  local pl = matmul.plan(dev, opt.size, opt.size, opt.size, t, variant, p)
+  local prog = dev:build(gpu.kernel_source("matmul_reg.cl"),
+                         {defines = pl.defines, options = pl.options .. " -cl-nv-verbose"})
+  print(("build log of the %s winner (-cl-nv-verbose):"):format(name))
+  print(prog.log)
+  local regs = tonumber(prog.log:match("Used (%d+) registers"))
+  local smem = tonumber(prog.log:match("(%d+) bytes smem")) or 0
+  if not regs then return nil end
+  local nt = pl.local_size[1] * pl.local_size[2]
+  local occ = math.min(65536 // (regs * nt), 2048 // nt, (228 * 1024) // math.max(smem + 1024, 1))
+  print(("%s: %d registers, %d bytes of local memory, %d work-items: %d group(s) per compute unit")
+        :format(name, regs, smem, nt, occ))
+  return occ >= 1 and occ or nil
+end
+if nv and variant == "reg" then
+  best.groups_per_cu = occupancy(best, "large")
+  if small then small.groups_per_cu = occupancy(small, "small") end
+end
+
+-- The winner at each verify size (the small set where matmul would use it),
+-- as matmul picks the split of K, and without a split where it splits.
 for _, s in ipairs(verify) do
   local m, n, k = dims(s)
   local p = best
   if small and m and math.ceil(m / best.BM) * math.ceil(n / best.BN) < dev.compute_units then
     p = small
   end
+  local pl = matmul.plan(dev, m, n, k, t, variant, p)
   local tf, ms = measure(variant, p, m, n, k, opt.reps)
   if tf then
-    print(("MATMUL %s %.2f TFLOP/s %.3f ms"):format(s, tf, ms))
+    print(("MATMUL %s %.2f TFLOP/s %.3f ms (%s set, %d slice(s) of K)"):format(s, tf, ms,
+          p == small and "small" or "large", pl.slices or 1))
   else
     print(("MATMUL %s error: %s"):format(s, ms))
   end
-end
-if nv and variant == "reg" then
-  local pl = matmul.plan(dev, opt.size, opt.size, opt.size, t, variant, best)
-  local prog = dev:build(gpu.kernel_source("matmul_reg.cl"),
-                         {defines = pl.defines, options = pl.options .. " -cl-nv-verbose"})
-  print("build log of the winner (-cl-nv-verbose):")
-  print(prog.log)
+  if (pl.slices or 1) > 1 then
+    local tf1, ms1 = measure(variant, copy(p, {splitk = 1}), m, n, k, opt.reps)
+    print(("MATMUL %s %.2f TFLOP/s %.3f ms without splitting K"):format(s, tf1 or -1, ms1 or -1))
+  end
 end
 
 -- The entry for matmul.params.

@@ -32,8 +32,8 @@ local SIZES = {float = 4, double = 8}
 -- Parameters per device class ("gpu", "cpu", "accelerator", "other") and per
 -- device: a key that is not a class is matched against the device name
 -- (case-insensitive substring; the longest match wins) and its fields
--- replace the class's, variant by variant. Within a variant, a `double`
--- table replaces fields for double precision. `auto` picks the variant when
+-- replace the class's, field by field within each variant. Within a
+-- variant, a `double` table replaces fields for double precision. `auto` picks the variant when
 -- opts.variant does not; `small` is the reg parameters used when the large
 -- tiles would leave compute units idle; `tiny` (M*N*K below it) goes naive.
 --
@@ -69,6 +69,13 @@ local PARAMS = {
              double = {VWM = 2, VWN = 2, VLA = 2, VLB = 2, PADA = 2}},
     packed = {TM = 4, TN = 8, VW = 4, lx = 16, ly = 8, unroll = 1},
   },
+}
+-- Device entries, found by bench/gpu/tune_matmul.lua on each device.
+PARAMS["NVIDIA H200"] = {   -- NVIDIA CUDA, driver 580.159.04: 50.1 TFLOP/s at 4096
+  reg = {BM = 128, BN = 256, BK = 16, TM = 8, TN = 16, VWM = 4, VWN = 4, VLA = 4, VLB = 4,
+         PADA = 4, PADB = 0, DB = 1, groups_per_cu = 1},
+  small = {BM = 64, BN = 128, BK = 16, TM = 8, TN = 8, VWM = 4, VWN = 4, VLA = 4, VLB = 4,
+           PADA = 4, PADB = 0, DB = 1},
 }
 PARAMS.accelerator = PARAMS.gpu
 PARAMS.other = PARAMS.gpu
@@ -108,7 +115,23 @@ local function device_params(dev)
   local merged = {}
   for k, v in pairs(cls) do merged[k] = v end
   for _, key in ipairs(hits) do
-    for k, v in pairs(PARAMS[key]) do merged[k] = v end
+    for k, v in pairs(PARAMS[key]) do
+      local base = merged[k]
+      if type(v) == "table" and type(base) == "table" then
+        -- a variant table: the device's fields over the class's (their
+        -- double tables likewise)
+        local t = {}
+        for f, x in pairs(base) do t[f] = x end
+        for f, x in pairs(v) do t[f] = x end
+        if type(base.double) == "table" and type(v.double) == "table" then
+          t.double = {}
+          for f, x in pairs(base.double) do t.double[f] = x end
+          for f, x in pairs(v.double) do t.double[f] = x end
+        end
+        v = t
+      end
+      merged[k] = v
+    end
   end
   return merged
 end
@@ -121,6 +144,8 @@ local function variant_params(set, variant, t, override)
     if k ~= "double" then p[k] = v end
   end
   if t == "double" and set[variant] and set[variant].double then
+    -- the occupancy found for float does not hold for other tiles
+    if set[variant].double.groups_per_cu == nil then p.groups_per_cu = nil end
     for k, v in pairs(set[variant].double) do p[k] = v end
   end
   if override then
@@ -412,6 +437,40 @@ local function pick_variant(set, m, n, k)
   return set.auto or "reg"
 end
 
+-- How many slices of K the reg kernel splits an m x n x k product into,
+-- and the length of each (a multiple of BK). The tiles are handed out to
+-- the compute units in waves of groups_per_cu x compute units; when the
+-- last wave would be mostly idle (M or N just past a multiple of the tile:
+-- 4097 takes 5 waves where 4096 takes 4), cutting K into S slices makes
+-- S times as many groups, S times shorter, so the waves fit better; the
+-- slices are then added (matmul_sum), which costs a pass over S+1 copies of
+-- C, weighed against the product at 12.5 flops per byte moved. Needs
+-- groups_per_cu in the parameters (found by the tuning sweep); `splitk`
+-- forces a count.
+local function split_k(p, d, dev, m, n, k, size)
+  local s = p.splitk
+  if s == nil then
+    local occ = p.groups_per_cu
+    if not occ then return 1, k end
+    local slots = dev.compute_units * occ
+    local w = ceil_div(m, d.BM) * ceil_div(n, d.BN)
+    if w < slots then return 1, k end   -- less than a wave: the small set's job
+    local best_cost = ceil_div(w, slots)
+    s = 1
+    for try = 2, 4 do
+      local ks = round_up(ceil_div(k, try), d.BK)
+      local sl = ceil_div(k, ks)
+      if ks >= 16 * d.BK and sl > 1 then
+        local cost = ceil_div(sl * w, slots) / sl + w / slots * (sl + 1) * size * 12.5 / (2 * k)
+        if cost < best_cost * 0.97 then s, best_cost = sl, cost end
+      end
+    end
+  end
+  need(tointeger(s) and s >= 1, "reg", "splitk: expected a positive integer, got %s", tostring(s))
+  local ks = round_up(ceil_div(k, s), d.BK)
+  return ceil_div(k, ks), ks
+end
+
 -- How an m x k by k x n product of t on dev runs, operands at the given
 -- offsets: {variant, set (the name of the parameter table used), params,
 -- defines, local_size, options}. variant and override: opts.variant and
@@ -431,16 +490,20 @@ local function plan(dev, m, n, k, t, offA, offB, offC, variant, override)
   local p = variant_params(set, pset, t, override)
   local d, lsz = check_params(variant, p, dev, SIZES[t])
   d.REAL = t
+  local slices, slice_k = 1, k
   if variant == "reg" then
+    slices, slice_k = split_k(p, d, dev, m, n, k, SIZES[t])
     d.VLA = fit_width(d.VLA, k, offA)
     d.VLB = fit_width(d.VLB, n, offB)
     d.VSC = (n % d.VWN == 0 and offC % d.VWN == 0) and 1 or 0
     if m % d.BM == 0 and n % d.BN == 0 and k % d.BK == 0 then d.EVEN = 1 end
+    if k % d.BK ~= 0 then d.KTAIL = 1 end
   elseif variant == "packed" then
     d.VSC = (n % d.VW == 0 and offC % d.VW == 0) and 1 or 0
   end
   return {variant = variant, set = pset, params = p, defines = d, local_size = lsz,
-          options = "-cl-mad-enable" .. (p.options and " " .. p.options or "")}
+          options = "-cl-mad-enable" .. (p.options and " " .. p.options or ""),
+          slices = slices, slice_k = slice_k}
 end
 
 local function matmul(A, B, C, opts)
@@ -494,17 +557,33 @@ local function matmul(A, B, C, opts)
     local kern = variant == "naive" and prog.matmul_naive or prog.matmul_tiled
     ev = kern(m, n, k, rootA, offA, rootB, offB, rootC, offC)
       :run({round_up(n, lsz[1]), round_up(m, lsz[2])}, lsz, run_opts)
-  elseif variant == "reg" then
-    ev = prog.matmul_reg(m, n, k, rootA, offA, rootB, offB, rootC, offC)
-      :run({ceil_div(n, d.BN) * lsz[1], ceil_div(m, d.BM) * lsz[2]}, lsz, run_opts)
+    return C, ev, {ev}
+  end
+  local grid = variant == "reg" and {ceil_div(n, d.BN) * lsz[1], ceil_div(m, d.BM) * lsz[2]}
+  if variant == "reg" and pl.slices == 1 then
+    ev = prog.matmul_reg(m, n, k, k, rootA, offA, rootB, offB, rootC, offC)
+      :run(grid, lsz, run_opts)
+    return C, ev, {ev}
+  end
+  -- reg with a split K and packed use the device's scratch buffers: wait
+  -- for their last user when it ran on another queue (or out of order)
+  local inorder = q == nil or not q.out_of_order
+  local per_dev = scratch[dev]
+  local last = per_dev and per_dev.last
+  if last and (not inorder or per_dev.last_queue ~= (q or dev)) then
+    waits[#waits + 1] = last
+  end
+  local events
+  if variant == "reg" then -- split K: the slices into scratch, then their sum
+    local slices, ks = pl.slices, pl.slice_k
+    local P = scratch_buffer(dev, t, 3, slices * m * n)
+    local e1 = prog.matmul_reg(m, n, k, ks, rootA, offA, rootB, offB, P, 0)
+      :run({grid[1], grid[2], slices}, {lsz[1], lsz[2], 1}, run_opts)
+    ev = prog.matmul_sum(slices, m * n, P, rootC, offC)
+      :run({round_up(m * n, 256)}, {256}, {wait = not inorder and {e1} or nil, queue = q})
+    events = {e1, ev}
   else -- packed: A and B into panels, then the product
     local pm, pn = ceil_div(m, d.TM), ceil_div(n, d.TN)
-    local per_dev = scratch[dev]
-    local last = per_dev and per_dev.last
-    local inorder = q == nil or not q.out_of_order
-    if last and (not inorder or per_dev.last_queue ~= (q or dev)) then
-      waits[#waits + 1] = last   -- the packing buffers' last user ran elsewhere
-    end
     local Ap = scratch_buffer(dev, t, 1, pm * d.TM * k)
     local Bp = scratch_buffer(dev, t, 2, pn * d.TN * k)
     local ea = prog.pack_a(m, k, rootA, offA, Ap):run({round_up(k, 16), pm}, {16, 1}, run_opts)
@@ -512,11 +591,11 @@ local function matmul(A, B, C, opts)
     ev = prog.matmul_packed(m, n, k, Ap, Bp, rootC, offC)
       :run({round_up(pn, lsz[1]), round_up(pm, lsz[2])}, lsz,
            {wait = not inorder and {ea, eb} or nil, queue = q})
-    per_dev = scratch[dev]
-    per_dev.last, per_dev.last_queue = ev, q or dev
-    return C, ev, {ea, eb, ev}
+    events = {ea, eb, ev}
   end
-  return C, ev, {ev}
+  per_dev = scratch[dev]
+  per_dev.last, per_dev.last_queue = ev, q or dev
+  return C, ev, events
 end
 
 M.params = PARAMS
