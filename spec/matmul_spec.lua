@@ -59,7 +59,9 @@ local function check(m, n, k, t, opts)
 end
 
 describe("matmul", function()
-  local sizes = {{1, 1, 1}, {37, 41, 43}, {130, 3, 5}, {64, 64, 64}}
+  -- 1x1x1; primes (no vector loads); tall and thin; multiples of the CPU
+  -- tiles; K past a multiple of the tile with vector loads
+  local sizes = {{1, 1, 1}, {37, 41, 43}, {130, 3, 5}, {64, 64, 64}, {33, 36, 20}}
   for _, variant in ipairs(matmul.variants) do
     it(variant .. " gives A * B in float at edge sizes", function()
       for _, s in ipairs(sizes) do check(s[1], s[2], s[3], "float", {variant = variant}) end
@@ -143,6 +145,28 @@ describe("matmul", function()
     assert.are.same({0, 2}, E.shape)
   end)
 
+  it("splits K into slices and adds them", function()
+    check(33, 36, 200, "float", {variant = "reg", params = {splitk = 3}})
+    check(17, 20, 131, "float", {variant = "reg", params = {splitk = 4}})
+    local plan = matmul.plan(dev, 17, 20, 131, "float", "reg", {splitk = 4})
+    assert.are.equal(4, plan.slices)
+    assert.are.equal(40, plan.slice_k)   -- 131 / 4 rounded up to a multiple of BK = 8
+  end)
+
+  it("lays a device entry over its class's parameters", function()
+    local key = dev.name:sub(1, 12)
+    matmul.params[key] = {packed = {TM = 4}, auto = "reg"}
+    local ok, err = pcall(function()
+      local plan = matmul.plan(dev, 100, 100, 100)
+      assert.are.equal("reg", plan.variant)
+      local packed = matmul.param_set(dev, "packed")
+      assert.are.equal(4, packed.TM)
+      assert.are.equal(matmul.params[dev.type].packed.TN, packed.TN)
+    end)
+    matmul.params[key] = nil
+    assert(ok, err)
+  end)
+
   it("takes parameter overrides and checks them", function()
     check(33, 35, 20, "float", {variant = "reg", params = {BM = 8, BN = 8, BK = 4, TM = 2,
                                 TN = 2, VWM = 2, VWN = 2, VLA = 2, VLB = 2, DB = 2}})
@@ -153,6 +177,8 @@ describe("matmul", function()
                  matmul, A, B, {variant = "tiled", params = {TS = 100}})
     expect_error("luagpu: matmul: packed parameters: VW: expected a vector width (1, 2, 4, 8 or 16), got 3",
                  matmul, A, B, {variant = "packed", params = {VW = 3}})
+    expect_error("luagpu: matmul: reg parameters: splitk: expected a positive integer, got 0",
+                 matmul, A, B, {variant = "reg", params = {splitk = 0}})
   end)
 
   it("runs examples/matmul.lua, which checks itself", function()
