@@ -140,6 +140,10 @@ static int read_impl(lua_State *L, int blocking) {
                                      o.wait, blocking ? NULL : &ev));
   if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueReadBuffer", err, NULL);
   if (blocking) {
+    if (ev != NULL) {   /* the marker of an empty buffer: waited for, then let go */
+      clWaitForEvents(1, &ev);
+      clReleaseEvent(ev);
+    }
     if (number) lg_push_scalar(L, b->type.scalar, a->data);
     else lua_pushvalue(L, arr);
     return 1;
