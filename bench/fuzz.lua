@@ -10,10 +10,12 @@
 -- calls defaults to 100000, seed to the clock; -v lists the distinct error
 -- messages (numbers masked) with their counts. The last line reads
 --   fuzz: N calls, seed S: R raised (L by luagpu, A bad argument, E by the fuzzer's own
---   tables, O other), C crossed a C boundary; final kernel ok
--- and the exit status is 0, or 1 when the final check fails or an error was
--- not a string. A crash, a sanitizer report or a hang is the failure this
--- looks for: run it under `make asan`'s build (spec/safety_spec.lua does).
+--   tables, O other), C left suspended in a coroutine; final kernel ok; T s,
+--   resident memory M MiB at the start, P at most
+-- and the exit status is 0, or 1 when the final check fails, an error was not
+-- a string, or resident memory passed $LUAGPU_FUZZ_MAX_RSS_MB (default 4096).
+-- A crash, a sanitizer report or a hang is the failure this looks for: run it
+-- under `make asan`'s build (make fuzz; spec/safety_spec.lua does too).
 --
 -- What it stays clear of, because it would be valid use that merely costs a
 -- lot: host arrays and buffers between 1 MiB and 1 TiB (a huge size here is
@@ -510,6 +512,18 @@ end
 
 -- -------------------------------------------------------------- the run
 
+-- Resident memory in MiB (Linux), sampled as the run goes: a run that grows
+-- past MAX_RSS stops (a leak, or an allocation the generators let through).
+local MAX_RSS = tonumber(os.getenv("LUAGPU_FUZZ_MAX_RSS_MB")) or 4096
+local function rss()
+  local f = io.open("/proc/self/status")
+  if not f then return 0 end
+  local s = f:read("a")
+  f:close()
+  return (tonumber(s:match("VmRSS:%s*(%d+)")) or 0) // 1024
+end
+local rss_start, rss_peak = rss(), 0
+
 local raised, by_luagpu, bad_arg, own, other, nonstring, crossed = 0, 0, 0, 0, 0, 0, 0
 local messages = {}
 local co_fn = function(f) return f() end
@@ -539,8 +553,18 @@ for i = 1, CALLS do
       messages[key] = (messages[key] or 0) + 1
     end
   end
+  if i % 500 == 0 then
+    local r = rss()
+    rss_peak = math.max(rss_peak, r)
+    if r > MAX_RSS then
+      print(string.format("fuzz: resident memory %d MiB after %d calls (seed %d), past the "
+                          .. "limit of %d MiB (LUAGPU_FUZZ_MAX_RSS_MB)", r, i, SEED, MAX_RSS))
+      os.exit(1)
+    end
+  end
   if i % 20000 == 0 and verbose then
-    io.stderr:write(string.format("fuzz: %d calls, %.1f s\n", i, gpu.now() - t0))
+    io.stderr:write(string.format("fuzz: %d calls, %.1f s, %d MiB resident\n", i,
+                                  gpu.now() - t0, rss()))
   end
 end
 
@@ -578,6 +602,8 @@ local bad = 0
 for i = 1, n do if got[i] ~= want[i] then bad = bad + 1 end end
 print(string.format("fuzz: %d calls, seed %d: %d raised (%d by luagpu, %d bad argument, %d by "
                     .. "the fuzzer's own tables, %d other), %d left suspended in a coroutine; final "
-                    .. "kernel %s; %.1f s", CALLS, SEED, raised, by_luagpu, bad_arg, own, other,
-                    crossed, bad == 0 and "ok" or bad .. " wrong", gpu.now() - t0))
+                    .. "kernel %s; %.1f s, resident memory %d MiB at the start, %d at most",
+                    CALLS, SEED, raised, by_luagpu, bad_arg, own, other, crossed,
+                    bad == 0 and "ok" or bad .. " wrong", gpu.now() - t0, rss_start,
+                    math.max(rss_peak, rss())))
 if bad ~= 0 or nonstring ~= 0 then os.exit(1) end

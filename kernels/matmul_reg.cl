@@ -17,23 +17,23 @@
 **   REAL       float or double
 **   BM BN BK   work-group tile;  TM TN  work-item tile
 **   VWM VWN    vector widths of the local reads of A and of B, and of C's stores
-**   VLA VLB    vector widths of the global loads of A and B; the helper sets 1
-**              unless K (N) and the offset are multiples of them
+**   VLA VLB    vector widths of the global loads of A and B
+**   ALIGNA     A's loads are aligned vectors (K and offA multiples of VLA);
+**              without it they are vloadn; ALIGNB likewise for B (N, offB)
 **   VSC        1: C's stores are whole VWN vectors (N and offC multiples of VWN)
 **   PADA PADB  padding of the local tiles, in elements
 **   DB         0: load a tile, then compute; 1: load the next tile into
 **              registers while computing on this one; 2: as 1, with two local
 **              buffers (one barrier per step instead of two)
-**   EVEN       M % BM == 0, N % BN == 0 and K % BK == 0: no clamping and no
-**              checks. Without it, loads past M (rows of A) and N (columns
-**              of B) are clamped into the matrices (what they feed is never
-**              stored), and stores to C are checked.
+**   EVEN       M % BM == 0, N % BN == 0 and K % BK == 0: no checks at all.
+**              Without it, rows of A past M are read from row M-1 (they only
+**              feed rows of C that are never stored), vectors of B that cross
+**              N are read element by element, and stores to C are checked.
 **   KTAIL      K % BK != 0: the last step reads zeros past K.
-**
-** Split K: with KS < K, work-group z of a grid with a third dimension sums
-** k = z*KS .. z*KS+KS-1 only, into the z-th M x N slice of C (a scratch
-** buffer); matmul_sum then adds the slices into the real C. KS is a multiple
-** of BK. Without a split, KS = K and the grid has one slice.
+**   SPLITK     split K: work-group z of a grid with a third dimension sums
+**              k = z*KS .. z*KS+KS-1 only (KS a multiple of BK), into the z-th
+**              M x N slice of C (a scratch buffer); matmul_sum then adds the
+**              slices into the real C. Without it KS is not used.
 **   UNROLLK    how many steps of the inner loop are unrolled (default BK)
 **   FMA        use fma() (CPUs, where mad() may not fuse)
 */
@@ -97,41 +97,91 @@ typedef VTYPE(VWM) realm;
 typedef VTYPE(VLA) reala;
 typedef VTYPE(VLB) realb;
 
-/* Global loads of the step at k0 into registers ra[NLA], rb[NLB]. Load i
-** of A reads VLA elements of tile row ar[i] from column k0 + ak[i], at
-** A + aoff[i] + k0 + ak[i]; load i of B reads VLB elements of row k0 + br[i]
-** from tile column bc[i], at B + boff[i] + (k0 + br[i]) * N. Without EVEN,
-** aoff and boff clamp rows of A past M and columns of B past N into the
-** matrices: those only feed elements of C that are never stored. With KTAIL
-** (K % BK != 0) what lies past kend (K, or the end of this group's slice
-** of K) reads as zero, from clamped addresses. */
+/* Loads of VLA (VLB) elements: whole aligned vectors where ALIGNA (ALIGNB)
+** says the row length and offset allow, else vloadn, which needs only
+** element alignment (and on GPUs still uses one address per vector). */
+#if VLA == 1
+#define LOADA(p) (*(p))
+#elif defined(ALIGNA)
+#define LOADA(p) (*(const __global reala *)(p))
+#else
+#define LOADA(p) CAT(vload, VLA)(0, p)
+#endif
+#if VLB == 1
+#define LOADB(p) (*(p))
+#elif defined(ALIGNB)
+#define LOADB(p) (*(const __global realb *)(p))
+#else
+#define LOADB(p) CAT(vload, VLB)(0, p)
+#endif
+
+/* Global loads of the step at k0 into registers ra[NLA], rb[NLB]: load i of
+** A reads VLA elements of tile row ar[i] from column k0 + ak[i], load i of B
+** VLB elements of row k0 + br[i] from tile column bc[i].
+** Without EVEN, rows of A past M are read from row M-1 instead (they only
+** feed rows of C that are never stored), and a vector of B that does not lie
+** wholly before N, or (KTAIL) a vector past the end of K, is read element by
+** element, zeros outside: only the edge work-groups and the last step do. */
+#ifdef EVEN
+#define AROW(i) (row0 + ar[i])
+#else
+#define AROW(i) min(row0 + ar[i], M - 1)
+#endif
+
 #ifdef KTAIL
-#define LOAD_GLOBAL(k0)                                                         \
+#define LOAD_A(i, k0)                                                           \
   do {                                                                          \
-    UNROLL(NLA)                                                                 \
-    for (int i = 0; i < NLA; i++) {                                             \
-      const int k = (k0) + ak[i];                                               \
-      const reala v = *(const __global reala *)(A + aoff[i] + min(k, kend - VLA)); \
-      ra[i] = k < kend ? v : (reala)0;                                          \
-    }                                                                           \
-    UNROLL(NLB)                                                                 \
-    for (int i = 0; i < NLB; i++) {                                             \
-      const int k = (k0) + br[i];                                               \
-      const realb v = *(const __global realb *)(B + boff[i] + (size_t)min(k, kend - 1) * N); \
-      rb[i] = k < kend ? v : (realb)0;                                          \
+    const int k = (k0) + ak[i];                                                 \
+    const __global REAL *p = A + (size_t)AROW(i) * K + k;                       \
+    if (k + VLA <= kend) {                                                      \
+      ra[i] = LOADA(p);                                                         \
+    } else {                                                                    \
+      REAL t[VLA];                                                              \
+      UNROLL(VLA)                                                               \
+      for (int j = 0; j < VLA; j++) t[j] = k + j < kend ? p[j] : (REAL)0;       \
+      ra[i] = PACK(VLA, t);                                                     \
     }                                                                           \
   } while (0)
 #else
+#define LOAD_A(i, k0)                                                           \
+  (ra[i] = LOADA(A + (size_t)AROW(i) * K + (k0) + ak[i]))
+#endif
+
+#if defined(KTAIL) || !defined(EVEN)
+#define LOAD_B(i, k0)                                                           \
+  do {                                                                          \
+    const int k = (k0) + br[i], c = col0 + bc[i];                               \
+    const __global REAL *p = B + (size_t)k * N + c;                             \
+    if (k < kend && c + VLB <= N) {                                             \
+      rb[i] = LOADB(p);                                                         \
+    } else {                                                                    \
+      REAL t[VLB];                                                              \
+      UNROLL(VLB)                                                               \
+      for (int j = 0; j < VLB; j++) t[j] = k < kend && c + j < N ? p[j] : (REAL)0; \
+      rb[i] = PACK(VLB, t);                                                     \
+    }                                                                           \
+  } while (0)
+#else
+#define LOAD_B(i, k0)                                                           \
+  (rb[i] = LOADB(B + (size_t)((k0) + br[i]) * N + col0 + bc[i]))
+#endif
+
 #define LOAD_GLOBAL(k0)                                                         \
   do {                                                                          \
     UNROLL(NLA)                                                                 \
-    for (int i = 0; i < NLA; i++)                                               \
-      ra[i] = *(const __global reala *)(A + aoff[i] + (k0) + ak[i]);            \
+    for (int i = 0; i < NLA; i++) LOAD_A(i, k0);                                \
     UNROLL(NLB)                                                                 \
-    for (int i = 0; i < NLB; i++)                                               \
-      rb[i] = *(const __global realb *)(B + boff[i] + (size_t)((k0) + br[i]) * N); \
+    for (int i = 0; i < NLB; i++) LOAD_B(i, k0);                                \
   } while (0)
-#endif
+
+#define PACK1(t) (t)[0]
+#define PACK2(t) (VTYPE2)((t)[0], (t)[1])
+#define PACK4(t) (VTYPE4)((t)[0], (t)[1], (t)[2], (t)[3])
+#define PACK8(t) (VTYPE8)((t)[0], (t)[1], (t)[2], (t)[3], (t)[4], (t)[5], (t)[6], (t)[7])
+#define PACK16(t) (VTYPE16)((t)[0], (t)[1], (t)[2], (t)[3], (t)[4], (t)[5], (t)[6], \
+                            (t)[7], (t)[8], (t)[9], (t)[10], (t)[11], (t)[12], (t)[13], \
+                            (t)[14], (t)[15])
+#define PACK(w, t) CAT(PACK, w)(t)
 
 /* Stores the registers into the local tiles As, Bs (A transposed). */
 #define STORE_LOCAL(As, Bs)                                                     \
@@ -184,39 +234,36 @@ void matmul_reg(const int M, const int N, const int K, const int KS,
   const int tx = get_local_id(0), ty = get_local_id(1);
   const int tid = ty * WGN + tx;
   const int col0 = get_group_id(0) * BN, row0 = get_group_id(1) * BM;
-  /* split K: group z sums k in kbeg .. kend-1 into the z-th M x N slice of C */
+#ifdef SPLITK
+  /* group z sums k = kbeg .. kend-1 into the z-th M x N slice of C */
   const int kbeg = get_group_id(2) * KS, kend = min(K, kbeg + KS);
-  int ak[NLA], br[NLB];
-  size_t aoff[NLA], boff[NLB];
+#else
+#define kbeg 0
+#define kend K
+#endif
+  int ar[NLA], ak[NLA], br[NLB], bc[NLB];
   reala ra[NLA];
   realb rb[NLB];
   realn acc[TM][TN / VWN];
 
   A += offA;
   B += offB;
+#ifdef SPLITK
   C += offC + get_group_id(2) * (size_t)M * N;
-  int ar[NLA], bc[NLB];
+#else
+  C += offC;
+#endif
   UNROLL(NLA)
   for (int i = 0; i < NLA; i++) {
     const int id = tid + i * NT;
     ar[i] = id / (BK / VLA);
     ak[i] = (id % (BK / VLA)) * VLA;
-#ifdef EVEN
-    aoff[i] = (size_t)(row0 + ar[i]) * K;
-#else
-    aoff[i] = (size_t)min(row0 + ar[i], M - 1) * K;
-#endif
   }
   UNROLL(NLB)
   for (int i = 0; i < NLB; i++) {
     const int id = tid + i * NT;
     br[i] = id / (BN / VLB);
     bc[i] = (id % (BN / VLB)) * VLB;
-#ifdef EVEN
-    boff[i] = col0 + bc[i];
-#else
-    boff[i] = min(col0 + bc[i], N - VLB);
-#endif
   }
   UNROLL(TM)
   for (int i = 0; i < TM; i++) {

@@ -1,7 +1,7 @@
 #!/bin/sh
 # valgrind memcheck over a representative subset of luagpu: the C embedding
-# checks, the specs of the core objects (buffers, views, events, queues,
-# lifetime, host arrays, .npy), and a short fuzz run. Each runs in its own
+# checks and example, the specs of the core objects (buffers, views, events,
+# queues, lifetime, host arrays, .npy) and of kernels, and a short fuzz run. Each runs in its own
 # process; a report of an invalid access, of uninitialised memory or of a
 # definite leak that tools/valgrind.supp does not suppress fails it.
 #   sh tools/valgrind.sh [build]      (make valgrind)
@@ -43,8 +43,10 @@ check() {
 }
 
 check embed_check "$BUILD/embed_check"
+check embed_demo "$BUILD/embed_demo"
 check specs_core $BUSTED spec/array_spec.lua spec/npy_spec.lua spec/buffer_spec.lua \
   spec/event_spec.lua spec/queue_spec.lua spec/lifetime_spec.lua
+check specs_kernels $BUSTED spec/kernel_spec.lua
 check fuzz $LUA bench/fuzz.lua 1000 1
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

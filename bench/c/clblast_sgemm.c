@@ -5,7 +5,8 @@
 **   bench_clblast_sgemm [--device SUBSTR] [--reps N] [--double] SIZE|MxNxK ...
 **
 ** SUBSTR picks the first device whose "platform / device name" contains it,
-** case-insensitively (as gpu.device(SUBSTR) does); default: the first device.
+** case-insensitively (as gpu.device(SUBSTR) does); "gpu" ("cpu") the first GPU (CPU);
+** default: the first device.
 ** For each size it prints one line:
 **
 **   clblast M N K MEDIAN_MS BEST_MS GFLOPS MAXRELERR
@@ -60,7 +61,13 @@ static cl_device_id pick_device(const char *want, cl_platform_id *platform) {
     for (d = 0; d < nd && d < 16; d++) {
       clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof dname, dname, NULL);
       snprintf(full, sizeof full, "%s / %s", pname, dname);
-      if (want == NULL || contains_nocase(full, want)) {
+      cl_device_type type = 0;
+      clGetDeviceInfo(devs[d], CL_DEVICE_TYPE, sizeof type, &type, NULL);
+      int match = want == NULL ? 1
+                : strcmp(want, "gpu") == 0 ? (type & CL_DEVICE_TYPE_GPU) != 0
+                : strcmp(want, "cpu") == 0 ? (type & CL_DEVICE_TYPE_CPU) != 0
+                : contains_nocase(full, want);
+      if (match) {
         *platform = plats[p];
         fprintf(stderr, "bench_clblast_sgemm: device %s\n", full);
         return devs[d];

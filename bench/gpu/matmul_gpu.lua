@@ -27,6 +27,33 @@ if #sizes == 0 then
   sizes = {"1024,1024,1024", "2048,2048,2048", "4096,4096,4096", "8192,8192,8192",
            "4095,4095,4095", "4097,4097,4097", "3000,5000,1000"}
 end
+-- CLBlast's SGEMM on the same device, through bench/c/clblast_sgemm.c, run
+-- first: before this process makes an OpenCL context on the GPU (a GPU in
+-- exclusive-process mode takes one process at a time).
+local clblast_lines = {}
+do
+  local exe = (gpu.root or ".") .. "/build/bench_clblast_sgemm"
+  if io.open(exe) then
+    local list = {}
+    for i, s in ipairs(sizes) do list[i] = s:gsub(",", "x") end
+    local cmd = ("'%s' --device '%s' --reps %d %s 2>&1"):format(exe,
+      (devspec or "gpu"):gsub("'", ""), reps, table.concat(list, " "))
+    local p = io.popen(cmd)
+    for line in p:lines() do
+      local m, n, k, _, _, gflops = line:match("^clblast (%d+) (%d+) (%d+) (%S+) (%S+) (%S+)")
+      if m then
+        clblast_lines[#clblast_lines + 1] = ("CLBLAST sgemm_%sx%sx%s_tflops %.2f TFLOP/s")
+          :format(m, n, k, tonumber(gflops) / 1e3)
+      else
+        clblast_lines[#clblast_lines + 1] = "clblast: " .. line
+      end
+    end
+    p:close()
+  else
+    clblast_lines[1] = "no " .. exe .. ": CLBlast not measured (make build/bench_clblast_sgemm)"
+  end
+end
+
 local dev = gpu.device(devspec or (#gpu.devices("gpu") > 0 and "gpu" or nil))
 print(("luagpu.matmul (float) on %s (%s, %d compute units), median of %d after warm-up")
       :format(dev.name, dev.platform, dev.compute_units, reps))
@@ -95,27 +122,7 @@ for _, s in ipairs(sizes) do
   collectgarbage()
 end
 
--- CLBlast's SGEMM on the same device, through bench/c/clblast_sgemm.c.
-local exe = (gpu.root or ".") .. "/build/bench_clblast_sgemm"
-if io.open(exe) then
-  local list = {}
-  for i, s in ipairs(sizes) do list[i] = s:gsub(",", "x") end
-  local cmd = ("'%s' --device '%s' --reps %d %s 2>&1"):format(exe, dev.name:gsub("'", ""), reps,
-                                                             table.concat(list, " "))
-  local p = io.popen(cmd)
-  for line in p:lines() do
-    local m, n, k, _, _, gflops = line:match("^clblast (%d+) (%d+) (%d+) (%S+) (%S+) (%S+)")
-    if m then
-      print(("CLBLAST sgemm_%sx%sx%s_tflops %.2f TFLOP/s"):format(m, n, k, tonumber(gflops) / 1e3))
-    else
-      print("clblast: " .. line)
-    end
-  end
-  p:close()
-else
-  print("no " .. exe .. ": CLBlast not measured (make build/bench_clblast_sgemm)")
-end
-
+for _, line in ipairs(clblast_lines) do print(line) end
 print(("%-16s %-14s %6s %10s %8s %12s %10s"):format("M,N,K", "variant", "slices", "ms",
       "TFLOP/s", "wall ms/call", "rel err"))
 for _, r in ipairs(rows) do

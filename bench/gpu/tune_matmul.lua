@@ -294,19 +294,25 @@ end
 -- on one compute unit (65536 registers, 2048 work-items and about 228 KiB
 -- of shared memory each): groups_per_cu, which lets matmul split K when
 -- the last wave of work-groups would run nearly empty.
-local function occupancy(p, name)
-  local pl = matmul.plan(dev, opt.size, opt.size, opt.size, t, variant, p)
+local function ptxas(pl, label)
   local prog = dev:build(gpu.kernel_source("matmul_reg.cl"),
                          {defines = pl.defines, options = pl.options .. " -cl-nv-verbose"})
-  print(("build log of the %s winner (-cl-nv-verbose):"):format(name))
-  print(prog.log)
-  local regs = tonumber(prog.log:match("Used (%d+) registers"))
-  local smem = tonumber(prog.log:match("(%d+) bytes smem")) or 0
+  local part = prog.log:match("entry function 'matmul_reg'.-\n(.-)\n[^\n]*Compile time") or ""
+  local regs = tonumber(part:match("Used (%d+) registers"))
+  local smem = tonumber(part:match("(%d+) bytes smem")) or 0
+  local spills = part:match("(%d+ bytes spill stores, %d+ bytes spill loads)") or "?"
+  print(("PTXAS %s: %s registers, %d bytes of local memory, %s"):format(label,
+        tostring(regs), smem, spills))
+  return regs, smem
+end
+
+local function occupancy(p, name)
+  local pl = matmul.plan(dev, opt.size, opt.size, opt.size, t, variant, p)
+  local regs, smem = ptxas(pl, name .. " winner")
   if not regs then return nil end
   local nt = pl.local_size[1] * pl.local_size[2]
   local occ = math.min(65536 // (regs * nt), 2048 // nt, (228 * 1024) // math.max(smem + 1024, 1))
-  print(("%s: %d registers, %d bytes of local memory, %d work-items: %d group(s) per compute unit")
-        :format(name, regs, smem, nt, occ))
+  print(("%s: %d work-items a group: %d group(s) per compute unit"):format(name, nt, occ))
   return occ >= 1 and occ or nil
 end
 if nv and variant == "reg" then
@@ -323,6 +329,9 @@ for _, s in ipairs(verify) do
     p = small
   end
   local pl = matmul.plan(dev, m, n, k, t, variant, p)
+  if nv and variant == "reg" and (m % p.BM ~= 0 or n % p.BN ~= 0 or k % p.BK ~= 0) then
+    ptxas(pl, "at " .. s)
+  end
   local tf, ms = measure(variant, p, m, n, k, opt.reps)
   if tf then
     print(("MATMUL %s %.2f TFLOP/s %.3f ms (%s set, %d slice(s) of K)"):format(s, tf, ms,

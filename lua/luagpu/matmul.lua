@@ -33,15 +33,18 @@ local SIZES = {float = 4, double = 8}
 -- device: a key that is not a class is matched against the device name
 -- (case-insensitive substring; the longest match wins) and its fields
 -- replace the class's, field by field within each variant. Within a
--- variant, a `double` table replaces fields for double precision. `auto` picks the variant when
--- opts.variant does not; `small` is the reg parameters used when the large
--- tiles would leave compute units idle; `tiny` (M*N*K below it) goes naive.
+-- variant, a `double` table replaces fields for double precision. `auto`
+-- picks the variant when opts.variant does not; `small` is the reg
+-- parameters used when the large tiles would make fewer work-groups than
+-- there are compute units; products of at most `tiny` (M*N*K) go naive.
 --
 --   naive:  lx, ly             work-group size
 --   tiled:  TS                 tile size (TS x TS work-items)
 --   reg:    BM BN BK           work-group tile;  TM TN  work-item tile
 --           VWM VWN            local-memory vector widths;  VLA VLB  global
 --           PADA PADB          local padding;  DB  0, 1, 2 (see matmul_reg.cl)
+--           groups_per_cu      work-groups resident per compute unit (enables
+--                              splitting K, see split_k);  splitk  forces it
 --   packed: TM TN VW           register tile and vector width; lx ly group
 --   all:    unroll             steps of the K loop unrolled (reg: of BK)
 --           fma                fma() rather than mad() (CPUs)
@@ -70,12 +73,13 @@ local PARAMS = {
     packed = {TM = 4, TN = 8, VW = 4, lx = 16, ly = 8, unroll = 1},
   },
 }
--- Device entries, found by bench/gpu/tune_matmul.lua on each device.
+-- Device entries, found by bench/gpu/tune_matmul.lua on each device
+-- (groups_per_cu from the build log's register count; see docs/PERFORMANCE.md).
 PARAMS["NVIDIA H200"] = {   -- NVIDIA CUDA, driver 580.159.04: 50.1 TFLOP/s at 4096
   reg = {BM = 128, BN = 256, BK = 16, TM = 8, TN = 16, VWM = 4, VWN = 4, VLA = 4, VLB = 4,
          PADA = 4, PADB = 0, DB = 1, groups_per_cu = 1},
   small = {BM = 64, BN = 128, BK = 16, TM = 8, TN = 8, VWM = 4, VWN = 4, VLA = 4, VLB = 4,
-           PADA = 4, PADB = 0, DB = 1},
+           PADA = 4, PADB = 0, DB = 1, groups_per_cu = 3},
 }
 PARAMS.accelerator = PARAMS.gpu
 PARAMS.other = PARAMS.gpu
@@ -152,16 +156,6 @@ local function variant_params(set, variant, t, override)
     for k, v in pairs(override) do p[k] = v end
   end
   return p
-end
-
--- The largest of w, w/2, ..., 1 dividing every given number.
-local function fit_width(w, ...)
-  w = w or 1
-  for i = 1, select("#", ...) do
-    local x = select(i, ...)
-    while w > 1 and x % w ~= 0 do w = w // 2 end
-  end
-  return w
 end
 
 local function need(cond, variant, fmt, ...)
@@ -451,7 +445,10 @@ local function split_k(p, d, dev, m, n, k, size)
   local s = p.splitk
   if s == nil then
     local occ = p.groups_per_cu
-    if not occ then return 1, k end
+    -- only past a multiple of the tile: at 2048 on the H200 (small set, 3
+    -- groups per compute unit) splitting was slower although the model
+    -- favoured it; at 2047 and 4097 it was faster
+    if not occ or (m % d.BM == 0 and n % d.BN == 0) then return 1, k end
     local slots = dev.compute_units * occ
     local w = ceil_div(m, d.BM) * ceil_div(n, d.BN)
     if w < slots then return 1, k end   -- less than a wave: the small set's job
@@ -493,8 +490,9 @@ local function plan(dev, m, n, k, t, offA, offB, offC, variant, override)
   local slices, slice_k = 1, k
   if variant == "reg" then
     slices, slice_k = split_k(p, d, dev, m, n, k, SIZES[t])
-    d.VLA = fit_width(d.VLA, k, offA)
-    d.VLB = fit_width(d.VLB, n, offB)
+    if slices > 1 then d.SPLITK = 1 end
+    if k % d.VLA == 0 and offA % d.VLA == 0 then d.ALIGNA = 1 end
+    if n % d.VLB == 0 and offB % d.VLB == 0 then d.ALIGNB = 1 end
     d.VSC = (n % d.VWN == 0 and offC % d.VWN == 0) and 1 or 0
     if m % d.BM == 0 and n % d.BN == 0 and k % d.BK == 0 then d.EVEN = 1 end
     if k % d.BK ~= 0 then d.KTAIL = 1 end
