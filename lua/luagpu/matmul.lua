@@ -19,10 +19,10 @@
 
 local gpu = require "luagpu"
 
-local type, pairs, ipairs, tostring, error, next = type, pairs, ipairs, tostring, error, next
-local getmetatable, setmetatable, select = getmetatable, setmetatable, select
+local type, pairs, ipairs, tostring, error = type, pairs, ipairs, tostring, error
+local getmetatable, setmetatable = getmetatable, setmetatable
 local format, concat, sort = string.format, table.concat, table.sort
-local max, min, tointeger = math.max, math.min, math.tointeger
+local max, tointeger = math.max, math.tointeger
 
 local M = {programs_built = 0}
 
@@ -109,7 +109,7 @@ end
 local function device_params(dev)
   local cls = PARAMS[dev.type] or PARAMS.gpu
   local name, hits = dev.name:lower(), {}
-  for key, entry in pairs(PARAMS) do
+  for key in pairs(PARAMS) do
     if not CLASSES[key] and type(key) == "string" and name:find(key:lower(), 1, true) then
       hits[#hits + 1] = key
     end
