@@ -3,7 +3,7 @@
 -- clEnqueueCopyBuffer (b:copy_to). Times from OpenCL profiling, median of
 -- REPS runs after a warm-up; GB/s counts bytes read plus bytes written.
 --   build/luagpu bench/gpu/bandwidth.lua [log2 floats = 28] [reps = 20]
--- Prints a small table, and `RESULT name value unit` lines for report.lua.
+-- Prints a small table, and `LUAGPU name value unit` lines for report.lua.
 local gpu = rawget(_G, "gpu") or require "luagpu"
 
 local log2n = tonumber(arg and arg[1]) or 28
@@ -57,5 +57,5 @@ local kgbs, agbs = bytes / kernel_ns, bytes / api_ns
 print(("device-to-device copy of %d MiB on %s, median of %d"):format(n * 4 >> 20, dev.name, reps))
 print(("  copy kernel (float4, %d groups of %d)  %8.1f GB/s  %8.1f us"):format(groups, group, kgbs, kernel_ns / 1e3))
 print(("  clEnqueueCopyBuffer (b:copy_to)         %8.1f GB/s  %8.1f us"):format(agbs, api_ns / 1e3))
-print(("RESULT copy_kernel_gbs %.1f GB/s"):format(kgbs))
-print(("RESULT copy_buffer_gbs %.1f GB/s"):format(agbs))
+print(("LUAGPU copy_kernel_gbs %.1f GB/s"):format(kgbs))
+print(("LUAGPU copy_buffer_gbs %.1f GB/s"):format(agbs))

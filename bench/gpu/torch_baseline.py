@@ -53,7 +53,8 @@ def main():
     print(f"BASELINE copy_gbs {2 * n * 4 / (ms * 1e-3) / 1e9:.1f} GB/s")
     del a, b
     sizes = sys.argv[1:] or ["1024,1024,1024", "2048,2048,2048", "4096,4096,4096",
-                             "8192,8192,8192", "4095,4095,4095", "3000,5000,1000"]
+                             "8192,8192,8192", "4095,4095,4095", "4097,4097,4097",
+                             "3000,5000,1000"]
     for s in sizes:
         m, n, k = (int(v) for v in s.split(","))
         a = torch.rand(m, k, device=dev, dtype=torch.float32)

@@ -1,0 +1,53 @@
+-- bench/gpu/report.lua: the one table of bench/gpu/run.sh. Reads the log of
+-- a run, whose pieces print `SOURCE key value unit` lines (SOURCE: LUAGPU,
+-- BASELINE for PyTorch/cuBLAS, CLBLAST, CHOST for the C OpenCL host), and
+-- prints luagpu's figure beside each baseline measured in the same run, with
+-- the ratio (> 1 means luagpu is faster, for times and rates alike).
+--   build/luagpu bench/gpu/report.lua bench.log
+local path = assert(arg and arg[1], "usage: report.lua LOG")
+local v = { LUAGPU = {}, BASELINE = {}, CLBLAST = {}, CHOST = {} }
+local device
+for line in io.lines(path) do
+  local src, key, val = line:match("^(%u+) (%S+) (%S+)")
+  if src and v[src] then
+    if key == "device" then device = val:gsub("_", " ") else v[src][key] = tonumber(val) end
+  end
+end
+
+local rows = {}
+local function row(what, ours, base, basename, unit, lower_is_better)
+  if not ours or not base then return end
+  local ratio = lower_is_better and base / ours or ours / base
+  rows[#rows + 1] = ("| %s | %.2f %s | %.2f %s (%s) | %.2f |"):format(what, ours, unit, base,
+    unit, basename, ratio)
+end
+
+local L, B, C, H = v.LUAGPU, v.BASELINE, v.CLBLAST, v.CHOST
+row("copy, OpenCL copy kernel", L.copy_kernel_gbs, B.copy_gbs, "torch copy_", "GB/s")
+row("copy, clEnqueueCopyBuffer", L.copy_buffer_gbs, B.copy_gbs, "torch copy_", "GB/s")
+for _, e in ipairs { 20, 28 } do
+  row(("reduce.sum 2^%d floats"):format(e), L[("sum_2^%d_gbs"):format(e)],
+    B[("sum_2^%d_gbs"):format(e)], "torch.sum", "GB/s")
+  row(("reduce.sum 2^%d floats, time"):format(e), L[("sum_2^%d_us"):format(e)],
+    B[("sum_2^%d_us"):format(e)], "torch.sum", "us", true)
+end
+local sizes = {}
+for key in pairs(L) do
+  local m, n, k = key:match("^sgemm_(%d+)x(%d+)x(%d+)_tflops$")
+  if m then sizes[#sizes + 1] = { tonumber(m), tonumber(n), tonumber(k), key } end
+end
+table.sort(sizes, function(a, b) return a[1] * a[2] * a[3] < b[1] * b[2] * b[3] end)
+for _, s in ipairs(sizes) do
+  local what = ("matmul float %dx%dx%d"):format(s[1], s[2], s[3])
+  row(what, L[s[4]], B[s[4]], "cuBLAS, TF32 off", "TFLOP/s")
+  row(what, L[s[4]], C[s[4]], "CLBlast SGEMM", "TFLOP/s")
+end
+row("launch, enqueue only", L.launch_enqueue_us, H.launch_enqueue_us, "C host", "us", true)
+row("launch, enqueue + wait", L.launch_wait_us, H.launch_wait_us, "C host", "us", true)
+
+print(("luagpu on %s: medians of >= 10 timed runs after warm-up, baselines in the same run")
+  :format(device or "the GPU"))
+print()
+print("| measurement | luagpu | baseline | ratio (luagpu / baseline speed) |")
+print("| --- | --- | --- | --- |")
+for _, r in ipairs(rows) do print(r) end
