@@ -20,14 +20,20 @@ local reps = tonumber(arg and arg[2]) or 10
 local bytes = mib << 20
 local n = bytes // 4
 
-local dev = gpu.device()
 local baseline = build .. "/bench_transfer"
 if not io.open(baseline) then
   assert(os.execute("make -s " .. baseline), "could not build " .. baseline)
 end
 
--- the C host first, on the device gpu.device() picked
-local cmd = string.format("%s %d %d '%s'", baseline, mib, reps, dev.name:gsub("'", "'\\''"))
+-- The C host first, before this process makes an OpenCL context (gpu.device
+-- does): a GPU in exclusive-process mode admits one process at a time. It
+-- picks as gpu.device() does by default (the first GPU, else the first
+-- device), or the device named exactly by LUAGPU_DEVICE; the names are
+-- compared below.
+local want = os.getenv("LUAGPU_DEVICE")
+if want and (want:match("^%d+$") or want == "gpu" or want == "cpu") then want = nil end
+local cmd = string.format("%s %d %d%s", baseline, mib, reps,
+  want and (" '" .. want:gsub("'", "'\\''") .. "'") or "")
 local p = assert(io.popen(cmd))
 local out = p:read("a")
 p:close()
@@ -35,6 +41,7 @@ local c = {}
 for op, v in out:gmatch("(%a+)_mbps ([%d.]+)") do c[op] = tonumber(v) end
 local c_dev = out:match("device ([^\n]*)")
 assert(c.write and c.read and c.copy and c.fill, "bench_transfer printed:\n" .. out)
+local dev = gpu.device()
 assert(c_dev == dev.name, "the C host ran on " .. tostring(c_dev) .. ", not " .. dev.name)
 
 local now = gpu.now
