@@ -93,13 +93,10 @@ local function fail(fmt, ...)
   error("luagpu: " .. FN .. ": " .. format(fmt, ...), 0)
 end
 
--- The class of a luagpu object ("luagpu.Buffer"), from its tostring: the
--- metatables are protected. Other values: their Lua type.
+-- The class of a luagpu object ("luagpu.Buffer"); other values: their Lua type.
 local function typename(v)
-  if type(v) == "userdata" and getmetatable(v) == "luagpu" then
-    return (tostring(v):match("^(luagpu%.%a+)")) or "userdata"
-  end
-  return type(v)
+  local t = gpu.type(v)
+  return t and "luagpu." .. t or type(v)
 end
 
 ------------------------------------------------------------------ parameters
