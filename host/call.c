@@ -279,7 +279,7 @@ static int launch(lua_State *L, int callidx, int gidx, int lidx, const size_t *o
   cl_event ev = NULL;
   cl_int err;
   int keep[2], has_local = !lua_isnoneornil(L, lidx);
-  if (k->k == NULL) lg_released_error(L, callidx, "kernel");
+  if (k->k == NULL) lg_error(L, fn, "attempt to use a released kernel");
   dims = get_sizes(L, gidx, g, 1, fn, argno, "global size");
   if (dims > k->dev->max_work_item_dims)
     lg_argerror(L, fn, argno, "the device has %d dimensions, got %d",
@@ -290,6 +290,21 @@ static int launch(lua_State *L, int callidx, int gidx, int lidx, const size_t *o
       lg_argerror(L, fn, argno + 1, "local size %s has not the %d dimension%s of global size %s",
                   fmt_sizes(L, l, ldims), (int)dims, dims > 1 ? "s" : "", fmt_sizes(L, g, dims));
     check_local(L, k, g, l, dims);
+  }
+  {
+    /* Drivers count work-groups in 32 bits (PoCL aborts the process past
+    ** that): refuse a launch that would need more, whatever local size
+    ** OpenCL would choose. */
+    double groups = 1.0;
+    for (i = 0; i < dims; i++) {
+      size_t per = has_local ? l[i] : (i == 0 ? k->dev->max_work_group_size : 1);
+      groups *= (double)((g[i] + per - 1) / per);
+    }
+    if (groups >= 4294967296.0)
+      lg_argerror(L, fn, argno, "global size %s needs %s work-groups, more than the 2^32 - 1 "
+                  "OpenCL drivers can launch", fmt_sizes(L, g, dims),
+                  groups < 9e18 ? lua_pushfstring(L, "%I", (lua_Integer)groups)
+                                : lua_pushfstring(L, "%f", (lua_Number)groups));
   }
   if (off != NULL && offdims != dims)
     lg_error(L, fn, "offset %s has not the %d dimension%s of global size %s",

@@ -265,7 +265,7 @@ describe("host array methods", function()
     local b = a:copy()
     assert.same(t, b:totable())
     assert.same({4, 5}, b.shape)
-    b[1] = b[1] + 1
+    b[1] = b[1] == 0 and 1 or 0                  -- a change that always fits an int
     assert.equal(t[1], a[1])                     -- independent memory
     local d = a:copy("double")
     assert.equal("double", d.type)
