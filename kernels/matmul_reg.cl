@@ -36,6 +36,9 @@
 **              slices into the real C. Without it KS is not used.
 **   UNROLLK    how many steps of the inner loop are unrolled (default BK)
 **   FMA        use fma() (CPUs, where mad() may not fuse)
+**
+** matmul_rows and matmul_cols, at the end, compute the thin edges of a
+** product whose tile-aligned core runs apart (see there).
 */
 #ifndef REAL
 #define REAL float
@@ -343,4 +346,118 @@ __kernel void matmul_sum(const int S, const ulong MN, __global const REAL *restr
   REAL s = P[i];
   for (int z = 1; z < S; z++) s += P[z * MN + i];
   C[offC + i] = s;
+}
+
+/* The thin edges of a product split into a tile-aligned core (matmul_reg on
+** the first M0 rows and N0 columns) and what is left: at 4097 one more row
+** and column of work-group tiles would cost a whole wave of work-groups,
+** where the edges alone are a pass over A and one over B. (The core is
+** matmul_reg itself, on M0 rows with N as the row length and a grid of N0
+** columns only.) Both kernels take A, B, C at element offsets with rows
+** lda, ldb, ldc elements apart.
+**
+** matmul_rows: the R rows of C (all N columns) from R rows of A and all of
+** B. A work-group of 16 x 16 work-items computes 4 rows by 16 columns: each
+** column's K is cut into 16 interleaved slices (neighbouring work-items read
+** neighbouring columns of one row of B), summed in local memory.
+** Grid: (N rounded up to 16, 16 * ceil(R / 4)). */
+#define EDGEW 16
+#define EDGEK 16
+
+__kernel __attribute__((reqd_work_group_size(EDGEW, EDGEK, 1)))
+void matmul_rows(const int R, const int N, const int K,
+                 __global const REAL *restrict A, const ulong offA, const int lda,
+                 __global const REAL *restrict B, const ulong offB, const int ldb,
+                 __global REAL *restrict C, const ulong offC, const int ldc) {
+  __local REAL part[EDGEK][4][EDGEW];
+  const int x = get_local_id(0), y = get_local_id(1);
+  const int col = get_group_id(0) * EDGEW + x, r0 = get_group_id(1) * 4;
+  const __global REAL *b = B + offB + min(col, N - 1);
+  const __global REAL *a0 = A + offA + (size_t)min(r0, R - 1) * lda;
+  const __global REAL *a1 = A + offA + (size_t)min(r0 + 1, R - 1) * lda;
+  const __global REAL *a2 = A + offA + (size_t)min(r0 + 2, R - 1) * lda;
+  const __global REAL *a3 = A + offA + (size_t)min(r0 + 3, R - 1) * lda;
+  REAL s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int k = y;
+  /* four steps at a time: their loads in flight together */
+  for (; k + 3 * EDGEK < K; k += 4 * EDGEK) {
+    REAL v[4];
+    for (int u = 0; u < 4; u++) v[u] = b[(size_t)(k + u * EDGEK) * ldb];
+    for (int u = 0; u < 4; u++) {
+      const int kk = k + u * EDGEK;
+      s0 = MAD(a0[kk], v[u], s0);
+      s1 = MAD(a1[kk], v[u], s1);
+      s2 = MAD(a2[kk], v[u], s2);
+      s3 = MAD(a3[kk], v[u], s3);
+    }
+  }
+  for (; k < K; k += EDGEK) {
+    const REAL v = b[(size_t)k * ldb];
+    s0 = MAD(a0[k], v, s0);
+    s1 = MAD(a1[k], v, s1);
+    s2 = MAD(a2[k], v, s2);
+    s3 = MAD(a3[k], v, s3);
+  }
+  part[y][0][x] = s0;
+  part[y][1][x] = s1;
+  part[y][2][x] = s2;
+  part[y][3][x] = s3;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (y < 4) {
+    REAL s = 0;
+    for (int i = 0; i < EDGEK; i++) s += part[i][y][x];
+    const int row = r0 + y;
+    if (row < R && col < N) C[offC + (size_t)row * ldc + col] = s;
+  }
+}
+
+/* matmul_cols: the R columns of C for its M rows, from all of A and R
+** columns of B. A work-group of 64 x 4 work-items computes 4 rows by 4
+** columns; the 64 work-items of a row take interleaved slices of K
+** (neighbouring work-items read neighbouring elements of its row of A), and
+** their sums are added in local memory. Grid: (64 * ceil(R / 4), M rounded
+** up to 4). */
+__kernel __attribute__((reqd_work_group_size(64, 4, 1)))
+void matmul_cols(const int M, const int R, const int K,
+                 __global const REAL *restrict A, const ulong offA, const int lda,
+                 __global const REAL *restrict B, const ulong offB, const int ldb,
+                 __global REAL *restrict C, const ulong offC, const int ldc) {
+  __local REAL part[4][4][64];
+  const int x = get_local_id(0), y = get_local_id(1);
+  const int c0 = get_group_id(0) * 4, row = get_group_id(1) * 4 + y;
+  const __global REAL *a = A + offA + (size_t)min(row, M - 1) * lda;
+  const __global REAL *b = B + offB;
+  const int j0 = min(c0, R - 1), j1 = min(c0 + 1, R - 1);
+  const int j2 = min(c0 + 2, R - 1), j3 = min(c0 + 3, R - 1);
+  REAL s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int k = x;
+  for (; k + 3 * 64 < K; k += 4 * 64) {
+    REAL v[4];
+    for (int u = 0; u < 4; u++) v[u] = a[k + u * 64];
+    for (int u = 0; u < 4; u++) {
+      const __global REAL *bk = b + (size_t)(k + u * 64) * ldb;
+      s0 = MAD(v[u], bk[j0], s0);
+      s1 = MAD(v[u], bk[j1], s1);
+      s2 = MAD(v[u], bk[j2], s2);
+      s3 = MAD(v[u], bk[j3], s3);
+    }
+  }
+  for (; k < K; k += 64) {
+    const REAL v = a[k];
+    const __global REAL *bk = b + (size_t)k * ldb;
+    s0 = MAD(v, bk[j0], s0);
+    s1 = MAD(v, bk[j1], s1);
+    s2 = MAD(v, bk[j2], s2);
+    s3 = MAD(v, bk[j3], s3);
+  }
+  part[y][0][x] = s0;
+  part[y][1][x] = s1;
+  part[y][2][x] = s2;
+  part[y][3][x] = s3;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (x < 4) {
+    REAL s = 0;
+    for (int i = 0; i < 64; i++) s += part[y][x][i];
+    if (row < M && c0 + x < R) C[offC + (size_t)row * ldc + c0 + x] = s;
+  }
 }

@@ -153,6 +153,49 @@ describe("matmul", function()
     assert.are.equal(40, plan.slice_k)   -- 131 / 4 rounded up to a multiple of BK = 8
   end)
 
+  it("runs a tile-aligned core apart from thin edges (the GPU split)", function()
+    -- reg with the CPU's small tiles (16 x 16) and edges of up to 16: the
+    -- core at 128 x 128 (240 x 240), the rest in matmul_rows and matmul_cols
+    local opts = {variant = "reg", params = {edge = 16}}
+    local plan = matmul.plan(dev, 129, 131, 70, "float", "reg", opts.params)
+    assert.are.same({m0 = 128, n0 = 128}, plan.edges)
+    assert.are.equal(1, plan.slices)
+    check(129, 131, 70, "float", opts)
+    check(257, 255, 300, "float", opts)
+    check(128, 135, 33, "float", opts)    -- edge columns only
+    check(133, 128, 32, "float", opts)    -- edge rows only, an even core
+    if dev.fp64 then check(129, 131, 70, "double", opts) end
+    -- operands at odd offsets (views), C given
+    local m, n, k = 130, 129, 41
+    local a, b = random_table(m * k), random_table(k * n)
+    local pad = {0, 0, 0}
+    local A = dev:buffer("float", 3 + m * k, {host = table.move(a, 1, m * k, 4, pad)})
+    local B = dev:buffer("float", k * n + 1, {host = table.move(b, 1, k * n, 2, {0})})
+    local Cb = dev:buffer("float", m * n + 5)
+    local C, ev, events = matmul(A:sub(4, 3 + m * k), B:sub(2, 1 + k * n), Cb:sub(6, 5 + m * n),
+                                 {variant = "reg", params = {edge = 16}, m = m, n = n, k = k})
+    assert.are.equal(3, #events)
+    assert.are.equal(events[3], ev)
+    ev:wait()
+    local err = rel_error(Cb:get(), reference(a, b, m, n, k), 6)
+    assert.is_true(err < 1e-4, ("views: relative error %g"):format(err))
+    -- an out-of-order queue: each kernel waits for the one before
+    local q = dev:queue{out_of_order = true}
+    local A3 = dev:buffer("float", {m, k}, {host = a})
+    local B3 = dev:buffer("float", {k, n}, {host = b})
+    local C3, ev3 = matmul(A3, B3, {variant = "reg", params = {edge = 16}, queue = q})
+    ev3:wait()
+    err = rel_error(C3:get(), reference(a, b, m, n, k))
+    assert.is_true(err < 1e-4, ("out of order: relative error %g"):format(err))
+    -- edges past the limit, or a forced split of K: the one-kernel path
+    assert.is_nil(matmul.plan(dev, 129, 131, 70, "float", "reg", {edge = 2}).edges)
+    assert.is_nil(matmul.plan(dev, 129, 131, 70, "float", "reg", {edge = 16, splitk = 2}).edges)
+    assert.is_nil(matmul.plan(dev, 129, 131, 70, "float", "reg").edges)
+    local A2 = dev:buffer("float", {8, 8})
+    expect_error("luagpu: matmul: reg parameters: edge: expected an integer >= 0, got 1.5",
+                 matmul, A2, A2, {variant = "reg", params = {edge = 1.5}})
+  end)
+
   it("lays a device entry over its class's parameters", function()
     local key = dev.name:sub(1, 12)
     matmul.params[key] = {packed = {TM = 4}, auto = "reg"}

@@ -13,9 +13,12 @@
 -- bench/c/clblast_sgemm.c's, a median of wall-clock calls to clFinish),
 -- then a table with the variant, parameters and split of K matmul chose,
 -- the wall-clock time per blocking call, and the error of 16 sampled
--- entries against a dot product in Lua.
+-- entries against a dot product in Lua. "+edges" in the variant: the tile-
+-- aligned core and the thin edges ran apart (LUAGPU_MATMUL_EDGES=0 turns
+-- that off, for comparison).
 local gpu = rawget(_G, "gpu") or require "luagpu"
 local matmul = require "luagpu.matmul"
+if os.getenv("LUAGPU_MATMUL_EDGES") == "0" then matmul.split_edges = false end
 
 local reps, devspec, sizes = 20, nil, {}
 for i, a in ipairs(arg or {}) do
@@ -116,7 +119,8 @@ for _, s in ipairs(sizes) do
   local tf = 2.0 * m * n * k / t * 1e-12
   print(("LUAGPU sgemm_%dx%dx%d_tflops %.2f TFLOP/s"):format(m, n, k, tf))
   local plan = matmul.plan(dev, m, n, k)
-  rows[#rows + 1] = {s, plan.variant .. (plan.set ~= plan.variant and " (" .. plan.set .. ")" or ""),
+  rows[#rows + 1] = {s, plan.variant .. (plan.set ~= plan.variant and " (" .. plan.set .. ")" or "")
+                        .. (plan.edges and "+edges" or ""),
                      plan.slices or 1, t * 1e3, tf, median(walls) * 1e3, worst}
   A:release(); B:release(); C:release()
   collectgarbage()

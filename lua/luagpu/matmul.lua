@@ -24,7 +24,8 @@ local getmetatable, setmetatable = getmetatable, setmetatable
 local format, concat, sort = string.format, table.concat, table.sort
 local max, tointeger = math.max, math.tointeger
 
-local M = {programs_built = 0}
+-- split_edges: false turns the core-and-edges split off (for comparisons).
+local M = {programs_built = 0, split_edges = true}
 
 local FN = "matmul"
 local SIZES = {float = 4, double = 8}
@@ -45,6 +46,10 @@ local SIZES = {float = 4, double = 8}
 --           PADA PADB          local padding;  DB  0, 1, 2 (see matmul_reg.cl)
 --           groups_per_cu      work-groups resident per compute unit (enables
 --                              splitting K, see split_k);  splitk  forces it
+--           edge               thin edges: when M and N are at most `edge` past
+--                              multiples of BM and BN, the tile-aligned core
+--                              runs alone and the edges in matmul_rows and
+--                              matmul_cols (see edge_split); 0 or nil: never
 --   packed: TM TN VW           register tile and vector width; lx ly group
 --   all:    unroll             steps of the K loop unrolled (reg: of BK)
 --           fma                fma() rather than mad() (CPUs)
@@ -64,7 +69,7 @@ local PARAMS = {
     naive = {lx = 16, ly = 16},
     tiled = {TS = 16},
     reg = {BM = 128, BN = 128, BK = 16, TM = 8, TN = 8, VWM = 4, VWN = 4, VLA = 4, VLB = 4,
-           PADA = 4, PADB = 0, DB = 1,
+           PADA = 4, PADB = 0, DB = 1, edge = 8,
            double = {BM = 64, BN = 64, BK = 16, TM = 4, TN = 4, VWM = 2, VWN = 2,
                      VLA = 2, VLB = 2, PADA = 2, DB = 1}},
     small = {BM = 64, BN = 64, BK = 16, TM = 4, TN = 4, VWM = 4, VWN = 4, VLA = 4, VLB = 4,
@@ -469,6 +474,25 @@ end
 -- offsets: {variant, set (the name of the parameter table used), params,
 -- defines, local_size, options}. variant and override: opts.variant and
 -- opts.params.
+-- Whether an m x n product with reg's tiles d splits into a tile-aligned
+-- core and thin edges (see matmul_rows in matmul_reg.cl): M and N at most
+-- p.edge past multiples of BM and BN, the core at least a wave of work-
+-- groups, and no forced split of K. Returns the core's rows and columns.
+local function edge_split(p, d, dev, m, n)
+  local edge = p.edge
+  if not M.split_edges or not edge or edge == 0 or p.splitk then return nil end
+  need(tointeger(edge) and edge >= 0, "reg", "edge: expected an integer >= 0, got %s",
+       tostring(edge))
+  local em, en = m % d.BM, n % d.BN
+  local m0, n0 = m - em, n - en
+  if (em == 0 and en == 0) or em > edge or en > edge or m0 == 0 or n0 == 0
+     or (m0 // d.BM) * (n0 // d.BN) < dev.compute_units
+     or dev.max_work_group_size < 256 then
+    return nil
+  end
+  return m0, n0
+end
+
 local function plan(dev, m, n, k, t, offA, offB, offC, variant, override)
   local set = device_params(dev)
   local forced = variant
@@ -484,21 +508,29 @@ local function plan(dev, m, n, k, t, offA, offB, offC, variant, override)
   local p = variant_params(set, pset, t, override)
   local d, lsz = check_params(variant, p, dev, SIZES[t])
   d.REAL = t
-  local slices, slice_k = 1, k
+  local slices, slice_k, edges = 1, k, nil
   if variant == "reg" then
-    slices, slice_k = split_k(p, d, dev, m, n, k, SIZES[t])
+    local m0, n0 = edge_split(p, d, dev, m, n)
+    if m0 then
+      -- the core: m0 x n0, not split (matmul_reg with M = m0 and N = n,
+      -- as the row length of B and C, on a grid of n0 columns)
+      edges = {m0 = m0, n0 = n0}
+    else
+      slices, slice_k = split_k(p, d, dev, m, n, k, SIZES[t])
+    end
+    local mc, nc = m0 or m, n0 or n
     if slices > 1 then d.SPLITK = 1 end
     if k % d.VLA == 0 and offA % d.VLA == 0 then d.ALIGNA = 1 end
     if n % d.VLB == 0 and offB % d.VLB == 0 then d.ALIGNB = 1 end
     d.VSC = (n % d.VWN == 0 and offC % d.VWN == 0) and 1 or 0
-    if m % d.BM == 0 and n % d.BN == 0 and k % d.BK == 0 then d.EVEN = 1 end
+    if mc % d.BM == 0 and nc % d.BN == 0 and k % d.BK == 0 then d.EVEN = 1 end
     if k % d.BK ~= 0 then d.KTAIL = 1 end
   elseif variant == "packed" then
     d.VSC = (n % d.VW == 0 and offC % d.VW == 0) and 1 or 0
   end
   return {variant = variant, set = pset, params = p, defines = d, local_size = lsz,
           options = "-cl-mad-enable" .. (p.options and " " .. p.options or ""),
-          slices = slices, slice_k = slice_k}
+          slices = slices, slice_k = slice_k, edges = edges}
 end
 
 local function matmul(A, B, C, opts)
@@ -543,8 +575,18 @@ local function matmul(A, B, C, opts)
   end
 
   local pl = plan(dev, m, n, k, t, offA, offB, offC, opts.variant, opts.params)
+  local prog = program(dev, pl.variant, pl.defines, pl.options)
+  if pl.edges and (prog.matmul_rows.work_group_size < 256
+                   or prog.matmul_cols.work_group_size < 256) then
+    -- the edge kernels' work-groups do not fit: one kernel after all
+    local override = {edge = 0}
+    for f, v in pairs(opts.params or {}) do
+      if f ~= "edge" then override[f] = v end
+    end
+    pl = plan(dev, m, n, k, t, offA, offB, offC, opts.variant, override)
+    prog = program(dev, pl.variant, pl.defines, pl.options)
+  end
   local variant, d, lsz = pl.variant, pl.defines, pl.local_size
-  local prog = program(dev, variant, d, pl.options)
   local waits = wait_list(opts)
   local run_opts = {wait = waits, queue = q}
   local ev
@@ -554,6 +596,29 @@ local function matmul(A, B, C, opts)
       :run({round_up(n, lsz[1]), round_up(m, lsz[2])}, lsz, run_opts)
     return C, ev, {ev}
   end
+  local inorder = q == nil or not q.out_of_order
+  if pl.edges then
+    -- the tile-aligned core, then the edge rows (all columns) and the edge
+    -- columns (the core's rows), one after another (on an out-of-order
+    -- queue each waits for the one before, so that ev ends them all)
+    local m0, n0 = pl.edges.m0, pl.edges.n0
+    local events = {}
+    events[1] = prog.matmul_reg(m0, n, k, k, rootA, offA, rootB, offB, rootC, offC)
+      :run({n0 // d.BN * lsz[1], m0 // d.BM * lsz[2]}, lsz, run_opts)
+    if m > m0 then
+      events[#events + 1] = prog.matmul_rows(m - m0, n, k, rootA, offA + m0 * k, k,
+                                             rootB, offB, n, rootC, offC + m0 * n, n)
+        :run({round_up(n, 16), ceil_div(m - m0, 4) * 16}, {16, 16},
+             {wait = not inorder and {events[#events]} or nil, queue = q})
+    end
+    if n > n0 then
+      events[#events + 1] = prog.matmul_cols(m0, n - n0, k, rootA, offA, k,
+                                             rootB, offB + n0, n, rootC, offC + n0, n)
+        :run({ceil_div(n - n0, 4) * 64, round_up(m0, 4)}, {64, 4},
+             {wait = not inorder and {events[#events]} or nil, queue = q})
+    end
+    return C, events[#events], events
+  end
   local grid = variant == "reg" and {ceil_div(n, d.BN) * lsz[1], ceil_div(m, d.BM) * lsz[2]}
   if variant == "reg" and pl.slices == 1 then
     ev = prog.matmul_reg(m, n, k, k, rootA, offA, rootB, offB, rootC, offC)
@@ -562,7 +627,6 @@ local function matmul(A, B, C, opts)
   end
   -- reg with a split K and packed use the device's scratch buffers: wait
   -- for their last user when it ran on another queue (or out of order)
-  local inorder = q == nil or not q.out_of_order
   local per_dev = scratch[dev]
   local last = per_dev and per_dev.last
   if last and (not inorder or per_dev.last_queue ~= (q or dev)) then
@@ -598,7 +662,9 @@ M.variants = {"naive", "tiled", "reg", "packed"}
 
 -- M.plan(dev, m, n, k [, type [, variant [, params]]]): how matmul would run
 -- that product on dev (operands at offset 0): {variant =, set =, params =,
--- defines =, local_size =, options =}. For scripts that report or tune.
+-- defines =, local_size =, options =, slices =, slice_k =, edges =}, edges
+-- {m0 =, n0 =} where a tile-aligned core runs apart from thin edges. For
+-- scripts that report or tune.
 function M.plan(dev, m, n, k, t, variant, override)
   return plan(dev, m, n, k, t or "float", 0, 0, 0, variant, override)
 end
