@@ -28,7 +28,7 @@ for i, a in ipairs(arg or {}) do
 end
 if #sizes == 0 then
   sizes = {"1024,1024,1024", "2048,2048,2048", "4096,4096,4096", "8192,8192,8192",
-           "4095,4095,4095", "4097,4097,4097", "3000,5000,1000"}
+           "4095,4095,4095", "4097,4097,4097", "8193,8193,8193", "3000,5000,1000"}
 end
 -- CLBlast's SGEMM on the same device, through bench/c/clblast_sgemm.c, run
 -- first: before this process makes an OpenCL context on the GPU (a GPU in
