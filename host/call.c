@@ -277,7 +277,6 @@ static int launch(lua_State *L, int callidx, int gidx, int lidx, const size_t *o
   size_t g[3], l[3];
   cl_uint dims, i;
   cl_event ev = NULL;
-  lg_Event *fresh = NULL;
   cl_int err;
   int keep[2], has_local = !lua_isnoneornil(L, lidx);
   if (k->k == NULL) lg_error(L, fn, "attempt to use a released kernel");
@@ -324,7 +323,6 @@ static int launch(lua_State *L, int callidx, int gidx, int lidx, const size_t *o
     }
     k->args_of = c->serial;
   }
-  if (qidx == 0) fresh = lg_newevent(L);     /* before the enqueue: nothing to leak */
   err = clEnqueueNDRangeKernel(q, k->k, dims, off, g, has_local ? l : NULL,
                                nwait, wait, &ev);
   if (lg_is_oom(err)) {       /* dead buffers may hold the memory: collect, retry once */
@@ -338,12 +336,12 @@ static int launch(lua_State *L, int callidx, int gidx, int lidx, const size_t *o
   ** holding nothing is let go by the collector without waiting for its
   ** command (a waiting __gc would throttle a launch loop to the device's
   ** pace). An explicit queue is kept, for the Event's flush and profiling. */
-  if (fresh != NULL) {
-    lg_event_attach(L, fresh, ev, k->command);
-    return 1;
-  }
   keep[0] = qidx;
-  lg_pushevent(L, ev, k->command, keep, 1);
+  lg_pushevent(L, ev, k->command, keep, qidx != 0 ? 1 : 0);
+  if (qidx == 0) {
+    lua_pushnil(L);
+    lua_setiuservalue(L, -2, 1);
+  }
   return 1;
 }
 

@@ -76,20 +76,6 @@ lg_Event *lg_pushevent(lua_State *L, cl_event ev, const char *command,
   return e;
 }
 
-lg_Event *lg_newevent(lua_State *L) {
-  lg_Event *e = lua_newuserdatauv(L, sizeof *e, 2);
-  memset(e, 0, sizeof *e);
-  e->profiling = -1;
-  luaL_setmetatable(L, LG_EVENT_MT);
-  return e;
-}
-
-void lg_event_attach(lua_State *L, lg_Event *e, cl_event ev, const char *command) {
-  e->ev = ev;
-  strncpy(e->command, command, sizeof e->command - 1);
-  if (lua_gc(L, LUA_GCISRUNNING) == -1) clWaitForEvents(1, &e->ev);  /* see lg_pushevent */
-}
-
 void lg_event_setresult(lua_State *L, int evidx, int validx, lg_Result kind) {
   lg_Event *e;
   evidx = lua_absindex(L, evidx);

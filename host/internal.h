@@ -262,11 +262,6 @@ typedef struct lg_Event {
 ** first, so nothing the command uses is freed under it. */
 lg_Event *lg_pushevent(lua_State *L, cl_event ev, const char *command,
                        const int *keep, int nkeep);
-/* The launch path's way, as STYLE has it: push an Event in the released
-** state (nothing kept, no cl_event) before enqueueing, then hand it the
-** cl_event once the enqueue succeeded. No protected call, no table. */
-lg_Event *lg_newevent(lua_State *L);
-void lg_event_attach(lua_State *L, lg_Event *e, cl_event ev, const char *command);
 /* Sets the result of the Event at evidx to the value at validx. */
 void lg_event_setresult(lua_State *L, int evidx, int validx, lg_Result kind);
 lg_Event *lg_checkevent(lua_State *L, int idx);
