@@ -338,10 +338,6 @@ static int launch(lua_State *L, int callidx, int gidx, int lidx, const size_t *o
   ** pace). An explicit queue is kept, for the Event's flush and profiling. */
   keep[0] = qidx;
   lg_pushevent(L, ev, k->command, keep, qidx != 0 ? 1 : 0);
-  if (qidx == 0) {
-    lua_pushnil(L);
-    lua_setiuservalue(L, -2, 1);
-  }
   return 1;
 }
 

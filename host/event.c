@@ -27,6 +27,7 @@ static int new_event(lua_State *L) {
   memset(e, 0, sizeof *e);
   e->profiling = -1;
   luaL_setmetatable(L, LG_EVENT_MT);
+  if (n == 0) return 1;            /* nothing kept: no table, and __gc need not wait */
   lua_createtable(L, n, 0);
   for (i = 1; i <= n; i++) {
     lua_pushvalue(L, i);
