@@ -1,6 +1,6 @@
 /*
 ** device.c: platforms, devices and their shared per-platform contexts.
-** gpu.platforms(), gpu.devices(kind), gpu.device(spec); Device fields,
+** gpu.devices(kind), gpu.device(spec); Device fields,
 ** dev:summary(), tostring(dev). One Device userdata per cl_device_id and one
 ** Context per platform, cached in the registry so every lookup agrees.
 */
@@ -25,28 +25,6 @@ static void push_cache(lua_State *L, const char *key) {
   lua_setfield(L, LUA_REGISTRYINDEX, key);
 }
 
-/* Returns the platform ids (malloc'd; *n set), or NULL with *n = 0 when
-** there is no platform at all. */
-static cl_platform_id *get_platforms(cl_uint *n) {
-  cl_platform_id *ids;
-  *n = 0;
-  if (clGetPlatformIDs(0, NULL, n) != CL_SUCCESS || *n == 0) { *n = 0; return NULL; }
-  ids = malloc(sizeof(cl_platform_id) * *n);
-  if (ids == NULL || clGetPlatformIDs(*n, ids, NULL) != CL_SUCCESS) {
-    free(ids);
-    *n = 0;
-    return NULL;
-  }
-  return ids;
-}
-
-static void push_platform_string(lua_State *L, cl_platform_id p, cl_platform_info what) {
-  char buf[2048];
-  if (clGetPlatformInfo(p, what, sizeof buf, buf, NULL) != CL_SUCCESS) buf[0] = '\0';
-  buf[sizeof buf - 1] = '\0';
-  lua_pushstring(L, buf);
-}
-
 static void push_device_string(lua_State *L, cl_device_id d, cl_device_info what) {
   size_t n = 0;
   char *buf;
@@ -64,25 +42,6 @@ static void push_device_string(lua_State *L, cl_device_id d, cl_device_info what
   while (n > 0 && (buf[n - 1] == '\0' || buf[n - 1] == ' ')) buf[--n] = '\0';
   lua_pushstring(L, buf);
   free(buf);
-}
-
-/* Pushes a list of the space-separated words of the string on top (replacing it). */
-static void split_words(lua_State *L) {
-  const char *s = lua_tostring(L, -1);
-  int i = 0;
-  lua_newtable(L);
-  while (s != NULL && *s) {
-    const char *e;
-    while (*s == ' ') s++;
-    e = s;
-    while (*e && *e != ' ') e++;
-    if (e > s) {
-      lua_pushlstring(L, s, (size_t)(e - s));
-      lua_rawseti(L, -2, ++i);
-    }
-    s = e;
-  }
-  lua_remove(L, -2);
 }
 
 static const char *type_name(cl_device_type t) {
@@ -209,7 +168,7 @@ static void load_fields(lua_State *L, lg_Device *d) {
   push_device_string(L, d->id, CL_DEVICE_NAME);    lua_setfield(L, -2, "name");
   push_device_string(L, d->id, CL_DEVICE_VENDOR);  lua_setfield(L, -2, "vendor");
   lua_pushstring(L, type_name(d->type));           lua_setfield(L, -2, "type");
-  push_platform_string(L, d->platform, CL_PLATFORM_NAME); lua_setfield(L, -2, "platform");
+  lg_push_platform_string(L, d->platform, CL_PLATFORM_NAME); lua_setfield(L, -2, "platform");
   push_device_string(L, d->id, CL_DEVICE_VERSION); lua_setfield(L, -2, "version");
   push_device_string(L, d->id, CL_DRIVER_VERSION); lua_setfield(L, -2, "driver_version");
   push_device_string(L, d->id, CL_DEVICE_OPENCL_C_VERSION);
@@ -231,7 +190,7 @@ static void load_fields(lua_State *L, lg_Device *d) {
   GET(CL_DEVICE_ADDRESS_BITS, u);  lua_pushinteger(L, u); lua_setfield(L, -2, "address_bits");
   lua_pushboolean(L, d->fp64);     lua_setfield(L, -2, "fp64");
   push_device_string(L, d->id, CL_DEVICE_EXTENSIONS);
-  split_words(L);                  lua_setfield(L, -2, "extensions");
+  lg_split_words(L);                  lua_setfield(L, -2, "extensions");
   lua_newtable(L);
   for (i = 0; i < sizeof widths / sizeof widths[0]; i++) {
     u = 0;
@@ -297,7 +256,7 @@ lg_Device *lg_push_device(lua_State *L, cl_device_id id) {
 /* Pushes the list of devices of the given type on every platform. */
 static int push_devices(lua_State *L, cl_device_type type) {
   cl_uint np, i, n, j;
-  cl_platform_id *plats = get_platforms(&np);
+  cl_platform_id *plats = lg_get_platforms(&np);
   int k = 0;
   lua_newtable(L);
   for (i = 0; i < np; i++) {
@@ -559,48 +518,6 @@ static int dev_eq(lua_State *L) {
   return 1;
 }
 
-/* ---------------------------------------------------------- platforms */
-
-static int mod_platforms(lua_State *L) {
-  cl_uint n, i;
-  cl_platform_id *ids = get_platforms(&n);
-  lua_createtable(L, (int)n, 0);
-  for (i = 0; i < n; i++) {
-    lua_createtable(L, 0, 6);
-    push_platform_string(L, ids[i], CL_PLATFORM_NAME);    lua_setfield(L, -2, "name");
-    push_platform_string(L, ids[i], CL_PLATFORM_VENDOR);  lua_setfield(L, -2, "vendor");
-    push_platform_string(L, ids[i], CL_PLATFORM_VERSION); lua_setfield(L, -2, "version");
-    push_platform_string(L, ids[i], CL_PLATFORM_PROFILE); lua_setfield(L, -2, "profile");
-    push_platform_string(L, ids[i], CL_PLATFORM_EXTENSIONS);
-    split_words(L);
-    lua_setfield(L, -2, "extensions");
-    {
-      cl_device_id dids[64];
-      cl_uint nd = 0, j;
-      lua_newtable(L);
-      if (clGetDeviceIDs(ids[i], CL_DEVICE_TYPE_ALL, 64, dids, &nd) == CL_SUCCESS) {
-        if (nd > 64) nd = 64;
-        for (j = 0; j < nd; j++) {
-          lg_push_device(L, dids[j]);
-          lua_rawseti(L, -2, (lua_Integer)j + 1);
-        }
-      }
-      lua_setfield(L, -2, "devices");
-    }
-    luaL_setmetatable(L, LG_PLATFORM_MT);
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
-  }
-  free(ids);
-  return 1;
-}
-
-static int plat_tostring(lua_State *L) {
-  lua_getfield(L, 1, "name");
-  lua_getfield(L, 1, "version");
-  lua_pushfstring(L, LG_PLATFORM_MT ": %s (%s)", lua_tostring(L, -2), lua_tostring(L, -1));
-  return 1;
-}
-
 static const luaL_Reg device_methods[] = {
   {"summary", dev_summary},
   {NULL, NULL}
@@ -619,13 +536,7 @@ static const luaL_Reg context_meta[] = {
   {NULL, NULL}
 };
 
-static const luaL_Reg platform_meta[] = {
-  {"__tostring", plat_tostring},
-  {NULL, NULL}
-};
-
 static const luaL_Reg module_functions[] = {
-  {"platforms", mod_platforms},
   {"devices", mod_devices},
   {"device", mod_device},
   {NULL, NULL}
@@ -634,9 +545,6 @@ static const luaL_Reg module_functions[] = {
 void lg_open_device(lua_State *L) {
   lg_newclass(L, LG_DEVICE_MT, device_methods, device_meta);
   lg_newclass(L, LG_CONTEXT_MT, NULL, context_meta);
-  luaL_newmetatable(L, LG_PLATFORM_MT);
-  luaL_setfuncs(L, platform_meta, 0);
-  lua_pop(L, 1);
   luaL_setfuncs(L, module_functions, 0);
 }
 

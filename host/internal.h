@@ -186,6 +186,14 @@ typedef struct lg_Device {
 } lg_Device;
 /* Device uservalues: 1 Context, 2 default Queue, 3 table of fields. */
 
+/* platform.c: the platform ids (malloc'd, *n set; NULL and 0 when there
+** is none), a platform's info string, and the words of the string on top
+** as a list (replacing it). */
+cl_platform_id *lg_get_platforms(cl_uint *n);
+void lg_push_platform_string(lua_State *L, cl_platform_id p, cl_platform_info what);
+void lg_split_words(lua_State *L);
+void lg_open_platform(lua_State *L);
+
 lg_Device *lg_checkdevice(lua_State *L, int idx);
 lg_Device *lg_testdevice(lua_State *L, int idx);
 /* Pushes the device's default Queue userdata. */

@@ -160,6 +160,7 @@ LUAGPU_API int luaopen_luagpu(lua_State *L) {
     lua_pushstring(L, lg_root_dir());
     lua_setfield(L, -2, "root");
   }
+  lg_open_platform(L);
   lg_open_device(L);
   lg_open_queue(L);
   lg_open_array(L);
