@@ -20,16 +20,8 @@ local function random_value(s)
   return math.random(math.max(r[1], -100000), math.min(r[2], 100000))
 end
 
--- The error message of f(...), which must fail.
-local function err(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e)
-end
-
-local function has_error(text, f, ...)
-  assert.matches(text, err(f, ...), 1, true)
-end
+local support = require "support"
+local err, has_error = support.errmsg, support.has_error
 
 describe("gpu.array", function()
   it("makes zero-filled arrays of every scalar and vector type", function()

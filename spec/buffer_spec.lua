@@ -27,15 +27,8 @@ local function random_list(s, n)
   return t
 end
 
-local function errmsg(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e)
-end
-
-local function has_error(text, f, ...)
-  assert.matches(text, errmsg(f, ...), 1, true)
-end
+local support = require "support"
+local errmsg, has_error = support.errmsg, support.has_error
 
 -- The flat list of scalars a buffer holds, read back with get.
 local function contents(b) return b:get():totable() end

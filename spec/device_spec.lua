@@ -2,11 +2,7 @@
 -- runtime is installed (PoCL in CI).
 local gpu = require "luagpu"
 
-local function errmsg(f, ...)
-  local ok, err = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(err)
-end
+local errmsg = require("support").errmsg
 
 describe("the module", function()
   it("has a version and a monotonic clock", function()

@@ -36,15 +36,8 @@ local function as_read(t)
   return r
 end
 
-local function err(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e)
-end
-
-local function has_error(text, f, ...)
-  assert.matches(text, err(f, ...), 1, true)
-end
+local support = require "support"
+local err, has_error = support.errmsg, support.has_error
 
 local dir
 local function tmp(name) return dir .. "/" .. name end

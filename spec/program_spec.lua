@@ -5,15 +5,8 @@ local gpu = require "luagpu"
 
 local dev = gpu.device()
 
-local function errmsg(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e)
-end
-
-local function has_error(text, f, ...)
-  assert.matches(text, errmsg(f, ...), 1, true)
-end
+local support = require "support"
+local errmsg, has_error = support.errmsg, support.has_error
 
 local function write_file(path, text)
   local f = assert(io.open(path, "wb"))

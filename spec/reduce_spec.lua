@@ -62,16 +62,8 @@ local function check_all(t, b, vals, first, last)
   assert.equal(hi, reduce.max(b))
 end
 
--- The error message of f(...), which must fail.
-local function err(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e)
-end
-
-local function has_error(text, f, ...)
-  assert.matches(text, err(f, ...), 1, true)
-end
+local support = require "support"
+local err, has_error = support.errmsg, support.has_error
 
 describe("reduce.sum, reduce.min, reduce.max", function()
   for _, t in ipairs(SCALARS) do
