@@ -128,10 +128,10 @@ bench: deps deps-bench all
 $(BUILD)/bench_clblast_sgemm: bench/c/clblast_sgemm.c | $(BUILD)
 	$(CC) -std=c99 $(WARN) $(OPT) -o $@ $< -lclblast $(CL_LIBS)
 
-$(BUILD)/bench_launch: bench/c/launch.c | $(BUILD)
+$(BUILD)/bench_launch: bench/c/launch.c bench/c/common.h | $(BUILD)
 	$(CC) -std=c99 -D_POSIX_C_SOURCE=200809L $(WARN) $(OPT) -o $@ $< $(CL_LIBS)
 
-$(BUILD)/bench_transfer: bench/c/transfer.c | $(BUILD)
+$(BUILD)/bench_transfer: bench/c/transfer.c bench/c/common.h | $(BUILD)
 	$(CC) -std=c99 -D_POSIX_C_SOURCE=200809L $(WARN) $(OPT) -o $@ $< $(CL_LIBS)
 
 install: all
