@@ -14,9 +14,9 @@ CC      ?= cc
 
 # Debian packages the build, the specs and the demo need.
 PKGS := gcc make pkg-config lua5.4 liblua5.4-dev ocl-icd-opencl-dev opencl-headers \
-        pocl-opencl-icd lua-busted libreadline-dev libncurses-dev
-# Only for benchmarks and optional specs.
-BENCH_PKGS := libclblast-dev python3-numpy
+        pocl-opencl-icd lua-busted libreadline-dev libncurses-dev python3-numpy
+# Only for benchmarks.
+BENCH_PKGS := libclblast-dev
 
 PKG_CONFIG ?= pkg-config
 LUA_CFLAGS := $(shell $(PKG_CONFIG) --cflags lua$(LUAV) 2>/dev/null || echo -I/usr/include/lua$(LUAV))

@@ -171,6 +171,7 @@ void lg_check_array_fits(lua_State *L, const lg_Array *a, lg_Type t, size_t coun
 /* dev:buffer(type, n | {shape} [, {access = "in"|"out"|"mixed", host = data}]) */
 static int dev_buffer(lua_State *L) {
   static const char *const fn = "dev:buffer";
+  static const char *const buffer_options[] = {"access", "host", NULL};
   size_t shape[LG_MAXDIM], count = 1;
   lg_Access access = LG_MIXED;
   const void *host = NULL;
@@ -183,14 +184,7 @@ static int dev_buffer(lua_State *L) {
   if (!lua_isnoneornil(L, 4)) {
     if (!lua_istable(L, 4))
       lg_typeerror(L, fn, 3, 4, "an options table {access =, host =}");
-    lua_pushnil(L);
-    while (lua_next(L, 4)) {
-      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
-      if (strcmp(k, "access") != 0 && strcmp(k, "host") != 0)
-        lg_argerror(L, fn, 3, "unknown option '%s' (expected access, host)",
-                    luaL_tolstring(L, -2, NULL));
-      lua_pop(L, 1);
-    }
+    lg_checkoptions(L, 4, fn, 3, buffer_options);
     lua_getfield(L, 4, "access");
     if (!lua_isnil(L, -1)) {
       const char *s = lua_tostring(L, -1);

@@ -21,12 +21,18 @@ static uint64_t next_serial = 1;
 static int lm_new(lua_State *L) {
   lg_Type t = lg_checktype(L, 1, "gpu.localmem", 1);
   size_t n = lg_checksize(L, 2, "gpu.localmem", 2, "a count of elements >= 1");
+  size_t size = lg_type_size(t);
+  char name[LG_TYPENAME_MAX];
   lg_LocalMem *m;
   if (n == 0) return lg_argerror(L, "gpu.localmem", 2, "expected a count of elements >= 1, got 0");
+  if (n > (size_t)LUA_MAXINTEGER / size)   /* bytes must fit, and be a Lua integer */
+    return lg_argerror(L, "gpu.localmem", 2, "too large: %I elements of %s (at most %I)",
+                       (lua_Integer)n, lg_type_name(t, name),
+                       (lua_Integer)((size_t)LUA_MAXINTEGER / size));
   m = lua_newuserdatauv(L, sizeof *m, 0);
   m->type = t;
   m->count = n;
-  m->bytes = n * lg_type_size(t);
+  m->bytes = n * size;
   luaL_setmetatable(L, LG_LOCALMEM_MT);
   return 1;
 }
@@ -95,8 +101,10 @@ static void bind_buffer(lua_State *L, lg_Kernel *k, const lg_ArgInfo *a, int i, 
   ca->buf = b;
 }
 
-static size_t bind_local(lua_State *L, lg_Kernel *k, const lg_ArgInfo *a, int i, int idx,
-                         lg_CallArg *ca) {
+/* Binds a gpu.localmem argument, adding its bytes to *local, the call's
+** sum so far (saturating: never wrapping past SIZE_MAX). */
+static void bind_local(lua_State *L, lg_Kernel *k, const lg_ArgInfo *a, int i, int idx,
+                       lg_CallArg *ca, size_t *local) {
   lg_LocalMem *m = luaL_testudata(L, idx, LG_LOCALMEM_MT);
   char want[LG_TYPENAME_MAX], got[LG_TYPENAME_MAX];
   if (m == NULL)
@@ -105,9 +113,9 @@ static size_t bind_local(lua_State *L, lg_Kernel *k, const lg_ArgInfo *a, int i,
   if (a->typed && (m->type.scalar != a->type.scalar || m->type.width != a->type.width))
     lg_argerror(L, k->command, i, "expected gpu.localmem of %s for parameter '%s', got %s",
                 lg_type_name(a->type, want), param(L, a), lg_type_name(m->type, got));
+  *local = m->bytes > SIZE_MAX - *local ? SIZE_MAX : *local + m->bytes;
   ca->size = m->bytes;
   ca->value = NULL;
-  return m->bytes;
 }
 
 static void bind_scalar(lua_State *L, lg_Kernel *k, const lg_ArgInfo *a, int i, int idx,
@@ -173,7 +181,7 @@ lg_Call *lg_bindcall(lua_State *L, int kidx, int first, int last) {
         p += SLOT;
         break;
       case LG_ARG_LOCAL:
-        local += bind_local(L, k, a, i + 1, idx, &c->args[i]);
+        bind_local(L, k, a, i + 1, idx, &c->args[i], &local);
         break;
       case LG_ARG_SCALAR:
         bind_scalar(L, k, a, i + 1, idx, &c->args[i], p);
@@ -187,8 +195,10 @@ lg_Call *lg_bindcall(lua_State *L, int kidx, int first, int last) {
     lua_rawseti(L, argsidx, i + 1);
   }
   if (local > k->dev->local_mem_size)
-    lg_error(L, k->command, "the gpu.localmem arguments take %I bytes, more than the "
-             "device's local_mem_size (%I bytes)", (lua_Integer)local,
+    lg_error(L, k->command, "the gpu.localmem arguments take %s bytes, more than the "
+             "device's local_mem_size (%I bytes)",
+             local > (size_t)LUA_MAXINTEGER ? "over 2^63"
+                                            : lua_pushfstring(L, "%I", (lua_Integer)local),
              (lua_Integer)k->dev->local_mem_size);
   lua_setiuservalue(L, -2, 2);
   c->serial = next_serial++;
@@ -239,6 +249,18 @@ static const char *fmt_sizes(lua_State *L, const size_t *s, cl_uint n) {
 
 #define ENQ "clEnqueueNDRangeKernel"
 
+/* An empty launch: a marker on q after the wait list, and its Event. */
+static int empty_launch(lua_State *L, cl_command_queue q, int qidx, cl_uint nwait,
+                        const cl_event *wait, const char *command) {
+  cl_event ev = NULL;
+  int keep[1];
+  cl_int err = clEnqueueMarkerWithWaitList(q, nwait, wait, &ev);
+  if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueMarkerWithWaitList", err, NULL);
+  keep[0] = qidx;
+  lg_pushevent(L, ev, command, keep, qidx != 0 ? 1 : 0);
+  return 1;
+}
+
 static void check_local(lua_State *L, const lg_Kernel *k, const size_t *g, const size_t *l,
                         cl_uint dims) {
   const lg_Device *d = k->dev;
@@ -268,7 +290,9 @@ static void check_local(lua_State *L, const lg_Kernel *k, const size_t *g, const
 
 /* Enqueues the Call at callidx with the sizes at gidx and lidx on queue q
 ** (its userdata at qidx, 0 for the device's default queue) and pushes the
-** Event. off is the global offset or NULL. */
+** Event. off is the global offset or NULL. A global size with a 0 in it
+** runs nothing: a marker (waiting on the same list) stands in for it. q
+** is NULL when the options' metamethods released the queue meanwhile. */
 static int launch(lua_State *L, int callidx, int gidx, int lidx, const size_t *off,
                   cl_uint offdims, cl_command_queue q, int qidx, cl_uint nwait,
                   const cl_event *wait, const char *fn, int argno) {
@@ -280,7 +304,8 @@ static int launch(lua_State *L, int callidx, int gidx, int lidx, const size_t *o
   cl_int err;
   int keep[2], has_local = !lua_isnoneornil(L, lidx);
   if (k->k == NULL) lg_error(L, fn, "attempt to use a released kernel");
-  dims = get_sizes(L, gidx, g, 1, fn, argno, "global size");
+  if (q == NULL) lg_error(L, fn, "attempt to use a released queue");
+  dims = get_sizes(L, gidx, g, 0, fn, argno, "global size");
   if (dims > k->dev->max_work_item_dims)
     lg_argerror(L, fn, argno, "the device has %d dimensions, got %d",
                 (int)k->dev->max_work_item_dims, (int)dims);
@@ -313,6 +338,8 @@ static int launch(lua_State *L, int callidx, int gidx, int lidx, const size_t *o
     if (c->args[i].buf != NULL && !lg_buffer_live(c->args[i].buf))
       lg_error(L, fn, "argument #%d (%s) of kernel %s: attempt to use a released buffer",
                (int)i + 1, k->args[i].name, k->name);
+  for (i = 0; i < dims; i++)
+    if (g[i] == 0) return empty_launch(L, q, qidx, nwait, wait, k->command);
   if (k->args_of != c->serial) {
     k->args_of = 0;
     for (i = 0; i < c->nargs; i++) {
@@ -373,6 +400,9 @@ static cl_uint get_offset(lua_State *L, int idx, size_t *off, const char *fn, in
   return n;
 }
 
+/* The options of call:run and dev:run. */
+static const char *const run_options[] = {"wait", "queue", "offset", NULL};
+
 /* call:run(global [, local] [, opts]) */
 static int call_run(lua_State *L) {
   lg_Call *c = check_call(L, 1);
@@ -390,6 +420,7 @@ static int call_run(lua_State *L) {
     return launch(L, 1, 2, 3, NULL, 0, d->queue, 0, 0, NULL, "call:run", 1);
   }
   lua_settop(L, 4);
+  lg_checkoptions(L, 4, "call:run", 3, run_options);
   push_call_device(L, 1);
   lg_getopts(L, 4, 5, "call:run", 3, &o);
   offdims = get_offset(L, 4, off, "call:run", 3);
@@ -412,6 +443,7 @@ static int dev_run(lua_State *L) {
   if (top >= 5 && lua_istable(L, top)) {
     optidx = top;
     last = top - 1;
+    lg_checkoptions(L, optidx, "dev:run", optidx - 1, run_options);
   }
   if (top < 4) lua_settop(L, 4);
   lua_pushnil(L);                           /* stands for absent options */

@@ -114,8 +114,12 @@ lg_Device *lg_testdevice(lua_State *L, int idx) {
   return luaL_testudata(L, idx, LG_DEVICE_MT);
 }
 
+/* A device whose Context was finalized (a finalizer of the user's running
+** late in a collection, or at lua_close) raises rather than using it. */
 lg_Device *lg_checkdevice(lua_State *L, int idx) {
-  return luaL_checkudata(L, idx, LG_DEVICE_MT);
+  lg_Device *d = luaL_checkudata(L, idx, LG_DEVICE_MT);
+  if (d->context == NULL || d->context->ctx == NULL) lg_released_error(L, idx, "device");
+  return d;
 }
 
 void lg_push_default_queue(lua_State *L, int devidx) {
@@ -401,8 +405,9 @@ static int mod_device(lua_State *L) {
   return pick(L, 1, n);
 }
 
+/* Fields, tostring and summary stay readable once the context is gone. */
 static int dev_index(lua_State *L) {
-  lg_checkdevice(L, 1);
+  luaL_checkudata(L, 1, LG_DEVICE_MT);
   if (lg_pushmethod(L, 1, 2)) return 1;
   lua_getiuservalue(L, 1, 3);
   lua_pushvalue(L, 2);
@@ -432,7 +437,7 @@ static void human_bytes(char *buf, size_t n, cl_ulong bytes) {
 }
 
 static int dev_tostring(lua_State *L) {
-  lg_Device *d = lg_checkdevice(L, 1);
+  lg_Device *d = luaL_checkudata(L, 1, LG_DEVICE_MT);
   char mem[32];
   lua_getiuservalue(L, 1, 3);
   lua_getfield(L, -1, "platform");
@@ -461,7 +466,7 @@ static int dev_summary(lua_State *L) {
   };
   luaL_Buffer b;
   int i;
-  lg_checkdevice(L, 1);
+  luaL_checkudata(L, 1, LG_DEVICE_MT);
   lua_getiuservalue(L, 1, 3);
   luaL_buffinit(L, &b);
   for (i = 0; order[i] != NULL; i++) {

@@ -35,9 +35,23 @@ static void ensure_open(lua_State *L) {
   lua_pop(L, 1);
 }
 
-/* Runs f(args, value at idx or nil) protected; it leaves one value. */
+/* True when idx names a value on the stack: an application's index is
+** not trusted (Lua itself does not check them, and a bad one crashes). */
+static int valid_index(lua_State *L, int idx) {
+  int top = lua_gettop(L);
+  if (idx > 0) return idx <= top;
+  return idx < 0 && idx > LUA_REGISTRYINDEX && -idx <= top;
+}
+
+/* Runs f(args, value at idx or nil) protected; it leaves one value. An
+** invalid idx leaves the message instead, as an error does. */
 static int run_protected(lua_State *L, lua_CFunction f, Args *a, int idx) {
   if (!lua_checkstack(L, 3)) return LUA_ERRMEM;
+  if (idx != 0 && !valid_index(L, idx)) {
+    lua_pushfstring(L, "luagpu: %s: invalid stack index %d (the stack holds %d values)",
+                    a != NULL && a->fn != NULL ? a->fn : "luagpu", idx, lua_gettop(L));
+    return LUA_ERRRUN;
+  }
   if (idx != 0) idx = lua_absindex(L, idx);
   lua_pushcfunction(L, f);
   lua_pushlightuserdata(L, a);
@@ -158,8 +172,10 @@ LUAGPU_API int luagpu_push_buffer(lua_State *L, int devidx, cl_mem mem,
 }
 
 LUAGPU_API cl_mem luagpu_to_mem(lua_State *L, int idx, size_t *offset, size_t *size) {
-  lg_Buffer *b = luaL_testudata(L, idx, LG_BUFFER_MT);
+  lg_Buffer *b;
   size_t esize;
+  if (!valid_index(L, idx)) return NULL;
+  b = luaL_testudata(L, idx, LG_BUFFER_MT);
   if (b == NULL || !lg_buffer_live(b)) return NULL;
   esize = lg_type_size(b->type);
   if (offset != NULL) *offset = b->offset * esize;
@@ -223,7 +239,9 @@ LUAGPU_API int luagpu_push_event(lua_State *L, cl_event ev) {
 }
 
 LUAGPU_API cl_event luagpu_to_event(lua_State *L, int idx) {
-  lg_Event *e = luaL_testudata(L, idx, LG_EVENT_MT);
+  lg_Event *e;
+  if (!valid_index(L, idx)) return NULL;
+  e = luaL_testudata(L, idx, LG_EVENT_MT);
   if (e == NULL || e->ev == NULL) return NULL;
   if (clRetainEvent(e->ev) != CL_SUCCESS) return NULL;
   return e->ev;
@@ -238,8 +256,10 @@ static int default_queue_p(lua_State *L) {
 }
 
 LUAGPU_API cl_command_queue luagpu_to_queue(lua_State *L, int idx) {
-  lg_Queue *q = luaL_testudata(L, idx, LG_QUEUE_MT);
+  lg_Queue *q;
   cl_command_queue cq = NULL;
+  if (!valid_index(L, idx)) return NULL;
+  q = luaL_testudata(L, idx, LG_QUEUE_MT);
   if (q == NULL) {
     lg_Device *d = luaL_testudata(L, idx, LG_DEVICE_MT);
     if (d == NULL) return NULL;

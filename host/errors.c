@@ -213,3 +213,27 @@ int lg_pushmethod(lua_State *L, int objidx, int keyidx) {
   lua_pop(L, 3);
   return 0;
 }
+
+void lg_checkoptions(lua_State *L, int idx, const char *fn, int arg,
+                     const char *const keys[]) {
+  idx = lua_absindex(L, idx);
+  if (!lua_istable(L, idx)) return;     /* the caller reports the type */
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    int i = 0;
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+    while (k != NULL && keys[i] != NULL && strcmp(keys[i], k) != 0) i++;
+    if (k == NULL || keys[i] == NULL) {
+      luaL_Buffer b;
+      const char *bad = luaL_tolstring(L, -2, NULL);
+      luaL_buffinit(L, &b);
+      for (i = 0; keys[i] != NULL; i++) {
+        if (i > 0) luaL_addstring(&b, ", ");
+        luaL_addstring(&b, keys[i]);
+      }
+      luaL_pushresult(&b);
+      lg_argerror(L, fn, arg, "unknown option '%s' (expected %s)", bad, lua_tostring(L, -1));
+    }
+    lua_pop(L, 1);
+  }
+}

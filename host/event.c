@@ -245,11 +245,14 @@ static int ev_tostring(lua_State *L) {
 static int mod_wait(lua_State *L) {
   int i, n, list = 0;
   if (lua_gettop(L) == 1 && lua_istable(L, 1) && !lg_testevent(L, 1)) {
-    lua_Integer len = luaL_len(L, 1);
-    if (len > 1000000) return lg_argerror(L, "gpu.wait", 1, "too many events (%I)", len);
+    /* read raw: a __len of the user's cannot make the count negative or lie */
+    lua_Integer len = (lua_Integer)lua_rawlen(L, 1);
+    if (len > LG_MAX_EVENTS)
+      return lg_argerror(L, "gpu.wait", 1, "%I events are too many (at most %d)", len,
+                         LG_MAX_EVENTS);
     n = (int)len;
     luaL_checkstack(L, n + 4, "too many events");
-    for (i = 1; i <= n; i++) lua_geti(L, 1, i);
+    for (i = 1; i <= n; i++) lua_rawgeti(L, 1, i);
     list = 1;
   } else {
     n = lua_gettop(L);

@@ -34,6 +34,7 @@
 
 #define LG_MAXDIM 8          /* most dimensions of an array or buffer shape */
 #define LG_TYPENAME_MAX 16   /* "ushort16" and the NUL fit */
+#define LG_MAX_EVENTS 65536  /* most events in one wait list or gpu.wait */
 
 /* ------------------------------------------------------------ errors.c */
 
@@ -66,6 +67,11 @@ void lg_newclass(lua_State *L, const char *mt, const luaL_Reg *methods,
 ** the key at keyidx of the object at objidx and returns 1, or pushes nothing
 ** and returns 0 when there is no such method. */
 int lg_pushmethod(lua_State *L, int objidx, int keyidx);
+/* Raises "luagpu: FN: argument #ARG: unknown option 'K' (expected a, b)"
+** when the table at idx has a key not in keys (NULL-terminated, listed in
+** the order the message gives them). Does nothing when idx is not a table. */
+void lg_checkoptions(lua_State *L, int idx, const char *fn, int arg,
+                     const char *const keys[]);
 /* Reads a size (integer >= 0) from the value at idx; raises naming fn/arg. */
 size_t lg_checksize(lua_State *L, int idx, const char *fn, int arg, const char *what);
 

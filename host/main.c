@@ -496,18 +496,23 @@ static int incomplete(lua_State *L, int status) {
   return status == LUA_ERRSYNTAX && len >= 5 && strcmp(msg + len - 5, "<eof>") == 0;
 }
 
-/* Compiles code as "return code" (an expression, whose values print), else
-** as statements. Pushes the function and returns LUA_OK, or pushes the
-** error and returns its status; *more says that reading on may help. */
-static int compile(lua_State *L, const char *code, int *more) {
+/* Compiles the code on top (a Lua string: it may hold NUL bytes) as
+** "return code" (an expression, whose values print), else as statements.
+** Pushes the function and returns LUA_OK, or pushes the error and returns
+** its status; *more says that reading on may help. */
+static int compile(lua_State *L, int *more) {
   int status, ret_more;
-  lua_pushfstring(L, "return %s", code);
+  size_t len;
+  const char *code = lua_tolstring(L, -1, &len);
+  lua_pushliteral(L, "return ");
+  lua_pushvalue(L, -2);
+  lua_concat(L, 2);
   status = luaL_loadbuffer(L, lua_tostring(L, -1), lua_rawlen(L, -1), "=stdin");
   lua_remove(L, -2);
   if (status == LUA_OK) return LUA_OK;
   ret_more = incomplete(L, status);
   lua_pop(L, 1);
-  status = luaL_loadbuffer(L, code, strlen(code), "=stdin");
+  status = luaL_loadbuffer(L, code, len, "=stdin");
   *more = status != LUA_OK && (ret_more || incomplete(L, status));
   return status;
 }
@@ -519,7 +524,7 @@ static int read_chunk(lua_State *L) {
   int r = push_line(L, 1), status, more = 0;
   if (r <= 0) return r - 1;
   for (;;) {
-    status = compile(L, lua_tostring(L, -1), &more);
+    status = compile(L, &more);
     if (status == LUA_OK || !more) break;
     r = push_line(L, 0);
     if (r <= 0) {   /* end of input inside a chunk: report its error */

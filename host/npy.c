@@ -6,11 +6,15 @@
 ** as 3: the padding lane is not written); gpu.load(path, "float4") takes
 ** that dimension back as the vector.
 */
+#define _XOPEN_SOURCE 700   /* realpath */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -90,6 +94,71 @@ static int write_data(FILE *f, const lg_Array *a) {
   return 1;
 }
 
+/* Writes the header and a's data to f; returns 0 with errno set on failure. */
+static int write_npy(FILE *f, const char *header, size_t padded, const lg_Array *a) {
+  int ok = fwrite(header, 1, padded, f) == padded && write_data(f, a), err = errno;
+  if (fclose(f) != 0 && ok) return 0;
+  errno = err;
+  return ok;
+}
+
+/* Writes the file at path without ever removing what it did not create: a
+** regular file (or a new one) is written to a temporary file beside it,
+** then renamed over it, so a failed write leaves the old file whole;
+** anything else (/dev/null, /dev/full, a FIFO) is written in place. A
+** symbolic link is followed. Returns 0 with errno set on failure. */
+static int save_file(const char *path, const char *header, size_t padded, const lg_Array *a) {
+  struct stat st;
+  char *real = realpath(path, NULL), *tmp;
+  const char *target = real != NULL ? real : path;
+  int exists = stat(target, &st) == 0, fd, ok, err;
+  mode_t mode;
+  FILE *f;
+  if (exists && !S_ISREG(st.st_mode)) {
+    f = fopen(target, "wb");
+    ok = f != NULL && write_npy(f, header, padded, a);
+    err = errno;
+    free(real);
+    errno = err;
+    return ok;
+  }
+  if (exists) {
+    mode = st.st_mode & 07777;
+  } else {
+    mode = umask(022);
+    umask(mode);
+    mode = 0666 & ~mode;
+  }
+  tmp = malloc(strlen(target) + 16);
+  if (tmp == NULL) {
+    free(real);
+    errno = ENOMEM;
+    return 0;
+  }
+  sprintf(tmp, "%s.tmp.XXXXXX", target);
+  fd = mkstemp(tmp);
+  if (fd < 0) {
+    err = errno;
+    free(tmp);
+    free(real);
+    errno = err;
+    return 0;
+  }
+  f = fchmod(fd, mode) == 0 ? fdopen(fd, "wb") : NULL;
+  if (f == NULL) {
+    err = errno;
+    close(fd);
+    errno = err;
+  }
+  ok = f != NULL && write_npy(f, header, padded, a) && rename(tmp, target) == 0;
+  err = errno;
+  if (!ok) remove(tmp);   /* ours: made by mkstemp above */
+  free(tmp);
+  free(real);
+  errno = err;
+  return ok;
+}
+
 /* a:save(path): writes a as a .npy file (format 1.0) */
 static int npy_save(lua_State *L) {
   static const char *const fn = "array:save";
@@ -97,8 +166,7 @@ static int npy_save(lua_State *L) {
   const char *path;
   char header[1024], descr[8], *p;
   size_t len, padded;
-  int d, ok, err;
-  FILE *f;
+  int d;
   if (lua_type(L, 2) != LUA_TSTRING) return lg_typeerror(L, fn, 1, 2, "a file path");
   path = lua_tostring(L, 2);
   write_descr(a->type.scalar, descr);
@@ -117,15 +185,9 @@ static int npy_save(lua_State *L) {
   header[7] = 0;
   header[8] = (char)((padded - 10) & 0xff);
   header[9] = (char)((padded - 10) >> 8);
-  f = fopen(path, "wb");
-  if (f == NULL) return lg_error(L, fn, "%s: %s", path, strerror(errno));
-  ok = fwrite(header, 1, padded, f) == padded && write_data(f, a);
-  err = errno;
-  if (fclose(f) != 0 && ok) { ok = 0; err = errno; }
-  if (!ok) {
-    remove(path);
-    return lg_error(L, fn, "%s: %s", path, strerror(err));
-  }
+  errno = 0;
+  if (!save_file(path, header, padded, a))
+    return lg_error(L, fn, "%s: %s", path, strerror(errno ? errno : EIO));
   return 0;
 }
 

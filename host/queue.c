@@ -106,6 +106,8 @@ static int q_free(lua_State *L, int collecting) {
   lg_Queue *q = luaL_checkudata(L, 1, LG_QUEUE_MT);
   if (q->q == NULL) return 0;
   if (!collecting && q->dev != NULL && q->dev->queue == q->q) return 0;
+  /* the Device (uservalue 1) outlives this call: it must not keep the handle */
+  if (q->dev != NULL && q->dev->queue == q->q) q->dev->queue = NULL;
   clReleaseCommandQueue(q->q);   /* flushes: pending commands still complete */
   q->q = NULL;
   return 0;
@@ -142,6 +144,7 @@ static int q_sync(lua_State *L, int barrier) {
   cl_int err;
   int keep[1];
   marker_opts(L, 2, q, fn, &o);
+  if (q->q == NULL) lg_released_error(L, 1, "queue");   /* by the options' metamethods */
   if (barrier)
     err = clEnqueueBarrierWithWaitList(q->q, o.nwait, o.wait, &ev);
   else
@@ -195,19 +198,13 @@ static int dev_queue(lua_State *L) {
   if (!lua_isnoneornil(L, 2)) {
     if (!lua_istable(L, 2))
       lg_typeerror(L, "dev:queue", 1, 2, "an options table {out_of_order =, profiling =}");
-    lua_pushnil(L);
-    while (lua_next(L, 2)) {
-      int i = 0;
-      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-      while (k != NULL && keys[i] != NULL && strcmp(keys[i], k) != 0) i++;
-      if (k == NULL || keys[i] == NULL)
-        lg_argerror(L, "dev:queue", 1, "unknown option '%s' (expected out_of_order, profiling)",
-                    luaL_tolstring(L, -2, NULL));
-      if (!lua_isboolean(L, -1))
-        lg_argerror(L, "dev:queue", 1, "%s: expected a boolean, got %s", k,
+    int i;
+    lg_checkoptions(L, 2, "dev:queue", 1, keys);
+    for (i = 0; keys[i] != NULL; i++) {
+      if (lua_getfield(L, 2, keys[i]) != LUA_TNIL && !lua_isboolean(L, -1))
+        lg_argerror(L, "dev:queue", 1, "%s: expected a boolean, got %s", keys[i],
                     luaL_typename(L, -1));
-      if (i == 0) out_of_order = lua_toboolean(L, -1);
-      else profiling = lua_toboolean(L, -1);
+      if (!lua_isnil(L, -1)) *(i == 0 ? &out_of_order : &profiling) = lua_toboolean(L, -1);
       lua_pop(L, 1);
     }
   }
@@ -305,16 +302,18 @@ static void read_wait(lua_State *L, int idx, cl_context ctx, const char *fn, int
     return;
   }
   if (lua_istable(L, idx) && !lg_testevent(L, idx)) {
-    lua_Integer i, n = luaL_len(L, idx);
+    /* a list is read raw: a __len or __index of the user's cannot lie about it */
+    lua_Integer i, n = (lua_Integer)lua_rawlen(L, idx);
     if (n == 0) {
       lua_pushnil(L);
       return;
     }
-    if (n > 65536) lg_argerror(L, fn, argno, "wait: %I events are too many", n);
+    if (n > LG_MAX_EVENTS)
+      lg_argerror(L, fn, argno, "wait: %I events are too many (at most %d)", n, LG_MAX_EVENTS);
     w = push_waitlist(L, (int)n);
     for (i = 1; i <= n; i++) {
       snprintf(where, sizeof where, "argument #%d: wait[%d]", argno, (int)i);
-      lua_geti(L, idx, i);
+      lua_rawgeti(L, idx, i);
       add_event(L, w, -1, ctx, fn, where);
       lua_pop(L, 1);
     }
@@ -328,6 +327,7 @@ static void read_wait(lua_State *L, int idx, cl_context ctx, const char *fn, int
 }
 
 static void marker_opts(lua_State *L, int arg, lg_Queue *q, const char *fn, lg_Opts *o) {
+  static const char *const wait_option[] = {"wait", NULL};
   o->queue = q;
   if (lua_isnoneornil(L, arg)) {
     lua_pushnil(L);
@@ -341,6 +341,7 @@ static void marker_opts(lua_State *L, int arg, lg_Queue *q, const char *fn, lg_O
   }
   if (!lua_istable(L, arg))
     lg_typeerror(L, fn, 1, arg, "an options table {wait = {...}}");
+  lg_checkoptions(L, arg, fn, 1, wait_option);
   lua_getfield(L, arg, "wait");
   read_wait(L, -1, q->dev->ctx, fn, 1, o);
 }

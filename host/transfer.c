@@ -9,23 +9,13 @@
 #include "internal.h"
 
 /* Options these calls take: anything else is most likely a typo. */
-static void check_opt_keys(lua_State *L, int idx, const char *fn, int argno) {
-  if (!lua_istable(L, idx)) return;   /* lg_getopts reports the type */
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
-    if (strcmp(k, "wait") != 0 && strcmp(k, "queue") != 0)
-      lg_argerror(L, fn, argno, "unknown option '%s' (expected wait, queue)",
-                  luaL_tolstring(L, -2, NULL));
-    lua_pop(L, 1);
-  }
-}
+static const char *const transfer_options[] = {"wait", "queue", NULL};
 
 /* Pushes the buffer's device, then reads the options at optsidx (pushing
 ** the queue and the wait list). Returns the stack index of the queue. */
 static int get_opts(lua_State *L, int optsidx, const char *fn, int argno, lg_Opts *o) {
   optsidx = lua_absindex(L, optsidx);
-  check_opt_keys(L, optsidx, fn, argno);
+  lg_checkoptions(L, optsidx, fn, argno, transfer_options);
   lua_getiuservalue(L, 1, 1);
   lg_getopts(L, optsidx, -1, fn, argno, o);
   return lua_gettop(L) - 1;

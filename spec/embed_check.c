@@ -249,6 +249,20 @@ static void check_errors(void) {
   ok(luagpu_to_mem(L, -1, NULL, NULL) == NULL && luagpu_to_event(L, -1) == NULL &&
      luagpu_to_queue(L, -1) == NULL && luagpu_to_mem(L, 100, NULL, NULL) == NULL,
      "to_*: NULL for what is not theirs", NULL);
+  /* indices Lua does not check itself: far past the top, 0, below the bottom,
+  ** pseudo-indices (these crashed before luagpu checked them) */
+  top = lua_gettop(L);
+  ok(luagpu_to_mem(L, 1000000, NULL, NULL) == NULL && luagpu_to_event(L, 1000000) == NULL &&
+     luagpu_to_queue(L, 1000000) == NULL && luagpu_to_mem(L, 0, NULL, NULL) == NULL &&
+     luagpu_to_event(L, -1000) == NULL && luagpu_to_queue(L, -top - 1) == NULL &&
+     luagpu_to_mem(L, LUA_REGISTRYINDEX, NULL, NULL) == NULL &&
+     luagpu_to_event(L, LUA_REGISTRYINDEX - 1) == NULL, "to_*: NULL for invalid indices", NULL);
+  expect_error(L, top, luagpu_push_buffer(L, 1000000, small, "float", 100),
+               "push_buffer: an invalid devidx",
+               "luagpu: luagpu_push_buffer: invalid stack index 1000000");
+  expect_error(L, top, luagpu_push_buffer(L, -1000, small, "float", 100),
+               "push_buffer: a devidx below the bottom",
+               "luagpu: luagpu_push_buffer: invalid stack index -1000");
   lua_close(L);
   clReleaseMemObject(small);
   clReleaseMemObject(other);

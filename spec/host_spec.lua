@@ -314,7 +314,11 @@ describe("the luagpu program", function()
     it("prints userdata through __tostring and host arrays with their values", function()
       local out = run("", "gpu.device()\ngpu.array('int', {4, 5, 6})\n")
       local l = lines(out)
-      assert.equals(tostring(gpu.device()), l[1])
+      -- PoCL reports global memory from the free memory of the moment: two
+      -- processes may print different sizes, so compare the rest
+      local function stable(s) return (s:gsub(", [%d.]+ %a+%)$", ", <memory>)")) end
+      assert.matches(", [%d.]+ %a+%)$", l[1])
+      assert.equals(stable(tostring(gpu.device())), stable(l[1]))
       assert.matches("{4, 5, 6}", l[2], 1, true)
     end)
 

@@ -209,6 +209,13 @@ describe("gpu.localmem", function()
               gpu.localmem, "float", 0)
     has_error("luagpu: gpu.localmem: argument #2: expected a count of elements >= 1, got -1",
               gpu.localmem, "float", -1)
+    -- the byte count must not wrap: (2^58 + 4) float16 once made 256 bytes
+    has_error("luagpu: gpu.localmem: argument #2: too large: 288230376151711748 elements of "
+              .. "float16 (at most 144115188075855871)", gpu.localmem, "float16", (1 << 58) + 4)
+    has_error("luagpu: gpu.localmem: argument #2: too large: 1152921504606846976 elements of "
+              .. "long2 (at most 576460752303423487)", gpu.localmem, "long2", 1 << 60)
+    has_error("luagpu: gpu.localmem: argument #2: too large", gpu.localmem, "float", 1 << 61)
+    assert.equal(math.maxinteger, gpu.localmem("char", math.maxinteger).bytes)
   end)
 end)
 
@@ -285,9 +292,9 @@ describe("call:run", function()
               call.run, call, {1, 1, 1, 1})
     has_error("luagpu: call:run: argument #1: global size: expected 1 to 3 dimensions, got 0",
               call.run, call, {})
-    has_error("luagpu: call:run: argument #1: global size[2]: expected an integer >= 1, got 0",
-              call.run, call, {8, 0})
-    has_error("luagpu: call:run: argument #1: global size[1]: expected an integer >= 1, got 2.5",
+    has_error("luagpu: call:run: argument #1: global size[2]: expected an integer >= 0, got -1",
+              call.run, call, {8, -1})
+    has_error("luagpu: call:run: argument #1: global size[1]: expected an integer >= 0, got 2.5",
               call.run, call, {2.5})
     has_error("luagpu: call:run: argument #1: expected global size: a table of 1 to 3 sizes, "
               .. "got nil", call.run, call)
@@ -299,6 +306,42 @@ describe("call:run", function()
               call.run, call, {8}, nil, {offset = {-1}})
     has_error("luagpu: call:run: argument #3: expected an options table", call.run, call, {8},
               nil, 5)
+    has_error("luagpu: call:run: argument #3: unknown option 'ofset' (expected wait, queue, "
+              .. "offset)", call.run, call, {8}, nil, {ofset = {4}})
+    has_error("luagpu: call:run: argument #3: unknown option '1' (expected wait, queue, offset)",
+              call.run, call, {8}, nil, {dev:queue()})
+  end)
+
+  it("runs nothing for a global size with a 0 in it: a marker after the wait list", function()
+    local out = dev:buffer("int", 8)
+    local empty = dev:buffer("int", 0)
+    local q = dev:queue{out_of_order = true}
+    local e1 = prog.set_value(out, 7):run({8}, nil, {queue = q})
+    -- the empty launch waits for e1 on an out-of-order queue: its event orders after e1
+    local e2 = prog.set_value(out, 5):run({#empty}, nil, {queue = q, wait = {e1}})
+    assert.matches("kernel set_value", tostring(e2), 1, true)
+    e2:wait()
+    assert.equal("complete", e1.status)
+    assert.same({7, 7, 7, 7, 7, 7, 7, 7}, out:get():totable())
+    for _, g in ipairs{{0}, {4, 0}, {0, 4, 4}} do
+      assert.is_nil(prog.set_value(out, 1):run(g):wait())
+    end
+    assert.is_nil(dev:run(prog.set_value(out, 1), {0, 2}, {1, 2}):wait())
+    assert.same({7, 7, 7, 7, 7, 7, 7, 7}, out:get():totable())
+  end)
+
+  it("raises for a queue that the options' own metamethods released", function()
+    local call = prog.set_value(dev:buffer("int", 4), 1)
+    local q = dev:queue()
+    local opts = setmetatable({queue = q}, {__index = function(_, k)
+      if k == "wait" then q:release() end
+    end})
+    has_error("luagpu: call:run: attempt to use a released queue", call.run, call, {4}, nil, opts)
+    local q2 = dev:queue()
+    local o2 = setmetatable({}, {__index = function(_, k)
+      if k == "wait" then q2:release() end
+    end})
+    has_error("luagpu: queue:marker: attempt to use a released queue", q2.marker, q2, o2)
   end)
 
   it("returns an Event whose profile gives the kernel's times", function()
@@ -334,7 +377,8 @@ describe("call:run", function()
     local a, b = dev:buffer("int", 4), dev:buffer("int", 4)
     local ca, cb = k(a, 1), k(b, 2)
     ca:run({4}, nil, {queue = q})
-    cb:run({4}, nil, {queue = q})
+    -- cb must be done before the fill (on another queue): else it could land after it
+    cb:run({4}, nil, {queue = q}):wait()
     b:fill(0):wait()
     ca:run({4}, nil, {queue = q})
     q:finish()
@@ -370,6 +414,8 @@ describe("dev:run", function()
     has_error("luagpu: dev:run: argument #1: expected a luagpu.Call (k(...)), got no value",
               dev.run, dev)
     has_error("luagpu: dev:run: argument #4", dev.run, dev, prog.set_value(out, 1), {8}, nil, 5)
+    has_error("luagpu: dev:run: argument #4: unknown option 'wiat' (expected wait, queue, offset)",
+              dev.run, dev, prog.set_value(out, 1), {8}, nil, {wiat = {}})
     has_error("luagpu: clEnqueueNDRangeKernel: CL_INVALID_WORK_GROUP_SIZE (-54): local size "
               .. "{3} does not divide global size {8}",
               dev.run, dev, prog.set_value(out, 1), {8}, {3})

@@ -103,6 +103,29 @@ describe("enqueue options", function()
               b.read, b, {wiat = {ev}})
     has_error("luagpu: buffer:fill: argument #2: unknown option 'que' (expected wait, queue)",
               b.fill, b, 0, {que = dev:queue()})
+    local q = dev:queue()
+    has_error("luagpu: queue:marker: argument #1: unknown option 'wiat' (expected wait)",
+              q.marker, q, {wiat = {ev}})
+    has_error("luagpu: queue:barrier: argument #1: unknown option 'queue' (expected wait)",
+              q.barrier, q, {queue = q})
+  end)
+
+  it("reads wait lists raw: a __len or __index of the table is not asked", function()
+    local b = dev:buffer("int", 4)
+    local ev = b:fill(2)
+    for _, n in ipairs{-2, -1, 0, 5, math.maxinteger} do
+      local w = setmetatable({ev}, {__len = function() return n end,
+                                    __index = function() error("must not be read") end})
+      b:fill(3, {wait = w}):wait()
+      assert.equal(1, select("#", gpu.wait(w)))
+    end
+    assert.same({3, 3, 3, 3}, b:get():totable())
+    local many = {}
+    for i = 1, 65537 do many[i] = ev end
+    has_error("luagpu: buffer:fill: argument #2: wait: 65537 events are too many (at most 65536)",
+              b.fill, b, 0, {wait = many})
+    has_error("luagpu: gpu.wait: argument #1: 65537 events are too many (at most 65536)",
+              gpu.wait, many)
   end)
 
   it("rejects events of another context", function()

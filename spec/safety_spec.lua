@@ -193,3 +193,68 @@ describe("teardown", function()
     assert.equal("", out)
   end)
 end)
+
+-- Hostile input that once crashed luagpu or corrupted memory (issue 10), each
+-- script in a child process so that a crash fails one spec, not the suite.
+-- Each prints what it caught; the process must exit 0 and print exactly that.
+local CRASHERS = {
+  ["gpu.wait of a table whose __len is negative"] = {[==[
+    local t = setmetatable({}, {__len = function() return -100000 end})
+    print(select("#", gpu.wait(t)))
+  ]==], "0\n"},
+  ["a wait list whose __len lies (-1, -2, -3 and huge)"] = {[==[
+    local dev = gpu.device()
+    local b = dev:buffer("int", 4)
+    for _, n in ipairs{-1, -2, -3, math.maxinteger} do
+      local w = setmetatable({}, {__len = function() return n end})
+      b:fill(1, {wait = w}):wait()
+    end
+    local ev = b:fill(2)
+    local w = setmetatable({ev}, {__len = function() return -2 end})
+    b:fill(3, {wait = w}):wait()
+    print(b:get()[1])
+  ]==], "3\n"},
+  ["gpu.localmem arguments whose byte sum wraps"] = {[==[
+    local dev = gpu.device()
+    local p = dev:build("kernel void f(local short *a, local short *b, local short *c,"
+                        .. " global int *o) { o[0] = 1; }")
+    local big = gpu.localmem("short", (1 << 62) - 1)   -- 2^63 - 2 bytes: three wrap
+    local ok, e = pcall(p.f, big, big, big, dev:buffer("int", 1))
+    print(ok, (e:gsub("^.-luagpu: ", "")))
+  ]==], "false\tkernel f: the gpu.localmem arguments take over 2^63 bytes, more than the "
+        .. "device's local_mem_size ("},
+  ["a finalizer made before gpu.device() that uses the device at lua_close"] = {[==[
+    local holder = setmetatable({}, {__gc = function(h)
+      for _, f in ipairs{function() return h.dev:buffer("float", 4) end,
+                         function() return h.call:run({1}) end,
+                         function() return h.b:fill(1) end,
+                         function() return h.dev:queue() end} do
+        local ok, e = pcall(f)
+        print(ok, (e:gsub("^.-luagpu: ", "")))
+      end
+    end})
+    holder.dev = gpu.device()
+    holder.b = holder.dev:buffer("float", 4)
+    holder.call = holder.dev:build("kernel void f(global float *x) { x[0] = 1; }").f(holder.b)
+  ]==], "false\tdevice:buffer: attempt to use a released device\n"
+        .. "false\tattempt to use a released device\n"
+        .. "false\tbuffer:fill: attempt to use a released buffer\n"
+        .. "false\tdevice:queue: attempt to use a released device\n"},
+}
+
+describe("hostile input that once crashed (a child process each)", function()
+  local names = {}
+  for name in pairs(CRASHERS) do names[#names + 1] = name end
+  table.sort(names)
+  for _, host in ipairs {"luagpu", "lua"} do
+    for _, name in ipairs(names) do
+      it(name .. " (" .. host .. ")", function()
+        local code, want = CRASHERS[name][1], CRASHERS[name][2]
+        local out, status = run_script(host, code)
+        assert.equal(0, status, out)
+        assert.equal(want, out:sub(1, #want))
+        assert_clean(out)
+      end)
+    end
+  end
+end)
