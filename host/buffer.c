@@ -73,24 +73,35 @@ static cl_int zero_fill(lua_State *L, int devidx, lg_Buffer *b, size_t bytes) {
   return err;
 }
 
-/* Pushes a new root buffer of count elements (shape ndim/shape) on the
-** device at devidx, holding a copy of host (bytes of it) or zeros. On lack
-** of memory, runs a full collection and tries once more. */
-static lg_Buffer *new_root(lua_State *L, int devidx, lg_Type t, int ndim, const size_t *shape,
-                           lg_Access access, const void *host, const char *fn) {
-  size_t count = 1, esize = lg_type_size(t), bytes;
+/* The number of elements of shape, raising when their bytes would not fit
+** in a size_t (the product is never allowed to wrap). */
+static size_t shape_count(lua_State *L, lg_Type t, int ndim, const size_t *shape,
+                          const char *fn) {
+  size_t count = 1, esize = lg_type_size(t);
   char tname[LG_TYPENAME_MAX];
-  lg_Buffer *b;
-  lg_Device *d;
-  cl_int err = CL_SUCCESS;
-  int i, attempt;
-  devidx = lua_absindex(L, devidx);
-  d = lg_checkdevice(L, devidx);
+  int i;
   for (i = 0; i < ndim; i++) {
     if (count != 0 && shape[i] > ((size_t)-1 / esize) / count)
       lg_error(L, fn, "too many elements of %s for one buffer", lg_type_name(t, tname));
     count *= shape[i];
   }
+  return count;
+}
+
+/* Pushes a new root buffer of count elements (shape ndim/shape) on the
+** device at devidx, holding a copy of host (bytes of it) or zeros. On lack
+** of memory, runs a full collection and tries once more. */
+static lg_Buffer *new_root(lua_State *L, int devidx, lg_Type t, int ndim, const size_t *shape,
+                           lg_Access access, const void *host, const char *fn) {
+  size_t count, esize = lg_type_size(t), bytes;
+  char tname[LG_TYPENAME_MAX];
+  lg_Buffer *b;
+  lg_Device *d;
+  cl_int err = CL_SUCCESS;
+  int attempt;
+  devidx = lua_absindex(L, devidx);
+  d = lg_checkdevice(L, devidx);
+  count = shape_count(L, t, ndim, shape, fn);
   bytes = count * esize;
   if ((cl_ulong)bytes > d->max_alloc_size)
     lg_error(L, fn, "%I bytes (%I elements of %s) exceed the device's max_alloc_size "
@@ -172,7 +183,7 @@ void lg_check_array_fits(lua_State *L, const lg_Array *a, lg_Type t, size_t coun
 static int dev_buffer(lua_State *L) {
   static const char *const fn = "dev:buffer";
   static const char *const buffer_options[] = {"access", "host", NULL};
-  size_t shape[LG_MAXDIM], count = 1;
+  size_t shape[LG_MAXDIM], count;
   lg_Access access = LG_MIXED;
   const void *host = NULL;
   int ndim, i, hostidx = 0;
@@ -180,7 +191,7 @@ static int dev_buffer(lua_State *L) {
   lg_checkdevice(L, 1);
   t = lg_checktype(L, 2, fn, 1);
   ndim = read_shape(L, 3, shape, fn);
-  for (i = 0; i < ndim; i++) count *= shape[i];
+  count = shape_count(L, t, ndim, shape, fn);
   if (!lua_isnoneornil(L, 4)) {
     if (!lua_istable(L, 4))
       lg_typeerror(L, fn, 3, 4, "an options table {access =, host =}");

@@ -100,6 +100,11 @@ describe("dev:buffer", function()
               dev.buffer, dev, "float2", 4, {host = gpu.array("float2", 2)})
     has_error("luagpu: dev:buffer: argument #3: host: expected a host array of float, got one "
               .. "of double", dev.buffer, dev, "float", 4, {host = gpu.array("double", 4)})
+    -- the element count must not wrap to 0 before host data is checked against it
+    has_error("luagpu: dev:buffer: too many elements of float for one buffer",
+              dev.buffer, dev, "float", {1 << 32, 1 << 32}, {host = {1, 2, 3}})
+    has_error("luagpu: dev:buffer: too many elements of float for one buffer",
+              dev.buffer, dev, "float", {1 << 31, 1 << 31}, {host = gpu.array("float", 3)})
     local too_many = dev.max_alloc_size // 4 + 1
     has_error("exceed the device's max_alloc_size (" .. dev.max_alloc_size .. " bytes)",
               dev.buffer, dev, "float", too_many)

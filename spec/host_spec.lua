@@ -322,6 +322,12 @@ describe("the luagpu program", function()
       assert.matches("{4, 5, 6}", l[2], 1, true)
     end)
 
+    it("takes lines holding NUL bytes whole, and the lines after them", function()
+      local out, err, code = run("", 'x = "a\0b"\n#x\nx:byte(2)\nprint("after")\n')
+      assert.equals(0, code, err)
+      assert.equals("3\n0\nafter\n", out)
+    end)
+
     it("reports errors with a traceback and carries on", function()
       local n = math.random(1000)
       local out, err, code = run("", "error('boom')\nnosuch.field\n" .. n .. "\n")

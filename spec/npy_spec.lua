@@ -259,6 +259,32 @@ describe("a:save and gpu.load", function()
     has_error("luagpu: array:save: argument #1: expected a file path, got no value",
               function() a:save() end)
   end)
+
+  it("never removes what it did not create: a failed write leaves the old file whole", function()
+    -- a link to /dev/full: the write fails; the link (and the device) stay
+    local link = tmp("full.npy")
+    assert(os.execute("ln -sf /dev/full " .. link))
+    has_error("luagpu: array:save: " .. link .. ": No space left on device",
+              function() gpu.array("int", 3):save(link) end)
+    assert.is_true(os.execute("test -L " .. link .. " && test -c /dev/full"))
+    -- a file written whole, then a save over it that fails past the file size
+    -- limit (in a child process): the old file is still there, unchanged
+    local path = tmp("keep.npy")
+    local old = gpu.array("int", {1, 2, 3})
+    old:save(path)
+    local script = tmp("big.lua")
+    local f = assert(io.open(script, "w"))
+    f:write(string.format("gpu.array('double', 100000):save(%q)\n", path))
+    f:close()
+    local p = io.popen(string.format("sh -c \"trap '' XFSZ; ulimit -f 64; %s/luagpu %s\" 2>&1",
+                                     os.getenv("LUAGPU_BUILD") or "build", script))
+    local out = p:read("a")
+    p:close()
+    assert.matches("array:save: " .. path .. ": File too large", out, 1, true)
+    assert.same({1, 2, 3}, gpu.load(path):totable())
+    local leftovers = io.popen("ls " .. dir):read("a")
+    assert.not_matches("keep.npy.tmp", leftovers, 1, true)
+  end)
 end)
 
 describe("NumPy interop", function()
