@@ -460,5 +460,4 @@ static const luaL_Reg device_methods[] = {
 void lg_open_buffer(lua_State *L) {
   lg_newclass(L, LG_BUFFER_MT, buffer_methods, buffer_meta);
   lg_add_methods(L, LG_DEVICE_MT, device_methods);
-  lg_open_transfer(L);
 }

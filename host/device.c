@@ -11,102 +11,9 @@
 #include "internal.h"
 
 #define DEVICE_CACHE  "luagpu.device_cache"    /* cl_device_id -> Device */
-#define CONTEXT_CACHE "luagpu.context_cache"   /* cl_platform_id -> Context */
 #define NO_DEVICE_MSG "no OpenCL device found (is an ICD such as pocl-opencl-icd installed?)"
 
 /* ------------------------------------------------------------ helpers */
-
-/* Pushes the registry table named key, creating it if needed. */
-static void push_cache(lua_State *L, const char *key) {
-  if (lua_getfield(L, LUA_REGISTRYINDEX, key) == LUA_TTABLE) return;
-  lua_pop(L, 1);
-  lua_newtable(L);
-  lua_pushvalue(L, -1);
-  lua_setfield(L, LUA_REGISTRYINDEX, key);
-}
-
-static void push_device_string(lua_State *L, cl_device_id d, cl_device_info what) {
-  size_t n = 0;
-  char *buf;
-  if (clGetDeviceInfo(d, what, 0, NULL, &n) != CL_SUCCESS || n == 0) {
-    lua_pushliteral(L, "");
-    return;
-  }
-  buf = malloc(n + 1);
-  if (buf == NULL || clGetDeviceInfo(d, what, n, buf, NULL) != CL_SUCCESS) {
-    free(buf);
-    lua_pushliteral(L, "");
-    return;
-  }
-  buf[n] = '\0';
-  while (n > 0 && (buf[n - 1] == '\0' || buf[n - 1] == ' ')) buf[--n] = '\0';
-  lua_pushstring(L, buf);
-  free(buf);
-}
-
-static const char *type_name(cl_device_type t) {
-  if (t & CL_DEVICE_TYPE_GPU) return "gpu";
-  if (t & CL_DEVICE_TYPE_CPU) return "cpu";
-  if (t & CL_DEVICE_TYPE_ACCELERATOR) return "accelerator";
-  return "other";
-}
-
-/* ---------------------------------------------------------- contexts */
-
-static int ctx_gc(lua_State *L) {
-  lg_Context *c = luaL_checkudata(L, 1, LG_CONTEXT_MT);
-  if (c->ctx != NULL) clReleaseContext(c->ctx);
-  c->ctx = NULL;
-  return 0;
-}
-
-/* Pushes the Context of platform p, creating it over all its devices. */
-static lg_Context *push_context(lua_State *L, cl_platform_id p) {
-  lg_Context *c;
-  cl_uint n = 0;
-  cl_device_id *ids;
-  cl_int err;
-  cl_context_properties props[3];
-  push_cache(L, CONTEXT_CACHE);
-  if (lua_rawgetp(L, -1, p) == LUA_TUSERDATA) {
-    lua_remove(L, -2);
-    return lua_touserdata(L, -1);
-  }
-  lua_pop(L, 1);
-  c = lua_newuserdatauv(L, sizeof *c, 0);
-  memset(c, 0, sizeof *c);
-  c->platform = p;
-  luaL_setmetatable(L, LG_CONTEXT_MT);
-  err = clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, NULL, &n);
-  if (err != CL_SUCCESS) lg_clerror(L, "clGetDeviceIDs", err, NULL);
-  ids = lua_newuserdatauv(L, sizeof(cl_device_id) * n, 0);
-  err = clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, n, ids, NULL);
-  if (err != CL_SUCCESS) lg_clerror(L, "clGetDeviceIDs", err, NULL);
-  props[0] = CL_CONTEXT_PLATFORM;
-  props[1] = (cl_context_properties)p;
-  props[2] = 0;
-  c->ctx = clCreateContext(props, n, ids, NULL, NULL, &err);
-  if (c->ctx == NULL) lg_clerror(L, "clCreateContext", err, NULL);
-  lua_pop(L, 1);                               /* ids */
-  lua_pushvalue(L, -1);
-  lua_rawsetp(L, -3, p);
-  lua_remove(L, -2);
-  return c;
-}
-
-void lg_account_alloc(lua_State *L, lg_Context *c, size_t bytes) {
-  c->bytes_since_gc += bytes;
-  if (c->bytes_since_gc >= c->gc_threshold) {
-    c->bytes_since_gc = 0;
-    lua_gc(L, LUA_GCCOLLECT, 0);
-  } else if (bytes >= 1024 && lua_gc(L, LUA_GCISRUNNING)) {
-    /* count device bytes as Lua allocation debt, so the collector's pace
-    ** follows them too: dropped buffers go within about a cycle of the Lua
-    ** heap's size, not only at the threshold (issue 7: flat memory) */
-    size_t kb = bytes >> 10;
-    lua_gc(L, LUA_GCSTEP, kb > (1 << 20) ? 1 << 20 : (int)kb);
-  }
-}
 
 /* ----------------------------------------------------------- devices */
 
@@ -122,113 +29,11 @@ lg_Device *lg_checkdevice(lua_State *L, int idx) {
   return d;
 }
 
-void lg_push_default_queue(lua_State *L, int devidx) {
-  lg_Device *d;
-  devidx = lua_absindex(L, devidx);
-  d = lg_checkdevice(L, devidx);
-  if (lua_getiuservalue(L, devidx, 2) == LUA_TUSERDATA) return;
-  lua_pop(L, 1);
-  lg_newqueue(L, devidx, 1, 0);
-  lua_pushvalue(L, -1);
-  lua_setiuservalue(L, devidx, 2);
-  d->queue = ((lg_Queue *)lua_touserdata(L, -1))->q;
-}
-
-#define GET(what, var) clGetDeviceInfo(d->id, what, sizeof(var), &(var), NULL)
-
-/* Fills the struct's cached limits and builds the table of fields (pushed). */
-static void load_fields(lua_State *L, lg_Device *d) {
-  cl_uint u = 0, bits = 0;
-  cl_ulong ul = 0;
-  cl_bool b = CL_FALSE;
-  cl_device_fp_config fp = 0;
-  size_t sizes[3] = {0, 0, 0};
-  unsigned i;
-  static const struct { const char *name; cl_device_info info; } widths[] = {
-    {"char", CL_DEVICE_PREFERRED_VECTOR_WIDTH_CHAR},
-    {"short", CL_DEVICE_PREFERRED_VECTOR_WIDTH_SHORT},
-    {"int", CL_DEVICE_PREFERRED_VECTOR_WIDTH_INT},
-    {"long", CL_DEVICE_PREFERRED_VECTOR_WIDTH_LONG},
-    {"float", CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT},
-    {"double", CL_DEVICE_PREFERRED_VECTOR_WIDTH_DOUBLE},
-  };
-  GET(CL_DEVICE_TYPE, d->type);
-  GET(CL_DEVICE_MAX_WORK_GROUP_SIZE, d->max_work_group_size);
-  GET(CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS, d->max_work_item_dims);
-  if (d->max_work_item_dims > 3) d->max_work_item_dims = 3;
-  clGetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(size_t) * 3, sizes, NULL);
-  memcpy(d->max_work_item_sizes, sizes, sizeof sizes);
-  GET(CL_DEVICE_GLOBAL_MEM_SIZE, d->global_mem_size);
-  GET(CL_DEVICE_MAX_MEM_ALLOC_SIZE, d->max_alloc_size);
-  GET(CL_DEVICE_LOCAL_MEM_SIZE, d->local_mem_size);
-  GET(CL_DEVICE_MEM_BASE_ADDR_ALIGN, bits);
-  d->mem_base_addr_align = bits / 8 ? bits / 8 : 1;
-  GET(CL_DEVICE_DOUBLE_FP_CONFIG, fp);
-  d->fp64 = fp != 0;
-  clGetDeviceInfo(d->id, CL_DEVICE_NAME, sizeof d->name, d->name, NULL);
-  d->name[sizeof d->name - 1] = '\0';
-
-  lua_newtable(L);
-  push_device_string(L, d->id, CL_DEVICE_NAME);    lua_setfield(L, -2, "name");
-  push_device_string(L, d->id, CL_DEVICE_VENDOR);  lua_setfield(L, -2, "vendor");
-  lua_pushstring(L, type_name(d->type));           lua_setfield(L, -2, "type");
-  lg_push_platform_string(L, d->platform, CL_PLATFORM_NAME); lua_setfield(L, -2, "platform");
-  push_device_string(L, d->id, CL_DEVICE_VERSION); lua_setfield(L, -2, "version");
-  push_device_string(L, d->id, CL_DRIVER_VERSION); lua_setfield(L, -2, "driver_version");
-  push_device_string(L, d->id, CL_DEVICE_OPENCL_C_VERSION);
-  lua_setfield(L, -2, "opencl_c_version");
-  push_device_string(L, d->id, CL_DEVICE_PROFILE); lua_setfield(L, -2, "profile");
-  GET(CL_DEVICE_MAX_COMPUTE_UNITS, u);   lua_pushinteger(L, u); lua_setfield(L, -2, "compute_units");
-  GET(CL_DEVICE_MAX_CLOCK_FREQUENCY, u); lua_pushinteger(L, u); lua_setfield(L, -2, "clock_mhz");
-  lua_pushinteger(L, (lua_Integer)d->global_mem_size); lua_setfield(L, -2, "global_mem_size");
-  lua_pushinteger(L, (lua_Integer)d->local_mem_size);  lua_setfield(L, -2, "local_mem_size");
-  lua_pushinteger(L, (lua_Integer)d->max_alloc_size);  lua_setfield(L, -2, "max_alloc_size");
-  lua_pushinteger(L, (lua_Integer)d->max_work_group_size);
-  lua_setfield(L, -2, "max_work_group_size");
-  lua_newtable(L);
-  for (i = 0; i < d->max_work_item_dims; i++) {
-    lua_pushinteger(L, (lua_Integer)d->max_work_item_sizes[i]);
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
-  }
-  lua_setfield(L, -2, "max_work_item_sizes");
-  GET(CL_DEVICE_ADDRESS_BITS, u);  lua_pushinteger(L, u); lua_setfield(L, -2, "address_bits");
-  lua_pushboolean(L, d->fp64);     lua_setfield(L, -2, "fp64");
-  push_device_string(L, d->id, CL_DEVICE_EXTENSIONS);
-  lg_split_words(L);                  lua_setfield(L, -2, "extensions");
-  lua_newtable(L);
-  for (i = 0; i < sizeof widths / sizeof widths[0]; i++) {
-    u = 0;
-    GET(widths[i].info, u);
-    lua_pushinteger(L, u);
-    lua_setfield(L, -2, widths[i].name);
-    if (i < 4) {                   /* the unsigned types share their signed width */
-      char uname[16];
-      snprintf(uname, sizeof uname, "u%s", widths[i].name);
-      lua_pushinteger(L, u);
-      lua_setfield(L, -2, uname);
-    }
-  }
-  lua_setfield(L, -2, "preferred_vector_width");
-  GET(CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE, ul);
-  lua_pushinteger(L, (lua_Integer)ul); lua_setfield(L, -2, "constant_buffer_size");
-  lua_pushinteger(L, d->mem_base_addr_align); lua_setfield(L, -2, "mem_base_addr_align");
-  GET(CL_DEVICE_AVAILABLE, b);     lua_pushboolean(L, b); lua_setfield(L, -2, "available");
-  b = CL_FALSE;
-  GET(CL_DEVICE_HOST_UNIFIED_MEMORY, b);
-  lua_pushboolean(L, b);           lua_setfield(L, -2, "host_unified_memory");
-  u = 0;
-  GET(CL_DEVICE_MAX_CONSTANT_ARGS, u); lua_pushinteger(L, u);
-  lua_setfield(L, -2, "max_constant_args");
-  ul = 0;
-  GET(CL_DEVICE_PROFILING_TIMER_RESOLUTION, sizes[0]);
-  lua_pushinteger(L, (lua_Integer)sizes[0]); lua_setfield(L, -2, "timer_resolution_ns");
-}
-
 lg_Device *lg_push_device(lua_State *L, cl_device_id id) {
   lg_Device *d;
   lg_Context *c;
   int devidx;
-  push_cache(L, DEVICE_CACHE);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, DEVICE_CACHE);
   if (lua_rawgetp(L, -1, id) == LUA_TUSERDATA) {
     lua_remove(L, -2);
     return lua_touserdata(L, -1);
@@ -240,11 +45,11 @@ lg_Device *lg_push_device(lua_State *L, cl_device_id id) {
   luaL_setmetatable(L, LG_DEVICE_MT);
   devidx = lua_gettop(L);
   clGetDeviceInfo(id, CL_DEVICE_PLATFORM, sizeof d->platform, &d->platform, NULL);
-  c = push_context(L, d->platform);
+  c = lg_push_context(L, d->platform);
   d->context = c;
   d->ctx = c->ctx;
   lua_setiuservalue(L, devidx, 1);
-  load_fields(L, d);
+  lg_load_device_fields(L, d);
   lua_setiuservalue(L, devidx, 3);
   /* collect after a quarter of the device's memory was allocated, at most 1 GiB */
   if (c->gc_threshold == 0 || c->gc_threshold > d->global_mem_size / 4)
@@ -309,7 +114,7 @@ static int no_match(lua_State *L, const char *spec, int n) {
     lua_getiuservalue(L, -1, 3);
     lua_getfield(L, -1, "platform");
     lua_pushfstring(L, "\n  %d: %s / %s (%s)", i, lua_tostring(L, -1), d->name,
-                    type_name(d->type));
+                    lg_device_type_name(d->type));
     lua_replace(L, -4);
     lua_pop(L, 2);
     lua_concat(L, 2);
@@ -423,10 +228,6 @@ static int dev_index(lua_State *L) {
   return 1;
 }
 
-static int dev_newindex(lua_State *L) {
-  return lg_error(L, "device", "field '%s' is read-only", luaL_tolstring(L, 2, NULL));
-}
-
 static void human_bytes(char *buf, size_t n, cl_ulong bytes) {
   if (bytes >= ((cl_ulong)1 << 30))
     snprintf(buf, n, "%.1f GiB", (double)bytes / (double)((cl_ulong)1 << 30));
@@ -444,7 +245,7 @@ static int dev_tostring(lua_State *L) {
   lua_getfield(L, -2, "compute_units");
   human_bytes(mem, sizeof mem, d->global_mem_size);
   lua_pushfstring(L, LG_DEVICE_MT ": %s (%s, %s, %d compute units, %s)", d->name,
-                  type_name(d->type), lua_tostring(L, -2), (int)lua_tointeger(L, -1), mem);
+                  lg_device_type_name(d->type), lua_tostring(L, -2), (int)lua_tointeger(L, -1), mem);
   return 1;
 }
 
@@ -523,6 +324,52 @@ static int dev_eq(lua_State *L) {
   return 1;
 }
 
+/* gpu.platforms(): { Platform, ... }, tables with their devices. */
+static int mod_platforms(lua_State *L) {
+  cl_uint n, i;
+  cl_platform_id *ids = lg_get_platforms(&n);
+  lua_createtable(L, (int)n, 0);
+  for (i = 0; i < n; i++) {
+    lua_createtable(L, 0, 6);
+    lg_push_platform_string(L, ids[i], CL_PLATFORM_NAME);    lua_setfield(L, -2, "name");
+    lg_push_platform_string(L, ids[i], CL_PLATFORM_VENDOR);  lua_setfield(L, -2, "vendor");
+    lg_push_platform_string(L, ids[i], CL_PLATFORM_VERSION); lua_setfield(L, -2, "version");
+    lg_push_platform_string(L, ids[i], CL_PLATFORM_PROFILE); lua_setfield(L, -2, "profile");
+    lg_push_platform_string(L, ids[i], CL_PLATFORM_EXTENSIONS);
+    lg_split_words(L);
+    lua_setfield(L, -2, "extensions");
+    {
+      cl_device_id dids[64];
+      cl_uint nd = 0, j;
+      lua_newtable(L);
+      if (clGetDeviceIDs(ids[i], CL_DEVICE_TYPE_ALL, 64, dids, &nd) == CL_SUCCESS) {
+        if (nd > 64) nd = 64;
+        for (j = 0; j < nd; j++) {
+          lg_push_device(L, dids[j]);
+          lua_rawseti(L, -2, (lua_Integer)j + 1);
+        }
+      }
+      lua_setfield(L, -2, "devices");
+    }
+    luaL_setmetatable(L, LG_PLATFORM_MT);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  free(ids);
+  return 1;
+}
+
+static int plat_tostring(lua_State *L) {
+  lua_getfield(L, 1, "name");
+  lua_getfield(L, 1, "version");
+  lua_pushfstring(L, LG_PLATFORM_MT ": %s (%s)", lua_tostring(L, -2), lua_tostring(L, -1));
+  return 1;
+}
+
+static const luaL_Reg platform_meta[] = {
+  {"__tostring", plat_tostring},
+  {NULL, NULL}
+};
+
 static const luaL_Reg device_methods[] = {
   {"summary", dev_summary},
   {NULL, NULL}
@@ -530,87 +377,23 @@ static const luaL_Reg device_methods[] = {
 
 static const luaL_Reg device_meta[] = {
   {"__index", dev_index},
-  {"__newindex", dev_newindex},
   {"__tostring", dev_tostring},
   {"__eq", dev_eq},
-  {NULL, NULL}
-};
-
-static const luaL_Reg context_meta[] = {
-  {"__gc", ctx_gc},
   {NULL, NULL}
 };
 
 static const luaL_Reg module_functions[] = {
   {"devices", mod_devices},
   {"device", mod_device},
+  {"platforms", mod_platforms},
   {NULL, NULL}
 };
 
 void lg_open_device(lua_State *L) {
+  luaL_newmetatable(L, LG_PLATFORM_MT);      /* plain tables with a __tostring */
+  luaL_setfuncs(L, platform_meta, 0);
+  lua_pop(L, 1);
   lg_newclass(L, LG_DEVICE_MT, device_methods, device_meta);
-  lg_newclass(L, LG_CONTEXT_MT, NULL, context_meta);
   luaL_setfuncs(L, module_functions, 0);
 }
 
-/* ------------------------------------------ embedding (for embed.c) */
-
-#define EMBED_CACHE "luagpu.embed_devices"   /* "ctx/id/queue" -> Device, weak */
-
-/* Pushes a Device for id inside the application's context ctx, whose
-** default queue is queue (NULL: luagpu makes one on first use). Unlike
-** lg_push_device it is not the cached Device of id: its Context wraps ctx
-** (retained, borrowed) and its default Queue wraps queue (retained). The
-** same (ctx, id, queue) gives the same Device while that one lives. The
-** caller has checked that id belongs to ctx and queue to both. */
-lg_Device *lg_push_device_with(lua_State *L, cl_context ctx, cl_device_id id,
-                               cl_command_queue queue) {
-  lg_Device *d;
-  lg_Context *c;
-  int cache, devidx;
-  if (luaL_getsubtable(L, LUA_REGISTRYINDEX, EMBED_CACHE) == 0) {
-    lua_createtable(L, 0, 1);
-    lua_pushliteral(L, "v");
-    lua_setfield(L, -2, "__mode");
-    lua_setmetatable(L, -2);
-  }
-  cache = lua_gettop(L);
-  lua_pushfstring(L, "%p/%p/%p", (void *)ctx, (void *)id, (void *)queue);
-  if (lua_rawget(L, cache) == LUA_TUSERDATA) {
-    lua_remove(L, cache);
-    return lua_touserdata(L, -1);
-  }
-  lua_pop(L, 1);
-  d = lua_newuserdatauv(L, sizeof *d, 3);
-  memset(d, 0, sizeof *d);
-  d->id = id;
-  luaL_setmetatable(L, LG_DEVICE_MT);
-  devidx = lua_gettop(L);
-  clGetDeviceInfo(id, CL_DEVICE_PLATFORM, sizeof d->platform, &d->platform, NULL);
-  c = lua_newuserdatauv(L, sizeof *c, 0);     /* released state until retained */
-  memset(c, 0, sizeof *c);
-  c->platform = d->platform;
-  c->borrowed = 1;
-  luaL_setmetatable(L, LG_CONTEXT_MT);
-  clRetainContext(ctx);
-  c->ctx = ctx;
-  d->context = c;
-  d->ctx = ctx;
-  lua_setiuservalue(L, devidx, 1);
-  load_fields(L, d);
-  lua_setiuservalue(L, devidx, 3);
-  c->gc_threshold = d->global_mem_size / 4 < ((size_t)1 << 30)
-                        ? (size_t)(d->global_mem_size / 4) : ((size_t)1 << 30);
-  if (c->gc_threshold == 0) c->gc_threshold = (size_t)256 << 20;
-  if (queue != NULL) {
-    lg_wrapqueue(L, devidx, queue);           /* takes over the reference ... */
-    clRetainCommandQueue(queue);              /* ... taken here, once it is held */
-    d->queue = queue;
-    lua_setiuservalue(L, devidx, 2);
-  }
-  lua_pushfstring(L, "%p/%p/%p", (void *)ctx, (void *)id, (void *)queue);
-  lua_pushvalue(L, devidx);
-  lua_rawset(L, cache);
-  lua_remove(L, cache);
-  return d;
-}

@@ -62,6 +62,63 @@ static int run_protected(lua_State *L, lua_CFunction f, Args *a, int idx) {
 
 /* ----------------------------------------------------------- devices */
 
+
+#define EMBED_CACHE "luagpu.embed_devices"   /* "ctx/id/queue" -> Device, weak */
+
+/* Pushes a Device for id inside the application's context ctx, whose
+** default queue is queue (NULL: luagpu makes one on first use). Unlike
+** lg_push_device it is not the cached Device of id: its Context wraps ctx
+** (retained, borrowed) and its default Queue wraps queue (retained). The
+** same (ctx, id, queue) gives the same Device while that one lives. The
+** caller has checked that id belongs to ctx and queue to both. */
+static lg_Device *push_device_with(lua_State *L, cl_context ctx, cl_device_id id,
+                               cl_command_queue queue) {
+  lg_Device *d;
+  lg_Context *c;
+  int cache, devidx;
+  if (luaL_getsubtable(L, LUA_REGISTRYINDEX, EMBED_CACHE) == 0) {
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "v");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+  }
+  cache = lua_gettop(L);
+  lua_pushfstring(L, "%p/%p/%p", (void *)ctx, (void *)id, (void *)queue);
+  if (lua_rawget(L, cache) == LUA_TUSERDATA) {
+    lua_remove(L, cache);
+    return lua_touserdata(L, -1);
+  }
+  lua_pop(L, 1);
+  d = lua_newuserdatauv(L, sizeof *d, 3);
+  memset(d, 0, sizeof *d);
+  d->id = id;
+  luaL_setmetatable(L, LG_DEVICE_MT);
+  devidx = lua_gettop(L);
+  clGetDeviceInfo(id, CL_DEVICE_PLATFORM, sizeof d->platform, &d->platform, NULL);
+  c = lg_push_borrowed_context(L, ctx, d->platform);
+  d->context = c;
+  d->ctx = ctx;
+  lua_setiuservalue(L, devidx, 1);
+  lg_load_device_fields(L, d);
+  lua_setiuservalue(L, devidx, 3);
+  c->gc_threshold = d->global_mem_size / 4 < ((size_t)1 << 30)
+                        ? (size_t)(d->global_mem_size / 4) : ((size_t)1 << 30);
+  if (c->gc_threshold == 0) c->gc_threshold = (size_t)256 << 20;
+  if (queue != NULL) {
+    lg_wrapqueue(L, devidx, queue);           /* takes over the reference ... */
+    clRetainCommandQueue(queue);              /* ... taken here, once it is held */
+    d->queue = queue;
+    lua_setiuservalue(L, devidx, 2);
+  }
+  lua_pushfstring(L, "%p/%p/%p", (void *)ctx, (void *)id, (void *)queue);
+  lua_pushvalue(L, devidx);
+  lua_rawset(L, cache);
+  lua_remove(L, cache);
+  return d;
+}
+
+
+
 /* Raises unless dev is one of ctx's devices. */
 static void check_in_context(lua_State *L, const Args *a) {
   size_t size = 0, i, n;
@@ -93,7 +150,7 @@ static int push_device_p(lua_State *L) {
     if (qctx != a->ctx) lg_error(L, a->fn, "the queue belongs to another context");
     if (qdev != a->dev) lg_error(L, a->fn, "the queue belongs to another device of the context");
   }
-  lg_push_device_with(L, a->ctx, a->dev, a->queue);
+  push_device_with(L, a->ctx, a->dev, a->queue);
   return 1;
 }
 
@@ -218,15 +275,10 @@ static int push_event_p(lua_State *L) {
     clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL);
     clFlush(q);   /* a command of ours may wait for it: make sure it was submitted */
   }
-  /* Built here rather than by lg_pushevent: nothing is kept alive for the
-  ** command (uservalue 1 nil), so collecting the Event never waits for it. */
-  e = lua_newuserdatauv(L, sizeof *e, 2);
-  memset(e, 0, sizeof *e);
-  e->profiling = (props & CL_QUEUE_PROFILING_ENABLE) != 0;
-  strncpy(e->command, command_name(ctype), sizeof e->command - 1);
-  luaL_setmetatable(L, LG_EVENT_MT);
+  /* nothing is kept alive for the command: collecting the Event never waits */
   clRetainEvent(a->ev);
-  e->ev = a->ev;
+  e = lg_pushevent(L, a->ev, command_name(ctype), NULL, 0);
+  e->profiling = (props & CL_QUEUE_PROFILING_ENABLE) != 0;
   return 1;
 }
 

@@ -1,6 +1,6 @@
 /*
-** errors.c: OpenCL error names, the one formatter of CL failures, argument
-** checks shared by every subsystem, and class registration.
+** errors.c: OpenCL error names, the one formatter of CL failures, and the
+** argument errors every subsystem raises ("luagpu: FN: argument #N: ...").
 */
 #include <stdarg.h>
 #include <string.h>
@@ -173,67 +173,4 @@ size_t lg_checksize(lua_State *L, int idx, const char *fn, int arg, const char *
   if (n < 0)
     return (size_t)lg_argerror(L, fn, arg, "expected %s, got %I", what, n);
   return (size_t)n;
-}
-
-void lg_newclass(lua_State *L, const char *mt, const luaL_Reg *methods,
-                 const luaL_Reg *meta) {
-  luaL_newmetatable(L, mt);
-  if (meta != NULL) luaL_setfuncs(L, meta, 0);
-  lua_newtable(L);                       /* methods */
-  if (methods != NULL) luaL_setfuncs(L, methods, 0);
-  lua_setfield(L, -2, "__methods");
-  if (lua_getfield(L, -1, "__index") == LUA_TNIL) {
-    lua_pop(L, 1);
-    lua_getfield(L, -1, "__methods");
-    lua_setfield(L, -2, "__index");
-  } else {
-    lua_pop(L, 1);
-  }
-  lua_pushliteral(L, "luagpu");
-  lua_setfield(L, -2, "__metatable");
-  lua_pop(L, 1);
-}
-
-void lg_add_methods(lua_State *L, const char *mt, const luaL_Reg *fns) {
-  luaL_getmetatable(L, mt);
-  lua_getfield(L, -1, "__methods");
-  luaL_setfuncs(L, fns, 0);
-  lua_pop(L, 2);
-}
-
-int lg_pushmethod(lua_State *L, int objidx, int keyidx) {
-  if (!lua_getmetatable(L, objidx)) return 0;
-  lua_getfield(L, -1, "__methods");
-  lua_pushvalue(L, keyidx);
-  if (lua_rawget(L, -2) != LUA_TNIL) {
-    lua_replace(L, -3);
-    lua_pop(L, 1);
-    return 1;
-  }
-  lua_pop(L, 3);
-  return 0;
-}
-
-void lg_checkoptions(lua_State *L, int idx, const char *fn, int arg,
-                     const char *const keys[]) {
-  idx = lua_absindex(L, idx);
-  if (!lua_istable(L, idx)) return;     /* the caller reports the type */
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    int i = 0;
-    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-    while (k != NULL && keys[i] != NULL && strcmp(keys[i], k) != 0) i++;
-    if (k == NULL || keys[i] == NULL) {
-      luaL_Buffer b;
-      const char *bad = luaL_tolstring(L, -2, NULL);
-      luaL_buffinit(L, &b);
-      for (i = 0; keys[i] != NULL; i++) {
-        if (i > 0) luaL_addstring(&b, ", ");
-        luaL_addstring(&b, keys[i]);
-      }
-      luaL_pushresult(&b);
-      lg_argerror(L, fn, arg, "unknown option '%s' (expected %s)", bad, lua_tostring(L, -1));
-    }
-    lua_pop(L, 1);
-  }
 }

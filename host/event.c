@@ -42,7 +42,7 @@ lg_Event *lg_pushevent(lua_State *L, cl_event ev, const char *command,
   int i, top = lua_gettop(L);
   lg_Event *e;
   if (!lua_checkstack(L, nkeep + 4)) {
-    clWaitForEvents(1, &ev);
+    if (nkeep > 0) clWaitForEvents(1, &ev);
     clReleaseEvent(ev);
     luaL_error(L, "luagpu: stack overflow (too many values for one event)");
   }
@@ -50,8 +50,9 @@ lg_Event *lg_pushevent(lua_State *L, cl_event ev, const char *command,
   for (i = 0; i < nkeep; i++)
     lua_pushvalue(L, keep[i] < 0 && keep[i] > LUA_REGISTRYINDEX ? top + keep[i] + 1 : keep[i]);
   if (lua_pcall(L, nkeep, 1, 0) != LUA_OK) {
-    /* what the command uses is still on the stack: wait before letting go */
-    clWaitForEvents(1, &ev);
+    /* what the command uses is still on the stack: wait before letting go
+    ** (with nothing kept, never: an application's user event may not end) */
+    if (nkeep > 0) clWaitForEvents(1, &ev);
     clReleaseEvent(ev);
     lua_error(L);
   }
@@ -59,8 +60,8 @@ lg_Event *lg_pushevent(lua_State *L, cl_event ev, const char *command,
   e->ev = ev;
   strncpy(e->command, command, sizeof e->command - 1);
   for (i = 0; i < nkeep; i++) {
-    lg_Queue *q = lg_testqueue(L, keep[i] < 0 && keep[i] > LUA_REGISTRYINDEX
-                                      ? top + keep[i] + 1 : keep[i]);
+    lg_Queue *q = luaL_testudata(L, keep[i] < 0 && keep[i] > LUA_REGISTRYINDEX
+                                      ? top + keep[i] + 1 : keep[i], LG_QUEUE_MT);
     if (q != NULL) {
       e->queue = q;
       e->profiling = q->profiling;

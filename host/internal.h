@@ -51,16 +51,21 @@ int lg_error(lua_State *L, const char *fn, const char *fmt, ...);
 /* Raises "luagpu: FN: argument #ARG: expected WHAT, got TYPENAME" for the
 ** value at stack index idx (typename uses __name, so "luagpu.Buffer"). */
 int lg_typeerror(lua_State *L, const char *fn, int arg, int idx, const char *what);
+/* Reads a size (integer >= 0) from the value at idx; raises naming fn/arg. */
+size_t lg_checksize(lua_State *L, int idx, const char *fn, int arg, const char *what);
 /* True for the CL errors that mean "out of memory": a full collection may
 ** free device memory held by dead userdata. */
 int lg_is_oom(cl_int err);
+
+/* ------------------------------------------------------------- class.c */
 
 /* Adds the functions of fns to the methods (__index) table of metatable
 ** mt, which must already be registered. */
 void lg_add_methods(lua_State *L, const char *mt, const luaL_Reg *fns);
 /* Creates metatable mt with __name, the methods table as __index (unless
-** the metamethods set __index themselves), and metamethods meta. Leaves
-** nothing on the stack. */
+** the metamethods set __index themselves), metamethods meta, and (unless
+** meta sets one) a __newindex raising "luagpu: CLASS: field 'x' is
+** read-only". Leaves nothing on the stack. */
 void lg_newclass(lua_State *L, const char *mt, const luaL_Reg *methods,
                  const luaL_Reg *meta);
 /* For __index functions of classes with fields: pushes the method named by
@@ -72,8 +77,10 @@ int lg_pushmethod(lua_State *L, int objidx, int keyidx);
 ** the order the message gives them). Does nothing when idx is not a table. */
 void lg_checkoptions(lua_State *L, int idx, const char *fn, int arg,
                      const char *const keys[]);
-/* Reads a size (integer >= 0) from the value at idx; raises naming fn/arg. */
-size_t lg_checksize(lua_State *L, int idx, const char *fn, int arg, const char *what);
+/* Raises "luagpu: WHAT:METHOD: attempt to use a released WHAT" when the
+** running C function is METHOD of the object at idx (found in its class's
+** methods), else "luagpu: attempt to use a released WHAT". Never returns. */
+int lg_released_error(lua_State *L, int idx, const char *what);
 
 /* ------------------------------------------------------------- types.c */
 
@@ -164,7 +171,7 @@ void lg_array_convert(lua_State *L, lg_Array *dst, const lg_Array *src, const ch
 /* --------------------------------------------------------------- npy.c */
 void lg_open_npy(lua_State *L);     /* a:save, gpu.load */
 
-/* ------------------------------------------------------------ device.c */
+/* --------------------------------------------------- context.c, device.c */
 
 /* One per platform, shared by its devices (uservalue 1 of each Device). */
 typedef struct lg_Context {
@@ -192,23 +199,34 @@ typedef struct lg_Device {
 } lg_Device;
 /* Device uservalues: 1 Context, 2 default Queue, 3 table of fields. */
 
-/* platform.c: the platform ids (malloc'd, *n set; NULL and 0 when there
-** is none), a platform's info string, and the words of the string on top
-** as a list (replacing it). */
+/* info.c: the platform ids (malloc'd, *n set; NULL and 0 when there is
+** none), a platform's or device's info string (pushed; "" when unknown),
+** the words of the string on top as a list (replacing it), "gpu"/"cpu"/...
+** for a device type, and a device's limits (filled into d, whose id and
+** platform are set) with its table of fields (pushed). */
 cl_platform_id *lg_get_platforms(cl_uint *n);
 void lg_push_platform_string(lua_State *L, cl_platform_id p, cl_platform_info what);
+void lg_push_device_string(lua_State *L, cl_device_id d, cl_device_info what);
 void lg_split_words(lua_State *L);
-void lg_open_platform(lua_State *L);
+const char *lg_device_type_name(cl_device_type t);
+void lg_load_device_fields(lua_State *L, lg_Device *d);
 
+/* context.c: pushes the Context of platform p (one per platform, cached;
+** made over all its devices), or a new one borrowing an application's ctx
+** (retained). lg_account_alloc tells the collector that bytes of device
+** memory were just allocated in c, and runs a full collection when enough
+** has piled up since the last. */
+lg_Context *lg_push_context(lua_State *L, cl_platform_id p);
+lg_Context *lg_push_borrowed_context(lua_State *L, cl_context ctx, cl_platform_id p);
+void lg_account_alloc(lua_State *L, lg_Context *c, size_t bytes);
+void lg_open_context(lua_State *L);
+
+/* device.c. lg_checkdevice raises for a Device whose Context was already
+** finalized (a late finalizer of the user's, lua_close). */
 lg_Device *lg_checkdevice(lua_State *L, int idx);
 lg_Device *lg_testdevice(lua_State *L, int idx);
-/* Pushes the device's default Queue userdata. */
-void lg_push_default_queue(lua_State *L, int devidx);
 /* Pushes the Device userdata for id (one per cl_device_id, cached). */
 lg_Device *lg_push_device(lua_State *L, cl_device_id id);
-/* Tells the collector that bytes of device memory were just allocated in
-** context c; runs a full collection when enough has piled up since the last. */
-void lg_account_alloc(lua_State *L, lg_Context *c, size_t bytes);
 
 /* ------------------------------------------------------------- queue.c */
 
@@ -226,10 +244,11 @@ lg_Queue *lg_newqueue(lua_State *L, int devidx, int profiling, int out_of_order)
 /* Pushes a Queue on the device at devidx wrapping cq (an embedding
 ** application's; the Queue takes over one reference). */
 lg_Queue *lg_wrapqueue(lua_State *L, int devidx, cl_command_queue cq);
-/* Raises "luagpu: WHAT:METHOD: attempt to use a released WHAT" when the
-** running C function is METHOD of the object at idx (found in its class's
-** methods), else "luagpu: attempt to use a released WHAT". Never returns. */
-int lg_released_error(lua_State *L, int idx, const char *what);
+/* Pushes the default Queue of the Device at devidx (uservalue 2 of the
+** Device, made on first use: in-order, profiling). */
+void lg_push_default_queue(lua_State *L, int devidx);
+
+/* -------------------------------------------------------------- sync.c */
 
 /* The options table every enqueueing call takes: {wait = {ev, ...}, queue = q}.
 ** lg_getopts reads it from stack index arg (none or nil: defaults) for the
@@ -328,13 +347,14 @@ void lg_check_array_fits(lua_State *L, const lg_Array *a, lg_Type t, size_t coun
 
 /* ---------------------------------------------------------- transfer.c */
 
-/* b:write, b:read, b:get, b:fill, b:copy_to (called by lg_open_buffer). */
+/* b:write, b:read, b:get, b:fill, b:copy_to. */
 void lg_open_transfer(lua_State *L);
 
 /* ----------------------------------------------- program.c and kernel.c */
 
 void lg_open_device(lua_State *L);
 void lg_open_queue(lua_State *L);
+void lg_open_sync(lua_State *L);     /* q:marker, q:barrier */
 void lg_open_array(lua_State *L);
 void lg_open_event(lua_State *L);
 void lg_open_buffer(lua_State *L);
@@ -466,14 +486,5 @@ const char *lg_root_dir(void);
 /* Embedded kernel sources (build/kernels.c, generated from kernels/). */
 typedef struct lg_EmbeddedFile { const char *name; const char *text; } lg_EmbeddedFile;
 extern const lg_EmbeddedFile lg_embedded_kernels[];   /* ends with {NULL, NULL} */
-
-/* ------------------------------------------------------------- embed.c */
-
-/* The embedding API of luagpu.h is in embed.c; this helper of it lives at
-** the end of device.c (it needs the device's field loader). Pushes a
-** Device for id in the application's context ctx with queue as its
-** default queue (NULL: made on first use); ctx and queue are retained. */
-lg_Device *lg_push_device_with(lua_State *L, cl_context ctx, cl_device_id id,
-                               cl_command_queue queue);
 
 #endif

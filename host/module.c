@@ -160,13 +160,15 @@ LUAGPU_API int luaopen_luagpu(lua_State *L) {
     lua_pushstring(L, lg_root_dir());
     lua_setfield(L, -2, "root");
   }
-  lg_open_platform(L);
+  lg_open_context(L);
   lg_open_device(L);
   lg_open_queue(L);
+  lg_open_sync(L);
   lg_open_array(L);
   lg_open_npy(L);
   lg_open_event(L);
   lg_open_buffer(L);
+  lg_open_transfer(L);
   lg_open_program(L);
   lg_open_kernel(L);
   lua_newtable(L);
