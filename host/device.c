@@ -29,6 +29,15 @@ lg_Device *lg_checkdevice(lua_State *L, int idx) {
   return d;
 }
 
+lg_Device *lg_newdevice(lua_State *L, cl_device_id id) {
+  lg_Device *d = lua_newuserdatauv(L, sizeof *d, 3);
+  memset(d, 0, sizeof *d);
+  d->id = id;
+  luaL_setmetatable(L, LG_DEVICE_MT);
+  clGetDeviceInfo(id, CL_DEVICE_PLATFORM, sizeof d->platform, &d->platform, NULL);
+  return d;
+}
+
 lg_Device *lg_push_device(lua_State *L, cl_device_id id) {
   lg_Device *d;
   lg_Context *c;
@@ -39,12 +48,8 @@ lg_Device *lg_push_device(lua_State *L, cl_device_id id) {
     return lua_touserdata(L, -1);
   }
   lua_pop(L, 1);
-  d = lua_newuserdatauv(L, sizeof *d, 3);
-  memset(d, 0, sizeof *d);
-  d->id = id;
-  luaL_setmetatable(L, LG_DEVICE_MT);
+  d = lg_newdevice(L, id);
   devidx = lua_gettop(L);
-  clGetDeviceInfo(id, CL_DEVICE_PLATFORM, sizeof d->platform, &d->platform, NULL);
   c = lg_push_context(L, d->platform);
   d->context = c;
   d->ctx = c->ctx;

@@ -89,12 +89,8 @@ static lg_Device *push_device_with(lua_State *L, cl_context ctx, cl_device_id id
     return lua_touserdata(L, -1);
   }
   lua_pop(L, 1);
-  d = lua_newuserdatauv(L, sizeof *d, 3);
-  memset(d, 0, sizeof *d);
-  d->id = id;
-  luaL_setmetatable(L, LG_DEVICE_MT);
+  d = lg_newdevice(L, id);
   devidx = lua_gettop(L);
-  clGetDeviceInfo(id, CL_DEVICE_PLATFORM, sizeof d->platform, &d->platform, NULL);
   c = lg_push_borrowed_context(L, ctx, d->platform);
   d->context = c;
   d->ctx = ctx;

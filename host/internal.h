@@ -227,6 +227,9 @@ lg_Device *lg_checkdevice(lua_State *L, int idx);
 lg_Device *lg_testdevice(lua_State *L, int idx);
 /* Pushes the Device userdata for id (one per cl_device_id, cached). */
 lg_Device *lg_push_device(lua_State *L, cl_device_id id);
+/* Pushes a new Device for id with no context, fields nor queue yet (for
+** lg_push_device and the embedding API, which fill them in). */
+lg_Device *lg_newdevice(lua_State *L, cl_device_id id);
 
 /* ------------------------------------------------------------- queue.c */
 

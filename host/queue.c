@@ -101,19 +101,15 @@ static int q_free(lua_State *L, int collecting) {
 static int q_gc(lua_State *L) { return q_free(L, 1); }
 static int q_release(lua_State *L) { return q_free(L, 0); }
 
-static int q_finish(lua_State *L) {
-  lg_Queue *q = lg_checkqueue(L, 1);
-  cl_int err = clFinish(q->q);
-  if (err != CL_SUCCESS) lg_clerror(L, "clFinish", err, NULL);
+/* clFinish (or with flush, clFlush) on q. */
+static int finish(lua_State *L, lg_Queue *q, int flush) {
+  cl_int err = flush ? clFlush(q->q) : clFinish(q->q);
+  if (err != CL_SUCCESS) lg_clerror(L, flush ? "clFlush" : "clFinish", err, NULL);
   return 0;
 }
 
-static int q_flush(lua_State *L) {
-  lg_Queue *q = lg_checkqueue(L, 1);
-  cl_int err = clFlush(q->q);
-  if (err != CL_SUCCESS) lg_clerror(L, "clFlush", err, NULL);
-  return 0;
-}
+static int q_finish(lua_State *L) { return finish(L, lg_checkqueue(L, 1), 0); }
+static int q_flush(lua_State *L) { return finish(L, lg_checkqueue(L, 1), 1); }
 
 static int q_index(lua_State *L) {
   lg_Queue *q;
@@ -168,16 +164,17 @@ static int dev_queue(lua_State *L) {
   return 1;
 }
 
-/* dev:finish(): waits for everything enqueued on the default queue. */
+/* dev:finish() and dev:flush(): q:finish() and q:flush() of the default queue. */
 static int dev_finish(lua_State *L) {
-  lg_Queue *q;
-  cl_int err;
   lg_checkdevice(L, 1);
   lg_push_default_queue(L, 1);
-  q = lua_touserdata(L, -1);
-  err = clFinish(q->q);
-  if (err != CL_SUCCESS) lg_clerror(L, "clFinish", err, NULL);
-  return 0;
+  return finish(L, lua_touserdata(L, -1), 0);
+}
+
+static int dev_flush(lua_State *L) {
+  lg_checkdevice(L, 1);
+  lg_push_default_queue(L, 1);
+  return finish(L, lua_touserdata(L, -1), 1);
 }
 
 /* dev:default_queue(): the Queue that commands without {queue =} run on. */
@@ -185,17 +182,6 @@ static int dev_default_queue(lua_State *L) {
   lg_checkdevice(L, 1);
   lg_push_default_queue(L, 1);
   return 1;
-}
-
-static int dev_flush(lua_State *L) {
-  lg_Queue *q;
-  cl_int err;
-  lg_checkdevice(L, 1);
-  lg_push_default_queue(L, 1);
-  q = lua_touserdata(L, -1);
-  err = clFlush(q->q);
-  if (err != CL_SUCCESS) lg_clerror(L, "clFlush", err, NULL);
-  return 0;
 }
 
 /* ------------------------------------------------------------- open */

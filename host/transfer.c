@@ -28,12 +28,58 @@ static void check_live(lua_State *L, const lg_Buffer *b, const lg_Opts *o, const
   if (o->queue->q == NULL) lg_error(L, fn, "attempt to use a released queue");
 }
 
-/* Once more after a full collection when the enqueue lacked memory. */
-#define RETRY_OOM(err, call)                                                  \
-  do {                                                                        \
-    (err) = (call);                                                           \
-    if (lg_is_oom(err)) { lua_gc(L, LUA_GCCOLLECT, 0); (err) = (call); }      \
-  } while (0)
+/* One transfer between b (a buffer or view) and host memory or dst. */
+typedef enum Kind { WRITE, READ, FILL, COPY } Kind;
+typedef struct Transfer {
+  Kind kind;
+  const lg_Buffer *b, *dst;    /* dst: COPY only */
+  void *host;                  /* WRITE and READ: count elements; FILL: one */
+  int blocking;                /* READ only: no Event is asked for */
+} Transfer;
+
+static const char *const enqueue_names[] = {
+  "clEnqueueWriteBuffer", "clEnqueueReadBuffer", "clEnqueueFillBuffer", "clEnqueueCopyBuffer"
+};
+
+static cl_int enqueue_once(const Transfer *t, const lg_Opts *o, cl_event *ev) {
+  size_t esize = lg_type_size(t->b->type), off = t->b->offset * esize;
+  size_t bytes = t->b->count * esize;
+  cl_mem mem = t->b->root->mem;
+  switch (t->kind) {
+    case WRITE:
+      return clEnqueueWriteBuffer(o->queue->q, mem, CL_FALSE, off, bytes, t->host, o->nwait,
+                                  o->wait, ev);
+    case READ:
+      return clEnqueueReadBuffer(o->queue->q, mem, t->blocking ? CL_TRUE : CL_FALSE, off,
+                                 bytes, t->host, o->nwait, o->wait, t->blocking ? NULL : ev);
+    case FILL:
+      return clEnqueueFillBuffer(o->queue->q, mem, t->host, esize, off, bytes, o->nwait,
+                                 o->wait, ev);
+    default:
+      return clEnqueueCopyBuffer(o->queue->q, mem, t->dst->root->mem, off,
+                                 t->dst->offset * esize, bytes, o->nwait, o->wait, ev);
+  }
+}
+
+/* Enqueues t on the queue and after the wait list of o; returns its event
+** (NULL for a blocking read). An empty buffer has nothing to move: a marker
+** stands in. When the driver lacks memory, it tries once more after a full
+** collection (dead buffers may hold it). */
+static cl_event enqueue(lua_State *L, const Transfer *t, const lg_Opts *o) {
+  cl_event ev = NULL;
+  cl_int err;
+  if (t->b->count == 0) {
+    err = clEnqueueMarkerWithWaitList(o->queue->q, o->nwait, o->wait, &ev);
+  } else {
+    err = enqueue_once(t, o, &ev);
+    if (lg_is_oom(err)) {
+      lua_gc(L, LUA_GCCOLLECT, 0);
+      err = enqueue_once(t, o, &ev);
+    }
+  }
+  if (err != CL_SUCCESS) lg_clerror(L, enqueue_names[t->kind], err, NULL);
+  return ev;
+}
 
 static void push_event(lua_State *L, cl_event ev, const char *command, int a, int b, int q) {
   int keep[3];
@@ -51,11 +97,9 @@ static void push_event(lua_State *L, cl_event ev, const char *command, int a, in
 static int buf_write(lua_State *L) {
   static const char *const fn = "buffer:write";
   lg_Buffer *b = lg_checkbuffer(L, 1);
-  size_t esize = lg_type_size(b->type);
+  Transfer t = {WRITE, NULL, NULL, NULL, 0};
   lg_Array *a;
   lg_Opts o;
-  cl_event ev = NULL;
-  cl_int err;
   int arr, qidx;
   lua_settop(L, 3);   /* opts at 3 stays put while values are pushed */
   if (b->access == LG_OUT)
@@ -83,12 +127,9 @@ static int buf_write(lua_State *L) {
   arr = lua_gettop(L);
   qidx = get_opts(L, 3, fn, 2, &o);
   check_live(L, b, &o, fn);
-  if (b->count == 0) /* nothing to move: an event all the same */
-    err = clEnqueueMarkerWithWaitList(o.queue->q, o.nwait, o.wait, &ev);
-  else RETRY_OOM(err, clEnqueueWriteBuffer(o.queue->q, b->root->mem, CL_FALSE, b->offset * esize,
-                                      b->count * esize, a->data, o.nwait, o.wait, &ev));
-  if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueWriteBuffer", err, NULL);
-  push_event(L, ev, "write", 1, arr, qidx);
+  t.b = b;
+  t.host = a->data;
+  push_event(L, enqueue(L, &t, &o), "write", 1, arr, qidx);
   return 1;
 }
 
@@ -99,11 +140,10 @@ static int buf_write(lua_State *L) {
 static int read_impl(lua_State *L, int blocking) {
   const char *fn = blocking ? "buffer:get" : "buffer:read";
   lg_Buffer *b = lg_checkbuffer(L, 1);
-  size_t esize = lg_type_size(b->type);
+  Transfer t = {READ, NULL, NULL, NULL, 0};
   lg_Array *a;
   lg_Opts o;
-  cl_event ev = NULL;
-  cl_int err;
+  cl_event ev;
   int arr, qidx, optsidx = 3, number;
   lua_settop(L, 3);
   if (b->access == LG_IN)
@@ -123,12 +163,10 @@ static int read_impl(lua_State *L, int blocking) {
   arr = lua_gettop(L);
   qidx = get_opts(L, optsidx, fn, optsidx - 1, &o);
   check_live(L, b, &o, fn);
-  if (b->count == 0) /* nothing to move: an event all the same */
-    err = clEnqueueMarkerWithWaitList(o.queue->q, o.nwait, o.wait, &ev);
-  else RETRY_OOM(err, clEnqueueReadBuffer(o.queue->q, b->root->mem, blocking ? CL_TRUE : CL_FALSE,
-                                     b->offset * esize, b->count * esize, a->data, o.nwait,
-                                     o.wait, blocking ? NULL : &ev));
-  if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueReadBuffer", err, NULL);
+  t.b = b;
+  t.host = a->data;
+  t.blocking = blocking;
+  ev = enqueue(L, &t, &o);
   if (blocking) {
     if (ev != NULL) {   /* the marker of an empty buffer: waited for, then let go */
       clWaitForEvents(1, &ev);
@@ -153,11 +191,10 @@ static int buf_get(lua_State *L) { return read_impl(L, 1); }
 static int buf_fill(lua_State *L) {
   static const char *const fn = "buffer:fill";
   lg_Buffer *b = lg_checkbuffer(L, 1);
-  size_t esize = lg_type_size(b->type), ssize = lg_scalar_size(b->type.scalar);
+  size_t ssize = lg_scalar_size(b->type.scalar);
   union { char c[128]; double align; } pattern;
+  Transfer t = {FILL, NULL, NULL, NULL, 0};
   lg_Opts o;
-  cl_event ev = NULL;
-  cl_int err;
   int i, qidx, w = b->type.width;
   lua_settop(L, 3);
   memset(&pattern, 0, sizeof pattern);
@@ -180,13 +217,9 @@ static int buf_fill(lua_State *L) {
   }
   qidx = get_opts(L, 3, fn, 2, &o);
   check_live(L, b, &o, fn);
-  if (b->count == 0) /* nothing to move: an event all the same */
-    err = clEnqueueMarkerWithWaitList(o.queue->q, o.nwait, o.wait, &ev);
-  else RETRY_OOM(err, clEnqueueFillBuffer(o.queue->q, b->root->mem, pattern.c, esize,
-                                     b->offset * esize, b->count * esize, o.nwait, o.wait,
-                                     &ev));
-  if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueFillBuffer", err, NULL);
-  push_event(L, ev, "fill", 1, 0, qidx);
+  t.b = b;
+  t.host = pattern.c;
+  push_event(L, enqueue(L, &t, &o), "fill", 1, 0, qidx);
   return 1;
 }
 
@@ -197,11 +230,9 @@ static int buf_fill(lua_State *L) {
 static int buf_copy_to(lua_State *L) {
   static const char *const fn = "buffer:copy_to";
   lg_Buffer *b = lg_checkbuffer(L, 1), *d = lg_testbuffer(L, 2);
-  size_t esize = lg_type_size(b->type);
   char t1[LG_TYPENAME_MAX], t2[LG_TYPENAME_MAX];
+  Transfer t = {COPY, NULL, NULL, NULL, 0};
   lg_Opts o;
-  cl_event ev = NULL;
-  cl_int err;
   int qidx;
   lua_settop(L, 3);
   if (d == NULL) lg_typeerror(L, fn, 1, 2, "a " LG_BUFFER_MT);
@@ -223,13 +254,9 @@ static int buf_copy_to(lua_State *L) {
   qidx = get_opts(L, 3, fn, 2, &o);
   check_live(L, b, &o, fn);
   if (!lg_buffer_live(d)) lg_argerror(L, fn, 1, "attempt to use a released buffer");
-  if (b->count == 0) /* nothing to move: an event all the same */
-    err = clEnqueueMarkerWithWaitList(o.queue->q, o.nwait, o.wait, &ev);
-  else RETRY_OOM(err, clEnqueueCopyBuffer(o.queue->q, b->root->mem, d->root->mem,
-                                     b->offset * esize, d->offset * esize, b->count * esize,
-                                     o.nwait, o.wait, &ev));
-  if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueCopyBuffer", err, NULL);
-  push_event(L, ev, "copy", 1, 2, qidx);
+  t.b = b;
+  t.dst = d;
+  push_event(L, enqueue(L, &t, &o), "copy", 1, 2, qidx);
   return 1;
 }
 
