@@ -33,8 +33,8 @@ ALL_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -fPIC -fvisib
               -Ihost -Ibuild $(LUA_CFLAGS)
 
 BUILD   ?= build
-MODULE_SRC := errors class types info context module device queue sync array npy event buffer transfer program kernel call cache embed
-MODULE_OBJ := $(MODULE_SRC:%=$(BUILD)/%.o) $(BUILD)/kernels.o
+MODULE_SRC := errors class types info context root module device queue sync array npy event buffer transfer program kernel call cache embed
+MODULE_OBJ := $(MODULE_SRC:%=$(BUILD)/%.o) $(BUILD)/kernels.o $(BUILD)/helpers.o
 KERNELS := $(sort $(wildcard kernels/*.cl))
 HELPERS := $(sort $(wildcard lua/luagpu/*.lua))
 
@@ -53,11 +53,19 @@ $(BUILD):
 $(BUILD)/%.o: host/%.c host/internal.h host/luagpu.h | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-# Kernel sources are embedded into the module so the helpers never hunt for files.
+# Kernel sources and the pure-Lua helpers are embedded into the module, so
+# build/luagpu (or luagpu.so) alone finds them when no checkout or install is
+# near; the program's own Lua (the REPL's printer, --devices) into the program.
 $(BUILD)/kernels.c: $(KERNELS) tools/embed.sh | $(BUILD)
-	sh tools/embed.sh $(KERNELS) > $@
+	sh tools/embed.sh lg_embedded_kernels kernels $(KERNELS) > $@
 
-$(BUILD)/kernels.o: $(BUILD)/kernels.c host/internal.h
+$(BUILD)/helpers.c: $(HELPERS) tools/embed.sh | $(BUILD)
+	sh tools/embed.sh lg_embedded_helpers lua $(HELPERS) > $@
+
+$(BUILD)/main_lua.c: host/main.lua tools/embed.sh | $(BUILD)
+	sh tools/embed.sh lg_embedded_main host host/main.lua > $@
+
+$(BUILD)/kernels.o $(BUILD)/helpers.o $(BUILD)/main_lua.o: $(BUILD)/%.o: $(BUILD)/%.c host/internal.h
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/luagpu.so: $(MODULE_OBJ)
@@ -68,8 +76,8 @@ $(BUILD)/luagpu.so: $(MODULE_OBJ)
 $(BUILD)/main.o: host/main.c host/internal.h host/luagpu.h | $(BUILD)
 	$(CC) $(ALL_CFLAGS) $(READLINE_DEF) -c $< -o $@
 
-$(BUILD)/luagpu: $(BUILD)/main.o $(MODULE_OBJ)
-	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,-E -o $@ $(BUILD)/main.o $(MODULE_OBJ) \
+$(BUILD)/luagpu: $(BUILD)/main.o $(BUILD)/main_lua.o $(MODULE_OBJ)
+	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,-E -o $@ $(BUILD)/main.o $(BUILD)/main_lua.o $(MODULE_OBJ) \
 	    $(if $(LUA_STATIC),$(LUA_STATIC),-llua$(LUAV)) $(READLINE_LIBS) $(CL_LIBS) -lm -ldl
 
 # The embedding example and its checks: C programs that link the module as

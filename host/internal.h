@@ -460,11 +460,15 @@ void lg_hash_init(lg_Hash *s);
 void lg_hash_update(lg_Hash *s, const void *p, size_t n);
 void lg_hash_final(lg_Hash *s, unsigned char out[32]);
 /* Hashes, in order of first appearance, the content of every file that the
-** source includes with #include "..." (recursively, each file once),
-** searched in the including file's folder (dirs[0] for the source itself)
-** and then in dirs[1..ndirs-1]. Files not found are hashed by name. */
-void lg_hash_includes(lg_Hash *s, const char *source, size_t len,
-                      const char *const *dirs, int ndirs);
+** source includes with #include "..." or <...> or tests with __has_include
+** (recursively, each file once), searched as the compiler does: quoted
+** names in the including file's folder (dirs[0] for the source itself),
+** then every name in dirs[0..ndirs-1], the compiler's -I folders in its
+** order (NULL entries skipped). Files not found are hashed by name. Returns
+** 0 when it cannot be sure it saw every file (an #include of a macro,
+** trigraphs, ...): such a build must not be cached. */
+int lg_hash_includes(lg_Hash *s, const char *source, size_t len,
+                     const char *const *dirs, int ndirs);
 int lg_cache_enabled(void);
 /* One entry: the binary, the build log and the argument metadata. */
 typedef struct lg_CacheEntry {
@@ -480,14 +484,29 @@ int lg_cache_load(lua_State *L, const char *key, lg_CacheEntry *e);
 /* Writes the entry for key (temp file, then rename); failures are silent
 ** (the cache is an optimization). Raises nothing. */
 void lg_cache_store(const char *key, const lg_CacheEntry *e);
+/* On PoCL, takes the exclusive lock that every build step (build, load from
+** a binary, binary extraction) holds, so that processes sharing PoCL's own
+** cache folder never see each other's half-written files; returns the fd to
+** give lg_pocl_unlock, or -1 (other platforms, or no lock to be had). */
+int lg_pocl_lock(cl_platform_id p);
+void lg_pocl_unlock(int fd);
+/* The longest kernel name PoCL can build (it names a file KERNEL.so in its
+** cache folder), or 0 when the platform is not PoCL. */
+size_t lg_pocl_name_max(cl_platform_id p);
 
-/* ------------------------------------------------------------ module.c */
+/* -------------------------------------------------------------- root.c */
 
 /* The folder the module was loaded from, resolved to the checkout or the
 ** install prefix: where lua/ and kernels/ are looked up. Set at open. */
 const char *lg_root_dir(void);
-/* Embedded kernel sources (build/kernels.c, generated from kernels/). */
+/* Finds the root, puts its lua/ on package.path, and adds the searcher of
+** the embedded helpers after package.searchers' own. */
+void lg_find_helpers(lua_State *L);
+/* Files embedded at build time by tools/embed.sh, each array ending with
+** {NULL, NULL}: kernels/ (build/kernels.c, "reduce.cl") and the pure-Lua
+** helpers (build/helpers.c, "luagpu/reduce.lua"). */
 typedef struct lg_EmbeddedFile { const char *name; const char *text; } lg_EmbeddedFile;
-extern const lg_EmbeddedFile lg_embedded_kernels[];   /* ends with {NULL, NULL} */
+extern const lg_EmbeddedFile lg_embedded_kernels[];
+extern const lg_EmbeddedFile lg_embedded_helpers[];
 
 #endif

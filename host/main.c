@@ -228,43 +228,33 @@ static void print_version(lua_State *L, FILE *f, const char *more) {
   lua_pop(L, 2);
 }
 
-/* --devices: called with the module; returns the exit status. */
-static const char devices_lua[] =
-  "local gpu = ...\n"
-  "if #gpu.platforms() == 0 then\n"
-  "  io.stderr:write('" PROGNAME ": no OpenCL platforms found "
-  "(is an ICD such as pocl-opencl-icd installed?)\\n')\n"
-  "  return 1\n"
-  "end\n"
-  "local devs = gpu.devices()\n"
-  "local okd, default = pcall(gpu.device)\n"
-  "local function mem(n)\n"
-  "  local e = n >= 2^30 and 30 or n >= 2^20 and 20 or 10\n"
-  "  return string.format('%.1f %s', n / 2^e, ({[30] = 'GiB', [20] = 'MiB', [10] = 'KiB'})[e])\n"
-  "end\n"
-  "local rows = {{'#', 'platform', 'device', 'type', 'compute units', 'global memory', 'max alloc'}}\n"
-  "for i, d in ipairs(devs) do\n"
-  "  rows[#rows + 1] = {(okd and d == default) and i .. '*' or tostring(i), d.platform, d.name,\n"
-  "    d.type, tostring(d.compute_units), mem(d.global_mem_size), mem(d.max_alloc_size)}\n"
-  "end\n"
-  "local width, right = {}, {true, [5] = true, [6] = true, [7] = true}\n"
-  "for _, row in ipairs(rows) do for j, cell in ipairs(row) do\n"
-  "  width[j] = math.max(width[j] or 0, #cell)\n"
-  "end end\n"
-  "for _, row in ipairs(rows) do\n"
-  "  local out = {}\n"
-  "  for j, cell in ipairs(row) do\n"
-  "    local pad = string.rep(' ', width[j] - #cell)\n"
-  "    out[j] = right[j] and pad .. cell or (j < #row and cell .. pad or cell)\n"
-  "  end\n"
-  "  print(table.concat(out, '  '))\n"
-  "end\n"
-  "if #devs == 0 then print('(no devices)') end\n"
-  "if okd then print('* the default device: gpu.device() (set LUAGPU_DEVICE to pick another)') end\n"
-  "return 0\n";
+/* The program's Lua half (host/main.lua, embedded: build/main_lua.c): a
+** table of functions, made on first use and kept in the registry. Pushes
+** its field name. */
+extern const lg_EmbeddedFile lg_embedded_main[];
+#define MAIN_LUA_KEY "luagpu.main_lua"
 
+static int push_main_lua(lua_State *L, const char *name) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, MAIN_LUA_KEY) != LUA_TTABLE) {
+    const char *text = lg_embedded_main[0].text;
+    int status;
+    lua_pop(L, 1);
+    status = luaL_loadbuffer(L, text, strlen(text), "=[luagpu main.lua]");
+    if (status != LUA_OK) return status;
+    lua_pushstring(L, PROGNAME);
+    status = lua_pcall(L, 1, 1, 0);
+    if (status != LUA_OK) return status;
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, MAIN_LUA_KEY);
+  }
+  lua_getfield(L, -1, name);
+  lua_remove(L, -2);
+  return LUA_OK;
+}
+
+/* --devices: called with the module; returns the exit status. */
 static int list_devices(lua_State *L) {
-  int status = luaL_loadbuffer(L, devices_lua, sizeof devices_lua - 1, "=--devices");
+  int status = push_main_lua(L, "devices");
   if (status == LUA_OK) {
     lua_getglobal(L, "gpu");
     status = docall(L, 1, 1);
@@ -277,95 +267,11 @@ static int list_devices(lua_State *L) {
 
 /* ------------------------------------------------------------- printer */
 
-/* The REPL's printer: takes the results, returns one line for them.
-** Strings at the top level print as they are (so dev:summary() reads
-** well); tables show their contents to a small depth, host arrays their
-** first values, other userdata go through __tostring. */
-static const char printer_lua[] =
-  "local maxdepth, maxitems = 3, 20\n"
-  "local keywords = {}\n"
-  "for w in ('and break do else elseif end false for function goto if in local nil not or '\n"
-  "  .. 'repeat return then true until while'):gmatch('%a+') do keywords[w] = true end\n"
-  "local show\n"
-  "local function quote(s)\n"
-  "  return (string.format('%q', s):gsub('\\\\\\n', '\\\\n'))\n"
-  "end\n"
-  "local function showkey(k, depth, seen)\n"
-  "  if type(k) == 'string' and k:match('^[%a_][%w_]*$') and not keywords[k] then return k end\n"
-  "  return '[' .. show(k, depth, seen) .. ']'\n"
-  "end\n"
-  "local order = {number = 1, string = 2}\n"
-  "local function before(a, b)\n"
-  "  local ta, tb = order[type(a)] or 3, order[type(b)] or 3\n"
-  "  if ta ~= tb then return ta < tb end\n"
-  "  if ta == 3 then return tostring(a) < tostring(b) end\n"
-  "  return a < b\n"
-  "end\n"
-  "local function showtable(t, depth, seen)\n"
-  "  if seen[t] then return '<cycle>' end\n"
-  "  if depth > maxdepth then return next(t) == nil and '{}' or '{...}' end\n"
-  "  seen[t] = true\n"
-  "  local parts, len, keys = {}, rawlen(t), {}\n"
-  "  for i = 1, math.min(len, maxitems) do parts[i] = show(rawget(t, i), depth + 1, seen) end\n"
-  "  for k in next, t do\n"
-  "    if not (math.type(k) == 'integer' and k >= 1 and k <= len) then keys[#keys + 1] = k end\n"
-  "  end\n"
-  "  table.sort(keys, before)\n"
-  "  for _, k in ipairs(keys) do\n"
-  "    if #parts >= maxitems then break end\n"
-  "    parts[#parts + 1] = showkey(k, depth + 1, seen) .. ' = ' .. show(rawget(t, k), depth + 1, seen)\n"
-  "  end\n"
-  "  local more = len + #keys - #parts\n"
-  "  if more > 0 then parts[#parts + 1] = '... (' .. more .. ' more)' end\n"
-  "  seen[t] = nil\n"
-  "  return '{' .. table.concat(parts, ', ') .. '}'\n"
-  "end\n"
-  "local function showarray(a)\n"
-  "  local head = tostring(a)\n"
-  "  local ok, n = pcall(function() return #a end)\n"
-  "  if not ok or head:find('{', 1, true) then return head end\n"
-  "  local fmt = tostring(a.type):match('^float') and '%.7g' or nil\n"
-  "  local parts = {}\n"
-  "  for i = 1, math.min(n, maxitems) do\n"
-  "    local v = a[i]\n"
-  "    parts[i] = fmt and string.format(fmt, v) or tostring(v)\n"
-  "  end\n"
-  "  if n > maxitems then parts[#parts + 1] = '... (' .. n - maxitems .. ' more)' end\n"
-  "  return head .. ' {' .. table.concat(parts, ', ') .. '}'\n"
-  "end\n"
-  "function show(v, depth, seen)\n"
-  "  local t = type(v)\n"
-  "  if t == 'string' then return quote(v) end\n"
-  "  if t == 'table' then\n"
-  "    local mt = getmetatable(v)\n"
-  "    if type(mt) == 'table' and rawget(mt, '__tostring') then return tostring(v) end\n"
-  "    return showtable(v, depth, seen)\n"
-  "  end\n"
-  "  if t == 'userdata' then\n"
-  "    local mt = getmetatable(v)\n"
-  "    if depth == 1 and type(mt) == 'table' and rawget(mt, '__name') == '" LG_ARRAY_MT "' then\n"
-  "      local ok, s = pcall(showarray, v)\n"
-  "      if ok then return s end\n"
-  "    end\n"
-  "  end\n"
-  "  return tostring(v)\n"
-  "end\n"
-  "return function(...)\n"
-  "  local out = table.pack(...)\n"
-  "  for i = 1, out.n do\n"
-  "    local v = out[i]\n"
-  "    out[i] = type(v) == 'string' and v or show(v, 1, {})\n"
-  "  end\n"
-  "  return table.concat(out, '\\t', 1, out.n)\n"
-  "end\n";
-
-#define PRINTER_KEY "luagpu.repl_printer"
-
 /* Prints the n values on top of the stack (and pops them). */
 static void print_results(lua_State *L, int n) {
   int status;
   if (n == 0) return;
-  lua_getfield(L, LUA_REGISTRYINDEX, PRINTER_KEY);
+  if (push_main_lua(L, "printer") != LUA_OK) lua_pushnil(L);   /* docall reports it */
   lua_insert(L, -n - 1);
   status = docall(L, n, 1);
   if (status == LUA_OK) {
@@ -543,14 +449,11 @@ static int read_chunk(lua_State *L) {
 
 /* The banner: version and default device (or why there is none). */
 static void print_banner(lua_State *L, FILE *f) {
-  static const char device_lua[] =
-    "local ok, d = pcall(gpu.device)\n"
-    "if ok then return 'default device: ' .. tostring(d):gsub('^" LG_DEVICE_MT ": ', '') end\n"
-    "return 'no default device: ' .. tostring(d)\n";
   print_version(L, f, "  gpu.devices() lists devices, Ctrl-D exits");
-  if (luaL_loadbuffer(L, device_lua, sizeof device_lua - 1, "=banner") == LUA_OK &&
-      docall(L, 0, 1) == LUA_OK)
-    fprintf(f, "%s\n", lua_tostring(L, -1));
+  if (push_main_lua(L, "banner") == LUA_OK) {
+    lua_getglobal(L, "gpu");
+    if (docall(L, 1, 1) == LUA_OK) fprintf(f, "%s\n", lua_tostring(L, -1));
+  }
   lua_pop(L, 1);
   fflush(f);
 }
@@ -562,9 +465,6 @@ static void repl(lua_State *L) {
   const char *oldprogname = progname;
   stdin_tty = isatty(fileno(stdin));
   progname = NULL;
-  luaL_loadbuffer(L, printer_lua, sizeof printer_lua - 1, "=printer");
-  lua_call(L, 0, 1);   /* cannot fail but for memory: then pmain reports it */
-  lua_setfield(L, LUA_REGISTRYINDEX, PRINTER_KEY);
   print_banner(L, stdin_tty ? stdout : stderr);
 #ifdef LUAGPU_READLINE
   if (stdin_tty) {

@@ -1,11 +1,9 @@
 /*
-** module.c: luaopen_luagpu. Opens each subsystem in turn, finds the
-** checkout or install root (for the pure-Lua helpers and kernels), and
-** gives the module its small functions: gpu.version, gpu.now,
-** gpu.kernel_source, and the lazily loaded helpers gpu.reduce, gpu.matmul.
+** module.c: luaopen_luagpu. Opens each subsystem in turn (root.c first, so
+** the pure-Lua helpers are found), and gives the module its small
+** functions: gpu.version, gpu.root, gpu.now, gpu.type, gpu.kernel_source,
+** and the lazily loaded helpers gpu.reduce, gpu.matmul.
 */
-#define _GNU_SOURCE
-#include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,68 +13,6 @@
 #include <unistd.h>
 
 #include "internal.h"
-
-static char root_dir[PATH_MAX];
-
-const char *lg_root_dir(void) { return root_dir[0] ? root_dir : NULL; }
-
-static int is_dir(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* Cuts the last path component of path in place; returns 0 when none is left. */
-static int cut_last(char *path) {
-  char *slash = strrchr(path, '/');
-  if (slash == NULL || slash == path) return 0;
-  *slash = '\0';
-  return 1;
-}
-
-/* Finds where this code was loaded from (the .so, or the program that links
-** it in), then looks upward for a checkout (host/luagpu.h beside lua/ and kernels/) or an
-** install (share/luagpu). */
-static void find_root(void) {
-  char here[PATH_MAX], probe[PATH_MAX + 64];
-  Dl_info info;
-  int up;
-  here[0] = '\0';
-  if (dladdr((void *)luaopen_luagpu, &info) && info.dli_fname &&
-      strstr(info.dli_fname, ".so") != NULL && realpath(info.dli_fname, probe) != NULL)
-    snprintf(here, sizeof here, "%.*s", (int)sizeof here - 1, probe);
-  if (here[0] == '\0' || strstr(here, ".so") == NULL) {
-    ssize_t n = readlink("/proc/self/exe", here, sizeof here - 1);
-    here[n > 0 ? n : 0] = '\0';
-  }
-  if (here[0] == '\0' || !cut_last(here)) return;
-  for (up = 0; up < 4; up++) {
-    snprintf(probe, sizeof probe, "%s/host/luagpu.h", here);
-    if (access(probe, R_OK) == 0) { snprintf(root_dir, sizeof root_dir, "%s", here); return; }
-    snprintf(probe, sizeof probe, "%s/share/luagpu", here);
-    if (is_dir(probe)) { snprintf(root_dir, sizeof root_dir, "%.*s", (int)sizeof root_dir - 1, probe); return; }
-    if (!cut_last(here)) return;
-  }
-}
-
-/* Prepends the checkout's lua/ folder (or an install prefix's share/lua)
-** to package.path, unless it is there already. */
-static void extend_package_path(lua_State *L) {
-  const char *root = lg_root_dir();
-  char dir[PATH_MAX + 32];
-  if (root == NULL) return;
-  snprintf(dir, sizeof dir, "%s/lua", root);
-  if (!is_dir(dir)) {   /* install: PREFIX/share/luagpu -> PREFIX/share/lua/5.4 */
-    snprintf(dir, sizeof dir, "%s/../lua/" LUA_VERSION_MAJOR "." LUA_VERSION_MINOR, root);
-    if (!is_dir(dir)) return;
-  }
-  if (lua_getglobal(L, "package") != LUA_TTABLE) { lua_pop(L, 1); return; }
-  lua_getfield(L, -1, "path");
-  if (lua_isstring(L, -1) && strstr(lua_tostring(L, -1), dir) == NULL) {
-    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir, lua_tostring(L, -1));
-    lua_setfield(L, -3, "path");
-  }
-  lua_pop(L, 2);
-}
 
 /* gpu.now(): monotonic wall-clock seconds, for timing scripts. */
 static int mod_now(lua_State *L) {
@@ -151,8 +87,7 @@ static const luaL_Reg module_functions[] = {
 };
 
 LUAGPU_API int luaopen_luagpu(lua_State *L) {
-  if (root_dir[0] == '\0') find_root();
-  extend_package_path(L);
+  lg_find_helpers(L);
   luaL_newlib(L, module_functions);
   lua_pushliteral(L, LG_VERSION);
   lua_setfield(L, -2, "version");

@@ -148,6 +148,28 @@ describe("the luagpu program", function()
       assert.equals("nil\n", out)
     end)
 
+    it("runs the helpers from build/luagpu copied alone to an empty folder", function()
+      local dir = tmppath("-alone")
+      assert(os.execute("mkdir " .. shell_quote(dir) .. " && cp " .. shell_quote(PROG) .. " "
+                        .. shell_quote(dir)))
+      local n = math.random(100, 3000)
+      local p = io.popen(string.format("cd %s && ./luagpu -e %s 2>&1", shell_quote(dir),
+        shell_quote(([[
+          local reduce, matmul = require "luagpu.reduce", require "luagpu.matmul"
+          local dev = gpu.device()
+          local b = dev:buffer("int", N, {host = gpu.array("int", N):fill(3)})
+          local A = dev:buffer("float", {2, 2}, {host = {1, 2, 3, 4}})
+          local C = matmul(A, A)
+          print(gpu.root, reduce.sum(b), table.concat(C:get():totable(), " "))
+          print(debug.getinfo(reduce.sum, "S").source)
+        ]]):gsub("N", tostring(n)))))
+      local out = p:read("a")
+      p:close()
+      os.execute("rm -r " .. shell_quote(dir))
+      assert.equals("nil\t" .. 3 * n .. "\t7.0 10.0 15.0 22.0\n"
+                    .. "@[luagpu built-in]/luagpu/reduce.lua\n", out)
+    end)
+
     it("reports a missing script file in one line, exit 1", function()
       local out, err, code = run("/nonexistent/nothing.lua")
       assert.equals(1, code)

@@ -3,7 +3,7 @@
 -- builds the graph "file A calls file B" and fails on any circle: two files
 -- calling each other, or a loop through several. Prints the order (each file
 -- above the files it calls) when there is none.
---   lua5.4 tools/layers.lua build/*.o
+--   lua5.4 tools/layers.lua build/*.o      (from the top of the checkout)
 local calls, defined, files = {}, {}, {}
 
 local function nm(path)
@@ -13,9 +13,17 @@ local function nm(path)
   return out
 end
 
+-- objects of host/*.c only: not the program's main.o, generated files, or a
+-- stale object whose source is gone
+local function is_host(file)
+  local f = file and file ~= "main" and io.open("host/" .. file .. ".c")
+  if f then f:close() end
+  return f ~= nil and f ~= false
+end
+
 for _, obj in ipairs(arg) do
   local file = obj:match("([^/]+)%.o$")
-  if file and file ~= "main" then
+  if is_host(file) then
     files[#files + 1] = file
     calls[file] = {}
     for kind, sym in nm(obj):gmatch("%s(%u)%s+([%w_]+)\n") do
