@@ -369,6 +369,14 @@ static void push_shape(lua_State *L, const lg_Buffer *b) {
   }
 }
 
+/* Pushes the root Buffer of the Buffer at idx: itself, or the end of its
+** chain of parents (uservalue 2). */
+static void push_root(lua_State *L, int idx) {
+  lua_pushvalue(L, idx);
+  while (lua_getiuservalue(L, -1, 2) == LUA_TUSERDATA) lua_remove(L, -2);
+  lua_pop(L, 1);
+}
+
 static int buf_index(lua_State *L) {
   lg_Buffer *b;
   const char *k;
@@ -386,6 +394,7 @@ static int buf_index(lua_State *L) {
   else if (strcmp(k, "device") == 0) lua_getiuservalue(L, 1, 1);
   else if (strcmp(k, "access") == 0) lua_pushstring(L, access_names[b->access]);
   else if (strcmp(k, "parent") == 0) lua_getiuservalue(L, 1, 2);
+  else if (strcmp(k, "root") == 0) push_root(L, 1);
   else if (strcmp(k, "offset") == 0) lua_pushinteger(L, (lua_Integer)b->offset);
   else return 0;
   return 1;
@@ -441,7 +450,14 @@ static const luaL_Reg buffer_methods[] = {
   {NULL, NULL}
 };
 
+/* For gpu.type: true once the buffer, or the root of a view, was released. */
+static int buf_released(lua_State *L) {
+  lua_pushboolean(L, !lg_buffer_live(luaL_checkudata(L, 1, LG_BUFFER_MT)));
+  return 1;
+}
+
 static const luaL_Reg buffer_meta[] = {
+  {"__released", buf_released},
   {"__index", buf_index},
   {"__newindex", buf_newindex},
   {"__len", buf_len},

@@ -8,23 +8,36 @@
 
 #include "internal.h"
 
-/* The name under which the running C function is a method of the object
-** at idx (pushed), or NULL. */
-static const char *running_method(lua_State *L, int idx) {
-  lua_Debug ar;
-  idx = lua_absindex(L, idx);
-  if (!lua_getstack(L, 0, &ar) || !lua_getinfo(L, "f", &ar)) return NULL;
-  if (lua_getmetatable(L, idx) && lua_getfield(L, -1, "__methods") == LUA_TTABLE) {
-    lua_pushnil(L);
-    while (lua_next(L, -2)) {
-      if (lua_rawequal(L, -1, -5) && lua_type(L, -2) == LUA_TSTRING) {
-        lua_pop(L, 1);
-        return lua_tostring(L, -1);
-      }
+/* Pushes the string key under which the table on top holds the function at
+** fidx, and returns it; NULL (nothing pushed) when none does. */
+static const char *key_of(lua_State *L, int fidx) {
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    if (lua_rawequal(L, -1, fidx) && lua_type(L, -2) == LUA_TSTRING) {
       lua_pop(L, 1);
+      return lua_tostring(L, -1);
     }
+    lua_pop(L, 1);
   }
   return NULL;
+}
+
+/* The name under which the running C function is a method (or, failing
+** that, a metamethod: "__len") of the object at idx (pushed), or NULL. */
+static const char *running_method(lua_State *L, int idx) {
+  lua_Debug ar;
+  const char *name = NULL;
+  int f;
+  idx = lua_absindex(L, idx);
+  if (!lua_getstack(L, 0, &ar) || !lua_getinfo(L, "f", &ar)) return NULL;
+  f = lua_gettop(L);
+  if (!lua_getmetatable(L, idx)) return NULL;
+  if (lua_getfield(L, -1, "__methods") == LUA_TTABLE) name = key_of(L, f);
+  if (name == NULL) {
+    lua_settop(L, f + 1);          /* the metatable */
+    name = key_of(L, f);
+  }
+  return name;
 }
 
 int lg_released_error(lua_State *L, int idx, const char *what) {

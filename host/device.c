@@ -380,7 +380,14 @@ static const luaL_Reg device_methods[] = {
   {NULL, NULL}
 };
 
+static int dev_released(lua_State *L) {
+  lg_Device *d = luaL_checkudata(L, 1, LG_DEVICE_MT);
+  lua_pushboolean(L, d->context == NULL || d->context->ctx == NULL);
+  return 1;
+}
+
 static const luaL_Reg device_meta[] = {
+  {"__released", dev_released},
   {"__index", dev_index},
   {"__tostring", dev_tostring},
   {"__eq", dev_eq},

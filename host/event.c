@@ -290,7 +290,13 @@ static const luaL_Reg event_methods[] = {
   {NULL, NULL}
 };
 
+static int ev_released(lua_State *L) {
+  lua_pushboolean(L, ((lg_Event *)luaL_checkudata(L, 1, LG_EVENT_MT))->ev == NULL);
+  return 1;
+}
+
 static const luaL_Reg event_meta[] = {
+  {"__released", ev_released},
   {"__index", ev_index},
   {"__gc", ev_free},
   {"__close", ev_free},

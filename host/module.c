@@ -51,13 +51,22 @@ static int mod_kernel_source(lua_State *L) {
 }
 
 /* gpu.type(v): "Buffer", "Device", "Event", ... for luagpu's objects (the
-** metatable name without "luagpu."), nil for anything else; as io.type. */
+** metatable name without "luagpu."), "released Buffer" once released (as
+** io.type gives "closed file"; the class's __released tells), nil for
+** anything else. */
 static int mod_type(lua_State *L) {
   luaL_checkany(L, 1);
   if (lua_type(L, 1) == LUA_TUSERDATA &&
       luaL_getmetafield(L, 1, "__name") == LUA_TSTRING &&
       strncmp(lua_tostring(L, -1), "luagpu.", 7) == 0) {
-    lua_pushstring(L, lua_tostring(L, -1) + 7);
+    int released = 0;
+    if (luaL_getmetafield(L, 1, "__released") == LUA_TFUNCTION) {
+      lua_pushvalue(L, 1);
+      lua_call(L, 1, 1);
+      released = lua_toboolean(L, -1);
+      lua_pop(L, 1);
+    }
+    lua_pushfstring(L, "%s%s", released ? "released " : "", lua_tostring(L, -1) + 7);
     return 1;
   }
   lua_pushnil(L);

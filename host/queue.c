@@ -115,9 +115,11 @@ static int q_index(lua_State *L) {
   lg_Queue *q;
   const char *k;
   if (lg_pushmethod(L, 1, 2)) return 1;
-  q = lg_checkqueue(L, 1);
+  q = luaL_checkudata(L, 1, LG_QUEUE_MT);
   k = lua_tostring(L, 2);
   if (k == NULL) return 0;
+  if (q->q == NULL) lg_error(L, lua_pushfstring(L, "queue.%s", k),
+                             "attempt to use a released queue");
   if (strcmp(k, "device") == 0) lua_getiuservalue(L, 1, 1);
   else if (strcmp(k, "profiling") == 0) lua_pushboolean(L, q->profiling);
   else if (strcmp(k, "out_of_order") == 0) lua_pushboolean(L, q->out_of_order);
@@ -193,7 +195,13 @@ static const luaL_Reg queue_methods[] = {
   {NULL, NULL}
 };
 
+static int q_released(lua_State *L) {
+  lua_pushboolean(L, ((lg_Queue *)luaL_checkudata(L, 1, LG_QUEUE_MT))->q == NULL);
+  return 1;
+}
+
 static const luaL_Reg queue_meta[] = {
+  {"__released", q_released},
   {"__index", q_index},
   {"__gc", q_gc},
   {"__close", q_release},

@@ -79,7 +79,7 @@ describe("release", function()
     has_error("luagpu: buffer:sub: attempt to use a released buffer", v.sub, v, 1, 2)
     has_error("luagpu: buffer.type: attempt to use a released buffer",
               function() return v.type end)
-    has_error("luagpu: attempt to use a released buffer", function() return #v end)
+    has_error("luagpu: buffer:__len: attempt to use a released buffer", function() return #v end)
     -- the root and the view of the released view still work
     assert.equal(8, #vv:get())
     b:fill(1)
@@ -112,6 +112,38 @@ describe("release", function()
     has_error("attempt to use a released buffer", v2.get, v2)
     has_error("attempt to use a released event", e2.wait, e2)
     has_error("attempt to use a released queue", q2.finish, q2)
+  end)
+end)
+
+describe("one vocabulary for released objects and read-only fields", function()
+  it("gpu.type says 'released X' once an object is released, as io.type says 'closed file'",
+     function()
+    local b = dev:buffer("int", 8)
+    local v = b:sub(2, 5):sub(1, 2)
+    local q = dev:queue()
+    local e = b:fill(1)
+    e:wait()
+    assert.same({"Buffer", "Buffer", "Queue", "Event", "Device"},
+                {gpu.type(b), gpu.type(v), gpu.type(q), gpu.type(e), gpu.type(dev)})
+    assert.is_true(rawequal(b, v.root) and rawequal(b, b.root) and rawequal(b, v.parent.root))
+    b:release()
+    q:release()
+    e:release()
+    assert.same({"released Buffer", "released Buffer", "released Queue", "released Event"},
+                {gpu.type(b), gpu.type(v), gpu.type(q), gpu.type(e)})
+    assert.is_nil(gpu.type(setmetatable({}, {__name = "luagpu.Buffer"})))
+  end)
+
+  it("every class refuses field writes with a luagpu message", function()
+    local b = dev:buffer("int", 4)
+    local e = b:fill(0)
+    local q = dev:queue()
+    has_error("luagpu: event: field 'x' is read-only", function() e.x = 1 end)
+    has_error("luagpu: queue: field 'profiling' is read-only", function() q.profiling = false end)
+    has_error("luagpu: device: field 'name' is read-only", function() dev.name = "x" end)
+    has_error("luagpu: localmem: field 'count' is read-only",
+              function() gpu.localmem("int", 4).count = 8 end)
+    has_error("luagpu: buffer: cannot set field 'x'", function() b.x = 1 end)
   end)
 end)
 

@@ -152,7 +152,8 @@ describe("queue lifetime", function()
     has_error("luagpu: queue:marker: attempt to use a released queue", q.marker, q)
     has_error("luagpu: buffer:fill: argument #2: queue: attempt to use a released queue",
               b.fill, b, 1, {queue = q})
-    has_error("luagpu: attempt to use a released queue", function() return q.profiling end)
+    has_error("luagpu: queue.profiling: attempt to use a released queue",
+              function() return q.profiling end)
     do
       local q2 <close> = dev:queue()
       b:fill(5, {queue = q2})
