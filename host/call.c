@@ -288,29 +288,39 @@ static void check_local(lua_State *L, const lg_Kernel *k, const size_t *g, const
                  "size %s", fmt_sizes(L, l, dims), fmt_sizes(L, g, dims));
 }
 
-/* Enqueues the Call at callidx with the sizes at gidx and lidx on queue q
-** (its userdata at qidx, 0 for the device's default queue) and pushes the
-** Event. off is the global offset or NULL. A global size with a 0 in it
-** runs nothing: a marker (waiting on the same list) stands in for it. q
-** is NULL when the options' metamethods released the queue meanwhile. */
-static int launch(lua_State *L, int callidx, int gidx, int lidx, const size_t *off,
-                  cl_uint offdims, cl_command_queue q, int qidx, cl_uint nwait,
-                  const cl_event *wait, const char *fn, int argno) {
-  lg_Call *c = lua_touserdata(L, callidx);
+/* One launch: where its parts are on the stack, and what the options gave. */
+typedef struct Launch {
+  int callidx, gidx, lidx;     /* the Call, the global and local sizes */
+  const size_t *off;           /* the global offset, or NULL */
+  cl_uint offdims;
+  cl_command_queue q;          /* NULL when the options' metamethods released it */
+  int qidx;                    /* its Queue userdata; 0 for the default queue */
+  cl_uint nwait;
+  const cl_event *wait;
+  const char *fn;              /* "call:run" or "dev:run" */
+  int argno;                   /* the argument number of the global size */
+} Launch;
+
+/* Enqueues the launch a describes and pushes its Event. A global size with
+** a 0 in it runs nothing: a marker (waiting on the same list) stands in. */
+static int launch(lua_State *L, const Launch *a) {
+  lg_Call *c = lua_touserdata(L, a->callidx);
   lg_Kernel *k = c->kernel;
+  const char *fn = a->fn;
+  cl_command_queue q = a->q;
   size_t g[3], l[3];
   cl_uint dims, i;
   cl_event ev = NULL;
   cl_int err;
-  int keep[2], has_local = !lua_isnoneornil(L, lidx);
+  int keep[2], has_local = !lua_isnoneornil(L, a->lidx), argno = a->argno;
   if (k->k == NULL) lg_error(L, fn, "attempt to use a released kernel");
   if (q == NULL) lg_error(L, fn, "attempt to use a released queue");
-  dims = get_sizes(L, gidx, g, 0, fn, argno, "global size");
+  dims = get_sizes(L, a->gidx, g, 0, fn, argno, "global size");
   if (dims > k->dev->max_work_item_dims)
     lg_argerror(L, fn, argno, "the device has %d dimensions, got %d",
                 (int)k->dev->max_work_item_dims, (int)dims);
   if (has_local) {
-    cl_uint ldims = get_sizes(L, lidx, l, 1, fn, argno + 1, "local size");
+    cl_uint ldims = get_sizes(L, a->lidx, l, 1, fn, argno + 1, "local size");
     if (ldims != dims)
       lg_argerror(L, fn, argno + 1, "local size %s has not the %d dimension%s of global size %s",
                   fmt_sizes(L, l, ldims), (int)dims, dims > 1 ? "s" : "", fmt_sizes(L, g, dims));
@@ -331,15 +341,16 @@ static int launch(lua_State *L, int callidx, int gidx, int lidx, const size_t *o
                   groups < 9e18 ? lua_pushfstring(L, "%I", (lua_Integer)groups)
                                 : lua_pushfstring(L, "%f", (lua_Number)groups));
   }
-  if (off != NULL && offdims != dims)
+  if (a->off != NULL && a->offdims != dims)
     lg_error(L, fn, "offset %s has not the %d dimension%s of global size %s",
-             fmt_sizes(L, off, offdims), (int)dims, dims > 1 ? "s" : "", fmt_sizes(L, g, dims));
+             fmt_sizes(L, a->off, a->offdims), (int)dims, dims > 1 ? "s" : "",
+             fmt_sizes(L, g, dims));
   for (i = 0; i < c->nargs; i++)
     if (c->args[i].buf != NULL && !lg_buffer_live(c->args[i].buf))
       lg_error(L, fn, "argument #%d (%s) of kernel %s: attempt to use a released buffer",
                (int)i + 1, k->args[i].name, k->name);
   for (i = 0; i < dims; i++)
-    if (g[i] == 0) return empty_launch(L, q, qidx, nwait, wait, k->command);
+    if (g[i] == 0) return empty_launch(L, q, a->qidx, a->nwait, a->wait, k->command);
   if (k->args_of != c->serial) {
     k->args_of = 0;
     for (i = 0; i < c->nargs; i++) {
@@ -350,12 +361,12 @@ static int launch(lua_State *L, int callidx, int gidx, int lidx, const size_t *o
     }
     k->args_of = c->serial;
   }
-  err = clEnqueueNDRangeKernel(q, k->k, dims, off, g, has_local ? l : NULL,
-                               nwait, wait, &ev);
+  err = clEnqueueNDRangeKernel(q, k->k, dims, a->off, g, has_local ? l : NULL,
+                               a->nwait, a->wait, &ev);
   if (lg_is_oom(err)) {       /* dead buffers may hold the memory: collect, retry once */
     lua_gc(L, LUA_GCCOLLECT);
-    err = clEnqueueNDRangeKernel(q, k->k, dims, off, g, has_local ? l : NULL,
-                                 nwait, wait, &ev);
+    err = clEnqueueNDRangeKernel(q, k->k, dims, a->off, g, has_local ? l : NULL,
+                                 a->nwait, a->wait, &ev);
   }
   if (err != CL_SUCCESS) lg_clerror(L, ENQ, err, NULL);
   /* The Event keeps nothing alive for the default queue: OpenCL itself
@@ -363,8 +374,8 @@ static int launch(lua_State *L, int callidx, int gidx, int lidx, const size_t *o
   ** holding nothing is let go by the collector without waiting for its
   ** command (a waiting __gc would throttle a launch loop to the device's
   ** pace). An explicit queue is kept, for the Event's flush and profiling. */
-  keep[0] = qidx;
-  lg_pushevent(L, ev, k->command, keep, qidx != 0 ? 1 : 0);
+  keep[0] = a->qidx;
+  lg_pushevent(L, ev, k->command, keep, a->qidx != 0 ? 1 : 0);
   return 1;
 }
 
@@ -407,9 +418,10 @@ static const char *const run_options[] = {"wait", "queue", "offset", NULL};
 static int call_run(lua_State *L) {
   lg_Call *c = check_call(L, 1);
   lg_Device *d = c->kernel->dev;
+  Launch a = {1, 2, 3, NULL, 0, NULL, 0, 0, NULL, "call:run", 1};
   lg_Opts o;
   size_t off[3];
-  cl_uint offdims;
+  int qidx;
   if (lua_isnoneornil(L, 4)) {              /* the common case: no table to read */
     if (d->queue == NULL) {
       push_call_device(L, 1);
@@ -417,25 +429,31 @@ static int call_run(lua_State *L) {
       lua_pop(L, 2);
     }
     lua_settop(L, 3);
-    return launch(L, 1, 2, 3, NULL, 0, d->queue, 0, 0, NULL, "call:run", 1);
+    a.q = d->queue;
+    return launch(L, &a);
   }
   lua_settop(L, 4);
   lg_checkoptions(L, 4, "call:run", 3, run_options);
   push_call_device(L, 1);
-  lg_getopts(L, 4, 5, "call:run", 3, &o);
-  offdims = get_offset(L, 4, off, "call:run", 3);
-  return launch(L, 1, 2, 3, offdims ? off : NULL, offdims, o.queue->q,
-                o.queue->q == d->queue ? 0 : 6, o.nwait, o.wait, "call:run", 1);
+  lg_getopts(L, 4, -1, "call:run", 3, &o);
+  qidx = lua_gettop(L) - 1;                 /* the Queue lg_getopts pushed */
+  a.offdims = get_offset(L, 4, off, "call:run", 3);
+  a.off = a.offdims ? off : NULL;
+  a.q = o.queue->q;
+  a.qidx = o.queue->q == d->queue ? 0 : qidx;
+  a.nwait = o.nwait;
+  a.wait = o.wait;
+  return launch(L, &a);
 }
 
 /* dev:run(call, global [, local] [, ev...] [, opts]) */
 static int dev_run(lua_State *L) {
   lg_Device *d = lg_checkdevice(L, 1);
   lg_Call *c = luaL_testudata(L, 2, LG_CALL_MT);
-  int top = lua_gettop(L), last = top, optidx = 0, qidx;
-  lg_Opts o, ow;
+  int top = lua_gettop(L), last = top, optidx = 0;
+  Launch a = {2, 3, 4, NULL, 0, NULL, 0, 0, NULL, "dev:run", 2};
+  lg_Opts o;
   size_t off[3];
-  cl_uint offdims = 0;
   if (c == NULL) return lg_typeerror(L, "dev:run", 1, 2, "a " LG_CALL_MT " (k(...))");
   if (c->kernel->dev != d)
     return lg_argerror(L, "dev:run", 1, "the call's kernel was built for %s, not %s",
@@ -447,21 +465,14 @@ static int dev_run(lua_State *L) {
   }
   if (top < 4) lua_settop(L, 4);
   lua_pushnil(L);                           /* stands for absent options */
-  lg_getopts(L, optidx ? optidx : lua_gettop(L), 1, "dev:run", optidx - 1, &o);
-  qidx = o.queue->q == d->queue ? 0 : lua_gettop(L) - 1;   /* the default queue: none */
-  if (optidx) offdims = get_offset(L, optidx, off, "dev:run", optidx - 1);
-  lg_push_waitlist(L, 5, last, d->ctx, "dev:run", &ow);
-  if (o.nwait > 0 && ow.nwait > 0) {      /* both: one list of all */
-    cl_event *all = lua_newuserdatauv(L, (o.nwait + ow.nwait) * sizeof(cl_event), 0);
-    memcpy(all, o.wait, o.nwait * sizeof(cl_event));
-    memcpy(all + o.nwait, ow.wait, ow.nwait * sizeof(cl_event));
-    ow.wait = all;
-    ow.nwait += o.nwait;
-  } else if (o.nwait > 0) {
-    ow = o;
-  }
-  return launch(L, 2, 3, 4, offdims ? off : NULL, offdims, o.queue->q, qidx, ow.nwait, ow.wait,
-                "dev:run", 2);
+  lg_getopts_events(L, optidx ? optidx : lua_gettop(L), 1, 5, last, "dev:run", optidx - 1, &o);
+  a.qidx = o.queue->q == d->queue ? 0 : lua_gettop(L) - 1;   /* the default queue: none */
+  if (optidx) a.offdims = get_offset(L, optidx, off, "dev:run", optidx - 1);
+  a.off = a.offdims ? off : NULL;
+  a.q = o.queue->q;
+  a.nwait = o.nwait;
+  a.wait = o.wait;
+  return launch(L, &a);
 }
 
 static int call_tostring(lua_State *L) {

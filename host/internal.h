@@ -265,11 +265,10 @@ typedef struct lg_Opts {
   const cl_event *wait;
 } lg_Opts;
 void lg_getopts(lua_State *L, int arg, int devidx, const char *fn, int argno, lg_Opts *o);
-/* Collects the Events at stack indices first..last (dev:run's trailing
-** events) into a wait list: pushes one userdata holding it (or nil when
-** empty) and sets o->nwait and o->wait. Each must belong to context ctx. */
-void lg_push_waitlist(lua_State *L, int first, int last, cl_context ctx,
-                      const char *fn, lg_Opts *o);
+/* lg_getopts, with the Events at stack indices first..last (dev:run's
+** trailing events; none when last < first) added to the same wait list. */
+void lg_getopts_events(lua_State *L, int arg, int devidx, int first, int last,
+                       const char *fn, int argno, lg_Opts *o);
 
 /* ------------------------------------------------------------- event.c */
 

@@ -54,39 +54,44 @@ static void add_event(lua_State *L, WaitList *w, int idx, cl_context ctx, const 
   w->ev[w->n++] = e->ev;
 }
 
-/* Reads the value at idx (nil, an Event, or a list of Events) into a wait
-** list: pushes the list's userdata, or nil when it is empty. */
-static void read_wait(lua_State *L, int idx, cl_context ctx, const char *fn, int argno,
-                      lg_Opts *o) {
+/* Reads the value at idx (nil, an Event, or a list of Events) and then the
+** Events at stack indices first..last (dev:run's trailing events; none when
+** last < first) into one wait list: pushes the list's userdata, or nil when
+** it is empty. */
+static void read_wait(lua_State *L, int idx, int first, int last, cl_context ctx,
+                      const char *fn, int argno, lg_Opts *o) {
   WaitList *w;
   char where[64];
+  lua_Integer i, n = 0, extra = last >= first ? last - first + 1 : 0;
+  int list;
   o->nwait = 0;
   o->wait = NULL;
   idx = lua_absindex(L, idx);
-  if (lua_isnil(L, idx)) {
+  /* a list is read raw: a __len or __index of the user's cannot lie about it */
+  list = lua_istable(L, idx) && !lg_testevent(L, idx);
+  if (list) n = (lua_Integer)lua_rawlen(L, idx);
+  else if (!lua_isnil(L, idx)) n = 1;
+  if (n > LG_MAX_EVENTS)
+    lg_argerror(L, fn, argno, "wait: %I events are too many (at most %d)", n, LG_MAX_EVENTS);
+  if (n + extra == 0) {
     lua_pushnil(L);
     return;
   }
-  if (lua_istable(L, idx) && !lg_testevent(L, idx)) {
-    /* a list is read raw: a __len or __index of the user's cannot lie about it */
-    lua_Integer i, n = (lua_Integer)lua_rawlen(L, idx);
-    if (n == 0) {
-      lua_pushnil(L);
-      return;
-    }
-    if (n > LG_MAX_EVENTS)
-      lg_argerror(L, fn, argno, "wait: %I events are too many (at most %d)", n, LG_MAX_EVENTS);
-    w = push_waitlist(L, (int)n);
-    for (i = 1; i <= n; i++) {
+  w = push_waitlist(L, (int)(n + extra));
+  for (i = 1; i <= n; i++) {
+    if (list) {
       snprintf(where, sizeof where, "argument #%d: wait[%d]", argno, (int)i);
       lua_rawgeti(L, idx, i);
-      add_event(L, w, -1, ctx, fn, where);
-      lua_pop(L, 1);
+    } else {
+      snprintf(where, sizeof where, "argument #%d: wait", argno);
+      lua_pushvalue(L, idx);
     }
-  } else {
-    snprintf(where, sizeof where, "argument #%d: wait", argno);
-    w = push_waitlist(L, 1);
-    add_event(L, w, idx, ctx, fn, where);
+    add_event(L, w, -1, ctx, fn, where);
+    lua_pop(L, 1);
+  }
+  for (i = first; i <= last; i++) {
+    snprintf(where, sizeof where, "argument #%d", (int)i - 1);
+    add_event(L, w, (int)i, ctx, fn, where);
   }
   o->nwait = w->n;
   o->wait = w->ev;
@@ -102,28 +107,33 @@ static void marker_opts(lua_State *L, int arg, lg_Queue *q, const char *fn, lg_O
     return;
   }
   if (lg_testevent(L, arg)) {   /* q:marker(ev) reads as q:marker{wait = {ev}} */
-    read_wait(L, arg, q->dev->ctx, fn, 1, o);
+    read_wait(L, arg, 0, -1, q->dev->ctx, fn, 1, o);
     return;
   }
   if (!lua_istable(L, arg))
     lg_typeerror(L, fn, 1, arg, "an options table {wait = {...}}");
   lg_checkoptions(L, arg, fn, 1, wait_option);
   lua_getfield(L, arg, "wait");
-  read_wait(L, -1, q->dev->ctx, fn, 1, o);
+  read_wait(L, -1, 0, -1, q->dev->ctx, fn, 1, o);
 }
 
-void lg_getopts(lua_State *L, int arg, int devidx, const char *fn, int argno, lg_Opts *o) {
+void lg_getopts_events(lua_State *L, int arg, int devidx, int first, int last,
+                       const char *fn, int argno, lg_Opts *o) {
   lg_Device *d;
   int top;
   arg = lua_absindex(L, arg);
   devidx = lua_absindex(L, devidx);
+  if (last >= first) {
+    first = lua_absindex(L, first);
+    last = lua_absindex(L, last);
+  }
   d = lg_checkdevice(L, devidx);
   if (lua_isnoneornil(L, arg)) {
     lg_push_default_queue(L, devidx);
     o->queue = lua_touserdata(L, -1);
-    o->nwait = 0;
-    o->wait = NULL;
     lua_pushnil(L);
+    read_wait(L, -1, first, last, d->ctx, fn, argno, o);
+    lua_remove(L, -2);
     return;
   }
   if (!lua_istable(L, arg) || lg_testevent(L, arg))
@@ -146,30 +156,12 @@ void lg_getopts(lua_State *L, int arg, int devidx, const char *fn, int argno, lg
     o->queue = q;
   }
   lua_getfield(L, arg, "wait");
-  read_wait(L, -1, d->ctx, fn, argno, o);
+  read_wait(L, -1, first, last, d->ctx, fn, argno, o);
   lua_remove(L, -2);   /* the wait field's value */
 }
 
-void lg_push_waitlist(lua_State *L, int first, int last, cl_context ctx,
-                      const char *fn, lg_Opts *o) {
-  WaitList *w;
-  int i;
-  char where[64];
-  first = lua_absindex(L, first);
-  last = lua_absindex(L, last);
-  o->nwait = 0;
-  o->wait = NULL;
-  if (last < first) {
-    lua_pushnil(L);
-    return;
-  }
-  w = push_waitlist(L, last - first + 1);
-  for (i = first; i <= last; i++) {
-    snprintf(where, sizeof where, "argument #%d", i - 1);
-    add_event(L, w, i, ctx, fn, where);
-  }
-  o->nwait = w->n;
-  o->wait = w->ev;
+void lg_getopts(lua_State *L, int arg, int devidx, const char *fn, int argno, lg_Opts *o) {
+  lg_getopts_events(L, arg, devidx, 0, -1, fn, argno, o);
 }
 
 /* ----------------------------------------------------- markers, barriers */
