@@ -1,8 +1,8 @@
 /*
-** device.c: platforms, devices and their shared per-platform contexts.
-** gpu.devices(kind), gpu.device(spec); Device fields,
-** dev:summary(), tostring(dev). One Device userdata per cl_device_id and one
-** Context per platform, cached in the registry so every lookup agrees.
+** device.c: Device objects. gpu.platforms(), gpu.devices(kind),
+** gpu.device(spec) (LUAGPU_DEVICE); Device fields, dev:summary(),
+** tostring(dev). One Device userdata per cl_device_id, cached in the
+** registry so every lookup agrees; its Context is context.c's.
 */
 #include <stdio.h>
 #include <stdlib.h>
