@@ -7,11 +7,7 @@ local dev = gpu.device()
 local support = require "support"
 local errmsg, has_error = support.errmsg, support.has_error
 
-local function random_floats(n)
-  local t = {}
-  for i = 1, n do t[i] = math.random(-100000, 100000) / 16 end
-  return t
-end
+local function random_floats(n) return support.random_floats(n, 100000, 16) end
 
 local STATES = {queued = true, submitted = true, running = true, complete = true}
 

@@ -25,12 +25,7 @@ local function ran_ok(script, ...)
   return out
 end
 
-local function read_file(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read_file = require("support").read_file
 
 describe("examples", function()
   it("vector_map.lua maps float4 pixels to grey", function()

@@ -5,22 +5,9 @@ local gpu = require "luagpu"
 local BUILD = os.getenv("LUAGPU_BUILD") or "build"
 local PROG = BUILD .. "/luagpu"
 
-local function shell_quote(s)
-  return "'" .. s:gsub("'", "'\\''") .. "'"
-end
-
-local function write_file(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
-
-local function read_file(path)
-  local f = assert(io.open(path, "rb"))
-  local text = f:read("a")
-  f:close()
-  return text
-end
+local support = require "support"
+local shell_quote, write_file, read_file = support.shell_quote, support.write_file,
+                                           support.read_file
 
 -- Runs `luagpu ARGS` (ARGS already quoted for sh) with input on stdin
 -- (nothing when nil) and the environment settings env ("NAME=value ...");

@@ -52,11 +52,7 @@ for _, s in ipairs(SCALARS) do
 end
 local prog = dev:build(table.concat(parts))
 
-local function random_floats(n)
-  local t = {}
-  for i = 1, n do t[i] = math.random(-4000, 4000) / 8 end
-  return t
-end
+local function random_floats(n) return support.random_floats(n, 4000, 8) end
 
 describe("k(...)", function()
   it("binds buffers and numbers; a call runs with them (saxpy)", function()

@@ -9,11 +9,7 @@ local BUILD = os.getenv("LUAGPU_BUILD") or "build"
 local support = require "support"
 local errmsg, has_error = support.errmsg, support.has_error
 
-local function random_ints(n)
-  local t = {}
-  for i = 1, n do t[i] = math.random(-2^31, 2^31 - 1) end
-  return t
-end
+local function random_ints(n) return support.random_ints(n, -2^31, 2^31 - 1) end
 
 describe("commands keep what they use alive", function()
   it("a write from a dropped host array lands intact after a full collection", function()

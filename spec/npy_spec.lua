@@ -42,19 +42,7 @@ local err, has_error = support.errmsg, support.has_error
 local dir
 local function tmp(name) return dir .. "/" .. name end
 
-local function readfile(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function writefile(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-  return path
-end
+local readfile, writefile = support.read_file, support.write_file
 
 -- A .npy file with the given header dict and data, padded as NumPy pads.
 local function npy(name, dict, data, version)

@@ -7,11 +7,7 @@ local dev = gpu.device()
 local support = require "support"
 local errmsg, has_error = support.errmsg, support.has_error
 
-local function random_ints(n)
-  local t = {}
-  for i = 1, n do t[i] = math.random(-1000000, 1000000) end
-  return t
-end
+local function random_ints(n) return support.random_ints(n, -1000000, 1000000) end
 
 describe("dev:queue", function()
   it("makes in-order profiling queues by default", function()

@@ -8,7 +8,7 @@
 local BUILD = os.getenv("LUAGPU_BUILD") or "build"
 local CPATH = string.format("package.cpath = %q .. package.cpath", BUILD .. "/?.so;")
 
-local function shell_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+local shell_quote = require("support").shell_quote
 
 -- The two hosts a script can run in: the luagpu program, and the stock lua5.4
 -- with the module on its cpath (which unloads the module at lua_close).
