@@ -44,6 +44,15 @@ local function expect_error(msg, f, ...)
   assert.matches(msg, tostring(err), 1, true)
 end
 
+local errmsg = require("support").errmsg
+
+-- "spec/matmul_spec.lua:LINE: ", the position Lua gives an error raised by
+-- a call on the line that calls here().
+local function here()
+  local info = debug.getinfo(2, "Sl")
+  return ("%s:%d: "):format(info.short_src, info.currentline)
+end
+
 -- Multiplies random m x k and k x n matrices with opts; checks C.
 local function check(m, n, k, t, opts)
   local a, b = random_table(m * k), random_table(k * n)
@@ -222,6 +231,145 @@ describe("matmul", function()
                  matmul, A, B, {variant = "packed", params = {VW = 3}})
     expect_error("luagpu: matmul: reg parameters: splitk: expected a positive integer, got 0",
                  matmul, A, B, {variant = "reg", params = {splitk = 0}})
+  end)
+
+  it("bounds every parameter before it builds anything", function()
+    local A = dev:buffer("float", {8, 8})
+    local built = matmul.programs_built
+    local function param_error(msg, variant, params)
+      assert.equal("luagpu: matmul: " .. variant .. " parameters: " .. msg,
+                   errmsg(matmul, A, A, {variant = variant, params = params}))
+    end
+    param_error("TM: 1048576 is too large (at most 64)", "packed", {TM = 1 << 20})
+    param_error("TN: expected a positive integer, got -8", "packed", {TN = -8})
+    param_error("TM: expected a positive integer, got \"8\"", "packed", {TM = "8"})
+    param_error("TM: expected a positive integer, got " .. tostring(0 / 0), "packed",
+                {TM = 0 / 0})
+    param_error("TM x TN = 64 x 32 = 2048 sums per work-item, at most 1024", "packed",
+                {TM = 64, TN = 32})
+    param_error("unroll (64) x TM (8) x TN (32) = 16384 multiply-adds unrolled, at most 8192",
+                "packed", {TM = 8, TN = 32, VW = 16, unroll = 64})
+    param_error("BK (1024) x TM (4) x TN (4) = 16384 multiply-adds unrolled, at most 8192",
+                "reg", {BM = 16, BN = 16, BK = 1024, TM = 4, TN = 4, VWM = 4, VWN = 4, VLA = 4,
+                        VLB = 4})
+    param_error("the A and B tiles take 16 and 1024 vector loads per work-item, at most 256",
+                "reg", {BM = 4, BN = 1024, BK = 64, TM = 4, TN = 64, VWN = 4, VLA = 1, VLB = 4,
+                        unroll = 1})
+    param_error("lx: 1099511627776 is too large (at most 4096)", "naive",
+                {lx = 1 << 40, ly = 1 << 40})
+    param_error("work-groups of 4096 x 4096 = 16777216 work-items, the device allows " ..
+                dev.max_work_group_size, "naive", {lx = 4096, ly = 4096})
+    param_error("DB: expected 0, 1 or 2, got 1.5", "reg", {DB = 1.5})
+    param_error("PADA: expected an integer >= 0, got -4", "reg", {PADA = -4})
+    param_error("splitk: 65 is too large (at most 64)", "reg", {splitk = 65})
+    param_error("groups_per_cu: expected a positive integer, got true", "reg",
+                {groups_per_cu = true})
+    param_error("fma: expected true or false, got 1", "packed", {fma = 1})
+    param_error("options: expected a string of build options, got table", "naive",
+                {options = {}})
+    assert.equal("luagpu: matmul: argument #3: option params: unknown parameter 'tm' " ..
+                 "(expected lx, ly, TS, BM, BN, BK, TM, TN, VWM, VWN, VLA, VLB, PADA, PADB, " ..
+                 "DB, groups_per_cu, splitk, edge, VW, unroll, fma, options)",
+                 errmsg(matmul, A, A, {params = {tm = 8}}))
+    -- names are read raw: a __pairs cannot hide one
+    local hidden = setmetatable({tm = 8}, {__pairs = function() return next, {} end})
+    expect_error("option params: unknown parameter 'tm'", matmul, A, A, {params = hidden})
+    assert.equal(built, matmul.programs_built)
+    -- integral floats are integers
+    check(9, 10, 11, "float", {variant = "tiled", params = {TS = 4.0}})
+  end)
+
+  it("checks the parameter table where it reads it", function()
+    local A = dev:buffer("float", {8, 8})
+    local cls = matmul.params[dev.type] and dev.type or "gpu"
+    local saved = {}
+    for k, v in pairs(matmul.params[cls]) do saved[k] = v end
+    finally(function()
+      for k, v in pairs(saved) do matmul.params[cls][k] = v end
+    end)
+    matmul.params[cls].tiny = 0 / 0
+    assert.equal("luagpu: matmul: parameter tiny: expected an integer >= 0, got " ..
+                 tostring(0 / 0), errmsg(matmul, A, A))
+    matmul.params[cls].tiny = saved.tiny
+    matmul.params[cls].auto = "fast"
+    assert.equal("luagpu: matmul: parameter auto: expected \"naive\", \"tiled\", \"reg\" " ..
+                 "or \"packed\", got \"fast\"", errmsg(matmul.plan, dev, 100, 100, 100))
+    matmul.params[cls].auto = saved.auto
+    matmul.params[cls].packed = 5
+    assert.equal("luagpu: matmul: packed parameters: expected a table, got number",
+                 errmsg(matmul, A, A, {variant = "packed"}))
+  end)
+
+  it("checks sizes without overflow, and reports the real numbers", function()
+    local B3 = dev:buffer("float", {3, 5})
+    local a6 = dev:buffer("float", 6)
+    assert.equal("luagpu: matmul: argument #3: option m: 4611686018427387904 is too large " ..
+                 "(sizes must be below 2^31)", errmsg(matmul, a6, B3, {m = 1 << 62}))
+    assert.equal("luagpu: matmul: argument #1: expected 6442450941 elements (A is " ..
+                 "2147483647 x 3), got 6", errmsg(matmul, a6, B3, {m = (1 << 31) - 1}))
+    assert.equal("luagpu: matmul: argument #3: option k: expected an integer >= 0, got 2.5",
+                 errmsg(matmul, a6, B3, {k = 2.5}))
+    assert.equal("luagpu: matmul: argument #3: option n: expected an integer >= 0, got \"5\"",
+                 errmsg(matmul, a6, B3, {n = "5"}))
+    assert.equal("luagpu: matmul: argument #3: option m: expected an integer >= 0, got " ..
+                 tostring(0 / 0), errmsg(matmul, a6, B3, {m = 0 / 0}))
+    local C = matmul(a6, B3, {m = 2.0})
+    assert.are.same({2, 5}, C.shape)
+    assert.equal("luagpu: matmul.plan: argument #2: 1099511627776 is too large (sizes must " ..
+                 "be below 2^31)", errmsg(matmul.plan, dev, 1 << 40, 1, 1))
+    -- 2^21 cubed wraps to a negative product: still not a "tiny" one
+    local big = 1 << 21
+    assert.are.equal(matmul.plan(dev, 64, 64, 64).variant, matmul.plan(dev, big, big, big).variant)
+    assert.equal("luagpu: matmul.plan: argument #1: expected a luagpu.Device, got nil",
+                 errmsg(matmul.plan, nil, 1, 1, 1))
+    assert.equal("luagpu: matmul.plan: argument #5: expected \"float\" or \"double\", got " ..
+                 "\"half\"", errmsg(matmul.plan, dev, 1, 1, 1, "half"))
+    assert.equal("luagpu: matmul.param_set: argument #2: expected \"naive\", \"tiled\", " ..
+                 "\"reg\", \"small\" or \"packed\", got nil", errmsg(matmul.param_set, dev))
+  end)
+
+  it("checks every option itself and reports it under its own name", function()
+    local A = dev:buffer("float", {8, 8})
+    local ev = A:fill(1)
+    local gone_q, gone_ev = dev:queue(), A:fill(1)
+    gone_ev:wait()
+    gone_q:release()
+    gone_ev:release()
+    local function opt_error(msg, opts)
+      assert.equal("luagpu: matmul: argument #3: option " .. msg, errmsg(matmul, A, A, opts))
+    end
+    opt_error("queue: attempt to use a released queue", {queue = gone_q})
+    opt_error("queue: expected a luagpu.Queue, got luagpu.Event", {queue = ev})
+    opt_error("wait: expected a luagpu.Event, got number", {wait = 5})
+    opt_error("wait[2]: expected a luagpu.Event, got table", {wait = {ev, {}}})
+    opt_error("wait: attempt to use a released event", {wait = gone_ev})
+    opt_error("wait[1]: attempt to use a released event", {wait = {gone_ev}})
+    -- K = 0 fills C: its wait list is checked all the same
+    assert.equal("luagpu: matmul: argument #4: option wait: expected a luagpu.Event, got number",
+                 errmsg(matmul, dev:buffer("float", {2, 0}), dev:buffer("float", {0, 2}),
+                        dev:buffer("float", {2, 2}), {wait = 5}))
+    -- a list of 65536 events is one too many (the scratch buffers may need a wait)
+    local many = {}
+    for i = 1, 65536 do many[i] = ev end
+    opt_error("wait: 65536 events are too many (at most 65535)", {wait = many})
+  end)
+
+  it("points at the line that called it, in the caller's file", function()
+    local A, B = dev:buffer("float", {2, 3}), dev:buffer("float", {4, 5})
+    local e, at = errmsg(function() matmul(nil, B) end), here()
+    assert.matches("matmul_spec%.lua:%d+: $", at)
+    assert.equal(at .. "luagpu: matmul: argument #1: expected a buffer, got nil", e)
+    e, at = errmsg(function() matmul(A, B) end), here()
+    assert.equal(at .. "luagpu: matmul: argument #2: B has 4 rows, but A has 3 columns", e)
+    e, at = errmsg(function() gpu.matmul(A, A, {queue = 1}) end), here()
+    assert.equal(at .. "luagpu: matmul: argument #3: option queue: expected a luagpu.Queue, " ..
+                 "got number", e)
+    local S = dev:buffer("float", {3, 3})
+    e, at = errmsg(function() matmul(S, S, {variant = "packed", params = {VW = 3}}) end), here()
+    assert.equal(at .. "luagpu: matmul: packed parameters: VW: expected a vector width (1, 2, " ..
+                 "4, 8 or 16), got 3", e)
+    e, at = errmsg(function() matmul.plan(dev, -1, 1, 1) end), here()
+    assert.equal(at .. "luagpu: matmul.plan: argument #2: expected an integer >= 0, got -1", e)
   end)
 
   it("runs examples/matmul.lua, which checks itself", function()

@@ -65,6 +65,13 @@ end
 local support = require "support"
 local err, has_error = support.errmsg, support.has_error
 
+-- "spec/reduce_spec.lua:LINE: ", the position Lua gives an error raised by
+-- a call on the line that calls here().
+local function here()
+  local info = debug.getinfo(2, "Sl")
+  return ("%s:%d: "):format(info.short_src, info.currentline)
+end
+
 describe("reduce.sum, reduce.min, reduce.max", function()
   for _, t in ipairs(SCALARS) do
     it("reduce " .. t .. " buffers and views of many lengths", function()
@@ -280,14 +287,139 @@ describe("bad input", function()
   it("raises for bad options", function()
     has_error("luagpu: reduce.sum: argument #2: expected an options table, got number",
               reduce.sum, b, 5)
-    has_error("luagpu: reduce.sum: argument #2: unknown option 'asink'",
-              reduce.sum, b, {asink = true})
-    has_error("luagpu: reduce.min: argument #2: unknown option 'acc'",
-              reduce.min, b, {acc = "double"})
+    has_error("luagpu: reduce.sum: argument #2: unknown option 'asink' (expected wait, queue, " ..
+              "async, acc)", reduce.sum, b, {asink = true})
+    has_error("luagpu: reduce.min: argument #2: unknown option 'acc' (expected wait, queue, " ..
+              "async)", reduce.min, b, {acc = "double"})
     has_error("luagpu: reduce.sum: argument #2: option acc: expected \"float\" or \"double\" " ..
               "for a float buffer, got long for a int buffer",
               reduce.sum, dev:buffer("int", 4), {acc = "long"})
-    has_error("luagpu: reducer: argument #3: unknown option 'x'", dot, b, b, {x = 1})
+    has_error("luagpu: reducer: argument #3: unknown option 'x' (expected wait, queue, async)",
+              dot, b, b, {x = 1})
+  end)
+
+  it("checks every option itself and reports it under its own name", function()
+    local ev = b:fill(1)
+    ev:wait()
+    local gone_q, gone_ev = dev:queue(), b:fill(1)
+    gone_ev:wait()
+    gone_q:release()
+    gone_ev:release()
+    local function sum_error(msg, opts)
+      assert.equal("luagpu: reduce.sum: argument #2: " .. msg, err(reduce.sum, b, opts))
+    end
+    sum_error("queue: expected a luagpu.Queue, got number", {queue = 5})
+    sum_error("queue: expected a luagpu.Queue, got luagpu.Device", {queue = dev})
+    sum_error("queue: attempt to use a released queue", {queue = gone_q})
+    sum_error("wait: expected a luagpu.Event, got number", {wait = 5})
+    sum_error("wait[2]: expected a luagpu.Event, got string", {wait = {ev, "ev"}})
+    sum_error("wait: attempt to use a released event", {wait = gone_ev})
+    sum_error("wait[2]: attempt to use a released event", {wait = {ev, gone_ev}})
+    sum_error("async: expected a boolean, got 1", {async = 1})
+    sum_error("option acc: expected \"float\" or \"double\" for a float buffer, got table " ..
+              "for a float buffer", {acc = {}})
+    assert.equal("luagpu: reducer: argument #3: queue: expected a luagpu.Queue, got number",
+                 err(dot, b, b, {queue = 5}))
+    assert.equal("luagpu: reducer: argument #2: wait[1]: attempt to use a released event",
+                 err(sq, b, {wait = {gone_ev}}))
+    -- odd tables: option names and wait lists are read raw, as the C side reads them
+    -- (no __pairs hides a key, no __len or __index makes up events)
+    local hidden = setmetatable({asink = true}, {__pairs = function() return next, {} end})
+    sum_error("unknown option 'asink' (expected wait, queue, async, acc)", hidden)
+    local made_up = setmetatable({}, {__len = function() return 2 end,
+                                      __index = function() return "ev" end})
+    assert.equal(100, reduce.sum(b, {wait = made_up}))
+    local many = {}
+    for i = 1, 65536 do many[i] = ev end
+    sum_error("wait: 65536 events are too many (at most 65535)", {wait = many})
+    -- the values of options are read as any field is: a proxy's work
+    assert.equal(100, reduce.sum(b, setmetatable({}, {__index = {queue = dev:queue()}})))
+  end)
+
+  it("points at the line that called it, in the caller's file", function()
+    local e, at = err(function() reduce.sum(nil) end), here()
+    assert.matches("reduce_spec%.lua:%d+: $", at)
+    assert.equal(at .. "luagpu: reduce.sum: argument #1: expected a buffer, got nil", e)
+    e, at = err(function() reduce.max(b, {queue = 5}) end), here()
+    assert.equal(at .. "luagpu: reduce.max: argument #2: queue: expected a luagpu.Queue, " ..
+                 "got number", e)
+    e, at = err(function() gpu.reduce.min(dev:buffer("int", 0)) end), here()
+    assert.equal(at .. "luagpu: reduce.min: argument #1: the min of an empty buffer is " ..
+                 "undefined", e)
+    e, at = err(function() sq(dev:buffer("int", 4)) end), here()
+    assert.equal(at .. "luagpu: reducer: argument #1: expected a buffer of float, got int", e)
+    e, at = err(function() reduce.new{type = "quux", op = "a + b", neutral = "0"} end), here()
+    assert.equal(at .. "luagpu: reduce.new: field 'type': expected a scalar element type " ..
+                 "(char .. double), got 'quux'", e)
+    -- from a function of the script's own: its line, not its caller's
+    local function total(x)
+      local s = reduce.sum(x)
+      return s
+    end
+    local line = debug.getinfo(total, "S").linedefined + 1
+    e = err(function() total(5) end)
+    assert.equal(("%s:%d: luagpu: reduce.sum: argument #1: expected a buffer, got number")
+                 :format(debug.getinfo(1, "S").short_src, line), e)
+    -- called straight from pcall, a C function: no position, as for C functions
+    assert.equal("luagpu: reduce.sum: argument #1: expected a buffer, got nil",
+                 err(reduce.sum, nil))
+  end)
+
+  it("checks reduce.classes where it reads them, naming the setting and what it allows",
+     function()
+    local name = reduce.classes[dev.type] and dev.type or "gpu"
+    local cls = reduce.classes[name]
+    local saved = {}
+    for k, v in pairs(cls) do saved[k] = v end
+    finally(function()
+      reduce.classes[name] = cls
+      for k, v in pairs(saved) do cls[k] = v end
+    end)
+    local ones = dev:buffer("float", 1000)
+    ones:fill(1):wait()
+    local bad = {
+      {"vector_bytes", 12, "a power of two from 1 to 128, got 12"},
+      {"vector_bytes", 256, "a power of two from 1 to 128, got 256"},
+      {"vector_bytes", "64", "a power of two from 1 to 128, got \"64\""},
+      {"local_size", 0 / 0, "a power of two from 1 to 65536 (cut to the device's limit), " ..
+       "got " .. tostring(0 / 0)},
+      {"local_size", 48, "a power of two from 1 to 65536 (cut to the device's limit), got 48"},
+      {"groups_per_cu", 0, "an integer from 1 to 1024, got 0"},
+      {"groups_per_cu", 1 << 40, "an integer from 1 to 1024, got 1099511627776"},
+      {"strided", 1, "true or false, got 1"},
+      {"unroll", 3, "1 or 2, got 3"},
+      {"min_vectors", 2.5, "an integer from 1 to 1073741824, got 2.5"},
+      {"min_vectors", nil, "an integer from 1 to 1073741824, got nil"},
+    }
+    for _, c in ipairs(bad) do
+      local key, value, allowed = c[1], c[2], c[3]
+      cls[key] = value
+      local e, at = err(function() reduce.sum(ones) end), here()
+      assert.equal(("%sluagpu: reduce.sum: reduce.classes.%s.%s: expected %s")
+                   :format(at, name, key, allowed), e)
+      cls[key] = saved[key]
+    end
+    reduce.classes[name] = 5
+    assert.equal(("luagpu: reduce.sum: reduce.classes.%s: expected a table of settings, got " ..
+                  "number"):format(name), err(reduce.sum, ones))
+    reduce.classes[name] = cls
+    -- integral floats are integers; the sum of 1000 ones is 1000 again
+    cls.vector_bytes = 16.0
+    assert.equal(1000, reduce.sum(ones))
+  end)
+
+  it("guards the values of reduce.new's fields", function()
+    local r = reduce.new{type = "float", op = "a + b", neutral = 0, inputs = 1.0}
+    assert.equal(1, r.inputs)
+    assert.equal(100, r(b))
+    assert.equal("luagpu: reduce.new: field 'inputs': expected 1 or 2, got 1.5",
+                 err(reduce.new, {type = "float", op = "a + b", neutral = "0", inputs = 1.5}))
+    assert.equal("luagpu: reduce.new: field 'neutral': expected a finite number or an OpenCL C " ..
+                 "expression, got inf (write \"INFINITY\" or \"NAN\")",
+                 err(reduce.new, {type = "float", op = "a + b", neutral = math.huge}))
+    assert.equal("luagpu: reduce.new: unknown field 'mapp' (expected type, acc, map, op, " ..
+                 "neutral, inputs, device)",
+                 err(reduce.new, {type = "float", mapp = "x", op = "a + b", neutral = "0"}))
   end)
 
   it("raises for bad reduce.new definitions", function()

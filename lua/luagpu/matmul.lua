@@ -19,10 +19,13 @@
 
 local gpu = require "luagpu"
 
-local type, pairs, ipairs, tostring, error = type, pairs, ipairs, tostring, error
-local getmetatable, setmetatable = getmetatable, setmetatable
+local type, pairs, next, ipairs, tostring, error = type, pairs, next, ipairs, tostring, error
+local rawlen, rawget = rawlen, rawget
+local setmetatable = setmetatable
 local format, concat, sort = string.format, table.concat, table.sort
-local max, tointeger = math.max, math.tointeger
+local max, mtype, tointeger = math.max, math.type, math.tointeger
+-- absent where a sandbox removed the debug library: errors then carry no position
+local getinfo = debug and debug.getinfo
 
 -- split_edges: false turns the core-and-edges split off (for comparisons).
 local M = {programs_built = 0, split_edges = true}
@@ -94,14 +97,107 @@ local VARIANTS = {naive = true, tiled = true, reg = true, packed = true}
 local FILES = {naive = "matmul_naive.cl", tiled = "matmul_tiled.cl", reg = "matmul_reg.cl",
                packed = "matmul_packed.cl"}
 
-local function fail(fmt, ...)
-  error("luagpu: " .. FN .. ": " .. format(fmt, ...), 0)
+-- The bounds of what a script gives. Sizes: the kernels take M, N, K as
+-- ints. Parameters: past these a kernel's loops unroll without end (TM =
+-- 2^20 kept the compiler busy for hours) or its sizes overflow; the
+-- device's work-group and local-memory limits are checked apart.
+local MAX_SIZE = (1 << 31) - 1
+local MAX_PARAM = {lx = 4096, ly = 4096, TS = 4096, BM = 1024, BN = 1024, BK = 1024,
+                   TM = 64, TN = 64, PADA = 256, PADB = 256, unroll = 1024,
+                   splitk = 64, groups_per_cu = 1024, edge = MAX_SIZE}
+local MAX_ACCUMULATORS = 1024       -- TM x TN: the register tile of a work-item
+local MAX_UNROLLED = 8192           -- K steps unrolled x TM x TN (PoCL builds it in 20 s)
+local MAX_LOADS = 256               -- reg: vector loads per work-item per tile
+local MAX_WAIT = 65535              -- one of the C side's 65536 is for the scratch wait
+
+-- Every parameter's name (see PARAMS above), to check opts.params against.
+local PARAM_NAMES = {"lx", "ly", "TS", "BM", "BN", "BK", "TM", "TN", "VWM", "VWN", "VLA",
+                     "VLB", "PADA", "PADB", "DB", "groups_per_cu", "splitk", "edge", "VW",
+                     "unroll", "fma", "options"}
+
+------------------------------------------------------------------ checks
+
+-- This file's chunk name: the frames that carry it are the helper's own.
+local SOURCE = getinfo and getinfo(1, "S").source
+
+-- The level, for the error() in fail, of the first function on the stack
+-- that is not this module's: the user's line that called the helper (0, no
+-- position, when there is none or no debug library).
+local function caller_level()
+  if not getinfo then return 0 end
+  local level = 3                    -- 1: caller_level, 2: fail, 3: fail's caller
+  while true do
+    local info = getinfo(level, "S")
+    if not info then return 0 end
+    if info.source ~= SOURCE then return level - 1 end
+    level = level + 1
+  end
 end
 
--- The class of a luagpu object ("luagpu.Buffer"); other values: their Lua type.
-local function typename(v)
+-- Raises "luagpu: FN: message" (fn: matmul.plan and matmul.param_set).
+local function fail_in(fn, fmt, ...)
+  error("luagpu: " .. fn .. ": " .. format(fmt, ...), caller_level())
+end
+
+local function fail(fmt, ...)
+  fail_in(FN, fmt, ...)
+end
+
+-- The class of a luagpu object ("Buffer") and whether it was released;
+-- nil for other values.
+local function class_of(v)
   local t = gpu.type(v)
+  if t == nil then return nil end
+  local live = t:match("^released (.*)")
+  return live or t, live ~= nil
+end
+
+-- The class of a luagpu object ("luagpu.Buffer", released or not); other
+-- values: their Lua type.
+local function typename(v)
+  local t = class_of(v)
   return t and "luagpu." .. t or type(v)
+end
+
+-- v for a message: numbers and booleans as Lua writes them, strings quoted,
+-- anything else by its type.
+local function show(v)
+  local t = type(v)
+  if t == "number" or t == "boolean" then return tostring(v) end
+  if t == "string" then return format("%q", v) end
+  return typename(v)
+end
+
+-- v as an integer when it is a number with an integral value, else nil
+-- (math.tointeger alone would also convert strings).
+local function integer(v)
+  return mtype(v) and tointeger(v)
+end
+
+-- Whether the luagpu object v was released.
+local function released(v)
+  local _, gone = class_of(v)
+  return gone
+end
+
+-- Checks a size (what names it in messages: "option m"); returns it as an
+-- integer.
+local function check_size(fn, what, v)
+  local i = integer(v)
+  if not (i and i >= 0) then fail_in(fn, "%s: expected an integer >= 0, got %s", what, show(v)) end
+  if i > MAX_SIZE then
+    fail_in(fn, "%s: %d is too large (sizes must be below 2^31)", what, i)
+  end
+  return i
+end
+
+-- The table t[key] of the parameters (where: its name in messages), or an
+-- empty one.
+local function subtable(t, key, where)
+  local v = t[key]
+  if v == nil then return {} end
+  if type(v) ~= "table" then fail("%s: expected a table, got %s", where, typename(v)) end
+  return v
 end
 
 ------------------------------------------------------------------ parameters
@@ -109,7 +205,8 @@ end
 -- The variant tables of dev's class with those of the device entries that
 -- match its name laid over them (longest key last, so it wins).
 local function device_params(dev)
-  local cls = PARAMS[dev.type] or PARAMS.gpu
+  local cname = PARAMS[dev.type] ~= nil and dev.type or "gpu"
+  local cls = subtable(PARAMS, cname, "matmul.params." .. cname)
   local name, hits = dev.name:lower(), {}
   for key in pairs(PARAMS) do
     if not CLASSES[key] and type(key) == "string" and name:find(key:lower(), 1, true) then
@@ -121,7 +218,7 @@ local function device_params(dev)
   local merged = {}
   for k, v in pairs(cls) do merged[k] = v end
   for _, key in ipairs(hits) do
-    for k, v in pairs(PARAMS[key]) do
+    for k, v in pairs(subtable(PARAMS, key, format("matmul.params[%q]", key))) do
       local base = merged[k]
       if type(v) == "table" and type(base) == "table" then
         -- a variant table: the device's fields over the class's (their
@@ -143,20 +240,20 @@ local function device_params(dev)
 end
 
 -- The parameters of one variant for element type t: the table's, the
--- `double` overrides, then opts.params.
+-- `double` overrides, then override (opts.params, checked), in a new table.
 local function variant_params(set, variant, t, override)
   local p = {}
-  for k, v in pairs(set[variant] or {}) do
+  local vt = subtable(set, variant, variant .. " parameters")
+  for k, v in pairs(vt) do
     if k ~= "double" then p[k] = v end
   end
-  if t == "double" and set[variant] and set[variant].double then
+  if t == "double" and vt.double ~= nil then
+    local dt = subtable(vt, "double", variant .. " parameters: double")
     -- the occupancy found for float does not hold for other tiles
-    if set[variant].double.groups_per_cu == nil then p.groups_per_cu = nil end
-    for k, v in pairs(set[variant].double) do p[k] = v end
+    if dt.groups_per_cu == nil then p.groups_per_cu = nil end
+    for k, v in pairs(dt) do p[k] = v end
   end
-  if override then
-    for k, v in pairs(override) do p[k] = v end
-  end
+  for k, v in next, override or {} do p[k] = v end
   return p
 end
 
@@ -164,25 +261,60 @@ local function need(cond, variant, fmt, ...)
   if not cond then fail("%s parameters: " .. fmt, variant, ...) end
 end
 
-local function int_param(p, variant, name)
+-- p[name] as an integer from lo (default 1) to MAX_PARAM[name].
+local function int_param(p, variant, name, lo)
   local v = p[name]
-  need(tointeger(v) and v >= 1, variant, "%s: expected a positive integer, got %s",
-       name, tostring(v))
-  return tointeger(v)
+  local i = integer(v)
+  lo = lo or 1
+  need(i and i >= lo, variant, "%s: expected %s, got %s", name,
+       lo == 1 and "a positive integer" or "an integer >= 0", show(v))
+  need(i <= MAX_PARAM[name], variant, "%s: %d is too large (at most %d)", name, i,
+       MAX_PARAM[name])
+  return i
 end
 
 local WIDTHS = {[1] = true, [2] = true, [4] = true, [8] = true, [16] = true}
 
 local function width_param(p, variant, name)
-  local v = int_param(p, variant, name)
-  need(WIDTHS[v], variant, "%s: expected a vector width (1, 2, 4, 8 or 16), got %d", name, v)
+  local v = integer(p[name])
+  need(WIDTHS[v], variant, "%s: expected a vector width (1, 2, 4, 8 or 16), got %s", name,
+       show(p[name]))
   return v
+end
+
+-- Checks reg's knobs that are not build defines, and makes them integers
+-- in p: groups_per_cu and splitk (nil or positive), edge (nil, false or >= 0).
+local function check_reg_knobs(p)
+  for _, k in ipairs{"groups_per_cu", "splitk"} do
+    if p[k] ~= nil then p[k] = int_param(p, "reg", k) end
+  end
+  if p.edge then p.edge = int_param(p, "reg", "edge", 0) end
+end
+
+-- Checks the register tile d.TM x d.TN of reg and packed, and the K loop
+-- unrolled over it (steps: unroll, else reg's BK).
+local function check_unrolled(variant, d)
+  local acc = d.TM * d.TN
+  need(acc <= MAX_ACCUMULATORS, variant,
+       "TM x TN = %d x %d = %d sums per work-item, at most %d", d.TM, d.TN, acc, MAX_ACCUMULATORS)
+  local steps, what = d.UNROLLK, "unroll"
+  if not steps then steps, what = variant == "reg" and d.BK or 1, "BK" end
+  need(steps * acc <= MAX_UNROLLED, variant,
+       "%s (%d) x TM (%d) x TN (%d) = %d multiply-adds unrolled, at most %d",
+       what, steps, d.TM, d.TN, steps * acc, MAX_UNROLLED)
 end
 
 -- Checks the parameters of a variant against each other and the device;
 -- returns the build defines, the work-group size and the local memory used.
+-- Every integer is bounded first, so that no product below overflows.
 local function check_params(variant, p, dev, size)
   local d, lsz, lmem = {}, nil, 0
+  if p.unroll ~= nil then d.UNROLLK = int_param(p, variant, "unroll") end
+  need(p.fma == nil or type(p.fma) == "boolean", variant, "fma: expected true or false, got %s",
+       show(p.fma))
+  if p.fma then d.FMA = 1 end
+  need(p.options == nil or type(p.options) == "string", variant,
+       "options: expected a string of build options, got %s", show(p.options))
   if variant == "naive" then
     lsz = {int_param(p, variant, "lx"), int_param(p, variant, "ly")}
   elseif variant == "tiled" then
@@ -191,11 +323,14 @@ local function check_params(variant, p, dev, size)
   elseif variant == "reg" then
     for _, k in ipairs{"BM", "BN", "BK", "TM", "TN"} do d[k] = int_param(p, variant, k) end
     for _, k in ipairs{"VWM", "VWN", "VLA", "VLB"} do d[k] = width_param(p, variant, k) end
-    d.PADA, d.PADB, d.DB = p.PADA or 0, p.PADB or 0, p.DB or 0
-    need(tointeger(d.PADA) and d.PADA >= 0 and tointeger(d.PADB) and d.PADB >= 0, variant,
-         "PADA, PADB: expected integers >= 0")
+    for _, k in ipairs{"PADA", "PADB"} do
+      if p[k] == nil then p[k] = 0 end
+      d[k] = int_param(p, variant, k, 0)
+    end
+    d.DB = integer(p.DB or 0)
     need(d.DB == 0 or d.DB == 1 or d.DB == 2, variant, "DB: expected 0, 1 or 2, got %s",
-         tostring(d.DB))
+         show(p.DB))
+    check_reg_knobs(p)
     need(d.BM % d.TM == 0 and d.BN % d.TN == 0, variant,
          "BM (%d) and BN (%d) must be multiples of TM (%d) and TN (%d)", d.BM, d.BN, d.TM, d.TN)
     need(d.TM % d.VWM == 0 and d.TN % d.VWN == 0, variant,
@@ -204,6 +339,7 @@ local function check_params(variant, p, dev, size)
     need((d.PADA % d.VWM == 0) and (d.PADB % d.VWN == 0), variant,
          "PADA (%d) and PADB (%d) must be multiples of VWM (%d) and VWN (%d)",
          d.PADA, d.PADB, d.VWM, d.VWN)
+    check_unrolled(variant, d)
     local nt = (d.BM // d.TM) * (d.BN // d.TN)
     need(d.BK % d.VLA == 0 and (d.BM * d.BK) % (d.VLA * nt) == 0, variant,
          "the A tile (BM*BK = %d) must split into VLA-vectors (%d) over the %d work-items",
@@ -211,20 +347,26 @@ local function check_params(variant, p, dev, size)
     need(d.BN % d.VLB == 0 and (d.BK * d.BN) % (d.VLB * nt) == 0, variant,
          "the B tile (BK*BN = %d) must split into VLB-vectors (%d) over the %d work-items",
          d.BK * d.BN, d.VLB, nt)
+    local na, nb = d.BM * d.BK // (d.VLA * nt), d.BK * d.BN // (d.VLB * nt)
+    need(na <= MAX_LOADS and nb <= MAX_LOADS, variant,
+         "the A and B tiles take %d and %d vector loads per work-item, at most %d",
+         na, nb, MAX_LOADS)
     lsz = {d.BN // d.TN, d.BM // d.TM}
     lmem = (d.DB == 2 and 2 or 1) * d.BK * (d.BM + d.PADA + d.BN + d.PADB) * size
   else -- packed
     for _, k in ipairs{"TM", "TN"} do d[k] = int_param(p, variant, k) end
     d.VW = width_param(p, variant, "VW")
     need(d.TN % d.VW == 0, variant, "TN (%d) must be a multiple of VW (%d)", d.TN, d.VW)
+    check_unrolled(variant, d)
     lsz = {int_param(p, variant, "lx"), int_param(p, variant, "ly")}
   end
-  if p.unroll ~= nil then d.UNROLLK = int_param(p, variant, "unroll") end
-  if p.fma then d.FMA = 1 end
-  local wg = lsz[1] * lsz[2]
+  local wg, most = lsz[1] * lsz[2], dev.max_work_item_sizes
   need(wg <= dev.max_work_group_size, variant,
        "work-groups of %d x %d = %d work-items, the device allows %d",
        lsz[1], lsz[2], wg, dev.max_work_group_size)
+  need(lsz[1] <= most[1] and lsz[2] <= most[2], variant,
+       "work-groups of %d x %d, the device allows at most %d x %d", lsz[1], lsz[2],
+       most[1], most[2])
   need(lmem <= dev.local_mem_size, variant,
        "the tiles need %d bytes of local memory, the device has %d", lmem, dev.local_mem_size)
   return d, lsz
@@ -296,7 +438,7 @@ local function check_operand(arg, b)
   if typename(b) ~= "luagpu.Buffer" then
     fail("argument #%d: expected a buffer, got %s", arg, typename(b))
   end
-  if tostring(b):find("(released)", 1, true) then
+  if released(b) then
     fail("argument #%d: attempt to use a released buffer", arg)
   end
   local t = b.type
@@ -308,39 +450,114 @@ local function check_operand(arg, b)
   return t, root, b.offset
 end
 
-local OPTION_NAMES = {variant = true, params = true, m = true, n = true, k = true,
-                      wait = true, queue = true}
+local OPTIONS = {"variant", "params", "m", "n", "k", "wait", "queue"}
+local OPTION_SET, PARAM_SET = {}, {}
+for _, k in ipairs(OPTIONS) do OPTION_SET[k] = true end
+for _, k in ipairs(PARAM_NAMES) do PARAM_SET[k] = true end
+local VARIANT_WORDS = '"naive", "tiled", "reg" or "packed"'
 
+-- A table of parameters (what: where it came from, in messages) as a new
+-- table, its names checked; the variant that uses them checks the values.
+local function check_param_table(fn, what, params)
+  if type(params) ~= "table" then
+    fail_in(fn, "%s: expected a table, got %s", what, typename(params))
+  end
+  local p = {}
+  for k, v in next, params do
+    if not PARAM_SET[k] then
+      fail_in(fn, "%s: unknown parameter '%s' (expected %s)", what, tostring(k),
+              concat(PARAM_NAMES, ", "))
+    end
+    p[k] = v
+  end
+  return p
+end
+
+-- Checks ev, in the wait option of argument #arg (i: its place in the list).
+local function check_event(arg, ev, i)
+  local where = i and "wait[" .. i .. "]" or "wait"
+  if typename(ev) ~= "luagpu.Event" then
+    fail("argument #%d: option %s: expected a luagpu.Event, got %s", arg, where, typename(ev))
+  end
+  if released(ev) then
+    fail("argument #%d: option %s: attempt to use a released event", arg, where)
+  end
+end
+
+-- The wait option of argument #arg (nil, an Event or a list of Events) as
+-- a new list, checked. A list is read raw, as the C side reads one: its
+-- metatable's __len and __index are not called.
+local function check_wait(arg, w)
+  local list = {}
+  if w == nil then return list end
+  if type(w) ~= "table" then
+    check_event(arg, w)
+    list[1] = w
+    return list
+  end
+  local n = rawlen(w)
+  if n > MAX_WAIT then
+    fail("argument #%d: option wait: %d events are too many (at most %d)", arg, n, MAX_WAIT)
+  end
+  for i = 1, n do
+    local ev = rawget(w, i)
+    check_event(arg, ev, i)
+    list[i] = ev
+  end
+  return list
+end
+
+-- Checks opts, argument #arg; returns its values, checked, in a new table
+-- (sizes integers, wait a new list, params a new table).
 local function check_opts(arg, opts)
-  if opts == nil then return {} end
+  if opts == nil then return {wait = {}} end
   if type(opts) ~= "table" then
     fail("argument #%d: expected an options table, got %s", arg, typename(opts))
   end
-  for k in pairs(opts) do
-    if not OPTION_NAMES[k] then
-      fail("argument #%d: unknown option '%s' (expected variant, params, m, n, k, wait, queue)",
-           arg, tostring(k))
+  for k in next, opts do
+    if not OPTION_SET[k] then
+      fail("argument #%d: unknown option '%s' (expected %s)", arg, tostring(k),
+           concat(OPTIONS, ", "))
     end
   end
-  for _, k in ipairs{"m", "n", "k"} do
-    local v = opts[k]
-    if v ~= nil and not (tointeger(v) and v >= 0) then
-      fail("argument #%d: option %s: expected an integer >= 0, got %s", arg, k, tostring(v))
+  local o = {wait = check_wait(arg, opts.wait), variant = opts.variant, queue = opts.queue}
+  for _, d in ipairs{"m", "n", "k"} do
+    local v = opts[d]
+    if v ~= nil then o[d] = check_size(FN, format("argument #%d: option %s", arg, d), v) end
+  end
+  if o.variant ~= nil and not VARIANTS[o.variant] then
+    fail("argument #%d: option variant: expected %s, got %s", arg, VARIANT_WORDS, show(o.variant))
+  end
+  local params = opts.params
+  if params ~= nil then
+    o.params = check_param_table(FN, format("argument #%d: option params", arg), params)
+  end
+  local q = o.queue
+  if q ~= nil then
+    if typename(q) ~= "luagpu.Queue" then
+      fail("argument #%d: option queue: expected a luagpu.Queue, got %s", arg, typename(q))
+    end
+    if released(q) then
+      fail("argument #%d: option queue: attempt to use a released queue", arg)
     end
   end
-  if opts.variant ~= nil and not VARIANTS[opts.variant] then
-    fail("argument #%d: option variant: expected \"naive\", \"tiled\", \"reg\" or " ..
-         "\"packed\", got %s", arg, type(opts.variant) == "string" and
-         "\"" .. opts.variant .. "\"" or typename(opts.variant))
+  return o
+end
+
+-- Checks argument #1 of fn (matmul.plan, matmul.param_set) to be a device.
+local function check_device(fn, dev)
+  if typename(dev) ~= "luagpu.Device" then
+    fail_in(fn, "argument #1: expected a luagpu.Device, got %s", typename(dev))
   end
-  if opts.params ~= nil and type(opts.params) ~= "table" then
-    fail("argument #%d: option params: expected a table, got %s", arg, typename(opts.params))
+end
+
+-- Argument #arg of fn: an element type, "float" (the default) or "double".
+local function check_type(fn, arg, t)
+  if t == nil then return "float" end
+  if not SIZES[t] then
+    fail_in(fn, "argument #%d: expected \"float\" or \"double\", got %s", arg, show(t))
   end
-  if opts.queue ~= nil and typename(opts.queue) ~= "luagpu.Queue" then
-    fail("argument #%d: option queue: expected a luagpu.Queue, got %s", arg,
-         typename(opts.queue))
-  end
-  return opts
+  return t
 end
 
 local NAMES = {"A", "B", "C"}
@@ -354,7 +571,9 @@ local function sizes(ops, opts)
     if opts[d] then size[d], said[d] = opts[d], "option " .. d .. " is " .. opts[d] end
   end
   local function set(d, v, arg, what)
-    if size[d] == nil then
+    if v > MAX_SIZE then
+      fail("argument #%d: %s: too large (sizes must be below 2^31)", arg, what)
+    elseif size[d] == nil then
       size[d], said[d] = v, what
     elseif size[d] ~= v then
       fail("argument #%d: %s, but %s", arg, what, said[d])
@@ -407,21 +626,7 @@ local function sizes(ops, opts)
            "2-D buffer", i, DIMS[i][1], DIMS[i][2])
     end
   end
-  for _, d in ipairs{"m", "n", "k"} do
-    if size[d] >= 2 ^ 31 then
-      fail("%s = %d is too large (sizes must be below 2^31)", d:upper(), size[d])
-    end
-  end
   return size.m, size.n, size.k
-end
-
-local function wait_list(opts)
-  local w = {}
-  if opts.wait ~= nil then
-    if type(opts.wait) ~= "table" then w[1] = opts.wait
-    else for i, ev in ipairs(opts.wait) do w[i] = ev end end
-  end
-  return w
 end
 
 ------------------------------------------------------------------ matmul
@@ -429,8 +634,17 @@ end
 -- The variant to run when opts.variant does not say: naive for tiny
 -- products, else the class's choice.
 local function pick_variant(set, m, n, k)
-  if m * n * k <= (set.tiny or 0) then return "naive" end
-  return set.auto or "reg"
+  local tiny, auto = set.tiny or 0, set.auto or "reg"
+  local most = integer(tiny)
+  if not (most and most >= 0) then
+    fail("parameter tiny: expected an integer >= 0, got %s", show(tiny))
+  end
+  if not VARIANTS[auto] then
+    fail("parameter auto: expected %s, got %s", VARIANT_WORDS, show(auto))
+  end
+  -- m * n * k <= tiny, without the product (which could overflow)
+  if k == 0 or m * n <= most // k then return "naive" end
+  return auto
 end
 
 -- How many slices of K the reg kernel splits an m x n x k product into,
@@ -445,6 +659,7 @@ end
 -- forces a count.
 local function split_k(p, d, dev, m, n, k, size)
   local s = p.splitk
+  if k == 0 then return 1, 0 end
   if s == nil then
     local occ = p.groups_per_cu
     -- only past a multiple of the tile: at 2048 on the H200 (small set, 3
@@ -465,15 +680,10 @@ local function split_k(p, d, dev, m, n, k, size)
       end
     end
   end
-  need(tointeger(s) and s >= 1, "reg", "splitk: expected a positive integer, got %s", tostring(s))
   local ks = round_up(ceil_div(k, s), d.BK)
   return ceil_div(k, ks), ks
 end
 
--- How an m x k by k x n product of t on dev runs, operands at the given
--- offsets: {variant, set (the name of the parameter table used), params,
--- defines, local_size, options}. variant and override: opts.variant and
--- opts.params.
 -- Whether an m x n product with reg's tiles d splits into a tile-aligned
 -- core and thin edges (see matmul_rows in matmul_reg.cl): M and N at most
 -- p.edge past multiples of BM and BN, the core at least a wave of work-
@@ -481,8 +691,6 @@ end
 local function edge_split(p, d, dev, m, n)
   local edge = p.edge
   if not M.split_edges or not edge or edge == 0 or p.splitk then return nil end
-  need(tointeger(edge) and edge >= 0, "reg", "edge: expected an integer >= 0, got %s",
-       tostring(edge))
   local em, en = m % d.BM, n % d.BN
   local m0, n0 = m - em, n - en
   if (em == 0 and en == 0) or em > edge or en > edge or m0 == 0 or n0 == 0
@@ -493,6 +701,10 @@ local function edge_split(p, d, dev, m, n)
   return m0, n0
 end
 
+-- How an m x k by k x n product of t on dev runs, operands at the given
+-- offsets: {variant, set (the name of the parameter table used), params,
+-- defines, local_size, options}. variant and override: opts.variant and
+-- opts.params (checked).
 local function plan(dev, m, n, k, t, offA, offB, offC, variant, override)
   local set = device_params(dev)
   local forced = variant
@@ -500,8 +712,9 @@ local function plan(dev, m, n, k, t, offA, offB, offC, variant, override)
   local pset = variant
   if variant == "reg" and not forced and set.small then
     local p = variant_params(set, "reg", t)
-    if tointeger(p.BM) and tointeger(p.BN) and p.BM > 0 and p.BN > 0
-       and ceil_div(m, p.BM) * ceil_div(n, p.BN) < dev.compute_units then
+    local bm, bn = integer(p.BM), integer(p.BN)
+    if bm and bn and bm > 0 and bn > 0
+       and ceil_div(m, bm) * ceil_div(n, bn) < dev.compute_units then
       pset = "small"
     end
   end
@@ -580,14 +793,14 @@ local function matmul(A, B, C, opts)
                    or prog.matmul_cols.work_group_size < 256) then
     -- the edge kernels' work-groups do not fit: one kernel after all
     local override = {edge = 0}
-    for f, v in pairs(opts.params or {}) do
+    for f, v in next, opts.params or {} do
       if f ~= "edge" then override[f] = v end
     end
     pl = plan(dev, m, n, k, t, offA, offB, offC, opts.variant, override)
     prog = program(dev, pl.variant, pl.defines, pl.options)
   end
   local variant, d, lsz = pl.variant, pl.defines, pl.local_size
-  local waits = wait_list(opts)
+  local waits = opts.wait
   local run_opts = {wait = waits, queue = q}
   local ev
   if variant == "naive" or variant == "tiled" then
@@ -666,14 +879,29 @@ M.variants = {"naive", "tiled", "reg", "packed"}
 -- {m0 =, n0 =} where a tile-aligned core runs apart from thin edges. For
 -- scripts that report or tune.
 function M.plan(dev, m, n, k, t, variant, override)
-  return plan(dev, m, n, k, t or "float", 0, 0, 0, variant, override)
+  local fn = "matmul.plan"
+  check_device(fn, dev)
+  m, n, k = check_size(fn, "argument #2", m), check_size(fn, "argument #3", n),
+            check_size(fn, "argument #4", k)
+  t = check_type(fn, 5, t)
+  if variant ~= nil and not VARIANTS[variant] then
+    fail_in(fn, "argument #6: expected %s, got %s", VARIANT_WORDS, show(variant))
+  end
+  if override ~= nil then override = check_param_table(fn, "argument #7", override) end
+  return plan(dev, m, n, k, t, 0, 0, 0, variant, override)
 end
 
 -- M.param_set(dev, name [, type]): the parameters of set name ("naive",
 -- "tiled", "reg", "small", "packed") for dev, after the device entries and
 -- the double overrides (a new table).
 function M.param_set(dev, name, t)
-  return variant_params(device_params(dev), name, t or "float")
+  local fn = "matmul.param_set"
+  check_device(fn, dev)
+  if not (VARIANTS[name] or name == "small") then
+    fail_in(fn, "argument #2: expected \"naive\", \"tiled\", \"reg\", \"small\" or " ..
+            "\"packed\", got %s", show(name))
+  end
+  return variant_params(device_params(dev), name, check_type(fn, 3, t))
 end
 
 return setmetatable(M, {__call = function(_, ...) return matmul(...) end})

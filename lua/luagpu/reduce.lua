@@ -15,10 +15,13 @@
 
 local gpu = require "luagpu"
 
-local type, pairs, ipairs, tostring, error = type, pairs, ipairs, tostring, error
-local getmetatable, setmetatable, pcall = getmetatable, setmetatable, pcall
+local type, next, ipairs, tostring, error = type, next, ipairs, tostring, error
+local rawlen, rawget = rawlen, rawget
+local setmetatable, pcall = setmetatable, pcall
 local format, concat = string.format, table.concat
-local max, min = math.max, math.min
+local max, min, mtype, tointeger = math.max, math.min, math.type, math.tointeger
+-- absent where a sandbox removed the debug library: errors then carry no position
+local getinfo = debug and debug.getinfo
 
 local SIZES = {char = 1, uchar = 1, short = 2, ushort = 2, int = 4, uint = 4,
                long = 8, ulong = 8, float = 4, double = 8}
@@ -32,7 +35,8 @@ local M = {programs_built = 0}
 -- work-item, vectors loaded per loop iteration, and the fewest vectors a
 -- work-item should get before more groups are started.
 -- A script may change these (reduce.classes.gpu.groups_per_cu = 4); the
--- next reduction on a device of that class builds its kernels again.
+-- next reduction on a device of that class checks them (TUNABLES, below)
+-- and builds its kernels again.
 local CLASSES = {
   gpu = {groups_per_cu = 4, local_size = 512, vector_bytes = 32, strided = true,
          unroll = 2, min_vectors = 4},
@@ -42,15 +46,19 @@ local CLASSES = {
 CLASSES.accelerator = CLASSES.gpu
 CLASSES.other = CLASSES.gpu
 
--- A class's settings as a string: tells when a script changed them.
-local function signature(cls)
-  return concat({cls.groups_per_cu, cls.local_size, cls.vector_bytes, tostring(cls.strided),
-                 cls.unroll, cls.min_vectors}, ",")
-end
-
 -- Iterations folded into a fresh accumulator before it joins the running
 -- one, for floating-point accumulators (see reduce.cl).
 local FLOAT_BLOCK = 32
+
+-- Bounds of the class settings (local_size is then cut to what the device
+-- and the kernels allow).
+local MAX_GROUPS_PER_CU = 1024
+local MAX_LOCAL_SIZE = 1 << 16
+local MAX_VECTOR_BYTES = 128          -- 16 doubles: OpenCL's widest vector
+local MAX_MIN_VECTORS = 1 << 30
+-- Events in a wait option: the C side takes 65536, one is kept for the wait
+-- on the cached buffers' last user.
+local MAX_WAIT = 65535
 
 local LIMITS = {
   char = {"CHAR_MIN", "CHAR_MAX"}, uchar = {"0", "UCHAR_MAX"},
@@ -60,27 +68,73 @@ local LIMITS = {
   float = {"-INFINITY", "INFINITY"}, double = {"-(double)INFINITY", "(double)INFINITY"},
 }
 
-local function fail(fn, fmt, ...)
-  error("luagpu: " .. fn .. ": " .. format(fmt, ...), 0)
+------------------------------------------------------------------ checks
+
+-- This file's chunk name: the frames that carry it are the helper's own.
+local SOURCE = getinfo and getinfo(1, "S").source
+
+-- The level, for the error() in fail, of the first function on the stack
+-- that is not this module's: the user's line that called the helper (0, no
+-- position, when there is none or no debug library).
+local function caller_level()
+  if not getinfo then return 0 end
+  local level = 3                    -- 1: caller_level, 2: fail, 3: fail's caller
+  while true do
+    local info = getinfo(level, "S")
+    if not info then return 0 end
+    if info.source ~= SOURCE then return level - 1 end
+    level = level + 1
+  end
 end
 
--- The class of a luagpu object ("luagpu.Buffer"); other values: their Lua type.
-local function typename(v)
+local function fail(fn, fmt, ...)
+  error("luagpu: " .. fn .. ": " .. format(fmt, ...), caller_level())
+end
+
+-- The class of a luagpu object ("Buffer") and whether it was released;
+-- nil for other values.
+local function class_of(v)
   local t = gpu.type(v)
+  if t == nil then return nil end
+  local live = t:match("^released (.*)")
+  return live or t, live ~= nil
+end
+
+-- The class of a luagpu object ("luagpu.Buffer", released or not); other
+-- values: their Lua type.
+local function typename(v)
+  local t = class_of(v)
   return t and "luagpu." .. t or type(v)
 end
 
-local function is_buffer(b)
-  return typename(b) == "luagpu.Buffer"
+-- v for a message: numbers and booleans as Lua writes them, strings quoted,
+-- anything else by its type.
+local function show(v)
+  local t = type(v)
+  if t == "number" or t == "boolean" then return tostring(v) end
+  if t == "string" then return format("%q", v) end
+  return typename(v)
+end
+
+-- v as an integer when it is a number with an integral value, else nil
+-- (math.tointeger alone would also convert strings).
+local function integer(v)
+  return mtype(v) and tointeger(v)
+end
+
+-- Whether the luagpu object v was released.
+local function released(v)
+  local _, gone = class_of(v)
+  return gone
 end
 
 -- Checks argument #arg of fn to be a live buffer of scalars; returns its
 -- element type, element count, root buffer and offset (elements) in it.
 local function check_buffer(fn, arg, b)
-  if not is_buffer(b) then
+  if typename(b) ~= "luagpu.Buffer" then
     fail(fn, "argument #%d: expected a buffer, got %s", arg, typename(b))
   end
-  if tostring(b):find("(released)", 1, true) then
+  if released(b) then
     fail(fn, "argument #%d: attempt to use a released buffer", arg)
   end
   local t = b.type
@@ -92,29 +146,136 @@ local function check_buffer(fn, arg, b)
   return t, #b, root, offset
 end
 
-local OPTION_NAMES = {wait = true, queue = true, async = true, acc = true}
+-- The keys a table may hold: a set, and their list for messages.
+local function known_keys(...)
+  local set = {}
+  for _, k in ipairs{...} do set[k] = true end
+  return {set = set, list = concat({...}, ", ")}
+end
 
-local function check_opts(fn, arg, opts, allow_acc)
-  if opts == nil then return {} end
+local SUM_OPTIONS = known_keys("wait", "queue", "async", "acc")
+local OPTIONS = known_keys("wait", "queue", "async")
+
+-- Checks ev, the wait option of argument #arg (i: its place in the list).
+local function check_event(fn, arg, ev, i)
+  local where = i and "wait[" .. i .. "]" or "wait"
+  if typename(ev) ~= "luagpu.Event" then
+    fail(fn, "argument #%d: %s: expected a luagpu.Event, got %s", arg, where, typename(ev))
+  end
+  if released(ev) then
+    fail(fn, "argument #%d: %s: attempt to use a released event", arg, where)
+  end
+end
+
+-- The wait option of argument #arg (nil, an Event or a list of Events) as
+-- a new list, checked. A list is read raw, as the C side reads one: its
+-- metatable's __len and __index are not called.
+local function check_wait(fn, arg, w)
+  local list = {}
+  if w == nil then return list end
+  if type(w) ~= "table" then
+    check_event(fn, arg, w)
+    list[1] = w
+    return list
+  end
+  local n = rawlen(w)
+  if n > MAX_WAIT then
+    fail(fn, "argument #%d: wait: %d events are too many (at most %d)", arg, n, MAX_WAIT)
+  end
+  for i = 1, n do
+    local ev = rawget(w, i)
+    check_event(fn, arg, ev, i)
+    list[i] = ev
+  end
+  return list
+end
+
+-- Checks opts, argument #arg of fn: nil or a table of the options in
+-- names. Returns their values, checked, in a new table (wait a new list;
+-- arg the argument's number).
+local function check_opts(fn, arg, opts, names)
+  if opts == nil then return {wait = {}, arg = arg} end
   if type(opts) ~= "table" then
     fail(fn, "argument #%d: expected an options table, got %s", arg, typename(opts))
   end
-  for k in pairs(opts) do
-    if not OPTION_NAMES[k] or (k == "acc" and not allow_acc) then
-      fail(fn, "argument #%d: unknown option '%s'", arg, tostring(k))
+  for k in next, opts do
+    if not names.set[k] then
+      fail(fn, "argument #%d: unknown option '%s' (expected %s)", arg, tostring(k), names.list)
     end
   end
-  return opts
+  local q, async = opts.queue, opts.async
+  if q ~= nil then
+    if typename(q) ~= "luagpu.Queue" then
+      fail(fn, "argument #%d: queue: expected a luagpu.Queue, got %s", arg, typename(q))
+    end
+    if released(q) then fail(fn, "argument #%d: queue: attempt to use a released queue", arg) end
+  end
+  if async ~= nil and type(async) ~= "boolean" then
+    fail(fn, "argument #%d: async: expected a boolean, got %s", arg, show(async))
+  end
+  local o = {wait = check_wait(fn, arg, opts.wait), queue = q, async = async, arg = arg}
+  if names.set.acc then o.acc = opts.acc end
+  return o
 end
+
+-- Checks for the settings: each returns the value (an integer where one is
+-- needed), or nil when it is not allowed.
+local function int_in(lo, hi)
+  return function(v)
+    local i = integer(v)
+    if i and i >= lo and i <= hi then return i end
+  end
+end
+
+local function pow2_upto(hi)
+  return function(v)
+    local i = integer(v)
+    if i and i >= 1 and i <= hi and i & (i - 1) == 0 then return i end
+  end
+end
+
+local function boolean(v)
+  if type(v) == "boolean" then return v end
+end
+
+-- The settings of a class in reduce.classes: name, check, and what is
+-- allowed, in words.
+local TUNABLES = {
+  {"groups_per_cu", int_in(1, MAX_GROUPS_PER_CU),
+   format("an integer from 1 to %d", MAX_GROUPS_PER_CU)},
+  {"local_size", pow2_upto(MAX_LOCAL_SIZE),
+   format("a power of two from 1 to %d (cut to the device's limit)", MAX_LOCAL_SIZE)},
+  {"vector_bytes", pow2_upto(MAX_VECTOR_BYTES),
+   format("a power of two from 1 to %d", MAX_VECTOR_BYTES)},
+  {"strided", boolean, "true or false"},
+  {"unroll", int_in(1, 2), "1 or 2"},
+  {"min_vectors", int_in(1, MAX_MIN_VECTORS), format("an integer from 1 to %d", MAX_MIN_VECTORS)},
+}
 
 ------------------------------------------------------------------ programs
 
 -- Programs, kernels and buffers per device (weak keys) and reduction key.
 local cache = setmetatable({}, {__mode = "k"})
 
-local function device_class(dev)
-  local cls = CLASSES[dev.type] or CLASSES.gpu
-  return cls, signature(cls)
+-- The settings of dev's class in reduce.classes, checked, as a new table,
+-- and their signature (tells when a script changed them).
+local function device_class(fn, dev)
+  local name = CLASSES[dev.type] ~= nil and dev.type or "gpu"
+  local cls = CLASSES[name]
+  if type(cls) ~= "table" then
+    fail(fn, "reduce.classes.%s: expected a table of settings, got %s", name, typename(cls))
+  end
+  local checked, sig = {}, {}
+  for i, t in ipairs(TUNABLES) do
+    local key = t[1]
+    local v = cls[key]
+    local ok = t[2](v)
+    if ok == nil then
+      fail(fn, "reduce.classes.%s.%s: expected %s, got %s", name, key, t[3], show(v))
+    end
+    checked[key], sig[i] = ok, tostring(ok)
+  end
+  return checked, concat(sig, ",")
 end
 
 local function floor_pow2(n)
@@ -147,7 +308,7 @@ end
 -- local_size, max_groups, partial (buffer), result (scalar buffer), last}.
 local function entry_for(fn, dev, spec)
   local per_dev = cache[dev]
-  local cls, sig = device_class(dev)
+  local cls, sig = device_class(fn, dev)
   if not per_dev or per_dev[CLASSES] ~= sig then
     -- first use, or reduce.classes changed since: build again
     per_dev = {[CLASSES] = sig}
@@ -188,15 +349,6 @@ end
 
 ------------------------------------------------------------------ running
 
-local function wait_list(opts)
-  local w = {}
-  if opts.wait ~= nil then
-    if type(opts.wait) ~= "table" then w[1] = opts.wait
-    else for i, ev in ipairs(opts.wait) do w[i] = ev end end
-  end
-  return w
-end
-
 -- Runs the reduction spec over x (and y) with options opts. Returns the
 -- number, or with opts.async the read Event and the list of pass Events.
 local function run(fn, spec, x, y, opts)
@@ -216,13 +368,17 @@ local function run(fn, spec, x, y, opts)
   end
   local q = opts.queue
   local dev = q and q.device or x.device
+  if dev ~= x.device and dev.platform ~= x.device.platform then
+    fail(fn, "argument #%d: queue: the queue is on %s, not on the platform of %s",
+         opts.arg, dev.name, x.device.name)
+  end
   local e = entry_for(fn, dev, spec)
   -- On an in-order queue the passes follow each other without waits (an
   -- explicit wait can cost a round trip through the driver); the cached
   -- buffers' last user is waited for when it ran on another queue.
   local inorder = q == nil or not q.out_of_order
   local qkey = q or dev
-  local waits = wait_list(opts)
+  local waits = opts.wait
   if e.last and (not inorder or e.last_queue ~= qkey) then waits[#waits + 1] = e.last end
   local events = {}
   local function after(ev) return {wait = not inorder and {ev} or nil, queue = q} end
@@ -283,15 +439,14 @@ end
 
 local function builtin_call(kind)
   local fn = "reduce." .. kind
+  local names = kind == "sum" and SUM_OPTIONS or OPTIONS
   return function(b, opts)
-    opts = check_opts(fn, 2, opts, kind == "sum")
+    opts = check_opts(fn, 2, opts, names)
     local t, n = check_buffer(fn, 1, b)
     local acc = opts.acc
-    if acc ~= nil then
-      if t ~= "float" or (acc ~= "float" and acc ~= "double") then
-        fail(fn, "argument #2: option acc: expected \"float\" or \"double\" for a float " ..
-             "buffer, got %s for a %s buffer", tostring(acc), t)
-      end
+    if acc ~= nil and (t ~= "float" or (acc ~= "float" and acc ~= "double")) then
+      fail(fn, "argument #2: option acc: expected \"float\" or \"double\" for a float " ..
+           "buffer, got %s for a %s buffer", type(acc) == "string" and acc or typename(acc), t)
     end
     if n == 0 and kind ~= "sum" then
       fail(fn, "argument #1: the %s of an empty buffer is undefined", kind)
@@ -308,7 +463,7 @@ Reducer.__name = "luagpu.Reducer"
 
 function Reducer.__call(r, x, y, opts)
   if r.inputs == 1 then opts, y = y, nil end
-  opts = check_opts("reducer", r.inputs + 1, opts, false)
+  opts = check_opts("reducer", r.inputs + 1, opts, OPTIONS)
   return run("reducer", r.spec, x, y, opts)
 end
 
@@ -317,8 +472,7 @@ function Reducer.__tostring(r)
                 r.type, r.acc, r.map, r.op, r.neutral)
 end
 
-local NEW_FIELDS = {type = true, acc = true, map = true, op = true, neutral = true,
-                    inputs = true, device = true}
+local NEW_FIELDS = known_keys("type", "acc", "map", "op", "neutral", "inputs", "device")
 
 local function expression(fn, def, field, default)
   local v = def[field]
@@ -326,7 +480,13 @@ local function expression(fn, def, field, default)
     if default then return default end
     fail(fn, "missing field '%s' (an OpenCL C expression)", field)
   end
-  if type(v) == "number" then v = tostring(v) end
+  if type(v) == "number" then
+    if v ~= v or v == 1 / 0 or v == -1 / 0 then
+      fail(fn, "field '%s': expected a finite number or an OpenCL C expression, got %s " ..
+           "(write \"INFINITY\" or \"NAN\")", field, show(v))
+    end
+    v = tostring(v)
+  end
   if type(v) ~= "string" or not v:find("%S") then
     fail(fn, "field '%s': expected an OpenCL C expression (a string), got %s", field,
          type(v) == "string" and "an empty string" or typename(v))
@@ -341,15 +501,18 @@ local function new(def)
     fail(fn, "argument #1: expected a table {type =, map =, op =, neutral =}, got %s",
          typename(def))
   end
-  for k in pairs(def) do
-    if not NEW_FIELDS[k] then fail(fn, "unknown field '%s'", tostring(k)) end
+  for k in next, def do
+    if not NEW_FIELDS.set[k] then
+      fail(fn, "unknown field '%s' (expected %s)", tostring(k), NEW_FIELDS.list)
+    end
   end
-  if def.type == nil then fail(fn, "missing field 'type' (an element type such as \"float\")") end
-  if type(def.type) ~= "string" or not SIZES[def.type] then
+  local t = def.type
+  if t == nil then fail(fn, "missing field 'type' (an element type such as \"float\")") end
+  if type(t) ~= "string" or not SIZES[t] then
     fail(fn, "field 'type': expected a scalar element type (char .. double), got %s",
-         type(def.type) == "string" and "'" .. def.type .. "'" or typename(def.type))
+         type(t) == "string" and "'" .. t .. "'" or typename(t))
   end
-  local acc = def.acc or def.type
+  local acc = def.acc or t
   if type(acc) ~= "string" or not SIZES[acc] then
     fail(fn, "field 'acc': expected a scalar element type (char .. double), got %s",
          type(acc) == "string" and "'" .. acc .. "'" or typename(acc))
@@ -357,22 +520,25 @@ local function new(def)
   local map = expression(fn, def, "map", "x")
   local op = expression(fn, def, "op")
   local neutral = expression(fn, def, "neutral")
-  local inputs = def.inputs
-  if inputs == nil then
+  local given = def.inputs
+  local inputs = integer(given)
+  if given == nil then
     inputs = map:find("%f[%w_]y%f[^%w_]") and 2 or 1
   elseif inputs ~= 1 and inputs ~= 2 then
-    fail(fn, "field 'inputs': expected 1 or 2, got %s", tostring(inputs))
+    fail(fn, "field 'inputs': expected 1 or 2, got %s", show(given))
   end
-  local r = setmetatable({type = def.type, acc = acc, map = map, op = op, neutral = neutral,
+  local r = setmetatable({type = t, acc = acc, map = map, op = op, neutral = neutral,
                           inputs = inputs}, Reducer)
-  r.spec = {type = def.type, acc = acc, map = map, op = op, neutral = neutral,
+  r.spec = {type = t, acc = acc, map = map, op = op, neutral = neutral,
             inputs = inputs, custom = true,
-            key = concat({"new", def.type, acc, inputs, map, op, neutral}, "\0")}
-  if def.device ~= nil then
-    if typename(def.device) ~= "luagpu.Device" then
-      fail(fn, "field 'device': expected a luagpu.Device, got %s", typename(def.device))
+            key = concat({"new", t, acc, inputs, map, op, neutral}, "\0")}
+  local dev = def.device
+  if dev ~= nil then
+    if typename(dev) ~= "luagpu.Device" then
+      fail(fn, "field 'device': expected a luagpu.Device, got %s", typename(dev))
     end
-    entry_for(fn, def.device, r.spec)
+    if released(dev) then fail(fn, "field 'device': attempt to use a released device") end
+    entry_for(fn, dev, r.spec)
   end
   return r
 end
