@@ -12,6 +12,8 @@
 local build = os.getenv("LUAGPU_BUILD") or "build"
 package.cpath = build .. "/?.so;" .. package.cpath
 local gpu = rawget(_G, "gpu") or require "luagpu"
+local bench = dofile((arg and arg[0] or "bench/"):match("^(.-)[^/]*$") .. "common.lua")
+local sh_quote = bench.sh_quote
 
 local runs = tonumber(arg and arg[1]) or 5
 
@@ -50,8 +52,6 @@ prog.saxpy(2, x, y, 1024):run({1024}):wait()
 print(string.format("build %.6f cached %s", t1 - t0, tostring(prog.cached)))
 ]]
 
-local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
-
 local script = os.tmpname()
 local f = assert(io.open(script, "wb"))
 f:write(CHILD)
@@ -59,25 +59,17 @@ f:close()
 
 -- One run: returns the build's seconds, the process's seconds, and whether
 -- the program came from luagpu's cache.
--- the children run under the luagpu program where it is built, else lua5.4
-local interpreter = io.open(build .. "/luagpu") and build .. "/luagpu" or "lua5.4"
+local interpreter = bench.interpreter(build)
 local function run(home, env)
   local cmd = string.format("LUAGPU_BUILD=%s XDG_CACHE_HOME=%s CUDA_CACHE_PATH=%s %s %s %s 2>&1",
                             sh_quote(build), sh_quote(home), sh_quote(home .. "/nv"), env or "",
                             interpreter, sh_quote(script))
   local t0 = gpu.now()
-  local p = assert(io.popen(cmd))
-  local out = p:read("a")
-  p:close()
+  local out = bench.capture(cmd)
   local wall = gpu.now() - t0
   local b, cached = out:match("build ([%d.]+) cached (%a+)")
   assert(b, "the child script failed:\n" .. out)
   return tonumber(b), wall, cached == "true"
-end
-
-local function median(t)
-  table.sort(t)
-  return t[(#t + 1) // 2]
 end
 
 -- first run in a fresh cache folder, then `runs` more
@@ -92,7 +84,7 @@ local function series(env)
     bs[i], ws[i], cs = b, w, cs and c
   end
   os.execute("rm -rf " .. sh_quote(home))
-  return {b1 = b1, w1 = w1, c1 = c1, b = median(bs), w = median(ws), c = cs}
+  return {b1 = b1, w1 = w1, c1 = c1, b = bench.median(bs), w = bench.median(ws), c = cs}
 end
 
 local on = series("")
@@ -105,16 +97,14 @@ os.remove(script)
 local dev = gpu.device()
 print(string.format("program build, first run against later runs (median of %d), on %s (%s)",
                     runs, dev.name, dev.platform))
-print(string.format("%-36s %10s %10s %9s", "", "first", "later", "speed-up"))
-local function row(name, first, later)
-  print(string.format("%-36s %8.1f ms %7.1f ms %8.1fx", name, first * 1e3, later * 1e3,
-                      first / later))
+local rows = {}   -- what, first and later in ms, speed-up
+for _, s in ipairs{{"luagpu cache on", on}, {"luagpu cache off", off},
+                   {"driver's cache off", alone}} do
+  local what, r = s[1], s[2]
+  rows[#rows + 1] = {"build, " .. what, r.b1 * 1e3, r.b * 1e3, r.b1 / r.b}
+  rows[#rows + 1] = {"whole process, " .. what, r.w1 * 1e3, r.w * 1e3, r.w1 / r.w}
 end
-row("build, luagpu cache on", on.b1, on.b)
-row("whole process, luagpu cache on", on.w1, on.w)
-row("build, luagpu cache off", off.b1, off.b)
-row("whole process, luagpu cache off", off.w1, off.w)
-row("build, driver's cache off", alone.b1, alone.b)
-row("whole process, driver's cache off", alone.w1, alone.w)
+bench.print_table("%-36s %10s %10s %9s", {"", "first", "later", "speed-up"},
+                  "%-36s %8.1f ms %7.1f ms %8.1fx", rows)
 assert(not on.c1 and on.c, "the later runs did not load the program from the cache")
 assert(not off.c, "LUAGPU_NO_CACHE=1 did not turn the cache off")

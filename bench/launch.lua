@@ -60,21 +60,11 @@ if arg and arg[4] == "--worker" then
   os.exit(0)
 end
 
-local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
-
-local function capture(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1"))
-  local out = p:read("a")
-  p:close()
-  return out
-end
-
-local baseline = build .. "/bench_launch"
-if not io.open(baseline) then
-  assert(os.execute("make -s " .. baseline), "could not build " .. baseline)
-end
-local interpreter = io.open(build .. "/luagpu") and build .. "/luagpu" or "lua5.4"
 local script = arg and arg[0] or "bench/launch.lua"
+local bench = dofile(script:match("^(.-)[^/]*$") .. "common.lua")
+local sh_quote = bench.sh_quote
+local baseline = bench.baseline(build .. "/bench_launch")
+local interpreter = bench.interpreter(build)
 
 local samples, dev_name, platform = {}, nil, nil
 local function keep(name, enq, wait)
@@ -84,37 +74,38 @@ local function keep(name, enq, wait)
 end
 
 for _ = 1, reps do
-  local out = capture(string.format("LUAGPU_BUILD=%s %s %s %d 1 %d --worker", sh_quote(build),
-                                    interpreter, sh_quote(script), launches, global))
+  local out = bench.capture(string.format("LUAGPU_BUILD=%s %s %s %d 1 %d --worker 2>&1",
+                                          sh_quote(build), interpreter, sh_quote(script),
+                                          launches, global))
   local name = out:match("device ([^\n]*)")
   assert(name and out:match("same ") and out:match("two "), "the luagpu worker printed:\n" .. out)
   dev_name, platform = name, out:match("platform ([^\n]*)")
   keep("same", out:match("same (%S+) (%S+)"))
   keep("two", out:match("two (%S+) (%S+)"))
-  out = capture(string.format("%s %d 1 %d %s", baseline, launches, global, sh_quote(dev_name)))
+  out = bench.capture(string.format("%s %d 1 %d %s 2>&1", baseline, launches, global,
+                                    sh_quote(dev_name)))
   assert(out:match("enqueue_us") and out:match("wait_us"), "bench_launch printed:\n" .. out)
   assert(out:match("device ([^\n]*)") == dev_name,
          "the C host ran on " .. tostring(out:match("device ([^\n]*)")) .. ", not " .. dev_name)
   keep("c", out:match("enqueue_us (%S+)"), out:match("wait_us (%S+)"))
 end
 
-local function median(t)
-  table.sort(t)
-  return t[#t // 2 + 1]
-end
 local best = {}     -- the medians of the REPEATS rounds
-for name, s in pairs(samples) do best[name] = {enq = median(s.enq), wait = median(s.wait)} end
+for name, s in pairs(samples) do
+  best[name] = {enq = bench.median(s.enq), wait = bench.median(s.wait)}
+end
 
 print(string.format("launch overhead on %s (%s), %d launches of %d work-items, median of %d",
                     dev_name, platform, launches, global, reps))
-print(string.format("%-34s %10s %10s %8s", "", "C host", "luagpu", "ratio"))
-local function row(name, c, l)
-  print(string.format("%-34s %8.2f us %7.2f us %8.2f", name, c, l, l / c))
-end
-row("enqueue only (same call)", best.c.enq, best.same.enq)
-row("enqueue only (two calls)", best.c.enq, best.two.enq)
-row("enqueue + wait (same call)", best.c.wait, best.same.wait)
-row("enqueue + wait (two calls)", best.c.wait, best.two.wait)
+local rows = {   -- what, C host, luagpu
+  {"enqueue only (same call)", best.c.enq, best.same.enq},
+  {"enqueue only (two calls)", best.c.enq, best.two.enq},
+  {"enqueue + wait (same call)", best.c.wait, best.same.wait},
+  {"enqueue + wait (two calls)", best.c.wait, best.two.wait},
+}
+for _, r in ipairs(rows) do r[4] = r[3] / r[2] end
+bench.print_table("%-34s %10s %10s %8s", {"", "C host", "luagpu", "ratio"},
+                  "%-34s %8.2f us %7.2f us %8.2f", rows)
 -- for bench/gpu/report.lua
 print(string.format("LUAGPU launch_enqueue_us %.2f us", best.two.enq))
 print(string.format("CHOST launch_enqueue_us %.2f us", best.c.enq))

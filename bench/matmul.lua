@@ -14,6 +14,7 @@
 -- Both results are checked against a CPU dot product on sampled entries.
 local gpu = rawget(_G, "gpu") or require "luagpu"
 local matmul = require "luagpu.matmul"
+local bench = dofile((arg and arg[0] or "bench/"):match("^(.-)[^/]*$") .. "common.lua")
 
 local rounds, devspec, sizes, dbl = nil, nil, {}, false
 for _, a in ipairs(arg or {}) do
@@ -36,25 +37,11 @@ if not io.open(exe) then
   assert(io.open(exe), "no " .. exe .. " (make deps-bench installs libclblast-dev)")
 end
 
-local function median(v)
-  local s = {}
-  for i, x in ipairs(v) do s[i] = x end
-  table.sort(s)
-  local n = #s
-  return n % 2 == 1 and s[(n + 1) // 2] or (s[n // 2] + s[n // 2 + 1]) / 2
-end
-
-local function dims(s)
-  local m, n, k = s:match("^(%d+)x(%d+)x(%d+)$")
-  if m then return tonumber(m), tonumber(n), tonumber(k) end
-  return tonumber(s), tonumber(s), tonumber(s)
-end
-
 -- Random operands on the device, and a check of C on 64 sampled entries.
 local cases = {}
 math.randomseed(42)
 for i, s in ipairs(sizes) do
-  local m, n, k = dims(s)
+  local m, n, k = bench.dims(s)
   local a, b = gpu.array(t, m * k), gpu.array(t, k * n)
   for j = 1, m * k do a[j] = math.random() * 2 - 1 end
   for j = 1, k * n do b[j] = math.random() * 2 - 1 end
@@ -81,12 +68,10 @@ local function check(c)
 end
 
 local function run_ours(c, reps)
-  for _ = 1, reps do
-    local t0 = gpu.now()
+  bench.walls(reps, function()
     local _, ev = matmul(c.A, c.B, c.C)
     ev:wait()
-    c.ours[#c.ours + 1] = gpu.now() - t0
-  end
+  end, c.ours)
 end
 
 local function run_theirs()
@@ -130,8 +115,8 @@ print("| size | luagpu ms | luagpu GFLOP/s | CLBlast ms | CLBlast GFLOP/s | rati
 print("| --- | --- | --- | --- | --- | --- |")
 for _, c in ipairs(cases) do
   local flops = 2.0 * c.m * c.n * c.k
-  local ours = median(c.ours)
-  local theirs = #c.theirs > 0 and median(c.theirs) or nil
+  local ours = bench.median(c.ours)
+  local theirs = #c.theirs > 0 and bench.median(c.theirs) or nil
   print(("| %s | %.2f | %.1f | %s | %s | %s |"):format(c.name, ours * 1e3, flops / ours * 1e-9,
     theirs and ("%.2f"):format(theirs * 1e3) or "-",
     theirs and ("%.1f"):format(flops / theirs * 1e-9) or "-",

@@ -14,16 +14,14 @@
 local build = os.getenv("LUAGPU_BUILD") or "build"
 package.cpath = build .. "/?.so;" .. package.cpath
 local gpu = rawget(_G, "gpu") or require "luagpu"
+local bench = dofile((arg and arg[0] or "bench/"):match("^(.-)[^/]*$") .. "common.lua")
 
 local mib = tonumber(arg and arg[1]) or 64
 local reps = tonumber(arg and arg[2]) or 10
 local bytes = mib << 20
 local n = bytes // 4
 
-local baseline = build .. "/bench_transfer"
-if not io.open(baseline) then
-  assert(os.execute("make -s " .. baseline), "could not build " .. baseline)
-end
+local baseline = bench.baseline(build .. "/bench_transfer")
 
 -- The C host first, before this process makes an OpenCL context (gpu.device
 -- does): a GPU in exclusive-process mode admits one process at a time. It
@@ -32,11 +30,8 @@ end
 -- compared below.
 local want = os.getenv("LUAGPU_DEVICE")
 if want and (want:match("^%d+$") or want == "gpu" or want == "cpu") then want = nil end
-local cmd = string.format("%s %d %d%s", baseline, mib, reps,
-  want and (" '" .. want:gsub("'", "'\\''") .. "'") or "")
-local p = assert(io.popen(cmd))
-local out = p:read("a")
-p:close()
+local out = bench.capture(string.format("%s %d %d%s", baseline, mib, reps,
+                                        want and " " .. bench.sh_quote(want) or ""))
 local c = {}
 for op, v in out:gmatch("(%a+)_mbps ([%d.]+)") do c[op] = tonumber(v) end
 local c_dev = out:match("device ([^\n]*)")
@@ -45,7 +40,8 @@ local dev = gpu.device()
 assert(c_dev == dev.name, "the C host ran on " .. tostring(c_dev) .. ", not " .. dev.name)
 
 local now = gpu.now
--- median MB/s of reps runs of f (after a warm-up run); f returns an Event
+-- median MB/s of reps runs of f (after a warm-up run), and the median
+-- seconds; f returns an Event
 local function measure(f, size)
   local times = {}
   for r = 0, reps do
@@ -55,8 +51,7 @@ local function measure(f, size)
     local t = now() - t0
     if r > 0 then times[#times + 1] = t end
   end
-  table.sort(times)
-  local median = times[#times // 2 + 1]
+  local median = bench.median(times)
   return (size or bytes) / median / 1e6, median
 end
 
@@ -81,15 +76,16 @@ collectgarbage()
 
 print(string.format("transfers on %s (%s), %d MiB, median of %d", dev.name, dev.platform,
                     mib, reps))
-print(string.format("%-34s %14s %14s %8s", "op", "C baseline MB/s", "luagpu MB/s", "ratio"))
-local function row(name, cv, lv)
-  print(string.format("%-34s %14.0f %14.0f %8.2f", name, cv, lv, lv / cv))
-end
-row("write (host array -> device)", c.write, l.write)
-row("read (device -> host array)", c.read, l.read)
-row("copy (device -> device)", c.copy, l.copy)
-row("fill", c.fill, l.fill)
-row("read into a new array (vs C read)", c.read, l.get)
-row("write from a Lua table (vs C write)", c.write, table_mbps)
+local rows = {   -- op, C, luagpu
+  {"write (host array -> device)", c.write, l.write},
+  {"read (device -> host array)", c.read, l.read},
+  {"copy (device -> device)", c.copy, l.copy},
+  {"fill", c.fill, l.fill},
+  {"read into a new array (vs C read)", c.read, l.get},
+  {"write from a Lua table (vs C write)", c.write, table_mbps},
+}
+for _, r in ipairs(rows) do r[4] = r[3] / r[2] end
+bench.print_table("%-34s %14s %14s %8s", {"op", "C baseline MB/s", "luagpu MB/s", "ratio"},
+                  "%-34s %14.0f %14.0f %8.2f", rows)
 print(string.format("write from a Lua table: %.1f million elements per second (%d elements)",
                     tn / table_s / 1e6, tn))

@@ -38,27 +38,25 @@ static void die(cl_int err, const char *what) {
   }
 }
 
-static cl_uint mem_refs(cl_mem m) {
-  cl_uint n = 0;
-  clGetMemObjectInfo(m, CL_MEM_REFERENCE_COUNT, sizeof n, &n, NULL);
-  return n;
+/* A new buffer of the context; exits when the runtime cannot make one. */
+static cl_mem new_buffer(cl_context c, cl_mem_flags flags, size_t size, void *host) {
+  cl_int err;
+  cl_mem m = clCreateBuffer(c, flags, size, host, &err);
+  die(err, "clCreateBuffer");
+  return m;
 }
 
-static cl_uint ctx_refs(cl_context c) {
-  cl_uint n = 0;
-  clGetContextInfo(c, CL_CONTEXT_REFERENCE_COUNT, sizeof n, &n, NULL);
-  return n;
-}
+enum kind { MEM, CONTEXT, QUEUE, EVENT };
 
-static cl_uint queue_refs(cl_command_queue q) {
+/* The reference count of o, a CL object of that kind. */
+static cl_uint refs(enum kind kind, void *o) {
   cl_uint n = 0;
-  clGetCommandQueueInfo(q, CL_QUEUE_REFERENCE_COUNT, sizeof n, &n, NULL);
-  return n;
-}
-
-static cl_uint event_refs(cl_event e) {
-  cl_uint n = 0;
-  clGetEventInfo(e, CL_EVENT_REFERENCE_COUNT, sizeof n, &n, NULL);
+  switch (kind) {
+    case MEM: clGetMemObjectInfo(o, CL_MEM_REFERENCE_COUNT, sizeof n, &n, NULL); break;
+    case CONTEXT: clGetContextInfo(o, CL_CONTEXT_REFERENCE_COUNT, sizeof n, &n, NULL); break;
+    case QUEUE: clGetCommandQueueInfo(o, CL_QUEUE_REFERENCE_COUNT, sizeof n, &n, NULL); break;
+    case EVENT: clGetEventInfo(o, CL_EVENT_REFERENCE_COUNT, sizeof n, &n, NULL); break;
+  }
   return n;
 }
 
@@ -69,29 +67,31 @@ static void sleep_ms(long ms) {
   nanosleep(&t, NULL);
 }
 
-/* Whether the reference count reaches want within 3 s: PoCL's worker
+/* Whether the reference count of o reaches want within 3 s: PoCL's worker
 ** threads let go of what finished commands held a little later. */
-static int mem_is(cl_mem m, cl_uint want) {
+static int refs_reach(enum kind kind, void *o, cl_uint want) {
   int i;
-  for (i = 0; i < 300 && mem_refs(m) != want; i++) sleep_ms(10);
-  return mem_refs(m) == want;
+  for (i = 0; i < 300 && refs(kind, o) != want; i++) sleep_ms(10);
+  return refs(kind, o) == want;
+}
+
+static int mem_is(cl_mem m, cl_uint want) {
+  return refs_reach(MEM, m, want);
 }
 
 static int event_is(cl_event e, cl_uint want) {
-  int i;
-  for (i = 0; i < 300 && event_refs(e) != want; i++) sleep_ms(10);
-  return event_refs(e) == want;
+  return refs_reach(EVENT, e, want);
 }
 
 /* The event's reference count once it has stopped changing. */
 static cl_uint event_refs_settled(cl_event e) {
-  cl_uint n = event_refs(e);
+  cl_uint n = refs(EVENT, e);
   int i, same = 0;
   clWaitForEvents(1, &e);
   for (i = 0; i < 300 && same < 5; i++) {
     cl_uint m;
     sleep_ms(10);
-    m = event_refs(e);
+    m = refs(EVENT, e);
     same = m == n ? same + 1 : 0;
     n = m;
   }
@@ -104,6 +104,18 @@ static lua_State *new_state(void) {
   luaL_requiref(L, "luagpu", luaopen_luagpu, 0);
   lua_setglobal(L, "gpu");
   return L;
+}
+
+/* Sets the global name to a Buffer of mem, as count elements of type, on
+** the Device in the global dev; returns luagpu_push_buffer's status. */
+static int set_buffer(lua_State *L, const char *name, cl_mem mem, const char *type,
+                      size_t count) {
+  int status;
+  lua_getglobal(L, "dev");
+  status = luagpu_push_buffer(L, -1, mem, type, count);
+  lua_setglobal(L, name);
+  lua_pop(L, 1);
+  return status;
 }
 
 /* Runs code; returns its first result as a string ("" for none), or the
@@ -206,12 +218,9 @@ static void check_errors(void) {
   expect_error(L, top, luagpu_push_device(L, ctx, dev, queue2),
                "push_device: a queue of another context",
                "luagpu: luagpu_push_device: the queue belongs to another context");
-  small = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 400, NULL, &err);
-  die(err, "clCreateBuffer");
-  other = clCreateBuffer(ctx2, CL_MEM_READ_WRITE, 400, NULL, &err);
-  die(err, "clCreateBuffer");
-  tiny = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 16, NULL, &err);
-  die(err, "clCreateBuffer");
+  small = new_buffer(ctx, CL_MEM_READ_WRITE, 400, NULL);
+  other = new_buffer(ctx2, CL_MEM_READ_WRITE, 400, NULL);
+  tiny = new_buffer(ctx, CL_MEM_READ_WRITE, 16, NULL);
   memset(&desc, 0, sizeof desc);
   desc.image_type = CL_MEM_OBJECT_IMAGE2D;
   desc.image_width = desc.image_height = 4;
@@ -274,29 +283,19 @@ static void check_errors(void) {
 static void check_buffers(void) {
   lua_State *L = new_state();
   cl_mem a, b, ro, got;
-  cl_int err;
   size_t off = 1, size = 1;
   float host[256];
   int i;
   char detail[128];
   for (i = 0; i < 256; i++) host[i] = (float)i * 0.5f;
-  a = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof host, host, &err);
-  die(err, "clCreateBuffer");
-  b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof host, NULL, &err);
-  die(err, "clCreateBuffer");
-  ro = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_HOST_READ_ONLY, 64, NULL, &err);
-  die(err, "clCreateBuffer");
+  a = new_buffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof host, host);
+  b = new_buffer(ctx, CL_MEM_READ_WRITE, sizeof host, NULL);
+  ro = new_buffer(ctx, CL_MEM_READ_WRITE | CL_MEM_HOST_READ_ONLY, 64, NULL);
   luagpu_push_device(L, ctx, dev, queue);
   lua_setglobal(L, "dev");
-  lua_getglobal(L, "dev");
-  ok(luagpu_push_buffer(L, -1, a, "float", 0) == LUA_OK && mem_is(a, 2),
-     "push_buffer retains", NULL);
-  lua_setglobal(L, "a");
-  luagpu_push_buffer(L, -1, b, "float4", 64);
-  lua_setglobal(L, "b");
-  luagpu_push_buffer(L, -1, ro, "int", 16);
-  lua_setglobal(L, "ro");
-  lua_pop(L, 1);
+  ok(set_buffer(L, "a", a, "float", 0) == LUA_OK && mem_is(a, 2), "push_buffer retains", NULL);
+  set_buffer(L, "b", b, "float4", 64);
+  set_buffer(L, "ro", ro, "int", 16);
   expect(L, "count 0 takes the whole cl_mem", "return #a .. ' ' .. a.type .. ' ' .. a.bytes",
          "256 float 1024");
   expect(L, "the Buffer reads the app's data", "return a:get()[256]", "127.5");
@@ -312,19 +311,13 @@ static void check_buffers(void) {
          "local g = b:get() return g[1] + g[256]", "257.0");
   /* the script lets go first: the app's reference stays */
   run(L, "a:release()");
-  snprintf(detail, sizeof detail, "refcount %u", (unsigned)mem_refs(a));
+  snprintf(detail, sizeof detail, "refcount %u", (unsigned)refs(MEM, a));
   ok(mem_is(a, 1), "buffer:release gives back luagpu's reference", detail);
-  lua_getglobal(L, "dev");
-  luagpu_push_buffer(L, -1, a, "float", 256);
-  lua_setglobal(L, "a");
-  lua_pop(L, 1);
+  set_buffer(L, "a", a, "float", 256);
   run(L, "a = nil collectgarbage() collectgarbage()");
   ok(mem_is(a, 1), "the collector gives back luagpu's reference", NULL);
   /* a view goes back as its root's cl_mem and byte range */
-  lua_getglobal(L, "dev");
-  luagpu_push_buffer(L, -1, a, "float", 256);
-  lua_setglobal(L, "a");
-  lua_pop(L, 1);
+  set_buffer(L, "a", a, "float", 256);
   luaL_loadstring(L, "return a:sub(5, 14)");
   lua_call(L, 0, 1);
   got = luagpu_to_mem(L, -1, &off, &size);
@@ -364,8 +357,7 @@ static void check_events(void) {
   int host[64];
   int i;
   for (i = 0; i < 64; i++) host[i] = i;
-  m = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof host, NULL, &err);
-  die(err, "clCreateBuffer");
+  m = new_buffer(ctx, CL_MEM_READ_WRITE, sizeof host, NULL);
   user = clCreateUserEvent(ctx, &err);
   die(err, "clCreateUserEvent");
   never = clCreateUserEvent(ctx, &err);
@@ -374,10 +366,7 @@ static void check_events(void) {
       "clEnqueueWriteBuffer");
   luagpu_push_device(L, ctx, dev, queue);
   lua_setglobal(L, "dev");
-  lua_getglobal(L, "dev");
-  luagpu_push_buffer(L, -1, m, "int", 64);
-  lua_setglobal(L, "m");
-  lua_pop(L, 1);
+  set_buffer(L, "m", m, "int", 64);
   refs = event_refs_settled(written);
   ok(luagpu_push_event(L, written) == LUA_OK && event_is(written, refs + 1),
      "push_event retains", NULL);
@@ -421,13 +410,13 @@ static void check_events(void) {
 static void settle(cl_uint *c, cl_uint *q, cl_uint want_c, cl_uint want_q) {
   int i, same = 0;
   clFinish(queue);
-  *c = ctx_refs(ctx);
-  *q = queue_refs(queue);
+  *c = refs(CONTEXT, ctx);
+  *q = refs(QUEUE, queue);
   for (i = 0; i < 500; i++) {
     cl_uint c2, q2;
     sleep_ms(10);
-    c2 = ctx_refs(ctx);
-    q2 = queue_refs(queue);
+    c2 = refs(CONTEXT, ctx);
+    q2 = refs(QUEUE, queue);
     same = c2 == *c && q2 == *q ? same + 1 : 0;
     *c = c2;
     *q = q2;
@@ -441,19 +430,14 @@ static void check_teardown(void) {
   cl_uint c0, q0, c1, q1;
   lua_State *L = new_state();
   cl_mem m;
-  cl_int err;
   char detail[128];
   settle(&c0, &q0, 0, 0);
-  m = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
-  die(err, "clCreateBuffer");
+  m = new_buffer(ctx, CL_MEM_READ_WRITE, 4096, NULL);
   luagpu_push_device(L, ctx, dev, queue);
   lua_setglobal(L, "dev");
   luagpu_push_device(L, ctx, dev, NULL);
   lua_setglobal(L, "dev2");
-  lua_getglobal(L, "dev");
-  luagpu_push_buffer(L, -1, m, "float", 1024);
-  lua_setglobal(L, "m");
-  lua_pop(L, 1);
+  set_buffer(L, "m", m, "float", 1024);
   clReleaseMemObject(m);      /* the app lets go first; lua_close frees it */
   expect(L, "a script's work in the app's context",
          "local p = dev:build[[kernel void twice(global float *x) {"

@@ -5,6 +5,7 @@
 --   build/luagpu bench/gpu/bandwidth.lua [log2 floats = 28] [reps = 20]
 -- Prints a small table, and `LUAGPU name value unit` lines for report.lua.
 local gpu = rawget(_G, "gpu") or require "luagpu"
+local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
 
 local log2n = tonumber(arg and arg[1]) or 28
 local reps = tonumber(arg and arg[2]) or 20
@@ -28,7 +29,8 @@ local init = dev:build [[
 ]]
 init.iota4(a):run({ n // 4 }):wait()
 
-local function median(f)
+-- The median duration in ns of the Events of reps calls of f, after a warm-up.
+local function duration_ns(f)
   f():wait()
   local t = {}
   for r = 1, reps do
@@ -36,13 +38,12 @@ local function median(f)
     ev:wait()
     t[r] = ev.duration
   end
-  table.sort(t)
-  return t[reps // 2 + 1]
+  return bench.median(t)
 end
 
 local group = 256
 local groups = dev.compute_units * 8
-local kernel_ns = median(function()
+local kernel_ns = duration_ns(function()
   return prog.copy4(a, b, n // 4):run({ groups * group }, { group })
 end)
 -- check the copy before quoting it
@@ -50,7 +51,7 @@ local got = b:sub(n // 4 - 1, n // 4):get()
 for i = 1, 8 do
   assert(got[i] == (n - 8 + i - 1) % 1000, "copy kernel produced a wrong result")
 end
-local api_ns = median(function() return a:copy_to(b) end)
+local api_ns = duration_ns(function() return a:copy_to(b) end)
 
 local bytes = 2.0 * n * 4
 local kgbs, agbs = bytes / kernel_ns, bytes / api_ns

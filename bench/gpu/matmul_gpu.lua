@@ -18,6 +18,7 @@
 -- that off, for comparison).
 local gpu = rawget(_G, "gpu") or require "luagpu"
 local matmul = require "luagpu.matmul"
+local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
 if os.getenv("LUAGPU_MATMUL_EDGES") == "0" then matmul.split_edges = false end
 
 local reps, devspec, sizes = 20, nil, {}
@@ -61,29 +62,15 @@ local dev = gpu.device(devspec or (#gpu.devices("gpu") > 0 and "gpu" or nil))
 print(("luagpu.matmul (float) on %s (%s, %d compute units), median of %d after warm-up")
       :format(dev.name, dev.platform, dev.compute_units, reps))
 
-local function median(t)
-  table.sort(t)
-  local n = #t
-  return n % 2 == 1 and t[(n + 1) // 2] or (t[n // 2] + t[n // 2 + 1]) / 2
-end
-
-local fill = dev:build[[
-__kernel void fill(__global float *x, const uint seed, const ulong n) {
-  ulong i = get_global_id(0);
-  if (i >= n) return;
-  uint h = (uint)i * 2654435761u ^ seed;
-  h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
-  x[i] = (float)(h >> 8) * (2.0f / 16777216.0f) - 1.0f;
-}]].fill
+local fill = bench.filler(dev, "float", -1)
 
 local rows = {}
 for _, s in ipairs(sizes) do
-  local m, n, k = s:match("(%d+),(%d+),(%d+)")
-  m, n, k = tonumber(m), tonumber(n), tonumber(k)
+  local m, n, k = bench.dims(s)
   local A, B = dev:buffer("float", {m, k}), dev:buffer("float", {k, n})
   local C = dev:buffer("float", {m, n})
-  fill(A, 11, m * k):run({(m * k + 255) // 256 * 256}, {256})
-  fill(B, 12, k * n):run({(k * n + 255) // 256 * 256}, {256})
+  fill(A, 11, m * k)
+  fill(B, 12, k * n)
   for _ = 1, 3 do
     local _, ev = matmul(A, B, C)
     ev:wait()
@@ -104,31 +91,27 @@ for _, s in ipairs(sizes) do
   end
   assert(worst < 1e-4, ("matmul %s: relative error %g"):format(s, worst))
   b, c = nil, nil
-  local times, walls = {}, {}
+  local times = {}
   for i = 1, reps do
-    local _, ev, events = matmul(A, B, C)
-    times[i] = (ev:profile()["end"] - events[1]:profile().start) * 1e-9
+    local _, _, events = matmul(A, B, C)
+    times[i] = bench.span_ns(events) * 1e-9
   end
-  for i = 1, reps do
-    local t0 = gpu.now()
+  local walls = bench.walls(reps, function()
     local _, ev = matmul(A, B, C)
     ev:wait()
-    walls[i] = gpu.now() - t0
-  end
-  local t = median(times)
+  end)
+  local t = bench.median(times)
   local tf = 2.0 * m * n * k / t * 1e-12
   print(("LUAGPU sgemm_%dx%dx%d_tflops %.2f TFLOP/s"):format(m, n, k, tf))
   local plan = matmul.plan(dev, m, n, k)
   rows[#rows + 1] = {s, plan.variant .. (plan.set ~= plan.variant and " (" .. plan.set .. ")" or "")
                         .. (plan.edges and "+edges" or ""),
-                     plan.slices or 1, t * 1e3, tf, median(walls) * 1e3, worst}
+                     plan.slices or 1, t * 1e3, tf, bench.median(walls) * 1e3, worst}
   A:release(); B:release(); C:release()
   collectgarbage()
 end
 
 for _, line in ipairs(clblast_lines) do print(line) end
-print(("%-16s %-14s %6s %10s %8s %12s %10s"):format("M,N,K", "variant", "slices", "ms",
-      "TFLOP/s", "wall ms/call", "rel err"))
-for _, r in ipairs(rows) do
-  print(("%-16s %-14s %6d %10.3f %8.2f %12.3f %10.1e"):format(table.unpack(r)))
-end
+bench.print_table("%-16s %-14s %6s %10s %8s %12s %10s",
+                  {"M,N,K", "variant", "slices", "ms", "TFLOP/s", "wall ms/call", "rel err"},
+                  "%-16s %-14s %6d %10.3f %8.2f %12.3f %10.1e", rows)

@@ -16,33 +16,19 @@
 -- kernel's bandwidth (bytes read and written) on the same device.
 local gpu = rawget(_G, "gpu") or require "luagpu"
 local reduce = require "luagpu.reduce"
+local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
 
 local reps = math.max(10, tonumber(arg and arg[1]) or 20)
 local dev = gpu.device(arg and arg[2])
 
 -- Random floats in [0, 1) made on the device (a hash of the index), and a
 -- copy kernel for the bandwidth line.
+local fill = bench.filler(dev, "float", 0)
 local prog = dev:build[[
-__kernel void fill(__global float *x, uint seed) {
-  uint i = get_global_id(0);
-  uint h = i * 2654435761u ^ seed;
-  h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
-  x[i] = (float)(h >> 8) * (1.0f / 16777216.0f);
-}
 __kernel void copy4(__global const float4 *a, __global float4 *b) {
   size_t i = get_global_id(0);
   b[i] = a[i];
 }]]
-
-local function median(t)
-  table.sort(t)
-  local n = #t
-  return n % 2 == 1 and t[(n + 1) // 2] or (t[n // 2] + t[n // 2 + 1]) / 2
-end
-
-local function span_ns(passes)
-  return passes[#passes]:profile()["end"] - passes[1]:profile().start
-end
 
 print(("reduce.sum on %s (%s, %d compute units), median of %d after warm-up")
       :format(dev.name, dev.platform, dev.compute_units, reps))
@@ -50,7 +36,7 @@ local rows = {}
 for _, log2n in ipairs{20, 28} do
   local n = 1 << log2n
   local x = dev:buffer("float", n)
-  prog.fill(x, 12345 + log2n):run({n}):wait()
+  fill(x, 12345 + log2n):wait()
 
   local got = reduce.sum(x)
   local ref = dev.fp64 and reduce.sum(x, {acc = "double"}) or got
@@ -58,24 +44,21 @@ for _, log2n in ipairs{20, 28} do
   assert(rel < 1e-5, ("sum of 2^%d: %.9g, in double %.9g"):format(log2n, got, ref))
 
   for _ = 1, 5 do reduce.sum(x) end
-  local times, walls = {}, {}
+  local times = {}
   local npasses
   for i = 1, reps do
     local ev, passes = reduce.sum(x, {async = true})
     ev:wait()
-    times[i] = span_ns(passes) * 1e-3
+    times[i] = bench.span_ns(passes) * 1e-3
     npasses = #passes
   end
-  for i = 1, reps do
-    local t0 = gpu.now()
-    reduce.sum(x)
-    walls[i] = (gpu.now() - t0) * 1e6
-  end
+  local walls = bench.walls(reps, function() reduce.sum(x) end)
   local mintime = math.min(table.unpack(times))
-  local us = median(times)
+  local us = bench.median(times)
   print(("LUAGPU sum_2^%d_us %.2f us"):format(log2n, us))
   print(("LUAGPU sum_2^%d_gbs %.1f GB/s"):format(log2n, n * 4 / (us * 1e-6) / 1e9))
-  rows[#rows + 1] = {log2n, npasses, mintime, us, n * 4 / (us * 1e-6) / 1e9, median(walls), rel}
+  rows[#rows + 1] = {log2n, npasses, mintime, us, n * 4 / (us * 1e-6) / 1e9,
+                     bench.median(walls) * 1e6, rel}
   x:release()
 end
 
@@ -87,13 +70,11 @@ do
   for _ = 1, 3 do call:run({n // 4}) end
   local times = {}
   for i = 1, reps do times[i] = call:run({n // 4}).duration * 1e-3 end
-  local us = median(times)
+  local us = bench.median(times)
   print(("LUAGPU copy_gbs %.1f GB/s"):format(2 * n * 4 / (us * 1e-6) / 1e9))
   a:release(); b:release()
 end
 
-print(("%-10s %6s %10s %10s %10s %12s %10s"):format("n", "passes", "min us", "median us",
-      "GB/s", "wall us/call", "rel err"))
-for _, r in ipairs(rows) do
-  print(("2^%-8d %6d %10.2f %10.2f %10.1f %12.2f %10.1e"):format(table.unpack(r)))
-end
+bench.print_table("%-10s %6s %10s %10s %10s %12s %10s",
+                  {"n", "passes", "min us", "median us", "GB/s", "wall us/call", "rel err"},
+                  "2^%-8d %6d %10.2f %10.2f %10.1f %12.2f %10.1e", rows)

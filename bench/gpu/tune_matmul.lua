@@ -31,6 +31,8 @@
 -- then the Lua entry for matmul.params.
 local gpu = rawget(_G, "gpu") or require "luagpu"
 local matmul = require "luagpu.matmul"
+local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
+local dims, median = bench.dims, bench.median
 
 local opt = {device = nil, variant = "reg", size = 4096, small = 1024, budget = 240, reps = 10,
              verify = "4096,8192,4095,4097,8191,2048,1024", type = "float"}
@@ -57,21 +59,6 @@ for _, e in ipairs(dev.extensions) do
   if e == "cl_nv_compiler_options" then nv = true end
 end
 
-local function dims(s)
-  s = tostring(s)
-  local m, n, k = s:match("^(%d+)x(%d+)x(%d+)$")
-  if m then return tonumber(m), tonumber(n), tonumber(k) end
-  return tonumber(s), tonumber(s), tonumber(s)
-end
-
-local function median(v)
-  local s = {}
-  for i, x in ipairs(v) do s[i] = x end
-  table.sort(s)
-  local n = #s
-  return n % 2 == 1 and s[(n + 1) // 2] or (s[n // 2] + s[n // 2 + 1]) / 2
-end
-
 -- Operands big enough for every size, filled on the device.
 local maxe = {a = 0, b = 0, c = 0}
 local verify = {}
@@ -83,21 +70,11 @@ for _, s in ipairs({tostring(opt.size), tostring(opt.small), table.unpack(verify
                              math.max(maxe.c, m * n)
   end
 end
-local fill = dev:build([[
-__kernel void fill(__global REAL *x, const uint seed, const ulong n) {
-  ulong i = get_global_id(0);
-  if (i >= n) return;
-  uint h = (uint)i * 2654435761u ^ seed;
-  h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
-  x[i] = (REAL)(h >> 8) * (REAL)(2.0 / 16777216.0) - (REAL)1;
-}]], {defines = {REAL = t}}).fill
+local fill = bench.filler(dev, t, -1)
 local Abuf, Bbuf = dev:buffer(t, maxe.a), dev:buffer(t, maxe.b)
 local Cbuf, Rbuf = dev:buffer(t, maxe.c), dev:buffer(t, maxe.c)
-local function fill_all(b, seed)
-  fill(b, seed, #b):run({(#b + 255) // 256 * 256}, {256}):wait()
-end
-fill_all(Abuf, 1)
-fill_all(Bbuf, 2)
+fill(Abuf, 1):wait()
+fill(Bbuf, 2):wait()
 
 -- Operand views of an m x n x k product (1-D views, sizes in opts).
 local function operands(m, n, k)
@@ -177,8 +154,8 @@ local function measure(variant, p, m, n, k, reps)
   if not (e < 1e-4) then return nil, ("wrong result (relative error %.2g)"):format(e) end
   local times = {}
   for i = 1, reps do
-    local _, ev, events = matmul(A, B, C, o)
-    times[i] = (ev:profile()["end"] - events[1]:profile().start) * 1e-9
+    local _, _, events = matmul(A, B, C, o)
+    times[i] = bench.span_ns(events) * 1e-9
   end
   local s = median(times)
   return 2.0 * m * n * k / s * 1e-12, s * 1e3

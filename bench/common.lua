@@ -1,0 +1,106 @@
+-- bench/common.lua: what the benchmarks share. Each script loads it from
+-- beside itself, so that it runs from any folder, and from a copy of bench/
+-- alone on another machine:
+--
+--   local bench = dofile((arg and arg[0] or "bench/"):match("^(.-)[^/]*$") .. "common.lua")
+--
+-- (from bench/gpu/, "../common.lua"). It loads luagpu only when a function
+-- needs the clock, after the script has set package.cpath.
+
+local M = {}
+
+-- The median of the numbers in list (the mean of the middle two for an even
+-- count); list is left as it was.
+function M.median(list)
+  local s = table.move(list, 1, #list, 1, {})
+  table.sort(s)
+  local n = #s
+  return n % 2 == 1 and s[(n + 1) // 2] or (s[n // 2] + s[n // 2 + 1]) / 2
+end
+
+-- Wall-clock seconds of reps calls of f (which must block until its work is
+-- done), appended to into (a new list when nil); returns the list.
+function M.walls(reps, f, into)
+  local now = (rawget(_G, "gpu") or require "luagpu").now
+  into = into or {}
+  for _ = 1, reps do
+    local t0 = now()
+    f()
+    into[#into + 1] = now() - t0
+  end
+  return into
+end
+
+-- Nanoseconds from the start of the first of a list of profiled Events to
+-- the end of the last (the kernel passes of a reduction or a matmul).
+function M.span_ns(events)
+  return events[#events]:profile()["end"] - events[1]:profile().start
+end
+
+-- The sizes of a matrix product from "N" (square), "MxNxK" or "M,N,K":
+-- m, n, k as numbers, or nil when s is none of these.
+function M.dims(s)
+  s = tostring(s)
+  local m, n, k = s:match("^(%d+)[x,](%d+)[x,](%d+)$")
+  if m then return tonumber(m), tonumber(n), tonumber(k) end
+  return tonumber(s), tonumber(s), tonumber(s)
+end
+
+-- Random numbers made on the device, from a hash of the index and a seed:
+-- uniform in [LO, 1), on a grid of (1 - LO) / 2^24.
+local FILL = [[
+__kernel void fill(__global REAL *x, const uint seed, const ulong n) {
+  ulong i = get_global_id(0);
+  if (i >= n) return;
+  uint h = (uint)i * 2654435761u ^ seed;
+  h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
+  x[i] = (REAL)(h >> 8) * ((REAL)(1 - LO) / 16777216) + (REAL)LO;
+}]]
+
+-- A filler for buffers of type t ("float" or "double") on dev, with values
+-- in [lo, 1) (lo 0 or -1): fill(b, seed [, n]) sets the first n elements of
+-- b (all of them by default) and returns the Event.
+function M.filler(dev, t, lo)
+  local kernel = dev:build(FILL, {defines = {REAL = t, LO = lo}}).fill
+  return function(b, seed, n)
+    n = n or #b
+    return kernel(b, seed, n):run({(n + 255) // 256 * 256}, {256})
+  end
+end
+
+-- Prints a table: head formatted with the titles, then fmt formatted with
+-- each row's values.
+function M.print_table(head, titles, fmt, rows)
+  print(head:format(table.unpack(titles)))
+  for _, r in ipairs(rows) do print(fmt:format(table.unpack(r))) end
+end
+
+-- s quoted for sh.
+function M.sh_quote(s)
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+-- What the sh command cmd prints on its standard output.
+function M.capture(cmd)
+  local p = assert(io.popen(cmd))
+  local out = p:read("a")
+  p:close()
+  return out
+end
+
+-- The program that runs child scripts: the luagpu program in the build
+-- folder where it is built, else lua5.4.
+function M.interpreter(build)
+  return io.open(build .. "/luagpu") and build .. "/luagpu" or "lua5.4"
+end
+
+-- The path of a C baseline in the build folder (build/bench_launch, ...),
+-- made first when it is missing.
+function M.baseline(path)
+  if not io.open(path) then
+    assert(os.execute("make -s " .. path), "could not build " .. path)
+  end
+  return path
+end
+
+return M
