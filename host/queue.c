@@ -93,6 +93,10 @@ static int q_free(lua_State *L, int collecting) {
   if (!collecting && q->dev != NULL && q->dev->queue == q->q) return 0;
   /* the Device (uservalue 1) outlives this call: it must not keep the handle */
   if (q->dev != NULL && q->dev->queue == q->q) q->dev->queue = NULL;
+  /* A collected queue (lua_close included) waits for its commands: the
+  ** process may end right after, and a driver still working on them then
+  ** (PoCL compiling a kernel on its own thread) crashes in its teardown. */
+  if (collecting && !q->borrowed) clFinish(q->q);
   clReleaseCommandQueue(q->q);   /* flushes: pending commands still complete */
   q->q = NULL;
   return 0;

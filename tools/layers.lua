@@ -6,13 +6,6 @@
 --   lua5.4 tools/layers.lua build/*.o      (from the top of the checkout)
 local calls, defined, files = {}, {}, {}
 
-local function nm(path)
-  local p = assert(io.popen("nm -g " .. path))
-  local out = p:read("a")
-  p:close()
-  return out
-end
-
 -- objects of host/*.c only: not the program's main.o, generated files, or a
 -- stale object whose source is gone
 local function is_host(file)
@@ -21,24 +14,28 @@ local function is_host(file)
   return f ~= nil and f ~= false
 end
 
+local objs = {}
 for _, obj in ipairs(arg) do
   local file = obj:match("([^/]+)%.o$")
   if is_host(file) then
     files[#files + 1] = file
     calls[file] = {}
-    for kind, sym in nm(obj):gmatch("%s(%u)%s+([%w_]+)\n") do
-      if kind ~= "U" then defined[sym] = file end
-    end
+    objs[#objs + 1] = "'" .. obj:gsub("'", "'\\''") .. "'"
   end
 end
-for _, obj in ipairs(arg) do
-  local file = obj:match("([^/]+)%.o$")
-  if calls[file] then
-    for sym in nm(obj):gmatch("%sU%s+([%w_]+)\n") do
-      local to = defined[sym]
-      if to and to ~= file then calls[file][to] = calls[file][to] or sym end
-    end
+-- one nm for all: "path/file.o: [address] KIND symbol" per line
+local p = assert(io.popen("nm -g -A " .. table.concat(objs, " ")))
+local uses = {}
+for line in p:lines() do
+  local file, kind, sym = line:match("([^/:]+)%.o:.-(%u) ([%w_]+)$")
+  if file and calls[file] then
+    if kind == "U" then uses[#uses + 1] = {file, sym} else defined[sym] = file end
   end
+end
+p:close()
+for _, u in ipairs(uses) do
+  local to = defined[u[2]]
+  if to and to ~= u[1] then calls[u[1]][to] = calls[u[1]][to] or u[2] end
 end
 table.sort(files)
 
