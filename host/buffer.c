@@ -445,9 +445,7 @@ static int buf_tostring(lua_State *L) {
 /* ------------------------------------------------------------- open */
 
 static const luaL_Reg buffer_methods[] = {
-  {"sub", buf_sub},
-  {"release", buf_release},
-  {NULL, NULL}
+  {"sub", buf_sub}, {"release", buf_release}, {NULL, NULL}
 };
 
 /* For gpu.type: true once the buffer, or the root of a view, was released. */
@@ -457,20 +455,13 @@ static int buf_released(lua_State *L) {
 }
 
 static const luaL_Reg buffer_meta[] = {
-  {"__released", buf_released},
-  {"__index", buf_index},
-  {"__newindex", buf_newindex},
-  {"__len", buf_len},
-  {"__gc", buf_release},
-  {"__close", buf_release},
-  {"__tostring", buf_tostring},
-  {NULL, NULL}
+  {"__released", buf_released}, {"__index", buf_index}, {"__newindex", buf_newindex},
+  {"__len", buf_len}, {"__gc", buf_release}, {"__close", buf_release},
+  {"__tostring", buf_tostring}, {NULL, NULL}
 };
 
 static const luaL_Reg device_methods[] = {
-  {"buffer", dev_buffer},
-  {"scalar", dev_scalar},
-  {NULL, NULL}
+  {"buffer", dev_buffer}, {"scalar", dev_scalar}, {NULL, NULL}
 };
 
 void lg_open_buffer(lua_State *L) {

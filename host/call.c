@@ -482,19 +482,15 @@ static int call_tostring(lua_State *L) {
 }
 
 static const luaL_Reg call_meta[] = {
-  {"__tostring", call_tostring},
-  {NULL, NULL}
+  {"__tostring", call_tostring}, {NULL, NULL}
 };
 
 static const luaL_Reg localmem_meta[] = {
-  {"__index", lm_index},
-  {"__tostring", lm_tostring},
-  {NULL, NULL}
+  {"__index", lm_index}, {"__tostring", lm_tostring}, {NULL, NULL}
 };
 
 static const luaL_Reg device_methods[] = {
-  {"run", dev_run},
-  {NULL, NULL}
+  {"run", dev_run}, {NULL, NULL}
 };
 
 void lg_open_call(lua_State *L) {

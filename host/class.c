@@ -54,6 +54,12 @@ static int class_newindex(lua_State *L) {
                   luaL_tolstring(L, 2, NULL));
 }
 
+int lg_handle_released(lua_State *L) {
+  void *const *handle = lua_touserdata(L, 1);
+  lua_pushboolean(L, handle != NULL && *handle == NULL);
+  return 1;
+}
+
 /* Pushes "event" for "luagpu.Event". */
 static void push_short_name(lua_State *L, const char *mt) {
   char name[32];

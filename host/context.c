@@ -77,8 +77,7 @@ lg_Context *lg_push_borrowed_context(lua_State *L, cl_context ctx, cl_platform_i
 }
 
 static const luaL_Reg context_meta[] = {
-  {"__gc", ctx_gc},
-  {NULL, NULL}
+  {"__gc", ctx_gc}, {NULL, NULL}
 };
 
 void lg_open_context(lua_State *L) {

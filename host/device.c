@@ -371,13 +371,11 @@ static int plat_tostring(lua_State *L) {
 }
 
 static const luaL_Reg platform_meta[] = {
-  {"__tostring", plat_tostring},
-  {NULL, NULL}
+  {"__tostring", plat_tostring}, {NULL, NULL}
 };
 
 static const luaL_Reg device_methods[] = {
-  {"summary", dev_summary},
-  {NULL, NULL}
+  {"summary", dev_summary}, {NULL, NULL}
 };
 
 static int dev_released(lua_State *L) {
@@ -387,18 +385,12 @@ static int dev_released(lua_State *L) {
 }
 
 static const luaL_Reg device_meta[] = {
-  {"__released", dev_released},
-  {"__index", dev_index},
-  {"__tostring", dev_tostring},
-  {"__eq", dev_eq},
-  {NULL, NULL}
+  {"__released", dev_released}, {"__index", dev_index}, {"__tostring", dev_tostring},
+  {"__eq", dev_eq}, {NULL, NULL}
 };
 
 static const luaL_Reg module_functions[] = {
-  {"devices", mod_devices},
-  {"device", mod_device},
-  {"platforms", mod_platforms},
-  {NULL, NULL}
+  {"devices", mod_devices}, {"device", mod_device}, {"platforms", mod_platforms}, {NULL, NULL}
 };
 
 void lg_open_device(lua_State *L) {

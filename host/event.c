@@ -284,29 +284,16 @@ static int mod_wait(lua_State *L) {
 }
 
 static const luaL_Reg event_methods[] = {
-  {"wait", ev_wait},
-  {"profile", ev_profile},
-  {"release", ev_free},
-  {NULL, NULL}
+  {"wait", ev_wait}, {"profile", ev_profile}, {"release", ev_free}, {NULL, NULL}
 };
 
-static int ev_released(lua_State *L) {
-  lua_pushboolean(L, ((lg_Event *)luaL_checkudata(L, 1, LG_EVENT_MT))->ev == NULL);
-  return 1;
-}
-
 static const luaL_Reg event_meta[] = {
-  {"__released", ev_released},
-  {"__index", ev_index},
-  {"__gc", ev_free},
-  {"__close", ev_free},
-  {"__tostring", ev_tostring},
-  {NULL, NULL}
+  {"__released", lg_handle_released}, {"__index", ev_index}, {"__gc", ev_free},
+  {"__close", ev_free}, {"__tostring", ev_tostring}, {NULL, NULL}
 };
 
 static const luaL_Reg module_functions[] = {
-  {"wait", mod_wait},
-  {NULL, NULL}
+  {"wait", mod_wait}, {NULL, NULL}
 };
 
 void lg_open_event(lua_State *L) {

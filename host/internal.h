@@ -81,6 +81,9 @@ void lg_checkoptions(lua_State *L, int idx, const char *fn, int arg,
 ** running C function is METHOD of the object at idx (found in its class's
 ** methods), else "luagpu: attempt to use a released WHAT". Never returns. */
 int lg_released_error(lua_State *L, int idx, const char *what);
+/* A __released metamethod (gpu.type asks it) for classes whose struct
+** begins with their OpenCL handle, NULL once released (Event, Queue, ...). */
+int lg_handle_released(lua_State *L);
 
 /* ------------------------------------------------------------- types.c */
 

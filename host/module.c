@@ -23,20 +23,34 @@ static int mod_now(lua_State *L) {
 }
 
 /* gpu.kernel_source(name): the source of kernels/NAME, embedded in the
-** build; falls back to the file under the root's kernels/ folder. */
+** build; falls back to the file under the root's kernels/ folder. NAME must
+** be a plain file name of a kernel source (NAME.cl, no folder, no NUL). */
 static int mod_kernel_source(lua_State *L) {
-  const char *name = luaL_checkstring(L, 1);
+  size_t len;
+  const char *name;
   const lg_EmbeddedFile *f;
   char path[PATH_MAX + 64];
+  struct stat st;
   FILE *fp;
   luaL_Buffer b;
+  if (lua_type(L, 1) != LUA_TSTRING)
+    return lg_typeerror(L, "gpu.kernel_source", 1, 1, "a kernel file name");
+  name = lua_tolstring(L, 1, &len);
+  if (len < 4 || strlen(name) != len || strchr(name, '/') != NULL || name[0] == '.' ||
+      strcmp(name + len - 3, ".cl") != 0)
+    return lg_argerror(L, "gpu.kernel_source", 1, "expected a kernel file name such as "
+                       "\"reduce.cl\", got \"%s\"", name);
   for (f = lg_embedded_kernels; f->name != NULL; f++) {
     if (strcmp(f->name, name) == 0) { lua_pushstring(L, f->text); return 1; }
   }
-  if (lg_root_dir() == NULL || strchr(name, '/') != NULL)
-    return lg_argerror(L, "gpu.kernel_source", 1, "no kernel source named '%s'", name);
-  snprintf(path, sizeof path, "%s/kernels/%s", lg_root_dir(), name);
-  fp = fopen(path, "rb");
+  fp = NULL;
+  if (lg_root_dir() != NULL &&
+      snprintf(path, sizeof path, "%s/kernels/%s", lg_root_dir(), name) < (int)sizeof path)
+    fp = fopen(path, "rb");
+  if (fp != NULL && (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode))) {
+    fclose(fp);
+    fp = NULL;
+  }
   if (fp == NULL)
     return lg_argerror(L, "gpu.kernel_source", 1, "no kernel source named '%s'", name);
   luaL_buffinit(L, &b);
@@ -89,10 +103,7 @@ static int mod_index(lua_State *L) {
 }
 
 static const luaL_Reg module_functions[] = {
-  {"now", mod_now},
-  {"kernel_source", mod_kernel_source},
-  {"type", mod_type},
-  {NULL, NULL}
+  {"now", mod_now}, {"kernel_source", mod_kernel_source}, {"type", mod_type}, {NULL, NULL}
 };
 
 LUAGPU_API int luaopen_luagpu(lua_State *L) {

@@ -193,32 +193,17 @@ static int dev_default_queue(lua_State *L) {
 /* ------------------------------------------------------------- open */
 
 static const luaL_Reg queue_methods[] = {
-  {"finish", q_finish},
-  {"flush", q_flush},
-  {"release", q_release},
-  {NULL, NULL}
+  {"finish", q_finish}, {"flush", q_flush}, {"release", q_release}, {NULL, NULL}
 };
 
-static int q_released(lua_State *L) {
-  lua_pushboolean(L, ((lg_Queue *)luaL_checkudata(L, 1, LG_QUEUE_MT))->q == NULL);
-  return 1;
-}
-
 static const luaL_Reg queue_meta[] = {
-  {"__released", q_released},
-  {"__index", q_index},
-  {"__gc", q_gc},
-  {"__close", q_release},
-  {"__tostring", q_tostring},
-  {NULL, NULL}
+  {"__released", lg_handle_released}, {"__index", q_index}, {"__gc", q_gc},
+  {"__close", q_release}, {"__tostring", q_tostring}, {NULL, NULL}
 };
 
 static const luaL_Reg device_methods[] = {
-  {"queue", dev_queue},
-  {"finish", dev_finish},
-  {"flush", dev_flush},
-  {"default_queue", dev_default_queue},
-  {NULL, NULL}
+  {"queue", dev_queue}, {"finish", dev_finish}, {"flush", dev_flush},
+  {"default_queue", dev_default_queue}, {NULL, NULL}
 };
 
 void lg_open_queue(lua_State *L) {

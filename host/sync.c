@@ -193,9 +193,7 @@ static int q_marker(lua_State *L) { return q_sync(L, 0); }
 static int q_barrier(lua_State *L) { return q_sync(L, 1); }
 
 static const luaL_Reg queue_methods[] = {
-  {"marker", q_marker},
-  {"barrier", q_barrier},
-  {NULL, NULL}
+  {"marker", q_marker}, {"barrier", q_barrier}, {NULL, NULL}
 };
 
 void lg_open_sync(lua_State *L) {

@@ -261,12 +261,8 @@ static int buf_copy_to(lua_State *L) {
 }
 
 static const luaL_Reg transfer_methods[] = {
-  {"write", buf_write},
-  {"read", buf_read},
-  {"get", buf_get},
-  {"fill", buf_fill},
-  {"copy_to", buf_copy_to},
-  {NULL, NULL}
+  {"write", buf_write}, {"read", buf_read}, {"get", buf_get}, {"fill", buf_fill},
+  {"copy_to", buf_copy_to}, {NULL, NULL}
 };
 
 void lg_open_transfer(lua_State *L) {
