@@ -66,6 +66,7 @@ local sh_quote = bench.sh_quote
 local baseline = bench.baseline(build .. "/bench_launch")
 local interpreter = bench.interpreter(build)
 
+local variants = {}   -- the C host's enqueue variants: name -> samples (us)
 local samples, dev_name, platform = {}, nil, nil
 local function keep(name, enq, wait)
   local s = samples[name] or {enq = {}, wait = {}}
@@ -88,6 +89,13 @@ for _ = 1, reps do
   assert(out:match("device ([^\n]*)") == dev_name,
          "the C host ran on " .. tostring(out:match("device ([^\n]*)")) .. ", not " .. dev_name)
   keep("c", out:match("enqueue_us (%S+)"), out:match("wait_us (%S+)"))
+  for _, v in ipairs {"prof_event", "prof_noevent", "noprof_event", "noprof_noevent", "read4"} do
+    local us = tonumber(out:match("\n" .. v .. "_us (%S+)"))
+    if us then
+      variants[v] = variants[v] or {}
+      table.insert(variants[v], us)
+    end
+  end
 end
 
 local best = {}     -- the medians of the REPEATS rounds
@@ -111,3 +119,7 @@ print(string.format("LUAGPU launch_enqueue_us %.2f us", best.two.enq))
 print(string.format("CHOST launch_enqueue_us %.2f us", best.c.enq))
 print(string.format("LUAGPU launch_wait_us %.2f us", best.two.wait))
 print(string.format("CHOST launch_wait_us %.2f us", best.c.wait))
+-- the driver's own enqueue variants (the C host, arguments set once)
+for _, v in ipairs {"prof_event", "prof_noevent", "noprof_event", "noprof_noevent", "read4"} do
+  if variants[v] then print(string.format("CHOST %s_us %.2f us", v, bench.median(variants[v]))) end
+end

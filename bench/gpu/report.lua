@@ -45,6 +45,28 @@ end
 row("launch, enqueue only", L.launch_enqueue_us, H.launch_enqueue_us, "C host", "us", true)
 row("launch, enqueue + wait", L.launch_wait_us, H.launch_wait_us, "C host", "us", true)
 
+-- What users wait for, on the wall clock (bench/gpu/wallclock.lua against
+-- torch_baseline.py's .item() and synchronize(), and the C host's variants).
+for _, e in ipairs { 20, 28 } do
+  row(("wall: reduce.sum 2^%d floats to a number"):format(e), L[("wall_sum_2^%d_us"):format(e)],
+    B[("wall_sum_2^%d_us"):format(e)], "x.sum().item()", "us", true)
+  row(("enqueue: reduce.sum 2^%d, async"):format(e), L[("enqueue_sum_2^%d_us"):format(e)],
+    B[("enqueue_sum_2^%d_us"):format(e)], "x.sum()", "us", true)
+end
+for _, n in ipairs { 256, 1024, 4096 } do
+  row(("wall: matmul %d, then finish"):format(n), L[("wall_mm_%d_us"):format(n)],
+    B[("wall_mm_%d_us"):format(n)], "A @ B; synchronize()", "us", true)
+  row(("enqueue: matmul %d"):format(n), L[("enqueue_mm_%d_us"):format(n)],
+    B[("enqueue_mm_%d_us"):format(n)], "A @ B", "us", true)
+end
+for _, v in ipairs { {"prof_event", "profiling queue, event"}, {"prof_noevent", "profiling, no event"},
+                     {"noprof_event", "no profiling, event"}, {"noprof_noevent", "no profiling, no event"} } do
+  row("launch, k(...):run, default queue", L.launch_prof_us, H[v[1] .. "_us"], "C host: " .. v[2],
+    "us", true)
+end
+row("launch, k(...):run, queue without profiling", L.launch_noprof_us, H.noprof_event_us,
+  "C host: no profiling, event", "us", true)
+
 print(("luagpu on %s: medians of >= 10 timed runs after warm-up, baselines in the same run")
   :format(device or "the GPU"))
 print()

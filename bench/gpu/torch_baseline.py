@@ -4,10 +4,14 @@ Prints one line per measurement, `BASELINE name value unit`, for
 bench/gpu/report.lua to put beside luagpu's figures:
   torch.sum over 2^20 and 2^28 float32 (GB/s and microseconds),
   cuBLAS SGEMM through torch.matmul with TF32 off (TFLOP/s) at the sizes given,
-  device-to-device copy bandwidth (GB/s).
+  device-to-device copy bandwidth (GB/s),
+  and on the wall clock (what a user waits for; medians of 50, time.perf_counter):
+  `x.sum().item()` over 2^20 and 2^28 floats, `A @ B; torch.cuda.synchronize()`
+  at 256, 1024 and 4096, and the enqueue alone of each.
 Usage: python3 torch_baseline.py [M,N,K ...]
 """
 import sys
+import time
 
 import torch
 
@@ -33,9 +37,49 @@ def median_ms(fn, reps=REPS, warmup=3):
     return times[len(times) // 2]
 
 
+def wall_us(fn, reps=50, warmup=5, settle=None):
+    """Median wall-clock microseconds of fn() (which must block), or of fn()
+    alone with settle() after each, outside the time."""
+    for _ in range(warmup):
+        fn()
+        if settle:
+            settle()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        if settle:
+            settle()
+    times.sort()
+    return times[len(times) // 2] * 1e6
+
+
+def wall_clock(dev):
+    for log2n in (20, 28):
+        x = torch.rand(1 << log2n, device=dev, dtype=torch.float32)
+        print(f"BASELINE wall_sum_2^{log2n}_us {wall_us(lambda: x.sum().item()):.2f} us")
+        print(f"BASELINE enqueue_sum_2^{log2n}_us "
+              f"{wall_us(lambda: x.sum(), settle=torch.cuda.synchronize):.2f} us")
+        del x
+    for n in (256, 1024, 4096):
+        a = torch.rand(n, n, device=dev, dtype=torch.float32)
+        b = torch.rand(n, n, device=dev, dtype=torch.float32)
+        c = torch.empty(n, n, device=dev, dtype=torch.float32)
+
+        def mm():
+            torch.matmul(a, b, out=c)
+            torch.cuda.synchronize()
+        print(f"BASELINE wall_mm_{n}_us {wall_us(mm):.2f} us")
+        print(f"BASELINE enqueue_mm_{n}_us "
+              f"{wall_us(lambda: torch.matmul(a, b, out=c), settle=torch.cuda.synchronize):.2f} us")
+        del a, b, c
+
+
 def main():
     dev = torch.device("cuda")
     print("BASELINE device", torch.cuda.get_device_name(0).replace(" ", "_"), "name")
+    wall_clock(dev)
     for log2n in (20, 28):
         n = 1 << log2n
         x = torch.rand(n, device=dev, dtype=torch.float32)
