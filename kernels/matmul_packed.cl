@@ -15,10 +15,8 @@
 ** Defines: REAL (float or double), TM, TN, VW (TN % VW == 0), VSC (1: C's
 ** rows can be stored as aligned vectors: N and offC multiples of VW),
 ** UNROLLK (steps of the K loop unrolled), FMA (use fma(), not mad()).
+** Needs matmul_common.cl in front of it (luagpu.matmul puts it there).
 */
-#ifndef REAL
-#define REAL float
-#endif
 #ifndef VSC
 #define VSC 0
 #endif
@@ -26,29 +24,7 @@
 #define UNROLLK 1
 #endif
 
-#ifdef FMA
-#define MAD(a, b, c) fma(a, b, c)
-#else
-#define MAD(a, b, c) mad(a, b, c)
-#endif
-
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#define PRAGMA_(x) _Pragma(#x)
-#define UNROLL(n) PRAGMA_(unroll n)
-
-#if VW == 1
-typedef REAL realv;
-#else
-typedef CAT(REAL, VW) realv;
-#endif
-/* The j-th scalar of a vector of width VW (j a constant). */
-#define ELEM1(v, j) (v)
-#define ELEM2(v, j) ((j) == 0 ? (v).s0 : (v).s1)
-#define ELEM4(v, j) ((j) < 2 ? ELEM2((v).lo, (j)) : ELEM2((v).hi, (j) - 2))
-#define ELEM8(v, j) ((j) < 4 ? ELEM4((v).lo, (j)) : ELEM4((v).hi, (j) - 4))
-#define ELEM16(v, j) ((j) < 8 ? ELEM8((v).lo, (j)) : ELEM8((v).hi, (j) - 8))
-#define ELEMV(v, j) CAT(ELEM, VW)(v, j)
+typedef VTYPE(VW) realv;
 
 /* Work-item (k, p): A[p*TM .. p*TM+TM-1][k] to Ap[(p*K + k)*TM ..]. */
 __kernel void pack_a(const int M, const int K, __global const REAL *restrict A,
@@ -127,7 +103,7 @@ __kernel void matmul_packed(const int M, const int N, const int K,
       for (int j = 0; j < TN / VW; j++) {
         UNROLL(VW)
         for (int w = 0; w < VW; w++)
-          if (col + j * VW + w < N) c[j * VW + w] = ELEMV(acc[i][j], w);
+          if (col + j * VW + w < N) c[j * VW + w] = ELEM(VW, acc[i][j], w);
       }
     }
   }

@@ -36,13 +36,13 @@
 **              slices into the real C. Without it KS is not used.
 **   UNROLLK    how many steps of the inner loop are unrolled (default BK)
 **   FMA        use fma() (CPUs, where mad() may not fuse)
+**   ROWS_* COLS_*  the launch geometry of matmul_rows and matmul_cols (see
+**              there), from one table in lua/luagpu/matmul_plan.lua
 **
 ** matmul_rows and matmul_cols, at the end, compute the thin edges of a
-** product whose tile-aligned core runs apart (see there).
+** product whose tile-aligned core runs apart (see there). Needs
+** matmul_common.cl in front of it (luagpu.matmul puts it there).
 */
-#ifndef REAL
-#define REAL float
-#endif
 #ifndef PADA
 #define PADA 0
 #endif
@@ -59,17 +59,6 @@
 #define UNROLLK BK
 #endif
 
-#ifdef FMA
-#define MAD(a, b, c) fma(a, b, c)
-#else
-#define MAD(a, b, c) mad(a, b, c)
-#endif
-
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#define PRAGMA_(x) _Pragma(#x)
-#define UNROLL(n) PRAGMA_(unroll n)
-
 #define WGN (BN / TN)               /* work-items along N */
 #define WGM (BM / TM)               /* work-items along M */
 #define NT (WGN * WGM)              /* work-items per work-group */
@@ -78,22 +67,6 @@
 #define NLA (BM * BK / VLA / NT)    /* global loads of A per work-item per step */
 #define NLB (BK * BN / VLB / NT)
 #define NBUF (DB == 2 ? 2 : 1)
-
-/* Vector types of each width, and their j-th scalar (j a constant). */
-#define VCAT_(a, b) a##b
-#define VCAT(a, b) VCAT_(a, b)
-#define VTYPE1 REAL
-#define VTYPE2 VCAT(REAL, 2)
-#define VTYPE4 VCAT(REAL, 4)
-#define VTYPE8 VCAT(REAL, 8)
-#define VTYPE16 VCAT(REAL, 16)
-#define VTYPE(w) CAT(VTYPE, w)
-#define ELEM1(v, j) (v)
-#define ELEM2(v, j) ((j) == 0 ? (v).s0 : (v).s1)
-#define ELEM4(v, j) ((j) < 2 ? ELEM2((v).lo, (j)) : ELEM2((v).hi, (j) - 2))
-#define ELEM8(v, j) ((j) < 4 ? ELEM4((v).lo, (j)) : ELEM4((v).hi, (j) - 4))
-#define ELEM16(v, j) ((j) < 8 ? ELEM8((v).lo, (j)) : ELEM8((v).hi, (j) - 8))
-#define ELEM(w, v, j) CAT(ELEM, w)(v, j)
 
 typedef VTYPE(VWN) realn;
 typedef VTYPE(VWM) realm;
@@ -184,7 +157,8 @@ typedef VTYPE(VLB) realb;
 #define PACK16(t) (VTYPE16)((t)[0], (t)[1], (t)[2], (t)[3], (t)[4], (t)[5], (t)[6], \
                             (t)[7], (t)[8], (t)[9], (t)[10], (t)[11], (t)[12], (t)[13], \
                             (t)[14], (t)[15])
-#define PACK(w, t) CAT(PACK, w)(t)
+#define PACK_(w, t) PACK##w(t)      /* not CAT: PACKn expand to VTYPEn (see there) */
+#define PACK(w, t) PACK_(w, t)
 
 /* Stores the registers into the local tiles As, Bs (A transposed). */
 #define STORE_LOCAL(As, Bs)                                                     \
@@ -354,110 +328,109 @@ __kernel void matmul_sum(const int S, const ulong MN, __global const REAL *restr
 ** where the edges alone are a pass over A and one over B. (The core is
 ** matmul_reg itself, on M0 rows with N as the row length and a grid of N0
 ** columns only.) Both kernels take A, B, C at element offsets with rows
-** lda, ldb, ldc elements apart.
-**
-** matmul_rows: the R rows of C (all N columns) from R rows of A and all of
-** B. A work-group of 16 x 16 work-items computes 4 rows by 16 columns: each
-** column's K is cut into 16 interleaved slices (neighbouring work-items read
-** neighbouring columns of one row of B), summed in local memory.
-** Grid: (N rounded up to 16, 16 * ceil(R / 4)). */
-#define EDGEW 16
-#define EDGEK 16
+** lda, ldb, ldc elements apart. Their launch geometry comes from the
+** helper as defines (ROWS_LX, ROWS_LY, ROWS_R; COLS_LX, COLS_LY, COLS_R).
+** Each work-item keeps ROWS_R (COLS_R) sums, and loads EDGE_STEPS steps of
+** K at a time, so that their loads are in flight together. */
+#define EDGE_STEPS 4
 
-__kernel __attribute__((reqd_work_group_size(EDGEW, EDGEK, 1)))
-void matmul_rows(const int R, const int N, const int K,
-                 __global const REAL *restrict A, const ulong offA, const int lda,
-                 __global const REAL *restrict B, const ulong offB, const int ldb,
-                 __global REAL *restrict C, const ulong offC, const int ldc) {
-  __local REAL part[EDGEK][4][EDGEW];
+/* The operands of both, after their three sizes. */
+#define EDGE_OPERANDS                                                           \
+  __global const REAL *restrict A, const ulong offA, const int lda,             \
+  __global const REAL *restrict B, const ulong offB, const int ldb,             \
+  __global REAL *restrict C, const ulong offC, const int ldc
+
+/* matmul_rows: the R rows of C (all N columns) from R rows of A and all of
+** B. A work-group of ROWS_LX x ROWS_LY work-items computes ROWS_R rows by
+** ROWS_LX columns: each column's K is cut into ROWS_LY interleaved slices
+** (neighbouring work-items read neighbouring columns of one row of B),
+** summed in local memory (ROWS_R <= ROWS_LY).
+** Grid: (N rounded up to ROWS_LX, ROWS_LY * ceil(R / ROWS_R)). */
+__kernel __attribute__((reqd_work_group_size(ROWS_LX, ROWS_LY, 1)))
+void matmul_rows(const int R, const int N, const int K, EDGE_OPERANDS) {
+  __local REAL part[ROWS_LY][ROWS_R][ROWS_LX];
   const int x = get_local_id(0), y = get_local_id(1);
-  const int col = get_group_id(0) * EDGEW + x, r0 = get_group_id(1) * 4;
+  const int col = get_group_id(0) * ROWS_LX + x, r0 = get_group_id(1) * ROWS_R;
   const __global REAL *b = B + offB + min(col, N - 1);
-  const __global REAL *a0 = A + offA + (size_t)min(r0, R - 1) * lda;
-  const __global REAL *a1 = A + offA + (size_t)min(r0 + 1, R - 1) * lda;
-  const __global REAL *a2 = A + offA + (size_t)min(r0 + 2, R - 1) * lda;
-  const __global REAL *a3 = A + offA + (size_t)min(r0 + 3, R - 1) * lda;
-  REAL s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  const __global REAL *a[ROWS_R];
+  REAL s[ROWS_R];
+  UNROLL(ROWS_R)
+  for (int r = 0; r < ROWS_R; r++) {
+    a[r] = A + offA + (size_t)min(r0 + r, R - 1) * lda;
+    s[r] = 0;
+  }
   int k = y;
-  /* four steps at a time: their loads in flight together */
-  for (; k + 3 * EDGEK < K; k += 4 * EDGEK) {
-    REAL v[4];
-    for (int u = 0; u < 4; u++) v[u] = b[(size_t)(k + u * EDGEK) * ldb];
-    for (int u = 0; u < 4; u++) {
-      const int kk = k + u * EDGEK;
-      s0 = MAD(a0[kk], v[u], s0);
-      s1 = MAD(a1[kk], v[u], s1);
-      s2 = MAD(a2[kk], v[u], s2);
-      s3 = MAD(a3[kk], v[u], s3);
+  for (; k + (EDGE_STEPS - 1) * ROWS_LY < K; k += EDGE_STEPS * ROWS_LY) {
+    REAL v[EDGE_STEPS];
+    UNROLL(EDGE_STEPS)
+    for (int u = 0; u < EDGE_STEPS; u++) v[u] = b[(size_t)(k + u * ROWS_LY) * ldb];
+    UNROLL(EDGE_STEPS)
+    for (int u = 0; u < EDGE_STEPS; u++) {
+      UNROLL(ROWS_R)
+      for (int r = 0; r < ROWS_R; r++) s[r] = MAD(a[r][k + u * ROWS_LY], v[u], s[r]);
     }
   }
-  for (; k < K; k += EDGEK) {
+  for (; k < K; k += ROWS_LY) {
     const REAL v = b[(size_t)k * ldb];
-    s0 = MAD(a0[k], v, s0);
-    s1 = MAD(a1[k], v, s1);
-    s2 = MAD(a2[k], v, s2);
-    s3 = MAD(a3[k], v, s3);
+    UNROLL(ROWS_R)
+    for (int r = 0; r < ROWS_R; r++) s[r] = MAD(a[r][k], v, s[r]);
   }
-  part[y][0][x] = s0;
-  part[y][1][x] = s1;
-  part[y][2][x] = s2;
-  part[y][3][x] = s3;
+  UNROLL(ROWS_R)
+  for (int r = 0; r < ROWS_R; r++) part[y][r][x] = s[r];
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (y < 4) {
-    REAL s = 0;
-    for (int i = 0; i < EDGEK; i++) s += part[i][y][x];
+  if (y < ROWS_R) {
+    REAL sum = 0;
+    for (int i = 0; i < ROWS_LY; i++) sum += part[i][y][x];
     const int row = r0 + y;
-    if (row < R && col < N) C[offC + (size_t)row * ldc + col] = s;
+    if (row < R && col < N) C[offC + (size_t)row * ldc + col] = sum;
   }
 }
 
 /* matmul_cols: the R columns of C for its M rows, from all of A and R
-** columns of B. A work-group of 64 x 4 work-items computes 4 rows by 4
-** columns; the 64 work-items of a row take interleaved slices of K
-** (neighbouring work-items read neighbouring elements of its row of A), and
-** their sums are added in local memory. Grid: (64 * ceil(R / 4), M rounded
-** up to 4). */
-__kernel __attribute__((reqd_work_group_size(64, 4, 1)))
-void matmul_cols(const int M, const int R, const int K,
-                 __global const REAL *restrict A, const ulong offA, const int lda,
-                 __global const REAL *restrict B, const ulong offB, const int ldb,
-                 __global REAL *restrict C, const ulong offC, const int ldc) {
-  __local REAL part[4][4][64];
+** columns of B. A work-group of COLS_LX x COLS_LY work-items computes
+** COLS_LY rows by COLS_R columns; the COLS_LX work-items of a row take
+** interleaved slices of K (neighbouring work-items read neighbouring
+** elements of its row of A), and their sums are added in local memory
+** (COLS_R <= COLS_LX). Grid: (COLS_LX * ceil(R / COLS_R), M rounded up to
+** COLS_LY). */
+__kernel __attribute__((reqd_work_group_size(COLS_LX, COLS_LY, 1)))
+void matmul_cols(const int M, const int R, const int K, EDGE_OPERANDS) {
+  __local REAL part[COLS_LY][COLS_R][COLS_LX];
   const int x = get_local_id(0), y = get_local_id(1);
-  const int c0 = get_group_id(0) * 4, row = get_group_id(1) * 4 + y;
+  const int c0 = get_group_id(0) * COLS_R, row = get_group_id(1) * COLS_LY + y;
   const __global REAL *a = A + offA + (size_t)min(row, M - 1) * lda;
   const __global REAL *b = B + offB;
-  const int j0 = min(c0, R - 1), j1 = min(c0 + 1, R - 1);
-  const int j2 = min(c0 + 2, R - 1), j3 = min(c0 + 3, R - 1);
-  REAL s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int j[COLS_R];
+  REAL s[COLS_R];
+  UNROLL(COLS_R)
+  for (int c = 0; c < COLS_R; c++) {
+    j[c] = min(c0 + c, R - 1);
+    s[c] = 0;
+  }
   int k = x;
-  for (; k + 3 * 64 < K; k += 4 * 64) {
-    REAL v[4];
-    for (int u = 0; u < 4; u++) v[u] = a[k + u * 64];
-    for (int u = 0; u < 4; u++) {
-      const __global REAL *bk = b + (size_t)(k + u * 64) * ldb;
-      s0 = MAD(v[u], bk[j0], s0);
-      s1 = MAD(v[u], bk[j1], s1);
-      s2 = MAD(v[u], bk[j2], s2);
-      s3 = MAD(v[u], bk[j3], s3);
+  for (; k + (EDGE_STEPS - 1) * COLS_LX < K; k += EDGE_STEPS * COLS_LX) {
+    REAL v[EDGE_STEPS];
+    UNROLL(EDGE_STEPS)
+    for (int u = 0; u < EDGE_STEPS; u++) v[u] = a[k + u * COLS_LX];
+    UNROLL(EDGE_STEPS)
+    for (int u = 0; u < EDGE_STEPS; u++) {
+      const __global REAL *bk = b + (size_t)(k + u * COLS_LX) * ldb;
+      UNROLL(COLS_R)
+      for (int c = 0; c < COLS_R; c++) s[c] = MAD(v[u], bk[j[c]], s[c]);
     }
   }
-  for (; k < K; k += 64) {
+  for (; k < K; k += COLS_LX) {
     const REAL v = a[k];
     const __global REAL *bk = b + (size_t)k * ldb;
-    s0 = MAD(v, bk[j0], s0);
-    s1 = MAD(v, bk[j1], s1);
-    s2 = MAD(v, bk[j2], s2);
-    s3 = MAD(v, bk[j3], s3);
+    UNROLL(COLS_R)
+    for (int c = 0; c < COLS_R; c++) s[c] = MAD(v, bk[j[c]], s[c]);
   }
-  part[y][0][x] = s0;
-  part[y][1][x] = s1;
-  part[y][2][x] = s2;
-  part[y][3][x] = s3;
+  UNROLL(COLS_R)
+  for (int c = 0; c < COLS_R; c++) part[y][c][x] = s[c];
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (x < 4) {
-    REAL s = 0;
-    for (int i = 0; i < 64; i++) s += part[y][x][i];
-    if (row < M && c0 + x < R) C[offC + (size_t)row * ldc + c0 + x] = s;
+  if (x < COLS_R) {
+    REAL sum = 0;
+    for (int i = 0; i < COLS_LX; i++) sum += part[y][x][i];
+    if (row < M && c0 + x < R) C[offC + (size_t)row * ldc + c0 + x] = sum;
   }
 }

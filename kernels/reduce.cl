@@ -11,7 +11,8 @@
 ** The helper prepends these definitions:
 **   T        element type (a scalar type)
 **   TV       the vector of VW elements of T (float4 for float)
-**   VW       elements per vector load (16 bytes' worth)
+**   VW       elements per vector load (the device class's vector_bytes'
+**            worth, within the base address alignment; at least 2)
 **   ACC      accumulator and result type
 **   INPUTS   1: map(x, i); 2: map(x, y, i), reading two buffers
 **   MAP      expression in x (and y), i (0-based index): what is folded

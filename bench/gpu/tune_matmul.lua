@@ -1,7 +1,7 @@
 -- bench/gpu/tune_matmul.lua: a parameter sweep for luagpu.matmul on one
 -- device; prints the best parameters per size and the entry to add to the
--- parameter table in lua/luagpu/matmul.lua (matmul.params), so the next GPU
--- is tuned the same way.
+-- parameter table in lua/luagpu/matmul_params.lua (matmul.params), so the
+-- next GPU is tuned the same way.
 --
 --   build/luagpu bench/gpu/tune_matmul.lua [options]
 --     --device SPEC     as gpu.device(SPEC) (default: the first GPU)
@@ -272,7 +272,7 @@ end
 -- of shared memory each): groups_per_cu, which lets matmul split K when
 -- the last wave of work-groups would run nearly empty.
 local function ptxas(pl, label)
-  local prog = dev:build(gpu.kernel_source("matmul_reg.cl"),
+  local prog = dev:build(matmul.source("reg"),
                          {defines = pl.defines, options = pl.options .. " -cl-nv-verbose"})
   local part = prog.log:match("entry function 'matmul_reg'.-\n(.-)\n[^\n]*Compile time") or ""
   local regs = tonumber(part:match("Used (%d+) registers"))
@@ -334,7 +334,7 @@ entry(variant, best)
 if small then entry("small", small) end
 lines[#lines + 1] = "  },"
 local text = table.concat(lines, "\n")
-print("entry for matmul.params (lua/luagpu/matmul.lua):")
+print("entry for matmul.params (lua/luagpu/matmul_params.lua):")
 print(text)
 if opt.out then
   local f = assert(io.open(opt.out, "w"))

@@ -14,17 +14,15 @@
 -- buffers are made once per device and reduction, and reused.
 
 local gpu = require "luagpu"
+local H = require "luagpu.helper"
 
-local type, next, ipairs, tostring, error = type, next, ipairs, tostring, error
-local rawlen, rawget = rawlen, rawget
+local type, ipairs, tostring, error = type, ipairs, tostring, error
 local setmetatable, pcall = setmetatable, pcall
 local format, concat = string.format, table.concat
-local max, min, mtype, tointeger = math.max, math.min, math.type, math.tointeger
--- absent where a sandbox removed the debug library: errors then carry no position
-local getinfo = debug and debug.getinfo
+local max, min = math.max, math.min
+local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
 
-local SIZES = {char = 1, uchar = 1, short = 2, ushort = 2, int = 4, uint = 4,
-               long = 8, ulong = 8, float = 4, double = 8}
+local SIZES = H.SCALAR_SIZES
 local FLOATS = {float = true, double = true}
 
 -- The module table; programs_built counts the programs compiled so far.
@@ -56,9 +54,7 @@ local MAX_GROUPS_PER_CU = 1024
 local MAX_LOCAL_SIZE = 1 << 16
 local MAX_VECTOR_BYTES = 128          -- 16 doubles: OpenCL's widest vector
 local MAX_MIN_VECTORS = 1 << 30
--- Events in a wait option: the C side takes 65536, one is kept for the wait
--- on the cached buffers' last user.
-local MAX_WAIT = 65535
+local MAX_VECTOR_WIDTH = 16           -- elements: OpenCL's widest vector type
 
 local LIMITS = {
   char = {"CHAR_MIN", "CHAR_MAX"}, uchar = {"0", "UCHAR_MAX"},
@@ -70,151 +66,28 @@ local LIMITS = {
 
 ------------------------------------------------------------------ checks
 
--- This file's chunk name: the frames that carry it are the helper's own.
-local SOURCE = getinfo and getinfo(1, "S").source
-
--- The level, for the error() in fail, of the first function on the stack
--- that is not this module's: the user's line that called the helper (0, no
--- position, when there is none or no debug library).
-local function caller_level()
-  if not getinfo then return 0 end
-  local level = 3                    -- 1: caller_level, 2: fail, 3: fail's caller
-  while true do
-    local info = getinfo(level, "S")
-    if not info then return 0 end
-    if info.source ~= SOURCE then return level - 1 end
-    level = level + 1
-  end
-end
-
-local function fail(fn, fmt, ...)
-  error("luagpu: " .. fn .. ": " .. format(fmt, ...), caller_level())
-end
-
--- The class of a luagpu object ("Buffer") and whether it was released;
--- nil for other values.
-local function class_of(v)
-  local t = gpu.type(v)
-  if t == nil then return nil end
-  local live = t:match("^released (.*)")
-  return live or t, live ~= nil
-end
-
--- The class of a luagpu object ("luagpu.Buffer", released or not); other
--- values: their Lua type.
-local function typename(v)
-  local t = class_of(v)
-  return t and "luagpu." .. t or type(v)
-end
-
--- v for a message: numbers and booleans as Lua writes them, strings quoted,
--- anything else by its type.
-local function show(v)
-  local t = type(v)
-  if t == "number" or t == "boolean" then return tostring(v) end
-  if t == "string" then return format("%q", v) end
-  return typename(v)
-end
-
--- v as an integer when it is a number with an integral value, else nil
--- (math.tointeger alone would also convert strings).
-local function integer(v)
-  return mtype(v) and tointeger(v)
-end
-
--- Whether the luagpu object v was released.
-local function released(v)
-  local _, gone = class_of(v)
-  return gone
-end
-
 -- Checks argument #arg of fn to be a live buffer of scalars; returns its
 -- element type, element count, root buffer and offset (elements) in it.
 local function check_buffer(fn, arg, b)
-  if typename(b) ~= "luagpu.Buffer" then
-    fail(fn, "argument #%d: expected a buffer, got %s", arg, typename(b))
-  end
-  if released(b) then
-    fail(fn, "argument #%d: attempt to use a released buffer", arg)
-  end
-  local t = b.type
+  local t, root, offset = H.check_buffer(fn, arg, b)
   if not SIZES[t] then
     fail(fn, "argument #%d: expected a buffer of scalars, got %s elements", arg, t)
   end
-  local root, offset = b, b.offset
-  while root.parent do root = root.parent end
   return t, #b, root, offset
 end
 
--- The keys a table may hold: a set, and their list for messages.
-local function known_keys(...)
-  local set = {}
-  for _, k in ipairs{...} do set[k] = true end
-  return {set = set, list = concat({...}, ", ")}
-end
-
-local SUM_OPTIONS = known_keys("wait", "queue", "async", "acc")
-local OPTIONS = known_keys("wait", "queue", "async")
-
--- Checks ev, the wait option of argument #arg (i: its place in the list).
-local function check_event(fn, arg, ev, i)
-  local where = i and "wait[" .. i .. "]" or "wait"
-  if typename(ev) ~= "luagpu.Event" then
-    fail(fn, "argument #%d: %s: expected a luagpu.Event, got %s", arg, where, typename(ev))
-  end
-  if released(ev) then
-    fail(fn, "argument #%d: %s: attempt to use a released event", arg, where)
-  end
-end
-
--- The wait option of argument #arg (nil, an Event or a list of Events) as
--- a new list, checked. A list is read raw, as the C side reads one: its
--- metatable's __len and __index are not called.
-local function check_wait(fn, arg, w)
-  local list = {}
-  if w == nil then return list end
-  if type(w) ~= "table" then
-    check_event(fn, arg, w)
-    list[1] = w
-    return list
-  end
-  local n = rawlen(w)
-  if n > MAX_WAIT then
-    fail(fn, "argument #%d: wait: %d events are too many (at most %d)", arg, n, MAX_WAIT)
-  end
-  for i = 1, n do
-    local ev = rawget(w, i)
-    check_event(fn, arg, ev, i)
-    list[i] = ev
-  end
-  return list
-end
+local SUM_OPTIONS = H.option_names{"wait", "queue", "async", "acc"}
+local OPTIONS = H.option_names{"wait", "queue", "async"}
 
 -- Checks opts, argument #arg of fn: nil or a table of the options in
 -- names. Returns their values, checked, in a new table (wait a new list;
--- arg the argument's number).
+-- arg the argument's number; acc as given).
 local function check_opts(fn, arg, opts, names)
-  if opts == nil then return {wait = {}, arg = arg} end
-  if type(opts) ~= "table" then
-    fail(fn, "argument #%d: expected an options table, got %s", arg, typename(opts))
-  end
-  for k in next, opts do
-    if not names.set[k] then
-      fail(fn, "argument #%d: unknown option '%s' (expected %s)", arg, tostring(k), names.list)
-    end
-  end
-  local q, async = opts.queue, opts.async
-  if q ~= nil then
-    if typename(q) ~= "luagpu.Queue" then
-      fail(fn, "argument #%d: queue: expected a luagpu.Queue, got %s", arg, typename(q))
-    end
-    if released(q) then fail(fn, "argument #%d: queue: attempt to use a released queue", arg) end
-  end
+  local o = H.check_options(fn, arg, opts, names)
+  local async = o.async
   if async ~= nil and type(async) ~= "boolean" then
     fail(fn, "argument #%d: async: expected a boolean, got %s", arg, show(async))
   end
-  local o = {wait = check_wait(fn, arg, opts.wait), queue = q, async = async, arg = arg}
-  if names.set.acc then o.acc = opts.acc end
   return o
 end
 
@@ -254,8 +127,8 @@ local TUNABLES = {
 
 ------------------------------------------------------------------ programs
 
--- Programs, kernels and buffers per device (weak keys) and reduction key.
-local cache = setmetatable({}, {__mode = "k"})
+-- Per device (weak keys): a reduction key -> its entry (entry_for).
+local cache = H.device_cache()
 
 -- The settings of dev's class in reduce.classes, checked, as a new table,
 -- and their signature (tells when a script changed them).
@@ -284,6 +157,16 @@ local function floor_pow2(n)
   return p
 end
 
+-- Elements of t per vector load on dev: cls.vector_bytes' worth, at most
+-- the device's base address alignment, at least 2 (OpenCL has no 1-wide
+-- vector type).
+local function vector_width(cls, dev, t)
+  local size = SIZES[t]
+  local vw = min(MAX_VECTOR_WIDTH, max(1, cls.vector_bytes // size))
+  while vw > 1 and vw * size > dev.mem_base_addr_align do vw = vw // 2 end
+  return max(vw, 2)
+end
+
 -- The source of a reduction: its definitions, then kernels/reduce.cl.
 local function source(spec, cls, vw)
   local lines = {
@@ -304,25 +187,9 @@ local function source(spec, cls, vw)
   return concat(lines, "\n")
 end
 
--- The compiled reduction spec on dev: {groups, partials (kernels), vw,
--- local_size, max_groups, partial (buffer), result (scalar buffer), last}.
-local function entry_for(fn, dev, spec)
-  local per_dev = cache[dev]
-  local cls, sig = device_class(fn, dev)
-  if not per_dev or per_dev[CLASSES] ~= sig then
-    -- first use, or reduce.classes changed since: build again
-    per_dev = {[CLASSES] = sig}
-    cache[dev] = per_dev
-  end
-  local e = per_dev[spec.key]
-  if e then return e end
-  if (spec.type == "double" or spec.acc == "double") and not dev.fp64 then
-    fail(fn, "%s has no double precision (fp64)", dev.name)
-  end
-  local size = SIZES[spec.type]
-  local vw = min(16, max(1, cls.vector_bytes // size))
-  while vw > 1 and vw * size > dev.mem_base_addr_align do vw = vw // 2 end
-  if vw == 1 then vw = 2 end   -- OpenCL has no 1-wide vector type
+-- The program of the reduction spec on dev; a custom one that does not
+-- compile raises with the build log.
+local function build(fn, dev, spec, cls, vw)
   local ok, prog = pcall(dev.build, dev, source(spec, cls, vw))
   if not ok then
     if spec.custom then
@@ -332,6 +199,24 @@ local function entry_for(fn, dev, spec)
     error(prog, 0)
   end
   M.programs_built = M.programs_built + 1
+  return prog
+end
+
+-- The compiled reduction spec on dev, made on first use (and again when
+-- reduce.classes changed): {groups, partials (kernels), vw, local_size,
+-- max_groups, min_vectors, partial (buffer), result (scalar buffer),
+-- scratch (local memory)}. Its buffers are shared by every call: the
+-- entry keeps their last user (H.set_last_user).
+local function entry_for(fn, dev, spec)
+  local cls, sig = device_class(fn, dev)
+  local entries = H.device_entries(cache, dev, sig)
+  local e = entries[spec.key]
+  if e then return e end
+  if (spec.type == "double" or spec.acc == "double") and not dev.fp64 then
+    fail(fn, "%s has no double precision (fp64)", dev.name)
+  end
+  local vw = vector_width(cls, dev, spec.type)
+  local prog = build(fn, dev, spec, cls, vw)
   local groups, partials = prog.reduce_groups, prog.reduce_partials
   local lsz = floor_pow2(min(cls.local_size, dev.max_work_group_size,
                              groups.work_group_size, partials.work_group_size))
@@ -343,29 +228,66 @@ local function entry_for(fn, dev, spec)
     result = dev:scalar(spec.acc),
     scratch = gpu.localmem(spec.acc, lsz),
   }
-  per_dev[spec.key] = e
+  entries[spec.key] = e
   return e
 end
 
 ------------------------------------------------------------------ running
 
--- Runs the reduction spec over x (and y) with options opts. Returns the
--- number, or with opts.async the read Event and the list of pass Events.
-local function run(fn, spec, x, y, opts)
+-- Checks the inputs of the reduction spec: x, and y when it takes two.
+-- Returns the element count and the inputs as {root, offset} pairs.
+local function check_inputs(fn, spec, x, y)
   local t, n, xroot, xoff = check_buffer(fn, 1, x)
-  local yroot, yoff
+  local input = {x = xroot, xoff = xoff}
   if spec.inputs == 2 then
-    local ty, ny
-    ty, ny, yroot, yoff = check_buffer(fn, 2, y)
+    local ty, ny, yroot, yoff = check_buffer(fn, 2, y)
     if ty ~= t then fail(fn, "argument #2: expected a buffer of %s, got %s", t, ty) end
     if ny ~= n then fail(fn, "argument #2: expected %d elements, got %d", n, ny) end
     if yroot.device ~= xroot.device then
       fail(fn, "argument #2: the buffers are on different devices")
     end
+    input.y, input.yoff = yroot, yoff
   end
   if spec.type ~= t then
     fail(fn, "argument #1: expected a buffer of %s, got %s", spec.type, t)
   end
+  return n, input
+end
+
+-- Enqueues the passes of entry e over the n elements of input, the first
+-- after the Events in waits; returns their Events.
+local function enqueue_passes(e, n, input, q, waits)
+  local first = {wait = waits, queue = q}
+  if n == 0 then
+    return {e.partials(e.partial, 0, e.result, e.scratch)
+              :run({e.local_size}, {e.local_size}, first)}
+  end
+  local vw, lsz, xoff, yoff = e.vw, e.local_size, input.xoff, input.yoff
+  local head = (vw - xoff % vw) % vw
+  if yoff and (xoff - yoff) % vw ~= 0 then head = n end  -- no common alignment
+  head = min(head, n)
+  local nvec = (n - head) // vw
+  local items = (nvec + e.min_vectors - 1) // e.min_vectors
+  local groups = max(1, min(e.max_groups, (items + lsz - 1) // lsz))
+  local out = groups == 1 and e.result or e.partial
+  local call
+  if yoff then
+    call = e.groups(input.x, xoff, input.y, yoff, n, head, nvec, out, e.scratch)
+  else
+    call = e.groups(input.x, xoff, n, head, nvec, out, e.scratch)
+  end
+  local events = {call:run({groups * lsz}, {lsz}, first)}
+  if groups > 1 then
+    events[2] = e.partials(e.partial, groups, e.result, e.scratch)
+      :run({lsz}, {lsz}, H.after(q, events[1]))
+  end
+  return events
+end
+
+-- Runs the reduction spec over x (and y) with options opts. Returns the
+-- number, or with opts.async the read Event and the list of pass Events.
+local function run(fn, spec, x, y, opts)
+  local n, input = check_inputs(fn, spec, x, y)
   local q = opts.queue
   local dev = q and q.device or x.device
   if dev ~= x.device and dev.platform ~= x.device.platform then
@@ -373,42 +295,11 @@ local function run(fn, spec, x, y, opts)
          opts.arg, dev.name, x.device.name)
   end
   local e = entry_for(fn, dev, spec)
-  -- On an in-order queue the passes follow each other without waits (an
-  -- explicit wait can cost a round trip through the driver); the cached
-  -- buffers' last user is waited for when it ran on another queue.
-  local inorder = q == nil or not q.out_of_order
-  local qkey = q or dev
   local waits = opts.wait
-  if e.last and (not inorder or e.last_queue ~= qkey) then waits[#waits + 1] = e.last end
-  local events = {}
-  local function after(ev) return {wait = not inorder and {ev} or nil, queue = q} end
-
-  if n == 0 then
-    events[1] = e.partials(e.partial, 0, e.result, e.scratch)
-      :run({e.local_size}, {e.local_size}, {wait = waits, queue = q})
-  else
-    local vw, lsz = e.vw, e.local_size
-    local head = (vw - xoff % vw) % vw
-    if spec.inputs == 2 and (xoff - yoff) % vw ~= 0 then head = n end  -- no common alignment
-    head = min(head, n)
-    local nvec = (n - head) // vw
-    local items = (nvec + e.min_vectors - 1) // e.min_vectors
-    local groups = max(1, min(e.max_groups, (items + lsz - 1) // lsz))
-    local out = groups == 1 and e.result or e.partial
-    local call
-    if spec.inputs == 2 then
-      call = e.groups(xroot, xoff, yroot, yoff, n, head, nvec, out, e.scratch)
-    else
-      call = e.groups(xroot, xoff, n, head, nvec, out, e.scratch)
-    end
-    events[1] = call:run({groups * lsz}, {lsz}, {wait = waits, queue = q})
-    if groups > 1 then
-      events[2] = e.partials(e.partial, groups, e.result, e.scratch)
-        :run({lsz}, {lsz}, after(events[1]))
-    end
-  end
-  local ev = e.result:read(after(events[#events]))
-  e.last, e.last_queue = ev, qkey
+  H.wait_for_last_user(e, q, dev, waits)
+  local events = enqueue_passes(e, n, input, q, waits)
+  local ev = e.result:read(H.after(q, events[#events]))
+  H.set_last_user(e, ev, q, dev)
   if opts.async then return ev, events end
   return ev:wait()
 end
@@ -472,7 +363,7 @@ function Reducer.__tostring(r)
                 r.type, r.acc, r.map, r.op, r.neutral)
 end
 
-local NEW_FIELDS = known_keys("type", "acc", "map", "op", "neutral", "inputs", "device")
+local NEW_FIELDS = H.option_names{"type", "acc", "map", "op", "neutral", "inputs", "device"}
 
 local function expression(fn, def, field, default)
   local v = def[field]
@@ -494,6 +385,26 @@ local function expression(fn, def, field, default)
   return (v:gsub("[\r\n]", " "))
 end
 
+-- Field field of a reduce.new definition: a scalar element type.
+local function element_type(fn, field, t)
+  if type(t) ~= "string" or not SIZES[t] then
+    fail(fn, "field '%s': expected a scalar element type (char .. double), got %s", field,
+         type(t) == "string" and "'" .. t .. "'" or typename(t))
+  end
+  return t
+end
+
+-- The inputs field of a reduce.new definition (given: its value): 1 or 2;
+-- by default 2 when the map names y.
+local function input_count(fn, given, map)
+  if given == nil then return map:find("%f[%w_]y%f[^%w_]") and 2 or 1 end
+  local inputs = integer(given)
+  if inputs ~= 1 and inputs ~= 2 then
+    fail(fn, "field 'inputs': expected 1 or 2, got %s", show(given))
+  end
+  return inputs
+end
+
 -- reduce.new{type =, map =, op =, neutral = [, acc =] [, inputs =] [, device =]}
 local function new(def)
   local fn = "reduce.new"
@@ -501,32 +412,15 @@ local function new(def)
     fail(fn, "argument #1: expected a table {type =, map =, op =, neutral =}, got %s",
          typename(def))
   end
-  for k in next, def do
-    if not NEW_FIELDS.set[k] then
-      fail(fn, "unknown field '%s' (expected %s)", tostring(k), NEW_FIELDS.list)
-    end
-  end
+  H.check_keys(fn, "", def, NEW_FIELDS, "field")
   local t = def.type
   if t == nil then fail(fn, "missing field 'type' (an element type such as \"float\")") end
-  if type(t) ~= "string" or not SIZES[t] then
-    fail(fn, "field 'type': expected a scalar element type (char .. double), got %s",
-         type(t) == "string" and "'" .. t .. "'" or typename(t))
-  end
-  local acc = def.acc or t
-  if type(acc) ~= "string" or not SIZES[acc] then
-    fail(fn, "field 'acc': expected a scalar element type (char .. double), got %s",
-         type(acc) == "string" and "'" .. acc .. "'" or typename(acc))
-  end
+  t = element_type(fn, "type", t)
+  local acc = element_type(fn, "acc", def.acc or t)
   local map = expression(fn, def, "map", "x")
   local op = expression(fn, def, "op")
   local neutral = expression(fn, def, "neutral")
-  local given = def.inputs
-  local inputs = integer(given)
-  if given == nil then
-    inputs = map:find("%f[%w_]y%f[^%w_]") and 2 or 1
-  elseif inputs ~= 1 and inputs ~= 2 then
-    fail(fn, "field 'inputs': expected 1 or 2, got %s", show(given))
-  end
+  local inputs = input_count(fn, def.inputs, map)
   local r = setmetatable({type = t, acc = acc, map = map, op = op, neutral = neutral,
                           inputs = inputs}, Reducer)
   r.spec = {type = t, acc = acc, map = map, op = op, neutral = neutral,
@@ -534,10 +428,7 @@ local function new(def)
             key = concat({"new", t, acc, inputs, map, op, neutral}, "\0")}
   local dev = def.device
   if dev ~= nil then
-    if typename(dev) ~= "luagpu.Device" then
-      fail(fn, "field 'device': expected a luagpu.Device, got %s", typename(dev))
-    end
-    if released(dev) then fail(fn, "field 'device': attempt to use a released device") end
+    H.check_object(fn, "field 'device'", dev, "Device")
     entry_for(fn, dev, r.spec)
   end
   return r

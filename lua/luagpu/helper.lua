@@ -1,0 +1,262 @@
+-- luagpu.helper: the base every pure-Lua helper (luagpu.reduce,
+-- luagpu.matmul, ...) is written on:
+--
+--   raising        H.fail(fn, fmt, ...): "luagpu: FN: message" at the line of
+--                  the script that called the helper (the first frame outside
+--                  the helpers' folder)
+--   values         H.class_of, H.typename, H.show, H.integer
+--   arguments      H.check_object, H.check_buffer, H.check_keys
+--   options        H.option_names, H.check_options, H.check_wait
+--   enqueueing     H.in_order, H.after
+--   caches         H.device_cache, H.device_entries, H.scratch_buffer,
+--                  H.wait_for_last_user, H.set_last_user
+--
+-- fn, in every check, is the name of the function checked for ("reduce.sum",
+-- "matmul"); where, the part of a message that names the value
+-- ("argument #2: queue"). Not meant for scripts.
+
+local gpu = require "luagpu"
+
+local type, next, ipairs, tostring, error = type, next, ipairs, tostring, error
+local rawlen, rawget, setmetatable = rawlen, rawget, setmetatable
+local format, concat = string.format, table.concat
+local max, mtype, tointeger = math.max, math.type, math.tointeger
+-- absent where a sandbox removed the debug library: errors then carry no position
+local getinfo = debug and debug.getinfo
+
+local H = {}
+
+-- Bytes per element of the scalar element types.
+H.SCALAR_SIZES = {char = 1, uchar = 1, short = 2, ushort = 2, int = 4, uint = 4,
+                  long = 8, ulong = 8, float = 4, double = 8}
+
+-- Events in a wait option: the C side takes 65536, and one is kept for the
+-- wait on the last user of a cached scratch buffer.
+H.MAX_WAIT = 65535
+
+------------------------------------------------------------------ raising
+
+-- The folder of the helpers' chunk names ("@lua/luagpu/", or
+-- "@[luagpu built-in]/luagpu/" for the copies embedded in the build): a
+-- frame whose chunk is a .lua file in it belongs to a helper.
+local HELPERS_DIR = getinfo and getinfo(1, "S").source
+HELPERS_DIR = HELPERS_DIR and (HELPERS_DIR:match("^(.*[/\\])") or HELPERS_DIR)
+
+local function is_helper(source)
+  return source:sub(1, #HELPERS_DIR) == HELPERS_DIR and source:sub(-4) == ".lua"
+end
+
+-- The level, for the error() in H.fail, of the first function on the stack
+-- that is not a helper's: the script's line that called the helper (0, no
+-- position, when there is none, as from pcall, or no debug library).
+local function caller_level()
+  if not getinfo then return 0 end
+  local level = 3                    -- 1: caller_level, 2: H.fail, 3: its caller
+  while true do
+    local info = getinfo(level, "S")
+    if not info then return 0 end
+    if not is_helper(info.source) then return level - 1 end
+    level = level + 1
+  end
+end
+
+-- Raises "luagpu: FN: " .. format(fmt, ...) at the helper's caller.
+function H.fail(fn, fmt, ...)
+  error("luagpu: " .. fn .. ": " .. format(fmt, ...), caller_level())
+end
+local fail = H.fail
+
+------------------------------------------------------------------ values
+
+-- The class of a luagpu object ("Buffer") and whether it was released;
+-- nil for other values.
+function H.class_of(v)
+  local t = gpu.type(v)
+  if t == nil then return nil end
+  local live = t:match("^released (.*)")
+  return live or t, live ~= nil
+end
+local class_of = H.class_of
+
+-- The class of a luagpu object ("luagpu.Buffer", released or not); other
+-- values: their Lua type.
+function H.typename(v)
+  local t = class_of(v)
+  return t and "luagpu." .. t or type(v)
+end
+local typename = H.typename
+
+-- v for a message: numbers and booleans as Lua writes them, strings quoted,
+-- anything else by its type.
+function H.show(v)
+  local t = type(v)
+  if t == "number" or t == "boolean" then return tostring(v) end
+  if t == "string" then return format("%q", v) end
+  return typename(v)
+end
+
+-- v as an integer when it is a number with an integral value, else nil
+-- (math.tointeger alone would also convert strings).
+function H.integer(v)
+  return mtype(v) and tointeger(v)
+end
+
+------------------------------------------------------------------ arguments
+
+-- Checks v to be a live luagpu object of class cls ("Queue"); expected says
+-- what was expected in the message (default "a luagpu.Queue"). Returns v.
+function H.check_object(fn, where, v, cls, expected)
+  local c, released = class_of(v)
+  if c ~= cls then
+    fail(fn, "%s: expected %s, got %s", where, expected or "a luagpu." .. cls, typename(v))
+  end
+  if released then fail(fn, "%s: attempt to use a released %s", where, cls:lower()) end
+  return v
+end
+local check_object = H.check_object
+
+-- Checks argument #arg to be a live buffer (a view of a live one counts);
+-- returns its element type, its root buffer and its offset in the root
+-- (elements).
+function H.check_buffer(fn, arg, b)
+  check_object(fn, "argument #" .. arg, b, "Buffer", "a buffer")
+  return b.type, b.root, b.offset
+end
+
+-- The names a table may hold: {set =, list = "a, b, c" (for messages),
+-- label = what a message puts before one ("option " or "")}.
+function H.option_names(names, label)
+  local set = {}
+  for _, k in ipairs(names) do set[k] = true end
+  return {set = set, list = concat(names, ", "), label = label or ""}
+end
+
+-- Checks that table t holds only names of known (read raw: a __pairs hides
+-- none); raises "WHEREunknown NOUN 'k' (expected a, b, c)".
+function H.check_keys(fn, where, t, known, noun)
+  for k in next, t do
+    if not known.set[k] then
+      fail(fn, "%sunknown %s '%s' (expected %s)", where, noun, tostring(k), known.list)
+    end
+  end
+end
+
+------------------------------------------------------------------ options
+
+-- Checks ev, the i-th Event of a wait option (i nil: the option itself).
+local function check_event(fn, where, ev, i)
+  local cls, released = class_of(ev)
+  if cls ~= "Event" or released then
+    check_object(fn, i and format("%s[%d]", where, i) or where, ev, "Event")
+  end
+end
+
+-- The wait option (nil, an Event or a list of Events) as a new list,
+-- checked. A list is read raw, as the C side reads one: its metatable's
+-- __len and __index are not called.
+function H.check_wait(fn, where, w)
+  local list = {}
+  if w == nil then return list end
+  if type(w) ~= "table" then
+    check_event(fn, where, w)
+    list[1] = w
+    return list
+  end
+  local n = rawlen(w)
+  if n > H.MAX_WAIT then
+    fail(fn, "%s: %d events are too many (at most %d)", where, n, H.MAX_WAIT)
+  end
+  for i = 1, n do
+    local ev = rawget(w, i)
+    check_event(fn, where, ev, i)
+    list[i] = ev
+  end
+  return list
+end
+
+-- Checks opts, argument #arg of fn: nil or a table of the options in known
+-- (from H.option_names). Returns a new table: wait (a new list) and queue,
+-- checked; arg; the other known options as given (read as fields, so a
+-- proxy's __index works), for the helper to check.
+function H.check_options(fn, arg, opts, known)
+  if opts == nil then return {wait = {}, arg = arg} end
+  if type(opts) ~= "table" then
+    fail(fn, "argument #%d: expected an options table, got %s", arg, typename(opts))
+  end
+  local at = "argument #" .. arg .. ": "
+  H.check_keys(fn, at, opts, known, "option")
+  local o = {}
+  for k in next, known.set do o[k] = opts[k] end
+  local named = at .. known.label
+  if o.queue ~= nil then check_object(fn, named .. "queue", o.queue, "Queue") end
+  o.wait = H.check_wait(fn, named .. "wait", o.wait)
+  o.arg = arg
+  return o
+end
+
+------------------------------------------------------------------ enqueueing
+
+-- Whether commands on q (nil: the device's default queue) run in order.
+function H.in_order(q)
+  return q == nil or not q.out_of_order
+end
+
+-- The options of a command on q that must follow the Events given: an
+-- in-order queue orders it by itself (an explicit wait can cost a round
+-- trip through the driver); on an out-of-order one it waits for them.
+function H.after(q, ...)
+  if H.in_order(q) then return {queue = q} end
+  return {wait = {...}, queue = q}
+end
+
+------------------------------------------------------------------ caches
+
+-- A cache of what a helper makes per device (programs, scratch buffers):
+-- device -> its entries. Weak keys: the entries go with the device.
+function H.device_cache()
+  return setmetatable({}, {__mode = "k"})
+end
+
+local VERSION, LAST_USER, LAST_QUEUE = {}, {}, {}
+
+-- The entries of dev in cache: a new table on first use, and again when
+-- version (a signature of settings a script may change) differs from the
+-- one they were made for.
+function H.device_entries(cache, dev, version)
+  local e = cache[dev]
+  if e == nil or e[VERSION] ~= version then
+    e = {[VERSION] = version}
+    cache[dev] = e
+  end
+  return e
+end
+
+-- A buffer of at least n elements of type t on dev, kept in entries under
+-- key and made again (the old one released) when too small.
+function H.scratch_buffer(entries, dev, key, t, n)
+  local b = entries[key]
+  if not b or #b < n then
+    if b then b:release() end
+    b = dev:buffer(t, max(n, 1))
+    entries[key] = b
+  end
+  return b
+end
+
+-- Appends to waits the Event of the last call that used the scratch
+-- buffers of holder, unless q orders the two by itself (the same in-order
+-- queue; q nil: dev's default queue).
+function H.wait_for_last_user(holder, q, dev, waits)
+  local last = holder[LAST_USER]
+  if last and (not H.in_order(q) or holder[LAST_QUEUE] ~= (q or dev)) then
+    waits[#waits + 1] = last
+  end
+end
+
+-- Records ev, on q (nil: dev's default queue), as the last user of the
+-- scratch buffers of holder.
+function H.set_last_user(holder, ev, q, dev)
+  holder[LAST_USER], holder[LAST_QUEUE] = ev, q or dev
+end
+
+return H
