@@ -299,6 +299,7 @@ typedef struct Launch {
   const cl_event *wait;
   const char *fn;              /* "call:run" or "dev:run" */
   int argno;                   /* the argument number of the global size */
+  int no_event;                /* opts.event == false: no Event asked for, none returned */
 } Launch;
 
 /* Enqueues the launch a describes and pushes its Event. A global size with
@@ -350,7 +351,10 @@ static int launch(lua_State *L, const Launch *a) {
       lg_error(L, fn, "argument #%d (%s) of kernel %s: attempt to use a released buffer",
                (int)i + 1, k->args[i].name, k->name);
   for (i = 0; i < dims; i++)
-    if (g[i] == 0) return empty_launch(L, q, a->qidx, a->nwait, a->wait, k->command);
+    if (g[i] == 0) {
+      if (a->no_event) return 0;   /* nothing to run, nothing to return */
+      return empty_launch(L, q, a->qidx, a->nwait, a->wait, k->command);
+    }
   if (k->args_of != c->serial) {
     k->args_of = 0;
     for (i = 0; i < c->nargs; i++) {
@@ -362,13 +366,14 @@ static int launch(lua_State *L, const Launch *a) {
     k->args_of = c->serial;
   }
   err = clEnqueueNDRangeKernel(q, k->k, dims, a->off, g, has_local ? l : NULL,
-                               a->nwait, a->wait, &ev);
+                               a->nwait, a->wait, a->no_event ? NULL : &ev);
   if (lg_is_oom(err)) {       /* dead buffers may hold the memory: collect, retry once */
     lua_gc(L, LUA_GCCOLLECT);
     err = clEnqueueNDRangeKernel(q, k->k, dims, a->off, g, has_local ? l : NULL,
-                                 a->nwait, a->wait, &ev);
+                                 a->nwait, a->wait, a->no_event ? NULL : &ev);
   }
   if (err != CL_SUCCESS) lg_clerror(L, ENQ, err, NULL);
+  if (a->no_event) return 0;
   /* The Event keeps nothing alive for the default queue: OpenCL itself
   ** retains the kernel and the buffers of an enqueued command, and an Event
   ** holding nothing is let go by the collector without waiting for its
@@ -401,24 +406,30 @@ static int push_call_device(lua_State *L, int idx) {
   return lua_gettop(L);
 }
 
-/* Reads opts.offset of the options table at idx into off; returns its dims. */
-static cl_uint get_offset(lua_State *L, int idx, size_t *off, const char *fn, int argno) {
-  cl_uint n = 0;
+/* Reads opts.offset and opts.event of the options table at idx into a
+** (the offset into off). */
+static void get_run_options(lua_State *L, int idx, size_t *off, Launch *a) {
   if (lua_getfield(L, idx, "offset") != LUA_TNIL) {
-    n = get_sizes(L, lua_gettop(L), off, 0, fn, argno, "offset");
+    a->offdims = get_sizes(L, lua_gettop(L), off, 0, a->fn, a->argno + 2, "offset");
+    a->off = off;
   }
-  lua_pop(L, 1);
-  return n;
+  if (lua_getfield(L, idx, "event") != LUA_TNIL) {
+    if (!lua_isboolean(L, -1))
+      lg_argerror(L, a->fn, a->argno + 2, "event: expected a boolean, got %s",
+                  luaL_typename(L, -1));
+    a->no_event = !lua_toboolean(L, -1);
+  }
+  lua_pop(L, 2);
 }
 
 /* The options of call:run and dev:run. */
-static const char *const run_options[] = {"wait", "queue", "offset", NULL};
+static const char *const run_options[] = {"wait", "queue", "offset", "event", NULL};
 
 /* call:run(global [, local] [, opts]) */
 static int call_run(lua_State *L) {
   lg_Call *c = check_call(L, 1);
   lg_Device *d = c->kernel->dev;
-  Launch a = {1, 2, 3, NULL, 0, NULL, 0, 0, NULL, "call:run", 1};
+  Launch a = {1, 2, 3, NULL, 0, NULL, 0, 0, NULL, "call:run", 1, 0};
   lg_Opts o;
   size_t off[3];
   int qidx;
@@ -437,8 +448,7 @@ static int call_run(lua_State *L) {
   push_call_device(L, 1);
   lg_getopts(L, 4, -1, "call:run", 3, &o);
   qidx = lua_gettop(L) - 1;                 /* the Queue lg_getopts pushed */
-  a.offdims = get_offset(L, 4, off, "call:run", 3);
-  a.off = a.offdims ? off : NULL;
+  get_run_options(L, 4, off, &a);
   a.q = o.queue->q;
   a.qidx = o.queue->q == d->queue ? 0 : qidx;
   a.nwait = o.nwait;
@@ -451,7 +461,7 @@ static int dev_run(lua_State *L) {
   lg_Device *d = lg_checkdevice(L, 1);
   lg_Call *c = luaL_testudata(L, 2, LG_CALL_MT);
   int top = lua_gettop(L), last = top, optidx = 0;
-  Launch a = {2, 3, 4, NULL, 0, NULL, 0, 0, NULL, "dev:run", 2};
+  Launch a = {2, 3, 4, NULL, 0, NULL, 0, 0, NULL, "dev:run", 2, 0};
   lg_Opts o;
   size_t off[3];
   if (c == NULL) return lg_typeerror(L, "dev:run", 1, 2, "a " LG_CALL_MT " (k(...))");
@@ -467,8 +477,11 @@ static int dev_run(lua_State *L) {
   lua_pushnil(L);                           /* stands for absent options */
   lg_getopts_events(L, optidx ? optidx : lua_gettop(L), 1, 5, last, "dev:run", optidx - 1, &o);
   a.qidx = o.queue->q == d->queue ? 0 : lua_gettop(L) - 1;   /* the default queue: none */
-  if (optidx) a.offdims = get_offset(L, optidx, off, "dev:run", optidx - 1);
-  a.off = a.offdims ? off : NULL;
+  if (optidx) {
+    a.argno = optidx - 3;      /* so that a.argno + 2 names the options */
+    get_run_options(L, optidx, off, &a);
+    a.argno = 2;
+  }
   a.q = o.queue->q;
   a.nwait = o.nwait;
   a.wait = o.wait;

@@ -4,6 +4,7 @@
 ** commands wait on each other (options, wait lists, markers) is sync.c.
 */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -72,6 +73,12 @@ lg_Queue *lg_wrapqueue(lua_State *L, int devidx, cl_command_queue cq) {
   return q;
 }
 
+/* Whether a new default queue profiles: yes, unless LUAGPU_PROFILING=0. */
+static int default_profiling(void) {
+  const char *env = getenv("LUAGPU_PROFILING");
+  return env == NULL || strcmp(env, "0") != 0;
+}
+
 /* The device's default queue: uservalue 2 of the Device, made on first use. */
 void lg_push_default_queue(lua_State *L, int devidx) {
   lg_Device *d;
@@ -79,7 +86,7 @@ void lg_push_default_queue(lua_State *L, int devidx) {
   d = lg_checkdevice(L, devidx);
   if (lua_getiuservalue(L, devidx, 2) == LUA_TUSERDATA) return;
   lua_pop(L, 1);
-  lg_newqueue(L, devidx, 1, 0);
+  lg_newqueue(L, devidx, default_profiling(), 0);
   lua_pushvalue(L, -1);
   lua_setiuservalue(L, devidx, 2);
   d->queue = ((lg_Queue *)lua_touserdata(L, -1))->q;
@@ -183,6 +190,28 @@ static int dev_flush(lua_State *L) {
   return finish(L, lua_touserdata(L, -1), 1);
 }
 
+/* dev:set_profiling(on): the device's default queue from now on profiles
+** (true) or not (false: enqueueing costs less on some drivers, and Events
+** of it have no times). Commands already enqueued complete first on the
+** old queue, which Events may still hold. */
+static int dev_set_profiling(lua_State *L) {
+  lg_Device *d = lg_checkdevice(L, 1);
+  lg_Queue *q;
+  int on;
+  luaL_checkany(L, 2);
+  if (!lua_isboolean(L, 2)) return lg_typeerror(L, "dev:set_profiling", 1, 2, "a boolean");
+  on = lua_toboolean(L, 2);
+  lg_push_default_queue(L, 1);
+  q = lua_touserdata(L, -1);
+  if (q->profiling == on) return 0;
+  finish(L, q, 0);
+  lg_newqueue(L, 1, on, 0);
+  lua_setiuservalue(L, 1, 2);
+  lg_push_default_queue(L, 1);
+  d->queue = ((lg_Queue *)lua_touserdata(L, -1))->q;
+  return 0;
+}
+
 /* dev:default_queue(): the Queue that commands without {queue =} run on. */
 static int dev_default_queue(lua_State *L) {
   lg_checkdevice(L, 1);
@@ -203,7 +232,8 @@ static const luaL_Reg queue_meta[] = {
 
 static const luaL_Reg device_methods[] = {
   {"queue", dev_queue}, {"finish", dev_finish}, {"flush", dev_flush},
-  {"default_queue", dev_default_queue}, {NULL, NULL}
+  {"default_queue", dev_default_queue}, {"set_profiling", dev_set_profiling},
+  {NULL, NULL}
 };
 
 void lg_open_queue(lua_State *L) {

@@ -303,8 +303,8 @@ describe("call:run", function()
     has_error("luagpu: call:run: argument #3: expected an options table", call.run, call, {8},
               nil, 5)
     has_error("luagpu: call:run: argument #3: unknown option 'ofset' (expected wait, queue, "
-              .. "offset)", call.run, call, {8}, nil, {ofset = {4}})
-    has_error("luagpu: call:run: argument #3: unknown option '1' (expected wait, queue, offset)",
+              .. "offset, event)", call.run, call, {8}, nil, {ofset = {4}})
+    has_error("luagpu: call:run: argument #3: unknown option '1' (expected wait, queue, offset, event)",
               call.run, call, {8}, nil, {dev:queue()})
   end)
 
@@ -324,6 +324,19 @@ describe("call:run", function()
     end
     assert.is_nil(dev:run(prog.set_value(out, 1), {0, 2}, {1, 2}):wait())
     assert.same({7, 7, 7, 7, 7, 7, 7, 7}, out:get():totable())
+  end)
+
+  it("enqueues without an Event with {event = false}, and returns nothing", function()
+    local out = dev:buffer("int", 8)
+    local q = dev:queue()
+    assert.equal(0, select("#", prog.set_value(out, 4):run({8}, nil, {event = false, queue = q})))
+    assert.equal(0, select("#", dev:run(prog.set_value(out, 6), {4}, nil,
+                                        {event = false, offset = {4}, queue = q})))
+    assert.equal(0, select("#", prog.set_value(out, 9):run({0}, nil, {event = false})))
+    q:finish()
+    assert.same({4, 4, 4, 4, 6, 6, 6, 6}, out:get():totable())
+    has_error("luagpu: call:run: argument #3: event: expected a boolean, got number",
+              prog.set_value(out, 1).run, prog.set_value(out, 1), {8}, nil, {event = 0})
   end)
 
   it("raises for a queue that the options' own metamethods released", function()
@@ -410,7 +423,7 @@ describe("dev:run", function()
     has_error("luagpu: dev:run: argument #1: expected a luagpu.Call (k(...)), got no value",
               dev.run, dev)
     has_error("luagpu: dev:run: argument #4", dev.run, dev, prog.set_value(out, 1), {8}, nil, 5)
-    has_error("luagpu: dev:run: argument #4: unknown option 'wiat' (expected wait, queue, offset)",
+    has_error("luagpu: dev:run: argument #4: unknown option 'wiat' (expected wait, queue, offset, event)",
               dev.run, dev, prog.set_value(out, 1), {8}, nil, {wiat = {}})
     has_error("luagpu: clEnqueueNDRangeKernel: CL_INVALID_WORK_GROUP_SIZE (-54): local size "
               .. "{3} does not divide global size {8}",

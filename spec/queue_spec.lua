@@ -35,6 +35,38 @@ describe("dev:queue", function()
   end)
 end)
 
+describe("dev:set_profiling", function()
+  it("swaps the default queue for one with profiling off, and back", function()
+    local d = gpu.devices()[#gpu.devices()]      -- a device no other spec switches
+    local b = d:buffer("int", 4)
+    local before = d:default_queue()
+    local ev = b:fill(1)
+    d:set_profiling(false)
+    assert.equal("complete", ev.status)            -- the old queue was finished first
+    assert.is_false(d:default_queue().profiling)
+    assert.is_false(rawequal(before, d:default_queue()))
+    assert.is_false(before.default)
+    local off = b:fill(2)
+    has_error("luagpu: event.duration: the queue of this fill command has profiling off",
+              function() return off.duration end)
+    d:set_profiling(false)                          -- no change: the same queue
+    d:set_profiling(true)
+    assert.is_true(d:default_queue().profiling)
+    assert.is_true(b:fill(3).duration >= 0)
+    assert.same({3, 3, 3, 3}, b:get():totable())
+    has_error("luagpu: dev:set_profiling: argument #1: expected a boolean, got number",
+              d.set_profiling, d, 1)
+  end)
+
+  it("starts without profiling under LUAGPU_PROFILING=0", function()
+    local build = os.getenv("LUAGPU_BUILD") or "build"
+    local p = io.popen("LUAGPU_PROFILING=0 " .. build .. "/luagpu -e "
+                       .. "'print(gpu.device():default_queue().profiling)' 2>&1")
+    assert.equal("false\n", p:read("a"))
+    p:close()
+  end)
+end)
+
 describe("queue methods", function()
   it("finish, flush, marker and barrier", function()
     local q = dev:queue()
