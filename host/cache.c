@@ -6,7 +6,9 @@
 ** with the hashing functions here). An entry is written to a temporary
 ** file and renamed into place, so concurrent processes never read half of
 ** one; a checksum at its end catches truncated or damaged entries, which
-** then read as absent. LUAGPU_NO_CACHE=1 turns the cache off.
+** then read as absent. LUAGPU_NO_CACHE=1 turns the cache off. At the end,
+** the lock that keeps processes sharing PoCL's own cache out of each other's
+** way.
 */
 #define _XOPEN_SOURCE 700   /* realpath */
 #include <errno.h>
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -89,13 +92,26 @@ void lg_hash_final(lg_Hash *s, unsigned char out[32]) {
 
 /* ----------------------------------------------------- included files */
 
+/* The key must change whenever a file the compiler reads changes. The scan
+** reads each file as the compiler's first phases do (trigraphs aside:
+** backslash-newlines spliced, comments blanked, literals kept whole), then
+** follows every #include "..." / <...> and __has_include operand through
+** the compiler's search order. What it cannot follow for sure (an #include
+** of a macro, #include_next, trigraphs, digraph directives, a directive
+** after a comment that spans lines, too many or too deep files) makes it
+** unsure, and program.c then does not cache the build. */
+
 #define MAX_INCLUDES 256
 #define MAX_DEPTH 32
 
-typedef struct Seen {
-  char *paths[MAX_INCLUDES];
-  int n;
-} Seen;
+typedef struct Scan {
+  lg_Hash *h;
+  const char *const *dirs;     /* the compiler's -I folders, in its order */
+  int ndirs;
+  char *seen[MAX_INCLUDES];    /* real paths of the files hashed so far */
+  int nseen;
+  int unsure;                  /* met something it cannot follow */
+} Scan;
 
 /* Reads a whole file (malloc'd, NUL-terminated); NULL when it cannot. */
 static char *read_file(const char *path, size_t *len) {
@@ -117,89 +133,222 @@ static int is_file(const char *path) {
   return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static void scan(lg_Hash *s, const char *src, size_t len, const char *curdir,
-                 const char *const *dirs, int ndirs, Seen *seen, int depth);
+static int is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\f' || c == '\v' || c == '\r';
+}
 
-/* Finds name as the preprocessor would (quoted: curdir first), hashes its
-** content once, and scans it in turn. */
-static void include_file(lg_Hash *s, const char *name, int quoted, const char *curdir,
-                         const char *const *dirs, int ndirs, Seen *seen, int depth) {
-  char path[PATH_MAX], real[PATH_MAX];
+static int is_ident(char c) {
+  return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* Removes each backslash-newline in place (clang also takes blanks between
+** the backslash and the newline); returns the new length. */
+static size_t splice(char *t, size_t n) {
+  size_t r = 0, w = 0;
+  while (r < n) {
+    if (t[r] == '\\') {
+      size_t e = r + 1;
+      while (e < n && is_blank(t[e])) e++;
+      if (e < n && t[e] == '\n') { r = e + 1; continue; }
+    }
+    t[w++] = t[r++];
+  }
+  return w;
+}
+
+/* Copies the string or character literal at t[*r] to t[*w] (in place),
+** up to its closing quote or the end of the line. */
+static void copy_literal(char *t, size_t n, size_t *r, size_t *w) {
+  char q = t[*r];
+  t[(*w)++] = t[(*r)++];
+  while (*r < n && t[*r] != q && t[*r] != '\n') {
+    if (t[*r] == '\\' && *r + 1 < n && t[*r + 1] != '\n') t[(*w)++] = t[(*r)++];
+    t[(*w)++] = t[(*r)++];
+  }
+  if (*r < n && t[*r] == q) t[(*w)++] = t[(*r)++];
+}
+
+/* Blanks the comments of t in place, keeping literals whole: a comment
+** becomes one space, or a newline when it holds one and is not inside a
+** directive (a directive goes on after it, as in clang). A '#' that follows
+** such a comment, or a "%:" directive, makes the scan unsure. Returns the
+** new length. */
+static size_t uncomment(Scan *s, char *t, size_t n) {
+  size_t r = 0, w = 0;
+  int bol = 1, directive = 0, after_lines = 0;
+  while (r < n) {
+    char c = t[r];
+    if (c == '/' && r + 1 < n && (t[r + 1] == '*' || t[r + 1] == '/')) {
+      size_t e = r + 2;
+      if (t[r + 1] == '/') {
+        while (e < n && t[e] != '\n') e++;
+      } else {
+        while (e + 1 < n && !(t[e] == '*' && t[e + 1] == '/')) e++;
+        e = e + 1 < n ? e + 2 : n;
+      }
+      if (t[r + 1] == '*' && !directive && memchr(t + r, '\n', e - r) != NULL) {
+        t[w++] = '\n';
+        bol = after_lines = 1;
+      } else {
+        t[w++] = ' ';
+      }
+      r = e;
+    } else if (c == '\n') {
+      t[w++] = t[r++];
+      bol = 1;
+      directive = after_lines = 0;
+    } else if (is_blank(c)) {
+      t[w++] = t[r++];
+    } else {
+      if (bol && (c == '#' || (c == '%' && r + 1 < n && t[r + 1] == ':'))) {
+        directive = 1;
+        if (after_lines || c == '%') s->unsure = 1;
+      }
+      bol = after_lines = 0;
+      if (c == '"' || c == '\'') copy_literal(t, n, &r, &w);
+      else t[w++] = t[r++];
+    }
+  }
+  return w;
+}
+
+/* True when t holds a trigraph (clang replaces them in OpenCL C). */
+static int has_trigraph(const char *t, size_t n) {
+  size_t i;
+  for (i = 0; i + 2 < n; i++)
+    if (t[i] == '?' && t[i + 1] == '?' && strchr("=/'()!<>-", t[i + 2]) != NULL &&
+        t[i + 2] != '\0')
+      return 1;
+  return 0;
+}
+
+static void scan(Scan *s, const char *src, size_t len, const char *curdir, int depth);
+
+/* Tries dir/name (name alone when dir is "") as a file; returns 1 and
+** leaves it in path when it is one. */
+static int try_path(char *path, size_t size, const char *dir, const char *name) {
+  int n = dir == NULL ? -1 : dir[0] == '\0' ? snprintf(path, size, "%s", name)
+                                            : snprintf(path, size, "%s/%s", dir, name);
+  return n >= 0 && (size_t)n < size && is_file(path);
+}
+
+/* Finds name as the compiler would (quoted: curdir first, then every -I
+** folder in order), hashes its content once, and scans it in turn. A file
+** not found is hashed by name. */
+static void include_file(Scan *s, const char *name, int quoted, const char *curdir,
+                         int depth) {
+  char path[PATH_MAX], real[PATH_MAX], *text, *slash;
+  size_t n = 0;
   int i, found = 0;
   if (name[0] == '/') {
-    found = is_file(name) && snprintf(path, sizeof path, "%s", name) < (int)sizeof path;
+    found = try_path(path, sizeof path, "", name);   /* absolute */
   } else {
-    if (quoted && curdir != NULL)
-      found = snprintf(path, sizeof path, "%s/%s", curdir, name) < (int)sizeof path &&
-              is_file(path);
-    for (i = 1; !found && i < ndirs; i++)
-      found = dirs[i] != NULL &&
-              snprintf(path, sizeof path, "%s/%s", dirs[i], name) < (int)sizeof path &&
-              is_file(path);
+    found = quoted && try_path(path, sizeof path, curdir, name);
+    for (i = 0; !found && i < s->ndirs; i++)
+      found = try_path(path, sizeof path, s->dirs[i], name);
   }
   if (!found || realpath(path, real) == NULL) {
-    lg_hash_update(s, "missing ", 8);
-    lg_hash_update(s, name, strlen(name) + 1);
+    lg_hash_update(s->h, "missing ", 8);
+    lg_hash_update(s->h, name, strlen(name) + 1);
     return;
   }
-  for (i = 0; i < seen->n; i++)
-    if (strcmp(seen->paths[i], real) == 0) return;
-  if (seen->n < MAX_INCLUDES && (seen->paths[seen->n] = malloc(strlen(real) + 1)) != NULL) {
-    size_t n = 0;
-    char *text;
-    strcpy(seen->paths[seen->n++], real);
-    text = read_file(path, &n);
-    lg_hash_update(s, "include ", 8);
-    lg_hash_update(s, real, strlen(real) + 1);
-    if (text == NULL) return;
-    lg_hash_update(s, &n, sizeof n);
-    lg_hash_update(s, text, n);
-    if (depth < MAX_DEPTH) {
-      char *slash = strrchr(path, '/');
-      if (slash != NULL) *slash = '\0';
-      scan(s, text, n, slash != NULL ? path : ".", dirs, ndirs, seen, depth + 1);
-    }
+  for (i = 0; i < s->nseen; i++)
+    if (strcmp(s->seen[i], real) == 0) return;
+  if (s->nseen == MAX_INCLUDES || depth >= MAX_DEPTH || (text = read_file(path, &n)) == NULL) {
+    s->unsure = 1;
+    return;
+  }
+  if ((s->seen[s->nseen] = malloc(strlen(real) + 1)) == NULL) {
     free(text);
+    s->unsure = 1;
+    return;
+  }
+  strcpy(s->seen[s->nseen++], real);
+  lg_hash_update(s->h, "include ", 8);
+  lg_hash_update(s->h, real, strlen(real) + 1);
+  lg_hash_update(s->h, &n, sizeof n);
+  lg_hash_update(s->h, text, n);
+  slash = strrchr(path, '/');
+  if (slash != NULL) *slash = '\0';
+  scan(s, text, n, slash != NULL ? path : ".", depth + 1);
+  free(text);
+}
+
+/* Reads the operand "name" or <name> at q (blanks before it skipped) and
+** includes that file; anything else (a macro) makes the scan unsure.
+** Returns where the operand ends. */
+static const char *operand(Scan *s, const char *q, const char *eol, const char *curdir,
+                           int depth) {
+  char close, name[PATH_MAX];
+  const char *e;
+  while (q < eol && is_blank(*q)) q++;
+  close = q < eol && *q == '"' ? '"' : q < eol && *q == '<' ? '>' : 0;
+  if (!close || (e = memchr(q + 1, close, (size_t)(eol - q - 1))) == NULL ||
+      (size_t)(e - q - 1) >= sizeof name || memchr(q + 1, '\0', (size_t)(e - q - 1)) != NULL) {
+    s->unsure = 1;
+    return eol;
+  }
+  memcpy(name, q + 1, (size_t)(e - q - 1));
+  name[e - q - 1] = '\0';
+  include_file(s, name, close == '"', curdir, depth);
+  return e + 1;
+}
+
+/* The directive whose name starts at q: includes its file for #include;
+** #include_next and #import make the scan unsure; every __has_include(...)
+** of the line (for #if, #elif) counts as an include. */
+static void directive(Scan *s, const char *q, const char *eol, const char *curdir, int depth) {
+  const char *w;
+  size_t n;
+  while (q < eol && is_blank(*q)) q++;
+  for (w = q; q < eol && is_ident(*q); q++) {}
+  n = (size_t)(q - w);
+  if (n == 7 && memcmp(w, "include", 7) == 0) q = operand(s, q, eol, curdir, depth);
+  else if ((n == 12 && memcmp(w, "include_next", 12) == 0) || (n == 6 && memcmp(w, "import", 6) == 0))
+    s->unsure = 1;
+  while (q < eol) {
+    if (!is_ident(*q)) { q++; continue; }
+    for (w = q; q < eol && is_ident(*q); q++) {}
+    n = (size_t)(q - w);
+    if ((n == 13 && memcmp(w, "__has_include", 13) == 0) ||
+        (n == 18 && memcmp(w, "__has_include_next", 18) == 0)) {
+      while (q < eol && is_blank(*q)) q++;
+      if (q < eol && *q == '(' && n == 18) s->unsure = 1;   /* not ifdef __has_include */
+      else if (q < eol && *q == '(') q = operand(s, q + 1, eol, curdir, depth);
+    }
   }
 }
 
-/* Looks for #include lines: each one's file is hashed, wherever it is
-** (conditional includes too: a superset keeps the key correct). */
-static void scan(lg_Hash *s, const char *src, size_t len, const char *curdir,
-                 const char *const *dirs, int ndirs, Seen *seen, int depth) {
-  const char *p = src, *end = src + len;
-  while (p < end) {
+/* Scans one file's text (the source itself at depth 0) for directives. */
+static void scan(Scan *s, const char *src, size_t len, const char *curdir, int depth) {
+  char *t = malloc(len + 1);
+  const char *p, *end;
+  if (t == NULL) { s->unsure = 1; return; }
+  memcpy(t, src, len);
+  if (has_trigraph(t, len)) s->unsure = 1;
+  len = uncomment(s, t, splice(t, len));
+  for (p = t, end = t + len; p < end;) {
     const char *eol = memchr(p, '\n', (size_t)(end - p)), *q = p;
     if (eol == NULL) eol = end;
-    while (q < eol && (*q == ' ' || *q == '\t')) q++;
-    if (q < eol && *q == '#') {
-      q++;
-      while (q < eol && (*q == ' ' || *q == '\t')) q++;
-      if (eol - q > 7 && memcmp(q, "include", 7) == 0) {
-        char close, name[PATH_MAX];
-        const char *e;
-        q += 7;
-        while (q < eol && (*q == ' ' || *q == '\t')) q++;
-        close = q < eol && *q == '"' ? '"' : q < eol && *q == '<' ? '>' : 0;
-        if (close && (e = memchr(q + 1, close, (size_t)(eol - q - 1))) != NULL &&
-            (size_t)(e - q - 1) < sizeof name) {
-          memcpy(name, q + 1, (size_t)(e - q - 1));
-          name[e - q - 1] = '\0';
-          include_file(s, name, close == '"', curdir, dirs, ndirs, seen, depth);
-        }
-      }
-    }
+    while (q < eol && is_blank(*q)) q++;
+    if (q < eol && *q == '#') directive(s, q + 1, eol, curdir, depth);
     p = eol + 1;
   }
+  free(t);
 }
 
-void lg_hash_includes(lg_Hash *s, const char *source, size_t len,
-                      const char *const *dirs, int ndirs) {
-  Seen seen;
+int lg_hash_includes(lg_Hash *h, const char *source, size_t len,
+                     const char *const *dirs, int ndirs) {
+  Scan s;
   int i;
-  seen.n = 0;
-  scan(s, source, len, ndirs > 0 ? dirs[0] : NULL, dirs, ndirs, &seen, 0);
-  for (i = 0; i < seen.n; i++) free(seen.paths[i]);
+  s.h = h;
+  s.dirs = dirs;
+  s.ndirs = ndirs;
+  s.nseen = 0;
+  s.unsure = 0;
+  scan(&s, source, len, ndirs > 0 ? dirs[0] : NULL, 0);
+  for (i = 0; i < s.nseen; i++) free(s.seen[i]);
+  return !s.unsure;
 }
 
 /* -------------------------------------------------------------- entries */
@@ -213,11 +362,23 @@ int lg_cache_enabled(void) {
   return v == NULL || v[0] == '\0' || strcmp(v, "0") == 0;
 }
 
+/* Creates folder dir (0700) and its missing parents (0755); returns 0 when
+** it cannot. */
+static int make_dirs(char *dir) {
+  size_t i;
+  for (i = 1; dir[i] != '\0'; i++) {
+    if (dir[i] != '/') continue;
+    dir[i] = '\0';
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) { dir[i] = '/'; return 0; }
+    dir[i] = '/';
+  }
+  return mkdir(dir, 0700) == 0 || errno == EEXIST;
+}
+
 /* The cache folder, created (with its parents) when create is set; returns
 ** 0 when there is none to use. */
 static int cache_dir(char *dir, size_t size, int create) {
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  size_t i;
   int n;
   if (xdg != NULL && xdg[0] == '/')
     n = snprintf(dir, size, "%s/luagpu", xdg);
@@ -226,14 +387,7 @@ static int cache_dir(char *dir, size_t size, int create) {
   else
     return 0;
   if (n < 0 || (size_t)n >= size) return 0;
-  if (!create) return 1;
-  for (i = 1; dir[i] != '\0'; i++) {
-    if (dir[i] != '/') continue;
-    dir[i] = '\0';
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) { dir[i] = '/'; return 0; }
-    dir[i] = '/';
-  }
-  return mkdir(dir, 0700) == 0 || errno == EEXIST;
+  return !create || make_dirs(dir);
 }
 
 static void put_u64(unsigned char *p, uint64_t v) {
@@ -324,4 +478,76 @@ void lg_cache_store(const char *key, const lg_CacheEntry *e) {
   ok = ok && fwrite(sum, 1, 32, f) == 32;
   ok = fclose(f) == 0 && ok;
   if (!ok || rename(tmp, path) != 0) unlink(tmp);
+}
+
+/* ------------------------------------------------- PoCL's kernel cache */
+
+/* PoCL 3.1 keeps compiled programs in a cache folder of its own, one
+** subfolder per program named by a hash of the preprocessed source, the
+** options and the device: every process that builds the same program
+** shares it. A build writes the subfolder's program.bc by unlink and
+** rename (a build that finds the file reads it), and the serialisation
+** behind clGetProgramInfo(CL_PROGRAM_BINARY_SIZES) walks the subfolder
+** without checking stat or opendir. When one process walks or reads while
+** another is between the unlink and the rename, stat fails, a stale
+** st_mode says "folder", and readdir(NULL) crashes (or the build's
+** assertion "program->data[device_i]" aborts). Kernel launches only add
+** folders and rename finished files in, which the walk survives.
+**
+** So every build, load from a binary and binary extraction luagpu asks of
+** PoCL runs under an exclusive flock on luagpu.lock in PoCL's cache folder:
+** the one file that every process sharing that folder agrees on, whatever
+** its own luagpu cache or its LUAGPU_NO_CACHE. */
+
+static int is_pocl(cl_platform_id p) {
+  char name[64];
+  memset(name, 0, sizeof name);
+  clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof name - 1, name, NULL);
+  return strstr(name, "Portable Computing Language") != NULL;
+}
+
+/* PoCL's cache folder, found as PoCL finds it: $POCL_CACHE_DIR, else
+** $XDG_CACHE_HOME/pocl/kcache, else ~/.cache/pocl/kcache. Returns 0 for
+** other platforms. */
+static int pocl_dir(cl_platform_id p, char *dir, size_t size) {
+  const char *v;
+  int n;
+  if (!is_pocl(p)) return 0;
+  if ((v = getenv("POCL_CACHE_DIR")) != NULL)
+    n = snprintf(dir, size, "%s", v);
+  else if ((v = getenv("XDG_CACHE_HOME")) != NULL && v[0] != '\0')
+    n = snprintf(dir, size, "%s/pocl/kcache", v);
+  else if ((v = getenv("HOME")) != NULL && v[0] != '\0')
+    n = snprintf(dir, size, "%s/.cache/pocl/kcache", v);
+  else
+    n = snprintf(dir, size, "/tmp/pocl/kcache");
+  return n > 0 && (size_t)n < size;
+}
+
+int lg_pocl_lock(cl_platform_id p) {
+  char dir[PATH_MAX], path[PATH_MAX + 16];
+  int fd;
+  if (!pocl_dir(p, dir, sizeof dir) || !make_dirs(dir) ||
+      snprintf(path, sizeof path, "%s/luagpu.lock", dir) >= (int)sizeof path)
+    return -1;
+  fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) fd = open(path, O_RDONLY | O_CLOEXEC);   /* another user's folder */
+  if (fd < 0) return -1;
+  while (flock(fd, LOCK_EX) != 0) {
+    if (errno != EINTR) { close(fd); return -1; }
+  }
+  return fd;
+}
+
+void lg_pocl_unlock(int fd) {
+  if (fd >= 0) close(fd);   /* closing releases the flock */
+}
+
+size_t lg_pocl_name_max(cl_platform_id p) {
+  char dir[PATH_MAX];
+  long max;
+  if (!pocl_dir(p, dir, sizeof dir)) return 0;
+  max = pathconf(dir, _PC_NAME_MAX);
+  if (max <= 0) max = 255;
+  return max > 4 ? (size_t)max - 3 : 1;   /* KERNEL.so */
 }

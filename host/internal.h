@@ -469,8 +469,8 @@ void lg_hash_final(lg_Hash *s, unsigned char out[32]);
 ** order (NULL entries skipped). Files not found are hashed by name. Returns
 ** 0 when it cannot be sure it saw every file (an #include of a macro,
 ** trigraphs, ...): such a build must not be cached. */
-void lg_hash_includes(lg_Hash *s, const char *source, size_t len,
-                      const char *const *dirs, int ndirs);
+int lg_hash_includes(lg_Hash *s, const char *source, size_t len,
+                     const char *const *dirs, int ndirs);
 int lg_cache_enabled(void);
 /* One entry: the binary, the build log and the argument metadata. */
 typedef struct lg_CacheEntry {

@@ -1,8 +1,10 @@
 /*
-** kernel.c: Kernel objects (prog.NAME): k.name, k.args and the limits of a
-** kernel on its device, and the argument metadata every build records (and
-** the program cache keeps, since drivers need not report argument info for
-** programs loaded from binaries). Binding and launching are in call.c.
+** kernel.c: Program objects (what dev:build makes, program.c): prog.kernels,
+** prog.log, prog.NAME, prog:kernel(NAME), release; Kernel objects
+** (prog.NAME): k.name, k.args and the limits of a kernel on its device; and
+** the argument metadata every build records (and the program cache keeps,
+** since drivers need not report argument info for programs loaded from
+** binaries). Binding and launching are in call.c.
 **
 ** The metadata of a program is text, one line a kernel or parameter:
 **   kernel<TAB>NAME<TAB>NARGS
@@ -13,6 +15,12 @@
 #include <string.h>
 
 #include "internal.h"
+
+lg_Program *lg_checkprogram(lua_State *L, int idx) {
+  lg_Program *p = luaL_checkudata(L, idx, LG_PROGRAM_MT);
+  if (p->prog == NULL) lg_released_error(L, idx, "program");
+  return p;
+}
 
 /* ------------------------------------------------------------ metadata */
 
@@ -338,6 +346,168 @@ static int k_tostring(lua_State *L) {
   return 1;
 }
 
+/* ------------------------------------------------------------ programs */
+
+/* Pushes the kernel-name list of fields (at fidx) joined with ", ". */
+static void push_names(lua_State *L, int fidx) {
+  luaL_Buffer b;
+  lua_Integer i, n;
+  lua_getfield(L, fidx, "names");
+  n = (lua_Integer)lua_rawlen(L, -1);
+  luaL_buffinit(L, &b);
+  for (i = 1; i <= n; i++) {
+    if (i > 1) luaL_addstring(&b, ", ");
+    lua_rawgeti(L, -2, i);
+    luaL_addvalue(&b);
+  }
+  if (n == 0) luaL_addstring(&b, "none");
+  luaL_pushresult(&b);
+  lua_remove(L, -2);
+}
+
+void lg_push_kernel(lua_State *L, int progidx, const char *name, const char *fn) {
+  lua_Integer i, n;
+  progidx = lua_absindex(L, progidx);
+  lg_checkprogram(L, progidx);
+  lua_getiuservalue(L, progidx, 2);
+  if (lua_getfield(L, -1, name) == LUA_TUSERDATA) {
+    lua_remove(L, -2);
+    return;
+  }
+  lua_pop(L, 1);
+  lua_getiuservalue(L, progidx, 3);
+  lua_getfield(L, -1, "names");
+  n = (lua_Integer)lua_rawlen(L, -1);
+  for (i = 1; i <= n; i++) {
+    int found;
+    lua_rawgeti(L, -1, i);
+    found = strcmp(lua_tostring(L, -1), name) == 0;
+    lua_pop(L, 1);
+    if (found) break;
+  }
+  if (i > n) {
+    push_names(L, -2);
+    lg_error(L, fn, "no kernel named '%s' (kernels: %s)", name, lua_tostring(L, -1));
+  }
+  lua_pop(L, 2);
+  lg_newkernel(L, progidx, name, fn);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, name);
+  lua_remove(L, -2);
+}
+
+/* prog:kernel(name) */
+static int prog_kernel(lua_State *L) {
+  lg_checkprogram(L, 1);
+  if (lua_type(L, 2) != LUA_TSTRING)
+    return lg_typeerror(L, "prog:kernel", 1, 2, "a kernel name");
+  lg_push_kernel(L, 1, lua_tostring(L, 2), "prog:kernel");
+  return 1;
+}
+
+/* prog:release(), also __close: releases the program and its kernels
+** (calls bound to them raise when run afterwards). */
+static int prog_release(lua_State *L) {
+  lg_Program *p = luaL_checkudata(L, 1, LG_PROGRAM_MT);
+  if (p->prog == NULL) return 0;
+  if (lua_getiuservalue(L, 1, 2) == LUA_TTABLE) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      lg_Kernel *k = luaL_testudata(L, -1, LG_KERNEL_MT);
+      if (k != NULL && k->k != NULL) clReleaseKernel(k->k);
+      if (k != NULL) k->k = NULL;
+      lua_pop(L, 1);
+    }
+  }
+  clReleaseProgram(p->prog);
+  p->prog = NULL;
+  return 0;
+}
+
+static int prog_gc(lua_State *L) {
+  lg_Program *p = luaL_checkudata(L, 1, LG_PROGRAM_MT);
+  if (p->prog != NULL) clReleaseProgram(p->prog);
+  p->prog = NULL;
+  return 0;
+}
+
+/* Fields first (kernels, log, options, file, device, cached), then the
+** methods, then kernels by name; anything else raises. */
+static int prog_index(lua_State *L) {
+  lg_Program *p = luaL_checkudata(L, 1, LG_PROGRAM_MT);
+  const char *key;
+  if (lua_type(L, 2) == LUA_TSTRING && lg_pushmethod(L, 1, 2)) return 1;
+  lg_checkprogram(L, 1);
+  key = lua_tostring(L, 2);
+  if (lua_type(L, 2) != LUA_TSTRING) {
+    lua_getiuservalue(L, 1, 3);
+    push_names(L, -1);
+    return lg_error(L, "program", "no kernel named %s (kernels: %s)",
+                    luaL_tolstring(L, 2, NULL), lua_tostring(L, -2));
+  }
+  lua_getiuservalue(L, 1, 3);
+  if (strcmp(key, "kernels") == 0) {
+    lua_Integer i, n;
+    lua_getfield(L, -1, "names");
+    n = (lua_Integer)lua_rawlen(L, -1);
+    lua_createtable(L, (int)n, 0);
+    for (i = 1; i <= n; i++) {
+      lua_rawgeti(L, -2, i);
+      lua_rawseti(L, -2, i);
+    }
+    return 1;
+  }
+  if (strcmp(key, "log") == 0 || strcmp(key, "options") == 0 || strcmp(key, "file") == 0) {
+    lua_getfield(L, -1, key);
+    return 1;
+  }
+  if (strcmp(key, "device") == 0) {
+    lua_getiuservalue(L, 1, 1);
+    return 1;
+  }
+  if (strcmp(key, "cached") == 0) {
+    lua_pushboolean(L, p->from_cache);
+    return 1;
+  }
+  lua_pop(L, 1);
+  lg_push_kernel(L, 1, key, "program");
+  return 1;
+}
+
+static int prog_newindex(lua_State *L) {
+  return lg_error(L, "program", "field '%s' is read-only", luaL_tolstring(L, 2, NULL));
+}
+
+static int prog_tostring(lua_State *L) {
+  lg_Program *p = luaL_checkudata(L, 1, LG_PROGRAM_MT);
+  if (p->prog == NULL) {
+    lua_pushfstring(L, LG_PROGRAM_MT " (released): %p", (void *)p);
+    return 1;
+  }
+  lua_getiuservalue(L, 1, 3);
+  push_names(L, -1);
+  lua_pushfstring(L, LG_PROGRAM_MT " {%s} on %s: %p", lua_tostring(L, -1), p->dev->name,
+                  (void *)p);
+  return 1;
+}
+
+static const luaL_Reg program_methods[] = {
+  {"kernel", prog_kernel},
+  {"release", prog_release},
+  {NULL, NULL}
+};
+
+static const luaL_Reg program_meta[] = {
+  {"__index", prog_index},
+  {"__newindex", prog_newindex},
+  {"__gc", prog_gc},
+  {"__close", prog_release},
+  {"__tostring", prog_tostring},
+  {NULL, NULL}
+};
+
+/* ------------------------------------------------------------- classes */
+
 static const luaL_Reg kernel_meta[] = {
   {"__index", k_index},
   {"__newindex", k_newindex},
@@ -348,6 +518,7 @@ static const luaL_Reg kernel_meta[] = {
 };
 
 void lg_open_kernel(lua_State *L) {
+  lg_newclass(L, LG_PROGRAM_MT, program_methods, program_meta);
   lg_newclass(L, LG_KERNEL_MT, NULL, kernel_meta);
   lg_open_call(L);
 }

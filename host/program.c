@@ -1,14 +1,20 @@
 /*
-** program.c: dev:build(source, opts) and dev:build_file(path, opts), and
-** Program objects: prog.kernels, prog.log, prog.NAME, prog:kernel(NAME).
-** A build asks for kernel argument info, enables cl_khr_fp64 where the
-** device has it, looks #include files up in the source's folder and in the
-** root's kernels/, and goes through the on-disk program cache (cache.c).
+** program.c: dev:build(source, opts) and dev:build_file(path, opts): the
+** compiler's options, the build itself and the program cache's key (the
+** Program objects they make are in kernel.c). A build asks for kernel
+** argument info, enables cl_khr_fp64 where the device has it, looks
+** #include files up in the source's folder, the user's -I folders and the
+** root's kernels/ (in that order), and goes through the on-disk program
+** cache (cache.c). What the compiler prints to stderr during a build goes
+** to the build log instead.
 */
-#define _XOPEN_SOURCE 700   /* realpath */
+#define _XOPEN_SOURCE 700   /* realpath, mkstemp */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +24,7 @@
 #include "internal.h"
 
 #define MAX_DIRS 16
-
-lg_Program *lg_checkprogram(lua_State *L, int idx) {
-  lg_Program *p = luaL_checkudata(L, idx, LG_PROGRAM_MT);
-  if (p->prog == NULL) lg_released_error(L, idx, "program");
-  return p;
-}
+#define SPACES " \t\n\r\f\v"
 
 /* ---------------------------------------------------------- options */
 
@@ -90,19 +91,220 @@ static void push_defines(lua_State *L, int idx, const char *fn, int arg) {
   lua_remove(L, list);
 }
 
-/* Adds the folders named by -I in the user's options to dirs, pushing each
-** one's name (the pointers stay valid while they stay on the stack). */
-static void user_include_dirs(lua_State *L, const char *opt, const char **dirs, int *ndirs) {
-  const char *p = opt;
-  while (p != NULL && (p = strstr(p, "-I")) != NULL && *ndirs < MAX_DIRS - 1) {
-    const char *e;
-    int word = p == opt || p[-1] == ' ';
-    p += 2;
-    while (*p == ' ') p++;
-    for (e = p; *e && *e != ' '; e++) {}
-    if (word && e > p) dirs[(*ndirs)++] = lua_pushlstring(L, p, (size_t)(e - p));
+/* Checks the user's build options (NULL: none) and adds the folders of
+** their -I to dirs, pushing each name (the pointers stay valid while they
+** stay on the stack). -D and -I need an argument, attached or the next
+** word (PoCL 3.1 crashes on one without). Returns 0 when the program cache
+** cannot be sure to search as the compiler does: words not separated by
+** plain spaces (PoCL splits at spaces only), or too many folders. */
+static int user_options(lua_State *L, const char *opt, const char *fn, int arg,
+                        const char **dirs, int *ndirs) {
+  const char *p = opt, *e;
+  int sure = opt == NULL || strpbrk(opt, "\t\n\r\f\v") == NULL;   /* spaces only */
+  while (p != NULL && *(p += strspn(p, SPACES)) != '\0') {
+    const char *dir = NULL;
+    e = p + strcspn(p, SPACES);
+    if (e - p == 2 && p[0] == '-' && (p[1] == 'D' || p[1] == 'I')) {
+      const char *w = e + strspn(e, SPACES);
+      if (*w == '\0' || *w == '-')
+        lg_argerror(L, fn, arg, "options: %s needs %s after it, got %s",
+                    p[1] == 'D' ? "-D" : "-I", p[1] == 'D' ? "a macro name" : "a folder",
+                    *w == '\0' ? "nothing" :
+                    lua_pushfstring(L, "'%s'", lua_pushlstring(L, w, strcspn(w, SPACES))));
+      e = w + strcspn(w, SPACES);
+      if (p[1] == 'I') dir = w;
+    } else if (e - p > 2 && p[0] == '-' && p[1] == 'I') {
+      dir = p + 2;
+    }
+    if (dir != NULL && *ndirs < MAX_DIRS - 1)
+      dirs[(*ndirs)++] = lua_pushlstring(L, dir, (size_t)(e - dir));
+    else if (dir != NULL)
+      sure = 0;
     p = e;
   }
+  return sure;
+}
+
+/* ---------------------------------------------------------- build steps */
+
+/* A build step (clBuildProgram, a load from a binary, a binary extraction)
+** runs with the PoCL cache lock held (cache.c says why) and fd 2 going to a
+** temporary file: PoCL's compiler prints "1 error generated." and the like
+** there, which belong in the build log. No Lua function is called inside a
+** step, so no error can leave the lock or the redirection behind; a mutex
+** keeps two threads from redirecting fd 2 at once, and a crash inside a
+** step first puts what the step printed on the real stderr. */
+
+#define CAPTURE_MT "luagpu.capture"   /* internal: never reaches Lua code */
+
+/* The temporary file of one build's steps; a userdata whose __close and
+** __gc close it. */
+typedef struct Capture {
+  int fd;                      /* -1 until the first step (or when none) */
+  off_t taken;                 /* bytes already pushed by push_captured */
+  int saved;                   /* the real fd 2 during a step, else -1 */
+  int lock;                    /* the PoCL lock during a step, else -1 */
+} Capture;
+
+static pthread_mutex_t step_mutex = PTHREAD_MUTEX_INITIALIZER;
+static const int crash_signals[] = {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+#define NCRASH ((int)(sizeof crash_signals / sizeof crash_signals[0]))
+static struct sigaction crash_old[NCRASH];
+static volatile sig_atomic_t crash_saved = -1, crash_fd = -1;
+
+/* A crash inside a step: the real stderr back, what the step printed
+** copied to it, then the signal handled as before the step. */
+static void on_crash(int sig) {
+  char buf[1024];
+  ssize_t n;
+  off_t off = 0;
+  int i;
+  if (crash_saved >= 0) {
+    dup2(crash_saved, 2);
+    while ((n = pread(crash_fd, buf, sizeof buf, off)) > 0 && write(2, buf, (size_t)n) == n)
+      off += n;
+  }
+  for (i = 0; i < NCRASH; i++)
+    if (crash_signals[i] == sig) sigaction(sig, &crash_old[i], NULL);
+  raise(sig);
+}
+
+/* An unlinked temporary file (close-on-exec), or -1. */
+static int temp_file(void) {
+  const char *dir = getenv("TMPDIR");
+  char path[PATH_MAX];
+  int fd;
+  if (dir == NULL || dir[0] == '\0') dir = "/tmp";
+  if (snprintf(path, sizeof path, "%s/luagpu-build-XXXXXX", dir) >= (int)sizeof path ||
+      (fd = mkstemp(path)) < 0)
+    return -1;
+  unlink(path);
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  return fd;
+}
+
+/* Starts a step on the platform of d: the lock taken, fd 2 redirected to
+** c's file (left alone when there is none, or no fd 2). */
+static void step_begin(Capture *c, lg_Device *d) {
+  struct sigaction sa;
+  int i;
+  pthread_mutex_lock(&step_mutex);
+  c->lock = lg_pocl_lock(d->platform);
+  c->saved = -1;
+  if (c->fd < 0) c->fd = temp_file();
+  fflush(stderr);
+  if (c->fd < 0 || (c->saved = fcntl(2, F_DUPFD_CLOEXEC, 3)) < 0) return;
+  if (dup2(c->fd, 2) < 0) {
+    close(c->saved);
+    c->saved = -1;
+    return;
+  }
+  crash_fd = c->fd;
+  crash_saved = c->saved;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_crash;
+  sigemptyset(&sa.sa_mask);
+  for (i = 0; i < NCRASH; i++) sigaction(crash_signals[i], &sa, &crash_old[i]);
+}
+
+/* Ends the step begun by step_begin: fd 2 and the signals as they were,
+** the lock released. */
+static void step_end(Capture *c) {
+  int i;
+  if (c->saved >= 0) {
+    fflush(stderr);
+    for (i = 0; i < NCRASH; i++) sigaction(crash_signals[i], &crash_old[i], NULL);
+    crash_saved = -1;
+    dup2(c->saved, 2);
+    close(c->saved);
+    c->saved = -1;
+  }
+  lg_pocl_unlock(c->lock);
+  c->lock = -1;
+  pthread_mutex_unlock(&step_mutex);
+}
+
+static int capture_gc(lua_State *L) {
+  Capture *c = luaL_checkudata(L, 1, CAPTURE_MT);
+  if (c->fd >= 0) close(c->fd);
+  c->fd = -1;
+  return 0;
+}
+
+static Capture *push_capture(lua_State *L) {
+  Capture *c = lua_newuserdatauv(L, sizeof *c, 0);
+  c->fd = c->saved = c->lock = -1;
+  c->taken = 0;
+  luaL_setmetatable(L, CAPTURE_MT);
+  return c;
+}
+
+/* Pushes what c's steps printed since the last call. */
+static void push_captured(lua_State *L, Capture *c) {
+  luaL_Buffer b;
+  ssize_t n;
+  luaL_buffinit(L, &b);
+  while (c->fd >= 0 && (n = pread(c->fd, luaL_prepbuffer(&b), LUAL_BUFFERSIZE, c->taken)) > 0) {
+    luaL_addsize(&b, (size_t)n);
+    c->taken += n;
+  }
+  luaL_pushresult(&b);
+}
+
+/* True for clang's "N warnings generated.", "N errors generated." and
+** "N warnings and M errors generated." (s holds n bytes). */
+static int is_summary(const char *s, size_t n) {
+  const char *e = s + n, *w;
+  int words = 0;
+  while (s < e) {
+    if (*s < '0' || *s > '9') return 0;
+    while (s < e && *s >= '0' && *s <= '9') s++;
+    if (e - s > 8 && memcmp(s, " warning", 8) == 0) s += 8;
+    else if (e - s > 6 && memcmp(s, " error", 6) == 0) s += 6;
+    else return 0;
+    if (s < e && *s == 's') s++;
+    words++;
+    w = s;
+    if (e - w == 11 && memcmp(w, " generated.", 11) == 0) return words <= 2;
+    if (e - w < 5 || memcmp(w, " and ", 5) != 0) return 0;
+    s = w + 5;
+  }
+  return 0;
+}
+
+/* True when text holds line (n bytes) as a whole line. */
+static int has_line(const char *text, const char *line, size_t n) {
+  for (;;) {
+    if (strncmp(text, line, n) == 0 && (text[n] == '\n' || text[n] == '\0')) return 1;
+    if ((text = strchr(text, '\n')) == NULL) return 0;
+    text++;
+  }
+}
+
+/* Replaces the log at logidx by itself and the lines of the captured text
+** on top that it lacks, which it pops. Lines other than clang's summaries
+** may be another thread's or the program's own: those also go back to the
+** real stderr, never lost. */
+static void settle(lua_State *L, int logidx) {
+  int capidx = lua_gettop(L);
+  const char *log = lua_tostring(L, logidx), *p = lua_tostring(L, capidx);
+  luaL_Buffer b;
+  logidx = lua_absindex(L, logidx);
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, log);
+  while (*p != '\0') {
+    size_t n = strcspn(p, "\n"), len = n;
+    while (len > 0 && (p[len - 1] == '\r' || p[len - 1] == ' ')) len--;
+    if (len > 0 && !has_line(log, p, len)) {
+      if (luaL_bufflen(&b) > 0) luaL_addchar(&b, '\n');
+      luaL_addlstring(&b, p, len);
+      if (!is_summary(p, len)) fprintf(stderr, "%.*s\n", (int)len, p);
+    }
+    p += n + (p[n] == '\n');
+  }
+  luaL_pushresult(&b);
+  lua_replace(L, logidx);
+  lua_settop(L, capidx - 1);
 }
 
 /* --------------------------------------------------------------- build */
@@ -148,19 +350,21 @@ static void hash_device(lg_Hash *h, lg_Device *d) {
 /* Builds from the cached binary; returns 1 on success (the program, its
 ** log and its metadata are set), 0 leaving nothing behind. */
 static int build_cached(lua_State *L, lg_Program *p, const char *key, const char *options,
-                        int fields) {
+                        int fields, Capture *c) {
   lg_CacheEntry e;
-  cl_int err, status = CL_SUCCESS;
+  cl_int err = CL_SUCCESS, status = CL_SUCCESS;
   const unsigned char *bin;
   if (!lg_cache_load(L, key, &e)) {
     lua_pop(L, 1);
     return 0;
   }
   bin = e.binary;
+  step_begin(c, p->dev);
   p->prog = clCreateProgramWithBinary(p->dev->ctx, 1, &p->dev->id, &e.binary_size, &bin,
                                       &status, &err);
   if (p->prog != NULL && err == CL_SUCCESS && status == CL_SUCCESS)
     err = clBuildProgram(p->prog, 1, &p->dev->id, options, NULL, NULL);
+  step_end(c);
   if (p->prog == NULL || err != CL_SUCCESS || status != CL_SUCCESS) {
     if (p->prog != NULL) clReleaseProgram(p->prog);
     p->prog = NULL;
@@ -168,6 +372,8 @@ static int build_cached(lua_State *L, lg_Program *p, const char *key, const char
     return 0;
   }
   lua_pushlstring(L, e.log, e.log_size);
+  push_captured(L, c);
+  settle(L, -2);
   lua_setfield(L, fields, "log");
   lua_pushlstring(L, e.meta, e.meta_size);
   lua_setfield(L, fields, "meta");
@@ -176,50 +382,38 @@ static int build_cached(lua_State *L, lg_Program *p, const char *key, const char
   return 1;
 }
 
-/* Builds from source, raising with the build log on failure, and stores
-** the binary in the cache. */
-static void build_source(lua_State *L, lg_Program *p, const char *key, int srcidx,
-                         const char *options, int fields, const char *fn, const char *file) {
-  size_t len, size = 0;
-  const char *src = lua_tolstring(L, srcidx, &len);
-  cl_int err;
-  lg_CacheEntry e;
+/* Extracts the built binary and stores it in the cache under key with the
+** log and metadata of fields (what the extraction printed joins the log);
+** failures only mean no entry. */
+static void store_binary(lua_State *L, lg_Program *p, const char *key, int fields,
+                         Capture *c) {
+  size_t size = 0;
   unsigned char *bin;
-  p->prog = clCreateProgramWithSource(p->dev->ctx, 1, &src, &len, &err);
-  if (p->prog == NULL || err != CL_SUCCESS) {
-    p->prog = NULL;
-    lg_clerror(L, "clCreateProgramWithSource", err, NULL);
-  }
-  err = clBuildProgram(p->prog, 1, &p->dev->id, options, NULL, NULL);
-  push_build_log(L, p->prog, p->dev->id);
-  if (err != CL_SUCCESS) {
-    const char *log = lua_tostring(L, -1);
-    clReleaseProgram(p->prog);
-    p->prog = NULL;
-    if (file != NULL) fn = lua_pushfstring(L, "%s: %s", fn, file);
-    if (err == CL_BUILD_PROGRAM_FAILURE || log[0] != '\0')
-      lg_clerror(L, lua_pushfstring(L, "%s: clBuildProgram", fn), err, "build log:\n%s", log);
-    lg_clerror(L, lua_pushfstring(L, "%s: clBuildProgram", fn), err, "options: %s", options);
-  }
-  lua_setfield(L, fields, "log");
-  lg_program_meta(L, p->prog, fn);
-  lua_setfield(L, fields, "meta");
-  if (key == NULL ||
-      clGetProgramInfo(p->prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) !=
-          CL_SUCCESS || size == 0)
-    return;
+  lg_CacheEntry e;
+  cl_int err;
+  step_begin(c, p->dev);
+  err = clGetProgramInfo(p->prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL);
+  step_end(c);
+  if (err != CL_SUCCESS || size == 0) return;
   bin = lua_newuserdatauv(L, size, 0);
-  if (clGetProgramInfo(p->prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS) {
+  step_begin(c, p->dev);
+  err = clGetProgramInfo(p->prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL);
+  step_end(c);
+  lua_getfield(L, fields, "log");
+  push_captured(L, c);
+  settle(L, -2);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, fields, "log");
+  if (err == CL_SUCCESS) {
     e.binary = bin;
     e.binary_size = size;
-    lua_getfield(L, fields, "log");
     e.log = lua_tolstring(L, -1, &e.log_size);
     lua_getfield(L, fields, "meta");
     e.meta = lua_tolstring(L, -1, &e.meta_size);
     lg_cache_store(key, &e);
-    lua_pop(L, 2);
+    lua_pop(L, 1);
   }
-  lua_pop(L, 1);
+  lua_pop(L, 2);
 }
 
 /* Sets fields.names, the list of kernel names read off fields.meta. */
@@ -242,6 +436,115 @@ static void set_names(lua_State *L, int fields) {
   lua_pop(L, 1);
 }
 
+/* Raises (releasing the program) when a kernel's name is longer than the
+** driver takes: PoCL names a file KERNEL.so in its cache folder and aborts
+** the process when it cannot (at binary extraction or first launch). */
+static void check_names(lua_State *L, lg_Program *p, int fields, const char *fn) {
+  size_t max = lg_pocl_name_max(p->dev->platform), n;
+  lua_Integer i;
+  if (max == 0) return;
+  lua_getfield(L, fields, "names");
+  for (i = 1; lua_rawgeti(L, -1, i) == LUA_TSTRING; i++) {
+    const char *name = lua_tolstring(L, -1, &n);
+    if (n > max) {
+      clReleaseProgram(p->prog);
+      p->prog = NULL;
+      lg_error(L, fn, "kernel '%s...' has a name of %d characters: PoCL takes at most %d "
+               "(it names a file after each kernel)",
+               lua_pushlstring(L, name, 24), (int)n, (int)max);
+    }
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 2);
+}
+
+/* Builds from source, raising with the build log on failure, and stores
+** the binary in the cache (key NULL: not cached). */
+static void build_source(lua_State *L, lg_Program *p, const char *key, int srcidx,
+                         const char *options, int fields, const char *fn, const char *file,
+                         Capture *c) {
+  size_t len;
+  const char *src = lua_tolstring(L, srcidx, &len);
+  cl_int made, err;
+  step_begin(c, p->dev);
+  p->prog = clCreateProgramWithSource(p->dev->ctx, 1, &src, &len, &made);
+  if (p->prog != NULL && made != CL_SUCCESS) clReleaseProgram(p->prog);
+  if (made != CL_SUCCESS) p->prog = NULL;
+  err = p->prog != NULL ? clBuildProgram(p->prog, 1, &p->dev->id, options, NULL, NULL) : made;
+  step_end(c);
+  if (p->prog == NULL) lg_clerror(L, "clCreateProgramWithSource", made, NULL);
+  push_build_log(L, p->prog, p->dev->id);
+  push_captured(L, c);
+  settle(L, -2);
+  if (err != CL_SUCCESS) {
+    const char *log = lua_tostring(L, -1);
+    clReleaseProgram(p->prog);
+    p->prog = NULL;
+    if (file != NULL) fn = lua_pushfstring(L, "%s: %s", fn, file);
+    if (err == CL_BUILD_PROGRAM_FAILURE || log[0] != '\0')
+      lg_clerror(L, lua_pushfstring(L, "%s: clBuildProgram", fn), err, "build log:\n%s", log);
+    lg_clerror(L, lua_pushfstring(L, "%s: clBuildProgram", fn), err, "options: %s", options);
+  }
+  lua_setfield(L, fields, "log");
+  lg_program_meta(L, p->prog, fn);
+  lua_setfield(L, fields, "meta");
+  set_names(L, fields);
+  check_names(L, p, fields, fn);
+  if (key != NULL) store_binary(L, p, key, fields, c);
+}
+
+static const char *const build_keys[] = {"options", "defines", NULL};
+
+/* Pushes (and returns) the options the compiler gets: luagpu's own, -I for
+** the source's folder srcdir (when not NULL), the defines, the user's
+** options, then -I for kdir (when not NULL): so the compiler searches the
+** source's folder, the user's -I, then the root's kernels/, as documented
+** and as the cache key's scan does. */
+static const char *push_options(lua_State *L, const char *srcdir, const char *defines,
+                                const char *user, const char *kdir) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, "-cl-kernel-arg-info");
+  if (srcdir != NULL) {
+    luaL_addstring(&b, " -I ");
+    luaL_addstring(&b, srcdir);
+  }
+  luaL_addstring(&b, defines);
+  if (user != NULL && user[0] != '\0') {
+    luaL_addchar(&b, ' ');
+    luaL_addstring(&b, user);
+  }
+  if (kdir != NULL) {
+    luaL_addstring(&b, " -I ");
+    luaL_addstring(&b, kdir);
+  }
+  luaL_pushresult(&b);
+  return lua_tostring(L, -1);
+}
+
+/* Pushes the cache key of the source at srcidx (nil when the build must
+** not be cached) and returns it. */
+static const char *push_key(lua_State *L, lg_Device *d, const char *options, int srcidx,
+                            const char *const *dirs, int ndirs) {
+  lg_Hash h;
+  size_t len;
+  const char *src = lua_tolstring(L, srcidx, &len);
+  unsigned char sum[32];
+  char hex[65];
+  int i;
+  lg_hash_init(&h);
+  hash_device(&h, d);
+  lg_hash_update(&h, options, strlen(options) + 1);
+  lg_hash_update(&h, src, len);
+  if (!lg_hash_includes(&h, src, len, dirs, ndirs)) {
+    lua_pushnil(L);
+    return NULL;
+  }
+  lg_hash_final(&h, sum);
+  for (i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", sum[i]);
+  return lua_pushstring(L, hex);
+}
+
 /* The work of dev:build and dev:build_file: the device is at 1, the source
 ** text at srcidx, the options table at optidx; file is the path (or NULL)
 ** and srcdir the folder of relative includes. Pushes the Program. */
@@ -249,22 +552,14 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
                  const char *fn) {
   lg_Device *d = lg_checkdevice(L, 1);
   lg_Program *p;
-  luaL_Buffer b;
-  const char *user = NULL, *options, *defines, *dirs[MAX_DIRS], *key = NULL;
-  char kdir[PATH_MAX + 16];
-  int ndirs = 0, fields, progidx, defidx, i;
-  unsigned char sum[32];
+  Capture *c;
+  const char *user = NULL, *options, *dirs[MAX_DIRS], *key = NULL, *kdir = NULL;
+  char kbuf[PATH_MAX + 16];
+  int ndirs = 0, fields, progidx, defidx, sure;
   if (!lua_isnoneornil(L, optidx)) {
     if (!lua_istable(L, optidx))
       lg_typeerror(L, fn, optidx - 1, optidx, "an options table {options =, defines =}");
-    lua_pushnil(L);
-    while (lua_next(L, optidx)) {
-      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-      if (strcmp(k, "options") != 0 && strcmp(k, "defines") != 0)
-        lg_argerror(L, fn, optidx - 1, "unknown option '%s' (expected options, defines)",
-                    luaL_tolstring(L, -2, NULL));
-      lua_pop(L, 1);
-    }
+    lg_checkoptions(L, optidx, fn, optidx - 1, build_keys);
     if (lua_getfield(L, optidx, "options") != LUA_TNIL && lua_type(L, -1) != LUA_TSTRING)
       lg_argerror(L, fn, optidx - 1, "options: expected a string, got %s", luaL_typename(L, -1));
     user = lua_tostring(L, -1);
@@ -275,6 +570,20 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
     lua_pushnil(L);
   }
   defidx = lua_gettop(L);
+
+  /* include folders, the compiler's -I in its order: the source's (unless
+  ** it cannot pass through the options), the user's, the root's kernels/ */
+  if (srcdir != NULL && strchr(srcdir, ' ') != NULL) srcdir = NULL;
+  dirs[ndirs++] = srcdir;
+  sure = user_options(L, user, fn, optidx - 1, dirs, &ndirs);
+  if (lg_root_dir() != NULL &&
+      snprintf(kbuf, sizeof kbuf, "%s/kernels", lg_root_dir()) < (int)sizeof kbuf &&
+      strchr(kbuf, ' ') == NULL)
+    dirs[ndirs++] = kdir = kbuf;
+  if (lua_istable(L, defidx)) push_defines(L, defidx, fn, optidx - 1);
+  else lua_pushliteral(L, "");
+  options = push_options(L, srcdir, lua_tostring(L, -1), user, kdir);
+
   p = lua_newuserdatauv(L, sizeof *p, 3);   /* released until the build succeeds */
   memset(p, 0, sizeof *p);
   p->dev = d;
@@ -282,34 +591,10 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
   progidx = lua_gettop(L);
   lua_newtable(L);
   fields = lua_gettop(L);
-
-  /* include folders: the source's, the user's -I, the root's kernels/ */
-  dirs[ndirs++] = srcdir;
-  user_include_dirs(L, user, dirs, &ndirs);
-  if (lg_root_dir() != NULL) {
-    snprintf(kdir, sizeof kdir, "%s/kernels", lg_root_dir());
-    dirs[ndirs++] = kdir;
-  }
-  if (lua_istable(L, defidx)) push_defines(L, defidx, fn, optidx - 1);
-  else lua_pushliteral(L, "");
-  defines = lua_tostring(L, -1);
-  luaL_buffinit(L, &b);
-  luaL_addstring(&b, "-cl-kernel-arg-info");
-  for (i = 0; i < ndirs; i++) {
-    if (i > 0 && dirs[i] != kdir) continue;    /* the user's -I are in the user's options */
-    if (dirs[i] == NULL || strchr(dirs[i], ' ') != NULL) continue;
-    luaL_addstring(&b, " -I ");
-    luaL_addstring(&b, dirs[i]);
-  }
-  luaL_addstring(&b, defines);
-  if (user != NULL && user[0] != '\0') {
-    luaL_addchar(&b, ' ');
-    luaL_addstring(&b, user);
-  }
-  luaL_pushresult(&b);
-  options = lua_tostring(L, -1);
-  lua_pushvalue(L, -1);
+  lua_pushstring(L, options);
   lua_setfield(L, fields, "options");
+  c = push_capture(L);
+  lua_toclose(L, -1);                 /* its file closes when build returns or raises */
 
   /* the source as the compiler sees it */
   if (d->fp64) lua_pushliteral(L, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
@@ -327,23 +612,10 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
   lua_concat(L, 3);
   srcidx = lua_gettop(L);
 
-  if (lg_cache_enabled()) {
-    lg_Hash h;
-    size_t len;
-    const char *src = lua_tolstring(L, srcidx, &len);
-    char hex[65];
-    lg_hash_init(&h);
-    hash_device(&h, d);
-    lg_hash_update(&h, options, strlen(options) + 1);
-    lg_hash_update(&h, src, len);
-    lg_hash_includes(&h, src, len, dirs, ndirs);
-    lg_hash_final(&h, sum);
-    for (i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", sum[i]);
-    key = lua_pushstring(L, hex);
-  }
-  if (key == NULL || !build_cached(L, p, key, options, fields))
-    build_source(L, p, key, srcidx, options, fields, fn, file);
-  set_names(L, fields);
+  if (lg_cache_enabled() && sure) key = push_key(L, d, options, srcidx, dirs, ndirs);
+  if (key == NULL || !build_cached(L, p, key, options, fields, c))
+    build_source(L, p, key, srcidx, options, fields, fn, file, c);
+  if (p->from_cache) set_names(L, fields);
   if (file != NULL) {
     lua_pushstring(L, file);
     lua_setfield(L, fields, "file");
@@ -413,173 +685,19 @@ static int dev_build_file(lua_State *L) {
   return build(L, 4, 3, path, real[0] ? real : NULL, "dev:build_file");
 }
 
-/* ------------------------------------------------------------ programs */
-
-/* Pushes the kernel-name list of fields (at fidx) joined with ", ". */
-static void push_names(lua_State *L, int fidx) {
-  luaL_Buffer b;
-  lua_Integer i, n;
-  lua_getfield(L, fidx, "names");
-  n = (lua_Integer)lua_rawlen(L, -1);
-  luaL_buffinit(L, &b);
-  for (i = 1; i <= n; i++) {
-    if (i > 1) luaL_addstring(&b, ", ");
-    lua_rawgeti(L, -2, i);
-    luaL_addvalue(&b);
-  }
-  if (n == 0) luaL_addstring(&b, "none");
-  luaL_pushresult(&b);
-  lua_remove(L, -2);
-}
-
-void lg_push_kernel(lua_State *L, int progidx, const char *name, const char *fn) {
-  lua_Integer i, n;
-  progidx = lua_absindex(L, progidx);
-  lg_checkprogram(L, progidx);
-  lua_getiuservalue(L, progidx, 2);
-  if (lua_getfield(L, -1, name) == LUA_TUSERDATA) {
-    lua_remove(L, -2);
-    return;
-  }
-  lua_pop(L, 1);
-  lua_getiuservalue(L, progidx, 3);
-  lua_getfield(L, -1, "names");
-  n = (lua_Integer)lua_rawlen(L, -1);
-  for (i = 1; i <= n; i++) {
-    int found;
-    lua_rawgeti(L, -1, i);
-    found = strcmp(lua_tostring(L, -1), name) == 0;
-    lua_pop(L, 1);
-    if (found) break;
-  }
-  if (i > n) {
-    push_names(L, -2);
-    lg_error(L, fn, "no kernel named '%s' (kernels: %s)", name, lua_tostring(L, -1));
-  }
-  lua_pop(L, 2);
-  lg_newkernel(L, progidx, name, fn);
-  lua_pushvalue(L, -1);
-  lua_setfield(L, -3, name);
-  lua_remove(L, -2);
-}
-
-/* prog:kernel(name) */
-static int prog_kernel(lua_State *L) {
-  lg_checkprogram(L, 1);
-  if (lua_type(L, 2) != LUA_TSTRING)
-    return lg_typeerror(L, "prog:kernel", 1, 2, "a kernel name");
-  lg_push_kernel(L, 1, lua_tostring(L, 2), "prog:kernel");
-  return 1;
-}
-
-/* prog:release(), also __close: releases the program and its kernels
-** (calls bound to them raise when run afterwards). */
-static int prog_release(lua_State *L) {
-  lg_Program *p = luaL_checkudata(L, 1, LG_PROGRAM_MT);
-  if (p->prog == NULL) return 0;
-  if (lua_getiuservalue(L, 1, 2) == LUA_TTABLE) {
-    lua_pushnil(L);
-    while (lua_next(L, -2)) {
-      lg_Kernel *k = luaL_testudata(L, -1, LG_KERNEL_MT);
-      if (k != NULL && k->k != NULL) clReleaseKernel(k->k);
-      if (k != NULL) k->k = NULL;
-      lua_pop(L, 1);
-    }
-  }
-  clReleaseProgram(p->prog);
-  p->prog = NULL;
-  return 0;
-}
-
-static int prog_gc(lua_State *L) {
-  lg_Program *p = luaL_checkudata(L, 1, LG_PROGRAM_MT);
-  if (p->prog != NULL) clReleaseProgram(p->prog);
-  p->prog = NULL;
-  return 0;
-}
-
-/* Fields first (kernels, log, options, file, device, cached), then the
-** methods, then kernels by name; anything else raises. */
-static int prog_index(lua_State *L) {
-  lg_Program *p = luaL_checkudata(L, 1, LG_PROGRAM_MT);
-  const char *key;
-  if (lua_type(L, 2) == LUA_TSTRING && lg_pushmethod(L, 1, 2)) return 1;
-  lg_checkprogram(L, 1);
-  key = lua_tostring(L, 2);
-  if (lua_type(L, 2) != LUA_TSTRING) {
-    lua_getiuservalue(L, 1, 3);
-    push_names(L, -1);
-    return lg_error(L, "program", "no kernel named %s (kernels: %s)",
-                    luaL_tolstring(L, 2, NULL), lua_tostring(L, -2));
-  }
-  lua_getiuservalue(L, 1, 3);
-  if (strcmp(key, "kernels") == 0) {
-    lua_Integer i, n;
-    lua_getfield(L, -1, "names");
-    n = (lua_Integer)lua_rawlen(L, -1);
-    lua_createtable(L, (int)n, 0);
-    for (i = 1; i <= n; i++) {
-      lua_rawgeti(L, -2, i);
-      lua_rawseti(L, -2, i);
-    }
-    return 1;
-  }
-  if (strcmp(key, "log") == 0 || strcmp(key, "options") == 0 || strcmp(key, "file") == 0) {
-    lua_getfield(L, -1, key);
-    return 1;
-  }
-  if (strcmp(key, "device") == 0) {
-    lua_getiuservalue(L, 1, 1);
-    return 1;
-  }
-  if (strcmp(key, "cached") == 0) {
-    lua_pushboolean(L, p->from_cache);
-    return 1;
-  }
-  lua_pop(L, 1);
-  lg_push_kernel(L, 1, key, "program");
-  return 1;
-}
-
-static int prog_newindex(lua_State *L) {
-  return lg_error(L, "program", "field '%s' is read-only", luaL_tolstring(L, 2, NULL));
-}
-
-static int prog_tostring(lua_State *L) {
-  lg_Program *p = luaL_checkudata(L, 1, LG_PROGRAM_MT);
-  if (p->prog == NULL) {
-    lua_pushfstring(L, LG_PROGRAM_MT " (released): %p", (void *)p);
-    return 1;
-  }
-  lua_getiuservalue(L, 1, 3);
-  push_names(L, -1);
-  lua_pushfstring(L, LG_PROGRAM_MT " {%s} on %s: %p", lua_tostring(L, -1), p->dev->name,
-                  (void *)p);
-  return 1;
-}
-
-static const luaL_Reg program_methods[] = {
-  {"kernel", prog_kernel},
-  {"release", prog_release},
-  {NULL, NULL}
-};
-
-static const luaL_Reg program_meta[] = {
-  {"__index", prog_index},
-  {"__newindex", prog_newindex},
-  {"__gc", prog_gc},
-  {"__close", prog_release},
-  {"__tostring", prog_tostring},
-  {NULL, NULL}
-};
-
 static const luaL_Reg device_methods[] = {
   {"build", dev_build},
   {"build_file", dev_build_file},
   {NULL, NULL}
 };
 
+static const luaL_Reg capture_meta[] = {
+  {"__gc", capture_gc},
+  {"__close", capture_gc},
+  {NULL, NULL}
+};
+
 void lg_open_program(lua_State *L) {
-  lg_newclass(L, LG_PROGRAM_MT, program_methods, program_meta);
+  lg_newclass(L, CAPTURE_MT, NULL, capture_meta);
   lg_add_methods(L, LG_DEVICE_MT, device_methods);
 }

@@ -1,8 +1,10 @@
 -- The on-disk program cache: entries under $XDG_CACHE_HOME/luagpu, hits in
--- the same and in later processes, keys covering defines and included files,
--- damaged or foreign entries falling back to a source build and replaced,
--- LUAGPU_NO_CACHE=1, and concurrent writers. Each case runs in its own
--- process (lua5.4 with the module under test) with a private cache folder.
+-- the same and in later processes, keys covering defines and included files
+-- (however the source spells its #include), damaged or foreign entries
+-- falling back to a source build and replaced, LUAGPU_NO_CACHE=1, and
+-- concurrent processes, also racing in PoCL's own cache. Each case runs in
+-- its own process (lua5.4 with the module under test) with a private cache
+-- folder.
 local BUILD = os.getenv("LUAGPU_BUILD") or "build"
 
 local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
@@ -154,6 +156,36 @@ describe("the program cache", function()
     os.execute("rm -rf " .. sh_quote(src))
   end)
 
+  it("sees header changes however the source reaches the header, or does not cache", function()
+    local src = tmpdir()
+    local KERNEL = "__kernel void f(__global int *o) { o[0] = VALUE; }\n"
+    local mains = {
+      macro = '#define H "x.h"\n#include H\n',          -- cannot be followed: not cached
+      spliced = '#inc\\\nlude "x.h"\n',                  -- a backslash-newline in the name
+      comment = '/* c */ #include "x.h"\n',              -- a comment before the directive
+      multiline = '/* a\n  b */ #include "x.h"\n',       -- clang takes it: not cached
+    }
+    local script = {}
+    for name, main in pairs(mains) do
+      write_file(src .. "/" .. name .. ".cl", main .. KERNEL)
+      script[#script + 1] = string.format('report(%q, dev:build_file(%q))', name,
+                                          src .. "/" .. name .. ".cl")
+    end
+    script = table.concat(script, "\n")
+    write_file(src .. "/x.h", "#define VALUE 61\n")
+    local first = child(home, script)
+    write_file(src .. "/x.h", "#define VALUE 62\n")
+    local changed = child(home, script)
+    local again = child(home, script)
+    for name in pairs(mains) do
+      local cacheable = name == "spliced" or name == "comment"
+      assert.same({cached = false, value = 61}, first[name], name .. ": " .. first.output)
+      assert.same({cached = false, value = 62}, changed[name], name .. ": " .. changed.output)
+      assert.same({cached = cacheable, value = 62}, again[name], name .. ": " .. again.output)
+    end
+    os.execute("rm -rf " .. sh_quote(src))
+  end)
+
   it("is off with LUAGPU_NO_CACHE=1", function()
     local before = #list(dir)
     local r = child(home, [[
@@ -181,5 +213,72 @@ describe("the program cache", function()
     for _, f in ipairs(files) do assert.matches("^%x+%.bin$", f) end
     local r = child(home, 'report("after", dev:build(SRC, {defines = {VALUE = 51}}))')
     assert.same({cached = true, value = 51}, r.after, r.output)
+  end)
+
+  -- PoCL 3.1 keeps its own cache, one folder per program shared by every
+  -- process building it. A build rewrites the folder's program.bc (unlink,
+  -- rename) while the serialisation behind clGetProgramInfo in another
+  -- process walks the folder without checking stat or opendir: readdir(NULL)
+  -- crashed about one cold run of the case above in 75. luagpu holds a flock
+  -- on luagpu.lock in PoCL's cache folder around every build step, so a
+  -- rival that makes program.bc vanish and come back as a competing build
+  -- does, under that lock, must never hurt a build. Without the lock this
+  -- crashes (or fails the build) within a few of the builds below.
+  it("never races a competing build in PoCL's own cache folder", function()
+    if not io.popen("command -v flock"):read("l") then return pending("no flock(1)") end
+    local probe = child(home, 'print(dev.platform .. " 0 0")')
+    if not probe.output:find("Portable Computing Language", 1, true) then
+      return pending("PoCL's cache only")
+    end
+    local box = tmpdir()
+    local kcache = box .. "/kcache"
+    assert(os.execute("mkdir -p " .. sh_quote(kcache)))
+    -- the rival, in one process that inherits fd 9 on luagpu.lock: under
+    -- the lock, as a competing PoCL build, program.bc vanishes for a moment
+    -- and comes back, over and over for 50 ms; until told to stop
+    write_file(box .. "/rival.lua", [[
+      local kcache, stop = arg[1], arg[2]
+      local files, deadline = {}, os.time() + 120
+      local function gone(path) local f = io.open(path) if f then f:close() end return not f end
+      while gone(stop) and os.time() < deadline do
+        if #files == 0 then
+          for f in io.popen("ls -d " .. kcache .. "/*/*/program.bc 2>/dev/null"):lines() do
+            files[#files + 1] = f
+          end
+          if #files == 0 then os.execute("sleep 0.01") end
+        else
+          os.execute("flock -x 9")
+          local t0 = os.clock()
+          repeat
+            for _, f in ipairs(files) do
+              os.rename(f, f .. ".away")
+              local t = os.clock()
+              repeat until os.clock() - t > 0.0002
+              os.rename(f .. ".away", f)
+            end
+          until os.clock() - t0 > 0.05
+          os.execute("flock -u 9")
+        end
+      end]])
+    write_file(box .. "/rival.sh", 'exec 9>>"$1/luagpu.lock"\n'
+               .. 'exec lua5.4 "$(dirname "$0")/rival.lua" "$1" "$2"\n')
+    -- sixteen builds of one program in PoCL's cache (a comment apart: each
+    -- a miss in luagpu's), each built, extracted, stored and run
+    write_file(box .. "/builder.lua", PRELUDE .. [[
+      for i = 1, 16 do
+        local p = dev:build("__kernel void f(__global int *o) { o[0] = 71; } // " .. i)
+        assert(result(p) == 71 and not p.cached)
+      end
+      print("built 16")]])
+    local env = string.format("LUAGPU_BUILD=%s XDG_CACHE_HOME=%s POCL_CACHE_DIR=%s", sh_quote(BUILD),
+                              sh_quote(box), sh_quote(kcache))
+    local p = io.popen(string.format(
+      "(sh %s %s %s & %s lua5.4 %s; echo \"exit $?\"; touch %s; wait) 2>&1",
+      sh_quote(box .. "/rival.sh"), sh_quote(kcache), sh_quote(box .. "/stop"), env,
+      sh_quote(box .. "/builder.lua"), sh_quote(box .. "/stop")))
+    local out = p:read("a")
+    p:close()
+    os.execute("rm -rf " .. sh_quote(box))
+    assert.matches("built 16\nexit 0\n", out, 1, true)
   end)
 end)

@@ -1,6 +1,9 @@
 -- Programs: dev:build and dev:build_file with options, defines and includes,
 -- build failures and warnings, prog.kernels / prog.NAME / prog:kernel,
--- k.args, release, and every bad-input message, on the real OpenCL runtime.
+-- k.args, release, gpu.kernel_source, and every bad-input message, on the
+-- real OpenCL runtime. What once crashed the process (options PoCL cannot
+-- parse, kernel names too long for it) and what a build prints to stderr
+-- are checked in child processes.
 local gpu = require "luagpu"
 
 local dev = gpu.device()
@@ -26,6 +29,30 @@ end
 teardown(function()
   for _, d in ipairs(tmpdirs) do os.execute("rm -rf '" .. d .. "'") end
 end)
+
+local BUILD = os.getenv("LUAGPU_BUILD") or "build"
+local POCL = dev.platform:find("Portable Computing Language", 1, true) ~= nil
+
+local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+local function read_file(path)
+  local f = assert(io.open(path, "rb"))
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
+-- Runs script in a child lua5.4 with the module under test loaded (gpu, dev)
+-- and a private program cache; returns its exit code, stdout and stderr.
+local function child(script)
+  local dir = tmpdir()
+  write_file(dir .. "/script.lua", 'package.cpath = os.getenv("LUAGPU_BUILD") .. "/?.so;" .. '
+             .. 'package.cpath\nlocal gpu = require "luagpu"\nlocal dev = gpu.device()\n' .. script)
+  local _, _, code = os.execute(string.format(
+    "LUAGPU_BUILD=%s XDG_CACHE_HOME=%s lua5.4 %s >%s 2>%s", sh_quote(BUILD), sh_quote(dir),
+    sh_quote(dir .. "/script.lua"), sh_quote(dir .. "/out"), sh_quote(dir .. "/err")))
+  return code, read_file(dir .. "/out"), read_file(dir .. "/err")
+end
 
 -- Runs a one-int-output kernel (out[0] = ...) and returns out[0].
 local function run1(k, ...)
@@ -145,6 +172,31 @@ describe("dev:build", function()
     assert.matches("undeclared identifier 'y'", e, 1, true)
   end)
 
+  it("puts what the compiler prints to stderr in the log, keeping the program's own output",
+     function()
+    local code, out, err = child([[
+      io.stderr:setvbuf("full")               -- buffered: flushed before any capture
+      io.stderr:write("mine before\n")
+      local ok, e = pcall(dev.build, dev, "__kernel void broken(__global int *x) { x[0] = y; }")
+      print(ok, (e:gsub("\n", "|")))
+      local p = dev:build("#warning careful-here\n__kernel void f(__global int *x) { x[0] = 1; }")
+      print("log", (p.log:gsub("\n", "|")))
+      io.stderr:write("mine after\n")
+    ]])
+    assert.equal(0, code, err)
+    assert.equal("mine before\nmine after\n", err)
+    local failed, log = out:match("^false\t([^\n]*)\nlog\t([^\n]*)\n$")
+    assert.is_string(failed, out)
+    assert.matches("clBuildProgram: CL_BUILD_PROGRAM_FAILURE (-11): build log:|", failed, 1, true)
+    assert.matches("undeclared identifier 'y'", failed, 1, true)
+    assert.matches("careful-here", log, 1, true)
+    assert.is_nil(log:find("mine", 1, true))
+    if POCL then                              -- clang's summaries, once on the terminal
+      assert.matches("|1 error generated.", failed, 1, true)
+      assert.matches("|1 warning generated.", log, 1, true)
+    end
+  end)
+
   it("keeps the warnings of a successful build in prog.log", function()
     local p = dev:build("#warning careful-here\n__kernel void f(__global int *x) { x[0] = 1; }")
     assert.matches("careful-here", p.log, 1, true)
@@ -172,6 +224,74 @@ describe("dev:build", function()
               dev.build, dev, "", {defines = {A = math.huge}})
     has_error("luagpu: dev:build: argument #2: expected an options table {options =, "
               .. "defines =}, got number", dev.build, dev, "", 5)
+    has_error("luagpu: dev:build: argument #2: unknown option '1' (expected options, defines)",
+              dev.build, dev, "", {"-w"})
+  end)
+
+  it("raises for -D and -I without their argument, which crashed PoCL", function()
+    local cases = {
+      {"-D", "-D needs a macro name after it, got nothing"},
+      {"-w -D", "-D needs a macro name after it, got nothing"},
+      {"-w -D ", "-D needs a macro name after it, got nothing"},
+      {"-D -w", "-D needs a macro name after it, got '-w'"},
+      {"-I", "-I needs a folder after it, got nothing"},
+      {"-I ", "-I needs a folder after it, got nothing"},
+      {"-DX -I", "-I needs a folder after it, got nothing"},
+      {"-I -w", "-I needs a folder after it, got '-w'"},
+    }
+    local script = {"local SRC = '__kernel void f(__global int *o) { o[0] = X; }'"}
+    for i, c in ipairs(cases) do
+      script[#script + 1] = string.format(
+        "print(%d, select(2, pcall(dev.build, dev, SRC, {options = %q})))", i, c[1])
+    end
+    -- and the good spellings still build
+    script[#script + 1] = [[
+      for _, o in ipairs({"-DX=4", "-D X=4", "-w -DX=4", "-DX=4 -I .", "-I. -DX=4"}) do
+        local p = dev:build(SRC, {options = o})
+        local b = dev:buffer("int", 1)
+        p.f(b):run({1}):wait()
+        print("good", o, b:get()[1])
+      end]]
+    local code, out, err = child(table.concat(script, "\n"))
+    assert.equal(0, code, err)
+    for i, c in ipairs(cases) do
+      assert.matches("\n" .. i .. "\tluagpu: dev:build: argument #2: options: " .. c[2] .. "\n",
+                     "\n" .. out, 1, true)
+    end
+    local _, good = out:gsub("good\t[^\n]*\t4\n", "")
+    assert.equal(5, good, out)
+  end)
+
+  it("raises for kernel names too long for PoCL, which aborted the process", function()
+    if not POCL then return pending("the limit is PoCL's") end
+    local limit = tonumber(io.popen("getconf NAME_MAX /tmp"):read("l")) - #".so"
+    local code, out, err = child(string.format([[
+      local function try(what, src, name)
+        local ok, p = pcall(dev.build, dev, src)
+        if not ok then return print(what, p) end
+        local b = dev:buffer("int", 1)
+        p[name](b):run({1}):wait()
+        print(what, "ran", b:get()[1])
+      end
+      local n = %d
+      local fit, over = ("k"):rep(n), ("k"):rep(n + 1)
+      try("fit", "__kernel void " .. fit .. "(__global int *o) { o[0] = 1; }", fit)
+      try("over", "__kernel void " .. over .. "(__global int *o) { o[0] = 2; }", over)
+      try("long", "__kernel void " .. ("k"):rep(300) .. "(__global int *o) { o[0] = 3; }", "")
+      -- a name made by the preprocessor counts too
+      try("macro", "#define TWICE(a) a##a\n__kernel void TWICE(]] .. ("m"):rep(200) .. [[)"
+          .. "(__global int *o) { o[0] = 4; }", "")
+    ]], limit))
+    assert.equal(0, code, err)
+    assert.matches("fit\tran\t1\n", out, 1, true)
+    local function too_long(what, name, n)
+      assert.matches(string.format("%s\tluagpu: dev:build: kernel '%s...' has a name of %d "
+                                   .. "characters: PoCL takes at most %d (it names a file after "
+                                   .. "each kernel)\n", what, name:rep(24), n, limit), out, 1, true)
+    end
+    too_long("over", "k", limit + 1)
+    too_long("long", "k", 300)
+    too_long("macro", "m", 400)
   end)
 end)
 
@@ -208,6 +328,23 @@ describe("dev:build_file", function()
       __kernel void f(__global int *out) { out[0] = HAS; }]]
     assert.equal(1, run1(p.f))
     assert.matches("-I " .. gpu.root .. "/kernels", p.options, 1, true)
+  end)
+
+  it("searches the user's -I folders before the root's kernels/, and so does the cache",
+     function()
+    if not gpu.root then return pending("no checkout or install root") end
+    local d = tmpdir()
+    write_file(d .. "/reduce.cl", "#define WHOSE 2\n")     -- named like the helpers' kernel
+    local src = '#include "reduce.cl"\n__kernel void f(__global int *out) { out[0] = WHOSE; }'
+    local p = dev:build(src, {options = "-I " .. d})
+    assert.equal(2, run1(p.f))
+    local mine, root = p.options:find("-I " .. d, 1, true), p.options:find("-I " .. gpu.root
+                                                                           .. "/kernels", 1, true)
+    assert.is_true(mine < root, p.options)
+    write_file(d .. "/reduce.cl", "#define WHOSE 3\n")
+    p = dev:build(src, {options = "-I" .. d})
+    assert.is_false(p.cached)
+    assert.equal(3, run1(p.f))
   end)
 
   it("names the file in the error and in the build log", function()
@@ -255,5 +392,27 @@ describe("prog:release", function()
       kept = p
     end
     has_error("attempt to use a released program", function() return kept.f end)
+  end)
+end)
+
+describe("gpu.kernel_source", function()
+  it("gives the source of the helpers' kernels", function()
+    assert.matches("__kernel", gpu.kernel_source("reduce.cl"), 1, true)
+  end)
+
+  it("takes only plain file names of kernel sources", function()
+    for _, name in ipairs({"", ".", "..", ".cl", "reduce", "../kernels/reduce.cl",
+                           "kernels/reduce.cl", "/etc/passwd", ".hidden.cl"}) do
+      has_error('luagpu: gpu.kernel_source: argument #1: expected a kernel file name such as '
+                .. '"reduce.cl", got "' .. name .. '"', gpu.kernel_source, name)
+    end
+    has_error('luagpu: gpu.kernel_source: argument #1: expected a kernel file name such as '
+              .. '"reduce.cl", got "reduce.cl"', gpu.kernel_source, "reduce.cl\0.cl")
+    has_error("luagpu: gpu.kernel_source: argument #1: no kernel source named 'nope.cl'",
+              gpu.kernel_source, "nope.cl")
+    has_error("luagpu: gpu.kernel_source: argument #1: expected a kernel file name, got number",
+              gpu.kernel_source, 1)
+    has_error("luagpu: gpu.kernel_source: argument #1: expected a kernel file name, got no value",
+              gpu.kernel_source)
   end)
 end)
