@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "luagpu.h"
 #include <lauxlib.h>
@@ -495,6 +496,30 @@ void lg_pocl_unlock(int fd);
 /* The longest kernel name PoCL can build (it names a file KERNEL.so in its
 ** cache folder), or 0 when the platform is not PoCL. */
 size_t lg_pocl_name_max(cl_platform_id p);
+
+/* ----------------------------------------------------------- capture.c */
+
+/* The temporary file of one build's steps; a userdata whose __close and
+** __gc close it. */
+typedef struct Capture {
+  int fd;                      /* -1 until the first step (or when none) */
+  off_t taken;                 /* bytes already pushed by lg_push_captured */
+  int saved;                   /* the real fd 2 during a step, else -1 */
+  int lock;                    /* the PoCL lock during a step, else -1 */
+} Capture;
+/* A build step (clBuildProgram, a load from a binary, a binary
+** extraction) runs between lg_step_begin and lg_step_end: the PoCL cache
+** lock held, fd 2 going to c's temporary file. lg_push_capture pushes a new
+** Capture (its file made at the first step); lg_push_captured pushes what
+** c's steps printed since the last call; lg_settle_log replaces the log at
+** logidx by itself plus the captured lines on top that it lacks (popping
+** them), giving lines other than clang's summaries back to stderr. */
+void lg_step_begin(Capture *c, lg_Device *d);
+void lg_step_end(Capture *c);
+Capture *lg_push_capture(lua_State *L);
+void lg_push_captured(lua_State *L, Capture *c);
+void lg_settle_log(lua_State *L, int logidx);
+void lg_open_capture(lua_State *L);
 
 /* -------------------------------------------------------------- root.c */
 
