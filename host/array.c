@@ -95,10 +95,6 @@ lg_Array *lg_newarray_for(lua_State *L, lg_Type t, int ndim, const size_t *shape
   return a;
 }
 
-lg_Array *lg_newarray_shaped(lua_State *L, lg_Type t, int ndim, const size_t *shape) {
-  return lg_newarray_for(L, t, ndim, shape, "array", 1);
-}
-
 lg_Array *lg_newarray(lua_State *L, lg_Type t, size_t count) {
   return lg_newarray_for(L, t, 1, &count, "array", 1);
 }

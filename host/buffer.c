@@ -31,8 +31,6 @@ int lg_buffer_live(const lg_Buffer *b) {
   return !b->released && b->root->mem != NULL;
 }
 
-const char *lg_access_name(lg_Access a) { return access_names[a]; }
-
 /* ---------------------------------------------------------- creation */
 
 /* Pushes a Buffer userdata in the released state on the device at devidx. */

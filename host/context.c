@@ -69,7 +69,6 @@ lg_Context *lg_push_borrowed_context(lua_State *L, cl_context ctx, cl_platform_i
   lg_Context *c = lua_newuserdatauv(L, sizeof *c, 0);     /* released state until retained */
   memset(c, 0, sizeof *c);
   c->platform = p;
-  c->borrowed = 1;
   luaL_setmetatable(L, LG_CONTEXT_MT);
   clRetainContext(ctx);
   c->ctx = ctx;

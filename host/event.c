@@ -1,9 +1,12 @@
 /*
-** event.c: Events, what every enqueueing call returns. An Event keeps alive
-** (uservalue 1, a table) the queue, buffers and host arrays its command
-** uses until the command completes; its __gc waits for completion before
-** letting go, so dropping an Event never frees memory under a running
-** command. ev:wait(), ev.status, ev:profile(), ev.duration, gpu.wait().
+** event.c: Events, what every enqueueing call returns, all made by
+** lg_pushevent. An Event keeps alive (uservalue 1, a table) the queue,
+** buffers and host arrays its command uses until the command completes, and
+** its __gc waits for completion before letting go, so dropping an Event
+** never frees memory under a running command. An Event that keeps nothing
+** (a launch on the default queue: OpenCL retains the kernel and buffers of
+** an enqueued command itself) has no table and is dropped without waiting.
+** ev:wait(), ev.status, ev:profile(), ev.duration, gpu.wait().
 */
 #include <string.h>
 

@@ -6,7 +6,8 @@
 ** each one registering its metatable(s) and adding its functions to the
 ** module table (at the top of the stack when lg_open_* is called) and, where
 ** it adds methods to another type (dev:buffer, dev:build, dev:run), through
-** lg_add_methods.
+** lg_add_methods. Each file calls only files below it (docs/ARCHITECTURE.md
+** draws the layers; tools/layers.lua checks them).
 */
 #ifndef LUAGPU_INTERNAL_H
 #define LUAGPU_INTERNAL_H
@@ -141,8 +142,6 @@ typedef struct lg_Array {
 
 /* Pushes a new zero-filled array of count elements of type t (1-D). */
 lg_Array *lg_newarray(lua_State *L, lg_Type t, size_t count);
-/* Same, with a shape; count is the product of shape. */
-lg_Array *lg_newarray_shaped(lua_State *L, lg_Type t, int ndim, const size_t *shape);
 lg_Array *lg_checkarray(lua_State *L, int idx);
 lg_Array *lg_testarray(lua_State *L, int idx);   /* NULL if not an array */
 /* Pushes a new array of type t holding the flat list of scalars in the
@@ -151,8 +150,9 @@ lg_Array *lg_testarray(lua_State *L, int idx);   /* NULL if not an array */
 ** "luagpu: FN: argument #ARG: expected N values, got M" otherwise. */
 lg_Array *lg_table_to_array(lua_State *L, int idx, lg_Type t, size_t expect_count,
                             const char *fn, int arg);
-/* lg_newarray_shaped with the caller's name in errors ("luagpu: FN: not
-** enough memory ..."), zero-filled only when zero is set. ndim 0 means {1}. */
+/* A new array of the given shape (count: the product of shape), with the
+** caller's name in errors ("luagpu: FN: not enough memory ..."),
+** zero-filled only when zero is set. ndim 0 means {1}. */
 lg_Array *lg_newarray_for(lua_State *L, lg_Type t, int ndim, const size_t *shape,
                           const char *fn, int zero);
 /* The product of shape, raising "luagpu: FN: too large: ..." when an array of
@@ -183,7 +183,6 @@ typedef struct lg_Context {
   cl_platform_id platform;
   size_t bytes_since_gc;       /* device bytes allocated since the last full GC */
   size_t gc_threshold;         /* collect when bytes_since_gc passes this */
-  int borrowed;                /* handed in by an embedding application */
 } lg_Context;
 
 typedef struct lg_Device {
@@ -345,7 +344,6 @@ lg_Buffer *lg_wrapbuffer(lua_State *L, int devidx, cl_mem mem, lg_Type t,
                          size_t count, lg_Access access);
 /* True unless the buffer, or the root of a view, was released. */
 int lg_buffer_live(const lg_Buffer *b);
-const char *lg_access_name(lg_Access a);   /* "mixed", "in", "out" */
 /* Raises "luagpu: FN: WHAT: ..." unless the host array a has type t and
 ** count elements (its message counts scalars: "expected 1024 values, got 1000"). */
 void lg_check_array_fits(lua_State *L, const lg_Array *a, lg_Type t, size_t count,
@@ -356,7 +354,7 @@ void lg_check_array_fits(lua_State *L, const lg_Array *a, lg_Type t, size_t coun
 /* b:write, b:read, b:get, b:fill, b:copy_to. */
 void lg_open_transfer(lua_State *L);
 
-/* ----------------------------------------------- program.c and kernel.c */
+/* ------------------------------------------ each file's lg_open_* part */
 
 void lg_open_device(lua_State *L);
 void lg_open_queue(lua_State *L);
@@ -367,7 +365,7 @@ void lg_open_buffer(lua_State *L);
 void lg_open_program(lua_State *L);
 void lg_open_kernel(lua_State *L);
 
-/* ----------------------------------- program.c, kernel.c and cache.c */
+/* -------------------------------------------- kernel.c, program.c, call.c */
 
 /* A built program (dev:build, dev:build_file). Uservalues: 1 Device, 2 table
 ** name -> Kernel (each made once, on first use), 3 table of fields (log,
@@ -452,8 +450,9 @@ typedef struct lg_Call {
 lg_Call *lg_bindcall(lua_State *L, int kidx, int first, int last);
 void lg_open_call(lua_State *L);   /* called by lg_open_kernel */
 
-/* The on-disk program cache (cache.c): SHA-256 keyed entries under
-** $XDG_CACHE_HOME/luagpu (else ~/.cache/luagpu), off with LUAGPU_NO_CACHE=1. */
+/* -------------------------------------- sha256.c, includes.c, cache.c */
+
+/* SHA-256 (sha256.c), the hash of the program cache's keys and entries. */
 typedef struct lg_Hash {
   uint32_t h[8];
   uint64_t len;
@@ -472,6 +471,8 @@ void lg_hash_final(lg_Hash *s, unsigned char out[32]);
 ** trigraphs, ...): such a build must not be cached. */
 int lg_hash_includes(lg_Hash *s, const char *source, size_t len,
                      const char *const *dirs, int ndirs);
+/* The on-disk program cache (cache.c): SHA-256 keyed entries under
+** $XDG_CACHE_HOME/luagpu (else ~/.cache/luagpu), off with LUAGPU_NO_CACHE=1. */
 int lg_cache_enabled(void);
 /* One entry: the binary, the build log and the argument metadata. */
 typedef struct lg_CacheEntry {
