@@ -6,7 +6,11 @@
 **                    input once (vector loads, several accumulators per
 **                    work-item) and writes one partial per group;
 **   reduce_partials  one group folds the G partials into out[0].
-** When G is 1 the first pass writes the result itself.
+** When G is 1 the first pass writes the result itself. With SINGLE_PASS
+** 1 there is no second kernel: reduce_groups also takes the result and a
+** counter (a uint, 0 between calls); each group counts itself in once its
+** partial is written, and the last one folds the partials into result[0],
+** as reduce_partials would, and sets the counter back to 0.
 **
 ** The helper prepends these definitions:
 **   T        element type (a scalar type)
@@ -24,7 +28,12 @@
 **            accumulator before it joins the running one (keeps float
 **            sums accurate: error grows with BLOCK + count/BLOCK, not count)
 **   UNROLL   1 or 2: vectors loaded per iteration before they are folded
+**   SINGLE_PASS  1: the last group folds the partials (see above); 0 or
+**            undefined: reduce_partials does
 */
+#ifndef SINGLE_PASS
+#define SINGLE_PASS 0
+#endif
 
 inline ACC lg_op(ACC a, ACC b) { return (ACC)(OP); }
 
@@ -62,7 +71,14 @@ __kernel void reduce_groups(__global const T *x, ulong xoff,
                             __global const T *y, ulong yoff,
 #endif
                             ulong n, ulong head, ulong nvec,
-                            __global ACC *out, __local ACC *scratch) {
+                            __global ACC *out, __local ACC *scratch
+#if SINGLE_PASS
+                            , __global ACC *result, __global volatile uint *count
+#endif
+                            ) {
+#if SINGLE_PASS
+  __local int last;                         /* kernel scope, as OpenCL wants */
+#endif
   size_t gid = get_global_id(0), gsz = get_global_size(0);
   ulong start, step, end, j, e, tail;
   ACC acc[VW];
@@ -138,6 +154,28 @@ __kernel void reduce_groups(__global const T *x, ulong xoff,
 
   r = lg_group_fold(r, scratch);
   if (get_local_id(0) == 0) out[get_group_id(0)] = r;
+#if SINGLE_PASS
+  if (get_num_groups(0) > 1) {
+    size_t lid = get_local_id(0), lsz = get_local_size(0);
+    uint groups = (uint)get_num_groups(0);
+    if (lid == 0) {
+      mem_fence(CLK_GLOBAL_MEM_FENCE);      /* the partial, before the count */
+      last = atomic_inc(count) == groups - 1;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (last) {
+      __global volatile ACC *partials = (__global volatile ACC *)out;
+      mem_fence(CLK_GLOBAL_MEM_FENCE);
+      r = (ACC)(NEUTRAL);
+      for (e = lid; e < groups; e += lsz) r = lg_op(r, partials[e]);
+      r = lg_group_fold(r, scratch);
+      if (lid == 0) {
+        result[0] = r;
+        *count = 0;
+      }
+    }
+  }
+#endif
 }
 
 /* One group folds the n partials of in into out[0] (NEUTRAL when n is 0). */

@@ -160,7 +160,7 @@ describe("the async form", function()
     local s = reference(vals, 1, #vals)
     local ev, passes = reduce.sum(b, {async = true})
     assert.equal("luagpu.Event", tostring(ev):match("^luagpu%.Event"))
-    assert.equal(2, #passes)
+    assert.equal(1, #passes)                 -- single pass: the last group folds
     assert.equal(s, ev:wait())
     local start, stop = passes[1]:profile().start, ev:profile()["end"]
     for _, p in ipairs(passes) do
@@ -179,6 +179,24 @@ describe("the async form", function()
     for i = 1, 4 do
       assert.equal((reference(vals, i, #vals)), evs[i]:wait())
     end
+  end)
+end)
+
+describe("reduce.single_pass = false", function()
+  it("folds the partials in a second kernel, with the same results", function()
+    reduce.single_pass = false
+    finally(function() reduce.single_pass = true end)
+    local b, vals = random_buffer("int", 100003)
+    local s = reference(vals, 1, #vals)
+    local ev, passes = reduce.sum(b, {async = true})
+    assert.equal(2, #passes)
+    assert.equal(s, ev:wait())
+    assert.equal(s, reduce.sum(b))
+    local f = random_buffer("float", 65537)
+    reduce.single_pass = true
+    local one = reduce.sum(f)
+    reduce.single_pass = false
+    assert.equal(one, reduce.sum(f))         -- the same order of additions
   end)
 end)
 

@@ -8,10 +8,15 @@
 -- async the call returns the Event of the result's read (ev:wait() gives the
 -- number) and the list of the Events of its kernel passes.
 --
--- Each reduction is two kernels of kernels/reduce.cl: a fixed grid of a few
--- groups per compute unit folds the input into one partial per group, then
--- one group folds the partials. Programs, partial buffers and result
--- buffers are made once per device and reduction, and reused.
+-- Each reduction is one kernel of kernels/reduce.cl: a fixed grid of a few
+-- groups per compute unit folds the input into one partial per group, and
+-- the last group to finish folds the partials (with reduce.single_pass set
+-- false: a second kernel does). Programs, partial buffers and result
+-- buffers are made once per device and reduction, and reused; so are the
+-- bound kernel calls, per input buffer. Without async, on an in-order
+-- queue, the kernels ask OpenCL for no Events (on a profiling queue an
+-- Event costs more than the enqueue) and one blocking read brings the
+-- result.
 
 local gpu = require "luagpu"
 local H = require "luagpu.helper"
@@ -25,8 +30,10 @@ local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
 local SIZES = H.SCALAR_SIZES
 local FLOATS = {float = true, double = true}
 
--- The module table; programs_built counts the programs compiled so far.
-local M = {programs_built = 0}
+-- The module table; programs_built counts the programs compiled so far;
+-- single_pass: whether reductions built from now on fold their partials in
+-- the same kernel (an atomic counter finds the last group) or in a second.
+local M = {programs_built = 0, single_pass = true}
 
 -- Per device class: groups per compute unit, work-items per group, bytes
 -- per vector load, grid-stride (GPU) or contiguous chunks (CPU) per
@@ -130,15 +137,28 @@ local TUNABLES = {
 -- Per device (weak keys): a reduction key -> its entry (entry_for).
 local cache = H.device_cache()
 
+-- The last class settings checked, per class name: {cls = the table,
+-- raw = its values as read, checked =, sig =, single = reduce.single_pass}. A call whose class table
+-- holds the same values skips the checks and the signature's string.
+local class_memo = {}
+
 -- The settings of dev's class in reduce.classes, checked, as a new table,
 -- and their signature (tells when a script changed them).
 local function device_class(fn, dev)
   local name = CLASSES[dev.type] ~= nil and dev.type or "gpu"
   local cls = CLASSES[name]
+  local memo = class_memo[name]
+  if memo and memo.cls == cls and memo.single == M.single_pass then
+    local raw, same = memo.raw, true
+    for i = 1, #TUNABLES do
+      if cls[TUNABLES[i][1]] ~= raw[i] then same = false; break end
+    end
+    if same then return memo.checked, memo.sig end
+  end
   if type(cls) ~= "table" then
     fail(fn, "reduce.classes.%s: expected a table of settings, got %s", name, typename(cls))
   end
-  local checked, sig = {}, {}
+  local checked, sig, raw = {}, {}, {}
   for i, t in ipairs(TUNABLES) do
     local key = t[1]
     local v = cls[key]
@@ -146,9 +166,12 @@ local function device_class(fn, dev)
     if ok == nil then
       fail(fn, "reduce.classes.%s.%s: expected %s, got %s", name, key, t[3], show(v))
     end
-    checked[key], sig[i] = ok, tostring(ok)
+    checked[key], sig[i], raw[i] = ok, tostring(ok), v
   end
-  return checked, concat(sig, ",")
+  sig = concat(sig, ",") .. (M.single_pass and ",1" or ",0")
+  class_memo[name] = {cls = cls, raw = raw, checked = checked, sig = sig,
+                      single = M.single_pass}
+  return checked, sig
 end
 
 local function floor_pow2(n)
@@ -168,7 +191,7 @@ local function vector_width(cls, dev, t)
 end
 
 -- The source of a reduction: its definitions, then kernels/reduce.cl.
-local function source(spec, cls, vw)
+local function source(spec, cls, vw, single)
   local lines = {
     "#define T " .. spec.type,
     format("#define TV %s%d", spec.type, vw),
@@ -181,6 +204,7 @@ local function source(spec, cls, vw)
     "#define STRIDED " .. (cls.strided and 1 or 0),
     "#define BLOCK " .. (FLOATS[spec.acc] and FLOAT_BLOCK or 0),
     "#define UNROLL " .. cls.unroll,
+    "#define SINGLE_PASS " .. (single and 1 or 0),
     "#line 1",
     gpu.kernel_source("reduce.cl"),
   }
@@ -189,8 +213,8 @@ end
 
 -- The program of the reduction spec on dev; a custom one that does not
 -- compile raises with the build log.
-local function build(fn, dev, spec, cls, vw)
-  local ok, prog = pcall(dev.build, dev, source(spec, cls, vw))
+local function build(fn, dev, spec, cls, vw, single)
+  local ok, prog = pcall(dev.build, dev, source(spec, cls, vw, single))
   if not ok then
     if spec.custom then
       fail(fn, "map '%s', op '%s', neutral '%s' for %s do not compile on %s:\n%s",
@@ -216,7 +240,8 @@ local function entry_for(fn, dev, spec)
     fail(fn, "%s has no double precision (fp64)", dev.name)
   end
   local vw = vector_width(cls, dev, spec.type)
-  local prog = build(fn, dev, spec, cls, vw)
+  local single = M.single_pass
+  local prog = build(fn, dev, spec, cls, vw, single)
   local groups, partials = prog.reduce_groups, prog.reduce_partials
   local lsz = floor_pow2(min(cls.local_size, dev.max_work_group_size,
                              groups.work_group_size, partials.work_group_size))
@@ -227,6 +252,9 @@ local function entry_for(fn, dev, spec)
     partial = dev:buffer(spec.acc, maxg),
     result = dev:scalar(spec.acc),
     scratch = gpu.localmem(spec.acc, lsz),
+    count = single and dev:buffer("uint", 1) or nil,
+    calls = setmetatable({}, {__mode = "k"}),   -- input root -> bound calls
+    finals = {},                                -- groups -> bound reduce_partials
   }
   entries[spec.key] = e
   return e
@@ -254,15 +282,26 @@ local function check_inputs(fn, spec, x, y)
   return n, input
 end
 
--- Enqueues the passes of entry e over the n elements of input, the first
--- after the Events in waits; returns their Events.
-local function enqueue_passes(e, n, input, q, waits)
-  local first = {wait = waits, queue = q}
+local NO_EVENT = {event = false}
+
+-- The launches of entry e over the n elements of input: a table {xoff =,
+-- n =, y =, yoff = (what they were made for), [i] = {Call, global,
+-- local}}, one per pass: reduce_groups, then reduce_partials unless the
+-- program folds in one pass (or only reduce_partials, over nothing, for
+-- n = 0). Bound once per input buffer (e.calls, weak keys) and reused
+-- while the input is the same.
+local function launches(e, n, input)
+  local x, xoff, y, yoff = input.x, input.xoff, input.y, input.yoff
+  local l = e.calls[x]
+  if l and l.xoff == xoff and l.n == n and l.y == y and l.yoff == yoff then return l end
+  local lsz = e.local_size
+  l = {xoff = xoff, n = n, y = y, yoff = yoff}
   if n == 0 then
-    return {e.partials(e.partial, 0, e.result, e.scratch)
-              :run({e.local_size}, {e.local_size}, first)}
+    l[1] = {e.partials(e.partial, 0, e.result, e.scratch), {lsz}, {lsz}}
+    e.calls[x] = l
+    return l
   end
-  local vw, lsz, xoff, yoff = e.vw, e.local_size, input.xoff, input.yoff
+  local vw = e.vw
   local head = (vw - xoff % vw) % vw
   if yoff and (xoff - yoff) % vw ~= 0 then head = n end  -- no common alignment
   head = min(head, n)
@@ -270,22 +309,56 @@ local function enqueue_passes(e, n, input, q, waits)
   local items = (nvec + e.min_vectors - 1) // e.min_vectors
   local groups = max(1, min(e.max_groups, (items + lsz - 1) // lsz))
   local out = groups == 1 and e.result or e.partial
+  local count = e.count
   local call
-  if yoff then
-    call = e.groups(input.x, xoff, input.y, yoff, n, head, nvec, out, e.scratch)
+  if yoff and count then
+    call = e.groups(x, xoff, y, yoff, n, head, nvec, out, e.scratch, e.result, count)
+  elseif yoff then
+    call = e.groups(x, xoff, y, yoff, n, head, nvec, out, e.scratch)
+  elseif count then
+    call = e.groups(x, xoff, n, head, nvec, out, e.scratch, e.result, count)
   else
-    call = e.groups(input.x, xoff, n, head, nvec, out, e.scratch)
+    call = e.groups(x, xoff, n, head, nvec, out, e.scratch)
   end
-  local events = {call:run({groups * lsz}, {lsz}, first)}
-  if groups > 1 then
-    events[2] = e.partials(e.partial, groups, e.result, e.scratch)
-      :run({lsz}, {lsz}, H.after(q, events[1]))
+  l[1] = {call, {groups * lsz}, {lsz}}
+  if groups > 1 and not count then
+    local final = e.finals[groups]
+    if not final then
+      final = e.partials(e.partial, groups, e.result, e.scratch)
+      e.finals[groups] = final
+    end
+    l[2] = {final, {lsz}, {lsz}}
+  end
+  e.calls[x] = l
+  return l
+end
+
+-- Enqueues the passes l (from launches) on q, the first after the Events
+-- in waits; returns their Events.
+local function enqueue_passes(l, q, waits)
+  local events = {}
+  for i = 1, #l do
+    local p = l[i]
+    events[i] = p[1]:run(p[2], p[3], i == 1 and {wait = waits, queue = q}
+                                               or H.after(q, events[i - 1]))
   end
   return events
 end
 
+-- The same on an in-order queue q, without asking for Events.
+local function enqueue_quiet(l, q, waits)
+  local later = q and {queue = q, event = false} or NO_EVENT
+  local first = (q or waits[1]) and {wait = waits, queue = q, event = false} or NO_EVENT
+  for i = 1, #l do
+    local p = l[i]
+    p[1]:run(p[2], p[3], i == 1 and first or later)
+  end
+end
+
 -- Runs the reduction spec over x (and y) with options opts. Returns the
 -- number, or with opts.async the read Event and the list of pass Events.
+-- Without async, on an in-order queue, the passes ask for no Events and
+-- the result comes back by one blocking read.
 local function run(fn, spec, x, y, opts)
   local n, input = check_inputs(fn, spec, x, y)
   local q = opts.queue
@@ -297,7 +370,13 @@ local function run(fn, spec, x, y, opts)
   local e = entry_for(fn, dev, spec)
   local waits = opts.wait
   H.wait_for_last_user(e, q, dev, waits)
-  local events = enqueue_passes(e, n, input, q, waits)
+  local l = launches(e, n, input)
+  if not opts.async and H.in_order(q) then
+    enqueue_quiet(l, q, waits)
+    H.set_last_user(e, nil, q, dev)        -- the blocking read sees them done
+    return e.result:get(q and {queue = q} or nil)
+  end
+  local events = enqueue_passes(l, q, waits)
   local ev = e.result:read(H.after(q, events[#events]))
   H.set_last_user(e, ev, q, dev)
   if opts.async then return ev, events end
