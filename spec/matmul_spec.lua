@@ -428,3 +428,42 @@ describe("matmul", function()
     end
   end)
 end)
+
+describe("matmul called again with the same buffers", function()
+  it("reuses its bound kernels, and notices released buffers and changed params", function()
+    local m, n, k = 33, 40, 17
+    local a, b = random_table(m * k), random_table(k * n)
+    local A = dev:buffer("float", {m, k}, {host = a})
+    local B = dev:buffer("float", {k, n}, {host = b})
+    local C = dev:buffer("float", {m, n})
+    local want = reference(a, b, m, n, k)
+    local _, ev1, events1 = matmul(A, B, C)
+    ev1:wait()
+    assert.is_true(rel_error(C:get(), want) < 1e-4)
+    C:fill(0):wait()
+    local C2, ev2, events2 = matmul(A, B, C)
+    assert.are.equal(C, C2)
+    assert.are.equal(#events1, #events2)
+    assert.are_not.equal(ev1, ev2)
+    ev2:wait()
+    assert.is_true(rel_error(C:get(), want) < 1e-4)
+    -- a changed parameter table gives a new plan: here the naive kernel
+    local cls = matmul.params[dev.type] and dev.type or "gpu"
+    local saved = matmul.params[cls].auto
+    finally(function() matmul.params[cls].auto = saved end)
+    matmul.params[cls].auto = "naive"
+    local built = matmul.programs_built
+    C:fill(0):wait()
+    local _, ev3, events3 = matmul(A, B, C)
+    ev3:wait()
+    assert.are.equal(1, #events3)
+    assert.is_true(matmul.programs_built >= built)
+    assert.is_true(rel_error(C:get(), want) < 1e-4)
+    matmul.params[cls].auto = saved
+    B:release()
+    expect_error("luagpu: matmul: argument #2: attempt to use a released buffer", matmul, A, B, C)
+    C:release()
+    expect_error("luagpu: matmul: argument #3: attempt to use a released buffer",
+                 matmul, A, dev:buffer("float", {k, n}), C)
+  end)
+end)

@@ -18,11 +18,13 @@
 -- plan's program once per device, element type, parameters and edge case,
 -- and hands both to the launcher of the plan (LAUNCHERS, below).
 
+local gpu = require "luagpu"
 local H = require "luagpu.helper"
 local P = require "luagpu.matmul_plan"
 
 local type, pairs, next, ipairs, tostring = type, pairs, next, ipairs, tostring
 local setmetatable = setmetatable
+local gpu_type = gpu.type
 local format, concat, sort = string.format, table.concat, table.sort
 local integer, show, typename = H.integer, H.show, H.typename
 
@@ -277,105 +279,168 @@ end
 
 ------------------------------------------------------------------ launchers
 
--- Per plan.launcher: enqueues plan pl's kernels of prog for call c, the
--- first after c.waits; returns the last Event and the list of all of them.
--- After one another, on an out-of-order queue each waits for the one
--- before (H.after), so that the last Event ends them all.
+-- Per plan.launcher: the steps of plan pl's kernels of prog for call c, in
+-- the order they are enqueued: a list of {Call, launch ({global,
+-- local_size}), after}, after nil for a step that follows only c.waits, or
+-- the list of the steps it follows (on an out-of-order queue it waits for
+-- their Events: H.after). Each step follows the one before but for the
+-- packing kernels, so that the last Event ends them all. The list's
+-- scratch, when the kernels use cached scratch buffers: {entries =, [key] =
+-- buffer} (their last user is kept in entries).
 local LAUNCHERS = {}
 
-local function first(c)
-  return {wait = c.waits, queue = c.q}
-end
-
-local function run(call, launch, opts)
-  return call:run(launch.global, launch.local_size, opts)
-end
-
--- naive and tiled: one kernel over C.
+-- naive and tiled: one kernel, one work-item per element of C.
 function LAUNCHERS.naive(pl, prog, c)
   local kernel = prog["matmul_" .. pl.variant]
-  local ev = run(kernel(c.m, c.n, c.k, c.A, c.offA, c.B, c.offB, c.C, c.offC),
-                 pl.launches.main, first(c))
-  return ev, {ev}
+  return {{kernel(c.m, c.n, c.k, c.A, c.offA, c.B, c.offB, c.C, c.offC), pl.launches.main}}
 end
 LAUNCHERS.tiled = LAUNCHERS.naive
 
--- reg: one kernel over C, all of K.
+-- reg: one kernel over whole tiles (the tile guards handle the edges).
 function LAUNCHERS.reg(pl, prog, c)
-  local ev = run(prog.matmul_reg(c.m, c.n, c.k, c.k, c.A, c.offA, c.B, c.offB, c.C, c.offC),
-                 pl.launches.main, first(c))
-  return ev, {ev}
+  return {{prog.matmul_reg(c.m, c.n, c.k, c.k, c.A, c.offA, c.B, c.offB, c.C, c.offC),
+           pl.launches.main}}
 end
 
--- reg on the tile-aligned core, then the edge rows (all columns) and the
--- edge columns (the core's rows). The core is matmul_reg with M = m0 and
--- N = n as the row length of B and C, on a grid of n0 columns.
+-- reg with the edges apart: the tile-aligned core (rows 0..m0-1, columns
+-- 0..n0-1 of C, guard-free), then the bottom rows (full width) and the
+-- right columns of the core's rows, each by an edge kernel.
 function LAUNCHERS.reg_edges(pl, prog, c)
   local L, m0, n0 = pl.launches, pl.edges.m0, pl.edges.n0
   local m, n, k = c.m, c.n, c.k
-  local events = {run(prog.matmul_reg(m0, n, k, k, c.A, c.offA, c.B, c.offB, c.C, c.offC),
-                      L.main, first(c))}
+  local steps = {{prog.matmul_reg(m0, n, k, k, c.A, c.offA, c.B, c.offB, c.C, c.offC), L.main}}
   if L.rows then
-    events[#events + 1] = run(prog.matmul_rows(m - m0, n, k, c.A, c.offA + m0 * k, k,
-                                               c.B, c.offB, n, c.C, c.offC + m0 * n, n),
-                              L.rows, H.after(c.q, events[#events]))
+    steps[#steps + 1] = {prog.matmul_rows(m - m0, n, k, c.A, c.offA + m0 * k, k,
+                                          c.B, c.offB, n, c.C, c.offC + m0 * n, n),
+                         L.rows, {#steps}}
   end
   if L.cols then
-    events[#events + 1] = run(prog.matmul_cols(m0, n - n0, k, c.A, c.offA, k,
-                                               c.B, c.offB + n0, n, c.C, c.offC + n0, n),
-                              L.cols, H.after(c.q, events[#events]))
+    steps[#steps + 1] = {prog.matmul_cols(m0, n - n0, k, c.A, c.offA, k,
+                                          c.B, c.offB + n0, n, c.C, c.offC + n0, n),
+                         L.cols, {#steps}}
   end
-  return events[#events], events
+  return steps
 end
 
--- The device's scratch buffers for plan pl (pl.scratch: name -> elements),
--- of c's element type, each made or grown as needed; c.waits gets their
--- last user. Returns them by name, and the device's entries (which keep
--- the last user).
+-- The scratch buffers of pl for call c, cached per device and element
+-- type, as a steps list's scratch.
 local function scratch(pl, c)
   local entries = H.device_entries(cache, c.dev)
-  H.wait_for_last_user(entries, c.q, c.dev, c.waits)
-  local buffers = {}
+  local buffers = {entries = entries}
   for name, count in pairs(pl.scratch) do
-    buffers[name] = H.scratch_buffer(entries, c.dev, "scratch " .. c.t .. " " .. name, c.t, count)
+    local key = "scratch " .. c.t .. " " .. name
+    buffers[key] = H.scratch_buffer(entries, c.dev, key, c.t, count)
   end
-  return buffers, entries
+  return buffers
 end
 
--- reg with K split: the slices into a scratch buffer, then their sum.
+-- reg with K split in slices: partial products into scratch, then summed.
 function LAUNCHERS.reg_split(pl, prog, c)
-  local buffers, entries = scratch(pl, c)
-  local S = buffers.slices
-  local e1 = run(prog.matmul_reg(c.m, c.n, c.k, pl.slice_k, c.A, c.offA, c.B, c.offB, S, 0),
-                 pl.launches.main, first(c))
-  local ev = run(prog.matmul_sum(pl.slices, c.m * c.n, S, c.C, c.offC), pl.launches.sum,
-                 H.after(c.q, e1))
-  H.set_last_user(entries, ev, c.q, c.dev)
-  return ev, {e1, ev}
+  local sc = scratch(pl, c)
+  local S = sc["scratch " .. c.t .. " slices"]
+  return {{prog.matmul_reg(c.m, c.n, c.k, pl.slice_k, c.A, c.offA, c.B, c.offB, S, 0),
+           pl.launches.main},
+          {prog.matmul_sum(pl.slices, c.m * c.n, S, c.C, c.offC), pl.launches.sum, {1}},
+          scratch = sc}
 end
 
--- packed: A and B into panels (scratch buffers), then the product.
+-- packed: A and B into panels (scratch), then the product of the panels.
 function LAUNCHERS.packed(pl, prog, c)
-  local buffers, entries = scratch(pl, c)
-  local Ap, Bp, L = buffers.a_panels, buffers.b_panels, pl.launches
-  local ea = run(prog.pack_a(c.m, c.k, c.A, c.offA, Ap), L.pack_a, first(c))
-  local eb = run(prog.pack_b(c.k, c.n, c.B, c.offB, Bp), L.pack_b, first(c))
-  local ev = run(prog.matmul_packed(c.m, c.n, c.k, Ap, Bp, c.C, c.offC), L.main,
-                 H.after(c.q, ea, eb))
-  H.set_last_user(entries, ev, c.q, c.dev)
-  return ev, {ea, eb, ev}
+  local sc = scratch(pl, c)
+  local Ap, Bp, L = sc["scratch " .. c.t .. " a_panels"], sc["scratch " .. c.t .. " b_panels"],
+                    pl.launches
+  return {{prog.pack_a(c.m, c.k, c.A, c.offA, Ap), L.pack_a},
+          {prog.pack_b(c.k, c.n, c.B, c.offB, Bp), L.pack_b},
+          {prog.matmul_packed(c.m, c.n, c.k, Ap, Bp, c.C, c.offC), L.main, {1, 2}},
+          scratch = sc}
+end
+
+-- Whether the scratch buffers of steps are still the cached ones (a larger
+-- product may have replaced them since).
+local function scratch_current(steps)
+  local sc = steps.scratch
+  if sc == nil then return true end
+  local entries = sc.entries
+  for key, b in next, sc do
+    if key ~= "entries" and entries[key] ~= b then return false end
+  end
+  return true
+end
+
+-- Enqueues steps on q (nil: dev's default queue), the first after the
+-- Events in waits (a list it may append to); returns the last Event and
+-- the list of all of them.
+local function enqueue(steps, dev, q, waits)
+  local sc = steps.scratch
+  if sc then H.wait_for_last_user(sc.entries, q, dev, waits) end
+  local events, ordered = {}, H.in_order(q)
+  for i = 1, #steps do
+    local s = steps[i]
+    local o
+    if s[3] == nil then
+      o = {wait = waits, queue = q}
+    elseif ordered then
+      o = q and {queue = q} or nil
+    else
+      local after = {}
+      for j, d in ipairs(s[3]) do after[j] = events[d] end
+      o = {wait = after, queue = q}
+    end
+    local launch = s[2]
+    events[i] = s[1]:run(launch.global, launch.local_size, o)
+  end
+  local ev = events[#events]
+  if sc then H.set_last_user(sc.entries, ev, q, dev) end
+  return ev, events
 end
 
 ------------------------------------------------------------------ matmul
 
+-- The steps of products called without options, per A, B and C (weak keys
+-- at each level: a step's Calls hold the buffers, and an entry goes with
+-- any of them), with what they were made for: {steps, split_edges, params
+-- snapshot, dev}.
+local memo = setmetatable({}, {__mode = "k"})
+
+local function weak() return setmetatable({}, {__mode = "k"}) end
+
+-- The memo of A, B, C when it still holds: the three live, and neither
+-- matmul.split_edges nor matmul.params changed since, nor the scratch.
+local function memo_of(A, B, C)
+  local mb = memo[A]
+  local mc = mb and mb[B]
+  local r = mc and mc[C]
+  if r and r.split == M.split_edges and gpu_type(A) == "Buffer" and gpu_type(B) == "Buffer"
+     and gpu_type(C) == "Buffer" and P.unchanged(r.params) and scratch_current(r.steps) then
+    return r
+  end
+end
+
+local function remember(A, B, C, steps, dev)
+  local mb = memo[A]
+  if not mb then mb = weak(); memo[A] = mb end
+  local mc = mb[B]
+  if not mc then mc = weak(); mb[B] = mc end
+  mc[C] = {steps = steps, split = M.split_edges, params = P.snapshot(), dev = dev}
+end
+
 local function matmul(A, B, C, opts)
+  if opts == nil and C ~= nil then
+    local r = memo_of(A, B, C)
+    if r then
+      local ev, events = enqueue(r.steps, r.dev, nil, {})
+      return C, ev, events
+    end
+  end
   local c = check_call(A, B, C, opts)
   if c.m == 0 or c.n == 0 or c.k == 0 then
-    local ev = c.out:fill(0, first(c))
+    local ev = c.out:fill(0, {wait = c.waits, queue = c.q})
     return c.out, ev, {ev}
   end
   local pl, prog = plan_and_program(c)
-  local ev, events = LAUNCHERS[pl.launcher](pl, prog, c)
+  local steps = LAUNCHERS[pl.launcher](pl, prog, c)
+  if opts == nil and C ~= nil and type(C) ~= "table" then remember(A, B, C, steps, c.dev) end
+  local ev, events = enqueue(steps, c.dev, c.q, c.waits)
   return c.out, ev, events
 end
 

@@ -16,7 +16,7 @@ local gpu = require "luagpu"
 local H = require "luagpu.helper"
 local PARAMS = require "luagpu.matmul_params"
 
-local type, pairs, next, ipairs = type, pairs, next, ipairs
+local type, pairs, next, ipairs, rawget = type, pairs, next, ipairs, rawget
 local format, concat, sort = string.format, table.concat, table.sort
 local max = math.max
 local integer, show, typename = H.integer, H.show, H.typename
@@ -505,8 +505,48 @@ local function edge_groups_fit(prog)
      and prog.matmul_cols.work_group_size >= COLS_GROUP
 end
 
+------------------------------------------------------------------ snapshots
+
+-- What matmul.params holds now, for telling later whether a script changed
+-- it (a plan made from it then no longer holds): every table reachable
+-- from it (depth at most 4) with its count of keys, and every value in
+-- them, read raw.
+local function snapshot()
+  local tabs, counts, ts, ks, vs, seen = {}, {}, {}, {}, {}, {}
+  local function walk(t, depth)
+    if seen[t] then return end
+    seen[t] = true
+    local n = 0
+    for k, v in next, t do
+      n = n + 1
+      ts[#ts + 1], ks[#ks + 1], vs[#vs + 1] = t, k, v
+      if type(v) == "table" and depth < 4 then walk(v, depth + 1) end
+    end
+    tabs[#tabs + 1], counts[#counts + 1] = t, n
+  end
+  walk(PARAMS, 1)
+  return {tabs = tabs, counts = counts, ts = ts, ks = ks, vs = vs}
+end
+
+-- Whether matmul.params still holds what snapshot s saw.
+local function unchanged(s)
+  local ts, ks, vs = s.ts, s.ks, s.vs
+  for i = 1, #ts do
+    if rawget(ts[i], ks[i]) ~= vs[i] then return false end
+  end
+  local tabs, counts = s.tabs, s.counts
+  for i = 1, #tabs do
+    local n = 0
+    for _ in next, tabs[i] do n = n + 1 end
+    if n ~= counts[i] then return false end
+  end
+  return true
+end
+
 return {
   plan = plan,
+  snapshot = snapshot,
+  unchanged = unchanged,
   source = source,
   edge_groups_fit = edge_groups_fit,
   param_set = function(dev, name, t) return variant_params(device_params(dev), name, t) end,
