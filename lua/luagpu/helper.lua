@@ -203,9 +203,11 @@ end
 
 -- The options of a command on q that must follow the Events given: an
 -- in-order queue orders it by itself (an explicit wait can cost a round
--- trip through the driver); on an out-of-order one it waits for them.
+-- trip through the driver); on an out-of-order one it waits for them. For
+-- the default queue (q nil), nil: no options table for the C side to read.
 function H.after(q, ...)
-  if H.in_order(q) then return {queue = q} end
+  if q == nil then return nil end
+  if not q.out_of_order then return {queue = q} end
   return {wait = {...}, queue = q}
 end
 

@@ -378,7 +378,7 @@ local function enqueue(steps, dev, q, waits)
     local s = steps[i]
     local o
     if s[3] == nil then
-      o = {wait = waits, queue = q}
+      o = (q or waits[1]) and {wait = waits, queue = q} or nil  -- nil: call:run's fast path
     elseif ordered then
       o = q and {queue = q} or nil
     else

@@ -339,8 +339,10 @@ local function enqueue_passes(l, q, waits)
   local events = {}
   for i = 1, #l do
     local p = l[i]
-    events[i] = p[1]:run(p[2], p[3], i == 1 and {wait = waits, queue = q}
-                                               or H.after(q, events[i - 1]))
+    local o
+    if i > 1 then o = H.after(q, events[i - 1])
+    elseif q or waits[1] then o = {wait = waits, queue = q} end
+    events[i] = p[1]:run(p[2], p[3], o)
   end
   return events
 end
