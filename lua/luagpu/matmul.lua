@@ -416,12 +416,12 @@ local function memo_of(A, B, C)
   end
 end
 
-local function remember(A, B, C, steps, dev)
+local function remember(A, B, C, steps, dev, pl, t)
   local mb = memo[A]
   if not mb then mb = weak(); memo[A] = mb end
   local mc = mb[B]
   if not mc then mc = weak(); mb[B] = mc end
-  mc[C] = {steps = steps, split = M.split_edges, params = P.snapshot(), dev = dev}
+  mc[C] = {steps = steps, split = M.split_edges, params = P.snapshot(dev, pl, t), dev = dev}
 end
 
 local function matmul(A, B, C, opts)
@@ -439,7 +439,7 @@ local function matmul(A, B, C, opts)
   end
   local pl, prog = plan_and_program(c)
   local steps = LAUNCHERS[pl.launcher](pl, prog, c)
-  if opts == nil and C ~= nil and type(C) ~= "table" then remember(A, B, C, steps, c.dev) end
+  if opts == nil and C ~= nil and type(C) ~= "table" then remember(A, B, C, steps, c.dev, pl, c.t) end
   local ev, events = enqueue(steps, c.dev, c.q, c.waits)
   return c.out, ev, events
 end

@@ -507,24 +507,41 @@ end
 
 ------------------------------------------------------------------ snapshots
 
--- What matmul.params holds now, for telling later whether a script changed
--- it (a plan made from it then no longer holds): every table reachable
--- from it (depth at most 4) with its count of keys, and every value in
--- them, read raw.
-local function snapshot()
+-- What of matmul.params the plan pl for dev, of element type t, read, as
+-- it is now, for telling later whether a script changed it (the plan then
+-- no longer holds): the top-level entries; in the tables of dev's class and
+-- of the device entries matching its name, their entries and the whole of
+-- the parameter sets a plan reads (auto's variant, reg and small, the set
+-- used; their double tables for t "double"). Each table with its count of
+-- keys and every value in it, read raw.
+local function snapshot(dev, pl, t)
   local tabs, counts, ts, ks, vs, seen = {}, {}, {}, {}, {}, {}
-  local function walk(t, depth)
-    if seen[t] then return end
-    seen[t] = true
+  local function walk(tab, deep)
+    if seen[tab] then return end
+    seen[tab] = true
     local n = 0
-    for k, v in next, t do
+    for k, v in next, tab do
       n = n + 1
-      ts[#ts + 1], ks[#ks + 1], vs[#vs + 1] = t, k, v
-      if type(v) == "table" and depth < 4 then walk(v, depth + 1) end
+      ts[#ts + 1], ks[#ks + 1], vs[#vs + 1] = tab, k, v
+      if deep and k == "double" and type(v) == "table" then walk(v, false) end
     end
-    tabs[#tabs + 1], counts[#counts + 1] = t, n
+    tabs[#tabs + 1], counts[#counts + 1] = tab, n
   end
-  walk(PARAMS, 1)
+  walk(PARAMS, false)
+  local cname = PARAMS[dev.type] ~= nil and dev.type or "gpu"
+  local roots = device_keys(dev)
+  roots[#roots + 1] = cname
+  local sets = {pl.variant, pl.set, "reg", "small"}
+  for _, key in ipairs(roots) do
+    local root = PARAMS[key]
+    if type(root) == "table" then
+      walk(root, false)
+      for _, name in ipairs(sets) do
+        local set = root[name]
+        if type(set) == "table" then walk(set, t == "double") end
+      end
+    end
+  end
   return {tabs = tabs, counts = counts, ts = ts, ks = ks, vs = vs}
 end
 
