@@ -314,6 +314,7 @@ static int launch(lua_State *L, const Launch *a) {
   cl_event ev = NULL;
   cl_int err;
   int keep[2], has_local = !lua_isnoneornil(L, a->lidx), argno = a->argno;
+  lg_Event *pre = NULL;        /* the Event, made before the enqueue */
   if (k->k == NULL) lg_error(L, fn, "attempt to use a released kernel");
   if (q == NULL) lg_error(L, fn, "attempt to use a released queue");
   dims = get_sizes(L, a->gidx, g, 0, fn, argno, "global size");
@@ -365,6 +366,15 @@ static int launch(lua_State *L, const Launch *a) {
     }
     k->args_of = c->serial;
   }
+  /* An Event that keeps nothing (the default queue) is made here, released
+  ** (no cl_event) until the command is enqueued: nothing can fail between
+  ** the enqueue and the return, and no protected call is needed. */
+  if (!a->no_event && a->qidx == 0) {
+    pre = lua_newuserdatauv(L, sizeof *pre, 2);
+    memset(pre, 0, sizeof *pre);
+    pre->profiling = -1;
+    luaL_setmetatable(L, LG_EVENT_MT);
+  }
   err = clEnqueueNDRangeKernel(q, k->k, dims, a->off, g, has_local ? l : NULL,
                                a->nwait, a->wait, a->no_event ? NULL : &ev);
   if (lg_is_oom(err)) {       /* dead buffers may hold the memory: collect, retry once */
@@ -374,6 +384,14 @@ static int launch(lua_State *L, const Launch *a) {
   }
   if (err != CL_SUCCESS) lg_clerror(L, ENQ, err, NULL);
   if (a->no_event) return 0;
+  if (pre != NULL) {
+    pre->ev = ev;
+    memcpy(pre->command, k->command, sizeof pre->command - 1);   /* both 48 bytes */
+    /* in a finalizer the Event may get none of its own: complete now (as
+    ** lg_pushevent does) */
+    if (lua_gc(L, LUA_GCISRUNNING) == -1) clWaitForEvents(1, &pre->ev);
+    return 1;
+  }
   /* The Event keeps nothing alive for the default queue: OpenCL itself
   ** retains the kernel and the buffers of an enqueued command, and an Event
   ** holding nothing is let go by the collector without waiting for its
