@@ -325,7 +325,8 @@ describe("matmul", function()
     assert.equal("luagpu: matmul.plan: argument #5: expected \"float\" or \"double\", got " ..
                  "\"half\"", errmsg(matmul.plan, dev, 1, 1, 1, "half"))
     assert.equal("luagpu: matmul.param_set: argument #2: expected \"naive\", \"tiled\", " ..
-                 "\"reg\", \"small\" or \"packed\", got nil", errmsg(matmul.param_set, dev))
+                 "\"reg\", \"small\", \"smaller\" or \"packed\", got nil",
+                 errmsg(matmul.param_set, dev))
   end)
 
   it("checks every option itself and reports it under its own name", function()

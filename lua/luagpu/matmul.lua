@@ -466,14 +466,14 @@ function M.plan(dev, m, n, k, t, variant, override)
 end
 
 -- M.param_set(dev, name [, type]): the parameters of set name ("naive",
--- "tiled", "reg", "small", "packed") for dev, after the device entries and
--- the double overrides (a new table).
+-- "tiled", "reg", "small", "smaller", "packed") for dev, after the device
+-- entries and the double overrides (a new table).
 function M.param_set(dev, name, t)
   local fn = "matmul.param_set"
   H.check_object(fn, "argument #1", dev, "Device")
-  if not (VARIANTS[name] or name == "small") then
-    H.fail(fn, "argument #2: expected \"naive\", \"tiled\", \"reg\", \"small\" or " ..
-           "\"packed\", got %s", show(name))
+  if not (VARIANTS[name] or name == "small" or name == "smaller") then
+    H.fail(fn, "argument #2: expected \"naive\", \"tiled\", \"reg\", \"small\", " ..
+           "\"smaller\" or \"packed\", got %s", show(name))
   end
   return P.param_set(dev, name, check_type(fn, 3, t))
 end
