@@ -305,10 +305,6 @@ static int k_index(lua_State *L) {
   return 1;
 }
 
-static int k_newindex(lua_State *L) {
-  return lg_error(L, "kernel", "field '%s' is read-only", luaL_tolstring(L, 2, NULL));
-}
-
 static int k_gc(lua_State *L) {
   lg_Kernel *k = luaL_checkudata(L, 1, LG_KERNEL_MT);
   if (k->k != NULL) clReleaseKernel(k->k);
@@ -405,8 +401,8 @@ static int prog_kernel(lua_State *L) {
   return 1;
 }
 
-/* prog:release(), also __close: releases the program and its kernels
-** (calls bound to them raise when run afterwards). */
+/* prog:release(), also __close and __gc: releases the program and its
+** kernels (calls bound to them raise when run afterwards). */
 static int prog_release(lua_State *L) {
   lg_Program *p = luaL_checkudata(L, 1, LG_PROGRAM_MT);
   if (p->prog == NULL) return 0;
@@ -420,13 +416,6 @@ static int prog_release(lua_State *L) {
     }
   }
   clReleaseProgram(p->prog);
-  p->prog = NULL;
-  return 0;
-}
-
-static int prog_gc(lua_State *L) {
-  lg_Program *p = luaL_checkudata(L, 1, LG_PROGRAM_MT);
-  if (p->prog != NULL) clReleaseProgram(p->prog);
   p->prog = NULL;
   return 0;
 }
@@ -474,10 +463,6 @@ static int prog_index(lua_State *L) {
   return 1;
 }
 
-static int prog_newindex(lua_State *L) {
-  return lg_error(L, "program", "field '%s' is read-only", luaL_tolstring(L, 2, NULL));
-}
-
 static int prog_tostring(lua_State *L) {
   lg_Program *p = luaL_checkudata(L, 1, LG_PROGRAM_MT);
   if (p->prog == NULL) {
@@ -491,30 +476,19 @@ static int prog_tostring(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg program_methods[] = {
-  {"kernel", prog_kernel},
-  {"release", prog_release},
-  {NULL, NULL}
-};
-
-static const luaL_Reg program_meta[] = {
-  {"__index", prog_index},
-  {"__newindex", prog_newindex},
-  {"__gc", prog_gc},
-  {"__close", prog_release},
-  {"__tostring", prog_tostring},
-  {NULL, NULL}
-};
-
 /* ------------------------------------------------------------- classes */
 
+/* Field writes raise through class.c's default __newindex. */
+static const luaL_Reg program_methods[] = {
+  {"kernel", prog_kernel}, {"release", prog_release}, {NULL, NULL}
+};
+static const luaL_Reg program_meta[] = {
+  {"__released", lg_handle_released}, {"__index", prog_index}, {"__gc", prog_release},
+  {"__close", prog_release}, {"__tostring", prog_tostring}, {NULL, NULL}
+};
 static const luaL_Reg kernel_meta[] = {
-  {"__index", k_index},
-  {"__newindex", k_newindex},
-  {"__call", k_call},
-  {"__gc", k_gc},
-  {"__tostring", k_tostring},
-  {NULL, NULL}
+  {"__released", lg_handle_released}, {"__index", k_index}, {"__call", k_call},
+  {"__gc", k_gc}, {"__tostring", k_tostring}, {NULL, NULL}
 };
 
 void lg_open_kernel(lua_State *L) {

@@ -140,6 +140,12 @@ describe("one vocabulary for released objects and read-only fields", function()
     has_error("luagpu: localmem: field 'count' is read-only",
               function() gpu.localmem("int", 4).count = 8 end)
     has_error("luagpu: buffer: cannot set field 'x'", function() b.x = 1 end)
+    local prog = dev:build("kernel void f(global int *x) { x[0] = 1; }")
+    local k = prog.f
+    has_error("luagpu: program: field 'log' is read-only", function() prog.log = "" end)
+    has_error("luagpu: kernel: field 'name' is read-only", function() k.name = "g" end)
+    prog:release()
+    assert.same({"released Program", "released Kernel"}, {gpu.type(prog), gpu.type(k)})
   end)
 end)
 
