@@ -156,20 +156,26 @@ local TEARDOWN = {
   ]==],
 }
 
-describe("teardown", function()
+-- One spec per script of scripts (name -> value) and host, in name order:
+-- check(host, value) runs and checks one.
+local function each_script_and_host(scripts, check)
   local names = {}
-  for name in pairs(TEARDOWN) do names[#names + 1] = name end
+  for name in pairs(scripts) do names[#names + 1] = name end
   table.sort(names)
   for _, host in ipairs {"luagpu", "lua"} do
     for _, name in ipairs(names) do
-      it(name .. " (" .. host .. ")", function()
-        local out, status = run_script(host, TEARDOWN[name] .. "\nprint('done')\n")
-        assert.not_equal(124, status, "hung: " .. out)
-        assert.equal(0, status, out)
-        assert.equal("done\n", out)
-      end)
+      it(name .. " (" .. host .. ")", function() check(host, scripts[name]) end)
     end
   end
+end
+
+describe("teardown", function()
+  each_script_and_host(TEARDOWN, function(host, code)
+    local out, status = run_script(host, code .. "\nprint('done')\n")
+    assert.not_equal(124, status, "hung: " .. out)
+    assert.equal(0, status, out)
+    assert.equal("done\n", out)
+  end)
 
   it("a script that raises with commands pending, and os.exit with and without closing",
      function()
@@ -268,18 +274,10 @@ describe("ending a script while the driver still compiles its kernels", function
 end)
 
 describe("hostile input that once crashed (a child process each)", function()
-  local names = {}
-  for name in pairs(CRASHERS) do names[#names + 1] = name end
-  table.sort(names)
-  for _, host in ipairs {"luagpu", "lua"} do
-    for _, name in ipairs(names) do
-      it(name .. " (" .. host .. ")", function()
-        local code, want = CRASHERS[name][1], CRASHERS[name][2]
-        local out, status = run_script(host, code)
-        assert.equal(0, status, out)
-        assert.equal(want, out:sub(1, #want))
-        assert_clean(out)
-      end)
-    end
-  end
+  each_script_and_host(CRASHERS, function(host, case)
+    local out, status = run_script(host, case[1])
+    assert.equal(0, status, out)
+    assert.equal(case[2], out:sub(1, #case[2]))
+    assert_clean(out)
+  end)
 end)
