@@ -369,12 +369,7 @@ static int launch(lua_State *L, const Launch *a) {
   /* An Event that keeps nothing (the default queue) is made here, released
   ** (no cl_event) until the command is enqueued: nothing can fail between
   ** the enqueue and the return, and no protected call is needed. */
-  if (!a->no_event && a->qidx == 0) {
-    pre = lua_newuserdatauv(L, sizeof *pre, 2);
-    memset(pre, 0, sizeof *pre);
-    pre->profiling = -1;
-    luaL_setmetatable(L, LG_EVENT_MT);
-  }
+  if (!a->no_event && a->qidx == 0) pre = lg_newevent(L, k->command);
   err = clEnqueueNDRangeKernel(q, k->k, dims, a->off, g, has_local ? l : NULL,
                                a->nwait, a->wait, a->no_event ? NULL : &ev);
   if (lg_is_oom(err)) {       /* dead buffers may hold the memory: collect, retry once */
@@ -385,11 +380,7 @@ static int launch(lua_State *L, const Launch *a) {
   if (err != CL_SUCCESS) lg_clerror(L, ENQ, err, NULL);
   if (a->no_event) return 0;
   if (pre != NULL) {
-    pre->ev = ev;
-    memcpy(pre->command, k->command, sizeof pre->command - 1);   /* both 48 bytes */
-    /* in a finalizer the Event may get none of its own: complete now (as
-    ** lg_pushevent does) */
-    if (lua_gc(L, LUA_GCISRUNNING) == -1) clWaitForEvents(1, &pre->ev);
+    lg_event_start(L, pre, ev);
     return 1;
   }
   /* The Event keeps nothing alive for the default queue: OpenCL itself

@@ -26,10 +26,7 @@ lg_Event *lg_checkevent(lua_State *L, int idx) {
 ** returns a new Event (no cl_event yet) holding them in a table. */
 static int new_event(lua_State *L) {
   int i, n = lua_gettop(L);
-  lg_Event *e = lua_newuserdatauv(L, sizeof *e, 2);
-  memset(e, 0, sizeof *e);
-  e->profiling = -1;
-  luaL_setmetatable(L, LG_EVENT_MT);
+  lg_newevent(L, "");
   if (n == 0) return 1;            /* nothing kept: no table, and __gc need not wait */
   lua_createtable(L, n, 0);
   for (i = 1; i <= n; i++) {
@@ -60,7 +57,6 @@ lg_Event *lg_pushevent(lua_State *L, cl_event ev, const char *command,
     lua_error(L);
   }
   e = lua_touserdata(L, -1);
-  e->ev = ev;
   strncpy(e->command, command, sizeof e->command - 1);
   for (i = 0; i < nkeep; i++) {
     lg_Queue *q = luaL_testudata(L, keep[i] < 0 && keep[i] > LUA_REGISTRYINDEX
@@ -71,6 +67,21 @@ lg_Event *lg_pushevent(lua_State *L, cl_event ev, const char *command,
       break;
     }
   }
+  lg_event_start(L, e, ev);
+  return e;
+}
+
+lg_Event *lg_newevent(lua_State *L, const char *command) {
+  lg_Event *e = lua_newuserdatauv(L, sizeof *e, 2);
+  memset(e, 0, sizeof *e);
+  e->profiling = -1;
+  strncpy(e->command, command, sizeof e->command - 1);
+  luaL_setmetatable(L, LG_EVENT_MT);
+  return e;
+}
+
+void lg_event_start(lua_State *L, lg_Event *e, cl_event ev) {
+  e->ev = ev;
   /* Inside a finalizer (where lua_gc answers -1) the Event may get no
   ** finalizer of its own: lua_close registers none, and frees what the
   ** command uses right after. So a command enqueued there completes now. */
@@ -78,7 +89,6 @@ lg_Event *lg_pushevent(lua_State *L, cl_event ev, const char *command,
     if (e->queue != NULL && e->queue->q != NULL) clFlush(e->queue->q);
     clWaitForEvents(1, &e->ev);
   }
-  return e;
 }
 
 void lg_event_setresult(lua_State *L, int evidx, int validx, lg_Result kind) {

@@ -302,6 +302,13 @@ lg_Event *lg_pushevent(lua_State *L, cl_event ev, const char *command,
                        const int *keep, int nkeep);
 /* Sets the result of the Event at evidx to the value at validx. */
 void lg_event_setresult(lua_State *L, int evidx, int validx, lg_Result kind);
+/* The two halves of lg_pushevent for an Event that keeps nothing, on a
+** path that must not pay for a protected call (a launch on the default
+** queue): lg_newevent pushes an Event in the released state (no cl_event)
+** before the command is enqueued, so nothing can fail after it;
+** lg_event_start then gives it ev (and, inside a finalizer, waits for it). */
+lg_Event *lg_newevent(lua_State *L, const char *command);
+void lg_event_start(lua_State *L, lg_Event *e, cl_event ev);
 lg_Event *lg_checkevent(lua_State *L, int idx);
 lg_Event *lg_testevent(lua_State *L, int idx);
 
