@@ -78,9 +78,25 @@ static const char *param_names(lua_State *L, const lg_Kernel *k) {
   return lua_tostring(L, -1);
 }
 
+/* The Buffer at idx; a value whose metatable has a __tobuffer function (a
+** Tensor) is replaced at idx by what that returns, so the call keeps it. */
+static lg_Buffer *buffer_arg(lua_State *L, int idx) {
+  lg_Buffer *b = lg_testbuffer(L, idx);
+  if (b != NULL) return b;
+  if (luaL_getmetafield(L, idx, "__tobuffer") == LUA_TNIL) return NULL;
+  if (!lua_isfunction(L, -1)) {
+    lua_pop(L, 1);
+    return NULL;
+  }
+  lua_pushvalue(L, idx);
+  lua_call(L, 1, 1);
+  lua_replace(L, idx);
+  return lg_testbuffer(L, idx);
+}
+
 static void bind_buffer(lua_State *L, lg_Kernel *k, const lg_ArgInfo *a, int i, int idx,
                         lg_CallArg *ca, cl_mem *slot) {
-  lg_Buffer *b = lg_testbuffer(L, idx);
+  lg_Buffer *b = buffer_arg(L, idx);
   char want[LG_TYPENAME_MAX], got[LG_TYPENAME_MAX];
   if (b == NULL)
     lg_typeerror(L, k->command, i, idx,

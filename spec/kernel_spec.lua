@@ -149,6 +149,29 @@ describe("k(...)", function()
     end
   end)
 
+  it("takes values whose metatable converts them (__tobuffer), and keeps what it gives", function()
+    local n = 64
+    local x, y = dev:buffer("float", n), dev:buffer("float", n)
+    local xs = random_floats(n)
+    x:write(xs)
+    local calls = 0
+    local stands_for = {__tobuffer = function(v) calls = calls + 1; return v.b:sub(1, n) end}
+    local call = prog.saxpy(2, setmetatable({b = x}, stands_for), setmetatable({b = y}, stands_for), n)
+    assert.equal(2, calls)
+    collectgarbage()                  -- the views made by __tobuffer are the call's now
+    call:run({n}):wait()
+    local r = y:get()
+    for i = 1, n do assert.equal(2 * xs[i], r[i]) end
+    local bad = setmetatable({}, {__tobuffer = function() return 42 end})
+    local raising = setmetatable({}, {__tobuffer = function() error("not contiguous", 0) end})
+    has_error("luagpu: kernel saxpy: argument #2: expected a Buffer of float for parameter "
+              .. "'global const float* x', got number", prog.saxpy, 1, bad, y, n)
+    has_error("not contiguous", prog.saxpy, 1, raising, y, n)
+    has_error("luagpu: kernel saxpy: argument #2: expected a Buffer of float for parameter "
+              .. "'global const float* x', got table", prog.saxpy, 1,
+              setmetatable({}, {__tobuffer = "no"}), y, n)
+  end)
+
   it("raises when a bound buffer was released before the run", function()
     local x, y = dev:buffer("float", 8), dev:buffer("float", 8)
     local call = prog.saxpy(1, x, y, 8)

@@ -133,6 +133,23 @@ describe("matmul", function()
     assert.is_true(rel_error(C:get(), want) < 1e-4)
   end)
 
+  it("takes values that stand for buffers (__tobuffer), C among them", function()
+    local m, n, k = 7, 5, 6
+    local a, b = random_table(m * k), random_table(k * n)
+    local function stands_for(buf)
+      return setmetatable({}, {__tobuffer = function() return buf end})
+    end
+    local A = dev:buffer("float", {m, k}, {host = a})
+    local B = dev:buffer("float", {k, n}, {host = b})
+    local C = dev:buffer("float", {m, n})
+    local got, ev = matmul(stands_for(A), stands_for(B), stands_for(C))
+    assert.are.equal(C, got)
+    ev:wait()
+    assert.is_true(rel_error(C:get(), reference(a, b, m, n, k)) < 1e-4)
+    local made = matmul(stands_for(A), stands_for(B), {variant = "tiled"})
+    assert.is_true(rel_error(made:get(), reference(a, b, m, n, k)) < 1e-4)
+  end)
+
   it("waits for opts.wait and runs on opts.queue", function()
     local q = dev:queue{out_of_order = true}
     local a, b = random_table(20 * 30), random_table(30 * 10)

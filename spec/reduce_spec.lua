@@ -88,6 +88,9 @@ describe("reduce.sum, reduce.min, reduce.max", function()
       -- a view of a view
       local v = big:sub(5, -3):sub(3, 1000)
       check_all(t, v, vals, 7, 1004)
+      -- a value that stands for a view (a tensor's __tobuffer)
+      check_all(t, setmetatable({}, {__tobuffer = function() return big:sub(2, 301) end}),
+                vals, 2, 301)
     end)
   end
 

@@ -5,7 +5,7 @@
 --                  the script that called the helper (the first frame outside
 --                  the helpers' folder)
 --   values         H.class_of, H.typename, H.show, H.integer
---   arguments      H.check_object, H.check_buffer, H.check_keys
+--   arguments      H.check_object, H.to_buffer, H.check_buffer, H.check_keys
 --   options        H.option_names, H.check_options, H.check_wait
 --   enqueueing     H.in_order, H.after
 --   caches         H.device_cache, H.device_entries, H.scratch_buffer,
@@ -18,7 +18,7 @@
 local gpu = require "luagpu"
 
 local type, next, ipairs, tostring, error = type, next, ipairs, tostring, error
-local rawlen, rawget, setmetatable = rawlen, rawget, setmetatable
+local rawlen, rawget, setmetatable, getmetatable = rawlen, rawget, setmetatable, getmetatable
 local format, concat = string.format, table.concat
 local max, mtype, tointeger = math.max, math.type, math.tointeger
 -- absent where a sandbox removed the debug library: errors then carry no position
@@ -115,12 +115,23 @@ function H.check_object(fn, where, v, cls, expected)
 end
 local check_object = H.check_object
 
--- Checks argument #arg to be a live buffer (a view of a live one counts);
--- returns its element type, its root buffer and its offset in the root
--- (elements).
+-- v, or the Buffer that v stands for when v's metatable has a __tobuffer
+-- function (a Tensor: its buffer, or an error when it is not contiguous).
+function H.to_buffer(v)
+  local mt = getmetatable(v)
+  local convert = type(mt) == "table" and rawget(mt, "__tobuffer")
+  if type(convert) == "function" then return convert(v) end
+  return v
+end
+local to_buffer = H.to_buffer
+
+-- Checks argument #arg to be a live buffer (a view of a live one counts, and
+-- a value H.to_buffer converts); returns its element type, its root buffer,
+-- its offset in the root (elements) and the buffer itself.
 function H.check_buffer(fn, arg, b)
+  b = to_buffer(b)
   check_object(fn, "argument #" .. arg, b, "Buffer", "a buffer")
-  return b.type, b.root, b.offset
+  return b.type, b.root, b.offset, b
 end
 
 -- The names a table may hold: {set =, list = "a, b, c" (for messages),

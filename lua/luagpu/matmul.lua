@@ -26,7 +26,7 @@ local type, pairs, next, ipairs, tostring = type, pairs, next, ipairs, tostring
 local setmetatable = setmetatable
 local gpu_type = gpu.type
 local format, concat, sort = string.format, table.concat, table.sort
-local integer, show, typename = H.integer, H.show, H.typename
+local integer, show, typename, to_buffer = H.integer, H.show, H.typename, H.to_buffer
 
 -- split_edges: false turns the core-and-edges split off (for comparisons).
 local M = {programs_built = 0, split_edges = true}
@@ -208,7 +208,13 @@ end
 -- dev, q, waits, opts}. Without C a new one is made.
 local function check_call(A, B, C, opts)
   local optarg = 4
-  if opts == nil and type(C) == "table" then C, opts, optarg = nil, C, 3 end
+  A, B = to_buffer(A), to_buffer(B)
+  local Cbuf = to_buffer(C)
+  if Cbuf ~= C then
+    C = Cbuf
+  elseif opts == nil and type(C) == "table" then
+    C, opts, optarg = nil, C, 3
+  end
   opts = check_opts(optarg, opts)
   local c = {opts = opts, q = opts.queue, waits = opts.wait}
   local t, tb, tc

@@ -76,11 +76,11 @@ local LIMITS = {
 -- Checks argument #arg of fn to be a live buffer of scalars; returns its
 -- element type, element count, root buffer and offset (elements) in it.
 local function check_buffer(fn, arg, b)
-  local t, root, offset = H.check_buffer(fn, arg, b)
+  local t, root, offset, buf = H.check_buffer(fn, arg, b)
   if not SIZES[t] then
     fail(fn, "argument #%d: expected a buffer of scalars, got %s elements", arg, t)
   end
-  return t, #b, root, offset
+  return t, #buf, root, offset
 end
 
 local SUM_OPTIONS = H.option_names{"wait", "queue", "async", "acc"}
@@ -364,10 +364,11 @@ end
 local function run(fn, spec, x, y, opts)
   local n, input = check_inputs(fn, spec, x, y)
   local q = opts.queue
-  local dev = q and q.device or x.device
-  if dev ~= x.device and dev.platform ~= x.device.platform then
+  local xdev = input.x.device
+  local dev = q and q.device or xdev
+  if dev ~= xdev and dev.platform ~= xdev.platform then
     fail(fn, "argument #%d: queue: the queue is on %s, not on the platform of %s",
-         opts.arg, dev.name, x.device.name)
+         opts.arg, dev.name, xdev.name)
   end
   local e = entry_for(fn, dev, spec)
   local waits = opts.wait
