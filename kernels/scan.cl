@@ -1,0 +1,296 @@
+/*
+** scan.cl: the kernels of luagpu.algo's scans (lua/luagpu/algo_scan.lua).
+**
+** The input is cut into tiles of TILE = L * IPT elements; work-item lid of
+** a group owns the IPT consecutive elements from lid * IPT of a tile. A
+** tile is scanned in three steps: each work-item folds its elements, the
+** group scans the L folds (local memory), and each work-item scans its
+** elements again from its prefix and writes them.
+**
+** Two ways to chain the tiles:
+**   scan_lookback   single pass (decoupled look-back): each group takes
+**                   the next tile from a counter (so a tile only waits on
+**                   tiles whose groups are already running), publishes its
+**                   aggregate, then folds its predecessors' published
+**                   aggregates backwards until one has its inclusive
+**                   prefix. Reads n elements and writes n. Needs groups
+**                   that once started make progress while others spin.
+**   scan_reduce, scan_partials, scan_apply
+**                   three passes (reduce-then-scan) over a fixed grid of G
+**                   groups, each owning a run of consecutive tiles: the
+**                   folds of the runs, their exclusive scan by one group,
+**                   then each group scans its run from its prefix. Reads
+**                   2n and writes n; portable (no group waits on another).
+**
+** A segmented scan carries (value, head) pairs: a head element starts a
+** new segment, (a, fa) + (b, fb) = (fb ? b : a op b, fa | fb). Heads come
+** from a flags buffer (non-zero: head) and from row starts (i % rowlen
+** == 0 when rowlen is not 0).
+**
+** The helper prepends these definitions:
+**   T, ACC      input element type, accumulator and output type
+**   FT          element type of the flags buffer
+**   MAP         expression in x (an element) and i (its 0-based index)
+**   OP          expression in a and b: the associative operator
+**   NEUTRAL     expression: the neutral element of OP
+**   SEGMENTED   1: heads from flags and rows; 0: one segment
+**   STAGED      1: tiles pass through local memory (coalesced global
+**               reads and writes, for GPUs); 0: each work-item reads and
+**               writes its own elements (CPUs)
+**   L, IPT      work-items per group (a power of two), elements per item
+*/
+
+#define TILE ((uint)L * IPT)
+/* one pad word per 32: the strided reads of the work-items' elements
+** fall in different banks */
+#define PAD(c) ((c) + ((c) >> 5))
+
+inline ACC lg_op(ACC a, ACC b) { return (ACC)(OP); }
+inline ACC lg_map(T x, ulong i) { return (ACC)(MAP); }
+
+#if SEGMENTED
+typedef struct { ACC v; uint f; } carry;
+inline carry lg_carry(ACC v, uint f) { carry r; r.v = v; r.f = f; return r; }
+inline carry lg_comb(carry a, carry b) {
+  carry r;
+  r.f = a.f | b.f;
+  r.v = b.f ? b.v : lg_op(a.v, b.v);
+  return r;
+}
+#define CVAL(c) ((c).v)
+#define CFLAG(c) ((c).f)
+#define HEAD(g) ((uint)((hasflags && flags[foff + (g)] != 0) || (rowlen && (g) % rowlen == 0)))
+#else
+typedef ACC carry;
+#define lg_carry(v, f) (v)
+#define lg_comb(a, b) lg_op((a), (b))
+#define CVAL(c) (c)
+#define CFLAG(c) 0u
+#define HEAD(g) 0u
+#endif
+#define IDENTITY lg_carry((ACC)(NEUTRAL), 0u)
+
+/* What every scan kernel takes first: the input x from element xoff, the
+** flags from foff (read when hasflags), the row length (0: none), n. */
+#define SCAN_ARGS __global const T *x, ulong xoff, __global const FT *flags, ulong foff, \
+                  int hasflags, ulong rowlen, ulong n
+#define SCAN_PASS x, xoff, flags, foff, hasflags, rowlen, n
+
+#if STAGED
+#define LOCALS __local ACC *lv, __local uchar *lh
+#define LOCALS_PASS lv, lh
+#else
+#define LOCALS __local ACC *lv
+#define LOCALS_PASS 0
+#endif
+
+/* STAGED: the tile from base into lv (mapped; NEUTRAL past n) and its
+** heads into lh. */
+inline void lg_stage(SCAN_ARGS, ulong base, LOCALS) {
+#if STAGED
+  uint lid = get_local_id(0), k;
+  for (k = 0; k < IPT; k++) {
+    uint c = k * L + lid;
+    ulong g = base + c;
+    ACC v = (ACC)(NEUTRAL);
+    uint h = 0;
+    if (g < n) { v = lg_map(x[xoff + g], g); h = HEAD(g); }
+    lv[PAD(c)] = v;
+#if SEGMENTED
+    lh[PAD(c)] = (uchar)h;
+#endif
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+}
+
+/* Element c (0-based in the tile from base) as a carry; the identity past n. */
+inline carry lg_item(SCAN_ARGS, ulong base, uint c, LOCALS) {
+#if STAGED
+  return lg_carry(lv[PAD(c)], (uint)lh[PAD(c)]);
+#else
+  ulong g = base + c;
+  if (g >= n) return IDENTITY;
+  return lg_carry(lg_map(x[xoff + g], g), HEAD(g));
+#endif
+}
+
+/* The fold of this work-item's elements of the tile from base. */
+inline carry lg_thread_fold(SCAN_ARGS, ulong base, LOCALS) {
+  uint c0 = get_local_id(0) * IPT, j;
+  carry t = IDENTITY;
+  for (j = 0; j < IPT; j++) t = lg_comb(t, lg_item(SCAN_PASS, base, c0 + j, LOCALS_PASS));
+  return t;
+}
+
+/* Inclusive scan of the L work-items' v (Hillis-Steele over ts, 2L
+** carries). Sets *excl to the fold of the work-items before this one and
+** returns the fold of all L; ts is free again when it returns. */
+inline carry lg_group_scan(carry v, carry *excl, __local carry *ts) {
+  uint lid = get_local_id(0), off, src = 0;
+  carry total;
+  ts[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (off = 1; off < L; off <<= 1) {
+    carry c = ts[src + lid];
+    if (lid >= off) c = lg_comb(ts[src + lid - off], c);
+    src ^= L;
+    ts[src + lid] = c;
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  *excl = lid ? ts[src + lid - 1] : IDENTITY;
+  total = ts[src + L - 1];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return total;
+}
+
+/* Scans this work-item's elements of the tile from base, starting from
+** run (the fold of everything before them), and writes them to out from
+** ooff (exclusive: each element gets the fold before it, NEUTRAL at a
+** head). */
+inline void lg_write(SCAN_ARGS, __global ACC *out, ulong ooff, int exclusive, ulong base,
+                     carry run, LOCALS) {
+  uint c0 = get_local_id(0) * IPT, j;
+  for (j = 0; j < IPT; j++) {
+    carry it = lg_item(SCAN_PASS, base, c0 + j, LOCALS_PASS);
+    ACC o;
+    if (exclusive) {
+      o = CFLAG(it) ? (ACC)(NEUTRAL) : CVAL(run);
+      run = lg_comb(run, it);
+    } else {
+      run = lg_comb(run, it);
+      o = CVAL(run);
+    }
+#if STAGED
+    lv[PAD(c0 + j)] = o;
+#else
+    if (base + c0 + j < n) out[ooff + base + c0 + j] = o;
+#endif
+  }
+#if STAGED
+  {
+    uint lid = get_local_id(0), k;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (k = 0; k < IPT; k++) {
+      uint c = k * L + lid;
+      if (base + c < n) out[ooff + base + c] = lv[PAD(c)];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+#endif
+}
+
+#if STAGED
+#define DECLARE_LOCALS __local ACC lv[PAD(TILE)]; __local uchar lh[SEGMENTED ? PAD(TILE) : 1]
+#else
+#define DECLARE_LOCALS __local ACC lv[1]
+#endif
+
+/* The first of three passes: part[g] and pflag[g], the fold of the tiles
+** of group g (tiles g * per .. g * per + per - 1). */
+__kernel void scan_reduce(SCAN_ARGS, uint per, __global ACC *part, __global uint *pflag) {
+  __local carry ts[2 * L];
+  DECLARE_LOCALS;
+  ulong ntiles = (n + TILE - 1) / TILE, t = (ulong)get_group_id(0) * per;
+  ulong end = t + per < ntiles ? t + per : ntiles;
+  carry total = IDENTITY, excl;
+  for (; t < end; t++) {
+    ulong base = t * TILE;
+    lg_stage(SCAN_PASS, base, LOCALS_PASS);
+    total = lg_comb(total, lg_group_scan(lg_thread_fold(SCAN_PASS, base, LOCALS_PASS), &excl, ts));
+  }
+  if (get_local_id(0) == 0) {
+    part[get_group_id(0)] = CVAL(total);
+    pflag[get_group_id(0)] = CFLAG(total);
+  }
+}
+
+/* The second pass, one group: part[0..groups-1] becomes its exclusive scan. */
+__kernel void scan_partials(__global ACC *part, __global uint *pflag, uint groups) {
+  __local carry ts[2 * L];
+  uint lid = get_local_id(0), g0;
+  carry run = IDENTITY;
+  for (g0 = 0; g0 < groups; g0 += L) {
+    uint g = g0 + lid;
+    carry v = g < groups ? lg_carry(part[g], pflag[g]) : IDENTITY, excl;
+    carry total = lg_group_scan(v, &excl, ts);
+    if (g < groups) part[g] = CVAL(lg_comb(run, excl));
+    run = lg_comb(run, total);
+  }
+}
+
+/* The third pass: group g scans its tiles from part[g] and writes them. */
+__kernel void scan_apply(SCAN_ARGS, __global ACC *out, ulong ooff, int exclusive, uint per,
+                         __global const ACC *part) {
+  __local carry ts[2 * L];
+  DECLARE_LOCALS;
+  ulong ntiles = (n + TILE - 1) / TILE, t = (ulong)get_group_id(0) * per;
+  ulong end = t + per < ntiles ? t + per : ntiles;
+  carry run = lg_carry(part[get_group_id(0)], 0u), excl;
+  for (; t < end; t++) {
+    ulong base = t * TILE;
+    carry total;
+    lg_stage(SCAN_PASS, base, LOCALS_PASS);
+    total = lg_group_scan(lg_thread_fold(SCAN_PASS, base, LOCALS_PASS), &excl, ts);
+    lg_write(SCAN_PASS, out, ooff, exclusive, base, lg_comb(run, excl), LOCALS_PASS);
+    run = lg_comb(run, total);
+  }
+}
+
+/* status[t]: epoch << 3 | head << 2 | state, state 1: agg[t] holds the
+** tile's fold, 2: pre[t] holds the fold of tiles 0..t; another epoch:
+** nothing yet (each call has its own epoch, so status needs no clearing). */
+#define READY(s, epoch) (((s) >> 3) == (epoch) && ((s) & 3u) != 0)
+
+/* Single pass: one group per tile, in the order of the ticket counter
+** (a uint, 0 between calls: the group that takes the last ticket puts it
+** back to 0). */
+__kernel void scan_lookback(SCAN_ARGS, __global ACC *out, ulong ooff, int exclusive,
+                            __global volatile uint *status, __global ACC *agg,
+                            __global ACC *pre, __global volatile uint *ticket, uint epoch) {
+  __local carry ts[2 * L];
+  __local carry prefix;
+  __local uint tile_no;
+  DECLARE_LOCALS;
+  uint lid = get_local_id(0), tile;
+  ulong base;
+  carry total, excl;
+  if (lid == 0) {
+    uint t = atomic_inc(ticket);
+    if (t == get_num_groups(0) - 1) *ticket = 0;
+    tile_no = t;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  tile = tile_no;
+  base = (ulong)tile * TILE;
+  lg_stage(SCAN_PASS, base, LOCALS_PASS);
+  total = lg_group_scan(lg_thread_fold(SCAN_PASS, base, LOCALS_PASS), &excl, ts);
+  if (lid == 0) {
+    __global volatile ACC *vagg = (__global volatile ACC *)agg;
+    __global volatile ACC *vpre = (__global volatile ACC *)pre;
+    carry run = IDENTITY, incl;
+    if (tile > 0) {
+      uint p = tile - 1;
+      vagg[tile] = CVAL(total);
+      mem_fence(CLK_GLOBAL_MEM_FENCE);
+      atomic_xchg(&status[tile], epoch << 3 | CFLAG(total) << 2 | 1u);
+      for (;;) {
+        uint s = status[p];
+        carry v;
+        if (!READY(s, epoch)) continue;
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+        v = lg_carry((s & 3u) == 2 ? vpre[p] : vagg[p], (s >> 2) & 1u);
+        run = lg_comb(v, run);
+        if ((s & 3u) == 2 || CFLAG(run)) break;
+        p--;
+      }
+    }
+    incl = lg_comb(run, total);
+    vpre[tile] = CVAL(incl);
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    atomic_xchg(&status[tile], epoch << 3 | CFLAG(incl) << 2 | 2u);
+    prefix = run;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  lg_write(SCAN_PASS, out, ooff, exclusive, base, lg_comb(prefix, excl), LOCALS_PASS);
+}

@@ -1,0 +1,286 @@
+-- luagpu.algo_base: what the parts of luagpu.algo share (scan, sort,
+-- compaction, histograms): the device classes and their settings, argument
+-- checks, OpenCL C expressions, programs cached per device, and running a
+-- sequence of commands on one queue. Not meant for scripts.
+
+local gpu = require "luagpu"
+local H = require "luagpu.helper"
+
+local type, ipairs, tostring, error, pcall = type, ipairs, tostring, error, pcall
+local setmetatable, unpack = setmetatable, table.unpack
+local format, concat = string.format, table.concat
+local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
+
+local B = {}
+
+B.SIZES = H.SCALAR_SIZES
+B.FLOATS = {float = true, double = true}
+B.INTEGERS = {char = true, uchar = true, short = true, ushort = true, int = true,
+              uint = true, long = true, ulong = true}
+B.LIMITS = {
+  char = {"CHAR_MIN", "CHAR_MAX"}, uchar = {"0", "UCHAR_MAX"},
+  short = {"SHRT_MIN", "SHRT_MAX"}, ushort = {"0", "USHRT_MAX"},
+  int = {"INT_MIN", "INT_MAX"}, uint = {"0", "UINT_MAX"},
+  long = {"LONG_MIN", "LONG_MAX"}, ulong = {"0", "ULONG_MAX"},
+  float = {"-INFINITY", "INFINITY"}, double = {"-(double)INFINITY", "(double)INFINITY"},
+}
+
+-- Largest element count the kernels index (their counts are ulong, tiles
+-- and groups uint): 2^40 is far beyond any device's memory.
+B.MAX_COUNT = 1 << 40
+
+-- The module's counters, shared by every part: programs compiled so far.
+B.stats = {programs_built = 0}
+
+------------------------------------------------------------------ classes
+
+-- Per device class, the settings of each part. A script may change them
+-- (algo.classes.gpu.scan_local = 128); the next call on a device of that
+-- class checks them (SETTINGS) and builds its kernels again.
+--   scan_local, scan_items   work-items per group and elements per
+--                            work-item of a scan tile (halved for 8-byte
+--                            accumulators)
+--   scan_staged              tiles pass through local memory
+--   scan_lookback            single-pass scans (decoupled look-back);
+--                            false: the three-pass scan
+--   scan_groups_per_cu       groups of the three-pass scan per compute unit
+--   sort_local, sort_items   the same for a radix sort tile
+--   hist_local, hist_groups_per_cu   histograms' groups
+B.CLASSES = {
+  gpu = {scan_local = 256, scan_items = 16, scan_staged = true, scan_lookback = true,
+         scan_groups_per_cu = 4, sort_local = 64, sort_items = 32,
+         hist_local = 256, hist_groups_per_cu = 8},
+  cpu = {scan_local = 16, scan_items = 64, scan_staged = false, scan_lookback = false,
+         scan_groups_per_cu = 4, sort_local = 16, sort_items = 64,
+         hist_local = 16, hist_groups_per_cu = 4},
+}
+B.CLASSES.accelerator = B.CLASSES.gpu
+B.CLASSES.other = B.CLASSES.gpu
+
+local function pow2_in(lo, hi)
+  return function(v)
+    local i = integer(v)
+    if i and i >= lo and i <= hi and i & (i - 1) == 0 then return i end
+  end, format("a power of two from %d to %d", lo, hi)
+end
+
+local function int_in(lo, hi)
+  return function(v)
+    local i = integer(v)
+    if i and i >= lo and i <= hi then return i end
+  end, format("an integer from %d to %d", lo, hi)
+end
+
+local function boolean()
+  return function(v) if type(v) == "boolean" then return v end end, "true or false"
+end
+
+-- name, check, what is allowed (in words)
+local SETTINGS = {}
+for _, s in ipairs {
+  {"scan_local", pow2_in(1, 1024)}, {"scan_items", pow2_in(1, 4096)},
+  {"scan_staged", boolean()}, {"scan_lookback", boolean()},
+  {"scan_groups_per_cu", int_in(1, 1024)},
+  {"sort_local", pow2_in(2, 256)}, {"sort_items", int_in(1, 256)},
+  {"hist_local", pow2_in(1, 1024)}, {"hist_groups_per_cu", int_in(1, 1024)},
+} do SETTINGS[#SETTINGS + 1] = {s[1], s[2], s[3]} end
+
+-- The settings of dev's class, checked, as a new table, and their
+-- signature (part of the cache keys, so changed settings build again).
+function B.device_class(fn, dev)
+  local name = B.CLASSES[dev.type] ~= nil and dev.type or "gpu"
+  local cls = B.CLASSES[name]
+  if type(cls) ~= "table" then
+    fail(fn, "algo.classes.%s: expected a table of settings, got %s", name, typename(cls))
+  end
+  local checked, sig = {}, {}
+  for i, s in ipairs(SETTINGS) do
+    local v = cls[s[1]]
+    local ok = s[2](v)
+    if ok == nil then
+      fail(fn, "algo.classes.%s.%s: expected %s, got %s", name, s[1], s[3], show(v))
+    end
+    checked[s[1]], sig[i] = ok, tostring(ok)
+  end
+  return checked, concat(sig, ",")
+end
+
+------------------------------------------------------------------ checks
+
+-- Checks argument #arg of fn to be a live buffer (or what converts to one)
+-- of scalars; returns its element type, root and offset.
+function B.check_buffer(fn, arg, b, what)
+  local t, root, offset = H.check_buffer(fn, arg, b)
+  if not B.SIZES[t] then
+    fail(fn, "%s: expected a buffer of scalars, got %s elements", what or "argument #" .. arg, t)
+  end
+  return t, root, offset
+end
+
+-- Checks the buffer option name of opts (argument #arg) the same way;
+-- returns its element type, root and offset, or nothing when absent.
+function B.check_buffer_option(fn, arg, b, name)
+  local where = format("argument #%d: option %s", arg, name)
+  local cls, released = H.class_of(b)
+  if cls ~= "Buffer" then
+    fail(fn, "%s: expected a buffer, got %s", where, typename(b))
+  end
+  if released then fail(fn, "%s: attempt to use a released buffer", where) end
+  local t = b.type
+  if not B.SIZES[t] then fail(fn, "%s: expected a buffer of scalars, got %s elements", where, t) end
+  return t, b.root, b.offset
+end
+
+-- Checks that buffer b (described by where) is on a device of dev's
+-- platform.
+function B.check_platform(fn, where, b, dev)
+  local d = b.device
+  if d ~= dev and d.platform ~= dev.platform then
+    fail(fn, "%s: the buffer is on %s, not on the platform of %s", where, d.name, dev.name)
+  end
+end
+
+-- Checks an optional boolean option; returns it (false when absent).
+function B.flag(fn, arg, opts, name)
+  local v = opts[name]
+  if v == nil then return false end
+  if type(v) ~= "boolean" then
+    fail(fn, "argument #%d: option %s: expected a boolean, got %s", arg, name, show(v))
+  end
+  return v
+end
+
+-- Checks an optional count option (an integer from lo up to B.MAX_COUNT);
+-- returns it, or nil when absent.
+function B.count_option(fn, arg, opts, name, lo)
+  local v = opts[name]
+  if v == nil then return nil end
+  local i = integer(v)
+  if not i or i < lo or i > B.MAX_COUNT then
+    fail(fn, "argument #%d: option %s: expected an integer from %d to 2^40, got %s",
+         arg, name, lo, show(v))
+  end
+  return i
+end
+
+-- Checks the row_length option for a buffer of n elements: nil (one row)
+-- or a positive integer dividing n. Returns it (n when absent, 0 for an
+-- empty buffer without it).
+function B.row_length(fn, arg, opts, n)
+  local r = B.count_option(fn, arg, opts, "row_length", 1)
+  if r == nil then return n end
+  if n % r ~= 0 then
+    fail(fn, "argument #%d: option row_length: %d does not divide the %d elements", arg, r, n)
+  end
+  return r
+end
+
+-- Checks that two buffers (root, offset, count) do not overlap unless
+-- they are the same elements; where names the second.
+function B.check_overlap(fn, where, r1, o1, n1, r2, o2, n2)
+  if r1 == r2 and not (o1 == o2 and n1 == n2) and o1 < o2 + n2 and o2 < o1 + n1 then
+    fail(fn, "%s: the output overlaps the input (give the same buffer, or one apart)", where)
+  end
+end
+
+-- A scalar element type given as field or option name.
+function B.element_type(fn, where, t)
+  if type(t) ~= "string" or not B.SIZES[t] then
+    fail(fn, "%s: expected a scalar element type (char .. double), got %s", where,
+         type(t) == "string" and "'" .. t .. "'" or typename(t))
+  end
+  return t
+end
+
+-- An OpenCL C expression from field field of def (default when absent):
+-- a string, or a finite number.
+function B.expression(fn, def, field, default)
+  local v = def[field]
+  if v == nil then
+    if default then return default end
+    fail(fn, "missing field '%s' (an OpenCL C expression)", field)
+  end
+  if type(v) == "number" then
+    if v ~= v or v == 1 / 0 or v == -1 / 0 then
+      fail(fn, "field '%s': expected a finite number or an OpenCL C expression, got %s " ..
+           "(write \"INFINITY\" or \"NAN\")", field, show(v))
+    end
+    v = tostring(v)
+  end
+  if type(v) ~= "string" or not v:find("%S") then
+    fail(fn, "field '%s': expected an OpenCL C expression (a string), got %s", field,
+         type(v) == "string" and "an empty string" or typename(v))
+  end
+  return (v:gsub("[\r\n]", " "))
+end
+
+------------------------------------------------------------------ programs
+
+-- The program of source on dev (defines: {name = value}, in order as a
+-- list of pairs); custom names the user's expressions for a message when
+-- it does not compile (nil: the error as it is).
+function B.build(fn, dev, defines, file, custom)
+  local lines = {}
+  for _, d in ipairs(defines) do lines[#lines + 1] = format("#define %s %s", d[1], d[2]) end
+  lines[#lines + 1] = "#line 1"
+  lines[#lines + 1] = gpu.kernel_source(file)
+  local ok, prog = pcall(dev.build, dev, concat(lines, "\n"))
+  if not ok then
+    if custom then
+      fail(fn, "%s do not compile on %s:\n%s", custom, dev.name, tostring(prog))
+    end
+    error(prog, 0)
+  end
+  B.stats.programs_built = B.stats.programs_built + 1
+  return prog
+end
+
+-- Checks that dev can hold type t (doubles need fp64).
+function B.check_fp64(fn, dev, t)
+  if t == "double" and not dev.fp64 then
+    fail(fn, "%s has no double precision (fp64)", dev.name)
+  end
+end
+
+------------------------------------------------------------------ running
+
+-- A sequence of commands on queue q (nil: the default queue of the
+-- device), the first after the Events in waits, each after the one
+-- before. seq:run(call, global, local) and seq:cmd(f, ...) (f(..., opts),
+-- a buffer method) enqueue; seq.last is the Event of the last one.
+local Seq = {}
+Seq.__index = Seq
+
+function B.sequence(q, waits)
+  return setmetatable({q = q, waits = waits, events = {}}, Seq)
+end
+
+function Seq:opts()
+  local o
+  if self.last then o = H.after(self.q, self.last)
+  elseif self.q or self.waits[1] then o = {wait = self.waits, queue = self.q} end
+  return o
+end
+
+function Seq:run(call, global, lsz)
+  self.last = call:run(global, lsz, self:opts())
+  self.events[#self.events + 1] = self.last
+  return self.last
+end
+
+function Seq:cmd(obj, method, ...)
+  local args = {...}
+  args[#args + 1] = self:opts() or {}
+  self.last = obj[method](obj, unpack(args))
+  return self.last
+end
+
+-- An Event that completes when what came before in the sequence has (for
+-- calls that enqueue nothing).
+function Seq:marker(dev)
+  local q = self.q or dev:default_queue()
+  self.last = q:marker(self.last and {wait = {self.last}} or {wait = self.waits})
+  return self.last
+end
+
+return B

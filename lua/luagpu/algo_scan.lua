@@ -1,0 +1,309 @@
+-- luagpu.algo_scan: prefix scans (algo.scan, algo.scanner) over device
+-- buffers, with kernels/scan.cl. Part of luagpu.algo; also used by its
+-- sort and compaction. Not meant to be required by scripts.
+--
+-- A scan is one kernel (decoupled look-back, scan_lookback) where the
+-- device class allows it (algo.classes.X.scan_lookback: true for GPUs,
+-- whose running groups make progress while others spin), else three
+-- (scan_reduce, scan_partials, scan_apply), which never wait on another
+-- group and so run on any device (PoCL's CPU device runs a group to the
+-- end on one thread and may not start the next before). Programs and
+-- scratch buffers are made once per device and scan, and reused.
+
+local gpu = require "luagpu"
+local H = require "luagpu.helper"
+local B = require "luagpu.algo_base"
+
+local type, format, concat = type, string.format, table.concat
+local max, min = math.max, math.min
+local setmetatable = setmetatable
+local fail, typename, show = H.fail, H.typename, H.show
+local SIZES, LIMITS, FLOATS = B.SIZES, B.LIMITS, B.FLOATS
+
+local S = {}
+
+-- Epochs tag the look-back's status words (29 bits of them); after the
+-- last one the status buffer is cleared and they start again.
+local MAX_EPOCH = (1 << 29) - 1
+
+local function floor_pow2(n)
+  local p = 1
+  while p * 2 <= n do p = p * 2 end
+  return p
+end
+
+------------------------------------------------------------------ programs
+
+-- Per device (weak keys): scan key -> entry (entry_for).
+local cache = H.device_cache()
+
+-- Bytes of local memory a tile of L * ipt elements needs (see scan.cl).
+local function local_bytes(staged, seg, L, ipt, asz)
+  local tile = L * ipt
+  local padded = tile + tile // 32
+  local carry = seg and 2 * max(asz, 4) or asz
+  local bytes = 2 * L * carry + 64
+  if staged then bytes = bytes + padded * asz + (seg and padded or 0) end
+  return bytes
+end
+
+-- The compiled scan spec on dev, segmented (flags of type ft) or not:
+-- {lookback, reduce, partials, apply (kernels), L, tile, groups (of the
+-- three passes), use_lookback, scratch buffers, epoch}. Made on first use
+-- and again when algo.classes changed.
+local function entry_for(fn, dev, spec, seg, ft)
+  local cls, sig = B.device_class(fn, dev)
+  local entries = H.device_entries(cache, dev, sig)
+  local key = spec.key .. "\0" .. (seg and (ft or "uchar") or "-")
+  local e = entries[key]
+  if e then return e end
+  B.check_fp64(fn, dev, spec.type)
+  B.check_fp64(fn, dev, spec.acc)
+  local asz = SIZES[spec.acc]
+  local L = min(cls.scan_local, floor_pow2(dev.max_work_group_size))
+  local ipt = cls.scan_items
+  if asz > 4 and ipt > 2 then ipt = ipt // 2 end
+  local staged = cls.scan_staged
+  while ipt > 1 and local_bytes(staged, seg, L, ipt, asz) > dev.local_mem_size do
+    ipt = ipt // 2
+  end
+  local custom = spec.custom and format("map '%s', op '%s', neutral '%s' for %s -> %s",
+                                        spec.map, spec.op, spec.neutral, spec.type, spec.acc)
+  local prog
+  while true do
+    prog = B.build(fn, dev, {
+      {"T", spec.type}, {"ACC", spec.acc}, {"FT", ft or "uchar"},
+      {"MAP", spec.map}, {"OP", spec.op}, {"NEUTRAL", spec.neutral},
+      {"SEGMENTED", seg and 1 or 0}, {"STAGED", staged and 1 or 0},
+      {"L", L}, {"IPT", ipt},
+    }, "scan.cl", custom)
+    local wgs = min(prog.scan_lookback.work_group_size, prog.scan_reduce.work_group_size,
+                    prog.scan_partials.work_group_size, prog.scan_apply.work_group_size)
+    if wgs >= L or L == 1 then break end
+    L = floor_pow2(wgs)
+  end
+  e = {
+    lookback = prog.scan_lookback, reduce = prog.scan_reduce,
+    partials = prog.scan_partials, apply = prog.scan_apply,
+    L = L, tile = L * ipt, groups = max(1, dev.compute_units * cls.scan_groups_per_cu),
+    use_lookback = cls.scan_lookback, acc = spec.acc,
+    ticket = dev:buffer("uint", 1), epoch = 0,
+  }
+  entries[key] = e
+  return e
+end
+
+------------------------------------------------------------------ running
+
+local dummy_flags = H.device_cache()
+
+-- Runs a scan, everything checked: r = {spec, x (root), xoff, n, flags
+-- (root or nil), foff, ft, rowlen (0: none), out (root), ooff, exclusive,
+-- lookback (nil: the class's choice), queue, wait (a list)}. Returns the
+-- Event of its last command.
+function S.run(fn, r)
+  local q = r.queue
+  local dev = q and q.device or r.x.device
+  local seg = r.flags ~= nil or r.rowlen ~= 0
+  local e = entry_for(fn, dev, r.spec, seg, r.ft)
+  local waits = r.wait
+  H.wait_for_last_user(e, q, dev, waits)
+  local seq = B.sequence(q, waits)
+  local n = r.n
+  if n == 0 then
+    seq:marker(dev)
+    H.set_last_user(e, seq.last, q, dev)
+    return seq.last
+  end
+  local flags = r.flags
+  if not flags then
+    flags = dummy_flags[dev]
+    if not flags then flags = dev:buffer("uchar", 1); dummy_flags[dev] = flags end
+  end
+  local L, tile = e.L, e.tile
+  local ntiles = (n + tile - 1) // tile
+  local excl = r.exclusive and 1 or 0
+  local x, xoff, foff, hasf, rowlen = r.x, r.xoff, r.foff or 0, r.flags and 1 or 0, r.rowlen
+  local lookback = r.lookback
+  if lookback == nil then lookback = e.use_lookback end
+  if lookback then
+    local status = H.scratch_buffer(e, dev, "status", "uint", ntiles)
+    local agg = H.scratch_buffer(e, dev, "agg", e.acc, ntiles)
+    local pre = H.scratch_buffer(e, dev, "pre", e.acc, ntiles)
+    local epoch = e.epoch + 1
+    if epoch > MAX_EPOCH then
+      seq:cmd(status, "fill", 0)
+      epoch = 1
+    end
+    e.epoch = epoch
+    seq:run(e.lookback(x, xoff, flags, foff, hasf, rowlen, n, r.out, r.ooff, excl,
+                       status, agg, pre, e.ticket, epoch), {ntiles * L}, {L})
+  else
+    local groups = min(e.groups, ntiles)
+    local per = (ntiles + groups - 1) // groups
+    groups = (ntiles + per - 1) // per
+    local part = H.scratch_buffer(e, dev, "part", e.acc, groups)
+    local pflag = H.scratch_buffer(e, dev, "pflag", "uint", groups)
+    seq:run(e.reduce(x, xoff, flags, foff, hasf, rowlen, n, per, part, pflag),
+            {groups * L}, {L})
+    seq:run(e.partials(part, pflag, groups), {L}, {L})
+    seq:run(e.apply(x, xoff, flags, foff, hasf, rowlen, n, r.out, r.ooff, excl, per, part),
+            {groups * L}, {L})
+  end
+  H.set_last_user(e, seq.last, q, dev)
+  S.last_events = seq.events
+  return seq.last
+end
+
+------------------------------------------------------------------ checks
+
+local OPTIONS = H.option_names{"exclusive", "row_length", "flags", "out", "acc", "op",
+                               "lookback", "wait", "queue"}
+local SCANNER_OPTIONS = H.option_names{"exclusive", "row_length", "flags", "out",
+                                       "lookback", "wait", "queue"}
+
+-- Checks b (argument #1) and the options of a scan (argument #2); acc_of
+-- (t, out_type, o) gives the accumulator type. Returns the run table for
+-- S.run, without its spec, and the output buffer (made when not given).
+local function check_scan(fn, b, opts, names, acc_of)
+  local o = H.check_options(fn, 2, opts, names)
+  local t, xroot, xoff = B.check_buffer(fn, 1, b)
+  local n = #b
+  local dev = o.queue and o.queue.device or xroot.device
+  if o.queue then B.check_platform(fn, "argument #1", xroot, dev) end
+  local r = {x = xroot, xoff = xoff, n = n, queue = o.queue, wait = o.wait, type = t}
+  r.exclusive = B.flag(fn, 2, o, "exclusive")
+  local lb = o.lookback
+  if lb ~= nil and type(lb) ~= "boolean" then
+    fail(fn, "argument #2: option lookback: expected a boolean, got %s", show(lb))
+  end
+  r.lookback = lb
+  local rl = B.row_length(fn, 2, o, n)
+  r.rowlen = (o.row_length ~= nil and rl < n) and rl or 0
+  if o.flags ~= nil then
+    local ft, froot, foff = B.check_buffer_option(fn, 2, o.flags, "flags")
+    if not B.INTEGERS[ft] then
+      fail(fn, "argument #2: option flags: expected a buffer of integers, got %s elements", ft)
+    end
+    if #o.flags ~= n then
+      fail(fn, "argument #2: option flags: expected %d elements, got %d", n, #o.flags)
+    end
+    B.check_platform(fn, "argument #2: option flags", froot, dev)
+    r.flags, r.foff, r.ft = froot, foff, ft
+  end
+  local out = o.out
+  local ot
+  if out ~= nil then
+    local oroot, ooff
+    ot, oroot, ooff = B.check_buffer_option(fn, 2, out, "out")
+    if #out ~= n then
+      fail(fn, "argument #2: option out: expected %d elements, got %d", n, #out)
+    end
+    B.check_platform(fn, "argument #2: option out", oroot, dev)
+    B.check_overlap(fn, "argument #2: option out", xroot, xoff, n, oroot, ooff, n)
+    r.out, r.ooff = oroot, ooff
+  end
+  local acc = acc_of(t, ot, o)
+  if ot and ot ~= acc then
+    fail(fn, "argument #2: option out: expected a buffer of %s, got %s", acc, ot)
+  end
+  B.check_fp64(fn, dev, t)
+  B.check_fp64(fn, dev, acc)
+  if not out then
+    out = dev:buffer(acc, n)
+    r.out, r.ooff = out, 0
+  end
+  return r, out, acc
+end
+
+------------------------------------------------------------------ algo.scan
+
+local OPS = {sum = "a + b", prod = "a * b"}
+
+-- The spec of a built-in scan: op "sum", "prod", "min" or "max" over t,
+-- accumulated in acc.
+local builtin_specs = {}
+local function builtin(op, t, acc)
+  local key = concat({"scan", op, t, acc}, " ")
+  local s = builtin_specs[key]
+  if s then return s end
+  s = {type = t, acc = acc, map = "x", key = key}
+  if OPS[op] then
+    s.op, s.neutral = OPS[op], op == "sum" and "0" or "1"
+  else
+    s.op = format("%s%s(a, b)", FLOATS[acc] and "f" or "", op)
+    s.neutral = LIMITS[acc][op == "min" and 2 or 1]
+  end
+  builtin_specs[key] = s
+  return s
+end
+
+local OP_NAMES = {sum = true, prod = true, min = true, max = true}
+
+-- algo.scan(b [, opts]) -> out, Event
+function S.scan(b, opts)
+  local fn = "algo.scan"
+  local op
+  local r, out = check_scan(fn, b, opts, OPTIONS, function(t, ot, o)
+    op = o.op
+    if op == nil then op = "sum" end
+    if not OP_NAMES[op] then
+      fail(fn, "argument #2: option op: expected \"sum\", \"prod\", \"min\" or \"max\", got %s",
+           show(op))
+    end
+    if o.acc == nil then return ot or t end
+    return B.element_type(fn, "argument #2: option acc", o.acc)
+  end)
+  r.spec = builtin(op, r.type, out.type)
+  return out, S.run(fn, r)
+end
+
+------------------------------------------------------------------ algo.scanner
+
+local Scanner = {}
+Scanner.__index = Scanner
+Scanner.__name = "luagpu.Scanner"
+
+function Scanner.__call(s, b, opts)
+  local fn = "scanner"
+  local r, out = check_scan(fn, b, opts, SCANNER_OPTIONS, function(t)
+    if t ~= s.type then fail(fn, "argument #1: expected a buffer of %s, got %s", s.type, t) end
+    return s.acc
+  end)
+  r.spec = s.spec
+  return out, S.run(fn, r)
+end
+
+function Scanner.__tostring(s)
+  return format("luagpu.Scanner: %s -> %s, map '%s', op '%s', neutral '%s'",
+                s.type, s.acc, s.map, s.op, s.neutral)
+end
+
+local NEW_FIELDS = H.option_names{"type", "acc", "map", "op", "neutral", "device"}
+
+-- algo.scanner{type =, op =, neutral = [, acc =] [, map =] [, device =]}
+function S.scanner(def)
+  local fn = "algo.scanner"
+  if type(def) ~= "table" then
+    fail(fn, "argument #1: expected a table {type =, op =, neutral =}, got %s", typename(def))
+  end
+  H.check_keys(fn, "", def, NEW_FIELDS, "field")
+  if def.type == nil then fail(fn, "missing field 'type' (an element type such as \"float\")") end
+  local t = B.element_type(fn, "field 'type'", def.type)
+  local acc = B.element_type(fn, "field 'acc'", def.acc or t)
+  local map = B.expression(fn, def, "map", "x")
+  local op = B.expression(fn, def, "op")
+  local neutral = B.expression(fn, def, "neutral")
+  local s = setmetatable({type = t, acc = acc, map = map, op = op, neutral = neutral}, Scanner)
+  s.spec = {type = t, acc = acc, map = map, op = op, neutral = neutral, custom = true,
+            key = concat({"custom", t, acc, map, op, neutral}, "\0")}
+  local dev = def.device
+  if dev ~= nil then
+    H.check_object(fn, "field 'device'", dev, "Device")
+    entry_for(fn, dev, s.spec, false)
+  end
+  return s
+end
+
+S.builtin = builtin
+return S
