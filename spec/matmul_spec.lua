@@ -150,6 +150,20 @@ describe("matmul", function()
     assert.is_true(rel_error(made:get(), reference(a, b, m, n, k)) < 1e-4)
   end)
 
+  it("gives only its last Event on an in-order queue without profiling", function()
+    local m, n, k = 37, 41, 43
+    local a, b = random_table(m * k), random_table(k * n)
+    local A = dev:buffer("float", {m, k}, {host = a})
+    local B = dev:buffer("float", {k, n}, {host = b})
+    local q = dev:queue{profiling = false}
+    local C, ev, events = matmul(A, B, {variant = "packed", queue = q})
+    assert.are.same({ev}, events)
+    ev:wait()
+    assert.is_true(rel_error(C:get(), reference(a, b, m, n, k)) < 1e-4)
+    local _, _, all = matmul(A, B, {variant = "packed"})      -- profiling: all three
+    assert.are.equal(3, #all)
+  end)
+
   it("waits for opts.wait and runs on opts.queue", function()
     local q = dev:queue{out_of_order = true}
     local a, b = random_table(20 * 30), random_table(30 * 10)

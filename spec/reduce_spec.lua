@@ -183,6 +183,23 @@ describe("the async form", function()
       assert.equal((reference(vals, i, #vals)), evs[i]:wait())
     end
   end)
+
+  it("asks for no pass Events on an in-order queue without profiling", function()
+    local b, vals = random_buffer("int", 70001)
+    local q = dev:queue{profiling = false}
+    for _, single in ipairs{true, false} do
+      reduce.single_pass = single
+      local ev, passes = reduce.sum(b, {async = true, queue = q})
+      assert.same({}, passes)
+      assert.equal((reference(vals, 1, #vals)), ev:wait())
+      assert.equal((reference(vals, 3, #vals)), reduce.sum(b:sub(3, -1), {queue = q}))
+    end
+    reduce.single_pass = true
+    local ooo = dev:queue{profiling = false, out_of_order = true}
+    local ev, passes = reduce.sum(b, {async = true, queue = ooo})
+    assert.equal(1, #passes)
+    assert.equal((reference(vals, 1, #vals)), ev:wait())
+  end)
 end)
 
 describe("reduce.single_pass = false", function()

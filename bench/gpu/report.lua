@@ -59,6 +59,22 @@ for _, n in ipairs { 256, 1024, 4096 } do
   row(("enqueue: matmul %d"):format(n), L[("enqueue_mm_%d_us"):format(n)],
     B[("enqueue_mm_%d_us"):format(n)], "A @ B", "us", true)
 end
+-- The same with profiling off (dev:set_profiling(false)): beside the same
+-- PyTorch figures.
+for _, e in ipairs { 20, 28 } do
+  row(("wall, profiling off: reduce.sum 2^%d"):format(e), L[("wall_sum_2^%d_noprof_us"):format(e)],
+    B[("wall_sum_2^%d_us"):format(e)], "x.sum().item()", "us", true)
+  row(("enqueue, profiling off: reduce.sum 2^%d, async"):format(e),
+    L[("enqueue_sum_2^%d_noprof_us"):format(e)], B[("enqueue_sum_2^%d_us"):format(e)], "x.sum()",
+    "us", true)
+end
+for _, n in ipairs { 256, 1024, 4096 } do
+  row(("wall, profiling off: matmul %d, then finish"):format(n),
+    L[("wall_mm_%d_noprof_us"):format(n)], B[("wall_mm_%d_us"):format(n)],
+    "A @ B; synchronize()", "us", true)
+  row(("enqueue, profiling off: matmul %d"):format(n), L[("enqueue_mm_%d_noprof_us"):format(n)],
+    B[("enqueue_mm_%d_us"):format(n)], "A @ B", "us", true)
+end
 for _, v in ipairs { {"prof_event", "profiling queue, event"}, {"prof_noevent", "profiling, no event"},
                      {"noprof_event", "no profiling, event"}, {"noprof_noevent", "no profiling, no event"} } do
   row("launch, k(...):run, default queue", L.launch_prof_us, H[v[1] .. "_us"], "C host: " .. v[2],

@@ -39,34 +39,42 @@ end
 
 print("LUAGPU device " .. dev.name:gsub(" ", "_") .. " name")
 
-for _, e in ipairs {20, 28} do
-  local b = dev:buffer("float", 1 << e)
-  fill(b, 7):wait()
-  reduce.sum(b)                                          -- builds, caches
-  report(("wall_sum_2^%d_us"):format(e), median(bench.walls(reps, function()
-    return reduce.sum(b)
-  end)))
-  report(("enqueue_sum_2^%d_us"):format(e), median(enqueue_times(function()
-    return reduce.sum(b, {async = true})
-  end, function(ev) ev:wait() end)))
-  b:release()
-end
-
-for _, n in ipairs(sizes) do
-  local A, B, C = dev:buffer("float", {n, n}), dev:buffer("float", {n, n}), dev:buffer("float", {n, n})
-  fill(A, 1):wait()
-  fill(B, 2):wait()
-  matmul(A, B, C)
-  dev:finish()
-  report(("wall_mm_%d_us"):format(n), median(bench.walls(reps, function()
+-- The helpers, on the default queue with profiling on (keys as given) and,
+-- after dev:set_profiling(false), off (keys ending "_noprof").
+local function helpers(suffix)
+  local function key(fmt, v) return fmt:format(v) .. suffix end
+  for _, e in ipairs {20, 28} do
+    local b = dev:buffer("float", 1 << e)
+    fill(b, 7):wait()
+    reduce.sum(b)                                          -- builds, caches
+    report(key("wall_sum_2^%d", e) .. "_us", median(bench.walls(reps, function()
+      return reduce.sum(b)
+    end)))
+    report(key("enqueue_sum_2^%d", e) .. "_us", median(enqueue_times(function()
+      return reduce.sum(b, {async = true})
+    end, function(ev) ev:wait() end)))
+    b:release()
+  end
+  for _, n in ipairs(sizes) do
+    local A, B, C = dev:buffer("float", {n, n}), dev:buffer("float", {n, n}), dev:buffer("float", {n, n})
+    fill(A, 1):wait()
+    fill(B, 2):wait()
     matmul(A, B, C)
     dev:finish()
-  end)))
-  report(("enqueue_mm_%d_us"):format(n), median(enqueue_times(function()
-    matmul(A, B, C)
-  end, function() dev:finish() end)))
-  A:release(); B:release(); C:release()
+    report(key("wall_mm_%d", n) .. "_us", median(bench.walls(reps, function()
+      matmul(A, B, C)
+      dev:finish()
+    end)))
+    report(key("enqueue_mm_%d", n) .. "_us", median(enqueue_times(function()
+      matmul(A, B, C)
+    end, function() dev:finish() end)))
+    A:release(); B:release(); C:release()
+  end
 end
+helpers("")
+dev:set_profiling(false)
+helpers("_noprof")
+dev:set_profiling(true)
 
 -- A plain launch: k(...):run on the default queue (profiling on, an Event
 -- returned) and on a queue with profiling off; enqueue only, per launch.

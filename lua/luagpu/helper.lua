@@ -7,7 +7,7 @@
 --   values         H.class_of, H.typename, H.show, H.integer
 --   arguments      H.check_object, H.to_buffer, H.check_buffer, H.check_keys
 --   options        H.option_names, H.check_options, H.check_wait
---   enqueueing     H.in_order, H.after
+--   enqueueing     H.in_order, H.events_wanted, H.after
 --   caches         H.device_cache, H.device_entries, H.scratch_buffer,
 --                  H.wait_for_last_user, H.set_last_user
 --
@@ -210,6 +210,15 @@ end
 -- Whether commands on q (nil: the device's default queue) run in order.
 function H.in_order(q)
   return q == nil or not q.out_of_order
+end
+
+-- Whether a helper's internal commands on q (nil: dev's default queue) need
+-- Events of their own: on an in-order queue without profiling an Event
+-- tells only that its command is done, which the helper's last Event tells
+-- too, so they enqueue without (an Event costs more than the enqueue).
+function H.events_wanted(q, dev)
+  local queue = q or dev:default_queue()
+  return queue.out_of_order or queue.profiling
 end
 
 -- The options of a command on q that must follow the Events given: an

@@ -375,12 +375,25 @@ end
 
 -- Enqueues steps on q (nil: dev's default queue), the first after the
 -- Events in waits (a list it may append to); returns the last Event and
--- the list of all of them.
+-- the list of all of them (only the last where H.events_wanted says the
+-- others need none).
 local function enqueue(steps, dev, q, waits)
   local sc = steps.scratch
   if sc then H.wait_for_last_user(sc.entries, q, dev, waits) end
   local events, ordered = {}, H.in_order(q)
-  for i = 1, #steps do
+  local last = #steps
+  if last > 1 and not H.events_wanted(q, dev) then   -- only the last step's Event
+    for i = 1, last - 1 do
+      local o = {queue = q, event = false}
+      if i == 1 then o.wait = waits end
+      steps[i][1]:run(steps[i][2].global, steps[i][2].local_size, o)
+    end
+    local ev = steps[last][1]:run(steps[last][2].global, steps[last][2].local_size,
+                                  q and {queue = q} or nil)
+    if sc then H.set_last_user(sc.entries, ev, q, dev) end
+    return ev, {ev}
+  end
+  for i = 1, last do
     local s = steps[i]
     local o
     if s[3] == nil then

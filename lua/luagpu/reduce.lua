@@ -379,8 +379,14 @@ local function run(fn, spec, x, y, opts)
     H.set_last_user(e, nil, q, dev)        -- the blocking read sees them done
     return e.result:get(q and {queue = q} or nil)
   end
-  local events = enqueue_passes(l, q, waits)
-  local ev = e.result:read(H.after(q, events[#events]))
+  local events, ev
+  if H.events_wanted(q, dev) then
+    events = enqueue_passes(l, q, waits)
+    ev = e.result:read(H.after(q, events[#events]))
+  else                                  -- in order, no profiles: the read's Event says all
+    enqueue_quiet(l, q, waits)
+    events, ev = {}, e.result:read(q and {queue = q} or nil)
+  end
   H.set_last_user(e, ev, q, dev)
   if opts.async then return ev, events end
   return ev:wait()
