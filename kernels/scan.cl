@@ -115,10 +115,40 @@ inline carry lg_item(SCAN_ARGS, ulong base, uint c, LOCALS) {
 #endif
 }
 
-/* The fold of this work-item's elements of the tile from base. */
-inline carry lg_thread_fold(SCAN_ARGS, ulong base, LOCALS) {
+/* CPUs, no segments: a work-item's elements, when all are below n, are
+** folded and scanned as CHAINS runs of SUB consecutive elements side by
+** side (independent chains that the core overlaps, where one chain would
+** wait on each operation before the next). */
+#if !STAGED && !SEGMENTED && IPT % 8 == 0
+#define CHAINS 8
+#define SUB (IPT / CHAINS)
+
+/* The folds of the CHAINS runs of the elements from g0 into a. */
+inline void lg_chain_folds(__global const T *x, ulong xoff, ulong g0, ACC *a) {
+  __global const T *p = x + xoff + g0;
+  uint j, k;
+#pragma unroll
+  for (k = 0; k < CHAINS; k++) a[k] = (ACC)(NEUTRAL);
+  for (j = 0; j < SUB; j++)
+#pragma unroll
+    for (k = 0; k < CHAINS; k++) a[k] = lg_op(a[k], lg_map(p[k * SUB + j], g0 + k * SUB + j));
+}
+#endif
+
+/* The fold of this work-item's elements of the tile from base (with
+** CHAINS, when they are all below n: also the folds of the runs, in a). */
+inline carry lg_thread_fold(SCAN_ARGS, ulong base, LOCALS, ACC *a) {
   uint c0 = get_local_id(0) * IPT, j;
   carry t = IDENTITY;
+#ifdef CHAINS
+  if (base + c0 + IPT <= n) {
+    ACC f;
+    lg_chain_folds(x, xoff, base + c0, a);
+    f = a[0];
+    for (j = 1; j < CHAINS; j++) f = lg_op(f, a[j]);
+    return f;
+  }
+#endif
   for (j = 0; j < IPT; j++) t = lg_comb(t, lg_item(SCAN_PASS, base, c0 + j, LOCALS_PASS));
   return t;
 }
@@ -149,8 +179,39 @@ inline carry lg_group_scan(carry v, carry *excl, __local carry *ts) {
 ** ooff (exclusive: each element gets the fold before it, NEUTRAL at a
 ** head). */
 inline void lg_write(SCAN_ARGS, __global ACC *out, ulong ooff, int exclusive, ulong base,
-                     carry run, LOCALS) {
+                     carry run, LOCALS, const ACC *a) {
   uint c0 = get_local_id(0) * IPT, j;
+#ifdef CHAINS
+  ulong g0 = base + c0;
+  if (g0 + IPT <= n) {
+    __global const T *p = x + xoff + g0;
+    __global ACC *o = out + ooff + g0;
+    ACC r[CHAINS];
+    uint k;
+    r[0] = run;
+#pragma unroll
+    for (k = 1; k < CHAINS; k++) r[k] = lg_op(r[k - 1], a[k - 1]);
+    if (exclusive) {
+      for (j = 0; j < SUB; j++)
+#pragma unroll
+        for (k = 0; k < CHAINS; k++) {
+          uint c = k * SUB + j;
+          ACC v = lg_map(p[c], g0 + c);
+          o[c] = r[k];
+          r[k] = lg_op(r[k], v);
+        }
+    } else {
+      for (j = 0; j < SUB; j++)
+#pragma unroll
+        for (k = 0; k < CHAINS; k++) {
+          uint c = k * SUB + j;
+          r[k] = lg_op(r[k], lg_map(p[c], g0 + c));
+          o[c] = r[k];
+        }
+    }
+    return;
+  }
+#endif
   for (j = 0; j < IPT; j++) {
     carry it = lg_item(SCAN_PASS, base, c0 + j, LOCALS_PASS);
     ACC o;
@@ -180,10 +241,15 @@ inline void lg_write(SCAN_ARGS, __global ACC *out, ulong ooff, int exclusive, ul
 #endif
 }
 
+#ifndef CHAINS
+#define CHAINS 1
+#endif
+/* the tile in local memory (STAGED), and a work-item's folds of its runs */
 #if STAGED
-#define DECLARE_LOCALS __local ACC lv[PAD(TILE)]; __local uchar lh[SEGMENTED ? PAD(TILE) : 1]
+#define DECLARE_LOCALS __local ACC lv[PAD(TILE)]; __local uchar lh[SEGMENTED ? PAD(TILE) : 1]; \
+                       ACC a[CHAINS]
 #else
-#define DECLARE_LOCALS __local ACC lv[1]
+#define DECLARE_LOCALS ACC a[CHAINS]
 #endif
 
 /* The first of three passes: part[g] and pflag[g], the fold of the tiles
@@ -197,7 +263,7 @@ __kernel void scan_reduce(SCAN_ARGS, uint per, __global ACC *part, __global uint
   for (; t < end; t++) {
     ulong base = t * TILE;
     lg_stage(SCAN_PASS, base, LOCALS_PASS);
-    total = lg_comb(total, lg_group_scan(lg_thread_fold(SCAN_PASS, base, LOCALS_PASS), &excl, ts));
+    total = lg_comb(total, lg_group_scan(lg_thread_fold(SCAN_PASS, base, LOCALS_PASS, a), &excl, ts));
   }
   if (get_local_id(0) == 0) {
     part[get_group_id(0)] = CVAL(total);
@@ -231,8 +297,8 @@ __kernel void scan_apply(SCAN_ARGS, __global ACC *out, ulong ooff, int exclusive
     ulong base = t * TILE;
     carry total;
     lg_stage(SCAN_PASS, base, LOCALS_PASS);
-    total = lg_group_scan(lg_thread_fold(SCAN_PASS, base, LOCALS_PASS), &excl, ts);
-    lg_write(SCAN_PASS, out, ooff, exclusive, base, lg_comb(run, excl), LOCALS_PASS);
+    total = lg_group_scan(lg_thread_fold(SCAN_PASS, base, LOCALS_PASS, a), &excl, ts);
+    lg_write(SCAN_PASS, out, ooff, exclusive, base, lg_comb(run, excl), LOCALS_PASS, a);
     run = lg_comb(run, total);
   }
 }
@@ -264,7 +330,7 @@ __kernel void scan_lookback(SCAN_ARGS, __global ACC *out, ulong ooff, int exclus
   tile = tile_no;
   base = (ulong)tile * TILE;
   lg_stage(SCAN_PASS, base, LOCALS_PASS);
-  total = lg_group_scan(lg_thread_fold(SCAN_PASS, base, LOCALS_PASS), &excl, ts);
+  total = lg_group_scan(lg_thread_fold(SCAN_PASS, base, LOCALS_PASS, a), &excl, ts);
   if (lid == 0) {
     __global volatile ACC *vagg = (__global volatile ACC *)agg;
     __global volatile ACC *vpre = (__global volatile ACC *)pre;
@@ -292,5 +358,5 @@ __kernel void scan_lookback(SCAN_ARGS, __global ACC *out, ulong ooff, int exclus
     prefix = run;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  lg_write(SCAN_PASS, out, ooff, exclusive, base, lg_comb(prefix, excl), LOCALS_PASS);
+  lg_write(SCAN_PASS, out, ooff, exclusive, base, lg_comb(prefix, excl), LOCALS_PASS, a);
 }

@@ -50,7 +50,7 @@ B.CLASSES = {
   gpu = {scan_local = 256, scan_items = 16, scan_staged = true, scan_lookback = true,
          scan_groups_per_cu = 4, sort_local = 64, sort_items = 32,
          hist_local = 256, hist_groups_per_cu = 8},
-  cpu = {scan_local = 16, scan_items = 64, scan_staged = false, scan_lookback = false,
+  cpu = {scan_local = 16, scan_items = 128, scan_staged = false, scan_lookback = false,
          scan_groups_per_cu = 4, sort_local = 16, sort_items = 64,
          hist_local = 16, hist_groups_per_cu = 4},
 }
@@ -78,7 +78,7 @@ end
 -- name, check, what is allowed (in words)
 local SETTINGS = {}
 for _, s in ipairs {
-  {"scan_local", pow2_in(1, 1024)}, {"scan_items", pow2_in(1, 4096)},
+  {"scan_local", pow2_in(4, 1024)}, {"scan_items", pow2_in(1, 512)},
   {"scan_staged", boolean()}, {"scan_lookback", boolean()},
   {"scan_groups_per_cu", int_in(1, 1024)},
   {"sort_local", pow2_in(2, 256)}, {"sort_items", int_in(1, 256)},
