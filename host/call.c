@@ -329,7 +329,7 @@ static int launch(lua_State *L, const Launch *a) {
   cl_uint dims, i;
   cl_event ev = NULL;
   cl_int err;
-  int keep[2], has_local = !lua_isnoneornil(L, a->lidx), argno = a->argno;
+  int has_local = !lua_isnoneornil(L, a->lidx), argno = a->argno;
   lg_Event *pre = NULL;        /* the Event, made before the enqueue */
   if (k->k == NULL) lg_error(L, fn, "attempt to use a released kernel");
   if (q == NULL) lg_error(L, fn, "attempt to use a released queue");
@@ -382,10 +382,16 @@ static int launch(lua_State *L, const Launch *a) {
     }
     k->args_of = c->serial;
   }
-  /* An Event that keeps nothing (the default queue) is made here, released
-  ** (no cl_event) until the command is enqueued: nothing can fail between
-  ** the enqueue and the return, and no protected call is needed. */
-  if (!a->no_event && a->qidx == 0) pre = lg_newevent(L, k->command);
+  /* The Event is made here, released (no cl_event) until the command is
+  ** enqueued: nothing can fail between the enqueue and the return, and no
+  ** protected call is needed. It keeps nothing on the default queue
+  ** (OpenCL itself retains the kernel and the buffers of an enqueued
+  ** command, and an Event holding nothing is let go by the collector
+  ** without waiting: a waiting __gc would throttle a launch loop to the
+  ** device's pace); an explicit queue it keeps, for its flush and
+  ** profiling. */
+  if (!a->no_event)
+    pre = a->qidx == 0 ? lg_newevent(L, k->command) : lg_newevent_on(L, k->command, a->qidx);
   err = clEnqueueNDRangeKernel(q, k->k, dims, a->off, g, has_local ? l : NULL,
                                a->nwait, a->wait, a->no_event ? NULL : &ev);
   if (lg_is_oom(err)) {       /* dead buffers may hold the memory: collect, retry once */
@@ -395,17 +401,7 @@ static int launch(lua_State *L, const Launch *a) {
   }
   if (err != CL_SUCCESS) lg_clerror(L, ENQ, err, NULL);
   if (a->no_event) return 0;
-  if (pre != NULL) {
-    lg_event_start(L, pre, ev);
-    return 1;
-  }
-  /* The Event keeps nothing alive for the default queue: OpenCL itself
-  ** retains the kernel and the buffers of an enqueued command, and an Event
-  ** holding nothing is let go by the collector without waiting for its
-  ** command (a waiting __gc would throttle a launch loop to the device's
-  ** pace). An explicit queue is kept, for the Event's flush and profiling. */
-  keep[0] = a->qidx;
-  lg_pushevent(L, ev, k->command, keep, a->qidx != 0 ? 1 : 0);
+  lg_event_start(L, pre, ev);
   return 1;
 }
 

@@ -80,6 +80,20 @@ lg_Event *lg_newevent(lua_State *L, const char *command) {
   return e;
 }
 
+lg_Event *lg_newevent_on(lua_State *L, const char *command, int qidx) {
+  lg_Queue *q = luaL_checkudata(L, qidx, LG_QUEUE_MT);
+  lg_Event *e;
+  qidx = lua_absindex(L, qidx);
+  e = lg_newevent(L, command);
+  lua_createtable(L, 1, 0);
+  lua_pushvalue(L, qidx);
+  lua_rawseti(L, -2, 1);
+  lua_setiuservalue(L, -2, 1);
+  e->queue = q;
+  e->profiling = q->profiling;
+  return e;
+}
+
 void lg_event_start(lua_State *L, lg_Event *e, cl_event ev) {
   e->ev = ev;
   /* Inside a finalizer (where lua_gc answers -1) the Event may get no

@@ -308,6 +308,9 @@ void lg_event_setresult(lua_State *L, int evidx, int validx, lg_Result kind);
 ** before the command is enqueued, so nothing can fail after it;
 ** lg_event_start then gives it ev (and, inside a finalizer, waits for it). */
 lg_Event *lg_newevent(lua_State *L, const char *command);
+/* The same for a command on the explicit Queue at qidx, which the Event
+** keeps (for its flush and profiling). */
+lg_Event *lg_newevent_on(lua_State *L, const char *command, int qidx);
 void lg_event_start(lua_State *L, lg_Event *e, cl_event ev);
 lg_Event *lg_checkevent(lua_State *L, int idx);
 lg_Event *lg_testevent(lua_State *L, int idx);
