@@ -87,19 +87,41 @@ static int mod_type(lua_State *L) {
   return 1;
 }
 
-/* gpu.reduce and gpu.matmul: loaded on first use with require. */
+/* gpu.reduce, gpu.matmul and gpu.tensor: loaded on first use with
+** require; gpu.where: luagpu.tensor's. */
 static int mod_index(lua_State *L) {
   const char *key = lua_tostring(L, 2);
-  if (key != NULL && (strcmp(key, "reduce") == 0 || strcmp(key, "matmul") == 0)) {
+  if (key != NULL && (strcmp(key, "reduce") == 0 || strcmp(key, "matmul") == 0 ||
+                      strcmp(key, "tensor") == 0 || strcmp(key, "where") == 0)) {
+    int field = strcmp(key, "where") == 0;
     lua_getglobal(L, "require");
-    lua_pushfstring(L, "luagpu.%s", key);
+    lua_pushfstring(L, "luagpu.%s", field ? "tensor" : key);
     lua_call(L, 1, 1);
+    if (field) lua_getfield(L, -1, key);
     lua_pushvalue(L, 2);
     lua_pushvalue(L, -2);
     lua_rawset(L, 1);
     return 1;
   }
   return 0;
+}
+
+/* gpu.load(path, dev): a tensor on dev (luagpu.tensor's load); any other
+** second argument: npy.c's gpu.load (its upvalue), a host array. */
+static int mod_load(lua_State *L) {
+  int n = lua_gettop(L);
+  if (luaL_testudata(L, 2, LG_DEVICE_MT) != NULL) {
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "luagpu.tensor");
+    lua_call(L, 1, 1);
+    lua_getfield(L, -1, "load");
+    lua_remove(L, -2);
+  } else {
+    lua_pushvalue(L, lua_upvalueindex(1));
+  }
+  lua_insert(L, 1);
+  lua_call(L, n, LUA_MULTRET);
+  return lua_gettop(L);
 }
 
 static const luaL_Reg module_functions[] = {
@@ -126,6 +148,9 @@ LUAGPU_API int luaopen_luagpu(lua_State *L) {
   lg_open_transfer(L);
   lg_open_program(L);
   lg_open_kernel(L);
+  lua_getfield(L, -1, "load");
+  lua_pushcclosure(L, mod_load, 1);
+  lua_setfield(L, -2, "load");
   lua_newtable(L);
   lua_pushcfunction(L, mod_index);
   lua_setfield(L, -2, "__index");

@@ -1,0 +1,99 @@
+/* tensor_reduce.cl: reductions of luagpu.tensor along one dim of a
+** contiguous tensor seen as [outer, L, inner] (lua/luagpu/tensor_reduce.lua).
+**
+** Defined by the caller: T (element type), ACC (accumulator), OUT (result),
+** NEUTRAL, OP(a, b) (combines accumulators), MAP(x) (an element as ACC),
+** FINAL(a, count) (the result from the accumulator of count elements),
+** LS (work-items per group of rows, a power of two), CX x CY (a group of
+** cols, CY a power of two); ARG when the result is the 1-based position of
+** the best element, BETTER(a, b) true when a beats b.
+**
+** rows:  inner == 1. Group g reduces part g % nsplit of row g / nsplit.
+** cols:  inner > 1. Work-item x is a column; the CY rows of a group share
+**        part gy % nsplit of the dim, of outer index gy / nsplit.
+** Both write, per group (per column), the accumulator (and position) into
+** part when final is 0, else FINAL into res; rows2 and cols2 do the same
+** over the accumulators of a first pass (positions in pidx).
+*/
+#ifdef ARG
+#define STEP(acc, ai, v, vi) if (BETTER(v, acc) || (v == acc && vi < ai)) { acc = v; ai = vi; }
+#define COMBINE(acc, ai, v, vi) STEP(acc, ai, v, vi)
+#else
+#define STEP(acc, ai, v, vi) acc = OP(acc, v)
+#define COMBINE(acc, ai, v, vi) acc = OP(acc, v)
+#endif
+
+#define ROWS_BODY(LOAD, LOADI)                                                   \
+  ulong g = get_group_id(0), row = g / nsplit, p = g % nsplit;                  \
+  uint lid = get_local_id(0);                                                    \
+  ulong start = p * chunk, end = min(L, start + chunk);                          \
+  ulong base = off + row * L;                                                    \
+  ACC acc = NEUTRAL; long ai = 0;                                                \
+  for (ulong j = start + lid; j < end; j += LS) { ACC v = LOAD(base + j); STEP(acc, ai, v, LOADI(base + j, j)); } \
+  local ACC la[LS]; local long li[LS];                                           \
+  la[lid] = acc; li[lid] = ai;                                                   \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                  \
+  for (uint s = LS / 2; s > 0; s >>= 1) {                                        \
+    if (lid < s) { ACC a = la[lid], b = la[lid + s]; long ia = li[lid], ib = li[lid + s]; \
+      COMBINE(a, ia, b, ib); la[lid] = a; li[lid] = ia; }                        \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                \
+  }                                                                              \
+  if (lid == 0) {                                                                \
+    if (final) res[g] = FINAL(la[0], li[0], count);                              \
+    else { part[g] = la[0]; pidx[g] = li[0]; }                                   \
+  }
+
+#define LOAD_IN(i) MAP(in[i])
+#define INDEX_IN(i, j) ((long)(j))
+#define LOAD_PART(i) in[i]
+#define INDEX_PART(i, j) iidx[i]
+
+kernel void rows(global const T* restrict in, ulong off, ulong L, ulong chunk, ulong nsplit,
+                 uint final, ulong count, global ACC* restrict part,
+                 global long* restrict pidx, global OUT* restrict res) {
+  ROWS_BODY(LOAD_IN, INDEX_IN)
+}
+
+kernel void rows2(global const ACC* restrict in, global const long* restrict iidx, ulong off,
+                  ulong L, ulong chunk, ulong nsplit, uint final, ulong count,
+                  global ACC* restrict part, global long* restrict pidx,
+                  global OUT* restrict res) {
+  ROWS_BODY(LOAD_PART, INDEX_PART)
+}
+
+#define COLS_BODY(LOAD, LOADI)                                                   \
+  ulong x = get_global_id(0);                                                    \
+  uint ly = get_local_id(1), lx = get_local_id(0);                               \
+  ulong gy = get_group_id(1), o = gy / nsplit, p = gy % nsplit;                  \
+  ulong start = p * chunk, end = min(L, start + chunk);                          \
+  ACC acc = NEUTRAL; long ai = 0;                                                \
+  if (x < inner) {                                                               \
+    ulong base = off + o * L * inner + x;                                        \
+    for (ulong l = start + ly; l < end; l += CY) { ACC v = LOAD(base + l * inner); STEP(acc, ai, v, LOADI(base + l * inner, l)); } \
+  }                                                                              \
+  local ACC la[CY][CX]; local long li[CY][CX];                                   \
+  la[ly][lx] = acc; li[ly][lx] = ai;                                             \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                  \
+  for (uint s = CY / 2; s > 0; s >>= 1) {                                        \
+    if (ly < s) { ACC a = la[ly][lx], b = la[ly + s][lx]; long ia = li[ly][lx], ib = li[ly + s][lx]; \
+      COMBINE(a, ia, b, ib); la[ly][lx] = a; li[ly][lx] = ia; }                  \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                \
+  }                                                                              \
+  if (ly == 0 && x < inner) {                                                    \
+    ulong at = (o * nsplit + p) * inner + x;                                     \
+    if (final) res[o * inner + x] = FINAL(la[0][lx], li[0][lx], count);          \
+    else { part[at] = la[0][lx]; pidx[at] = li[0][lx]; }                         \
+  }
+
+kernel void cols(global const T* restrict in, ulong off, ulong L, ulong inner, ulong chunk,
+                 ulong nsplit, uint final, ulong count, global ACC* restrict part,
+                 global long* restrict pidx, global OUT* restrict res) {
+  COLS_BODY(LOAD_IN, INDEX_IN)
+}
+
+kernel void cols2(global const ACC* restrict in, global const long* restrict iidx, ulong off,
+                  ulong L, ulong inner, ulong chunk, ulong nsplit, uint final, ulong count,
+                  global ACC* restrict part, global long* restrict pidx,
+                  global OUT* restrict res) {
+  COLS_BODY(LOAD_PART, INDEX_PART)
+}

@@ -1,0 +1,681 @@
+-- luagpu.tensor: device n-d arrays. This file holds the class, creation,
+-- reading, printing and views; the rest is in tensor_elementwise.lua
+-- (operators, fusion), tensor_reduce.lua, tensor_random.lua,
+-- tensor_memory.lua (the pool) and tensor_interop.lua (mm, .npy, algo).
+--
+-- A Tensor is a Lua table: a typed view (shape, strides in elements, a
+-- 0-based offset) over a storage (a root Buffer of its type, from the
+-- device's pool or given by the user), or, for the result of elementwise
+-- operations not yet needed, an expression (_expr) that is evaluated
+-- (realized) into a new storage when its values are needed. Device methods
+-- (dev:tensor, dev:arange, dev:rand, dev:randn, dev:memory) are taken from
+-- M.device_methods by device.c on first use; gpu.where, gpu.load(path, dev)
+-- by module.c.
+
+local gpu = require "luagpu"
+local H = require "luagpu.helper"
+local memory = require "luagpu.tensor_memory"
+
+local type, ipairs, tostring, rawget, rawset, rawlen = type, ipairs, tostring, rawget, rawset, rawlen
+local setmetatable, select, pcall, error = setmetatable, select, pcall, error
+local format, concat, unpack = string.format, table.concat, table.unpack
+local mtype, floor, huge = math.type, math.floor, math.huge
+local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
+local SIZES = H.SCALAR_SIZES
+
+local M = {}
+
+-- The core shared with the other tensor files.
+local C = {M = M, SIZES = SIZES}
+local TAG = {}
+C.TAG = TAG
+local Tensor = {}           -- methods
+C.Tensor = Tensor
+local FIELDS = {}
+local MT = {__name = "luagpu.Tensor"}
+C.MT = MT
+
+MT.__index = function(t, k)
+  local m = Tensor[k]
+  if m ~= nil then return m end
+  local f = FIELDS[k]
+  if f then return f(t) end
+  return nil
+end
+
+MT.__newindex = function(_, k)
+  fail("tensor", "field '%s' is read-only", tostring(k))
+end
+
+MT.__len = function(t) return t._n end
+
+local MAX_DIMS = 8
+C.MAX_DIMS = MAX_DIMS
+-- Largest element count: below 2^53, so counts stay exact everywhere.
+local MAX_ELEMENTS = 1 << 53
+
+function C.is_tensor(v)
+  return type(v) == "table" and rawget(v, TAG) == true
+end
+local is_tensor = C.is_tensor
+
+-- Row-major strides of shape.
+local function contiguous_strides(shape)
+  local st, s = {}, 1
+  for i = #shape, 1, -1 do
+    st[i] = s
+    s = s * shape[i]
+  end
+  return st
+end
+C.contiguous_strides = contiguous_strides
+
+local function numel(shape)
+  local n = 1
+  for i = 1, #shape do n = n * shape[i] end
+  return n
+end
+C.numel = numel
+
+-- "{3, 4}" for messages.
+local function show_shape(shape)
+  return "{" .. concat(shape, ", ") .. "}"
+end
+C.show_shape = show_shape
+
+-- A new tensor viewing storage s.
+local function view(s, t, shape, strides, off)
+  return setmetatable({[TAG] = true, _st = s, _type = t, _shape = shape, _strides = strides,
+                       _off = off, _n = numel(shape), _dev = s.dev}, MT)
+end
+C.view = view
+
+-- A new lazy tensor of expression e (C.realize evaluates it).
+function C.lazy(dev, e)
+  return setmetatable({[TAG] = true, _expr = e, _st = false, _type = e.type, _shape = e.shape,
+                       _strides = contiguous_strides(e.shape), _off = 0, _n = numel(e.shape),
+                       _dev = dev}, MT)
+end
+
+-- A new contiguous tensor of type t and shape, its contents undefined.
+function C.empty(fn, dev, t, shape)
+  local n = numel(shape)
+  return view(memory.storage(fn, dev, t, n), t, shape, contiguous_strides(shape), 0)
+end
+
+-- Checks x to be a tensor (argument #arg of fn); realized unless lazy_ok.
+function C.check(fn, arg, x, lazy_ok)
+  if not is_tensor(x) then
+    fail(fn, "argument #%d: expected a tensor, got %s", arg, typename(x))
+  end
+  if not lazy_ok and x._expr then C.realize(x) end
+  return x
+end
+
+------------------------------------------------------------------ checks
+
+local TYPE_LIST = "char, uchar, short, ushort, int, uint, long, ulong, float or double"
+
+function C.check_type(fn, where, t)
+  if type(t) ~= "string" or not SIZES[t] then
+    fail(fn, "%s: expected an element type (%s), got %s", where, TYPE_LIST, show(t))
+  end
+  return t
+end
+local check_type = C.check_type
+
+-- Checks the type t to be usable on dev (double needs fp64).
+function C.check_device_type(fn, dev, t)
+  if t == "double" and not dev.fp64 then
+    fail(fn, "%s has no double precision (fp64)", dev.name)
+  end
+end
+
+-- Checks a shape: a number (1-D) or a list of at most 8 integer sizes >= 0
+-- (read raw) whose product fits; returns a new list and the count.
+function C.check_shape(fn, where, shape)
+  local list = {}
+  if type(shape) == "number" then
+    list[1] = shape
+  elseif type(shape) == "table" then
+    local n = rawlen(shape)
+    if n > MAX_DIMS then
+      fail(fn, "%s: %d dimensions are too many (at most %d)", where, n, MAX_DIMS)
+    end
+    for i = 1, n do list[i] = rawget(shape, i) end
+  else
+    fail(fn, "%s: expected a shape (a table of sizes), got %s", where, typename(shape))
+  end
+  local count = 1
+  for i, d in ipairs(list) do
+    local v = integer(d)
+    if not v or v < 0 then
+      fail(fn, "%s: size %d: expected an integer >= 0, got %s", where, i, show(d))
+    end
+    list[i] = v
+    if v > 0 and count > MAX_ELEMENTS // v then
+      fail(fn, "%s: shape %s is too large (at most 2^53 elements)", where, show_shape(list))
+    end
+    count = count * v
+  end
+  for i = #list + 1, rawlen(shape) do list[i] = nil end
+  return list, count
+end
+
+-- Checks that n elements of t fit one allocation on dev (before allocating).
+function C.check_alloc(fn, dev, t, shape, n)
+  local bytes = n * SIZES[t]
+  if bytes > dev.max_alloc_size then
+    fail(fn, "shape %s of %s needs %d bytes, more than the device's max_alloc_size " ..
+         "(%d bytes)", show_shape(shape), t, bytes, dev.max_alloc_size)
+  end
+end
+
+-- Checks dim (1-based, negative from the end) of x; returns it positive.
+function C.check_dim(fn, where, x, dim, extra)
+  local nd = #x._shape + (extra or 0)
+  local d = integer(dim)
+  if d and d < 0 then d = d + nd + 1 end
+  if not d or d < 1 or d > nd then
+    if nd == 0 then fail(fn, "%s: a 0-d tensor has no dims, got %s", where, show(dim)) end
+    fail(fn, "%s: dim %s is out of range (1 to %d, or -%d to -1)", where, show(dim), nd, nd)
+  end
+  return d
+end
+
+function C.check_same_device(fn, arg, x, dev)
+  if x._dev ~= dev then
+    fail(fn, "argument #%d: the tensors are on different devices (%s and %s)", arg,
+         dev.name, x._dev.name)
+  end
+end
+
+------------------------------------------------------------------ fields
+
+FIELDS.shape = function(t) return {unpack(t._shape)} end
+FIELDS.strides = function(t)
+  if t._expr then return contiguous_strides(t._shape) end
+  return {unpack(t._strides)}
+end
+FIELDS.type = function(t) return t._type end
+FIELDS.ndim = function(t) return #t._shape end
+FIELDS.device = function(t) return t._dev end
+-- The storage's root Buffer: handing it out makes later operations on the
+-- tensor eager (the script may write it behind luagpu's back).
+FIELDS.buffer = function(t)
+  if t._expr then C.realize(t) end
+  C.expose(t._st)
+  return t._st.buf
+end
+FIELDS.offset = function(t)
+  if t._expr then C.realize(t) end
+  return t._off
+end
+
+function Tensor.is_contiguous(x)
+  if x._expr then return true end
+  local s, st = 1, x._strides
+  local shape = x._shape
+  for i = #shape, 1, -1 do
+    if shape[i] ~= 1 and st[i] ~= s then return false end
+    s = s * shape[i]
+  end
+  return true
+end
+local is_contiguous = Tensor.is_contiguous
+
+-- Marks storage s as seen by the script: lazy results reading it are
+-- evaluated now, and later operations on it are not deferred.
+function C.expose(s)
+  if not s.exposed then
+    C.flush_readers(s)
+    s.exposed = true
+  end
+end
+
+------------------------------------------------------------------ creation
+
+-- Flattens a nested table (read raw) of the given shape into flat, checking
+-- every level's length.
+local function flatten(fn, t, shape, level, flat, at)
+  local n = rawlen(t)
+  if n ~= shape[level] then
+    fail(fn, "argument #3: %s has %d entries, the shape %s needs %d", at, n,
+         show_shape(shape), shape[level])
+  end
+  for i = 1, n do
+    local v = rawget(t, i)
+    if level == #shape then
+      flat[#flat + 1] = v
+    else
+      if type(v) ~= "table" then
+        fail(fn, "argument #3: %s[%d]: expected a table of %d values, got %s", at, i,
+             shape[level + 1], typename(v))
+      end
+      flatten(fn, v, shape, level + 1, flat, at .. "[" .. i .. "]")
+    end
+  end
+end
+
+-- Writes a flat table or host array of n values into x (contiguous, fresh).
+local function write_values(fn, x, src)
+  local n = x._n
+  if n == 0 then return end
+  local b = x._st.buf:sub(x._off + 1, x._off + n)
+  local ok, e = pcall(b.write, b, src)
+  if not ok then
+    e = tostring(e):gsub("^luagpu: [%w.:_]+: argument #1: ", "")
+    fail(fn, "argument #3: %s", e)
+  end
+  b:get()  -- the write is done before src can go
+end
+
+local function new_tensor(dev, t, shape, init)
+  local fn = "device:tensor"
+  check_type(fn, "argument #1", t)
+  C.check_device_type(fn, dev, t)
+  if init ~= nil and gpu.type(init) == "Buffer" and shape == nil then
+    shape = #init
+  end
+  local list, n = C.check_shape(fn, "argument #2", shape)
+  C.check_alloc(fn, dev, t, list, n)
+  local cls = gpu.type(init)
+  if cls == "Buffer" then
+    if init.type ~= t then
+      fail(fn, "argument #3: expected a buffer of %s, got one of %s", t, init.type)
+    end
+    if init.device ~= dev then
+      fail(fn, "argument #3: the buffer is on another device (%s)", init.device.name)
+    end
+    if #init ~= n then
+      fail(fn, "argument #3: the shape %s needs %d elements, the buffer has %d",
+           show_shape(list), n, #init)
+    end
+    return view(memory.shared(init), t, list, contiguous_strides(list), init.offset)
+  elseif cls ~= nil and cls ~= "Array" then
+    fail(fn, "argument #3: expected a number, a table, a host array or a buffer, got %s",
+         typename(init))
+  end
+  local x = C.empty(fn, dev, t, list)
+  if init == nil then
+    if n > 0 then x._st.buf:sub(1, n):fill(0) end
+  elseif type(init) == "number" then
+    if t ~= "float" and t ~= "double" and not integer(init) then
+      fail(fn, "argument #3: %s is not an integer (%s holds integers)", show(init), t)
+    end
+    if n > 0 then
+      local ok, e = pcall(x._st.buf.fill, x._st.buf:sub(1, n), init)
+      if not ok then fail(fn, "argument #3: %s", tostring(e):gsub("^.-: .-: ", "")) end
+    end
+  elseif cls == "Array" then
+    if #init ~= n then
+      fail(fn, "argument #3: the shape %s needs %d values, the host array has %d",
+           show_shape(list), n, #init)
+    end
+    if init.type ~= t then init = init:copy(t) end
+    write_values(fn, x, init)
+  elseif type(init) == "table" then
+    local flat
+    if rawlen(init) == n and (n == 0 or type(rawget(init, 1)) ~= "table") then
+      flat = {}
+      for i = 1, n do flat[i] = rawget(init, i) end
+    elseif #list == 0 then
+      fail(fn, "argument #3: expected 1 value for a 0-d tensor, got a table of %d",
+           rawlen(init))
+    else
+      if type(rawget(init, 1)) ~= "table" and #list > 1 then
+        fail(fn, "argument #3: expected %d values or a nested table of shape %s, got %d values",
+             n, show_shape(list), rawlen(init))
+      end
+      flat = {}
+      flatten(fn, init, list, 1, flat, "the table")
+    end
+    write_values(fn, x, gpu.array(t, flat))
+  else
+    fail(fn, "argument #3: expected a number, a table, a host array or a buffer, got %s",
+         typename(init))
+  end
+  return x
+end
+
+M.device_methods = {}
+local DM = M.device_methods
+
+-- dev:tensor(type, shape [, init]) (see docs/API.md, "Tensors").
+function DM.tensor(dev, t, shape, init)
+  H.check_object("device:tensor", "self", dev, "Device")
+  return new_tensor(dev, t, shape, init)
+end
+
+function DM.memory(dev)
+  H.check_object("device:memory", "self", dev, "Device")
+  return memory.memory(dev)
+end
+
+------------------------------------------------------------------ reading
+
+-- The values of contiguous x, a host array of x's shape (1 value for 0-d).
+function Tensor.get(x)
+  C.check("tensor:get", 0, x)
+  x = x:contiguous()
+  local shape = x._shape
+  local a
+  if #shape == 0 then
+    a = gpu.array(x._type, 1)
+  else
+    a = gpu.array(x._type, {shape = shape})
+  end
+  if x._n > 0 then x._st.buf:sub(x._off + 1, x._off + x._n):get(a) end
+  return a
+end
+
+-- Nested tables of x's values (a number for a 0-d tensor).
+function Tensor.totable(x)
+  local a = Tensor.get(x)
+  local flat = a:totable()
+  local shape = x._shape
+  if #shape == 0 then return flat[1] end
+  local pos = 0
+  local function build(level)
+    local t = {}
+    for i = 1, shape[level] do
+      if level == #shape then
+        pos = pos + 1
+        t[i] = flat[pos]
+      else
+        t[i] = build(level + 1)
+      end
+    end
+    return t
+  end
+  return build(1)
+end
+
+-- The one value of a tensor of one element.
+function Tensor.item(x)
+  C.check("tensor:item", 0, x)
+  if x._n ~= 1 then fail("tensor:item", "expected a tensor of 1 element, got %d", x._n) end
+  return x:get()[1]
+end
+
+------------------------------------------------------------------ printing
+
+local EDGE, SUMMARY = 3, 1000
+
+local function format_value(t, v)
+  if t == "float" or t == "double" then
+    if v ~= v then return "nan" end
+    if v == huge then return "inf" elseif v == -huge then return "-inf" end
+    if v == floor(v) and v > -1e15 and v < 1e15 then return format("%d.", v) end
+    return format(t == "float" and "%.6g" or "%.10g", v)
+  end
+  if t == "ulong" and v < 0 then return format("%u", v) end
+  return tostring(v)
+end
+
+MT.__tostring = function(x)
+  local head = format("luagpu.Tensor<%s>%s", x._type, show_shape(x._shape))
+  local ok, a = pcall(Tensor.get, x)
+  if not ok then return head .. ": " .. tostring(a) end
+  local vals = a:totable()
+  local shape, t = x._shape, x._type
+  local elide = x._n > SUMMARY
+  local strs, width = {}, 0
+  for i, v in ipairs(vals) do
+    local s = format_value(t, v)
+    strs[i] = s
+    if #s > width then width = #s end
+  end
+  if #shape == 0 then return head .. ": " .. (strs[1] or "") end
+  local inner = contiguous_strides(shape)
+  local function block(level, base, indent)
+    local parts = {}
+    local n = shape[level]
+    local function item(i)
+      local at = base + (i - 1) * inner[level]
+      if level == #shape then
+        return format("%" .. width .. "s", strs[at + 1])
+      end
+      return block(level + 1, at, indent .. " ")
+    end
+    if elide and n > 2 * EDGE then
+      for i = 1, EDGE do parts[#parts + 1] = item(i) end
+      parts[#parts + 1] = "..."
+      for i = n - EDGE + 1, n do parts[#parts + 1] = item(i) end
+    else
+      for i = 1, n do parts[#parts + 1] = item(i) end
+    end
+    if level == #shape then return "[" .. concat(parts, ", ") .. "]" end
+    local sep = "," .. ("\n"):rep(#shape - level) .. indent .. " "
+    return "[" .. concat(parts, sep) .. "]"
+  end
+  return head .. ":\n" .. block(1, 0, "")
+end
+
+------------------------------------------------------------------ views
+
+local function copy_list(t) return {unpack(t)} end
+
+-- A view of x with shape, strides and offset (x realized).
+local function reshaped(x, shape, strides, off)
+  return view(x._st, x._type, shape, strides, off)
+end
+
+function Tensor.slice(x, dim, first, last, step)
+  local fn = "tensor:slice"
+  C.check(fn, 0, x)
+  local d = C.check_dim(fn, "argument #1", x, dim)
+  local size = x._shape[d]
+  local f, l = integer(first), integer(last == nil and -1 or last)
+  local s = integer(step == nil and 1 or step)
+  if not f then fail(fn, "argument #2: expected an integer position, got %s", show(first)) end
+  if not l then fail(fn, "argument #3: expected an integer position, got %s", show(last)) end
+  if not s or s < 1 then fail(fn, "argument #4: step: expected an integer >= 1, got %s", show(step)) end
+  if f < 0 then f = f + size + 1 end
+  if l < 0 then l = l + size + 1 end
+  if f < 1 or l > size or f > l + 1 then
+    fail(fn, "dim %d: expected 1 <= first <= last + 1 <= %d, got first = %s, last = %s " ..
+         "(negative positions count from the end)", d, size + 1 > 1 and size or 0,
+         show(first), show(last == nil and -1 or last))
+  end
+  local shape, strides = copy_list(x._shape), copy_list(x._strides)
+  local n = l >= f and (l - f) // s + 1 or 0
+  local off = x._off + (n > 0 and (f - 1) * strides[d] or 0)
+  shape[d], strides[d] = n, strides[d] * s
+  return reshaped(x, shape, strides, off)
+end
+
+function Tensor.select(x, dim, i)
+  local fn = "tensor:select"
+  C.check(fn, 0, x)
+  local d = C.check_dim(fn, "argument #1", x, dim)
+  local size = x._shape[d]
+  local p = integer(i)
+  if p and p < 0 then p = p + size + 1 end
+  if not p or p < 1 or p > size then
+    fail(fn, "dim %d: position %s is out of range (1 to %d, or -%d to -1)", d, show(i),
+         size, size)
+  end
+  local shape, strides = copy_list(x._shape), copy_list(x._strides)
+  local off = x._off + (p - 1) * strides[d]
+  table.remove(shape, d)
+  table.remove(strides, d)
+  return reshaped(x, shape, strides, off)
+end
+
+function Tensor.permute(x, order)
+  local fn = "tensor:permute"
+  C.check(fn, 0, x)
+  local nd = #x._shape
+  if type(order) ~= "table" then
+    fail(fn, "argument #1: expected a table of dims, got %s", typename(order))
+  end
+  if rawlen(order) ~= nd then
+    fail(fn, "argument #1: expected %d dims (a permutation of 1..%d), got %d", nd, nd,
+         rawlen(order))
+  end
+  local seen, shape, strides = {}, {}, {}
+  for i = 1, nd do
+    local d = C.check_dim(fn, "argument #1: entry " .. i, x, rawget(order, i))
+    if seen[d] then fail(fn, "argument #1: dim %d appears twice", d) end
+    seen[d] = true
+    shape[i], strides[i] = x._shape[d], x._strides[d]
+  end
+  return reshaped(x, shape, strides, x._off)
+end
+
+function Tensor.transpose(x, d1, d2)
+  local fn = "tensor:transpose"
+  C.check(fn, 0, x)
+  local a = C.check_dim(fn, "argument #1", x, d1)
+  local b = C.check_dim(fn, "argument #2", x, d2)
+  local shape, strides = copy_list(x._shape), copy_list(x._strides)
+  shape[a], shape[b] = shape[b], shape[a]
+  strides[a], strides[b] = strides[b], strides[a]
+  return reshaped(x, shape, strides, x._off)
+end
+
+function Tensor.t(x)
+  C.check("tensor:t", 0, x)
+  local nd = #x._shape
+  if nd > 2 then
+    fail("tensor:t", "expected a tensor of at most 2 dims, got %d (use transpose or permute)", nd)
+  end
+  if nd < 2 then return x end
+  return Tensor.transpose(x, 1, 2)
+end
+
+-- The strides that view (shape, strides) as newshape, or nil when no view
+-- can (as PyTorch's computeStride).
+local function view_strides(shape, strides, newshape)
+  local n = numel(shape)
+  if n == 0 or #shape == 0 then return contiguous_strides(newshape) end
+  local out = {}
+  local view_d = #newshape
+  local base = strides[#shape]
+  local tensor_n, view_n = 1, 1
+  for d = #shape, 1, -1 do
+    tensor_n = tensor_n * shape[d]
+    if d == 1 or (shape[d - 1] ~= 1 and strides[d - 1] ~= tensor_n * base) then
+      while view_d >= 1 and (view_n < tensor_n or newshape[view_d] == 1) do
+        out[view_d] = view_n * base
+        view_n = view_n * newshape[view_d]
+        view_d = view_d - 1
+      end
+      if view_n ~= tensor_n then return nil end
+      if d > 1 then
+        base = strides[d - 1]
+        tensor_n, view_n = 1, 1
+      end
+    end
+  end
+  if view_d ~= 0 then return nil end
+  return out
+end
+
+-- x:reshape{...}: a view when the strides allow (always for contiguous
+-- tensors), else a contiguous copy. One size may be -1 (inferred).
+function Tensor.reshape(x, shape)
+  local fn = "tensor:reshape"
+  C.check(fn, 0, x)
+  if type(shape) ~= "table" then
+    fail(fn, "argument #1: expected a table of sizes, got %s", typename(shape))
+  end
+  local list, infer, known = {}, nil, 1
+  local n = rawlen(shape)
+  if n > MAX_DIMS then fail(fn, "argument #1: %d dimensions are too many (at most %d)", n, MAX_DIMS) end
+  for i = 1, n do
+    local v = integer(rawget(shape, i))
+    if v == -1 and not infer then
+      infer = i
+    elseif not v or v < 0 then
+      fail(fn, "argument #1: size %d: expected an integer >= 0 (or one -1), got %s", i,
+           show(rawget(shape, i)))
+    else
+      known = known * v
+    end
+    list[i] = v
+  end
+  if infer then
+    if known == 0 or x._n % known ~= 0 then
+      fail(fn, "cannot reshape %s (%d elements) into %s", show_shape(x._shape), x._n,
+           show_shape(list))
+    end
+    list[infer] = x._n // known
+  elseif known ~= x._n then
+    fail(fn, "cannot reshape %s (%d elements) into %s (%d elements)", show_shape(x._shape),
+         x._n, show_shape(list), known)
+  end
+  local st = view_strides(x._shape, x._strides, list)
+  if st then return reshaped(x, list, st, x._off) end
+  local c = x:contiguous()
+  return reshaped(c, list, contiguous_strides(list), c._off)
+end
+
+-- x:expand{...}: size-1 dims repeated (stride 0), new leading dims; -1
+-- keeps a size.
+function Tensor.expand(x, shape)
+  local fn = "tensor:expand"
+  C.check(fn, 0, x)
+  if type(shape) ~= "table" then
+    fail(fn, "argument #1: expected a table of sizes, got %s", typename(shape))
+  end
+  local n, nd = rawlen(shape), #x._shape
+  if n < nd or n > MAX_DIMS then
+    fail(fn, "argument #1: expected %d to %d sizes, got %d", nd, MAX_DIMS, n)
+  end
+  local out, st = {}, {}
+  for i = 1, n do
+    local v = integer(rawget(shape, i))
+    local j = i - (n - nd)
+    if not v or v < -1 or (v == -1 and j < 1) then
+      fail(fn, "argument #1: size %d: expected an integer >= 0, got %s", i, show(rawget(shape, i)))
+    end
+    if j < 1 then
+      out[i], st[i] = v, 0
+    else
+      local have = x._shape[j]
+      if v == -1 then v = have end
+      if have == v then
+        out[i], st[i] = v, x._strides[j]
+      elseif have == 1 then
+        out[i], st[i] = v, 0
+      else
+        fail(fn, "cannot expand %s to %s (dim %d: %d vs %d)", show_shape(x._shape),
+             show_shape(out) .. "...", i, have, v)
+      end
+    end
+  end
+  local total = 1
+  for i = 1, n do
+    if out[i] > 0 and total > MAX_ELEMENTS // out[i] then
+      fail(fn, "shape %s is too large (at most 2^53 elements)", show_shape(out))
+    end
+    total = total * out[i]
+  end
+  return reshaped(x, out, st, x._off)
+end
+
+function Tensor.contiguous(x)
+  C.check("tensor:contiguous", 0, x)
+  if is_contiguous(x) then return x end
+  return Tensor.clone(x)
+end
+
+-- A realized x (returns x); lazy results run their kernel now.
+function Tensor.eval(x)
+  C.check("tensor:eval", 0, x)
+  return x
+end
+
+function M.is_tensor(v) return is_tensor(v) end
+M.MAX_DIMS = MAX_DIMS
+
+C.new_tensor = new_tensor
+
+require("luagpu.tensor_elementwise").install(C)
+require("luagpu.tensor_reduce").install(C)
+require("luagpu.tensor_random").install(C)
+require("luagpu.tensor_interop").install(C)
+
+return M

@@ -1,0 +1,385 @@
+-- luagpu.tensor_codegen: the one kernel an elementwise expression runs as
+-- (internal to luagpu.tensor).
+--
+--   G.run(fn, expr, out)   evaluates expression expr (tensor_elementwise's
+--                          nodes) into the realized tensor out (any layout)
+--
+-- The kernel is generated from the expression's structure and types and
+-- the layout class, never from data: leaves (tensors), scalars (Lua
+-- numbers) and offsets, strides and sizes are kernel arguments. Layouts
+-- are simplified first (size-1 dims dropped, dims that every operand walks
+-- contiguously merged), then run in one of three modes:
+--   vec   every operand contiguous (or one broadcast element), offsets
+--         multiples of 4: each work-item loads and stores 4-wide vectors
+--   flat  the same with other offsets: one element per work-item
+--   nd    any strides: the position is decomposed per dim (up to 8)
+-- Indices are 32-bit when every buffer involved has fewer than 2^31
+-- elements. Kernels are cached per device and key.
+
+local H = require "luagpu.helper"
+local TY = require "luagpu.tensor_types"
+
+local format, concat, rep = string.format, table.concat, string.rep
+local ipairs, pairs, tostring, pcall, unpack = ipairs, pairs, tostring, pcall, table.unpack
+local min = math.min
+local fail = H.fail
+local FLOATS, SIGNED, UNSIGNED_OF = TY.FLOATS, TY.SIGNED, TY.UNSIGNED_OF
+
+local G = {kernels_built = 0}
+
+local VW = 4
+local LOCAL = 256
+local BIG = 1 << 31
+local LANES = {"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7"}
+
+------------------------------------------------------------------ op code
+
+-- Helper functions the ops need, by name: their source from the type.
+local HELPERS = {
+  mod = function(t)
+    if FLOATS[t] then
+      return format("inline %s lg_mod_%s(%s a, %s b) { %s r = fmod(a, b); " ..
+                    "return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }", t, t, t, t, t)
+    elseif SIGNED[t] then
+      return format("inline %s lg_mod_%s(%s a, %s b) { if (b == 0 || b == -1) return 0; " ..
+                    "%s r = a %% b; return (r != 0 && ((r < 0) != (b < 0))) ? (%s)(r + b) : r; }",
+                    t, t, t, t, t, t)
+    end
+    return format("inline %s lg_mod_%s(%s a, %s b) { return b == 0 ? 0 : (%s)(a %% b); }",
+                  t, t, t, t, t)
+  end,
+  idiv = function(t)
+    if FLOATS[t] then
+      return format("inline %s lg_idiv_%s(%s a, %s b) { return floor(a / b); }", t, t, t, t)
+    elseif SIGNED[t] then
+      return format("inline %s lg_idiv_%s(%s a, %s b) { if (b == 0) return 0; " ..
+                    "if (b == -1) return (%s)(0 - (%s)a); %s q = a / b; " ..
+                    "return (q * b != a && ((a < 0) != (b < 0))) ? (%s)(q - 1) : q; }",
+                    t, t, t, t, t, UNSIGNED_OF[t], t, t)
+    end
+    return format("inline %s lg_idiv_%s(%s a, %s b) { return b == 0 ? 0 : (%s)(a / b); }",
+                  t, t, t, t, t)
+  end,
+}
+
+-- Binary ops: the C expression of a and b (both of type t).
+local BINARY = {
+  add = function(t, a, b) return format("((%s)(%s + %s))", t, a, b) end,
+  sub = function(t, a, b) return format("((%s)(%s - %s))", t, a, b) end,
+  mul = function(t, a, b) return format("((%s)(%s * %s))", t, a, b) end,
+  div = function(_, a, b) return format("(%s / %s)", a, b) end,
+  pow = function(_, a, b) return format("pow(%s, %s)", a, b) end,
+  mod = function(t, a, b, need) need["mod_" .. t] = HELPERS.mod(t)
+    return format("lg_mod_%s(%s, %s)", t, a, b) end,
+  idiv = function(t, a, b, need) need["idiv_" .. t] = HELPERS.idiv(t)
+    return format("lg_idiv_%s(%s, %s)", t, a, b) end,
+  min = function(t, a, b) return format("%s(%s, %s)", FLOATS[t] and "fmin" or "min", a, b) end,
+  max = function(t, a, b) return format("%s(%s, %s)", FLOATS[t] and "fmax" or "max", a, b) end,
+  lt = function(_, a, b) return format("((uchar)(%s < %s))", a, b) end,
+  le = function(_, a, b) return format("((uchar)(%s <= %s))", a, b) end,
+  gt = function(_, a, b) return format("((uchar)(%s > %s))", a, b) end,
+  ge = function(_, a, b) return format("((uchar)(%s >= %s))", a, b) end,
+  eq = function(_, a, b) return format("((uchar)(%s == %s))", a, b) end,
+  ne = function(_, a, b) return format("((uchar)(%s != %s))", a, b) end,
+}
+G.BINARY = BINARY
+
+local UNARY = {
+  neg = function(t, a) return format("((%s)(-%s))", t, a) end,
+  abs = function(t, a)
+    if FLOATS[t] then return format("fabs(%s)", a) end
+    if SIGNED[t] then return format("((%s)(%s < 0 ? -%s : %s))", t, a, a, a) end
+    return a
+  end,
+  floor = function(t, a) return FLOATS[t] and format("floor(%s)", a) or a end,
+  ceil = function(t, a) return FLOATS[t] and format("ceil(%s)", a) or a end,
+}
+for _, f in ipairs{"sqrt", "exp", "log", "sin", "cos", "tanh"} do
+  UNARY[f] = function(_, a) return format("%s(%s)", f, a) end
+end
+G.UNARY = UNARY
+
+-- a (of type from) as type to: C casts, but floats to integers saturate
+-- (NaN gives 0).
+local function convert(a, from, to)
+  if from == to then return a end
+  if FLOATS[from] and not FLOATS[to] then return format("convert_%s_sat_rtz(%s)", to, a) end
+  return format("((%s)(%s))", to, a)
+end
+G.convert = convert
+
+------------------------------------------------------------------ walk
+
+-- Collects the leaves (distinct tensors), scalars and the structure key of
+-- expression e, and its C code, into w.
+local function walk(e, w)
+  local kind = e.kind
+  if kind == "leaf" then
+    local k = w.leaf_index[e.x]
+    if not k then
+      k = #w.leaves + 1
+      w.leaves[k] = e.x
+      w.leaf_index[e.x] = k
+    end
+    w.key[#w.key + 1] = "L" .. k .. e.type
+    return "v" .. k
+  elseif kind == "scalar" then
+    local k = #w.scalars + 1
+    w.scalars[k] = e
+    w.key[#w.key + 1] = "S" .. e.type
+    return "s" .. k
+  elseif kind == "index" then
+    w.key[#w.key + 1] = "I" .. e.type
+    w.index = true
+    return format("((%s)li)", e.type)
+  end
+  w.key[#w.key + 1] = "(" .. (e.op or "map") .. e.type .. (e.ct or "")
+  local args = {}
+  for i, a in ipairs(e.args) do
+    local code = walk(a, w)
+    if e.ct and not (i == 1 and e.op == "where") then code = convert(code, a.type, e.ct) end
+    args[i] = code
+  end
+  w.key[#w.key + 1] = ")"
+  local code
+  if kind == "map" then
+    local k = #w.maps + 1
+    w.key[#w.key + 1] = "{" .. e.expr .. "|" .. concat(e.names, ",") .. "}"
+    local params = {}
+    for i, name in ipairs(e.names) do params[i] = e.ct .. " " .. name end
+    w.maps[k] = format("inline %s lg_map%d(%s) { return (%s)(%s); }", e.ct, k,
+                       concat(params, ", "), e.ct, e.expr)
+    code = format("lg_map%d(%s)", k, concat(args, ", "))
+  elseif e.op == "where" then
+    code = format("((%s) != 0 ? %s : %s)", args[1], args[2], args[3])
+  elseif e.op == "cast" then
+    code = convert(args[1], e.args[1].type, e.type)
+  elseif BINARY[e.op] then
+    code = BINARY[e.op](e.ct, args[1], args[2], w.need)
+  else
+    code = UNARY[e.op](e.ct, args[1])
+  end
+  return code
+end
+
+------------------------------------------------------------------ layout
+
+-- The strides of tensor x broadcast to shape (right-aligned; stride 0
+-- where x has size 1 or no dim).
+local function broadcast_strides(x, shape)
+  local xs, xst = x._shape, x._strides
+  local shift = #shape - #xs
+  local st = {}
+  for i = 1, #shape do
+    local j = i - shift
+    st[i] = (j >= 1 and xs[j] == shape[i]) and xst[j] or 0
+  end
+  return st
+end
+
+-- Drops size-1 dims and merges dims that every stride set walks as one;
+-- returns the new shape and stride sets.
+local function simplify(shape, sets)
+  local dims = {}
+  for i = 1, #shape do if shape[i] ~= 1 then dims[#dims + 1] = i end end
+  local out_shape, out_sets = {}, {}
+  for s = 1, #sets do out_sets[s] = {} end
+  for _, i in ipairs(dims) do
+    local n = #out_shape
+    local merge = n > 0
+    if merge then
+      for s = 1, #sets do
+        if out_sets[s][n] ~= sets[s][i] * shape[i] then merge = false; break end
+      end
+    end
+    if merge then
+      out_shape[n] = out_shape[n] * shape[i]
+      for s = 1, #sets do out_sets[s][n] = sets[s][i] end
+    else
+      out_shape[n + 1] = shape[i]
+      for s = 1, #sets do out_sets[s][n + 1] = sets[s][i] end
+    end
+  end
+  if #out_shape == 0 then
+    out_shape[1] = 1
+    for s = 1, #sets do out_sets[s][1] = 0 end
+  end
+  return out_shape, out_sets
+end
+
+local function vector8(list, nd)
+  local v = {}
+  for i = 1, 8 do v[i] = 0 end
+  -- dims are stored last-first: s0 is the innermost
+  for i = 1, nd do v[i] = list[nd - i + 1] end
+  return v
+end
+
+------------------------------------------------------------------ source
+
+local function source(w, mode, nd, idx, out_type)
+  local lines = {}
+  for _, h in pairs(w.need) do lines[#lines + 1] = h end
+  for _, m in ipairs(w.maps) do lines[#lines + 1] = m end
+  local fparams, kparams = {}, {}
+  local args_of = {}          -- per leaf: the code of its value
+  for k, x in ipairs(w.leaves) do fparams[#fparams + 1] = x._type .. " v" .. k end
+  for k, s in ipairs(w.scalars) do fparams[#fparams + 1] = s.type .. " s" .. k end
+  fparams[#fparams + 1] = idx .. " li"
+  lines[#lines + 1] = format("inline %s lg_f(%s) { return %s; }", out_type,
+                             concat(fparams, ", "), w.code)
+  kparams[1] = format("global %s* restrict out, %s out_off", out_type, idx)
+  if mode == "nd" then kparams[#kparams + 1] = idx .. "8 out_st, " .. idx .. "8 shape" end
+  kparams[#kparams + 1] = idx .. " n"
+  for k, x in ipairs(w.leaves) do
+    kparams[#kparams + 1] = format("global const %s* restrict in%d, %s off%d", x._type, k, idx, k)
+    if mode == "nd" then kparams[#kparams + 1] = format("%s8 st%d", idx, k) end
+  end
+  for k, s in ipairs(w.scalars) do kparams[#kparams + 1] = s.type .. " s" .. k end
+  local body = {}
+  local function call(values, at)
+    local a = {}
+    for k = 1, #w.leaves do a[k] = values[k] end
+    for k = 1, #w.scalars do a[#a + 1] = "s" .. k end
+    a[#a + 1] = at
+    return format("lg_f(%s)", concat(a, ", "))
+  end
+  body[#body + 1] = format("  %s i = (%s)get_global_id(0);", idx, idx)
+  if mode == "nd" then
+    body[#body + 1] = "  if (i >= n) return;"
+    body[#body + 1] = format("  %s r = i, c, o = out_off;", idx)
+    local p = {}
+    for k = 1, #w.leaves do
+      body[#body + 1] = format("  %s p%d = off%d;", idx, k, k)
+      p[k] = format("in%d[p%d]", k, k)
+    end
+    for d = 1, nd do
+      local lane = LANES[d]
+      if d < nd then
+        body[#body + 1] = format("  c = r %% shape.%s; r /= shape.%s;", lane, lane)
+      else
+        body[#body + 1] = "  c = r;"
+      end
+      body[#body + 1] = format("  o += c * out_st.%s;", lane)
+      for k = 1, #w.leaves do body[#body + 1] = format("  p%d += c * st%d.%s;", k, k, lane) end
+    end
+    body[#body + 1] = format("  out[o] = %s;", call(p, "i"))
+  elseif mode == "flat" then
+    body[#body + 1] = "  if (i >= n) return;"
+    local p = {}
+    for k = 1, #w.leaves do
+      p[k] = w.strides[k] == 0 and format("in%d[off%d]", k, k) or format("in%d[off%d + i]", k, k)
+    end
+    body[#body + 1] = format("  out[out_off + i] = %s;", call(p, "i"))
+  else
+    body[#body + 1] = format("  %s b = i * %d;", idx, VW)
+    body[#body + 1] = "  if (b >= n) return;"
+    body[#body + 1] = format("  if (b + %d <= n) {", VW)
+    for k, x in ipairs(w.leaves) do
+      if w.strides[k] == 0 then
+        body[#body + 1] = format("    %s u%d = in%d[off%d];", x._type, k, k, k)
+      else
+        body[#body + 1] = format("    %s%d u%d = ((global const %s%d*)(in%d + off%d))[i];",
+                                 x._type, VW, k, x._type, VW, k, k)
+      end
+    end
+    body[#body + 1] = format("    %s%d r;", out_type, VW)
+    for j = 1, VW do
+      local p = {}
+      for k = 1, #w.leaves do
+        p[k] = w.strides[k] == 0 and "u" .. k or format("u%d.%s", k, LANES[j])
+      end
+      body[#body + 1] = format("    r.%s = %s;", LANES[j], call(p, j == 1 and "b" or "b + " .. (j - 1)))
+    end
+    body[#body + 1] = format("    ((global %s%d*)(out + out_off))[i] = r;", out_type, VW)
+    body[#body + 1] = "  } else {"
+    local p = {}
+    for k = 1, #w.leaves do
+      p[k] = w.strides[k] == 0 and format("in%d[off%d]", k, k) or format("in%d[off%d + j]", k, k)
+    end
+    body[#body + 1] = format("    for (%s j = b; j < n; j++) out[out_off + j] = %s;", idx, call(p, "j"))
+    body[#body + 1] = "  }"
+  end
+  lines[#lines + 1] = format("kernel void lg_ew(%s) {\n%s\n}", concat(kparams, ",\n    "),
+                             concat(body, "\n"))
+  return concat(lines, "\n")
+end
+
+------------------------------------------------------------------ run
+
+local cache = H.device_cache()
+
+local function kernel_for(fn, dev, key, make_source)
+  local entries = cache[dev]
+  if not entries then entries = {}; cache[dev] = entries end
+  local k = entries[key]
+  if k then return k end
+  local src = make_source()
+  local ok, prog = pcall(dev.build, dev, src)
+  if not ok then
+    fail(fn, "the generated kernel does not compile on %s: %s\n%s", dev.name,
+         tostring(prog), src)
+  end
+  G.kernels_built = G.kernels_built + 1
+  k = prog.lg_ew
+  entries[key] = {kernel = k, wg = min(LOCAL, k.work_group_size)}
+  return entries[key]
+end
+G.kernel_for = kernel_for
+
+function G.run(fn, e, out)
+  local n = out._n
+  if n == 0 then return end
+  local w = {leaves = {}, leaf_index = {}, scalars = {}, key = {}, maps = {}, need = {}}
+  w.code = walk(e, w)
+  local shape = out._shape
+  local sets = {out._strides}
+  for k, x in ipairs(w.leaves) do sets[k + 1] = broadcast_strides(x, shape) end
+  local sshape, ssets = simplify(shape, sets)
+  local nd = #sshape
+  local big = n >= BIG or #out._st.buf >= BIG
+  for _, x in ipairs(w.leaves) do
+    if #x._st.buf >= BIG then big = true end
+  end
+  local idx = big and "ulong" or "uint"
+  local mode = "nd"
+  w.strides = {}
+  if nd == 1 and ssets[1][1] == 1 then
+    mode = "flat"
+    local aligned = out._off % VW == 0
+    for k = 1, #w.leaves do
+      local s = ssets[k + 1][1]
+      if s ~= 0 and s ~= 1 then mode = "nd"; break end
+      w.strides[k] = s
+      if s == 1 and w.leaves[k]._off % VW ~= 0 then aligned = false end
+    end
+    if mode == "flat" and aligned and n >= VW then mode = "vec" end
+  end
+  local key = concat(w.key) .. "|" .. mode .. nd .. idx .. out._type
+  if mode ~= "nd" then key = key .. concat(w.strides, ",") end
+  local dev = out._dev
+  local entry = kernel_for(fn, dev, key, function()
+    return source(w, mode, nd, idx, out._type)
+  end)
+  local args = {out._st.buf, out._off}
+  if mode == "nd" then
+    args[#args + 1] = vector8(ssets[1], nd)
+    args[#args + 1] = vector8(sshape, nd)
+  end
+  args[#args + 1] = n
+  for k, x in ipairs(w.leaves) do
+    args[#args + 1] = x._st.buf
+    args[#args + 1] = x._off
+    if mode == "nd" then args[#args + 1] = vector8(ssets[k + 1], nd) end
+  end
+  for _, s in ipairs(w.scalars) do args[#args + 1] = s.value end
+  local units = mode == "vec" and (n + VW - 1) // VW or n
+  local wg = entry.wg
+  local global = (units + wg - 1) // wg * wg
+  local ok, err = pcall(function()
+    entry.kernel(unpack(args)):run({global}, {wg}, {event = false})
+  end)
+  if not ok then fail(fn, "%s", tostring(err)) end
+end
+
+return G

@@ -1,0 +1,272 @@
+-- luagpu.tensor_reduce: sum prod mean min max argmin argmax any all, of a
+-- whole tensor (a Lua value) or along one dim (a tensor; keepdim keeps the
+-- dim with size 1). Internal to luagpu.tensor; kernels/tensor_reduce.cl.
+--
+-- The tensor is made contiguous and seen as [outer, L, inner]: a dim with
+-- inner == 1 (the last one) is reduced by `rows` (a work-group per row,
+-- or per part of a row), any other by `cols` (a work-item per column,
+-- coalesced). When there are too few rows or columns to fill the device,
+-- the dim is cut into parts reduced apart, and a second kernel folds the
+-- parts. Whole sums, mins and maxes of non-empty tensors go through
+-- luagpu.reduce; the others are one row of all the elements.
+
+local gpu = require "luagpu"
+local H = require "luagpu.helper"
+local TY = require "luagpu.tensor_types"
+
+local type, ipairs, pairs, tostring, pcall, unpack = type, ipairs, pairs, tostring, pcall, table.unpack
+local format, concat = string.format, table.concat
+local min, max = math.min, math.max
+local fail, show = H.fail, H.show
+local FLOATS, SIGNED = TY.FLOATS, TY.SIGNED
+
+local R = {programs_built = 0}
+
+local LIMITS = {
+  char = {"CHAR_MIN", "CHAR_MAX"}, uchar = {"0", "UCHAR_MAX"},
+  short = {"SHRT_MIN", "SHRT_MAX"}, ushort = {"0", "USHRT_MAX"},
+  int = {"INT_MIN", "INT_MAX"}, uint = {"0", "UINT_MAX"},
+  long = {"LONG_MIN", "LONG_MAX"}, ulong = {"0", "ULONG_MAX"},
+  float = {"-INFINITY", "INFINITY"}, double = {"-(double)INFINITY", "(double)INFINITY"},
+}
+
+-- The accumulator of sums and products of t.
+local function sum_acc(t)
+  if FLOATS[t] then return t end
+  return t == "ulong" and "ulong" or "long"
+end
+
+-- Per reduction, from the element type: acc, out, and the defines.
+local SPECS = {
+  sum = function(t)
+    local a = sum_acc(t)
+    return {acc = a, out = a, NEUTRAL = "0", OP = "((a) + (b))"}
+  end,
+  prod = function(t)
+    local a = sum_acc(t)
+    return {acc = a, out = a, NEUTRAL = "1", OP = "((a) * (b))"}
+  end,
+  mean = function(t)
+    local a = t == "float" and "float" or "double"
+    return {acc = a, out = a, NEUTRAL = "0", OP = "((a) + (b))",
+            FINAL = "((a) / (ACC)(n))"}
+  end,
+  min = function(t)
+    return {acc = t, out = t, NEUTRAL = LIMITS[t][2],
+            OP = FLOATS[t] and "fmin(a, b)" or "min(a, b)", empty = true}
+  end,
+  max = function(t)
+    return {acc = t, out = t, NEUTRAL = LIMITS[t][1],
+            OP = FLOATS[t] and "fmax(a, b)" or "max(a, b)", empty = true}
+  end,
+  argmin = function(t)
+    return {acc = t, out = "long", NEUTRAL = LIMITS[t][2], BETTER = "((a) < (b))", ARG = true,
+            FINAL = "((long)(i) + 1)", empty = true}
+  end,
+  argmax = function(t)
+    return {acc = t, out = "long", NEUTRAL = LIMITS[t][1], BETTER = "((a) > (b))", ARG = true,
+            FINAL = "((long)(i) + 1)", empty = true}
+  end,
+  any = function()
+    return {acc = "uchar", out = "uchar", NEUTRAL = "0", OP = "((a) | (b))",
+            MAP = "((uchar)((x) != 0))"}
+  end,
+  all = function()
+    return {acc = "uchar", out = "uchar", NEUTRAL = "1", OP = "((a) & (b))",
+            MAP = "((uchar)((x) != 0))"}
+  end,
+}
+
+local cache = H.device_cache()
+local dummies = H.device_cache()
+
+local function sizes(dev)
+  if dev.type == "cpu" then return {LS = 64, CX = 16, CY = 4, waves = 4} end
+  return {LS = 256, CX = 32, CY = 8, waves = 8}
+end
+
+local function program(fn, dev, op, t)
+  local e = cache[dev]
+  if not e then e = {}; cache[dev] = e end
+  local key = op .. t
+  local p = e[key]
+  if p then return p end
+  local spec = SPECS[op](t)
+  local sz = sizes(dev)
+  local lines = {
+    "#define T " .. t, "#define ACC " .. spec.acc, "#define OUT " .. spec.out,
+    "#define NEUTRAL " .. spec.NEUTRAL,
+    "#define MAP(x) " .. (spec.MAP or "((ACC)(x))"),
+    "#define FINAL(a, i, n) " .. (spec.FINAL or "((OUT)(a))"),
+    format("#define LS %d\n#define CX %d\n#define CY %d", sz.LS, sz.CX, sz.CY),
+  }
+  if spec.ARG then
+    lines[#lines + 1] = "#define ARG"
+    lines[#lines + 1] = "#define BETTER(a, b) " .. spec.BETTER
+  else
+    lines[#lines + 1] = "#define OP(a, b) " .. spec.OP
+  end
+  lines[#lines + 1] = gpu.kernel_source("tensor_reduce.cl")
+  local ok, prog = pcall(dev.build, dev, concat(lines, "\n"))
+  if not ok then fail(fn, "the %s kernels do not compile for %s: %s", op, t, tostring(prog)) end
+  R.programs_built = R.programs_built + 1
+  local wg = min(prog.rows.work_group_size, prog.cols.work_group_size,
+                 prog.rows2.work_group_size, prog.cols2.work_group_size)
+  if wg < sz.LS or wg < sz.CX * sz.CY then
+    fail(fn, "the %s kernels allow work-groups of %d on %s, they need %d", op, wg, dev.name,
+         max(sz.LS, sz.CX * sz.CY))
+  end
+  p = {prog = prog, spec = spec, sz = sz}
+  e[key] = p
+  return p
+end
+
+-- A 1-element buffer of t on dev, bound where a kernel's output is unused.
+local function dummy(dev, t)
+  local d = dummies[dev]
+  if not d then d = {}; dummies[dev] = d end
+  if not d[t] then d[t] = dev:buffer(t, 1) end
+  return d[t]
+end
+
+local function run(k, args, global, localsz)
+  k(unpack(args)):run(global, localsz, {event = false})
+end
+
+function R.install(C)
+  local M, Tensor = C.M, C.Tensor
+  local reduce_helper
+
+  -- Reduces contiguous x ([outer, L, inner]) into res (outer * inner
+  -- elements of the op's out type).
+  local function reduce_into(fn, op, x, outer, L, inner, res)
+    local dev, t = x._dev, x._type
+    local p = program(fn, dev, op, t)
+    local spec, sz = p.spec, p.sz
+    local acc, outbuf = spec.acc, res._st.buf
+    local target = dev.compute_units * sz.waves
+    local dpart, didx, dres = dummy(dev, acc), dummy(dev, "long"), dummy(dev, spec.out)
+    if inner == 1 then
+      local nsplit = 1
+      if outer < target then
+        nsplit = max(1, min((target + outer - 1) // outer, (L + sz.LS * 8 - 1) // (sz.LS * 8)))
+      end
+      local chunk = (L + nsplit - 1) // nsplit
+      if nsplit == 1 then
+        run(p.prog.rows, {x._st.buf, x._off, L, chunk, 1, 1, L, dpart, didx, outbuf},
+            {outer * sz.LS}, {sz.LS})
+        return
+      end
+      local part = C.empty(fn, dev, acc, {outer * nsplit})
+      local pidx = C.empty(fn, dev, "long", {outer * nsplit})
+      run(p.prog.rows, {x._st.buf, x._off, L, chunk, nsplit, 0, L, part._st.buf,
+                        pidx._st.buf, dres}, {outer * nsplit * sz.LS}, {sz.LS})
+      run(p.prog.rows2, {part._st.buf, pidx._st.buf, 0, nsplit, nsplit, 1, 1, L, dpart, didx,
+                         outbuf}, {outer * sz.LS}, {sz.LS})
+      return
+    end
+    local gx = (inner + sz.CX - 1) // sz.CX
+    local nsplit = 1
+    if gx * outer < target then
+      nsplit = max(1, min((target + gx * outer - 1) // (gx * outer), (L + sz.CY * 16 - 1) // (sz.CY * 16)))
+    end
+    local chunk = (L + nsplit - 1) // nsplit
+    local global = {gx * sz.CX, outer * nsplit * sz.CY}
+    if nsplit == 1 then
+      run(p.prog.cols, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, didx, outbuf},
+          global, {sz.CX, sz.CY})
+      return
+    end
+    local part = C.empty(fn, dev, acc, {outer * nsplit * inner})
+    local pidx = C.empty(fn, dev, "long", {outer * nsplit * inner})
+    run(p.prog.cols, {x._st.buf, x._off, L, inner, chunk, nsplit, 0, L, part._st.buf,
+                      pidx._st.buf, dres}, global, {sz.CX, sz.CY})
+    run(p.prog.cols2, {part._st.buf, pidx._st.buf, 0, nsplit, inner, nsplit, 1, 1, L, dpart,
+                       didx, outbuf}, {gx * sz.CX, outer * sz.CY}, {sz.CX, sz.CY})
+  end
+
+  local function empty_error(fn, op, what)
+    fail(fn, "the %s of %s is undefined", op, what)
+  end
+
+  -- The whole-tensor reduction of x: a Lua value.
+  local function reduce_all(fn, op, x)
+    local n = x._n
+    local spec = SPECS[op](x._type)
+    if n == 0 then
+      if spec.empty then empty_error(fn, op, "an empty tensor") end
+      if op == "mean" then return 0 / 0 end
+      if op == "any" then return false elseif op == "all" then return true end
+      return op == "prod" and (FLOATS[spec.out] and 1.0 or 1) or (FLOATS[spec.out] and 0.0 or 0)
+    end
+    x = x:contiguous()
+    if op == "sum" or op == "min" or op == "max" or (op == "mean" and x._type ~= "double") then
+      reduce_helper = reduce_helper or require "luagpu.reduce"
+      local b = x._st.buf:sub(x._off + 1, x._off + n)
+      if op == "mean" then
+        local s = reduce_helper.sum(b, x._type == "float" and {acc = "double"} or nil)
+        return s / n
+      end
+      return reduce_helper[op](b)
+    end
+    local res = C.empty(fn, x._dev, spec.out, {1})
+    reduce_into(fn, op, x, 1, n, 1, res)
+    local v = res:get()[1]
+    if op == "any" or op == "all" then return v ~= 0 end
+    return v
+  end
+
+  -- The reduction of x along dim d: a tensor.
+  local function reduce_dim(fn, op, x, d, keepdim)
+    local shape = x._shape
+    local outer, L, inner = 1, shape[d], 1
+    for i = 1, d - 1 do outer = outer * shape[i] end
+    for i = d + 1, #shape do inner = inner * shape[i] end
+    local spec = SPECS[op](x._type)
+    local rshape = {}
+    for i = 1, #shape do
+      if i ~= d then rshape[#rshape + 1] = shape[i]
+      elseif keepdim then rshape[#rshape + 1] = 1 end
+    end
+    local res = C.empty(fn, x._dev, spec.out, rshape)
+    if res._n == 0 then return res end
+    if L == 0 then
+      if spec.empty then empty_error(fn, op, format("an empty dim (dim %d has size 0)", d)) end
+      return res:set(op == "prod" and 1 or op == "all" and 1 or op == "mean" and 0 / 0 or 0)
+    end
+    x = x:contiguous()
+    reduce_into(fn, op, x, outer, L, inner, res)
+    return res
+  end
+
+  local function reduction(op)
+    local fn = "tensor:" .. op
+    return function(x, dim, keepdim)
+      C.check(fn, 0, x)
+      if keepdim ~= nil and type(keepdim) ~= "boolean" then
+        fail(fn, "argument #2: keepdim: expected a boolean, got %s", show(keepdim))
+      end
+      if x._type == "double" then C.check_device_type(fn, x._dev, "double") end
+      if (op == "mean") and x._type ~= "float" then C.check_device_type(fn, x._dev, "double") end
+      if dim == nil then return reduce_all(fn, op, x) end
+      local d = C.check_dim(fn, "argument #1", x, dim)
+      return reduce_dim(fn, op, x, d, keepdim)
+    end
+  end
+
+  for op in pairs(SPECS) do Tensor[op] = reduction(op) end
+  local rmin, rmax = Tensor.min, Tensor.max
+  -- x:min(y) with a tensor y is elementwise; a number or nothing: the
+  -- reduction (a number is a dim)
+  function Tensor.min(x, a, b)
+    if C.is_tensor(a) then return C.elementwise_min(x, a) end
+    return rmin(x, a, b)
+  end
+  function Tensor.max(x, a, b)
+    if C.is_tensor(a) then return C.elementwise_max(x, a) end
+    return rmax(x, a, b)
+  end
+  M.reduce_programs = function() return R.programs_built end
+end
+
+return R
