@@ -1,0 +1,113 @@
+/*
+** sort.cl: the kernels of luagpu.algo's radix sort (lua/luagpu/algo_sort.lua).
+**
+** An LSD radix sort, 8 bits a pass, least significant byte first; each pass
+** is stable, so the whole sort is. A pass over n keys in tiles of TILE =
+** L * IPT (work-item lid owns the IPT keys from lid * IPT of a tile):
+**   sort_count    each tile counts its keys per digit into
+**                 counts[digit * ntiles + tile];
+**   (algo.scan)   the exclusive scan of counts: where each tile's keys of
+**                 each digit start in the output;
+**   sort_scatter  each tile ranks its keys stably (per work-item counts,
+**                 scanned over the work-items in local memory) and writes
+**                 them, and their indices when carried, to their places.
+** Keys are compared as unsigned bit patterns (lg_bits): signed integers
+** with the sign bit flipped, floats with the sign bit flipped when
+** positive and all bits when negative (so -0.0 comes before +0.0), NaNs
+** as all ones (last); descending sorts use the complement. Row passes
+** (mode 1) sort by the row of the carried original index instead, after
+** the key passes, so that each row ends up sorted on its own.
+**
+** The helper prepends: K (key type), U (uint, or ulong for 8-byte keys),
+** KIND (0 unsigned, 1 signed, 2 floating), BITS (bits in K), L, IPT.
+*/
+
+#define TILE ((uint)L * IPT)
+#define RADIX 256
+
+inline U lg_bits(K k, int descending) {
+  U u;
+#if KIND == 2
+#if BITS == 64
+  u = as_ulong(k);
+#else
+  u = as_uint(k);
+#endif
+  if (isnan(k)) u = ~(U)0;
+  else u ^= (u >> (BITS - 1)) ? ~(U)0 : (U)1 << (BITS - 1);
+#elif KIND == 1
+  u = (U)k ^ ((U)1 << (BITS - 1));
+#else
+  u = (U)k;
+#endif
+  return descending ? ~u : u;
+}
+
+/* carry: 0 no indices, 1 the indices are in idx, 2 the index is the
+** position itself (the first pass). */
+inline ulong lg_index(__global const uint *idx, int carry, ulong i) {
+  return carry == 1 ? (ulong)idx[i] : i;
+}
+
+inline uint lg_digit(K k, ulong index, int mode, uint shift, int descending, ulong rowlen) {
+  if (mode == 1) return (uint)((index / rowlen) >> shift) & (RADIX - 1);
+  return (uint)(lg_bits(k, descending) >> shift) & (RADIX - 1);
+}
+
+#define PASS_ARGS ulong n, int mode, uint shift, int descending, ulong rowlen, uint ntiles
+
+__kernel void sort_count(__global const K *src, ulong soff, __global const uint *isrc, int carry,
+                         PASS_ARGS, __global uint *counts) {
+  __local uint hist[RADIX];
+  uint lid = get_local_id(0), tile = get_group_id(0), k;
+  ulong base = (ulong)tile * TILE;
+  for (k = lid; k < RADIX; k += L) hist[k] = 0;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (k = 0; k < IPT; k++) {
+    ulong i = base + k * L + lid;
+    if (i < n)
+      atomic_inc(&hist[lg_digit(src[soff + i], lg_index(isrc, carry, i), mode, shift,
+                                descending, rowlen)]);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (k = lid; k < RADIX; k += L) counts[(ulong)k * ntiles + tile] = hist[k];
+}
+
+__kernel void sort_scatter(__global const K *src, ulong soff, __global K *dst, ulong doff,
+                           __global const uint *isrc, __global uint *idst, int carry,
+                           PASS_ARGS, __global const uint *offsets) {
+  __local ushort cnt[L * RADIX];      /* cnt[t * RADIX + d]: work-item t's keys of digit d */
+  __local uint start[RADIX];          /* where the tile's keys of digit d go */
+  uint lid = get_local_id(0), tile = get_group_id(0), j, d;
+  ulong base = (ulong)tile * TILE, c0 = base + (ulong)lid * IPT;
+  __local ushort *mine = cnt + lid * RADIX;
+  for (j = lid; j < L * RADIX; j += L) cnt[j] = 0;
+  for (d = lid; d < RADIX; d += L) start[d] = offsets[(ulong)d * ntiles + tile];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (j = 0; j < IPT; j++) {
+    ulong i = c0 + j;
+    if (i < n) mine[lg_digit(src[soff + i], lg_index(isrc, carry, i), mode, shift,
+                             descending, rowlen)]++;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (d = lid; d < RADIX; d += L) {  /* exclusive scan over the work-items */
+    uint run = 0, t;
+    for (t = 0; t < L; t++) {
+      uint c = cnt[t * RADIX + d];
+      cnt[t * RADIX + d] = (ushort)run;
+      run += c;
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (j = 0; j < IPT; j++) {
+    ulong i = c0 + j;
+    if (i < n) {
+      K k = src[soff + i];
+      ulong index = lg_index(isrc, carry, i);
+      uint dg = lg_digit(k, index, mode, shift, descending, rowlen);
+      ulong pos = (ulong)start[dg] + mine[dg]++;
+      dst[doff + pos] = k;
+      if (carry) idst[pos] = (uint)index;
+    }
+  }
+}

@@ -1,0 +1,259 @@
+-- luagpu.algo_sort: radix sorts (algo.sort, algo.argsort) with
+-- kernels/sort.cl and kernels/sort_gather.cl. Part of luagpu.algo; not
+-- meant to be required by scripts.
+--
+-- Keys sort in 8-bit passes (1 per byte of the key type); rows of
+-- row_length sort on their own by further passes over the row of each
+-- key's original index, which the passes then carry (as they do for
+-- values and argsort). Values move once, at the end, by a gather through
+-- the carried indices. Counts and indices are uint: at most 2^32 - 1 keys.
+
+local H = require "luagpu.helper"
+local B = require "luagpu.algo_base"
+local S = require "luagpu.algo_scan"
+
+local min = math.min
+local fail, show = H.fail, H.show
+local SIZES, FLOATS = B.SIZES, B.FLOATS
+
+local M = {}
+
+local RADIX = 256
+local MAX_KEYS = (1 << 32) - 1
+local SIGNED = {char = true, short = true, int = true, long = true}
+
+local function floor_pow2(n)
+  local p = 1
+  while p * 2 <= n do p = p * 2 end
+  return p
+end
+
+------------------------------------------------------------------ programs
+
+local cache = H.device_cache()
+
+-- The radix sort of keys of type kt on dev: {count, scatter (kernels), L,
+-- tile, scratch buffers}.
+local function entry_for(fn, dev, kt)
+  local cls, sig = B.device_class(fn, dev)
+  local entries = H.device_entries(cache, dev, sig)
+  local e = entries["sort " .. kt]
+  if e then return e end
+  B.check_fp64(fn, dev, kt)
+  local L = min(cls.sort_local, floor_pow2(dev.max_work_group_size))
+  while L > 1 and L * RADIX * 2 + RADIX * 4 + 64 > dev.local_mem_size do L = L // 2 end
+  local ipt = cls.sort_items
+  while L * ipt > 32768 do ipt = ipt // 2 end    -- tile ranks are ushort
+  local size = SIZES[kt]
+  local prog
+  while true do
+    prog = B.build(fn, dev, {
+      {"K", kt}, {"U", size == 8 and "ulong" or "uint"},
+      {"KIND", FLOATS[kt] and 2 or SIGNED[kt] and 1 or 0}, {"BITS", size * 8},
+      {"L", L}, {"IPT", ipt},
+    }, "sort.cl")
+    local wgs = min(prog.sort_count.work_group_size, prog.sort_scatter.work_group_size)
+    if wgs >= L or L == 1 then break end
+    L = floor_pow2(wgs)
+  end
+  e = {count = prog.sort_count, scatter = prog.sort_scatter, L = L, tile = L * ipt}
+  entries["sort " .. kt] = e
+  return e
+end
+
+-- The gather program for element type t on dev.
+local function gather_for(fn, dev, t)
+  local cls, sig = B.device_class(fn, dev)
+  local entries = H.device_entries(cache, dev, sig)
+  local key = "gather " .. t
+  local e = entries[key]
+  if e then return e end
+  B.check_fp64(fn, dev, t)
+  local prog = B.build(fn, dev, {{"V", t}}, "sort_gather.cl")
+  e = {gather = prog.sort_gather, positions = prog.sort_positions}
+  entries[key] = e
+  return e
+end
+
+------------------------------------------------------------------ running
+
+local dummies = H.device_cache()
+
+local function dummy(dev)
+  local d = dummies[dev]
+  if not d then d = dev:buffer("uint", 1); dummies[dev] = d end
+  return d
+end
+
+local UINT_SUM = S.builtin("sum", "uint", "uint")
+
+-- Sorts the n keys of type kt at (root, off) in place, on the sequence
+-- seq: r = {descending, rowlen (0: one row), carry (keep the original
+-- indices)}. Returns the uint buffer of the indices (carry) or nil.
+local function radix(fn, dev, e, seq, root, off, n, kt, r)
+  local L, tile = e.L, e.tile
+  local ntiles = (n + tile - 1) // tile
+  local keys2 = H.scratch_buffer(e, dev, "keys", kt, n)
+  local counts = H.scratch_buffer(e, dev, "counts", "uint", RADIX * ntiles)
+  local offsets = H.scratch_buffer(e, dev, "offsets", "uint", RADIX * ntiles)
+  local carry = r.carry or r.rowlen ~= 0
+  local ia, ib = dummy(dev), dummy(dev)
+  if carry then
+    ia = H.scratch_buffer(e, dev, "idx_a", "uint", n)
+    ib = H.scratch_buffer(e, dev, "idx_b", "uint", n)
+  end
+  local passes = {}
+  for p = 0, SIZES[kt] - 1 do passes[#passes + 1] = {0, 8 * p} end
+  if r.rowlen ~= 0 then
+    local last_row = n // r.rowlen - 1
+    local shift = 0
+    repeat
+      passes[#passes + 1] = {1, shift}
+      shift = shift + 8
+    until last_row >> shift == 0
+  end
+  local src, soff, dst, doff = root, off, keys2, 0
+  local desc = r.descending and 1 or 0
+  local rowlen = r.rowlen ~= 0 and r.rowlen or 1
+  local cmode = carry and 2 or 0
+  for _, p in ipairs(passes) do
+    seq:run(e.count(src, soff, ia, cmode, n, p[1], p[2], desc, rowlen, ntiles, counts),
+            {ntiles * L}, {L})
+    seq.last = S.run(fn, {spec = UINT_SUM, x = counts, xoff = 0, n = RADIX * ntiles,
+                          rowlen = 0, out = offsets, ooff = 0, exclusive = true,
+                          queue = seq.q, wait = {seq.last}})
+    seq:run(e.scatter(src, soff, dst, doff, ia, ib, cmode, n, p[1], p[2], desc, rowlen,
+                      ntiles, offsets), {ntiles * L}, {L})
+    src, soff, dst, doff = dst, doff, src, soff
+    if carry then ia, ib, cmode = ib, ia, 1 end
+  end
+  if src ~= root then   -- an odd number of passes: the keys are in keys2
+    seq:cmd(keys2:sub(1, n), "copy_to", root:sub(off + 1, off + n))
+  end
+  return carry and ia or nil
+end
+
+-- Checks the keys (argument #1) of fn; returns their type, root, offset,
+-- count and device (the queue's when one is given).
+local function check_keys(fn, keys, o)
+  local kt, root, off = B.check_buffer(fn, 1, keys)
+  local n = #keys
+  if n > MAX_KEYS then
+    fail(fn, "argument #1: %d keys are too many (at most 2^32 - 1)", n)
+  end
+  local dev = o.queue and o.queue.device or root.device
+  if o.queue then B.check_platform(fn, "argument #1", root, dev) end
+  B.check_fp64(fn, dev, kt)
+  return kt, root, off, n, dev
+end
+
+-- The row_length option as the radix sort takes it: 0 for one row.
+local function rows_of(fn, o, n)
+  local rl = B.row_length(fn, 2, o, n)
+  return (o.row_length ~= nil and rl < n) and rl or 0
+end
+
+------------------------------------------------------------------ algo.sort
+
+local SORT_OPTIONS = H.option_names{"values", "descending", "row_length", "wait", "queue"}
+
+-- algo.sort(keys [, opts]) -> keys, Event: sorts keys (and opts.values)
+-- in place.
+function M.sort(keys, opts)
+  local fn = "algo.sort"
+  local o = H.check_options(fn, 2, opts, SORT_OPTIONS)
+  local kt, root, off, n, dev = check_keys(fn, keys, o)
+  local r = {descending = B.flag(fn, 2, o, "descending"), rowlen = rows_of(fn, o, n)}
+  local vals, vt, vroot, voff = o.values
+  if vals ~= nil then
+    vt, vroot, voff = B.check_buffer_option(fn, 2, vals, "values")
+    if #vals ~= n then
+      fail(fn, "argument #2: option values: expected %d elements (as many as the keys), got %d",
+           n, #vals)
+    end
+    B.check_platform(fn, "argument #2: option values", vroot, dev)
+    B.check_overlap(fn, "argument #2: option values", root, off, n, vroot, voff, n)
+    if vroot == root and voff == off then
+      fail(fn, "argument #2: option values: the values are the keys")
+    end
+    r.carry = true
+  end
+  local e = entry_for(fn, dev, kt)
+  local ge = vals and gather_for(fn, dev, vt)
+  local q, waits = o.queue, o.wait
+  H.wait_for_last_user(e, q, dev, waits)
+  local seq = B.sequence(q, waits)
+  if n <= 1 then
+    seq:marker(dev)
+  else
+    local idx = radix(fn, dev, e, seq, root, off, n, kt, r)
+    if vals then
+      local v2 = H.scratch_buffer(e, dev, "values " .. vt, vt, n)
+      seq:run(ge.gather(vroot, voff, v2, 0, idx, n), {n})
+      seq:cmd(v2:sub(1, n), "copy_to", vroot:sub(voff + 1, voff + n))
+    end
+  end
+  H.set_last_user(e, seq.last, q, dev)
+  return keys, seq.last
+end
+
+------------------------------------------------------------------ algo.argsort
+
+local ARGSORT_OPTIONS = H.option_names{"descending", "row_length", "type", "base", "out",
+                                       "wait", "queue"}
+
+-- algo.argsort(keys [, opts]) -> positions, Event: the positions (in their
+-- row, from opts.base, 1 by default) of the keys in sorted order.
+function M.argsort(keys, opts)
+  local fn = "algo.argsort"
+  local o = H.check_options(fn, 2, opts, ARGSORT_OPTIONS)
+  local kt, root, off, n, dev = check_keys(fn, keys, o)
+  local r = {descending = B.flag(fn, 2, o, "descending"), rowlen = rows_of(fn, o, n),
+             carry = true}
+  local base = o.base
+  if base == nil then base = 1 end
+  if base ~= 0 and base ~= 1 then
+    fail(fn, "argument #2: option base: expected 0 or 1, got %s", show(base))
+  end
+  local it = o.type
+  local out = o.out
+  if out ~= nil then
+    local ot, oroot, ooff = B.check_buffer_option(fn, 2, out, "out")
+    if it ~= nil and it ~= ot then
+      fail(fn, "argument #2: option out: expected a buffer of %s, got %s", tostring(it), ot)
+    end
+    it = ot
+    if #out ~= n then fail(fn, "argument #2: option out: expected %d elements, got %d", n, #out) end
+    B.check_platform(fn, "argument #2: option out", oroot, dev)
+    B.check_overlap(fn, "argument #2: option out", root, off, n, oroot, ooff, n)
+  end
+  it = it or "long"
+  if not B.INTEGERS[it] then
+    fail(fn, "argument #2: option type: expected an integer element type, got %s", show(it))
+  end
+  local rowlen = r.rowlen ~= 0 and r.rowlen or n
+  if rowlen - 1 + base > (SIZES[it] == 8 and math.maxinteger or (1 << (SIZES[it] * 8 - (
+       (it == "char" or it == "short" or it == "int") and 1 or 0))) - 1) then
+    fail(fn, "argument #2: option type: %s cannot hold positions up to %d", it, rowlen - 1 + base)
+  end
+  out = out or dev:buffer(it, n)
+  local oroot, ooff = out.root, out.offset
+  local e = entry_for(fn, dev, kt)
+  local ge = gather_for(fn, dev, it)
+  local q, waits = o.queue, o.wait
+  H.wait_for_last_user(e, q, dev, waits)
+  local seq = B.sequence(q, waits)
+  if n == 0 then
+    seq:marker(dev)
+  else
+    local copy = H.scratch_buffer(e, dev, "argsort keys", kt, n)
+    local cv = copy:sub(1, n)
+    seq:cmd(root:sub(off + 1, off + n), "copy_to", cv)
+    local idx = n > 1 and radix(fn, dev, e, seq, copy, 0, n, kt, r) or dummy(dev)
+    seq:run(ge.positions(idx, oroot, ooff, n, rowlen, base), {n})
+  end
+  H.set_last_user(e, seq.last, q, dev)
+  return out, seq.last
+end
+
+return M
