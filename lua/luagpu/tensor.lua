@@ -150,7 +150,7 @@ function C.check_shape(fn, where, shape)
   for i, d in ipairs(list) do
     local v = integer(d)
     if not v or v < 0 then
-      fail(fn, "%s: size %d: expected an integer >= 0, got %s", where, i, show(d))
+      fail(fn, "%s: size %d: expected an integer >= 0, got %s", where, i, d ~= d and "nan" or show(d))
     end
     list[i] = v
     if v > 0 and count > MAX_ELEMENTS // v then
@@ -158,7 +158,6 @@ function C.check_shape(fn, where, shape)
     end
     count = count * v
   end
-  for i = #list + 1, rawlen(shape) do list[i] = nil end
   return list, count
 end
 
@@ -330,7 +329,11 @@ local function new_tensor(dev, t, shape, init)
       flat = {}
       flatten(fn, init, list, 1, flat, "the table")
     end
-    write_values(fn, x, gpu.array(t, flat))
+    local ok, a = pcall(gpu.array, t, flat)
+    if not ok then
+      fail(fn, "argument #3: %s", (tostring(a):gsub("^.-luagpu: gpu.array: argument #2: ", "")))
+    end
+    write_values(fn, x, a)
   else
     fail(fn, "argument #3: expected a number, a table, a host array or a buffer, got %s",
          typename(init))
@@ -624,7 +627,8 @@ function Tensor.expand(x, shape)
   if n < nd or n > MAX_DIMS then
     fail(fn, "argument #1: expected %d to %d sizes, got %d", nd, MAX_DIMS, n)
   end
-  local out, st = {}, {}
+  local out, st, want = {}, {}, {}
+  for i = 1, n do want[i] = tostring(rawget(shape, i)) end
   for i = 1, n do
     local v = integer(rawget(shape, i))
     local j = i - (n - nd)
@@ -642,7 +646,7 @@ function Tensor.expand(x, shape)
         out[i], st[i] = v, 0
       else
         fail(fn, "cannot expand %s to %s (dim %d: %d vs %d)", show_shape(x._shape),
-             show_shape(out) .. "...", i, have, v)
+             "{" .. concat(want, ", ") .. "}", i, have, v)
       end
     end
   end
