@@ -1,0 +1,41 @@
+/*
+** compact.cl: luagpu.algo's stream compaction (lua/luagpu/algo_compact.lua):
+** copy_if, nonzero and partition. pos holds the inclusive scan of the
+** predicate over the input (an algo scan with the predicate as its map),
+** so a kept element i goes to pos[i] - 1, and there are pos[n - 1] of them.
+**
+** The helper prepends: T (input element type), IT (type of written
+** positions), PRED (an expression in x, the element, and i, its 0-based
+** index: non-zero keeps it).
+*/
+
+inline int lg_keep(T x, ulong i) { return (PRED) ? 1 : 0; }
+
+/* The kept elements, in order, to out from ooff. */
+__kernel void compact_values(__global const T *x, ulong xoff, __global const uint *pos,
+                             ulong n, __global T *out, ulong ooff) {
+  ulong i = get_global_id(0);
+  if (i < n) {
+    T v = x[xoff + i];
+    if (lg_keep(v, i)) out[ooff + pos[i] - 1] = v;
+  }
+}
+
+/* The positions of the kept elements (0-based, plus base), in order. */
+__kernel void compact_positions(__global const T *x, ulong xoff, __global const uint *pos,
+                                ulong n, __global IT *out, ulong ooff, uint base) {
+  ulong i = get_global_id(0);
+  if (i < n && lg_keep(x[xoff + i], i)) out[ooff + pos[i] - 1] = (IT)(i + base);
+}
+
+/* The kept elements, in order, then the others, in order. */
+__kernel void compact_partition(__global const T *x, ulong xoff, __global const uint *pos,
+                                ulong n, __global T *out, ulong ooff) {
+  ulong i = get_global_id(0);
+  if (i < n) {
+    T v = x[xoff + i];
+    ulong kept = pos[n - 1];
+    if (lg_keep(v, i)) out[ooff + pos[i] - 1] = v;
+    else out[ooff + kept + i - pos[i]] = v;
+  }
+}

@@ -1,0 +1,156 @@
+-- luagpu.algo_compact: stream compaction (algo.copy_if, algo.nonzero,
+-- algo.partition) with kernels/compact.cl. Part of luagpu.algo; not meant
+-- to be required by scripts.
+--
+-- Each is an inclusive algo scan of the predicate (0 or 1 per element,
+-- uint), a one-element read of its last value (the count, which sizes the
+-- output), then one kernel that moves each element to its place. Positions
+-- are uint: at most 2^32 - 1 elements.
+
+local H = require "luagpu.helper"
+local B = require "luagpu.algo_base"
+local S = require "luagpu.algo_scan"
+
+local type, concat = type, table.concat
+local fail, show, typename = H.fail, H.show, H.typename
+local SIZES = B.SIZES
+
+local M = {}
+
+local MAX_COUNT = (1 << 32) - 1
+local cache = H.device_cache()
+
+-- The compaction of type t by the predicate pred on dev (positions of type
+-- it): {values, positions, partition (kernels), spec (of the scan)}.
+local function entry_for(fn, dev, t, pred, it)
+  local cls, sig = B.device_class(fn, dev)
+  local entries = H.device_entries(cache, dev, sig)
+  local key = concat({t, it, pred}, "\0")
+  local e = entries[key]
+  if e then return e end
+  local prog = B.build(fn, dev, {{"T", t}, {"IT", it}, {"PRED", pred}}, "compact.cl",
+                       ("predicate '%s' for %s"):format(pred, t))
+  local map = "(((" .. pred .. ")) ? 1u : 0u)"
+  e = {values = prog.compact_values, positions = prog.compact_positions,
+       partition = prog.compact_partition,
+       spec = {type = t, acc = "uint", map = map, op = "a + b", neutral = "0", custom = true,
+               key = concat({"compact", t, map}, "\0")}}
+  entries[key] = e
+  return e
+end
+
+-- Checks the predicate, argument #arg: an OpenCL C expression in x and i.
+local function predicate(fn, arg, p)
+  if type(p) ~= "string" or not p:find("%S") then
+    fail(fn, "argument #%d: expected a predicate (an OpenCL C expression in x and i), got %s",
+         arg, type(p) == "string" and "an empty string" or typename(p))
+  end
+  return (p:gsub("[\r\n]", " "))
+end
+
+-- Runs the scan of the predicate and reads the count: returns the count,
+-- the positions (uint buffer), the sequence and the entry.
+local function count(fn, b, pred, o, it)
+  local t, root, off = B.check_buffer(fn, 1, b)
+  local n = #b
+  if n > MAX_COUNT then fail(fn, "argument #1: %d elements are too many (at most 2^32 - 1)", n) end
+  local q = o.queue
+  local dev = q and q.device or root.device
+  if q then B.check_platform(fn, "argument #1", root, dev) end
+  B.check_fp64(fn, dev, t)
+  local e = entry_for(fn, dev, t, pred, it or "long")
+  local waits = o.wait
+  H.wait_for_last_user(e, q, dev, waits)
+  local seq = B.sequence(q, waits)
+  if n == 0 then return 0, nil, seq, e, dev, root, off, n end
+  local pos = H.scratch_buffer(e, dev, "pos", "uint", n)
+  seq.last = S.run(fn, {spec = e.spec, x = root, xoff = off, n = n, rowlen = 0, out = pos,
+                        ooff = 0, exclusive = false, queue = q, wait = waits})
+  local c = pos:sub(n, n):read(seq:opts() or {}):wait()[1]
+  H.set_last_user(e, nil, q, dev)
+  return c, pos, seq, e, dev, root, off, n
+end
+
+-- Checks the out option: a buffer of type t with at least need elements
+-- (exactly need when exact); returns its root and offset.
+local function check_out(fn, arg, out, t, need, exact, dev)
+  local ot, oroot, ooff = B.check_buffer_option(fn, arg, out, "out")
+  if ot ~= t then fail(fn, "argument #%d: option out: expected a buffer of %s, got %s", arg, t, ot) end
+  if exact and #out ~= need or #out < need then
+    fail(fn, "argument #%d: option out: expected %s%d elements, got %d", arg,
+         exact and "" or "at least ", need, #out)
+  end
+  B.check_platform(fn, ("argument #%d: option out"):format(arg), oroot, dev)
+  return oroot, ooff
+end
+
+local COPY_OPTIONS = H.option_names{"out", "wait", "queue"}
+
+-- algo.copy_if(b, predicate [, opts]) -> out, count
+function M.copy_if(b, pred, opts)
+  local fn = "algo.copy_if"
+  pred = predicate(fn, 2, pred)
+  local o = H.check_options(fn, 3, opts, COPY_OPTIONS)
+  local c, pos, seq, e, dev, root, off, n = count(fn, b, pred, o)
+  local t = b.type
+  local out = o.out
+  local oroot, ooff
+  if out ~= nil then oroot, ooff = check_out(fn, 3, out, t, c, false, dev)
+  else out = dev:buffer(t, c); oroot, ooff = out, 0 end
+  B.check_overlap(fn, "argument #3: option out", root, off, n, oroot, ooff, c)
+  if c > 0 then seq:run(e.values(root, off, pos, n, oroot, ooff), {n}) end
+  H.set_last_user(e, seq.last, o.queue, dev)
+  return out, c, seq.last
+end
+
+local NONZERO_OPTIONS = H.option_names{"type", "base", "out", "wait", "queue"}
+
+-- algo.nonzero(b [, opts]) -> positions, count
+function M.nonzero(b, opts)
+  local fn = "algo.nonzero"
+  local o = H.check_options(fn, 2, opts, NONZERO_OPTIONS)
+  local it = o.type
+  if o.out ~= nil then it = it or H.class_of(o.out) == "Buffer" and o.out.type or nil end
+  it = it or "long"
+  if type(it) ~= "string" or not B.INTEGERS[it] then
+    fail(fn, "argument #2: option type: expected an integer element type, got %s", show(it))
+  end
+  local base = o.base
+  if base == nil then base = 1 end
+  if base ~= 0 and base ~= 1 then
+    fail(fn, "argument #2: option base: expected 0 or 1, got %s", show(base))
+  end
+  local c, pos, seq, e, dev, root, off, n = count(fn, b, "x != 0", o, it)
+  if n + base - 1 > (1 << (SIZES[it] * 8 - 1)) - 1 and SIZES[it] < 8 then
+    fail(fn, "argument #2: option type: %s cannot hold positions up to %d", it, n + base - 1)
+  end
+  local out = o.out
+  local oroot, ooff
+  if out ~= nil then oroot, ooff = check_out(fn, 2, out, it, c, false, dev)
+  else out = dev:buffer(it, c); oroot, ooff = out, 0 end
+  if c > 0 then seq:run(e.positions(root, off, pos, n, oroot, ooff, base), {n}) end
+  H.set_last_user(e, seq.last, o.queue, dev)
+  return out, c, seq.last
+end
+
+-- algo.partition(b, predicate [, opts]) -> out, count (of the kept, first)
+function M.partition(b, pred, opts)
+  local fn = "algo.partition"
+  pred = predicate(fn, 2, pred)
+  local o = H.check_options(fn, 3, opts, COPY_OPTIONS)
+  local c, pos, seq, e, dev, root, off, n = count(fn, b, pred, o)
+  local t = b.type
+  local out = o.out
+  local oroot, ooff
+  if out ~= nil then oroot, ooff = check_out(fn, 3, out, t, n, true, dev)
+  else out = dev:buffer(t, n); oroot, ooff = out, 0 end
+  B.check_overlap(fn, "argument #3: option out", root, off, n, oroot, ooff, n)
+  if oroot == root and ooff == off and n > 0 then
+    fail(fn, "argument #3: option out: the output is the input (give another buffer)")
+  end
+  if n > 0 then seq:run(e.partition(root, off, pos, n, oroot, ooff), {n}) end
+  H.set_last_user(e, seq.last, o.queue, dev)
+  return out, c, seq.last
+end
+
+return M
