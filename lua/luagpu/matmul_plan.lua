@@ -523,20 +523,20 @@ end
 -- no longer holds): the top-level entries; in the tables of dev's class and
 -- of the device entries matching its name, their entries and the whole of
 -- the parameter sets a plan reads (auto's variant, reg and small, the set
--- used; their double tables for t "double"). Each table with its count of
--- keys and every value in it, read raw.
+-- used; their double tables for t "double"). A list of {table, count of
+-- keys, copy of its entries}, read raw.
 local function snapshot(dev, pl, t)
-  local tabs, counts, ts, ks, vs, seen = {}, {}, {}, {}, {}, {}
+  local list, seen = {}, {}
   local function walk(tab, deep)
     if seen[tab] then return end
     seen[tab] = true
-    local n = 0
+    local n, copy = 0, {}
     for k, v in next, tab do
       n = n + 1
-      ts[#ts + 1], ks[#ks + 1], vs[#vs + 1] = tab, k, v
+      copy[k] = v
       if deep and k == "double" and type(v) == "table" then walk(v, false) end
     end
-    tabs[#tabs + 1], counts[#counts + 1] = tab, n
+    list[#list + 1] = {tab, n, copy}
   end
   walk(PARAMS, false)
   local cname = PARAMS[dev.type] ~= nil and dev.type or "gpu"
@@ -553,20 +553,20 @@ local function snapshot(dev, pl, t)
       end
     end
   end
-  return {tabs = tabs, counts = counts, ts = ts, ks = ks, vs = vs}
+  return list
 end
 
--- Whether matmul.params still holds what snapshot s saw.
+-- Whether matmul.params still holds what snapshot s saw: each table walked
+-- once, its entries against the copy and their count against the old one.
 local function unchanged(s)
-  local ts, ks, vs = s.ts, s.ks, s.vs
-  for i = 1, #ts do
-    if rawget(ts[i], ks[i]) ~= vs[i] then return false end
-  end
-  local tabs, counts = s.tabs, s.counts
-  for i = 1, #tabs do
-    local n = 0
-    for _ in next, tabs[i] do n = n + 1 end
-    if n ~= counts[i] then return false end
+  for i = 1, #s do
+    local e = s[i]
+    local copy, n = e[3], 0
+    for k, v in next, e[1] do
+      if copy[k] ~= v then return false end
+      n = n + 1
+    end
+    if n ~= e[2] then return false end
   end
   return true
 end
