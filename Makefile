@@ -62,8 +62,9 @@ $(BUILD)/kernels.c: $(KERNELS) tools/embed.sh | $(BUILD)
 $(BUILD)/helpers.c: $(HELPERS) tools/embed.sh | $(BUILD)
 	sh tools/embed.sh lg_embedded_helpers lua $(HELPERS) > $@
 
-$(BUILD)/main_lua.c: host/main.lua tools/embed.sh | $(BUILD)
-	sh tools/embed.sh lg_embedded_main host host/main.lua > $@
+MAIN_LUA := host/main.lua host/doctor.lua
+$(BUILD)/main_lua.c: $(MAIN_LUA) tools/embed.sh | $(BUILD)
+	sh tools/embed.sh lg_embedded_main host $(MAIN_LUA) > $@
 
 $(BUILD)/kernels.o $(BUILD)/helpers.o $(BUILD)/main_lua.o: $(BUILD)/%.o: $(BUILD)/%.c host/internal.h
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -73,11 +74,18 @@ $(BUILD)/luagpu.so: $(MODULE_OBJ)
 
 # The program links Lua (and readline) statically, so build/luagpu runs on a
 # machine without them, and exports Lua's API for C modules it requires.
-$(BUILD)/main.o: host/main.c host/internal.h host/luagpu.h | $(BUILD)
+# The program's own C files besides main.c: probe.c (what --doctor asks the
+# system).
+PROG_OBJ := $(BUILD)/main.o $(BUILD)/probe.o $(BUILD)/main_lua.o
+
+$(BUILD)/main.o: host/main.c host/probe.h host/internal.h host/luagpu.h | $(BUILD)
 	$(CC) $(ALL_CFLAGS) $(READLINE_DEF) -c $< -o $@
 
-$(BUILD)/luagpu: $(BUILD)/main.o $(BUILD)/main_lua.o $(MODULE_OBJ)
-	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,-E -o $@ $(BUILD)/main.o $(BUILD)/main_lua.o $(MODULE_OBJ) \
+$(BUILD)/probe.o: host/probe.c host/probe.h host/internal.h | $(BUILD)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/luagpu: $(PROG_OBJ) $(MODULE_OBJ)
+	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,-E -o $@ $(PROG_OBJ) $(MODULE_OBJ) \
 	    $(if $(LUA_STATIC),$(LUA_STATIC),-llua$(LUAV)) $(READLINE_LIBS) $(CL_LIBS) -lm -ldl
 
 # The embedding example and its checks: C programs that link the module as

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "probe.h"
 #include <lualib.h>
 
 #ifdef LUAGPU_READLINE
@@ -209,6 +210,7 @@ static void print_usage(FILE *f) {
     "  -E         ignore environment variables (LUAGPU_INIT, LUA_INIT, LUA_PATH, ...)\n"
     "  -W         turn warnings on\n"
     "  --devices  list the OpenCL platforms and devices, then exit\n"
+    "  --doctor   check the OpenCL installation, say what is wrong and the fix\n"
     "  --help     show this help, then exit\n"
     "  --         stop handling options\n"
     "  -          run stdin as a script and stop handling options\n"
@@ -228,33 +230,51 @@ static void print_version(lua_State *L, FILE *f, const char *more) {
   lua_pop(L, 2);
 }
 
-/* The program's Lua half (host/main.lua, embedded: build/main_lua.c): a
-** table of functions, made on first use and kept in the registry. Pushes
-** its field name. */
+/* The program's Lua half (host/main.lua, host/doctor.lua, embedded:
+** build/main_lua.c): each file a table of functions, made on first use
+** and kept in the registry. Pushes field name of file's table, or returns
+** an error status with the message pushed. */
 extern const lg_EmbeddedFile lg_embedded_main[];
 #define MAIN_LUA_KEY "luagpu.main_lua"
 
-static int push_main_lua(lua_State *L, const char *name) {
-  if (lua_getfield(L, LUA_REGISTRYINDEX, MAIN_LUA_KEY) != LUA_TTABLE) {
-    const char *text = lg_embedded_main[0].text;
+static int push_part(lua_State *L, const char *file, const char *name) {
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, MAIN_LUA_KEY);
+  if (lua_getfield(L, -1, file) != LUA_TTABLE) {
+    const lg_EmbeddedFile *e = lg_embedded_main;
+    char chunkname[64];
     int status;
     lua_pop(L, 1);
-    status = luaL_loadbuffer(L, text, strlen(text), "=[luagpu main.lua]");
-    if (status != LUA_OK) return status;
-    lua_pushstring(L, PROGNAME);
-    status = lua_pcall(L, 1, 1, 0);
-    if (status != LUA_OK) return status;
+    while (e->name != NULL && strcmp(e->name, file) != 0) e++;
+    if (e->name == NULL) {
+      lua_pop(L, 1);
+      lua_pushfstring(L, "%s is not built in", file);
+      return LUA_ERRRUN;
+    }
+    snprintf(chunkname, sizeof chunkname, "=[luagpu %s]", file);
+    status = luaL_loadbuffer(L, e->text, strlen(e->text), chunkname);
+    if (status == LUA_OK) {
+      lua_pushstring(L, PROGNAME);
+      lg_push_probes(L);
+      status = lua_pcall(L, 2, 1, 0);
+    }
+    if (status != LUA_OK) { lua_remove(L, -2); return status; }
     lua_pushvalue(L, -1);
-    lua_setfield(L, LUA_REGISTRYINDEX, MAIN_LUA_KEY);
+    lua_setfield(L, -3, file);
   }
   lua_getfield(L, -1, name);
+  lua_remove(L, -2);
   lua_remove(L, -2);
   return LUA_OK;
 }
 
-/* --devices: called with the module; returns the exit status. */
-static int list_devices(lua_State *L) {
-  int status = push_main_lua(L, "devices");
+static int push_main_lua(lua_State *L, const char *name) {
+  return push_part(L, "main.lua", name);
+}
+
+/* Runs function name of file with the module; returns the exit status it
+** returns (--devices, --doctor). */
+static int run_part(lua_State *L, const char *file, const char *name) {
+  int status = push_part(L, file, name);
   if (status == LUA_OK) {
     lua_getglobal(L, "gpu");
     status = docall(L, 1, 1);
@@ -491,7 +511,7 @@ static void repl(lua_State *L) {
 /* ----------------------------------------------------------------- main */
 
 enum { HAS_E = 1, HAS_I = 2, HAS_V = 4, HAS_BIG_E = 8, HAS_W = 16, HAS_DEVICES = 32,
-       HAS_HELP = 64 };
+       HAS_HELP = 64, HAS_DOCTOR = 128 };
 
 /* Scans the options: returns the flags, with *script set to the index of
 ** the script (argc when none), or -1 with *bad the offending index. */
@@ -503,6 +523,7 @@ static int collect_args(char **argv, int argc, int *script, int *bad) {
     if (a[0] != '-' || strcmp(a, "-") == 0) break;           /* the script */
     if (strcmp(a, "--") == 0) { i++; break; }
     if (strcmp(a, "--devices") == 0) flags |= HAS_DEVICES;
+    else if (strcmp(a, "--doctor") == 0) flags |= HAS_DOCTOR;
     else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) flags |= HAS_HELP;
     else if (strcmp(a, "-i") == 0) flags |= HAS_I;
     else if (strcmp(a, "-v") == 0) flags |= HAS_V;
@@ -570,8 +591,9 @@ static int pmain(lua_State *L) {
     return 1;
   }
   lua_setglobal(L, "gpu");
-  if (flags & HAS_DEVICES) {
-    lua_pushinteger(L, list_devices(L));
+  if (flags & (HAS_DEVICES | HAS_DOCTOR)) {
+    lua_pushinteger(L, flags & HAS_DOCTOR ? run_part(L, "doctor.lua", "run")
+                                          : run_part(L, "main.lua", "devices"));
     return 1;
   }
   if (flags & HAS_V) print_version(L, stdout, "");

@@ -1,0 +1,97 @@
+/*
+** probe.c: what `luagpu --doctor` asks the system that Lua's standard
+** library cannot: the names in a folder, whether a shared library loads
+** (and why not), which libOpenCL the program uses, and the raw result of
+** clGetPlatformIDs. Linked into the program only, never into the module.
+*/
+#define _GNU_SOURCE   /* dladdr */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+#include "probe.h"
+
+/* listdir(path): a sorted list of the names in folder path (without "."
+** and ".."), or nil and the reason. */
+static int pr_listdir(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  DIR *d = opendir(path);
+  struct dirent *e;
+  lua_Integer n = 0;
+  if (d == NULL) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "%s: %s", path, strerror(errno));
+    return 2;
+  }
+  lua_newtable(L);
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    lua_pushstring(L, e->d_name);
+    lua_rawseti(L, -2, ++n);
+  }
+  closedir(d);
+  lua_getglobal(L, "table");
+  lua_getfield(L, -1, "sort");
+  lua_pushvalue(L, -3);
+  lua_call(L, 1, 0);
+  lua_pop(L, 1);
+  return 1;
+}
+
+/* isdir(path): "folder", "file" (anything else that exists), or nil. */
+static int pr_isdir(lua_State *L) {
+  struct stat st;
+  if (stat(luaL_checkstring(L, 1), &st) != 0) luaL_pushfail(L);
+  else lua_pushstring(L, S_ISDIR(st.st_mode) ? "folder" : "file");
+  return 1;
+}
+
+/* canload(lib): true when the dynamic linker loads lib (a name it searches
+** for, or a path), else nil and its message. The library is closed again. */
+static int pr_canload(lua_State *L) {
+  void *h = dlopen(luaL_checkstring(L, 1), RTLD_LAZY | RTLD_LOCAL);
+  if (h == NULL) {
+    const char *msg = dlerror();
+    luaL_pushfail(L);
+    lua_pushstring(L, msg != NULL ? msg : "cannot be loaded");
+    return 2;
+  }
+  dlclose(h);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* loader(): the path of the library that provides clGetPlatformIDs to this
+** program (the ICD loader), or nil. */
+static int pr_loader(lua_State *L) {
+  Dl_info info;
+  void *sym = dlsym(RTLD_DEFAULT, "clGetPlatformIDs");
+  if (sym != NULL && dladdr(sym, &info) != 0 && info.dli_fname != NULL)
+    lua_pushstring(L, info.dli_fname);
+  else
+    luaL_pushfail(L);
+  return 1;
+}
+
+/* platforms(): the number of platforms and clGetPlatformIDs's status, as
+** the error's name ("CL_SUCCESS", "CL_PLATFORM_NOT_FOUND_KHR"). */
+static int pr_platforms(lua_State *L) {
+  cl_uint n = 0;
+  cl_int err = clGetPlatformIDs(0, NULL, &n);
+  lua_pushinteger(L, err == CL_SUCCESS ? (lua_Integer)n : 0);
+  lua_pushstring(L, err == CL_SUCCESS ? "CL_SUCCESS" : lg_clerror_name(err));
+  lua_pushinteger(L, err);
+  return 3;
+}
+
+void lg_push_probes(lua_State *L) {
+  static const luaL_Reg probes[] = {
+    {"listdir", pr_listdir}, {"isdir", pr_isdir}, {"canload", pr_canload},
+    {"loader", pr_loader}, {"platforms", pr_platforms}, {NULL, NULL}
+  };
+  luaL_newlib(L, probes);
+}

@@ -1,0 +1,91 @@
+-- luagpu --doctor: the normal machine passes; a missing or broken ICD, and a
+-- LUAGPU_DEVICE that picks nothing, are named with their fix and exit 1.
+local BUILD = os.getenv("LUAGPU_BUILD") or "build"
+local PROG = BUILD .. "/luagpu"
+
+local support = require "support"
+local shell_quote, write_file = support.shell_quote, support.write_file
+
+-- Runs `env luagpu --doctor`; returns stdout and stderr together, and the
+-- exit code.
+local function doctor(env)
+  local p = io.popen(string.format("%s %s --doctor 2>&1", env or "", shell_quote(PROG)))
+  local out = p:read("a")
+  local _, _, code = p:close()
+  return out, code
+end
+
+local function tmpdir()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir " .. shell_quote(dir)))
+  return dir
+end
+
+describe("luagpu --doctor", function()
+  it("passes on this machine: loader, driver, each device's test launch, the cache", function()
+    local cache = tmpdir()
+    local out, code = doctor("XDG_CACHE_HOME=" .. shell_quote(cache))
+    assert.equals(0, code, out)
+    assert.matches("ok    the OpenCL ICD loader: [^\n]*libOpenCL", out)
+    assert.matches("\n  ok    platform ", out)
+    local gpu = require "luagpu"
+    for i, d in ipairs(gpu.devices()) do
+      assert.matches(string.format("ok    device %d: %s (%s): a test kernel builds, runs and "
+                                   .. "computes right", i, d.name, d.type), out, 1, true)
+    end
+    assert.matches("ok    default device: ", out, 1, true)
+    assert.matches("ok    " .. cache .. "/luagpu: writable, %d+ entries", out)
+    assert.matches("everything looks right\n$", out)
+    assert.not_matches("FAIL", out, 1, true)
+    os.execute("rm -r " .. shell_quote(cache))
+  end)
+
+  it("says no ICD file names a driver when the vendor folder is empty, exit 1", function()
+    local dir = tmpdir()
+    local out, code = doctor("OCL_ICD_VENDORS=" .. shell_quote(dir))
+    os.execute("rm -r " .. shell_quote(dir))
+    assert.equals(1, code, out)
+    assert.matches("FAIL  no ICD file names a driver (OCL_ICD_VENDORS=" .. dir
+                   .. " holds no .icd file)\n        fix: install pocl-opencl-icd", out, 1, true)
+    assert.matches("FAIL  no OpenCL platform (clGetPlatformIDs: CL_PLATFORM_NOT_FOUND_KHR)",
+                   out, 1, true)
+    assert.matches("2 problems found\n$", out)
+  end)
+
+  it("names an ICD file whose driver cannot be loaded", function()
+    local dir = tmpdir()
+    write_file(dir .. "/broken.icd", "libno_such_driver_xyz.so\n")
+    write_file(dir .. "/empty.icd", "\n")
+    local out, code = doctor("OCL_ICD_VENDORS=" .. shell_quote(dir))
+    os.execute("rm -r " .. shell_quote(dir))
+    assert.equals(1, code, out)
+    assert.matches("FAIL  " .. dir .. "/broken.icd names libno_such_driver_xyz.so, which "
+                   .. "cannot be loaded: libno_such_driver_xyz.so: cannot open shared object "
+                   .. "file", out, 1, true)
+    assert.matches("FAIL  " .. dir .. "/empty.icd names nothing\n        fix: the file should "
+                   .. "hold the driver's library on its first line", out, 1, true)
+  end)
+
+  it("says OCL_ICD_VENDORS names nothing that exists", function()
+    local out, code = doctor("OCL_ICD_VENDORS=/nonexistent/vendors")
+    assert.equals(1, code, out)
+    assert.matches("FAIL  OCL_ICD_VENDORS=/nonexistent/vendors does not exist\n"
+                   .. "        fix: unset OCL_ICD_VENDORS", out, 1, true)
+  end)
+
+  it("names a LUAGPU_DEVICE that picks no device", function()
+    local out, code = doctor("LUAGPU_DEVICE=no_such_device_xyz")
+    assert.equals(1, code, out)
+    assert.matches("FAIL  LUAGPU_DEVICE=no_such_device_xyz picks no device: ", out, 1, true)
+    assert.matches("fix: unset LUAGPU_DEVICE, or set it to a number or name from "
+                   .. "luagpu --devices", out, 1, true)
+    assert.matches("1 problem found\n$", out)
+  end)
+
+  it("says when the program cache is off", function()
+    local out, code = doctor("LUAGPU_NO_CACHE=1")
+    assert.equals(0, code, out)
+    assert.matches("note  off (LUAGPU_NO_CACHE=1): every program is compiled each run", out, 1, true)
+  end)
+end)
