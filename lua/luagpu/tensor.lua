@@ -203,8 +203,13 @@ FIELDS.device = function(t) return t._dev end
 -- tensor eager (the script may write it behind luagpu's back).
 FIELDS.buffer = function(t)
   if t._expr then C.realize(t) end
-  C.expose(t._st)
-  return t._st.buf
+  local s = t._st
+  C.expose(s)
+  if s.n and s.n > 0 and s.n < #s.buf then
+    s.view = s.view or s.buf:sub(1, s.n)
+    return s.view
+  end
+  return s.buf
 end
 FIELDS.offset = function(t)
   if t._expr then C.realize(t) end

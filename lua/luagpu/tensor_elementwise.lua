@@ -65,8 +65,9 @@ function E.install(C)
   local function realize(x)
     local e = x._expr
     if not e then return x end
-    local out = C.empty("tensor", x._dev, e.type, e.shape)
-    G.run("tensor", e, out)
+    local fn = e.fn or "tensor"
+    local out = C.empty(fn, x._dev, e.type, e.shape)
+    G.run(fn, e, out)
     x._st, x._off, x._strides = out._st, 0, out._strides
     x._expr = nil
     for s in next, storages(e, {}) do s.readers[x] = nil end
@@ -81,7 +82,28 @@ function E.install(C)
   end
 
   -- A tensor of tree e on dev: lazy when allowed, else realized now.
-  local function result(dev, e)
+  local function same_shape(a, b)
+    if #a ~= #b then return false end
+    for i = 1, #a do if a[i] ~= b[i] then return false end end
+    return true
+  end
+
+  -- A tensor of tree e on dev (made by fn): lazy when allowed, else
+  -- realized now. Operands whose trees read positions (arange) are
+  -- realized first when e broadcasts them: a position is the result's.
+  local function result(dev, e, fn)
+    e.fn = fn
+    if e.args then
+      for i, a in ipairs(e.args) do
+        if a.has_index and not same_shape(a.shape, e.shape) then
+          local t = realize(lazy(dev, a))
+          e.args[i] = leaf(t)
+          e.size = e.size - a.size + 1
+        elseif a.has_index or a.kind == "index" then
+          e.has_index = true
+        end
+      end
+    end
     local x = lazy(dev, e)
     local set = storages(e, {})
     local eager = not M.lazy or e.size > MAX_NODES
@@ -176,7 +198,7 @@ function E.install(C)
     end
     local e = {kind = "op", op = op, args = args, ct = ct, type = rtype and rtype(ct) or ct,
                shape = shape, size = size}
-    return result(dev, e)
+    return result(dev, e, fn)
   end
   C.apply = apply
 
@@ -255,7 +277,7 @@ function E.install(C)
     local na, nb = operand(fn, 2, a, ct), operand(fn, 3, b, ct)
     local shape = broadcast(fn, broadcast(fn, m.shape, na.shape), nb.shape)
     return result(dev, {kind = "op", op = "where", args = {m, na, nb}, ct = ct, type = ct,
-                        shape = shape, size = 1 + m.size + na.size + nb.size})
+                        shape = shape, size = 1 + m.size + na.size + nb.size}, fn)
   end
 
   function Tensor.astype(x, t)
@@ -265,7 +287,7 @@ function E.install(C)
     C.check_device_type(fn, x._dev, t)
     local a = node_of(x)
     return result(x._dev, {kind = "op", op = "cast", args = {a}, type = t, shape = a.shape,
-                           size = a.size + 1})
+                           size = a.size + 1}, fn)
   end
 
   ---------------------------------------------------------------- map
@@ -325,7 +347,7 @@ function E.install(C)
       size = size + args[i].size
     end
     return result(dev, {kind = "map", expr = expr, names = names, args = args, ct = ct,
-                        type = ct, shape = shape, size = size})
+                        type = ct, shape = shape, size = size}, fn)
   end
 
   ---------------------------------------------------------------- set, clone
@@ -421,10 +443,10 @@ function E.install(C)
     local shape = {n}
     local e = {kind = "op", op = "add", ct = t, type = t, shape = shape, size = 5, args = {
       {kind = "scalar", value = first, type = t, shape = {}, size = 1},
-      {kind = "op", op = "mul", ct = t, type = t, shape = shape, size = 3, args = {
+      {kind = "op", op = "mul", ct = t, type = t, shape = shape, size = 3, has_index = true, args = {
         {kind = "index", type = t, shape = shape, size = 1},
         {kind = "scalar", value = step, type = t, shape = {}, size = 1}}}}}
-    return result(dev, e)
+    return result(dev, e, fn)
   end
 end
 

@@ -30,7 +30,7 @@ local SIZES = H.SCALAR_SIZES
 local M = {}
 
 -- Blocks out of one class, and bytes, past which a miss collects first.
-local COLLECT_BLOCKS, COLLECT_BYTES = 64, 16 << 20
+local COLLECT_BLOCKS, COLLECT_BYTES = 16, 16 << 20
 
 local pools = H.device_cache()
 
@@ -151,7 +151,8 @@ function M.storage(fn, dev, t, n)
   end
   p.out[key] = (p.out[key] or 0) + 1
   p.used = p.used + bytes
-  return setmetatable({buf = buf, dev = dev, pool = p, key = key, bytes = bytes,
+  -- n: the elements asked for (x.buffer gives a view of them)
+  return setmetatable({buf = buf, n = n, dev = dev, pool = p, key = key, bytes = bytes,
                        readers = setmetatable({}, WEAK_KEYS)}, STORAGE)
 end
 

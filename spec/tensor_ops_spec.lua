@@ -1,0 +1,268 @@
+-- luagpu.tensor: elementwise operators, broadcasting, type promotion, math
+-- methods, comparisons, where, astype, map and lazy fusion, against
+-- plain-Lua references (spec/tensor_support.lua).
+local gpu = require "luagpu"
+local support = require "support"
+local S = require "tensor_support"
+local codegen = require "luagpu.tensor_codegen"
+
+local has_error = support.has_error
+
+-- Lua's floor division and modulo with a 0 divisor giving 0 (the documented
+-- integer rule).
+local function lua_mod(a, b) if b == 0 then return 0 end return a % b end
+local function lua_idiv(a, b) if b == 0 then return 0 end return a // b end
+
+describe("tensor operators", function()
+  local dev = gpu.device()
+  math.randomseed(7)
+
+  local function random_tensor(t, shape, lo, hi)
+    local vals = {}
+    for i = 1, S.numel(shape) do
+      vals[i] = lo and math.random(lo, hi) or S.random_values(t, 1)[1]
+    end
+    return dev:tensor(t, shape, vals), {shape = shape, data = vals}
+  end
+
+  -- Broadcastable random shape pairs, dims of size 0 and 1 included.
+  local SHAPES = {
+    {{3, 4}, {4}}, {{2, 1, 5}, {3, 1}}, {{0, 3}, {1, 3}}, {{1}, {6}}, {{}, {2, 2}},
+    {{7, 9}, {7, 9}},
+  }
+
+  it("+ - * / % // ^ for float and int, with numbers and broadcasting", function()
+    local ops = {
+      {"add", function(a, b) return a + b end}, {"sub", function(a, b) return a - b end},
+      {"mul", function(a, b) return a * b end}, {"div", function(a, b) return a / b end},
+      {"mod", function(a, b) return a % b end}, {"idiv", function(a, b) return a // b end},
+      {"pow", function(a, b) return a ^ b end},
+    }
+    for _, t in ipairs{"float", "int"} do
+      for p, pair in ipairs(SHAPES) do
+        local x, rx = random_tensor(t, pair[1], -9, 9)
+        local y, ry = random_tensor(t, pair[2], 1, 5)
+        -- every op on one broadcast pair, + on all of them
+        for _, op in ipairs(p == 2 and ops or {ops[1]}) do
+          local name, f = op[1], op[2]
+          local got = f(x, y)
+          local rt = t
+          if name == "div" or name == "pow" then rt = "float" end
+          assert.equal(rt, got.type, name)
+          local ref = S.zip(rx, ry, function(a, b)
+            if t == "int" and name == "mod" then return lua_mod(a, b) end
+            if t == "int" and name == "idiv" then return lua_idiv(a, b) end
+            if rt == "float" then return S.as("float", f(a + 0.0, b + 0.0)) end
+            return f(a, b)
+          end)
+          S.check(assert, got, ref, rt == "float" and 1e-6 or nil)
+        end
+        if p == 2 then
+          -- a number on either side
+          S.check(assert, 2 * x - 1, S.map(rx, function(a) return 2 * a - 1 end))
+          S.check(assert, 10 - x, S.map(rx, function(a) return 10 - a end))
+        end
+      end
+    end
+    -- Lua's rules for negative operands; integer division and modulo by 0 give 0
+    local a = dev:tensor("int", {6}, {7, -7, 7, -7, 5, 5})
+    local b = dev:tensor("int", {6}, {3, 3, -3, -3, 0, -1})
+    assert.same({1, 2, -2, -1, 0, 0}, (a % b):totable())
+    assert.same({2, -3, -3, 2, 0, -5}, (a // b):totable())
+    local fa, fb = a:astype("float"), b:astype("float")
+    assert.same({1, 2, -2, -1}, (fa % fb):slice(1, 1, 4):totable())
+    assert.same({2, -3, -3, 2}, (fa // fb):slice(1, 1, 4):totable())
+  end)
+
+  it("every numeric type: -x + y + 3 with broadcasting, astype both ways", function()
+    for _, t in ipairs(S.TYPES) do
+      local x, rx = random_tensor(t, {5, 3})
+      local y, ry = random_tensor(t, {3})
+      -- one fused kernel: -x + y + 3, converted to double
+      local f = (-x + y + 3):astype("double")
+      assert.equal("double", f.type)
+      S.check(assert, f, S.zip(rx, ry, function(a, b)
+        local v = S.as(t, S.as(t, S.as(t, -a) + b) + 3) + 0.0
+        if t == "ulong" and v < 0 then v = v + 2.0^64 end
+        return v
+      end))
+      S.check(assert, x:astype("double"):astype(t), rx)
+    end
+    -- float to int conversions saturate, NaN gives 0
+    local f = dev:tensor("float", {4}, {300.7, -5.9, 0 / 0, 1e20})
+    assert.same({255, 0, 0, 255}, f:astype("uchar"):totable())
+    assert.same({300, -5, 0, 2147483647}, f:astype("int"):totable())
+  end)
+
+  it("promotes types by the documented table", function()
+    local function ty(a, b) return (dev:tensor(a, {1}) + dev:tensor(b, {1})).type end
+    assert.equal("float", ty("int", "float"))
+    assert.equal("double", ty("float", "double"))
+    assert.equal("short", ty("uchar", "char"))
+    assert.equal("long", ty("uint", "int"))
+    assert.equal("int", ty("ushort", "int"))
+    assert.equal("long", ty("ulong", "long"))
+    assert.equal("uint", ty("uchar", "uint"))
+    local i = dev:tensor("int", {1}, {7})
+    assert.equal("int", (i + 1).type)
+    assert.equal("float", (i * 0.5).type)
+    assert.equal("float", (i / i).type)
+    assert.equal("double", (dev:tensor("long", {1}) / 2).type)
+    assert.equal("float", (i ^ 2).type)
+    assert.equal("uchar", i:lt(2).type)
+    assert.equal("float", i:sqrt().type)
+    assert.equal("int", i:abs().type)
+    assert.equal(3.5, (i / 2):item())
+  end)
+
+  it("math methods, comparisons, min/max/clamp and where", function()
+    local x, rx = random_tensor("float", {4, 6})
+    local pos = x:abs() + 0.5
+    local rpos = S.map(rx, function(a) return math.abs(a) + 0.5 end)
+    S.check(assert, x:abs(), S.map(rx, math.abs))
+    S.check(assert, pos:sqrt(), S.map(rpos, math.sqrt), 1e-6)
+    S.check(assert, pos:log(), S.map(rpos, math.log), 1e-6)
+    S.check(assert, x:exp(), S.map(rx, math.exp), 1e-6)
+    S.check(assert, x:sin(), S.map(rx, math.sin), 1e-6)
+    S.check(assert, x:cos(), S.map(rx, math.cos), 1e-6)
+    S.check(assert, x:tanh(), S.map(rx, function(a) return (math.exp(2 * a) - 1) / (math.exp(2 * a) + 1) end), 1e-6)
+    S.check(assert, (x / 3):floor(), S.map(rx, function(a) return math.floor(S.as("float", a / 3)) end))
+    S.check(assert, (x / 3):ceil(), S.map(rx, function(a) return math.ceil(S.as("float", a / 3)) end))
+    S.check(assert, x:pow(2), S.map(rx, function(a) return a * a end), 1e-6)
+    local y, ry = random_tensor("float", {6})
+    local cmp = {lt = function(a, b) return a < b end, le = function(a, b) return a <= b end,
+                 gt = function(a, b) return a > b end, ge = function(a, b) return a >= b end,
+                 eq = function(a, b) return a == b end, ne = function(a, b) return a ~= b end}
+    for name, f in pairs(cmp) do
+      local m = x[name](x, y)
+      assert.equal("uchar", m.type)
+      S.check(assert, m, S.zip(rx, ry, function(a, b) return f(a, b) and 1 or 0 end))
+    end
+    S.check(assert, x:min(y), S.zip(rx, ry, math.min))
+    S.check(assert, x:max(y), S.zip(rx, ry, math.max))
+    S.check(assert, x:clamp(-1, 1), S.map(rx, function(a) return math.max(-1, math.min(1, a)) end))
+    S.check(assert, gpu.where(x:gt(y), x, 0),
+            S.zip(rx, ry, function(a, b) return a > b and a or 0 end))
+    local i = dev:tensor("int", {3}, {-2, 0, 5})
+    assert.same({2, 0, 5}, i:abs():totable())
+    assert.same({0, 0, 5}, i:clamp(0, 9):totable())
+    assert.same({-2, 7, 5}, gpu.where(i, i, 7):totable())
+  end)
+
+  it("non-contiguous operands and broadcasting without copies", function()
+    local x, rx = random_tensor("float", {5, 7})
+    local y, ry = random_tensor("float", {7, 5})
+    local z = x + y:t()
+    S.check(assert, z, S.zip(rx, S.build({5, 7}, function(idx) return S.at(ry, {idx[2], idx[1]}) end),
+                               function(a, b) return a + b end))
+    local col = x:slice(2, 2, 6, 2)          -- {5, 3}, strided
+    local row = y:select(1, 3):slice(1, 1, 3) -- {3}
+    S.check(assert, col * row, S.build({5, 3}, function(idx)
+      return S.as("float", S.at(rx, {idx[1], 2 + (idx[2] - 1) * 2}) * S.at(ry, {3, idx[2]}))
+    end))
+    local e = dev:tensor("float", {1, 3}, {1, 2, 3}):expand{4, 3}
+    assert.same({{2, 4, 6}, {2, 4, 6}, {2, 4, 6}, {2, 4, 6}}, (e + e):totable())
+    -- a 4-d broadcast of views
+    local a = dev:arange("int", 24):reshape{2, 3, 4}:permute{3, 1, 2}   -- {4, 2, 3}
+    local b = dev:arange("int", 3)
+    S.check(assert, (a * b):reshape{1, 4, 2, 3} + dev:tensor("int", {2, 1, 1, 1}, {100, 200}),
+            S.build({2, 4, 2, 3}, function(idx)
+              local k, i, j = idx[2], idx[3], idx[4]
+              return ((i - 1) * 12 + (j - 1) * 4 + k) * j + idx[1] * 100
+            end))
+  end)
+
+  it("map runs one kernel over numbers and broadcast tensors", function()
+    local x, rx = random_tensor("float", {3, 4})
+    local y, ry = random_tensor("float", {4})
+    local r = x:map("a * x + b * fabs(y)", {a = 2, b = 0.5, y = y})
+    S.check(assert, r, S.zip(rx, ry, function(p, q) return 2 * p + 0.5 * math.abs(q) end), 1e-6)
+    local i = dev:tensor("int", {3}, {1, 2, 3})
+    assert.same({"int", {3, 5, 7}}, {i:map("x * k + 1", {k = 2}).type, i:map("x * k + 1", {k = 2}):totable()})
+    has_error("luagpu: tensor:map: argument #2: \"int\" is not a usable variable name", i.map, i, "x", {int = 1})
+    has_error("luagpu: tensor:map: argument #2: 'x' names the tensor itself", i.map, i, "x", {x = 1})
+    has_error("luagpu: tensor:map: argument #1: expected one expression (no ';', braces, comments or directives), got \"x; }\"",
+              i.map, i, "x; }")
+    has_error("luagpu: tensor:map: the generated kernel does not compile on", function()
+      i:map("x + nosuchname"):eval()
+    end)
+  end)
+
+  it("fuses a chain into one kernel and one allocation, cached by structure", function()
+    local n = 1000
+    local x, rx = random_tensor("float", {n})
+    local y, ry = random_tensor("float", {n})
+    local function chain(a, b) return (x * a + b):exp() * 0.5 - y end
+    chain(0.25, 1):eval()
+    local built, made = codegen.kernels_built, dev:memory().made
+    local z = chain(0.5, -1)
+    assert.is_nil(rawget(z, "_st") or nil)
+    z:eval()
+    assert.equal(built, codegen.kernels_built)    -- same structure: cached
+    S.check(assert, z, S.zip(rx, ry, function(a, b) return math.exp(a * 0.5 - 1) * 0.5 - b end), 1e-5)
+    -- a loop of y = a*x + b settles on pooled blocks
+    collectgarbage()
+    local before
+    for i = 1, 300 do
+      local w = (x * 2 + 1):eval()
+      if i == 200 then before = dev:memory().made end
+    end
+    assert.equal(before, dev:memory().made)
+    assert.is_true(dev:memory().made - made < 40)
+  end)
+
+  it("equals eager evaluation when an input is overwritten afterwards", function()
+    local x = dev:tensor("float", {4}, {1, 2, 3, 4})
+    local z = x * 2 + 1
+    x:set(0)
+    assert.same({3, 5, 7, 9}, z:totable())
+    local w = x + 1
+    x:slice(1, 2, 3):set(dev:tensor("float", {2}, {5, 6}))
+    assert.same({1, 1, 1, 1}, w:totable())
+    -- once the script holds the buffer, operations on it run at once
+    local b = x.buffer
+    local v = x * 10
+    b:write{1, 1, 1, 1}
+    assert.same({0, 50, 60, 0}, v:totable())
+    -- a kernel argument exposes the buffer too
+    local k = dev:build("kernel void inc(global float* a) { a[get_global_id(0)] += 1; }").inc
+    local t = dev:tensor("float", {2}, {1, 2})
+    k(t):run{2}
+    local u = t * 1
+    k(t):run{2}
+    assert.same({2, 3}, u:totable())
+    gpu.device():finish()
+    M = require("luagpu.tensor")
+    M.lazy = false
+    local e = dev:tensor("int", {2}, {1, 2}) + 1
+    M.lazy = true
+    assert.same({2, 3}, e:totable())
+  end)
+
+  it("raises on bad operands, naming shapes, dims and types", function()
+    local x = dev:tensor("float", {3, 4})
+    has_error("luagpu: tensor:add: shapes {3, 4} and {5} do not broadcast (dim 2: 4 vs 5)", function()
+      return x + dev:tensor("float", {5})
+    end)
+    has_error("luagpu: tensor:mul: shapes {2, 1, 3} and {4, 2} do not broadcast (dim 3: 3 vs 2)", function()
+      return dev:tensor("int", {2, 1, 3}) * dev:tensor("int", {4, 1}):expand{4, 2}
+    end)
+    has_error("luagpu: tensor:add: argument #2: expected a tensor or a number, got string", function()
+      return x + "1"
+    end)
+    has_error("luagpu: tensor:add: argument #2: 300 does not fit uchar (0 to 255)", function()
+      return dev:tensor("uchar", {2}) + 300
+    end)
+    has_error("luagpu: tensor:sub: argument #1: -1 does not fit uint", function()
+      return -1 - dev:tensor("uint", {2})
+    end)
+    has_error("luagpu: gpu.where: argument #1: expected a tensor (a mask), got number", gpu.where, 1, x, x)
+    has_error("luagpu: tensor:astype: argument #1: expected an element type", x.astype, x, "float4")
+    local devs = gpu.devices()
+    if #devs > 1 then
+      has_error("luagpu: tensor:add: argument #2: the tensors are on different devices", function()
+        return x + devs[2]:tensor("float", {3, 4})
+      end)
+    end
+  end)
+end)
