@@ -185,8 +185,8 @@ function R.install(C)
                        didx, outbuf}, {gx * sz.CX, outer * sz.CY}, {sz.CX, sz.CY})
   end
 
-  local function empty_error(fn, op, what)
-    fail(fn, "the %s of %s is undefined", op, what)
+  local function empty_error(fn, op, what, why)
+    fail(fn, "the %s of %s is undefined%s", op, what, why or "")
   end
 
   -- The whole-tensor reduction of x: a Lua value.
@@ -231,7 +231,7 @@ function R.install(C)
     local res = C.empty(fn, x._dev, spec.out, rshape)
     if res._n == 0 then return res end
     if L == 0 then
-      if spec.empty then empty_error(fn, op, format("an empty dim (dim %d has size 0)", d)) end
+      if spec.empty then empty_error(fn, op, "an empty dim", format(" (dim %d has size 0)", d)) end
       return res:set(op == "prod" and 1 or op == "all" and 1 or op == "mean" and 0 / 0 or 0)
     end
     x = x:contiguous()

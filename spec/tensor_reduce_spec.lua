@@ -1,0 +1,206 @@
+-- luagpu.tensor: reductions (whole and along dims, keepdim), rand/randn
+-- (against a plain-Lua Philox-4x32-10), the memory pool, against plain-Lua
+-- references (spec/tensor_support.lua).
+local gpu = require "luagpu"
+local support = require "support"
+local S = require "tensor_support"
+
+local has_error = support.has_error
+
+-- Plain-Lua reductions of a list of values; nil for an undefined one.
+local REF = {
+  sum = function(v) local s = 0 for _, x in ipairs(v) do s = s + x end return s end,
+  prod = function(v) local s = 1 for _, x in ipairs(v) do s = s * x end return s end,
+  mean = function(v) local s = 0 for _, x in ipairs(v) do s = s + x end return s / #v end,
+  min = function(v) local m = v[1] for _, x in ipairs(v) do if x < m then m = x end end return m end,
+  max = function(v) local m = v[1] for _, x in ipairs(v) do if x > m then m = x end end return m end,
+  argmin = function(v) local b = 1 for i, x in ipairs(v) do if x < v[b] then b = i end end return b end,
+  argmax = function(v) local b = 1 for i, x in ipairs(v) do if x > v[b] then b = i end end return b end,
+  any = function(v) for _, x in ipairs(v) do if x ~= 0 then return 1 end end return 0 end,
+  all = function(v) for _, x in ipairs(v) do if x == 0 then return 0 end end return 1 end,
+}
+
+-- The reference of reducing r along dim d.
+local function reduce_ref(r, op, d, keepdim)
+  local shape = {}
+  for i, n in ipairs(r.shape) do
+    if i ~= d then shape[#shape + 1] = n elseif keepdim then shape[#shape + 1] = 1 end
+  end
+  return S.build(shape, function(idx)
+    local j, p = {}, 1
+    for i = 1, #r.shape do
+      if i == d then j[i] = 1; if keepdim then p = p + 1 end
+      else j[i] = idx[p]; p = p + 1 end
+    end
+    local vals = {}
+    for l = 1, r.shape[d] do
+      j[d] = l
+      vals[l] = S.at(r, j)
+    end
+    return REF[op](vals)
+  end)
+end
+
+describe("tensor reductions", function()
+  local dev = gpu.device()
+  math.randomseed(11)
+
+  local function random_tensor(t, shape, lo, hi)
+    local vals = {}
+    for i = 1, S.numel(shape) do vals[i] = math.random(lo, hi) end
+    if t == "float" then for i, v in ipairs(vals) do vals[i] = v / 4 end end
+    return dev:tensor(t, shape, vals), {shape = shape, data = vals}
+  end
+
+  it("every reduction of float and int, whole and along every dim, keepdim, views", function()
+    local ops = {"sum", "prod", "mean", "min", "max", "argmin", "argmax", "any", "all"}
+    local shapes = {{3, 5, 4}, {1, 7, 1}, {2, 0, 3}, {40, 33}}
+    for _, t in ipairs{"float", "int"} do
+      for si, shape in ipairs(shapes) do
+        local x, r = random_tensor(t, shape, -2, 2)
+        if si == 1 then     -- a non-contiguous view
+          x = x:transpose(1, 3)
+          r = S.build({shape[3], shape[2], shape[1]}, function(idx)
+            return S.at(r, {idx[3], idx[2], idx[1]})
+          end)
+        end
+        for _, op in ipairs(ops) do
+          local empty = S.numel(r.shape) == 0
+          local undefined = op == "min" or op == "max" or op == "argmin" or op == "argmax"
+          if empty and undefined then
+            has_error("luagpu: tensor:" .. op .. ": the " .. op .. " of an empty tensor is undefined",
+                      x[op], x)
+          elseif not empty then
+            local want = REF[op](r.data)
+            local got = x[op](x)
+            if op == "any" or op == "all" then want = want == 1 end
+            if type(want) == "number" and math.type(want) == "float" then
+              assert.near(want, got, 1e-5 * math.max(1, math.abs(want)), op)
+            else
+              assert.equal(want, got, op)
+            end
+          end
+          for d = 1, #r.shape do
+            local keep = d % 2 == 0
+            if r.shape[d] == 0 and undefined and S.numel(reduce_ref(r, "sum", d, keep).shape) > 0 then
+              has_error("the " .. op .. " of an empty dim is undefined (dim " .. d .. " has size 0)",
+                        x[op], x, d, keep)
+            elseif r.shape[d] > 0 or not undefined then
+              local got = x[op](x, d, keep)
+              local ref = reduce_ref(r, op, d, keep)
+              if op == "mean" and r.shape[d] == 0 then ref = S.map(ref, function() return 0 / 0 end) end
+              S.check(assert, got, ref, (t == "float" or op == "mean") and 1e-5 or nil)
+            end
+          end
+        end
+      end
+    end
+  end)
+
+  it("types of results, sums of every type, and large row and column sums", function()
+    local x = dev:tensor("uchar", {2, 3}, {200, 200, 200, 1, 2, 3})
+    assert.equal(600, x:sum(2):totable()[1])
+    assert.equal("long", x:sum(1).type)
+    assert.equal("long", x:argmax(1).type)
+    assert.equal("uchar", x:any(1).type)
+    assert.equal("double", x:mean(1).type)
+    assert.equal(606, x:sum())
+    for _, t in ipairs(S.TYPES) do
+      local y, r = random_tensor(t, {6, 5}, 0, 9)
+      if t == "short" or t == "double" then assert.equal(REF.sum(r.data), y:sum(), t) end
+      S.check(assert, y:sum(1), reduce_ref(r, "sum", 1))
+    end
+    -- enough rows and columns for the split passes
+    local big, r = random_tensor("int", {300, 2000}, -3, 3)
+    S.check(assert, big:sum(1), reduce_ref(r, "sum", 1))
+    S.check(assert, big:sum(2), reduce_ref(r, "sum", 2))
+    S.check(assert, big:argmax(1), reduce_ref(r, "argmax", 1))
+    S.check(assert, big:t():sum(1), reduce_ref(r, "sum", 2))
+    assert.equal(REF.sum(r.data), big:sum())
+    assert.equal(REF.argmin(r.data), big:argmin())
+  end)
+
+  it("raises on bad dims and keepdim", function()
+    local x = dev:tensor("float", {3, 4})
+    has_error("luagpu: tensor:sum: argument #1: dim 3 is out of range (1 to 2, or -2 to -1)", x.sum, x, 3)
+    has_error("luagpu: tensor:sum: argument #2: keepdim: expected a boolean, got 1", x.sum, x, 1, 1)
+    has_error("luagpu: tensor:mean: argument #1: dim \"1\" is out of range", x.mean, x, "1")
+  end)
+end)
+
+-- Philox-4x32-10 in plain Lua: the 4 words of block b for key (k0, k1).
+local function philox(b, k0, k1)
+  local c0, c1, c2, c3 = b & 0xffffffff, (b >> 32) & 0xffffffff, 0, 0
+  for _ = 1, 10 do
+    local p0, p1 = 0xD2511F53 * c0, 0xCD9E8D57 * c2
+    local hi0, lo0 = (p0 >> 32) & 0xffffffff, p0 & 0xffffffff
+    local hi1, lo1 = (p1 >> 32) & 0xffffffff, p1 & 0xffffffff
+    c0, c1, c2, c3 = hi1 ~ c1 ~ k0, lo1, hi0 ~ c3 ~ k1, lo0
+    k0, k1 = (k0 + 0x9E3779B9) & 0xffffffff, (k1 + 0xBB67AE85) & 0xffffffff
+  end
+  return {c0, c1, c2, c3}
+end
+
+describe("tensor random numbers", function()
+  local dev = gpu.device()
+
+  it("rand: Philox-4x32-10 from the seed, the same on every device", function()
+    local seed = 0x123456789
+    local x = dev:rand("float", {3, 7}, seed)
+    local got = x:get():totable()
+    for i = 1, 21 do
+      local w = philox((i - 1) // 4, seed & 0xffffffff, seed >> 32)[(i - 1) % 4 + 1]
+      assert.equal((w >> 8) * 2.0^-24, got[i])
+    end
+    local d = dev:rand("double", {5}, seed):get():totable()
+    for i = 1, 5 do
+      local w = philox((i - 1) // 2, seed & 0xffffffff, seed >> 32)
+      local a, b = w[(i - 1) % 2 * 2 + 1], w[(i - 1) % 2 * 2 + 2]
+      assert.equal(((a >> 5) * 67108864 + (b >> 6)) * 2.0^-53, d[i])
+    end
+    for _, other in ipairs(gpu.devices()) do
+      assert.same(got, other:rand("float", {3, 7}, seed):get():totable())
+    end
+    assert.are_not.same(got, dev:rand("float", {3, 7}, seed + 1):get():totable())
+  end)
+
+  it("rand and randn have the right moments", function()
+    local n = 1 << 16
+    local u = dev:rand("float", {n}, 1)
+    assert.near(0.5, u:mean(), 0.01)
+    assert.is_true(u:min() >= 0 and u:max() < 1)
+    local z = dev:randn("float", {n}, 2)
+    assert.near(0, z:mean(), 0.02)
+    assert.near(1, (z * z):mean(), 0.03)
+    local zd = dev:randn("double", {1001}, 3)
+    assert.near(1, (zd * zd):mean(), 0.15)
+    has_error("luagpu: device:rand: argument #1: expected \"float\" or \"double\", got \"int\"",
+              dev.rand, dev, "int", {2})
+    has_error("luagpu: device:randn: argument #3: seed: expected an integer, got 1.5",
+              dev.randn, dev, "float", {2}, 1.5)
+  end)
+end)
+
+describe("tensor memory", function()
+  local dev = gpu.device()
+
+  it("reports used and pooled bytes; dead tensors' blocks are reused", function()
+    collectgarbage()
+    local m0 = dev:memory()
+    assert.is_true(m0.used >= 0 and m0.pooled >= 0)
+    local x = dev:tensor("float", {1 << 16})
+    local m1 = dev:memory()
+    assert.is_true(m1.used >= m0.used + (1 << 18))
+    x = nil
+    collectgarbage()
+    local m2 = dev:memory()
+    assert.equal(m1.used - (1 << 18), m2.used)
+    assert.is_true(m2.pooled >= 1 << 18)
+    local made = m2.made
+    local y = dev:tensor("float", {1 << 16})
+    assert.equal(made, dev:memory().made)
+    assert.same({0, 0}, {y:slice(1, 1, 2):totable()[1], y:max()})
+    require("luagpu.tensor_memory").trim(dev)
+    assert.equal(0, dev:memory().pooled)
+  end)
+end)
