@@ -303,17 +303,26 @@ __kernel void scan_apply(SCAN_ARGS, __global ACC *out, ulong ooff, int exclusive
   }
 }
 
-/* status[t]: epoch << 3 | head << 2 | state, state 1: agg[t] holds the
-** tile's fold, 2: pre[t] holds the fold of tiles 0..t; another epoch:
-** nothing yet (each call has its own epoch, so status needs no clearing). */
-#define READY(s, epoch) (((s) >> 3) == (epoch) && ((s) & 3u) != 0)
+/* The look-back publishes, per tile t, two 64-bit words: words[2t] its
+** aggregate, words[2t + 1] the fold of tiles 0..t (its inclusive prefix).
+** A word holds the value's bits (32 at most: 4-byte accumulators only)
+** << 32 | epoch << 3 | head << 2 | 1, written by one 64-bit store, so a
+** reader that sees the epoch sees the value (no ordering between two
+** stores to rely on). Each call has its own epoch, so the words need no
+** clearing; a word of another epoch is not there yet. AS_BITS and AS_ACC
+** (as_uint and as_float for float, ...) convert values to their bits and
+** back; the helper defines them for 4-byte and smaller accumulators. */
+#ifdef AS_BITS
+#define WORD(v, head, epoch) ((ulong)AS_BITS(v) << 32 | (ulong)(epoch) << 3 | (ulong)(head) << 2 | 1ul)
+#define WORD_VALUE(w) AS_ACC((BITS_T)((w) >> 32))
+#define WORD_READY(w, epoch) ((uint)((w) & 0xfffffffful) >> 3 == (epoch) && ((w) & 1ul))
 
 /* Single pass: one group per tile, in the order of the ticket counter
 ** (a uint, 0 between calls: the group that takes the last ticket puts it
 ** back to 0). */
 __kernel void scan_lookback(SCAN_ARGS, __global ACC *out, ulong ooff, int exclusive,
-                            __global volatile uint *status, __global ACC *agg,
-                            __global ACC *pre, __global volatile uint *ticket, uint epoch) {
+                            __global volatile ulong *words, __global volatile uint *ticket,
+                            uint epoch) {
   __local carry ts[2 * L];
   __local carry prefix;
   __local uint tile_no;
@@ -332,31 +341,27 @@ __kernel void scan_lookback(SCAN_ARGS, __global ACC *out, ulong ooff, int exclus
   lg_stage(SCAN_PASS, base, LOCALS_PASS);
   total = lg_group_scan(lg_thread_fold(SCAN_PASS, base, LOCALS_PASS, a), &excl, ts);
   if (lid == 0) {
-    __global volatile ACC *vagg = (__global volatile ACC *)agg;
-    __global volatile ACC *vpre = (__global volatile ACC *)pre;
     carry run = IDENTITY, incl;
     if (tile > 0) {
       uint p = tile - 1;
-      vagg[tile] = CVAL(total);
-      mem_fence(CLK_GLOBAL_MEM_FENCE);
-      atomic_xchg(&status[tile], epoch << 3 | CFLAG(total) << 2 | 1u);
+      words[2 * (ulong)tile] = WORD(CVAL(total), CFLAG(total), epoch);
       for (;;) {
-        uint s = status[p];
-        carry v;
-        if (!READY(s, epoch)) continue;
-        mem_fence(CLK_GLOBAL_MEM_FENCE);
-        v = lg_carry((s & 3u) == 2 ? vpre[p] : vagg[p], (s >> 2) & 1u);
-        run = lg_comb(v, run);
-        if ((s & 3u) == 2 || CFLAG(run)) break;
+        ulong w = words[2 * (ulong)p + 1];
+        int inclusive = WORD_READY(w, epoch);
+        if (!inclusive) {
+          w = words[2 * (ulong)p];
+          if (!WORD_READY(w, epoch)) continue;
+        }
+        run = lg_comb(lg_carry(WORD_VALUE(w), (uint)(w >> 2) & 1u), run);
+        if (inclusive || CFLAG(run)) break;
         p--;
       }
     }
     incl = lg_comb(run, total);
-    vpre[tile] = CVAL(incl);
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
-    atomic_xchg(&status[tile], epoch << 3 | CFLAG(incl) << 2 | 2u);
+    words[2 * (ulong)tile + 1] = WORD(CVAL(incl), CFLAG(incl), epoch);
     prefix = run;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   lg_write(SCAN_PASS, out, ooff, exclusive, base, lg_comb(prefix, excl), LOCALS_PASS, a);
 }
+#endif

@@ -4,7 +4,9 @@
 --
 -- A scan is one kernel (decoupled look-back, scan_lookback) where the
 -- device class allows it (algo.classes.X.scan_lookback: true for GPUs,
--- whose running groups make progress while others spin), else three
+-- whose running groups make progress while others spin) and the
+-- accumulator has 4 bytes or less (a tile publishes its value and state in
+-- one 64-bit word, see scan.cl), else three
 -- (scan_reduce, scan_partials, scan_apply), which never wait on another
 -- group and so run on any device (PoCL's CPU device runs a group to the
 -- end on one thread and may not start the next before). Programs and
@@ -25,6 +27,15 @@ local S = {}
 -- Epochs tag the look-back's status words (29 bits of them); after the
 -- last one the status buffer is cleared and they start again.
 local MAX_EPOCH = (1 << 29) - 1
+
+-- The conversions of a look-back word (scan.cl) for accumulators of 4
+-- bytes or less: AS_BITS, AS_ACC, BITS_T.
+local WORD_BITS = {
+  char = {"as_uchar", "as_char", "uchar"}, uchar = {"", "", "uchar"},
+  short = {"as_ushort", "as_short", "ushort"}, ushort = {"", "", "ushort"},
+  int = {"as_uint", "as_int", "uint"}, uint = {"", "", "uint"},
+  float = {"as_uint", "as_float", "uint"},
+}
 
 local function floor_pow2(n)
   local p = 1
@@ -70,23 +81,31 @@ local function entry_for(fn, dev, spec, seg, ft)
   local custom = spec.custom and format("map '%s', op '%s', neutral '%s' for %s -> %s",
                                         spec.map, spec.op, spec.neutral, spec.type, spec.acc)
   local prog
+  local word = WORD_BITS[spec.acc]
   while true do
-    prog = B.build(fn, dev, {
+    local defines = {
       {"T", spec.type}, {"ACC", spec.acc}, {"FT", ft or "uchar"},
       {"MAP", spec.map}, {"OP", spec.op}, {"NEUTRAL", spec.neutral},
       {"SEGMENTED", seg and 1 or 0}, {"STAGED", staged and 1 or 0},
       {"L", L}, {"IPT", ipt},
-    }, "scan.cl", custom)
-    local wgs = min(prog.scan_lookback.work_group_size, prog.scan_reduce.work_group_size,
-                    prog.scan_partials.work_group_size, prog.scan_apply.work_group_size)
+    }
+    if word then
+      defines[#defines + 1] = {"AS_BITS", word[1]}
+      defines[#defines + 1] = {"AS_ACC", word[2]}
+      defines[#defines + 1] = {"BITS_T", word[3]}
+    end
+    prog = B.build(fn, dev, defines, "scan.cl", custom)
+    local wgs = min(prog.scan_reduce.work_group_size, prog.scan_partials.work_group_size,
+                    prog.scan_apply.work_group_size,
+                    word and prog.scan_lookback.work_group_size or math.huge)
     if wgs >= L or L == 1 then break end
     L = floor_pow2(wgs)
   end
   e = {
-    lookback = prog.scan_lookback, reduce = prog.scan_reduce,
+    lookback = word and prog.scan_lookback, reduce = prog.scan_reduce,
     partials = prog.scan_partials, apply = prog.scan_apply,
     L = L, tile = L * ipt, groups = max(1, dev.compute_units * cls.scan_groups_per_cu),
-    use_lookback = cls.scan_lookback, acc = spec.acc,
+    use_lookback = cls.scan_lookback and word ~= nil, acc = spec.acc,
     ticket = dev:buffer("uint", 1), epoch = 0,
   }
   entries[key] = e
@@ -126,18 +145,16 @@ function S.run(fn, r)
   local x, xoff, foff, hasf, rowlen = r.x, r.xoff, r.foff or 0, r.flags and 1 or 0, r.rowlen
   local lookback = r.lookback
   if lookback == nil then lookback = e.use_lookback end
-  if lookback then
-    local status = H.scratch_buffer(e, dev, "status", "uint", ntiles)
-    local agg = H.scratch_buffer(e, dev, "agg", e.acc, ntiles)
-    local pre = H.scratch_buffer(e, dev, "pre", e.acc, ntiles)
+  if lookback and e.lookback then
+    local words = H.scratch_buffer(e, dev, "words", "ulong", 2 * ntiles)
     local epoch = e.epoch + 1
     if epoch > MAX_EPOCH then
-      seq:cmd(status, "fill", 0)
+      seq:cmd(words, "fill", 0)
       epoch = 1
     end
     e.epoch = epoch
     seq:run(e.lookback(x, xoff, flags, foff, hasf, rowlen, n, r.out, r.ooff, excl,
-                       status, agg, pre, e.ticket, epoch), {ntiles * L}, {L})
+                       words, e.ticket, epoch), {ntiles * L}, {L})
   else
     local groups = min(e.groups, ntiles)
     local per = (ntiles + groups - 1) // groups
