@@ -176,9 +176,9 @@ function I.install(C)
     local src, back = dim_last(x, d)
     if x._n == 0 then return C.empty(fn, x._dev, "long", x._shape) end
     local L = src._shape[#src._shape]
-    local idx = A.argsort(buffer_of(fn, src), {row_length = L, descending = desc})
+    local idx = A.argsort(buffer_of(fn, src), {row_length = L, descending = desc, base = 1})
     local t = C.new_tensor(x._dev, idx.type, src._shape, idx)
-    local pos = (t + 1):astype("long")
+    local pos = t:astype("long")          -- algo gives 1-based positions
     return back and pos:permute(back) or pos
   end
 end
