@@ -306,26 +306,35 @@ __kernel void scan_apply(SCAN_ARGS, __global ACC *out, ulong ooff, int exclusive
 /* The look-back publishes, per tile t, two 64-bit words: words[2t] its
 ** aggregate, words[2t + 1] the fold of tiles 0..t (its inclusive prefix).
 ** A word holds the value's bits (32 at most: 4-byte accumulators only)
-** << 32 | epoch << 3 | head << 2 | 1, written by one 64-bit store, so a
-** reader that sees the epoch sees the value (no ordering between two
-** stores to rely on). Each call has its own epoch, so the words need no
-** clearing; a word of another epoch is not there yet. AS_BITS and AS_ACC
-** (as_uint and as_float for float, ...) convert values to their bits and
-** back; the helper defines them for 4-byte and smaller accumulators. */
+** << 32 | epoch << 3 | head << 2 | inclusive << 1 | 1, written by one 64-bit
+** store, so a reader that sees the epoch sees the value (no ordering
+** between two stores to rely on). Each call has its own epoch, so the
+** words need no clearing; a word of another epoch is not there yet.
+** AS_BITS and AS_ACC (as_uint and as_float for float, ...) convert values
+** to their bits and back; the helper defines them for 4-byte and smaller
+** accumulators. */
 #ifdef AS_BITS
-#define WORD(v, head, epoch) ((ulong)AS_BITS(v) << 32 | (ulong)(epoch) << 3 | (ulong)(head) << 2 | 1ul)
+#define WORD(v, head, incl, epoch) ((ulong)AS_BITS(v) << 32 | (ulong)(epoch) << 3 | \
+                                    (ulong)(head) << 2 | (ulong)(incl) << 1 | 1ul)
 #define WORD_VALUE(w) AS_ACC((BITS_T)((w) >> 32))
-#define WORD_READY(w, epoch) ((uint)((w) & 0xfffffffful) >> 3 == (epoch) && ((w) & 1ul))
+#define WORD_READY(w, epoch) ((uint)((w) & 0xfffffffful) >> 3 == (epoch))
+/* predecessors read at once, one per work-item, in a round of the look-back */
+#define LB (L < 32 ? L : 32)
 
 /* Single pass: one group per tile, in the order of the ticket counter
 ** (a uint, 0 between calls: the group that takes the last ticket puts it
-** back to 0). */
+** back to 0). The look-back reads LB predecessors' words a round, one per
+** work-item; work-item 0 folds them from the nearest back until an
+** inclusive one (done), or one not yet there (the next round starts at
+** it). */
 __kernel void scan_lookback(SCAN_ARGS, __global ACC *out, ulong ooff, int exclusive,
                             __global volatile ulong *words, __global volatile uint *ticket,
                             uint epoch) {
   __local carry ts[2 * L];
   __local carry prefix;
-  __local uint tile_no;
+  __local uint tile_no, next;
+  __local int done;
+  __local ulong seen[LB];
   DECLARE_LOCALS;
   uint lid = get_local_id(0), tile;
   ulong base;
@@ -341,27 +350,45 @@ __kernel void scan_lookback(SCAN_ARGS, __global ACC *out, ulong ooff, int exclus
   lg_stage(SCAN_PASS, base, LOCALS_PASS);
   total = lg_group_scan(lg_thread_fold(SCAN_PASS, base, LOCALS_PASS, a), &excl, ts);
   if (lid == 0) {
-    carry run = IDENTITY, incl;
-    if (tile > 0) {
-      uint p = tile - 1;
-      words[2 * (ulong)tile] = WORD(CVAL(total), CFLAG(total), epoch);
-      for (;;) {
-        ulong w = words[2 * (ulong)p + 1];
-        int inclusive = WORD_READY(w, epoch);
-        if (!inclusive) {
-          w = words[2 * (ulong)p];
-          if (!WORD_READY(w, epoch)) continue;
-        }
-        run = lg_comb(lg_carry(WORD_VALUE(w), (uint)(w >> 2) & 1u), run);
-        if (inclusive || CFLAG(run)) break;
-        p--;
-      }
-    }
-    incl = lg_comb(run, total);
-    words[2 * (ulong)tile + 1] = WORD(CVAL(incl), CFLAG(incl), epoch);
-    prefix = run;
+    if (tile > 0) words[2 * (ulong)tile] = WORD(CVAL(total), CFLAG(total), 0, epoch);
+    prefix = IDENTITY;
+    next = tile;                       /* tiles next - 1, next - 2, ... are to fold */
+    done = tile == 0;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
+  while (!done) {
+    uint from = next;
+    if (lid < LB) {
+      ulong w = 0;
+      if (lid < from) {
+        ulong p = from - 1 - lid;
+        w = words[2 * p + 1];
+        if (!WORD_READY(w, epoch)) {
+          w = words[2 * p];
+          if (!WORD_READY(w, epoch)) w = 0;
+        }
+      }
+      seen[lid] = w;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+      carry run = prefix;
+      uint k, m = from < LB ? from : LB;
+      for (k = 0; k < m; k++) {
+        ulong w = seen[k];
+        if (!w) break;
+        run = lg_comb(lg_carry(WORD_VALUE(w), (uint)(w >> 2) & 1u), run);
+        if ((w & 2ul) || CFLAG(run)) { done = 1; break; }
+      }
+      prefix = run;
+      next = from - k;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) {
+    carry incl = lg_comb(prefix, total);
+    words[2 * (ulong)tile + 1] = WORD(CVAL(incl), CFLAG(incl), 1, epoch);
+  }
   lg_write(SCAN_PASS, out, ooff, exclusive, base, lg_comb(prefix, excl), LOCALS_PASS, a);
 }
 #endif

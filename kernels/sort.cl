@@ -73,16 +73,26 @@ __kernel void sort_count(__global const K *src, ulong soff, __global const uint 
   for (k = lid; k < RADIX; k += L) counts[(ulong)k * ntiles + tile] = hist[k];
 }
 
+/* Ranks the tile's keys stably by digit and writes them: each work-item
+** counts the digits of its keys (its own column of cnt), the columns are
+** scanned into tile-local ranks (digit by digit over the work-items, then
+** over the digits), the keys and indices go to their ranks in local
+** memory, and from there, in rank order, to the output: neighbouring
+** work-items write neighbouring places of a digit's run. */
 __kernel void sort_scatter(__global const K *src, ulong soff, __global K *dst, ulong doff,
                            __global const uint *isrc, __global uint *idst, int carry,
                            PASS_ARGS, __global const uint *offsets) {
   __local ushort cnt[L * RADIX];      /* cnt[t * RADIX + d]: work-item t's keys of digit d */
-  __local uint start[RADIX];          /* where the tile's keys of digit d go */
-  uint lid = get_local_id(0), tile = get_group_id(0), j, d;
+  __local uint start[RADIX];          /* output place of the tile's rank 0 for digit d */
+  __local uint sums[L];               /* keys of each work-item's digits, then their scan */
+  __local K sk[TILE];                 /* the tile's keys in rank order */
+  __local uint si[TILE];              /* and their indices */
+  uint lid = get_local_id(0), tile = get_group_id(0), j, d, t;
   ulong base = (ulong)tile * TILE, c0 = base + (ulong)lid * IPT;
+  uint count = n - base < TILE ? (uint)(n - base) : TILE;
   __local ushort *mine = cnt + lid * RADIX;
+  uint d0 = lid * (RADIX / L), sum = 0;
   for (j = lid; j < L * RADIX; j += L) cnt[j] = 0;
-  for (d = lid; d < RADIX; d += L) start[d] = offsets[(ulong)d * ntiles + tile];
   barrier(CLK_LOCAL_MEM_FENCE);
   for (j = 0; j < IPT; j++) {
     ulong i = c0 + j;
@@ -90,13 +100,30 @@ __kernel void sort_scatter(__global const K *src, ulong soff, __global K *dst, u
                              descending, rowlen)]++;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (d = lid; d < RADIX; d += L) {  /* exclusive scan over the work-items */
-    uint run = 0, t;
+  /* work-item lid scans the columns of its RADIX / L digits from d0 */
+  for (d = d0; d < d0 + RADIX / L; d++) {
+    uint run = 0;
     for (t = 0; t < L; t++) {
       uint c = cnt[t * RADIX + d];
       cnt[t * RADIX + d] = (ushort)run;
       run += c;
     }
+    start[d] = run;                   /* the digit's total, for now */
+    sum += run;
+  }
+  sums[lid] = sum;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (lid == 0) {
+    uint run = 0;
+    for (t = 0; t < L; t++) { uint c = sums[t]; sums[t] = run; run += c; }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  sum = sums[lid];
+  for (d = d0; d < d0 + RADIX / L; d++) {
+    uint total = start[d];
+    for (t = 0; t < L; t++) cnt[t * RADIX + d] += (ushort)sum;
+    start[d] = offsets[(ulong)d * ntiles + tile] - sum;
+    sum += total;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   for (j = 0; j < IPT; j++) {
@@ -104,10 +131,17 @@ __kernel void sort_scatter(__global const K *src, ulong soff, __global K *dst, u
     if (i < n) {
       K k = src[soff + i];
       ulong index = lg_index(isrc, carry, i);
-      uint dg = lg_digit(k, index, mode, shift, descending, rowlen);
-      ulong pos = (ulong)start[dg] + mine[dg]++;
-      dst[doff + pos] = k;
-      if (carry) idst[pos] = (uint)index;
+      uint r = mine[lg_digit(k, index, mode, shift, descending, rowlen)]++;
+      sk[r] = k;
+      si[r] = (uint)index;
     }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (j = lid; j < count; j += L) {
+    K k = sk[j];
+    uint index = si[j];
+    ulong pos = (ulong)(uint)(start[lg_digit(k, index, mode, shift, descending, rowlen)] + j);
+    dst[doff + pos] = k;
+    if (carry) idst[pos] = index;
   }
 }

@@ -47,8 +47,8 @@ B.stats = {programs_built = 0}
 --   sort_local, sort_items   the same for a radix sort tile
 --   hist_local, hist_groups_per_cu   histograms' groups
 B.CLASSES = {
-  gpu = {scan_local = 256, scan_items = 16, scan_staged = true, scan_lookback = true,
-         scan_groups_per_cu = 4, sort_local = 64, sort_items = 32,
+  gpu = {scan_local = 256, scan_items = 32, scan_staged = true, scan_lookback = true,
+         scan_groups_per_cu = 4, sort_local = 32, sort_items = 64,
          hist_local = 256, hist_groups_per_cu = 8},
   cpu = {scan_local = 16, scan_items = 128, scan_staged = false, scan_lookback = false,
          scan_groups_per_cu = 4, sort_local = 16, sort_items = 64,

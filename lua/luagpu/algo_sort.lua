@@ -40,11 +40,15 @@ local function entry_for(fn, dev, kt)
   local e = entries["sort " .. kt]
   if e then return e end
   B.check_fp64(fn, dev, kt)
-  local L = min(cls.sort_local, floor_pow2(dev.max_work_group_size))
-  while L > 1 and L * RADIX * 2 + RADIX * 4 + 64 > dev.local_mem_size do L = L // 2 end
+  local size = SIZES[kt]
+  local L = min(cls.sort_local, floor_pow2(dev.max_work_group_size), RADIX)
   local ipt = cls.sort_items
   while L * ipt > 32768 do ipt = ipt // 2 end    -- tile ranks are ushort
-  local size = SIZES[kt]
+  -- local memory: counts per work-item and digit (ushort), the tile's keys
+  -- and indices, and small tables
+  local function bytes() return L * RADIX * 2 + RADIX * 4 + L * 4 + L * ipt * (size + 4) + 64 end
+  while bytes() > dev.local_mem_size and ipt > 1 do ipt = ipt // 2 end
+  while bytes() > dev.local_mem_size and L > 1 do L = L // 2 end
   local prog
   while true do
     prog = B.build(fn, dev, {
