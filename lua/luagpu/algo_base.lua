@@ -107,20 +107,22 @@ end
 
 ------------------------------------------------------------------ checks
 
--- Checks argument #arg of fn to be a live buffer (or what converts to one)
--- of scalars; returns its element type, root and offset.
-function B.check_buffer(fn, arg, b, what)
-  local t, root, offset = H.check_buffer(fn, arg, b)
+-- Checks argument #arg of fn to be a live buffer (or what converts to one,
+-- such as a tensor) of scalars; returns its element type, root, offset and
+-- the buffer itself.
+function B.check_buffer(fn, arg, b)
+  local t, root, offset, buf = H.check_buffer(fn, arg, b)
   if not B.SIZES[t] then
-    fail(fn, "%s: expected a buffer of scalars, got %s elements", what or "argument #" .. arg, t)
+    fail(fn, "argument #%d: expected a buffer of scalars, got %s elements", arg, t)
   end
-  return t, root, offset
+  return t, root, offset, buf or b
 end
 
--- Checks the buffer option name of opts (argument #arg) the same way;
--- returns its element type, root and offset, or nothing when absent.
+-- Checks b, the buffer option name of argument #arg, the same way;
+-- returns its element type, root, offset and the buffer itself.
 function B.check_buffer_option(fn, arg, b, name)
   local where = format("argument #%d: option %s", arg, name)
+  if H.to_buffer then b = H.to_buffer(b) end
   local cls, released = H.class_of(b)
   if cls ~= "Buffer" then
     fail(fn, "%s: expected a buffer, got %s", where, typename(b))
@@ -128,7 +130,7 @@ function B.check_buffer_option(fn, arg, b, name)
   if released then fail(fn, "%s: attempt to use a released buffer", where) end
   local t = b.type
   if not B.SIZES[t] then fail(fn, "%s: expected a buffer of scalars, got %s elements", where, t) end
-  return t, b.root, b.offset
+  return t, b.root, b.offset, b
 end
 
 -- Checks that buffer b (described by where) is on a device of dev's

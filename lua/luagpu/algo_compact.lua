@@ -51,8 +51,8 @@ end
 -- Runs the scan of the predicate and reads the count: returns the count,
 -- the positions (uint buffer), the sequence and the entry.
 local function count(fn, b, pred, o, it)
-  local t, root, off = B.check_buffer(fn, 1, b)
-  local n = #b
+  local t, root, off, buf = B.check_buffer(fn, 1, b)
+  local n = #buf
   if n > MAX_COUNT then fail(fn, "argument #1: %d elements are too many (at most 2^32 - 1)", n) end
   local q = o.queue
   local dev = q and q.device or root.device
@@ -62,23 +62,23 @@ local function count(fn, b, pred, o, it)
   local waits = o.wait
   H.wait_for_last_user(e, q, dev, waits)
   local seq = B.sequence(q, waits)
-  if n == 0 then return 0, nil, seq, e, dev, root, off, n end
+  if n == 0 then return 0, nil, seq, e, dev, root, off, n, t end
   local pos = H.scratch_buffer(e, dev, "pos", "uint", n)
   seq.last = S.run(fn, {spec = e.spec, x = root, xoff = off, n = n, rowlen = 0, out = pos,
                         ooff = 0, exclusive = false, queue = q, wait = waits})
   local c = pos:sub(n, n):read(seq:opts() or {}):wait()[1]
   H.set_last_user(e, nil, q, dev)
-  return c, pos, seq, e, dev, root, off, n
+  return c, pos, seq, e, dev, root, off, n, t
 end
 
 -- Checks the out option: a buffer of type t with at least need elements
 -- (exactly need when exact); returns its root and offset.
 local function check_out(fn, arg, out, t, need, exact, dev)
-  local ot, oroot, ooff = B.check_buffer_option(fn, arg, out, "out")
+  local ot, oroot, ooff, ob = B.check_buffer_option(fn, arg, out, "out")
   if ot ~= t then fail(fn, "argument #%d: option out: expected a buffer of %s, got %s", arg, t, ot) end
-  if exact and #out ~= need or #out < need then
+  if exact and #ob ~= need or #ob < need then
     fail(fn, "argument #%d: option out: expected %s%d elements, got %d", arg,
-         exact and "" or "at least ", need, #out)
+         exact and "" or "at least ", need, #ob)
   end
   B.check_platform(fn, ("argument #%d: option out"):format(arg), oroot, dev)
   return oroot, ooff
@@ -91,8 +91,7 @@ function M.copy_if(b, pred, opts)
   local fn = "algo.copy_if"
   pred = predicate(fn, 2, pred)
   local o = H.check_options(fn, 3, opts, COPY_OPTIONS)
-  local c, pos, seq, e, dev, root, off, n = count(fn, b, pred, o)
-  local t = b.type
+  local c, pos, seq, e, dev, root, off, n, t = count(fn, b, pred, o)
   local out = o.out
   local oroot, ooff
   if out ~= nil then oroot, ooff = check_out(fn, 3, out, t, c, false, dev)
@@ -110,7 +109,10 @@ function M.nonzero(b, opts)
   local fn = "algo.nonzero"
   local o = H.check_options(fn, 2, opts, NONZERO_OPTIONS)
   local it = o.type
-  if o.out ~= nil then it = it or H.class_of(o.out) == "Buffer" and o.out.type or nil end
+  if o.out ~= nil and it == nil then
+    local ob = H.to_buffer and H.to_buffer(o.out) or o.out
+    it = H.class_of(ob) == "Buffer" and ob.type or nil
+  end
   it = it or "long"
   if type(it) ~= "string" or not B.INTEGERS[it] then
     fail(fn, "argument #2: option type: expected an integer element type, got %s", show(it))
@@ -138,8 +140,7 @@ function M.partition(b, pred, opts)
   local fn = "algo.partition"
   pred = predicate(fn, 2, pred)
   local o = H.check_options(fn, 3, opts, COPY_OPTIONS)
-  local c, pos, seq, e, dev, root, off, n = count(fn, b, pred, o)
-  local t = b.type
+  local c, pos, seq, e, dev, root, off, n, t = count(fn, b, pred, o)
   local out = o.out
   local oroot, ooff
   if out ~= nil then oroot, ooff = check_out(fn, 3, out, t, n, true, dev)

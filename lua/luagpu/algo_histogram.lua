@@ -71,8 +71,8 @@ local OPTIONS = H.option_names{"bins", "range", "out", "accumulate", "wait", "qu
 function M.histogram(b, opts)
   local fn = "algo.histogram"
   local o = H.check_options(fn, 2, opts, OPTIONS)
-  local t, root, off = B.check_buffer(fn, 1, b)
-  local n = #b
+  local t, root, off, buf = B.check_buffer(fn, 1, b)
+  local n = #buf
   local bins = o.bins
   local nb = H.integer(bins)
   if bins == nil then fail(fn, "argument #2: option bins is missing (the number of bins)") end
@@ -94,11 +94,12 @@ function M.histogram(b, opts)
   if q then B.check_platform(fn, "argument #1", root, dev) end
   local out = o.out
   if out ~= nil then
-    local ot, oroot = B.check_buffer_option(fn, 2, out, "out")
+    local ot, oroot, _, ob = B.check_buffer_option(fn, 2, out, "out")
     if ot ~= "uint" then fail(fn, "argument #2: option out: expected a buffer of uint, got %s", ot) end
-    if #out ~= nb then
-      fail(fn, "argument #2: option out: expected %d elements (one per bin), got %d", nb, #out)
+    if #ob ~= nb then
+      fail(fn, "argument #2: option out: expected %d elements (one per bin), got %d", nb, #ob)
     end
+    out = ob
     B.check_platform(fn, "argument #2: option out", oroot, dev)
   elseif accumulate then
     fail(fn, "argument #2: option accumulate needs option out (the counts to add to)")

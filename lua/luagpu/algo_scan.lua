@@ -184,8 +184,8 @@ local SCANNER_OPTIONS = H.option_names{"exclusive", "row_length", "flags", "out"
 -- S.run, without its spec, and the output buffer (made when not given).
 local function check_scan(fn, b, opts, names, acc_of)
   local o = H.check_options(fn, 2, opts, names)
-  local t, xroot, xoff = B.check_buffer(fn, 1, b)
-  local n = #b
+  local t, xroot, xoff, buf = B.check_buffer(fn, 1, b)
+  local n = #buf
   local dev = o.queue and o.queue.device or xroot.device
   if o.queue then B.check_platform(fn, "argument #1", xroot, dev) end
   local r = {x = xroot, xoff = xoff, n = n, queue = o.queue, wait = o.wait, type = t}
@@ -198,12 +198,12 @@ local function check_scan(fn, b, opts, names, acc_of)
   local rl = B.row_length(fn, 2, o, n)
   r.rowlen = (o.row_length ~= nil and rl < n) and rl or 0
   if o.flags ~= nil then
-    local ft, froot, foff = B.check_buffer_option(fn, 2, o.flags, "flags")
+    local ft, froot, foff, fb = B.check_buffer_option(fn, 2, o.flags, "flags")
     if not B.INTEGERS[ft] then
       fail(fn, "argument #2: option flags: expected a buffer of integers, got %s elements", ft)
     end
-    if #o.flags ~= n then
-      fail(fn, "argument #2: option flags: expected %d elements, got %d", n, #o.flags)
+    if #fb ~= n then
+      fail(fn, "argument #2: option flags: expected %d elements, got %d", n, #fb)
     end
     B.check_platform(fn, "argument #2: option flags", froot, dev)
     r.flags, r.foff, r.ft = froot, foff, ft
@@ -211,10 +211,10 @@ local function check_scan(fn, b, opts, names, acc_of)
   local out = o.out
   local ot
   if out ~= nil then
-    local oroot, ooff
-    ot, oroot, ooff = B.check_buffer_option(fn, 2, out, "out")
-    if #out ~= n then
-      fail(fn, "argument #2: option out: expected %d elements, got %d", n, #out)
+    local oroot, ooff, ob
+    ot, oroot, ooff, ob = B.check_buffer_option(fn, 2, out, "out")
+    if #ob ~= n then
+      fail(fn, "argument #2: option out: expected %d elements, got %d", n, #ob)
     end
     B.check_platform(fn, "argument #2: option out", oroot, dev)
     B.check_overlap(fn, "argument #2: option out", xroot, xoff, n, oroot, ooff, n)

@@ -140,8 +140,8 @@ end
 -- Checks the keys (argument #1) of fn; returns their type, root, offset,
 -- count and device (the queue's when one is given).
 local function check_keys(fn, keys, o)
-  local kt, root, off = B.check_buffer(fn, 1, keys)
-  local n = #keys
+  local kt, root, off, buf = B.check_buffer(fn, 1, keys)
+  local n = #buf
   if n > MAX_KEYS then
     fail(fn, "argument #1: %d keys are too many (at most 2^32 - 1)", n)
   end
@@ -170,10 +170,11 @@ function M.sort(keys, opts)
   local r = {descending = B.flag(fn, 2, o, "descending"), rowlen = rows_of(fn, o, n)}
   local vals, vt, vroot, voff = o.values
   if vals ~= nil then
-    vt, vroot, voff = B.check_buffer_option(fn, 2, vals, "values")
-    if #vals ~= n then
+    local vb
+    vt, vroot, voff, vb = B.check_buffer_option(fn, 2, vals, "values")
+    if #vb ~= n then
       fail(fn, "argument #2: option values: expected %d elements (as many as the keys), got %d",
-           n, #vals)
+           n, #vb)
     end
     B.check_platform(fn, "argument #2: option values", vroot, dev)
     B.check_overlap(fn, "argument #2: option values", root, off, n, vroot, voff, n)
@@ -221,13 +222,15 @@ function M.argsort(keys, opts)
   end
   local it = o.type
   local out = o.out
+  local oroot, ooff
   if out ~= nil then
-    local ot, oroot, ooff = B.check_buffer_option(fn, 2, out, "out")
+    local ot, ob
+    ot, oroot, ooff, ob = B.check_buffer_option(fn, 2, out, "out")
     if it ~= nil and it ~= ot then
       fail(fn, "argument #2: option out: expected a buffer of %s, got %s", tostring(it), ot)
     end
     it = ot
-    if #out ~= n then fail(fn, "argument #2: option out: expected %d elements, got %d", n, #out) end
+    if #ob ~= n then fail(fn, "argument #2: option out: expected %d elements, got %d", n, #ob) end
     B.check_platform(fn, "argument #2: option out", oroot, dev)
     B.check_overlap(fn, "argument #2: option out", root, off, n, oroot, ooff, n)
   end
@@ -240,8 +243,10 @@ function M.argsort(keys, opts)
        (it == "char" or it == "short" or it == "int") and 1 or 0))) - 1) then
     fail(fn, "argument #2: option type: %s cannot hold positions up to %d", it, rowlen - 1 + base)
   end
-  out = out or dev:buffer(it, n)
-  local oroot, ooff = out.root, out.offset
+  if out == nil then
+    out = dev:buffer(it, n)
+    oroot, ooff = out, 0
+  end
   local e = entry_for(fn, dev, kt)
   local ge = gather_for(fn, dev, it)
   local q, waits = o.queue, o.wait
