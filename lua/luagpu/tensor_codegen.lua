@@ -111,7 +111,8 @@ G.convert = convert
 ------------------------------------------------------------------ walk
 
 -- Collects the leaves (distinct tensors), scalars and the structure key of
--- expression e, and its C code, into w.
+-- expression e into w; returns its C code when w.gen (only on a cache
+-- miss: the key alone finds a built kernel).
 local function walk(e, w)
   local kind = e.kind
   if kind == "leaf" then
@@ -130,21 +131,21 @@ local function walk(e, w)
     return "s" .. k
   elseif kind == "index" then
     w.key[#w.key + 1] = "I" .. e.type
-    w.index = true
-    return format("((%s)li)", e.type)
+    return w.gen and format("((%s)li)", e.type)
   end
   w.key[#w.key + 1] = "(" .. (e.op or "map") .. e.type .. (e.ct or "")
   local args = {}
   for i, a in ipairs(e.args) do
     local code = walk(a, w)
-    if e.ct and not (i == 1 and e.op == "where") then code = convert(code, a.type, e.ct) end
+    if code and e.ct and not (i == 1 and e.op == "where") then code = convert(code, a.type, e.ct) end
     args[i] = code
   end
   w.key[#w.key + 1] = ")"
+  if kind == "map" then w.key[#w.key + 1] = "{" .. e.expr .. "|" .. concat(e.names, ",") .. "}" end
+  if not w.gen then return nil end
   local code
   if kind == "map" then
     local k = #w.maps + 1
-    w.key[#w.key + 1] = "{" .. e.expr .. "|" .. concat(e.names, ",") .. "}"
     local params = {}
     for i, name in ipairs(e.names) do params[i] = e.ct .. " " .. name end
     w.maps[k] = format("inline %s lg_map%d(%s) { return (%s)(%s); }", e.ct, k,
@@ -308,6 +309,7 @@ end
 ------------------------------------------------------------------ run
 
 local cache = H.device_cache()
+local NO_EVENT = {event = false}
 
 local function kernel_for(fn, dev, key, make_source)
   local entries = cache[dev]
@@ -331,7 +333,7 @@ function G.run(fn, e, out)
   local n = out._n
   if n == 0 then return end
   local w = {leaves = {}, leaf_index = {}, scalars = {}, key = {}, maps = {}, need = {}}
-  w.code = walk(e, w)
+  walk(e, w)
   local shape = out._shape
   local sets = {out._strides}
   for k, x in ipairs(w.leaves) do sets[k + 1] = broadcast_strides(x, shape) end
@@ -358,9 +360,16 @@ function G.run(fn, e, out)
   local key = concat(w.key) .. "|" .. mode .. nd .. idx .. out._type
   if mode ~= "nd" then key = key .. concat(w.strides, ",") end
   local dev = out._dev
-  local entry = kernel_for(fn, dev, key, function()
-    return source(w, mode, nd, idx, out._type)
-  end)
+  local entries = cache[dev]
+  local entry = entries and entries[key]
+  if not entry then
+    entry = kernel_for(fn, dev, key, function()
+      w.gen, w.key = true, {}
+      w.leaves, w.leaf_index, w.scalars = {}, {}, {}
+      w.code = walk(e, w)
+      return source(w, mode, nd, idx, out._type)
+    end)
+  end
   local args = {out._st.buf, out._off}
   if mode == "nd" then
     args[#args + 1] = vector8(ssets[1], nd)
@@ -376,10 +385,7 @@ function G.run(fn, e, out)
   local units = mode == "vec" and (n + VW - 1) // VW or n
   local wg = entry.wg
   local global = (units + wg - 1) // wg * wg
-  local ok, err = pcall(function()
-    entry.kernel(unpack(args)):run({global}, {wg}, {event = false})
-  end)
-  if not ok then fail(fn, "%s", tostring(err)) end
+  entry.kernel(unpack(args)):run({global}, {wg}, NO_EVENT)
 end
 
 return G

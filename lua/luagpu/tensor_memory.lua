@@ -30,7 +30,7 @@ local SIZES = H.SCALAR_SIZES
 local M = {}
 
 -- Blocks out of one class, and bytes, past which a miss collects first.
-local COLLECT_BLOCKS, COLLECT_BYTES = 16, 16 << 20
+local COLLECT_BLOCKS, COLLECT_BYTES = 8, 4 << 20
 
 local pools = H.device_cache()
 
