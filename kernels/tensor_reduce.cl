@@ -29,6 +29,7 @@
   ulong start = p * chunk, end = min(L, start + chunk);                          \
   ulong base = off + row * L;                                                    \
   ACC acc = NEUTRAL; long ai = 0;                                                \
+  VECTOR_LOOP                                                                    \
   for (ulong j = start + lid; j < end; j += LS) { ACC v = LOAD(base + j); STEP(acc, ai, v, LOADI(base + j, j)); } \
   local ACC la[LS]; local long li[LS];                                           \
   la[lid] = acc; li[lid] = ai;                                                   \
@@ -48,11 +49,31 @@
 #define LOAD_PART(i) in[i]
 #define INDEX_PART(i, j) iidx[i]
 
+/* rows with vec (L, chunk and off multiples of 4): 4-wide loads, the
+** elements after the last whole vector of a part left to the scalar loop */
+#define CAT(a, b) a##b
+#define XCAT(a, b) CAT(a, b)
+#define T4 XCAT(T, 4)
+#define VECTOR_LOOP                                                              \
+  if (vec) {                                                                     \
+    global const T4* p4 = (global const T4*)(in + base);                         \
+    for (ulong j = start / 4 + lid; j < end / 4; j += LS) {                      \
+      T4 w = p4[j]; ACC v;                                                       \
+      v = MAP(w.s0); STEP(acc, ai, v, (long)(4 * j));                            \
+      v = MAP(w.s1); STEP(acc, ai, v, (long)(4 * j + 1));                        \
+      v = MAP(w.s2); STEP(acc, ai, v, (long)(4 * j + 2));                        \
+      v = MAP(w.s3); STEP(acc, ai, v, (long)(4 * j + 3));                        \
+    }                                                                            \
+    start = end;                                                                 \
+  }
+
 kernel void rows(global const T* restrict in, ulong off, ulong L, ulong chunk, ulong nsplit,
                  uint final, ulong count, global ACC* restrict part,
-                 global long* restrict pidx, global OUT* restrict res) {
+                 global long* restrict pidx, global OUT* restrict res, uint vec) {
   ROWS_BODY(LOAD_IN, INDEX_IN)
 }
+#undef VECTOR_LOOP
+#define VECTOR_LOOP
 
 kernel void rows2(global const ACC* restrict in, global const long* restrict iidx, ulong off,
                   ulong L, ulong chunk, ulong nsplit, uint final, ulong count,

@@ -152,15 +152,17 @@ function R.install(C)
         nsplit = max(1, min((target + outer - 1) // outer, (L + sz.LS * 8 - 1) // (sz.LS * 8)))
       end
       local chunk = (L + nsplit - 1) // nsplit
+      if nsplit > 1 then chunk = (chunk + 3) // 4 * 4 end
+      local vec = (L % 4 == 0 and x._off % 4 == 0) and 1 or 0
       if nsplit == 1 then
-        run(p.prog.rows, {x._st.buf, x._off, L, chunk, 1, 1, L, dpart, didx, outbuf},
+        run(p.prog.rows, {x._st.buf, x._off, L, chunk, 1, 1, L, dpart, didx, outbuf, vec},
             {outer * sz.LS}, {sz.LS})
         return
       end
       local part = C.empty(fn, dev, acc, {outer * nsplit})
       local pidx = C.empty(fn, dev, "long", {outer * nsplit})
       run(p.prog.rows, {x._st.buf, x._off, L, chunk, nsplit, 0, L, part._st.buf,
-                        pidx._st.buf, dres}, {outer * nsplit * sz.LS}, {sz.LS})
+                        pidx._st.buf, dres, vec}, {outer * nsplit * sz.LS}, {sz.LS})
       run(p.prog.rows2, {part._st.buf, pidx._st.buf, 0, nsplit, nsplit, 1, 1, L, dpart, didx,
                          outbuf}, {outer * sz.LS}, {sz.LS})
       return
