@@ -232,7 +232,7 @@ describe("tensor operators", function()
     k(t):run{2}
     assert.same({2, 3}, u:totable())
     gpu.device():finish()
-    M = require("luagpu.tensor")
+    local M = require("luagpu.tensor")
     M.lazy = false
     local e = dev:tensor("int", {2}, {1, 2}) + 1
     M.lazy = true
