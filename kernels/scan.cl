@@ -38,6 +38,7 @@
 **               reads and writes, for GPUs); 0: each work-item reads and
 **               writes its own elements (CPUs)
 **   L, IPT      work-items per group (a power of two), elements per item
+**   LOOKBACK    1: the program holds scan_lookback; 0: the three passes
 */
 
 #define TILE ((uint)L * IPT)
@@ -254,6 +255,7 @@ inline void lg_write(SCAN_ARGS, __global ACC *out, ulong ooff, int exclusive, ul
 
 /* The first of three passes: part[g] and pflag[g], the fold of the tiles
 ** of group g (tiles g * per .. g * per + per - 1). */
+#if !LOOKBACK
 __kernel void scan_reduce(SCAN_ARGS, uint per, __global ACC *part, __global uint *pflag) {
   __local carry ts[2 * L];
   DECLARE_LOCALS;
@@ -313,7 +315,9 @@ __kernel void scan_apply(SCAN_ARGS, __global ACC *out, ulong ooff, int exclusive
 ** AS_BITS and AS_ACC (as_uint and as_float for float, ...) convert values
 ** to their bits and back; the helper defines them for 4-byte and smaller
 ** accumulators. */
-#ifdef AS_BITS
+#endif
+
+#if LOOKBACK
 #define WORD(v, head, incl, epoch) ((ulong)AS_BITS(v) << 32 | (ulong)(epoch) << 3 | \
                                     (ulong)(head) << 2 | (ulong)(incl) << 1 | 1ul)
 #define WORD_VALUE(w) AS_ACC((BITS_T)((w) >> 32))

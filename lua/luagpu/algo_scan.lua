@@ -16,7 +16,7 @@ local gpu = require "luagpu"
 local H = require "luagpu.helper"
 local B = require "luagpu.algo_base"
 
-local type, format, concat = type, string.format, table.concat
+local type, ipairs, format, concat = type, ipairs, string.format, table.concat
 local max, min = math.max, math.min
 local setmetatable = setmetatable
 local fail, typename, show = H.fail, H.typename, H.show
@@ -58,10 +58,11 @@ local function local_bytes(staged, seg, L, ipt, asz)
   return bytes
 end
 
--- The compiled scan spec on dev, segmented (flags of type ft) or not:
--- {lookback, reduce, partials, apply (kernels), L, tile, groups (of the
--- three passes), use_lookback, scratch buffers, epoch}. Made on first use
--- and again when algo.classes changed.
+-- The scan spec on dev, segmented (flags of type ft) or not: {spec, seg,
+-- ft, ipt, staged, L (the class's), groups (of the three passes),
+-- use_lookback, passes and lookback (programs, made on first use:
+-- kernels_for), scratch buffers, epoch}. Made again when algo.classes
+-- changed.
 local function entry_for(fn, dev, spec, seg, ft)
   local cls, sig = B.device_class(fn, dev)
   local entries = H.device_entries(cache, dev, sig)
@@ -78,38 +79,53 @@ local function entry_for(fn, dev, spec, seg, ft)
   while ipt > 1 and local_bytes(staged, seg, L, ipt, asz) > dev.local_mem_size do
     ipt = ipt // 2
   end
+  e = {
+    spec = spec, seg = seg, ft = ft or "uchar", ipt = ipt, staged = staged, L = L,
+    groups = max(1, dev.compute_units * cls.scan_groups_per_cu),
+    use_lookback = cls.scan_lookback and WORD_BITS[spec.acc] ~= nil, acc = spec.acc,
+    ticket = dev:buffer("uint", 1), epoch = 0,
+  }
+  entries[key] = e
+  return e
+end
+
+local KERNELS = {passes = {"scan_reduce", "scan_partials", "scan_apply"},
+                 lookback = {"scan_lookback"}}
+
+-- The kernels of entry e of one kind ("passes" or "lookback"), built on
+-- first use: {scan_reduce = k, ..., L, tile}.
+local function kernels_for(fn, dev, e, kind)
+  local k = e[kind]
+  if k then return k end
+  local spec = e.spec
   local custom = spec.custom and format("map '%s', op '%s', neutral '%s' for %s -> %s",
                                         spec.map, spec.op, spec.neutral, spec.type, spec.acc)
-  local prog
   local word = WORD_BITS[spec.acc]
+  local L = e.L
   while true do
     local defines = {
-      {"T", spec.type}, {"ACC", spec.acc}, {"FT", ft or "uchar"},
+      {"T", spec.type}, {"ACC", spec.acc}, {"FT", e.ft},
       {"MAP", spec.map}, {"OP", spec.op}, {"NEUTRAL", spec.neutral},
-      {"SEGMENTED", seg and 1 or 0}, {"STAGED", staged and 1 or 0},
-      {"L", L}, {"IPT", ipt},
+      {"SEGMENTED", e.seg and 1 or 0}, {"STAGED", e.staged and 1 or 0},
+      {"L", L}, {"IPT", e.ipt}, {"LOOKBACK", kind == "lookback" and 1 or 0},
     }
     if word then
       defines[#defines + 1] = {"AS_BITS", word[1]}
       defines[#defines + 1] = {"AS_ACC", word[2]}
       defines[#defines + 1] = {"BITS_T", word[3]}
     end
-    prog = B.build(fn, dev, defines, "scan.cl", custom)
-    local wgs = min(prog.scan_reduce.work_group_size, prog.scan_partials.work_group_size,
-                    prog.scan_apply.work_group_size,
-                    word and prog.scan_lookback.work_group_size or math.huge)
+    local prog = B.build(fn, dev, defines, "scan.cl", custom)
+    k = {L = L, tile = L * e.ipt}
+    local wgs = math.huge
+    for _, name in ipairs(KERNELS[kind]) do
+      k[name] = prog:kernel(name)
+      wgs = min(wgs, k[name].work_group_size)
+    end
     if wgs >= L or L == 1 then break end
     L = floor_pow2(wgs)
   end
-  e = {
-    lookback = word and prog.scan_lookback, reduce = prog.scan_reduce,
-    partials = prog.scan_partials, apply = prog.scan_apply,
-    L = L, tile = L * ipt, groups = max(1, dev.compute_units * cls.scan_groups_per_cu),
-    use_lookback = cls.scan_lookback and word ~= nil, acc = spec.acc,
-    ticket = dev:buffer("uint", 1), epoch = 0,
-  }
-  entries[key] = e
-  return e
+  e[kind] = k
+  return k
 end
 
 ------------------------------------------------------------------ running
@@ -139,13 +155,15 @@ function S.run(fn, r)
     flags = dummy_flags[dev]
     if not flags then flags = dev:buffer("uchar", 1); dummy_flags[dev] = flags end
   end
-  local L, tile = e.L, e.tile
-  local ntiles = (n + tile - 1) // tile
   local excl = r.exclusive and 1 or 0
   local x, xoff, foff, hasf, rowlen = r.x, r.xoff, r.foff or 0, r.flags and 1 or 0, r.rowlen
   local lookback = r.lookback
   if lookback == nil then lookback = e.use_lookback end
-  if lookback and e.lookback then
+  lookback = lookback and WORD_BITS[e.acc] ~= nil
+  local k = kernels_for(fn, dev, e, lookback and "lookback" or "passes")
+  local L, tile = k.L, k.tile
+  local ntiles = (n + tile - 1) // tile
+  if lookback then
     local words = H.scratch_buffer(e, dev, "words", "ulong", 2 * ntiles)
     local epoch = e.epoch + 1
     if epoch > MAX_EPOCH then
@@ -153,7 +171,7 @@ function S.run(fn, r)
       epoch = 1
     end
     e.epoch = epoch
-    seq:run(e.lookback(x, xoff, flags, foff, hasf, rowlen, n, r.out, r.ooff, excl,
+    seq:run(k.scan_lookback(x, xoff, flags, foff, hasf, rowlen, n, r.out, r.ooff, excl,
                        words, e.ticket, epoch), {ntiles * L}, {L})
   else
     local groups = min(e.groups, ntiles)
@@ -161,10 +179,10 @@ function S.run(fn, r)
     groups = (ntiles + per - 1) // per
     local part = H.scratch_buffer(e, dev, "part", e.acc, groups)
     local pflag = H.scratch_buffer(e, dev, "pflag", "uint", groups)
-    seq:run(e.reduce(x, xoff, flags, foff, hasf, rowlen, n, per, part, pflag),
+    seq:run(k.scan_reduce(x, xoff, flags, foff, hasf, rowlen, n, per, part, pflag),
             {groups * L}, {L})
-    seq:run(e.partials(part, pflag, groups), {L}, {L})
-    seq:run(e.apply(x, xoff, flags, foff, hasf, rowlen, n, r.out, r.ooff, excl, per, part),
+    seq:run(k.scan_partials(part, pflag, groups), {L}, {L})
+    seq:run(k.scan_apply(x, xoff, flags, foff, hasf, rowlen, n, r.out, r.ooff, excl, per, part),
             {groups * L}, {L})
   end
   H.set_last_user(e, seq.last, q, dev)
@@ -317,7 +335,8 @@ function S.scanner(def)
   local dev = def.device
   if dev ~= nil then
     H.check_object(fn, "field 'device'", dev, "Device")
-    entry_for(fn, dev, s.spec, false)
+    local e = entry_for(fn, dev, s.spec, false)
+    kernels_for(fn, dev, e, e.use_lookback and "lookback" or "passes")
   end
   return s
 end

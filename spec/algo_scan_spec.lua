@@ -1,0 +1,286 @@
+-- luagpu.algo scans: every scalar type against plain Lua on random lengths
+-- up to 2^20, both ways of chaining tiles (look-back and three passes),
+-- segments from flags and rows, custom operators, views, queues, and the
+-- error messages.
+local gpu = require "luagpu"
+local algo = require "luagpu.algo"
+local support = require "support"
+local has_error = support.has_error
+
+local dev = gpu.device()
+
+local SCALARS = {"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
+                 "float", "double"}
+local BITS = {char = 8, uchar = 8, short = 16, ushort = 16, int = 32, uint = 32}
+local SIGNED = {char = true, short = true, int = true, long = true}
+local RANGE = {char = {-128, 127}, uchar = {0, 255}, short = {-32768, 32767},
+               ushort = {0, 65535}, int = {-2147483648, 2147483647}, uint = {0, 4294967295},
+               long = {math.mininteger, math.maxinteger}, ulong = {0, 1 << 40}}
+
+-- v wrapped to type t, as the device's arithmetic in t wraps (long: Lua's
+-- own integers wrap the same way; ulong values stay below 2^63 here).
+local function wrap(t, v)
+  local bits = BITS[t]
+  if not bits then return v end
+  local m = 1 << bits
+  v = v % m
+  if SIGNED[t] and v >= m // 2 then v = v - m end
+  return v
+end
+
+-- n random values of type t: integers over the whole range (ulong: up to
+-- 2^40), floats multiples of 1/8 in [-1, 1] (their sums up to 2^20 terms
+-- are exact in float).
+local function random_values(t, n)
+  local v = {}
+  if t == "float" or t == "double" then
+    for i = 1, n do v[i] = math.random(-8, 8) / 8 end
+  else
+    local r = RANGE[t]
+    for i = 1, n do v[i] = math.random(r[1], r[2]) end
+  end
+  return v
+end
+
+local function buffer(t, v)
+  local b = dev:buffer(t, #v)
+  if #v > 0 then b:write(v):wait() end
+  return b
+end
+
+local function get(b) return #b > 0 and b:get():totable() or {} end
+
+-- The scan of v in plain Lua: op(a, b), neutral, exclusive, head(i) (a
+-- segment starts at i), conv(x) (the value wrapped to the output type).
+local function reference(v, op, neutral, exclusive, head, conv)
+  local out, run = {}, neutral
+  for i = 1, #v do
+    if head and head(i) then run = neutral end
+    local before = run
+    run = conv(op(run, v[i]))
+    out[i] = exclusive and before or run
+  end
+  return out
+end
+
+local function same(want, got, what)
+  assert.equal(#want, #got, what .. ": length")
+  for i = 1, #want do
+    if want[i] ~= got[i] and not (want[i] ~= want[i] and got[i] ~= got[i]) then
+      error(("%s: element %d is %s, expected %s"):format(what, i, tostring(got[i]),
+                                                       tostring(want[i])), 2)
+    end
+  end
+end
+
+local function add(a, b) return a + b end
+
+-- Lengths: the edges, then random ones up to 2^20.
+local function lengths()
+  return {0, 1, 2, 3, 31, 4097, math.random(5000, 70000), math.random(70000, 1 << 20)}
+end
+
+describe("algo.scan", function()
+  for _, t in ipairs(SCALARS) do
+    it("sums " .. t .. " buffers, inclusive and exclusive, of random lengths", function()
+      if t == "double" and not dev.fp64 then return end
+      for _, n in ipairs(lengths()) do
+        local v = random_values(t, n)
+        local b = buffer(t, v)
+        local conv = function(x) return wrap(t, x) end
+        for _, ex in ipairs {false, true} do
+          local out, ev = algo.scan(b, {exclusive = ex})
+          assert.equal("Event", gpu.type(ev))
+          assert.equal(t, out.type)
+          same(reference(v, add, 0, ex, nil, conv),
+               get(out), ("%s n=%d exclusive=%s"):format(t, n, ex))
+        end
+      end
+    end)
+  end
+
+  it("takes both ways of chaining tiles, with segments from flags and rows", function()
+    for _, n in ipairs {0, 1, 1000, 4097, 65539, math.random(100000, 400000)} do
+      local v = random_values("int", n)
+      local b = buffer("int", v)
+      local f = {}
+      for i = 1, n do f[i] = math.random(1, 40) == 1 and math.random(1, 3) or 0 end
+      local flags = buffer("uchar", f)
+      local rl = n % 3 == 0 and n > 0 and 3 or n % 7 == 0 and n > 0 and 7 or nil
+      local conv = function(x) return wrap("int", x) end
+      for _, lookback in ipairs {false, true} do
+        for _, ex in ipairs {false, true} do
+          local what = ("n=%d lookback=%s exclusive=%s"):format(n, lookback, ex)
+          same(reference(v, add, 0, ex, nil, conv),
+               get((algo.scan(b, {exclusive = ex, lookback = lookback}))), what)
+          same(reference(v, add, 0, ex, function(i) return f[i] ~= 0 end, conv),
+               get((algo.scan(b, {exclusive = ex, lookback = lookback, flags = flags}))),
+               what .. " flags")
+          if rl then
+            same(reference(v, add, 0, ex, function(i) return (i - 1) % rl == 0 end, conv),
+                 get((algo.scan(b, {exclusive = ex, lookback = lookback, row_length = rl}))),
+                 what .. " rows of " .. rl)
+          end
+        end
+      end
+    end
+  end)
+
+  it("scans rows of any length, one row when row_length is the length", function()
+    local v = random_values("int", 6000)
+    local b = buffer("int", v)
+    for _, rl in ipairs {1, 2, 5, 1000, 6000} do
+      local head = function(i) return (i - 1) % rl == 0 end
+      same(reference(v, add, 0, false, head, function(x) return wrap("int", x) end),
+           get((algo.scan(b, {row_length = rl}))), "rows of " .. rl)
+    end
+  end)
+
+  it("computes min and max scans, with the extreme integers and NaN", function()
+    local v = random_values("int", 50001)
+    v[1], v[2], v[100] = -2147483648, 2147483647, -2147483648
+    local b = buffer("int", v)
+    same(reference(v, math.min, 2147483647, false, nil, function(x) return x end),
+         get((algo.scan(b, {op = "min"}))), "min")
+    same(reference(v, math.min, 2147483647, true, nil, function(x) return x end),
+         get((algo.scan(b, {op = "min", exclusive = true}))), "min exclusive")
+    local f = {1.5, -0.0, 0 / 0, 2, -1 / 0, 1 / 0}
+    same({1.5, 1.5, 1.5, 2, 2, 1 / 0}, get((algo.scan(buffer("float", f), {op = "max"}))),
+         "fmax skips NaN")
+    same({-1 / 0, 1.5, 1.5, 1.5, 2, 2}, get((algo.scan(buffer("float", f),
+         {op = "max", exclusive = true}))), "exclusive max starts at -inf")
+  end)
+
+  it("accumulates in another type, given by acc or by the out buffer", function()
+    local v = random_values("uchar", 70000)
+    local b = buffer("uchar", v)
+    local want = reference(v, add, 0, false, nil, function(x) return x end)
+    local out = algo.scan(b, {acc = "long"})
+    assert.equal("long", out.type)
+    same(want, get(out), "acc long")
+    local mine = dev:buffer("long", 70000)
+    local got, ev = algo.scan(b, {out = mine})
+    assert.equal(mine, got)
+    ev:wait()
+    same(want, get(mine), "out long")
+  end)
+
+  it("scans views, in place, on other queues and after waits", function()
+    local v = random_values("int", 20000)
+    local big = buffer("int", v)
+    local part = {}
+    for i = 1, 9000 do part[i] = v[i + 6] end
+    local conv = function(x) return wrap("int", x) end
+    local want = reference(part, add, 0, true, nil, conv)
+    local outer = dev:buffer("int", 12000)
+    local view = outer:sub(3, 9002)
+    algo.scan(big:sub(7, 9006), {exclusive = true, out = view})
+    same(want, get(view), "view to view")
+    local copy = buffer("int", part)
+    algo.scan(copy, {exclusive = true, out = copy})
+    same(want, get(copy), "in place")
+    local ooo = dev:queue{out_of_order = true}
+    local src = dev:buffer("int", 9000)
+    local wev = src:write(part, {queue = ooo})
+    local out, ev = algo.scan(src, {exclusive = true, queue = ooo, wait = {wev}})
+    ev:wait()
+    same(want, get(out), "out-of-order queue")
+    local tensorish = setmetatable({}, {__tobuffer = function() return big:sub(7, 9006) end})
+    same(want, get((algo.scan(tensorish, {exclusive = true}))), "a value with __tobuffer")
+  end)
+
+  it("runs custom scanners: a map, an order-sensitive operator", function()
+    local s = algo.scanner{type = "int", acc = "long", map = "(long)x * x", op = "a + b",
+                           neutral = "0"}
+    assert.matches("luagpu.Scanner: int %-> long", tostring(s))
+    local v = random_values("short", 30000)
+    local sq = {}
+    for i = 1, #v do sq[i] = v[i] * v[i] end
+    local out = s(buffer("int", v))
+    assert.equal("long", out.type)
+    same(reference(sq, add, 0, false, nil, function(x) return x end), get(out), "squares")
+    -- "the last non-zero": associative, not commutative
+    local last = algo.scanner{type = "int", op = "b != 0 ? b : a", neutral = 0}
+    local z = {}
+    for i = 1, 50000 do z[i] = math.random(1, 5) == 1 and math.random(1, 9) or 0 end
+    local zb = buffer("int", z)
+    local pick = function(a, c) return c ~= 0 and c or a end
+    same(reference(z, pick, 0, false, nil, function(x) return x end), get((last(zb))),
+         "last non-zero")
+  end)
+
+  it("reuses its programs", function()
+    local b = buffer("int", random_values("int", 5000))
+    algo.scan(b)
+    local built = algo.stats.programs_built
+    for _ = 1, 3 do algo.scan(b, {exclusive = true}) end
+    assert.equal(built, algo.stats.programs_built)
+  end)
+end)
+
+describe("algo.scan errors", function()
+  local b = dev:buffer("int", 10)
+  it("names what was expected and what was given", function()
+    has_error("luagpu: algo.scan: argument #1: expected a buffer, got nil", algo.scan)
+    has_error("luagpu: algo.scan: argument #1: expected a buffer of scalars, got float4 elements",
+              algo.scan, dev:buffer("float4", 3))
+    has_error("argument #2: expected an options table, got number", algo.scan, b, 5)
+    has_error("argument #2: unknown option 'exlusive'", algo.scan, b, {exlusive = true})
+    has_error("argument #2: option exclusive: expected a boolean, got 1", algo.scan, b,
+              {exclusive = 1})
+    has_error("argument #2: option row_length: 3 does not divide the 10 elements", algo.scan,
+              b, {row_length = 3})
+    for _, bad in ipairs {0, -1, 2.5, 0 / 0, 1 / 0, 2 ^ 62, "5"} do
+      has_error("argument #2: option row_length: expected an integer from 1 to 2^40, got",
+                algo.scan, b, {row_length = bad})
+    end
+    has_error("argument #2: option flags: expected a buffer of integers, got float elements",
+              algo.scan, b, {flags = dev:buffer("float", 10)})
+    has_error("argument #2: option flags: expected 10 elements, got 9", algo.scan, b,
+              {flags = dev:buffer("int", 9)})
+    has_error("argument #2: option flags: expected a buffer, got table", algo.scan, b,
+              {flags = {}})
+    has_error("argument #2: option out: expected 10 elements, got 11", algo.scan, b,
+              {out = dev:buffer("int", 11)})
+    has_error("argument #2: option out: expected a buffer of int, got float", algo.scan, b,
+              {out = dev:buffer("float", 10), acc = "int"})
+    has_error("argument #2: option out: the output overlaps the input", algo.scan,
+              b:sub(1, 5), {out = b:sub(2, 6)})
+    has_error("argument #2: option op: expected \"sum\", \"prod\", \"min\" or \"max\", got \"avg\"",
+              algo.scan, b, {op = "avg"})
+    has_error("argument #2: option acc: expected a scalar element type (char .. double), got 'int3'",
+              algo.scan, b, {acc = "int3"})
+    has_error("argument #2: option lookback: expected a boolean, got \"yes\"", algo.scan, b,
+              {lookback = "yes"})
+    local r = dev:buffer("int", 4)
+    r:release()
+    has_error("argument #1: attempt to use a released buffer", algo.scan, r)
+  end)
+
+  it("checks scanners' definitions and inputs", function()
+    has_error("luagpu: algo.scanner: argument #1: expected a table {type =, op =, neutral =}, got nil",
+              algo.scanner)
+    has_error("missing field 'type'", algo.scanner, {op = "a + b", neutral = 0})
+    has_error("missing field 'op' (an OpenCL C expression)", algo.scanner,
+              {type = "int", neutral = 0})
+    has_error("field 'neutral': expected a finite number or an OpenCL C expression, got",
+              algo.scanner, {type = "float", op = "a + b", neutral = 0 / 0})
+    has_error("unknown field 'opp'", algo.scanner, {type = "int", opp = "a"})
+    has_error("field 'type': expected a scalar element type (char .. double), got 'vec'",
+              algo.scanner, {type = "vec", op = "a", neutral = 0})
+    has_error("map '(x', op 'a + b', neutral '0' for int -> int do not compile",
+              algo.scanner, {type = "int", map = "(x", op = "a + b", neutral = 0, device = dev})
+    local s = algo.scanner{type = "int", op = "a + b", neutral = 0}
+    has_error("luagpu: scanner: argument #1: expected a buffer of int, got float", s,
+              dev:buffer("float", 3))
+    has_error("luagpu: scanner: argument #2: unknown option 'acc'", s, dev:buffer("int", 3),
+              {acc = "long"})
+  end)
+
+  it("raises at the caller's line", function()
+    local line = debug.getinfo(1, "l").currentline + 1
+    local ok, e = pcall(function() algo.scan(b, {row_length = 4}) end)
+    assert.is_false(ok)
+    assert.matches("algo_scan_spec.lua:" .. line .. ": luagpu: algo.scan:", e, 1, true)
+  end)
+end)
