@@ -62,7 +62,7 @@ $(BUILD)/kernels.c: $(KERNELS) tools/embed.sh | $(BUILD)
 $(BUILD)/helpers.c: $(HELPERS) tools/embed.sh | $(BUILD)
 	sh tools/embed.sh lg_embedded_helpers lua $(HELPERS) > $@
 
-MAIN_LUA := host/main.lua host/doctor.lua
+MAIN_LUA := host/main.lua host/doctor.lua host/help.lua
 $(BUILD)/main_lua.c: $(MAIN_LUA) tools/embed.sh | $(BUILD)
 	sh tools/embed.sh lg_embedded_main host $(MAIN_LUA) > $@
 

@@ -9,8 +9,11 @@
 ** ev:wait(), ev.status, ev:profile(), ev.duration, gpu.wait().
 */
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
+
+int (*lg_wait_interrupted)(void) = NULL;
 
 lg_Event *lg_testevent(lua_State *L, int idx) {
   return luaL_testudata(L, idx, LG_EVENT_MT);
@@ -138,9 +141,30 @@ static cl_int wait_event(lua_State *L, int idx, lg_Event *e) {
   return st;
 }
 
+/* With lg_wait_interrupted set: polls the command (sleeping 20 us, doubling
+** to 2 ms) until it is done, and raises when the program says so. The
+** Event keeps what the command uses, so it goes on safely. */
+static void wait_interruptible(lua_State *L, lg_Event *e) {
+  long ns = 20000;
+  cl_command_queue q = NULL;   /* an Event that keeps nothing has no queue */
+  if (clGetEventInfo(e->ev, CL_EVENT_COMMAND_QUEUE, sizeof q, &q, NULL) == CL_SUCCESS &&
+      q != NULL)
+    clFlush(q);
+  while (exec_status(e->ev) > CL_COMPLETE) {
+    struct timespec ts;
+    if (lg_wait_interrupted()) luaL_error(L, "interrupted! (the %s command goes on)", e->command);
+    ts.tv_sec = 0;
+    ts.tv_nsec = ns;
+    nanosleep(&ts, NULL);
+    if (ns < 2000000) ns *= 2;
+  }
+}
+
 /* Waits and raises when the command failed. */
 static void wait_ok(lua_State *L, int idx, lg_Event *e, const char *fn) {
-  cl_int st = wait_event(L, idx, e);
+  cl_int st;
+  if (lg_wait_interrupted != NULL) wait_interruptible(L, e);
+  st = wait_event(L, idx, e);
   if (st < 0) {
     lg_clerror(L, lua_pushfstring(L, "%s: %s command", fn, e->command), st, NULL);
   }

@@ -293,6 +293,11 @@ typedef struct lg_Event {
 ** is known to be done), 2 the result. The Queue among the kept values
 ** tells whether the event can be profiled: keep it (keep[] of lg_pushevent). */
 
+/* Set by a program (the luagpu REPL) that wants waits to stop on Ctrl-C:
+** ev:wait and gpu.wait then poll the command and raise "interrupted!" when
+** it answers true (the command goes on). NULL: waits block in OpenCL. */
+extern int (*lg_wait_interrupted)(void);
+
 /* Pushes a new Event owning ev (which must not be NULL; it is released if
 ** pushing fails). The nkeep values at stack indices keep[] (buffers, host
 ** arrays, the queue, a bound call) stay alive until the command completes

@@ -53,13 +53,22 @@ static int report(lua_State *L, int status) {
   return status;
 }
 
-/* Message handler: adds a traceback to the error message. */
+static int push_main_lua(lua_State *L, const char *name);
+
+/* Message handler: adds a traceback to the error message; an error object
+** that is no string prints through its __tostring or the REPL's printer. */
 static int msghandler(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
   if (msg == NULL) {
     if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
       return 1;   /* an error object that describes itself */
-    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    if (push_main_lua(L, "show") == LUA_OK) {   /* else through the REPL's printer */
+      lua_pushvalue(L, 1);
+      if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_type(L, -1) == LUA_TSTRING)
+        msg = lua_pushfstring(L, "error object: %s", lua_tostring(L, -1));
+    }
+    if (msg == NULL)
+      msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
   }
   luaL_traceback(L, L, msg, 1);
   return 1;
@@ -230,10 +239,11 @@ static void print_version(lua_State *L, FILE *f, const char *more) {
   lua_pop(L, 2);
 }
 
-/* The program's Lua half (host/main.lua, host/doctor.lua, embedded:
-** build/main_lua.c): each file a table of functions, made on first use
-** and kept in the registry. Pushes field name of file's table, or returns
-** an error status with the message pushed. */
+/* The program's Lua half (host/main.lua, doctor.lua, help.lua, embedded:
+** build/main_lua.c): each file a table, made on first use (run with the
+** program's name, the probes and help.lua's table) and kept in the
+** registry. Pushes field name of file's table (the table itself when name
+** is NULL), or returns an error status with the message pushed. */
 extern const lg_EmbeddedFile lg_embedded_main[];
 #define MAIN_LUA_KEY "luagpu.main_lua"
 
@@ -255,14 +265,19 @@ static int push_part(lua_State *L, const char *file, const char *name) {
     if (status == LUA_OK) {
       lua_pushstring(L, PROGNAME);
       lg_push_probes(L);
-      status = lua_pcall(L, 2, 1, 0);
+      if (strcmp(file, "help.lua") == 0) lua_pushnil(L);
+      else status = push_part(L, "help.lua", NULL);
+      if (status == LUA_OK) status = lua_pcall(L, 3, 1, 0);
+      else lua_replace(L, -4);   /* the error where the function was */
     }
     if (status != LUA_OK) { lua_remove(L, -2); return status; }
     lua_pushvalue(L, -1);
     lua_setfield(L, -3, file);
   }
-  lua_getfield(L, -1, name);
-  lua_remove(L, -2);
+  if (name != NULL) {
+    lua_getfield(L, -1, name);
+    lua_remove(L, -2);
+  }
   lua_remove(L, -2);
   return LUA_OK;
 }
@@ -314,35 +329,63 @@ static int stdin_tty = 0;
 
 #ifdef LUAGPU_READLINE
 static char history_path[4096];
-static int history_added = 0;
 
-static void history_save(void) {
-  if (history_path[0] == '\0' || history_added == 0) return;
-  if (access(history_path, F_OK) == 0)
-    append_history(history_added < history_length ? history_added : history_length,
-                   history_path);
-  else
-    write_history(history_path);
-  history_truncate_file(history_path, HISTORY_MAX);
-  history_added = 0;
-}
-
-/* Reads ~/.luagpu_history ($HOME's) and saves the new lines at exit, also
-** when a script calls os.exit. */
+/* Reads ~/.luagpu_history ($HOME's). Entries are written with a timestamp
+** line before each ("#1700000000"), so that a multi-line chunk reads back
+** as one entry. */
 static void history_start(void) {
   const char *home = getenv("HOME");
   stifle_history(HISTORY_MAX);
+  history_comment_char = '#';
+  history_write_timestamps = 1;
+  history_multiline_entries = 1;
   if (home == NULL || home[0] == '\0') return;
   snprintf(history_path, sizeof history_path, "%s/" HISTORY_FILE, home);
   read_history(history_path);
-  atexit(history_save);
+  history_truncate_file(history_path, 4 * HISTORY_MAX);
 }
 
-static void history_add(const char *line) {
+/* Adds a chunk (all its lines: Up recalls it whole) and appends it to the
+** file at once, so that no way out (os.exit, a signal, a crash) loses it. */
+static void history_add(const char *chunk) {
   HIST_ENTRY *last = history_length > 0 ? history_get(history_base + history_length - 1) : NULL;
-  if (line[0] == '\0' || (last != NULL && strcmp(last->line, line) == 0)) return;
-  add_history(line);
-  history_added++;
+  if (chunk[0] == '\0' || (last != NULL && strcmp(last->line, chunk) == 0)) return;
+  add_history(chunk);
+  if (history_path[0] == '\0') return;
+  if (access(history_path, F_OK) == 0) append_history(1, history_path);
+  else write_history(history_path);
+}
+
+/* Tab: the candidates come from main.lua's complete(word), where a word
+** runs over names, dots and colons ("gpu.de", "dev:", "b.ty"). */
+static lua_State *complete_L = NULL;
+
+static char *complete_next(const char *text, int state) {
+  static lua_Integer i;
+  lua_State *L = complete_L;
+  char *match = NULL;
+  int top = lua_gettop(L);
+  if (state == 0) {
+    i = 0;
+    if (push_main_lua(L, "complete") == LUA_OK) {
+      lua_pushstring(L, text);
+      if (lua_pcall(L, 1, 1, 0) != LUA_OK || !lua_istable(L, -1)) lua_pushnil(L);
+    }
+    lua_setfield(L, LUA_REGISTRYINDEX, "luagpu.completions");
+    lua_settop(L, top);
+  }
+  if (lua_getfield(L, LUA_REGISTRYINDEX, "luagpu.completions") == LUA_TTABLE &&
+      lua_rawgeti(L, -1, ++i) == LUA_TSTRING)
+    match = strdup(lua_tostring(L, -1));
+  lua_settop(L, top);
+  return match;
+}
+
+static char **complete(const char *text, int start, int end) {
+  (void)start, (void)end;
+  rl_attempted_completion_over = 1;      /* never file names */
+  rl_completion_append_character = '\0';
+  return rl_completion_matches(text, complete_next);
 }
 
 static char *rl_line = NULL;
@@ -393,7 +436,6 @@ static int push_line(lua_State *L, int first) {
     line = readline_line(prompt, &interrupted);
     if (line == NULL) return interrupted ? -1 : 0;
     lua_pushstring(L, line);
-    history_add(line);
     free(line);
     return 1;
 #else
@@ -463,19 +505,42 @@ static int read_chunk(lua_State *L) {
     lua_insert(L, -2);
     lua_concat(L, 3);
   }
+#ifdef LUAGPU_READLINE
+  if (stdin_tty) history_add(lua_tostring(L, -2));
+#endif
   lua_remove(L, -2);   /* the code */
   return status;
 }
 
+/* help([v]): prints main.lua's help(v), whose function is upvalue 1. */
+static int help(lua_State *L) {
+  lua_settop(L, 1);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, 1, 1);
+  puts(luaL_checkstring(L, -1));
+  fflush(stdout);
+  return 0;
+}
+
 /* The banner: version and default device (or why there is none). */
 static void print_banner(lua_State *L, FILE *f) {
-  print_version(L, f, "  gpu.devices() lists devices, Ctrl-D exits");
+  print_version(L, f, "  help() for help, Ctrl-D exits");
   if (push_main_lua(L, "banner") == LUA_OK) {
     lua_getglobal(L, "gpu");
     if (docall(L, 1, 1) == LUA_OK) fprintf(f, "%s\n", lua_tostring(L, -1));
   }
   lua_pop(L, 1);
   fflush(f);
+}
+
+/* While the REPL runs code, waits on commands poll this: after a Ctrl-C it
+** stops the hook the signal set (the wait raises instead) and says so. */
+static int wait_interrupted(void) {
+  if (!got_sigint || globalL == NULL) return 0;
+  lua_sethook(globalL, NULL, 0, 0);
+  got_sigint = 0;
+  return 1;
 }
 
 /* The REPL: on a terminal with prompts, line editing and history; fed
@@ -490,9 +555,15 @@ static void repl(lua_State *L) {
   if (stdin_tty) {
     rl_readline_name = PROGNAME;
     rl_catch_signals = 0;
+    complete_L = L;
+    rl_attempted_completion_function = complete;
+    rl_completer_word_break_characters = " \t\n\"\\'`@$><=;|&{(,+-*/%^~#[]}";
     history_start();
   }
 #endif
+  if (push_main_lua(L, "help") == LUA_OK) lua_pushcclosure(L, help, 1);
+  lua_setglobal(L, "help");   /* nil (no help) if main.lua failed */
+  lg_wait_interrupted = wait_interrupted;
   while ((status = read_chunk(L)) != -1) {
     if (status == -2) continue;   /* Ctrl-C at the prompt: a fresh one */
     if (status == LUA_OK) {
@@ -503,6 +574,7 @@ static void repl(lua_State *L) {
     }
     report(L, status);
   }
+  lg_wait_interrupted = NULL;
   if (stdin_tty) fputs("\n", stdout);
   fflush(stdout);
   progname = oldprogname;

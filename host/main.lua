@@ -1,8 +1,9 @@
 -- host/main.lua: the Lua half of the luagpu program (host/main.c), embedded
--- into it at build time: the --devices table, the banner's device line and
--- the REPL's printer. main.c runs this chunk once, with the program's name,
--- and keeps the table it returns.
-local progname = ...
+-- into it at build time: the --devices table, the banner's device line, the
+-- REPL's printer, its Tab completion and help(). main.c runs this chunk
+-- once, with the program's name, the probes of probe.c and the table of
+-- host/help.lua, and keeps the table it returns.
+local progname, _, H = ...
 local M = {}
 
 local function mem(n)
@@ -97,36 +98,86 @@ local function showtable(t, depth, seen)
   return "{" .. table.concat(parts, ", ") .. "}"
 end
 
+-- Host arrays: one line of values, or for a shaped array of scalars, a
+-- matrix (leading dimensions as rows), elided in the middle past 10 rows or
+-- columns, right-aligned.
+local maxrows, maxcols = 10, 10
+
+local function showmatrix(head, a, fmt, rows, cols)
+  local function pick(n, max)
+    local list = {}
+    if n <= max then
+      for i = 1, n do list[i] = i end
+    else
+      for i = 1, max // 2 do list[#list + 1] = i end
+      list[#list + 1] = false
+      for i = n - max // 2 + 1, n do list[#list + 1] = i end
+    end
+    return list
+  end
+  local rlist, clist, width, cells = pick(rows, maxrows), pick(cols, maxcols), {}, {}
+  for r, i in ipairs(rlist) do
+    cells[r] = {}
+    for c, j in ipairs(clist) do
+      local s = "..."
+      if i and j then
+        local v = a[(i - 1) * cols + j]
+        s = fmt and string.format(fmt, v) or tostring(v)
+      elseif not i and j then
+        s = ":"
+      end
+      cells[r][c] = s
+      width[c] = math.max(width[c] or 0, #s)
+    end
+  end
+  local lines = {head}
+  for r, row in ipairs(cells) do
+    for c, s in ipairs(row) do row[c] = string.rep(" ", width[c] - #s) .. s end
+    lines[#lines + 1] = (r == 1 and "{{" or " {") .. table.concat(row, ", ")
+                        .. (r == #cells and "}}" or "},")
+  end
+  return table.concat(lines, "\n")
+end
+
 local function showarray(a)
-  local head = tostring(a)
-  local ok, n = pcall(function() return #a end)
-  if not ok or head:find("{", 1, true) then return head end
+  local head = tostring(a):match("^[^:]*")
+  local n = #a
   local fmt = tostring(a.type):match("^float") and "%.7g" or nil
+  local shape = a.shape
+  if #shape >= 2 and n == a.count and n > 0 then
+    local cols = shape[#shape]
+    return showmatrix(head .. ":", a, fmt, n // cols, cols)
+  end
   local parts = {}
   for i = 1, math.min(n, maxitems) do
     local v = a[i]
     parts[i] = fmt and string.format(fmt, v) or tostring(v)
   end
   if n > maxitems then parts[#parts + 1] = "... (" .. n - maxitems .. " more)" end
-  return head .. " {" .. table.concat(parts, ", ") .. "}"
+  return head .. ": {" .. table.concat(parts, ", ") .. "}"
 end
 
 function show(v, depth, seen)
   local t = type(v)
   if t == "string" then return quote(v) end
   if t == "table" then
-    local mt = getmetatable(v)
+    local mt = debug.getmetatable(v)
     if type(mt) == "table" and rawget(mt, "__tostring") then return tostring(v) end
     return showtable(v, depth, seen)
   end
   if t == "userdata" then
-    local mt = getmetatable(v)
+    local mt = debug.getmetatable(v)
     if depth == 1 and type(mt) == "table" and rawget(mt, "__name") == "luagpu.Array" then
       local ok, s = pcall(showarray, v)
       if ok then return s end
     end
   end
   return tostring(v)
+end
+
+-- One value as the printer shows it inside a table (error objects).
+function M.show(v)
+  return show(v, 1, {})
 end
 
 function M.printer(...)
@@ -136,6 +187,120 @@ function M.printer(...)
     out[i] = type(v) == "string" and v or show(v, 1, {})
   end
   return table.concat(out, "\t", 1, out.n)
+end
+
+-- ------------------------------------------------------ help and Tab
+
+local function class_of(v)
+  local mt = debug.getmetatable(v)
+  local name = type(mt) == "table" and rawget(mt, "__name")
+  return mt, type(name) == "string" and name or nil
+end
+
+local function is_name(k)
+  return type(k) == "string" and k:match("^[%a_][%w_]*$") and not keywords[k]
+end
+
+-- The names v answers to after sep ("." fields and methods, ":" methods):
+-- its own keys when a table, then its metatables' __methods, luagpu's
+-- documented fields, and __index tables, up a chain of at most 8.
+local function names_of(v, sep)
+  local out, seen = {}, {}
+  local function add(k, val, field)
+    if is_name(k) and not seen[k] and (sep ~= ":" or type(val) == "function" and not field) then
+      seen[k] = true
+      out[#out + 1] = k
+    end
+  end
+  if type(v) == "table" then for k, val in next, v do add(k, val) end end
+  local mt, name = class_of(v)
+  for _ = 1, 8 do
+    if type(mt) ~= "table" then break end
+    local methods = rawget(mt, "__methods")
+    if type(methods) == "table" then for k, val in next, methods do add(k, val) end end
+    local cls = name and H.classes[name]
+    if cls and sep ~= ":" then
+      for _, f in ipairs(cls.fields) do add(f, nil, true) end
+    end
+    local index = rawget(mt, "__index")
+    if type(index) ~= "table" then break end
+    for k, val in next, index do add(k, val) end
+    mt, name = class_of(index)
+  end
+  table.sort(out)
+  return out
+end
+
+-- v[k] without raising: tables raw first, then through metamethods.
+local function get(v, k)
+  if type(v) == "table" and rawget(v, k) ~= nil then return rawget(v, k) end
+  local ok, r = pcall(function() return v[k] end)
+  return ok and r or nil
+end
+
+-- Tab: the completions of word ("gpu.de", "dev:", "b.ty", "pri"), whole.
+function M.complete(word)
+  local path, sep, prefix = word:match("^([%w_.]-)([.:]?)([%w_]*)$")
+  if not path then return {} end
+  local v, names = _G, nil
+  if sep == "" then
+    names = names_of(_G, ".")
+    for k in pairs(keywords) do names[#names + 1] = k end
+  else
+    for part in (path .. "."):gmatch("([^.]*)%.") do
+      if not is_name(part) then return {} end
+      v = get(v, part)
+      if v == nil then return {} end
+    end
+    names = names_of(v, sep)
+  end
+  local out, start = {}, path .. sep
+  for _, k in ipairs(names) do
+    if k:sub(1, #prefix) == prefix then out[#out + 1] = start .. k end
+  end
+  table.sort(out)
+  return out
+end
+
+local GENERAL = [[
+help(v) shows what v offers: help(gpu), help(gpu.device()), help(buffer), ...
+Tab completes names, fields and methods (gpu.de<Tab>, dev:<Tab>, b.<Tab>).
+Up recalls earlier chunks whole; Ctrl-C stops running code or a wait; Ctrl-D exits.
+The reference is docs/API.md (installed: share/doc/luagpu), or man luagpu.]]
+
+-- help(v): what v offers, one line per method (from host/help.lua).
+function M.help(v)
+  if v == nil then return GENERAL end
+  local gpu = package.loaded.luagpu
+  if rawequal(v, gpu) then
+    local lines = {"gpu: the luagpu module"}
+    for _, k in ipairs(names_of(gpu, ".")) do
+      lines[#lines + 1] = "  " .. (H.module[k] or ("gpu." .. k .. (type(gpu[k]) == "function"
+                                   and "(...)" or "")))
+    end
+    return table.concat(lines, "\n")
+  end
+  local mt, name = class_of(v)
+  local cls = name and H.classes[name]
+  local head = cls and name or (name or type(v))
+  local lines = {head}
+  if cls and #cls.fields > 0 then
+    lines[1] = head .. ": fields " .. table.concat(cls.fields, ", ")
+  end
+  local methods = names_of(v, ":")
+  if type(v) == "table" and not mt then
+    local keys = names_of(v, ".")
+    if #keys > 0 then lines[1] = "table: fields " .. table.concat(keys, ", ") end
+    methods = {}
+  end
+  if type(v) == "string" then methods = {} end
+  for _, k in ipairs(methods) do
+    lines[#lines + 1] = "  " .. (cls and cls.methods[k] or (":" .. k .. "(...)"))
+  end
+  if #lines == 1 and not cls and type(v) ~= "table" then
+    lines[1] = head .. ": " .. tostring(v)
+  end
+  return table.concat(lines, "\n")
 end
 
 return M

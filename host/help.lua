@@ -1,0 +1,94 @@
+-- host/help.lua: the REPL's help(obj) and what Tab completes of luagpu's
+-- objects, embedded into the program. One line per method and the field
+-- names of each class, written from docs/API.md (a spec checks that every
+-- method a class has is here). Returns {classes = {[metatable name] =
+-- {fields =, methods =}}, module = {[name] = line}}.
+local H = {classes = {}}
+
+H.module = {
+  version = "gpu.version: the version string, \"x.y.z\"",
+  now = "gpu.now(): monotonic wall-clock seconds (a float)",
+  root = "gpu.root: the checkout or install folder of the helpers and kernels (nil if none)",
+  platforms = "gpu.platforms(): {Platform, ...}, tables with name, vendor, version, devices",
+  devices = "gpu.devices([kind]): {Device, ...}; kind \"gpu\", \"cpu\", \"accelerator\" or \"all\"",
+  device = "gpu.device([spec]): one Device: $LUAGPU_DEVICE, else the first GPU, else the first CPU",
+  type = "gpu.type(v): \"Device\", \"Buffer\", ... for luagpu's objects, nil for anything else",
+  kernel_source = "gpu.kernel_source(name): the source of a built-in kernels/NAME.cl",
+  array = "gpu.array(type, n | table | shape): a typed host array, zero-filled or from a table",
+  load = "gpu.load(path): a host array from a NumPy .npy file",
+  localmem = "gpu.localmem(type, count): local memory per work-group, for a __local parameter",
+  wait = "gpu.wait(ev, ...): waits for all, raises if one failed, returns their results",
+}
+
+local function class(name, fields, methods)
+  H.classes["luagpu." .. name] = {fields = fields, methods = methods}
+end
+
+class("Device", {
+  "name", "vendor", "type", "platform", "version", "driver_version", "opencl_c_version",
+  "profile", "compute_units", "clock_mhz", "global_mem_size", "local_mem_size",
+  "max_alloc_size", "constant_buffer_size", "max_work_group_size", "max_work_item_sizes",
+  "address_bits", "mem_base_addr_align", "fp64", "available", "host_unified_memory",
+  "max_constant_args", "timer_resolution_ns", "extensions", "preferred_vector_width",
+}, {
+  buffer = "dev:buffer(type, n | shape [, {access =, host =}]): a zero-filled device buffer",
+  scalar = "dev:scalar(type): a one-element buffer; its read gives the number",
+  build = "dev:build(source [, {options =, defines =}]): compiles OpenCL C into a Program",
+  build_file = "dev:build_file(path [, opts]): the same for a file",
+  queue = "dev:queue([{out_of_order =, profiling =}]): a new command queue",
+  default_queue = "dev:default_queue(): the in-order queue commands go to by default",
+  set_profiling = "dev:set_profiling(on): the default queue profiles from now on, or not",
+  finish = "dev:finish(): blocks until the default queue's commands are done",
+  flush = "dev:flush(): submits the default queue's commands without waiting",
+  run = "dev:run(call, global [, local] [, ev...] [, opts]): call:run after the events",
+  summary = "dev:summary(): every field, one per line",
+})
+
+class("Queue", {"device", "profiling", "out_of_order", "default"}, {
+  finish = "q:finish(): blocks until every command on q is done",
+  flush = "q:flush(): submits the queued commands without waiting",
+  marker = "q:marker([{wait =}]): an Event done when the waited events (or all before) are",
+  barrier = "q:barrier([{wait =}]): a marker that later commands on q wait for too",
+  release = "q:release(): lets the queue go; pending commands still complete",
+})
+
+class("Array", {"type", "count", "shape", "bytes"}, {
+  totable = "a:totable(): a flat Lua table of every value (row-major)",
+  fill = "a:fill(v): sets every value; returns a",
+  copy = "a:copy([type]): a new array of the same shape, converted to type",
+  save = "a:save(path): writes a NumPy .npy file",
+})
+
+class("Buffer", {"type", "shape", "count", "bytes", "device", "access", "parent", "offset",
+                 "root"}, {
+  write = "b:write(src [, opts]): Event; src a host array, a flat table, or a number",
+  read = "b:read([dst] [, opts]): Event whose wait() gives the host array",
+  get = "b:get([dst] [, opts]): blocking read: the host array (or the number)",
+  fill = "b:fill(value [, opts]): Event; every element set to value",
+  copy_to = "b:copy_to(dst [, opts]): Event; device to device, same type and count",
+  sub = "b:sub(first, last): a view of elements first..last (1-based, inclusive)",
+  release = "b:release(): frees the device memory now (also __gc, __close)",
+})
+
+class("Event", {"status", "duration", "command"}, {
+  wait = "ev:wait(): blocks; the command's result (a read's array), raises if it failed",
+  profile = "ev:profile(): {queued =, submit =, start =, [\"end\"] =, duration =} in ns",
+  release = "ev:release(): waits for the command, then lets the event go",
+})
+
+class("Program", {"kernels", "log", "options", "file", "device", "cached"}, {
+  kernel = "prog:kernel(name): the Kernel name (prog.NAME also works)",
+  release = "prog:release(): lets the program and its kernels go",
+})
+
+class("Kernel", {"name", "nargs", "program", "args", "work_group_size",
+                 "preferred_work_group_size_multiple", "local_mem_size",
+                 "private_mem_size"}, {})
+
+class("Call", {}, {
+  run = "call:run(global [, local] [, opts]): enqueues the kernel; returns an Event",
+})
+
+class("LocalMem", {}, {})
+
+return H

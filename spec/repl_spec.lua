@@ -1,0 +1,223 @@
+-- The REPL on a terminal: luagpu runs in a pseudo-terminal (util-linux's
+-- `script`), and each keystroke sequence is typed only once the output
+-- shows what it waits for (a count of prompts, or a text), so no step
+-- depends on timing. Tab completion, multi-line history, Ctrl-C during a
+-- wait on a kernel; help(), matrices and error objects through a pipe.
+local BUILD = os.getenv("LUAGPU_BUILD") or "build"
+local PROG = BUILD .. "/luagpu"
+if PROG:sub(1, 1) ~= "/" then PROG = io.popen("pwd"):read("l") .. "/" .. PROG end
+
+local support = require "support"
+local shell_quote, write_file, read_file = support.shell_quote, support.write_file,
+                                           support.read_file
+
+local function tmpdir()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir " .. shell_quote(dir)))
+  return dir
+end
+
+-- Runs the REPL in a pseudo-terminal with HOME=home. steps: a list of
+-- {prompts = n | text = s, keys = bytes}: the keys are typed once the
+-- output holds n prompts "gpu> " (or the text s). Returns the output with
+-- carriage returns taken out, and the exit status line ("rc 0").
+local function session(home, steps)
+  local dir = tmpdir()
+  local sh = {
+    "cd " .. shell_quote(dir),
+    "mkfifo in.fifo",
+    string.format("HOME=%s TERM=dumb script -qfec %s /dev/null <in.fifo >out.txt 2>&1 & pid=$!",
+                  shell_quote(home), shell_quote(PROG)),
+    "exec 3>in.fifo",
+    -- step CONDITION N: types keysN once CONDITION holds; after 60 s without,
+    -- ends the session (the assertions then say what was missing)
+    "step() { i=0; until eval \"$1\"; do sleep 0.05; i=$((i+1)); if [ $i -gt 1200 ]; then "
+      .. "echo \"step $2 timed out\"; kill $pid; exec 3>&-; wait $pid; exit 0; fi; done; "
+      .. "cat keys$2 >&3; }",
+  }
+  for i, step in ipairs(steps) do
+    write_file(dir .. "/keys" .. i, step.keys)
+    local ready = step.text and "grep -qF " .. shell_quote(step.text) .. " out.txt"
+                  or "[ \"$(grep -o 'gpu> ' out.txt | wc -l)\" -ge " .. step.prompts .. " ]"
+    sh[#sh + 1] = "step " .. shell_quote(ready) .. " " .. i
+  end
+  sh[#sh + 1] = "exec 3>&-"
+  sh[#sh + 1] = "wait $pid; echo \"rc $?\""
+  local p = io.popen(table.concat(sh, "\n"))
+  local status = p:read("a")
+  p:close()
+  local out = read_file(dir .. "/out.txt"):gsub("\r", "")
+  os.execute("rm -r " .. shell_quote(dir))
+  return out, status
+end
+
+-- Runs the REPL with input through a pipe; returns stdout and stderr.
+local function piped(input)
+  local inpath, errpath = os.tmpname(), os.tmpname()
+  write_file(inpath, input)
+  local p = io.popen(string.format("%s <%s 2>%s", shell_quote(PROG), shell_quote(inpath),
+                                   shell_quote(errpath)))
+  local out = p:read("a")
+  p:close()
+  local err = read_file(errpath)
+  os.remove(inpath)
+  os.remove(errpath)
+  return out, err
+end
+
+describe("the REPL on a terminal", function()
+  it("completes globals, module fields, methods and fields with Tab", function()
+    local home = tmpdir()
+    local out, status = session(home, {
+      {prompts = 1, keys = "gpu.versi\t\n"},
+      {prompts = 2, keys = "dev = gpu.device()\n"},
+      {prompts = 3, keys = "dev:summ\t():match('^name')\n"},
+      {prompts = 4, keys = "b = dev:buffer('int', 5)\n"},
+      {prompts = 5, keys = "b.ty\t\n"},
+      {prompts = 6, keys = "a = gpu.array('int', 3)\n"},
+      {prompts = 7, keys = "a:fi\t(7)\n"},
+      {prompts = 8, keys = "t = {alpha = 6 * 7}\n"},
+      {prompts = 9, keys = "t.alp\t\n"},
+      {prompts = 10, keys = "pri\t('printed')\n"},
+      {prompts = 11, keys = "\4"},
+    })
+    os.execute("rm -r " .. shell_quote(home))
+    assert.equals("rc 0\n", status)
+    assert.matches("gpu> gpu.version\n" .. require("luagpu").version .. "\n", out, 1, true)
+    assert.matches("gpu> dev:summary():match('^name')\nname\n", out, 1, true)
+    assert.matches("gpu> b.type\nint\n", out, 1, true)
+    assert.matches("gpu> a:fill(7)\nluagpu.Array<int>[3]: {7, 7, 7}\n", out, 1, true)
+    assert.matches("gpu> t.alpha\n42\n", out, 1, true)
+    assert.matches("gpu> print('printed')\nprinted\n", out, 1, true)
+  end)
+
+  it("lists the candidates on a second Tab", function()
+    local home = tmpdir()
+    local out, status = session(home, {
+      {prompts = 1, keys = "dev = gpu.device()\n"},
+      {prompts = 2, keys = "dev:bu\t\t"},
+      {text = "dev:build_file", keys = "\3"},
+      {prompts = 4, keys = "\4"},
+    })
+    os.execute("rm -r " .. shell_quote(home))
+    assert.equals("rc 0\n", status)
+    -- the first Tab finds nothing to add to "dev:bu", the second lists
+    assert.matches("dev:buffer%s+dev:build%s+dev:build_file", out)
+  end)
+
+  it("keeps a multi-line chunk as one history entry, saved at once", function()
+    local home = tmpdir()
+    local _, status = session(home, {
+      {prompts = 1, keys = "function f()\n  return 6 * 7\nend\n"},
+      {prompts = 2, keys = "\4"},
+    })
+    assert.equals("rc 0\n", status)
+    local hist = read_file(home .. "/.luagpu_history")
+    assert.matches("^#%d+\nfunction f%(%)\n  return 6 %* 7\nend\n$", hist)
+    -- a new session: Ctrl-P (previous) recalls the whole chunk
+    local out, status2 = session(home, {
+      {prompts = 1, keys = "\16\n"},
+      {prompts = 2, keys = "f()\n"},
+      {prompts = 3, keys = "\4"},
+    })
+    os.execute("rm -r " .. shell_quote(home))
+    assert.equals("rc 0\n", status2)
+    assert.matches("\n42\n", out, 1, true)
+    assert.not_matches("expected", out, 1, true)
+  end)
+
+  it("returns to the prompt on Ctrl-C while waiting on a kernel; history survives os.exit",
+     function()
+    local home = tmpdir()
+    local out, status = session(home, {
+      {prompts = 1, keys = "dev = gpu.device() p = dev:build[[kernel void spin(global uint *x, "
+                           .. "uint n) { uint s = 1; for (uint i = 0; i < n; i++) s = s * "
+                           .. "1664525u + i; x[0] = s; }]] b = dev:buffer('uint', 1)\n"},
+      -- about 6 s of work on a CPU: far longer than the Ctrl-C takes to come
+      {prompts = 2, keys = "ev = p.spin(b, 4000000000):run({1}) print('wai' .. 'ting') ev:wait()\n"},
+      {text = "waiting", keys = "\3"},
+      {prompts = 3, keys = "print(ev.status ~= 'complete', 6 * 7)\n"},
+      {prompts = 4, keys = "os.exit(0)\n"},
+    })
+    local hist = read_file(home .. "/.luagpu_history")
+    os.execute("rm -r " .. shell_quote(home))
+    assert.equals("rc 0\n", status)
+    assert.matches("interrupted! (the kernel spin command goes on)\nstack traceback:", out, 1, true)
+    assert.matches("\ntrue\t42\n", out, 1, true)
+    assert.matches("\nprint(ev.status ~= 'complete', 6 * 7)\n#", hist, 1, true)
+    assert.matches("\nos%.exit%(0%)\n$", hist)
+  end)
+end)
+
+describe("the REPL's help and printer", function()
+  it("help() lists an object's methods, one line each, and the module's functions", function()
+    local out = piped("help(gpu)\nhelp(gpu.device())\nhelp(gpu.array('int', 2))\n"
+                      .. "help(setmetatable({}, {__index = {go = function() end}}))\nhelp(7)\n")
+    assert.matches("gpu: the luagpu module\n  gpu.array(type, n | table | shape): ", out, 1, true)
+    assert.matches("\n  gpu.wait(ev, ...): waits for all", out, 1, true)
+    assert.matches("\nluagpu.Device: fields name, vendor, type, ", out, 1, true)
+    assert.matches("\n  dev:build(source [, {options =, defines =}]): compiles OpenCL C into a "
+                   .. "Program\n", out, 1, true)
+    assert.matches("\nluagpu.Array: fields type, count, shape, bytes\n  a:copy([type]): ", out, 1, true)
+    assert.matches("\ntable\n  :go(...)\n", out, 1, true)
+    assert.matches("\nnumber: 7\n", out, 1, true)
+  end)
+
+  it("has a help line for every method of every luagpu class", function()
+    local p = io.popen(shell_quote(PROG) .. " -e " .. shell_quote([[
+      local missing = {}
+      for name, mt in pairs(debug.getregistry()) do
+        if type(name) == "string" and name:match("^luagpu%.") and type(mt) == "table"
+           and type(rawget(mt, "__methods")) == "table" then
+          local text = (function()
+            local o = {}
+            for k in pairs(mt.__methods) do o[#o + 1] = k end
+            return o
+          end)()
+          for _, k in ipairs(text) do missing[#missing + 1] = name .. ":" .. k end
+        end
+      end
+      table.sort(missing)
+      io.write("methods ", table.concat(missing, " "), "\n")
+    ]]) .. " 2>&1")
+    local out = p:read("a")
+    p:close()
+    local help = dofile("host/help.lua")
+    local count = 0
+    for entry in out:match("methods ([^\n]*)"):gmatch("%S+") do
+      local class, method = entry:match("^(.-):(.*)$")
+      local c = help.classes[class]
+      assert(c and c.methods[method], "no line for " .. entry .. " in host/help.lua")
+      count = count + 1
+    end
+    assert.is_true(count >= 20, out)
+  end)
+
+  it("prints shaped host arrays as matrices, elided past 10 rows and columns", function()
+    local out = piped([[
+      dev = gpu.device()
+      dev:buffer("int", {2, 3}, {host = {1, 2, 3, 4, 5, 6}}):get()
+      a = gpu.array("int", 12 * 13) for i = 1, #a do a[i] = i end
+      dev:buffer("int", {12, 13}, {host = a}):get()
+    ]] .. "\n")
+    assert.matches("luagpu.Array<int>[2x3]:\n{{1, 2, 3},\n {4, 5, 6}}\n", out, 1, true)
+    local rows = {}
+    for line in out:gmatch("[^\n]+") do rows[#rows + 1] = line end
+    local at
+    for i, line in ipairs(rows) do if line == "luagpu.Array<int>[12x13]:" then at = i end end
+    assert.is_number(at)
+    assert.equals("{{  1,   2,   3,   4,   5, ...,   9,  10,  11,  12,  13},", rows[at + 1])
+    assert.equals(" {  :,   :,   :,   :,   :, ...,   :,   :,   :,   :,   :},", rows[at + 6])
+    assert.equals(" {144, 145, 146, 147, 148, ..., 152, 153, 154, 155, 156}}", rows[at + 11])
+  end)
+
+  it("prints error objects through __tostring or the table printer", function()
+    local _, err = piped("error({code = 42, 'x'})\n"
+                         .. "error(setmetatable({}, {__tostring = function() return 'mine' end}))\n"
+                         .. "error()\n")
+    assert.matches('error object: {"x", code = 42}\nstack traceback:', err, 1, true)
+    assert.matches("\nmine\n", err, 1, true)
+    assert.matches("error object: nil\nstack traceback:", err, 1, true)
+  end)
+end)
