@@ -1,0 +1,264 @@
+-- luagpu.algo sorts: keys of every scalar type with their edge values
+-- (minimum and maximum integers, NaN, -0.0, infinities) against
+-- table.sort, stability, values, argsort, descending, rows, and the error
+-- messages.
+local gpu = require "luagpu"
+local algo = require "luagpu.algo"
+local support = require "support"
+local has_error = support.has_error
+
+local dev = gpu.device()
+
+local SCALARS = {"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
+                 "float", "double"}
+local RANGE = {char = {-128, 127}, uchar = {0, 255}, short = {-32768, 32767},
+               ushort = {0, 65535}, int = {-2147483648, 2147483647}, uint = {0, 4294967295},
+               long = {math.mininteger, math.maxinteger}}
+local FLOAT = {float = true, double = true}
+
+-- n random keys of type t, with the type's edge values among them. ulong
+-- keys above 2^63 read back as negative Lua integers, so the ulong keys
+-- here stay in [0, 2^63). Floats: multiples of 1/8 (exact in float).
+local function random_keys(t, n)
+  local v = {}
+  for i = 1, n do
+    if FLOAT[t] then v[i] = math.random(-4000, 4000) / 8
+    elseif t == "ulong" then v[i] = math.random(0, math.maxinteger)
+    else v[i] = math.random(RANGE[t][1], RANGE[t][2]) end
+  end
+  local edges
+  if FLOAT[t] then edges = {0 / 0, -0.0, 0.0, 1 / 0, -1 / 0, 0 / 0, -0.0}
+  elseif t == "ulong" then edges = {0, math.maxinteger, 0}
+  else edges = {RANGE[t][1], RANGE[t][2], RANGE[t][1], 0} end
+  for k, e in ipairs(edges) do
+    if n >= 2 * #edges then v[math.random(1, n)] = e elseif k <= n then v[k] = e end
+  end
+  return v
+end
+
+local function buffer(t, v)
+  local b = dev:buffer(t, #v)
+  if #v > 0 then b:write(v):wait() end
+  return b
+end
+
+local function get(b) return #b > 0 and b:get():totable() or {} end
+
+-- The order of x: class 1 for NaN (above everything), else class 0 and
+-- the value, with -0.0 below +0.0 (tie).
+local function order(x)
+  if x ~= x then return 1, 0, 0 end
+  if x == 0 then return 0, 0, (1 / x < 0) and 0 or 1 end
+  return 0, x, 0
+end
+
+-- The 1-based positions of v in stable sorted order (descending: the
+-- order reversed, NaNs first, equal keys still in their first order), each
+-- row of rl sorted on its own.
+local function reference(v, desc, rl)
+  rl = rl or #v
+  local cls, val, tie = {}, {}, {}
+  for i = 1, #v do cls[i], val[i], tie[i] = order(v[i]) end
+  local p = {}
+  for i = 1, #v do p[i] = i end
+  local function less(a, c)
+    if cls[a] ~= cls[c] then return cls[a] < cls[c] end
+    if val[a] ~= val[c] then return val[a] < val[c] end
+    return tie[a] < tie[c]
+  end
+  table.sort(p, function(a, c)
+    local ra, rc = (a - 1) // rl, (c - 1) // rl
+    if ra ~= rc then return ra < rc end
+    if desc then
+      if less(c, a) then return true end
+      if less(a, c) then return false end
+    else
+      if less(a, c) then return true end
+      if less(c, a) then return false end
+    end
+    return a < c
+  end)
+  return p
+end
+
+-- Asserts that keys got are v in the order p (NaN matching NaN, and the
+-- sign of zeros kept).
+local function same_keys(v, p, got, what)
+  assert.equal(#p, #got, what .. ": length")
+  for i = 1, #p do
+    local want, g = v[p[i]], got[i]
+    local ok = want == g and (want ~= 0 or 1 / want == 1 / g) or (want ~= want and g ~= g)
+    if not ok then
+      error(("%s: key %d is %s, expected %s"):format(what, i, tostring(g), tostring(want)), 2)
+    end
+  end
+end
+
+-- Asserts that keys (sorted) and pos (the 1-based positions their values
+-- came from) are v stably sorted: pos a permutation, keys[i] = v[pos[i]],
+-- each key in order after the one before, equal keys in their first order.
+-- Linear, unlike a reference sort.
+local function check_sorted(v, keys, pos, desc, what)
+  local n = #v
+  assert.equal(n, #keys, what .. ": length")
+  assert.equal(n, #pos, what .. ": values' length")
+  local seen = {}
+  local cls, val, tie = {}, {}, {}
+  for i = 1, n do
+    local p = pos[i]
+    if math.type(p) ~= "integer" or p < 1 or p > n or seen[p] then
+      error(("%s: value %d is %s: not a permutation"):format(what, i, tostring(p)), 2)
+    end
+    seen[p] = true
+    local want, g = v[p], keys[i]
+    local ok = want == g and (want ~= 0 or 1 / want == 1 / g) or (want ~= want and g ~= g)
+    if not ok then error(("%s: key %d is %s, expected %s"):format(what, i, tostring(g),
+                                                               tostring(want)), 2) end
+    cls[i], val[i], tie[i] = order(g)
+  end
+  for i = 2, n do
+    local a, c = i - 1, i
+    if desc then a, c = c, a end
+    local lt = cls[a] < cls[c] or cls[a] == cls[c] and (val[a] < val[c] or
+               val[a] == val[c] and tie[a] < tie[c])
+    local eq = cls[a] == cls[c] and val[a] == val[c] and tie[a] == tie[c]
+    if not (lt or eq and pos[i - 1] < pos[i]) then
+      error(("%s: keys %d and %d (%s, %s) out of order"):format(what, i - 1, i,
+            tostring(keys[i - 1]), tostring(keys[i])), 2)
+    end
+  end
+end
+
+local function same(want, got, what)
+  assert.equal(#want, #got, what .. ": length")
+  for i = 1, #want do
+    if want[i] ~= got[i] then
+      error(("%s: element %d is %s, expected %s"):format(what, i, tostring(got[i]),
+                                                       tostring(want[i])), 2)
+    end
+  end
+end
+
+describe("algo.sort", function()
+  for _, t in ipairs(SCALARS) do
+    it("sorts " .. t .. " keys with their edge values, both ways, with values", function()
+      if t == "double" and not dev.fp64 then return end
+      local sizes = {0, 1, 2, 3, 100, math.random(2000, 40000)}
+      if t == "float" or t == "uint" then sizes[#sizes + 1] = math.random(200000, 1 << 20) end
+      for _, n in ipairs(sizes) do
+        local v = random_keys(t, n)
+        for _, desc in ipairs {false, true} do
+          local what = ("%s n=%d descending=%s"):format(t, n, desc)
+          local keys = buffer(t, v)
+          local idx = {}
+          for i = 1, n do idx[i] = i end
+          local vals = buffer("int", idx)
+          local got, ev = algo.sort(keys, {values = vals, descending = desc})
+          assert.equal(keys, got)
+          assert.equal("Event", gpu.type(ev))
+          check_sorted(v, get(keys), get(vals), desc, what)
+        end
+      end
+    end)
+  end
+
+  it("is stable on many equal keys, without values too", function()
+    local n = 100000
+    local v = {}
+    for i = 1, n do v[i] = math.random(1, 5) end
+    local keys = buffer("short", v)
+    algo.sort(keys)
+    same_keys(v, reference(v, false), get(keys), "keys only")
+    local pos = get((algo.argsort(buffer("short", v))))
+    same(reference(v, false), pos, "argsort")
+    same(reference(v, true), get((algo.argsort(buffer("short", v), {descending = true}))),
+         "argsort descending")
+  end)
+
+  it("sorts rows on their own", function()
+    for _, shape in ipairs {{1000, 3}, {7, 1000}, {300, 257}, {1, 5000}} do
+      local rows, rl = shape[1], shape[2]
+      local v = random_keys("float", rows * rl)
+      for _, desc in ipairs {false, true} do
+        local what = ("%d rows of %d, descending=%s"):format(rows, rl, desc)
+        local p = reference(v, desc, rl)
+        local keys = buffer("float", v)
+        local tens = {}
+        for i = 1, #v do tens[i] = i * 10 end
+        local vals = buffer("long", tens)
+        algo.sort(keys, {values = vals, row_length = rl, descending = desc})
+        same_keys(v, p, get(keys), what)
+        local want = {}
+        for i = 1, #p do want[i] = p[i] * 10 end
+        same(want, get(vals), what .. " values")
+        local pos = get((algo.argsort(buffer("float", v), {row_length = rl, descending = desc,
+                                                           base = 0, type = "int"})))
+        for i = 1, #p do want[i] = (p[i] - 1) % rl end
+        same(want, pos, what .. " argsort")
+      end
+    end
+  end)
+
+  it("sorts views and values of another type, on other queues", function()
+    local v = random_keys("int", 30000)
+    local big = buffer("int", v)
+    local sub = {}
+    for i = 1, 20000 do sub[i] = v[i + 4] end
+    local p = reference(sub, false)
+    local view = big:sub(5, 20004)
+    local dv = {}
+    for i = 1, 20000 do dv[i] = i / 4 end
+    if not dev.fp64 then return end
+    local dbuf = dev:buffer("double", 25000)
+    dbuf:sub(3, 20002):write(dv):wait()
+    local ooo = dev:queue{out_of_order = true}
+    local _, ev = algo.sort(view, {values = dbuf:sub(3, 20002), queue = ooo})
+    ev:wait()
+    same_keys(sub, p, get(view), "view")
+    local want = {}
+    for i = 1, #p do want[i] = p[i] / 4 end
+    same(want, get(dbuf:sub(3, 20002)), "double values in a view")
+    assert.equal(v[1], big:get()[1])
+    assert.equal(v[20005], big:get()[20005])
+    local out = dev:buffer("uint", 20000)
+    local got = algo.argsort(view, {out = out, descending = true})
+    assert.equal(out, got)
+    same(reference(get(view), true), get(out), "argsort into out")
+    local tensorish = setmetatable({}, {__tobuffer = function() return buffer("int", sub) end})
+    same(reference(sub, false), get((algo.argsort(tensorish))), "a value with __tobuffer")
+  end)
+end)
+
+describe("algo.sort errors", function()
+  local k = dev:buffer("float", 10)
+  it("names what was expected and what was given", function()
+    has_error("luagpu: algo.sort: argument #1: expected a buffer, got nil", algo.sort)
+    has_error("luagpu: algo.sort: argument #1: expected a buffer of scalars, got int2 elements",
+              algo.sort, dev:buffer("int2", 4))
+    has_error("argument #2: option values: expected 10 elements (as many as the keys), got 9",
+              algo.sort, k, {values = dev:buffer("int", 9)})
+    has_error("argument #2: option values: expected a buffer, got table", algo.sort, k,
+              {values = {1, 2}})
+    has_error("argument #2: option values: the values are the keys", algo.sort, k,
+              {values = k})
+    has_error("argument #2: option values: the output overlaps the input", algo.sort,
+              k:sub(1, 5), {values = k:sub(3, 7)})
+    has_error("argument #2: option descending: expected a boolean, got \"yes\"", algo.sort, k,
+              {descending = "yes"})
+    has_error("argument #2: option row_length: 4 does not divide the 10 elements", algo.sort,
+              k, {row_length = 4})
+    has_error("argument #2: option row_length: expected an integer from 1 to 2^40, got",
+              algo.sort, k, {row_length = 0 / 0})
+    has_error("argument #2: unknown option 'value'", algo.sort, k, {value = k})
+    has_error("luagpu: algo.argsort: argument #2: option base: expected 0 or 1, got 2",
+              algo.argsort, k, {base = 2})
+    has_error("luagpu: algo.argsort: argument #2: option type: expected an integer element " ..
+              "type, got \"float\"", algo.argsort, k, {type = "float"})
+    has_error("luagpu: algo.argsort: argument #2: option out: expected a buffer of int, got long",
+              algo.argsort, k, {type = "int", out = dev:buffer("long", 10)})
+    has_error("luagpu: algo.argsort: argument #2: option out: expected 10 elements, got 3",
+              algo.argsort, k, {out = dev:buffer("long", 3)})
+    has_error("luagpu: algo.argsort: argument #2: option type: char cannot hold positions up to 300",
+              algo.argsort, dev:buffer("int", 300), {type = "char"})
+  end)
+end)
