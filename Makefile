@@ -14,7 +14,8 @@ CC      ?= cc
 
 # Debian packages the build, the specs and the demo need.
 PKGS := gcc make pkg-config lua5.4 liblua5.4-dev ocl-icd-opencl-dev opencl-headers \
-        pocl-opencl-icd lua-busted libreadline-dev libncurses-dev python3-numpy
+        pocl-opencl-icd lua-busted libreadline-dev libncurses-dev python3-numpy \
+        libopenmpi-dev openmpi-bin
 # Only for benchmarks.
 BENCH_PKGS := libclblast-dev
 
@@ -33,19 +34,25 @@ ALL_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -fPIC -fvisib
               -Ihost -Ibuild $(LUA_CFLAGS)
 
 BUILD   ?= build
-MODULE_SRC := errors class types info context root sha256 includes capture module device queue sync array npy event buffer transfer program kernel call cache embed
+MODULE_SRC := errors class types info context root sha256 includes capture module device queue sync array npy event buffer transfer trace program kernel call cache embed
 MODULE_OBJ := $(MODULE_SRC:%=$(BUILD)/%.o) $(BUILD)/kernels.o $(BUILD)/helpers.o
 KERNELS := $(sort $(wildcard kernels/*.cl))
 HELPERS := $(sort $(wildcard lua/luagpu/*.lua))
+
+# luagpu.mpi's C half, a module of its own linked with Open MPI, built
+# where mpicc is found (lua/luagpu/mpi.lua is the half scripts require).
+MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
+MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
+MPI_MODULE := $(if $(MPI_LIBS),$(BUILD)/luagpu_mpi.so)
 
 ifneq ($(RL_STATIC),)
 READLINE_LIBS := $(RL_STATIC) $(TI_STATIC)
 READLINE_DEF  := -DLUAGPU_READLINE
 endif
 
-.PHONY: all deps deps-bench deps-valgrind demo test asan asan-build fuzz valgrind install clean bench
+.PHONY: all mpi deps deps-bench deps-valgrind demo test asan asan-build fuzz valgrind install clean bench
 
-all: $(BUILD)/luagpu.so $(BUILD)/luagpu $(BUILD)/embed_demo $(BUILD)/embed_check
+all: $(BUILD)/luagpu.so $(BUILD)/luagpu $(BUILD)/embed_demo $(BUILD)/embed_check $(MPI_MODULE)
 
 $(BUILD):
 	@mkdir -p $(BUILD)
@@ -87,6 +94,14 @@ $(BUILD)/probe.o: host/probe.c host/probe.h host/internal.h | $(BUILD)
 $(BUILD)/luagpu: $(PROG_OBJ) $(MODULE_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,-E -o $@ $(PROG_OBJ) $(MODULE_OBJ) \
 	    $(if $(LUA_STATIC),$(LUA_STATIC),-llua$(LUAV)) $(READLINE_LIBS) $(CL_LIBS) -lm -ldl
+
+# luagpu.mpi's C half (MPI_MODULE, above).
+
+$(BUILD)/luagpu_mpi.so: host/mpi.c host/luagpu.h | $(BUILD)
+	$(CC) -std=c99 $(WARN) $(CFLAGS) -fPIC -shared $(MPI_CFLAGS) -Ihost $(LUA_CFLAGS) \
+	    $(LDFLAGS) -o $@ $< $(MPI_LIBS) -ldl
+
+mpi: $(BUILD)/luagpu_mpi.so
 
 # The embedding example and its checks: C programs that link the module as
 # a library, found beside them at run time.
@@ -157,6 +172,7 @@ install: all
 	install -m 644 $(HELPERS) $(DESTDIR)$(PREFIX)/share/lua/$(LUAV)/luagpu/
 	$(if $(KERNELS),install -m 644 $(KERNELS) $(DESTDIR)$(PREFIX)/share/luagpu/kernels/)
 	install -m 755 $(BUILD)/luagpu $(DESTDIR)$(PREFIX)/bin/luagpu
+	$(if $(MPI_MODULE),install -m 755 $(MPI_MODULE) $(DESTDIR)$(PREFIX)/lib/lua/$(LUAV)/)
 	install -m 644 host/luagpu.h $(DESTDIR)$(PREFIX)/include/luagpu.h
 
 clean:

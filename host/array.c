@@ -490,7 +490,20 @@ static int arr_copy(lua_State *L) {
   return 1;
 }
 
+/* luagpu_CAPI's to_array (luagpu.h). */
+static void *capi_to_array(lua_State *L, int idx, size_t *nscalars, const char **scalar) {
+  lg_Array *a = lg_testarray(L, idx);
+  if (a == NULL) return NULL;
+  *nscalars = a->bytes / lg_scalar_size(a->type.scalar);
+  *scalar = lg_scalar_names[a->type.scalar];
+  return a->data;
+}
+
+static const luagpu_CAPI capi = {LUAGPU_CAPI_VERSION, capi_to_array};
+
 void lg_open_array(lua_State *L) {
+  lua_pushlightuserdata(L, (void *)&capi);
+  lua_setfield(L, LUA_REGISTRYINDEX, LUAGPU_CAPI);
   static const luaL_Reg methods[] = {
     {"totable", arr_totable}, {"fill", arr_fill}, {"copy", arr_copy}, {NULL, NULL}
   };

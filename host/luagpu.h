@@ -94,6 +94,21 @@ LUAGPU_API cl_event luagpu_to_event(lua_State *L, int idx);
 ** device are clGetCommandQueueInfo's CL_QUEUE_CONTEXT and CL_QUEUE_DEVICE. */
 LUAGPU_API cl_command_queue luagpu_to_queue(lua_State *L, int idx);
 
+/* For C modules loaded beside luagpu that must not link against it (the
+** static program exports its symbols, luagpu.so keeps them local): once
+** luagpu is open, the registry holds at LUAGPU_CAPI a light userdata
+** pointing to this table of functions.
+**   to_array: the data of the host array at idx, or NULL when idx holds no
+**   luagpu.Array (never raises); *nscalars receives the scalars its memory
+**   holds (count * 4 for width-3 types, whose fourth lanes are padding) and
+**   *scalar the name of their type ("float", "ulong"). */
+#define LUAGPU_CAPI "luagpu.capi"
+#define LUAGPU_CAPI_VERSION 1
+typedef struct luagpu_CAPI {
+  int version;
+  void *(*to_array)(lua_State *L, int idx, size_t *nscalars, const char **scalar);
+} luagpu_CAPI;
+
 #ifdef __cplusplus
 }
 #endif

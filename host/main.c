@@ -220,6 +220,7 @@ static void print_usage(FILE *f) {
     "  -W         turn warnings on\n"
     "  --devices  list the OpenCL platforms and devices, then exit\n"
     "  --doctor   check the OpenCL installation, say what is wrong and the fix\n"
+    "  --trace f  record every command; write f (Chrome JSON, or SVG for f.svg)\n"
     "  --help     show this help, then exit\n"
     "  --         stop handling options\n"
     "  -          run stdin as a script and stop handling options\n"
@@ -583,7 +584,7 @@ static void repl(lua_State *L) {
 /* ----------------------------------------------------------------- main */
 
 enum { HAS_E = 1, HAS_I = 2, HAS_V = 4, HAS_BIG_E = 8, HAS_W = 16, HAS_DEVICES = 32,
-       HAS_HELP = 64, HAS_DOCTOR = 128 };
+       HAS_HELP = 64, HAS_DOCTOR = 128, HAS_TRACE = 256 };
 
 /* Scans the options: returns the flags, with *script set to the index of
 ** the script (argc when none), or -1 with *bad the offending index. */
@@ -596,6 +597,10 @@ static int collect_args(char **argv, int argc, int *script, int *bad) {
     if (strcmp(a, "--") == 0) { i++; break; }
     if (strcmp(a, "--devices") == 0) flags |= HAS_DEVICES;
     else if (strcmp(a, "--doctor") == 0) flags |= HAS_DOCTOR;
+    else if (strcmp(a, "--trace") == 0) {
+      flags |= HAS_TRACE;
+      if (++i >= argc) return -1;   /* no file */
+    }
     else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) flags |= HAS_HELP;
     else if (strcmp(a, "-i") == 0) flags |= HAS_I;
     else if (strcmp(a, "-v") == 0) flags |= HAS_V;
@@ -616,13 +621,34 @@ static int run_args(lua_State *L, char **argv, int script) {
   int i;
   for (i = 1; i < script; i++) {
     const char *a = argv[i];
-    if ((a[1] == 'e' || a[1] == 'l') && a[0] == '-') {
+    if (strcmp(a, "--trace") == 0) i++;
+    else if ((a[1] == 'e' || a[1] == 'l') && a[0] == '-') {
       const char *v = a[2] != '\0' ? a + 2 : argv[++i];
       if ((a[1] == 'e' ? dostring(L, v, "=(command line)") : dolibrary(L, v)) != LUA_OK)
         return 0;
     }
   }
   return 1;
+}
+
+/* --trace FILE: the FILE (the last one given before the script). */
+static const char *trace_path(char **argv, int script) {
+  const char *path = NULL;
+  int i;
+  for (i = 1; i + 1 < script; i++)
+    if (strcmp(argv[i], "--trace") == 0) path = argv[++i];
+  return path;
+}
+
+/* gpu.trace(arg): "true" starts the trace, a path stops it and writes it
+** there. Reports an error. */
+static int trace(lua_State *L, const char *arg) {
+  lua_getglobal(L, "gpu");
+  lua_getfield(L, -1, "trace");
+  lua_remove(L, -2);
+  if (strcmp(arg, "true") == 0) lua_pushboolean(L, 1);
+  else lua_pushstring(L, arg);
+  return report(L, docall(L, 1, 0));
 }
 
 /* Everything runs in protected mode: argc and argv come as light userdata
@@ -634,7 +660,8 @@ static int pmain(lua_State *L) {
   int flags = collect_args(argv, argc, &script, &bad);
   if (flags < 0) {
     const char *a = argv[bad];
-    if (a[1] == 'e' || a[1] == 'l') fprintf(stderr, PROGNAME ": '%s' needs an argument\n", a);
+    if (a[1] == 'e' || a[1] == 'l' || strcmp(a, "--trace") == 0)
+      fprintf(stderr, PROGNAME ": '%s' needs an argument\n", a);
     else fprintf(stderr, PROGNAME ": unrecognized option '%s'\n", a);
     print_usage(stderr);
     lua_pushinteger(L, EXIT_FAILURE);
@@ -669,8 +696,14 @@ static int pmain(lua_State *L) {
     return 1;
   }
   if (flags & HAS_V) print_version(L, stdout, "");
+  if (flags & HAS_TRACE) trace(L, "true");
   if ((!(flags & HAS_BIG_E) && handle_init(L) != LUA_OK) || !run_args(L, argv, script) ||
       (script < argc && handle_script(L, argv, argc, script) != LUA_OK)) {
+    if (flags & HAS_TRACE) trace(L, trace_path(argv, script));
+    lua_pushinteger(L, EXIT_FAILURE);
+    return 1;
+  }
+  if ((flags & HAS_TRACE) && trace(L, trace_path(argv, script)) != LUA_OK) {
     lua_pushinteger(L, EXIT_FAILURE);
     return 1;
   }
@@ -678,6 +711,19 @@ static int pmain(lua_State *L) {
     repl(L);
   lua_pushinteger(L, EXIT_SUCCESS);
   return 1;
+}
+
+/* A failed run in a job of several MPI ranks (a script that required
+** luagpu.mpi) ends the whole job: the other ranks would otherwise wait for
+** this one for ever, in a collective or in MPI's own finalization. */
+static void abort_mpi_job(lua_State *L) {
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  if (lua_getfield(L, -1, "luagpu_mpi") == LUA_TTABLE &&
+      lua_getfield(L, -1, "abort") == LUA_TFUNCTION) {
+    lua_pushinteger(L, 1);
+    lua_pcall(L, 1, 0, 0);
+  }
+  lua_settop(L, 0);
 }
 
 int main(int argc, char **argv) {
@@ -693,6 +739,7 @@ int main(int argc, char **argv) {
   status = lua_pcall(L, 2, 1, 0);
   if (status == LUA_OK) result = (int)lua_tointeger(L, -1);
   else report(L, status);
+  if (result != EXIT_SUCCESS) abort_mpi_job(L);
   lua_close(L);
   return result;
 }

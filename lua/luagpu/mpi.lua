@@ -1,0 +1,247 @@
+-- luagpu.mpi: past one machine through Open MPI. Every rank of an
+-- `mpirun -np N luagpu script.lua` job runs the script; this module gives
+-- it the rank, the size and MPI's point-to-point calls and collectives on
+-- numbers, host arrays, device buffers and tensors:
+--
+--   mpi.rank  mpi.size  mpi.processor_name  mpi.barrier()  mpi.wtime()
+--   mpi.send(x, dest [, tag])          mpi.recv(x | type [, source [, tag]])
+--   mpi.bcast(x, root)                 mpi.allreduce(x, op)  mpi.reduce(x, op, root)
+--   mpi.allgather(x)  mpi.gather(x, root)  mpi.abort([code])
+--
+-- Device buffers and tensors are staged through host memory (read, the MPI
+-- call, written back): a CUDA-aware MPI is not assumed. The C half,
+-- luagpu_mpi (host/mpi.c, build/luagpu_mpi.so), moves host arrays; here
+-- values of the other kinds are turned into host arrays and back, and the
+-- results made. docs/API.md describes every call.
+
+local gpu = require "luagpu"
+local H = require "luagpu.helper"
+
+local type, error, ipairs, tostring = type, error, ipairs, tostring
+local mtype, tointeger = math.type, math.tointeger
+local fail, typename = H.fail, H.typename
+
+-- The C half: found on package.cpath, else beside the running program
+-- (build/luagpu_mpi.so for build/luagpu) or in $LUAGPU_BUILD.
+local function load_core()
+  local ok, core = pcall(require, "luagpu_mpi")
+  if ok then return core end
+  local dirs = {os.getenv("LUAGPU_BUILD")}
+  local prog = arg and arg[-1]
+  if type(prog) == "string" then dirs[#dirs + 1] = prog:match("^(.*)/[^/]*$") or "." end
+  for _, dir in ipairs(dirs) do
+    local open = package.loadlib(dir .. "/luagpu_mpi.so", "luaopen_luagpu_mpi")
+    if open then
+      local m = open()
+      package.loaded.luagpu_mpi = m
+      return m
+    end
+  end
+  error("luagpu: mpi: the C module luagpu_mpi is not built or not on package.cpath " ..
+        "(build it with `make mpi`, which needs Open MPI: libopenmpi-dev)\n" .. tostring(core), 2)
+end
+local core = load_core()
+
+local M = {rank = core.rank, size = core.size, processor_name = core.processor_name,
+           barrier = core.barrier, wtime = core.wtime, abort = core.abort}
+
+local OPS = {sum = true, prod = true, min = true, max = true}
+
+------------------------------------------------------------------ kinds
+
+-- The tensor module when loaded (no tensor exists before it is).
+local function tensor_module()
+  return package.loaded["luagpu.tensor"]
+end
+
+-- What x is: "number", "array", "buffer" or "tensor"; raises otherwise.
+local function kind_of(fn, arg, x)
+  if mtype(x) then return "number" end
+  local cls, released = H.class_of(x)
+  if cls == "Array" then return "array" end
+  if cls == "Buffer" then
+    if released then fail(fn, "argument #%d: attempt to use a released buffer", arg) end
+    return "buffer"
+  end
+  local T = tensor_module()
+  if T and T.is_tensor(x) then return "tensor" end
+  fail(fn, "argument #%d: expected a number, a host array, a Buffer or a Tensor, got %s", arg,
+       typename(x))
+end
+
+-- x as a host array (a copy for buffers and tensors; a one-value array for
+-- a number: long for integers, double for floats).
+local function to_host(kind, x)
+  if kind == "array" then return x end
+  if kind == "number" then
+    return gpu.array(mtype(x) == "integer" and "long" or "double", {x})
+  end
+  if kind == "buffer" then return x:get() end
+  return x:contiguous():get()
+end
+
+-- A host array of x's kind, from host array a of shape (for buffers and
+-- tensors: on x's device).
+local function from_host(kind, x, a, shape)
+  if kind == "array" then return a end
+  if kind == "number" then return a[1] end
+  if kind == "buffer" then return x.device:buffer(x.type, shape, {host = a}) end
+  return x.device:tensor(x.type, shape, a)
+end
+
+-- A new host array like a (same element type) of the given shape.
+local function array_like(a, shape)
+  return gpu.array(a.type, {shape = shape})
+end
+
+-- Writes host array a back into x (in place).
+local function write_back(kind, x, a)
+  if kind == "buffer" then
+    x:write(a):wait()
+  elseif kind == "tensor" then
+    x:set(x.device:tensor(x.type, x.shape, a))
+  end
+end
+
+local function check_root(fn, arg, root)
+  local r = tointeger(root)
+  if r == nil or mtype(root) == nil then
+    fail(fn, "argument #%d: expected a rank (an integer), got %s", arg, typename(root))
+  end
+  if r < 0 or r >= M.size then
+    fail(fn, "argument #%d: root rank %d is out of range (0 to %d)", arg, r, M.size - 1)
+  end
+  return r
+end
+
+------------------------------------------------------------------ calls
+
+function M.send(x, dest, tag)
+  local kind = kind_of("mpi.send", 1, x)
+  core.send(to_host(kind, x), dest, tag)
+end
+
+-- recv(x, ...) fills x (a host array, buffer or tensor) and returns it;
+-- recv(type, ...) returns a new 1-D host array of what was sent. Both
+-- then give the source rank and the tag.
+function M.recv(x, source, tag)
+  if type(x) == "string" then
+    if not H.SCALAR_SIZES[x] then
+      fail("mpi.recv", "argument #1: expected a scalar type name (\"float\", \"int\", ...), " ..
+           "got \"%s\"", x)
+    end
+    local n, src, t = core.probe(x, source, tag)
+    local a = gpu.array(x, n)
+    core.recv(a, src, t)
+    return a, src, t
+  end
+  local kind = kind_of("mpi.recv", 1, x)
+  if kind == "number" then
+    fail("mpi.recv", "argument #1: expected a host array, a Buffer, a Tensor or a type name, " ..
+         "got number")
+  end
+  local a = kind == "array" and x or to_host(kind, x)
+  local src, t = core.recv(a, source, tag)
+  write_back(kind, x, a)
+  return x, src, t
+end
+
+function M.bcast(x, root)
+  local kind = kind_of("mpi.bcast", 1, x)
+  root = check_root("mpi.bcast", 2, root)
+  local a = to_host(kind, x)
+  core.bcast(a, root)
+  if kind == "number" then return a[1] end
+  write_back(kind, x, a)
+  return x
+end
+
+local function check_op(fn, op)
+  if not OPS[op] then
+    fail(fn, "argument #2: expected \"sum\", \"prod\", \"min\" or \"max\", got %s",
+         type(op) == "string" and '"' .. op .. '"' or typename(op))
+  end
+end
+
+-- The shape of x (staged as host array a).
+local function shape_of(kind, x, a)
+  if kind == "number" then return {1} end
+  if kind == "array" then return a.shape end
+  return x.shape or a.shape
+end
+
+function M.allreduce(x, op)
+  local kind = kind_of("mpi.allreduce", 1, x)
+  check_op("mpi.allreduce", op)
+  local a = to_host(kind, x)
+  local shape = shape_of(kind, x, a)
+  local out = array_like(a, a.shape)
+  core.allreduce(a, op, out)
+  return from_host(kind, x, out, shape)
+end
+
+function M.reduce(x, op, root)
+  local kind = kind_of("mpi.reduce", 1, x)
+  check_op("mpi.reduce", op)
+  root = check_root("mpi.reduce", 3, root)
+  local a = to_host(kind, x)
+  local shape = shape_of(kind, x, a)
+  local out = M.rank == root and array_like(a, a.shape) or nil
+  core.reduce(a, op, out, root)
+  if out then return from_host(kind, x, out, shape) end
+end
+
+-- The gathered shape: every rank's along the first dim ({size} for numbers).
+local function gathered(kind, x, a)
+  local shape = {}
+  for i, d in ipairs(shape_of(kind, x, a)) do shape[i] = d end
+  if #shape == 0 then shape[1] = 1 end
+  shape[1] = shape[1] * M.size
+  return shape
+end
+
+-- Host arrays of numbers come back as Lua tables of numbers.
+local function numbers(a)
+  return a:totable()
+end
+
+function M.allgather(x)
+  local kind = kind_of("mpi.allgather", 1, x)
+  local a = to_host(kind, x)
+  local out = array_like(a, gathered("array", a, a))
+  core.allgather(a, out)
+  if kind == "number" then return numbers(out) end
+  return from_host(kind, x, out, gathered(kind, x, a))
+end
+
+function M.gather(x, root)
+  local kind = kind_of("mpi.gather", 1, x)
+  root = check_root("mpi.gather", 2, root)
+  local a = to_host(kind, x)
+  local out = M.rank == root and array_like(a, gathered("array", a, a)) or nil
+  core.gather(a, out, root)
+  if not out then return nil end
+  if kind == "number" then return numbers(out) end
+  return from_host(kind, x, out, gathered(kind, x, a))
+end
+
+-- Calls fn(...) and returns what it returns; when it raises, prints the
+-- error with a traceback and aborts the whole job (MPI_Abort): the other
+-- ranks would otherwise wait for this one for ever. The luagpu program
+-- does this by itself for a script that raises.
+function M.run(fn, ...)
+  if type(fn) ~= "function" then
+    fail("mpi.run", "argument #1: expected a function, got %s", typename(fn))
+  end
+  local r = table.pack(xpcall(fn, function(e)
+    return debug and debug.traceback(tostring(e), 2) or tostring(e)
+  end, ...))
+  if not r[1] then
+    io.stderr:write(("luagpu: mpi rank %d: %s\n"):format(M.rank, tostring(r[2])))
+    io.stderr:flush()
+    core.abort(1)
+  end
+  return table.unpack(r, 2, r.n)
+end
+
+return M
