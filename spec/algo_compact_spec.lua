@@ -187,3 +187,16 @@ describe("algo compaction and histogram errors", function()
               {bins = 4, accumulate = true})
   end)
 end)
+
+describe("examples/algo_particles.lua", function()
+  it("compacts, sorts and counts particles, checked in plain Lua", function()
+    local saved_arg, saved_print = _G.arg, _G.print
+    local lines = {}
+    _G.arg = {[0] = "examples/algo_particles.lua", "30000", "8"}
+    _G.print = function(...) lines[#lines + 1] = table.concat({...}, " ") end
+    local ok, e = pcall(dofile, "examples/algo_particles.lua")
+    _G.arg, _G.print = saved_arg, saved_print
+    assert(ok, e)
+    assert.equal("particles: ok", lines[#lines])
+  end)
+end)
