@@ -1,6 +1,9 @@
 -- pipeline.lua: async writes, kernels and reads on an out-of-order queue,
 -- each gated on the events it needs, then a timeline drawn from the profiles.
---   build/luagpu examples/pipeline.lua [chunks] [elements per chunk]
+--   build/luagpu examples/pipeline.lua [chunks] [elements per chunk] [trace]
+-- With a third argument, the commands are traced (gpu.trace) and the trace
+-- written there: an SVG timeline (docs/pipeline.svg) for a name ending in
+-- .svg, else Chrome trace-event JSON for ui.perfetto.dev.
 --
 -- Each chunk goes write -> scale -> add-neighbour -> read. Nothing blocks until
 -- the final gpu.wait: the queue is free to overlap one chunk's copy with
@@ -9,6 +12,7 @@ local gpu = gpu or require "luagpu"
 
 local chunks = tonumber(arg and arg[1]) or 4
 local n = tonumber(arg and arg[2]) or (1 << 18)
+local trace_path = arg and arg[3]
 local dev = gpu.device()
 local q = dev:queue { out_of_order = true, profiling = true }
 
@@ -24,6 +28,7 @@ local prog = dev:build [[
 ]]
 
 math.randomseed(42)
+if trace_path then gpu.trace(true) end
 local inputs, outs, steps = {}, {}, {}
 for c = 1, chunks do
   local host = gpu.array("float", n)
@@ -42,6 +47,7 @@ for c = 1, chunks do
   outs[c] = r
 end
 gpu.wait(outs)
+if trace_path then gpu.trace(trace_path) end
 
 -- check every chunk against the same computation in Lua
 for c = 1, chunks do
@@ -78,3 +84,4 @@ for c = 1, chunks do
   end
 end
 print(("total %.1f us; every chunk checked"):format(span / 1e3))
+if trace_path then print("trace written to " .. trace_path) end

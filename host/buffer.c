@@ -61,6 +61,7 @@ static cl_int zero_fill(lua_State *L, int devidx, lg_Buffer *b, size_t bytes) {
   err = clEnqueueFillBuffer(q->q, b->mem, zeros, lg_type_size(b->type), 0, bytes, 0, NULL,
                             &ev);
   if (err != CL_SUCCESS) return err;
+  if (lg_trace_on) lg_trace_add(L, q->q, ev, "fill", "zero-fill", 0, NULL, NULL, bytes, 0, NULL);
   err = clWaitForEvents(1, &ev);
   if (err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) {
     cl_int st = CL_SUCCESS;

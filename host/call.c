@@ -272,6 +272,8 @@ static int empty_launch(lua_State *L, cl_command_queue q, int qidx, cl_uint nwai
   int keep[1];
   cl_int err = clEnqueueMarkerWithWaitList(q, nwait, wait, &ev);
   if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueMarkerWithWaitList", err, NULL);
+  if (lg_trace_on)            /* command is "kernel NAME" */
+    lg_trace_add(L, q, ev, "kernel", command + 7, 0, NULL, NULL, 0, nwait, wait);
   keep[0] = qidx;
   lg_pushevent(L, ev, command, keep, qidx != 0 ? 1 : 0);
   return 1;
@@ -393,13 +395,18 @@ static int launch(lua_State *L, const Launch *a) {
   if (!a->no_event)
     pre = a->qidx == 0 ? lg_newevent(L, k->command) : lg_newevent_on(L, k->command, a->qidx);
   err = clEnqueueNDRangeKernel(q, k->k, dims, a->off, g, has_local ? l : NULL,
-                               a->nwait, a->wait, a->no_event ? NULL : &ev);
+                               a->nwait, a->wait, a->no_event && !lg_trace_on ? NULL : &ev);
   if (lg_is_oom(err)) {       /* dead buffers may hold the memory: collect, retry once */
     lua_gc(L, LUA_GCCOLLECT);
     err = clEnqueueNDRangeKernel(q, k->k, dims, a->off, g, has_local ? l : NULL,
-                                 a->nwait, a->wait, a->no_event ? NULL : &ev);
+                                 a->nwait, a->wait, a->no_event && !lg_trace_on ? NULL : &ev);
   }
   if (err != CL_SUCCESS) lg_clerror(L, ENQ, err, NULL);
+  if (lg_trace_on) {          /* the trace's own event when no Event was asked for */
+    lg_trace_add(L, q, ev, "kernel", k->name, dims, g, has_local ? l : NULL, 0, a->nwait,
+                 a->wait);
+    if (a->no_event) clReleaseEvent(ev);
+  }
   if (a->no_event) return 0;
   lg_event_start(L, pre, ev);
   return 1;

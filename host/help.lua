@@ -18,6 +18,8 @@ H.module = {
   load = "gpu.load(path): a host array from a NumPy .npy file",
   localmem = "gpu.localmem(type, count): local memory per work-group, for a __local parameter",
   wait = "gpu.wait(ev, ...): waits for all, raises if one failed, returns their results",
+  trace = "gpu.trace(true | false | path): record every command; stop (and write JSON or SVG)",
+  tracing = "gpu.tracing(): true while gpu.trace records",
 }
 
 local function class(name, fields, methods)

@@ -293,6 +293,17 @@ typedef struct lg_Event {
 ** is known to be done), 2 the result. The Queue among the kept values
 ** tells whether the event can be profiled: keep it (keep[] of lg_pushevent). */
 
+/* ------------------------------------------------------------- trace.c */
+
+/* Set while gpu.trace records: the enqueue paths then call lg_trace_add
+** with each command just enqueued (ev and q are retained by the trace;
+** dims 0 and NULL sizes for transfers; local NULL when none was given). */
+extern int lg_trace_on;
+void lg_trace_add(lua_State *L, cl_command_queue q, cl_event ev, const char *kind,
+                  const char *name, cl_uint dims, const size_t *global, const size_t *local,
+                  size_t bytes, cl_uint nwait, const cl_event *wait);
+void lg_open_trace(lua_State *L);
+
 /* Set by a program (the luagpu REPL) that wants waits to stop on Ctrl-C:
 ** ev:wait and gpu.wait then poll the command and raise "interrupted!" when
 ** it answers true (the command goes on). NULL: waits block in OpenCL. */

@@ -717,8 +717,9 @@ static int pmain(lua_State *L) {
 ** luagpu.mpi) ends the whole job: the other ranks would otherwise wait for
 ** this one for ever, in a collective or in MPI's own finalization. */
 static void abort_mpi_job(lua_State *L) {
-  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  if (lua_getfield(L, -1, "luagpu_mpi") == LUA_TTABLE &&
+  /* no package table yet when the options were refused */
+  if (lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE) == LUA_TTABLE &&
+      lua_getfield(L, -1, "luagpu_mpi") == LUA_TTABLE &&
       lua_getfield(L, -1, "abort") == LUA_TFUNCTION) {
     lua_pushinteger(L, 1);
     lua_pcall(L, 1, 0, 0);

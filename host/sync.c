@@ -184,6 +184,9 @@ static int q_sync(lua_State *L, int barrier) {
   if (err != CL_SUCCESS)
     lg_clerror(L, barrier ? "clEnqueueBarrierWithWaitList" : "clEnqueueMarkerWithWaitList",
                err, NULL);
+  if (lg_trace_on)
+    lg_trace_add(L, q->q, ev, barrier ? "barrier" : "marker", NULL, 0, NULL, NULL, 0, o.nwait,
+                 o.wait);
   keep[0] = 1;
   lg_pushevent(L, ev, barrier ? "barrier" : "marker", keep, 1);
   return 1;

@@ -51,7 +51,8 @@ static cl_int enqueue_once(const Transfer *t, const lg_Opts *o, cl_event *ev) {
                                   o->wait, ev);
     case READ:
       return clEnqueueReadBuffer(o->queue->q, mem, t->blocking ? CL_TRUE : CL_FALSE, off,
-                                 bytes, t->host, o->nwait, o->wait, t->blocking ? NULL : ev);
+                                 bytes, t->host, o->nwait, o->wait,
+                                 t->blocking && !lg_trace_on ? NULL : ev);
     case FILL:
       return clEnqueueFillBuffer(o->queue->q, mem, t->host, esize, off, bytes, o->nwait,
                                  o->wait, ev);
@@ -78,6 +79,15 @@ static cl_event enqueue(lua_State *L, const Transfer *t, const lg_Opts *o) {
     }
   }
   if (err != CL_SUCCESS) lg_clerror(L, enqueue_names[t->kind], err, NULL);
+  if (lg_trace_on) {          /* a blocking read gets an event for the trace only */
+    static const char *const kinds[] = {"write", "read", "fill", "copy"};
+    lg_trace_add(L, o->queue->q, ev, kinds[t->kind], NULL, 0, NULL, NULL,
+                 t->b->count * lg_type_size(t->b->type), o->nwait, o->wait);
+    if (t->blocking && ev != NULL) {
+      clReleaseEvent(ev);
+      ev = NULL;
+    }
+  }
   return ev;
 }
 

@@ -1,0 +1,183 @@
+-- luagpu.trace: writes the record of gpu.trace (a list of commands, see
+-- docs/API.md "Tracing") as Chrome trace-event JSON, which Perfetto
+-- (ui.perfetto.dev) and chrome://tracing open, or as an SVG timeline: one
+-- lane per queue, each command a bar labelled with its name, waits between
+-- commands as arrows.
+--   local trace = require "luagpu.trace"
+--   trace.json(record) -> string     trace.svg(record) -> string
+--   trace.write(record, path)        -- .svg: the picture, else the JSON
+local M = {}
+
+-- Each command's times in microseconds from the first command: start and
+-- end from the device's profiling timestamps where its queue profiles,
+-- else the host's clock at the enqueue (then no duration).
+local function times(record)
+  local t0_dev, t0_host
+  for _, c in ipairs(record) do
+    if c.queued and (not t0_dev or c.queued < t0_dev) then t0_dev = c.queued end
+    if not t0_host or c.host < t0_host then t0_host = c.host end
+  end
+  local out = {}
+  for i, c in ipairs(record) do
+    if c.start and c["end"] then
+      out[i] = {start = (c.start - t0_dev) / 1e3, dur = math.max(0, c["end"] - c.start) / 1e3,
+                queued = (c.queued - t0_dev) / 1e3}
+    else
+      local t = (c.host - t0_host) / 1e3
+      out[i] = {start = t, dur = 0, queued = t}
+    end
+  end
+  return out
+end
+
+local escapes = {['"'] = '\\"', ["\\"] = "\\\\", ["\b"] = "\\b", ["\f"] = "\\f",
+                 ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t"}
+local function jstr(s)
+  return '"' .. tostring(s):gsub('[%c"\\]', function(c)
+    return escapes[c] or string.format("\\u%04x", c:byte())
+  end) .. '"'
+end
+
+local function jnum(x)
+  if math.type(x) == "integer" then return tostring(x) end
+  return string.format("%.3f", x)
+end
+
+local function jlist(t)
+  local parts = {}
+  for i, v in ipairs(t) do parts[i] = jnum(v) end
+  return "[" .. table.concat(parts, ",") .. "]"
+end
+
+local function queue_names(record)
+  local names = {}
+  for _, c in ipairs(record) do
+    names[c.queue] = names[c.queue] or string.format("queue %d (%s)", c.queue, c.device)
+  end
+  return names
+end
+
+-- The record as Chrome trace-event JSON: one complete event ("X") per
+-- command on thread "queue N (device)", its details in args, and a flow
+-- (an arrow) from each waited command's end to the waiter's start.
+function M.json(record)
+  local t = times(record)
+  local ev = {}
+  for q, name in pairs(queue_names(record)) do
+    ev[#ev + 1] = string.format('{"ph":"M","pid":1,"tid":%d,"name":"thread_name","args":{"name":%s}}',
+                                q, jstr(name))
+  end
+  for i, c in ipairs(record) do
+    local args = {'"seq":' .. c.seq, '"device":' .. jstr(c.device), '"where":' .. jstr(c.where),
+                  '"bytes":' .. c.bytes, '"status":' .. jstr(c.status),
+                  '"queued_us":' .. jnum(t[i].queued)}
+    if c.global then args[#args + 1] = '"global":' .. jlist(c.global) end
+    if c["local"] then args[#args + 1] = '"local":' .. jlist(c["local"]) end
+    if #c.waits > 0 then args[#args + 1] = '"waits":' .. jlist(c.waits) end
+    ev[#ev + 1] = string.format('{"ph":"X","pid":1,"tid":%d,"name":%s,"cat":%s,"ts":%s,'
+                                .. '"dur":%s,"args":{%s}}', c.queue, jstr(c.name), jstr(c.kind),
+                                jnum(t[i].start), jnum(t[i].dur), table.concat(args, ","))
+  end
+  local id = 0
+  for i, c in ipairs(record) do
+    for _, j in ipairs(c.waits) do
+      id = id + 1
+      local from = record[j]
+      ev[#ev + 1] = string.format('{"ph":"s","pid":1,"tid":%d,"id":%d,"name":"wait","cat":"wait",'
+                                  .. '"ts":%s}', from.queue, id, jnum(t[j].start + t[j].dur))
+      ev[#ev + 1] = string.format('{"ph":"f","bp":"e","pid":1,"tid":%d,"id":%d,"name":"wait",'
+                                  .. '"cat":"wait","ts":%s}', c.queue, id, jnum(t[i].start))
+    end
+  end
+  return '{"displayTimeUnit":"ns","traceEvents":[\n' .. table.concat(ev, ",\n") .. "\n]}\n"
+end
+
+local function xml(s)
+  return (tostring(s):gsub("[<>&\"]", {["<"] = "&lt;", [">"] = "&gt;", ["&"] = "&amp;",
+                                         ['"'] = "&quot;"}))
+end
+
+local COLORS = {kernel = "#4e79a7", write = "#f28e2b", read = "#59a14f", fill = "#b07aa1",
+                copy = "#edc948", marker = "#9c9c9c", barrier = "#7f7f7f"}
+
+-- The record as an SVG timeline: a lane per queue, a bar per command
+-- (at least 2 px wide; the label inside when it fits, else in the title
+-- shown on hover), an arrow per wait, a time axis in microseconds.
+function M.svg(record, opts)
+  opts = opts or {}
+  local width, lane, left, top = opts.width or 1000, 36, 170, 30
+  local t = times(record)
+  local names = queue_names(record)
+  local nq, tmax = 0, 0
+  for q in pairs(names) do nq = math.max(nq, q) end
+  for i in ipairs(record) do tmax = math.max(tmax, t[i].start + t[i].dur) end
+  if tmax <= 0 then tmax = 1 end
+  local scale = (width - left - 20) / tmax
+  local height = top + nq * lane + 40
+  local out = {
+    string.format('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+                  .. 'font-family="sans-serif" font-size="11">', width, height),
+    '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" '
+      .. 'markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#d62728"/>'
+      .. '</marker></defs>',
+    string.format('<rect width="%d" height="%d" fill="white"/>', width, height),
+    string.format('<text x="10" y="18" font-size="13">luagpu trace: %d commands, %.1f us</text>',
+                  #record, tmax),
+  }
+  for q = 1, nq do
+    local y = top + (q - 1) * lane
+    out[#out + 1] = string.format('<rect x="0" y="%d" width="%d" height="%d" fill="%s"/>', y,
+                                  width, lane, q % 2 == 1 and "#f4f4f4" or "#ffffff")
+    out[#out + 1] = string.format('<text x="6" y="%d">%s</text>', y + lane // 2 + 4,
+                                  xml((names[q] or ("queue " .. q)):sub(1, 28)))
+  end
+  local function x_of(us) return left + us * scale end
+  for i, c in ipairs(record) do
+    local y = top + (c.queue - 1) * lane + 6
+    local x, w = x_of(t[i].start), math.max(2, t[i].dur * scale)
+    local title = string.format("%s %s #%d: %.1f us at %.1f us, %s", c.kind, c.name, c.seq,
+                                t[i].dur, t[i].start, c.where)
+    out[#out + 1] = string.format('<g><title>%s</title><rect x="%.1f" y="%d" width="%.1f" '
+                                  .. 'height="%d" fill="%s" stroke="#333" stroke-width="0.5"/>',
+                                  xml(title), x, y, w, lane - 12, COLORS[c.kind] or "#999")
+    if #c.name * 6.5 + 4 < w then
+      out[#out + 1] = string.format('<text x="%.1f" y="%d" fill="white">%s</text>', x + 3,
+                                    y + lane // 2, xml(c.name))
+    end
+    out[#out + 1] = "</g>"
+  end
+  for i, c in ipairs(record) do
+    for _, j in ipairs(c.waits) do
+      local from = record[j]
+      out[#out + 1] = string.format('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#d62728" '
+                                    .. 'stroke-width="1.2" marker-end="url(#arrow)"/>',
+                                    x_of(t[j].start + t[j].dur), top + (from.queue - 1) * lane + lane // 2,
+                                    x_of(t[i].start), top + (c.queue - 1) * lane + lane // 2)
+    end
+  end
+  local axis = top + nq * lane + 14
+  out[#out + 1] = string.format('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333"/>', left,
+                                axis, width - 20, axis)
+  for k = 0, 4 do
+    local us = tmax * k / 4
+    out[#out + 1] = string.format('<text x="%.1f" y="%d" text-anchor="middle">%.0f us</text>',
+                                  x_of(us), axis + 16, us)
+  end
+  out[#out + 1] = "</svg>\n"
+  return table.concat(out, "\n")
+end
+
+-- Writes the record to path: the SVG timeline for a path ending in .svg,
+-- else the Chrome JSON.
+function M.write(record, path)
+  if type(path) ~= "string" then
+    error("luagpu: trace.write: argument #2: expected a file path, got " .. type(path), 2)
+  end
+  local text = path:lower():match("%.svg$") and M.svg(record) or M.json(record)
+  local f, err = io.open(path, "w")
+  if not f then error("luagpu: trace.write: " .. err, 2) end
+  f:write(text)
+  f:close()
+end
+
+return M

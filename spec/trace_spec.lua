@@ -1,0 +1,235 @@
+-- The command trace: gpu.trace in a script, `luagpu --trace`, the Chrome
+-- JSON read back by python3's json module and checked (every command there,
+-- with its queue, kind, sizes, bytes and Lua line, in order on each
+-- in-order queue, waits after what they wait for), and the SVG timeline
+-- read back as XML.
+local gpu = require "luagpu"
+
+local BUILD = os.getenv("LUAGPU_BUILD") or "build"
+local PROG = BUILD .. "/luagpu"
+
+local support = require "support"
+local shell_quote, write_file, read_file = support.shell_quote, support.write_file,
+                                           support.read_file
+
+local function tmppath(suffix)
+  local base = os.tmpname()
+  os.remove(base)
+  return base .. suffix
+end
+
+local function sh(cmd)
+  local p = io.popen(cmd .. " 2>&1")
+  local out = p:read("a")
+  local _, _, code = p:close()
+  return out, code
+end
+
+-- A script with commands of every kind on two in-order queues of one
+-- device, the second waiting on the first; its lines are the ones named.
+local SCRIPT = [[
+local dev = gpu.device()
+local q2 = dev:queue()
+local prog = dev:build("kernel void twice(global float *x) { size_t i = get_global_id(0); x[i] = 2 * x[i]; }")
+local n = N
+local a = dev:buffer("float", n)
+local b = dev:buffer("float", n)
+local w = a:write(gpu.array("float", n):fill(3))
+local k = prog.twice(a):run({n}, {LOCAL})
+local c = a:copy_to(b, {queue = q2, wait = {k}})
+local f = a:fill(1, {wait = {c}})
+prog.twice(b):run({n}, nil, {queue = q2, event = false})
+local m = q2:marker()
+local got = b:get({queue = q2})
+assert(got[1] == 12 and got[n] == 12)
+]]
+
+-- Reads the JSON at path with python3 and prints one line per command
+-- ("X" event) and per flow, for the checks in Lua.
+local function json_lines(path)
+  local py = [==[
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = {}
+for e in d["traceEvents"]:
+    if e["ph"] == "M": names[e["tid"]] = e["args"]["name"]
+for e in d["traceEvents"]:
+    if e["ph"] == "X":
+        a = e["args"]
+        print("X", e["tid"], a["seq"], e["cat"], e["name"], repr(e["ts"]), repr(e["dur"]),
+              a["bytes"], a["where"], ",".join(map(str, a.get("global", []))),
+              ",".join(map(str, a.get("local", []))), ",".join(map(str, a.get("waits", []))),
+              names[e["tid"]], sep="|")
+    elif e["ph"] in ("s", "f"):
+        print(e["ph"], e["tid"], e["id"], repr(e["ts"]), sep="|")
+]==]
+  local pyfile = tmppath(".py")
+  write_file(pyfile, py)
+  local out, code = sh("python3 " .. shell_quote(pyfile) .. " " .. shell_quote(path))
+  os.remove(pyfile)
+  assert.equals(0, code, out)
+  local cmds, flows = {}, {}
+  for line in out:gmatch("[^\n]+") do
+    local f = {}
+    for w in (line .. "|"):gmatch("([^|]*)|") do f[#f + 1] = w end
+    if f[1] == "X" then
+      cmds[#cmds + 1] = {queue = tonumber(f[2]), seq = tonumber(f[3]), kind = f[4], name = f[5],
+                         ts = tonumber(f[6]), dur = tonumber(f[7]), bytes = tonumber(f[8]),
+                         where = f[9], global = f[10], ["local"] = f[11], waits = f[12],
+                         qname = f[13]}
+    else
+      flows[#flows + 1] = {ph = f[1], queue = tonumber(f[2]), id = tonumber(f[3]),
+                           ts = tonumber(f[4])}
+    end
+  end
+  return cmds, flows
+end
+
+describe("gpu.trace", function()
+  it("luagpu --trace writes Chrome JSON with every command, ordered per queue", function()
+    local n, l = 64 * math.random(1, 16), 16
+    local script, json = tmppath(".lua"), tmppath(".json")
+    write_file(script, (SCRIPT:gsub("LOCAL", tostring(l)):gsub("N", tostring(n))))
+    local out, code = sh(shell_quote(PROG) .. " --trace " .. shell_quote(json) .. " "
+                         .. shell_quote(script))
+    assert.equals(0, code, out)
+    local cmds, flows = json_lines(json)
+    os.remove(json)
+    local short = script:match("[^/]*$")
+    -- the zero-fills of the two buffers, then the script's commands in order
+    local want = {
+      {"fill", "zero-fill", 1, 5, n * 4}, {"fill", "zero-fill", 1, 6, n * 4},
+      {"write", "write", 1, 7, n * 4}, {"kernel", "twice", 1, 8, 0},
+      {"copy", "copy", 2, 9, n * 4}, {"fill", "fill", 1, 10, n * 4},
+      {"kernel", "twice", 2, 11, 0}, {"marker", "marker", 2, 12, 0},
+      {"read", "read", 2, 13, n * 4},
+    }
+    assert.equals(#want, #cmds)
+    table.sort(cmds, function(x, y) return x.seq < y.seq end)
+    for i, w in ipairs(want) do
+      local c = cmds[i]
+      assert.equals(i, c.seq)
+      assert.same({w[1], w[2], w[3], w[5]}, {c.kind, c.name, c.queue, c.bytes})
+      assert.matches(short .. ":" .. w[4] .. "$", c.where)
+      assert.matches("^queue " .. w[3] .. " %(" .. gpu.device().name:gsub("%p", "%%%0"), c.qname)
+    end
+    assert.equals(tostring(n), cmds[4].global)
+    assert.equals(tostring(l), cmds[4]["local"])
+    assert.equals("", cmds[7]["local"])
+    assert.equals("4", cmds[5].waits)            -- the copy waits for the kernel
+    assert.equals("5", cmds[6].waits)            -- the fill for the copy
+    -- in-order queues: each command starts after the one before it ends
+    local last = {}
+    for _, c in ipairs(cmds) do
+      assert.is_true(c.dur >= 0)
+      if last[c.queue] then
+        assert.is_true(c.ts >= last[c.queue].ts + last[c.queue].dur - 0.002,
+                       "command " .. c.seq .. " starts before command " .. last[c.queue].seq
+                       .. " ends")
+      end
+      last[c.queue] = c
+    end
+    assert.is_true(cmds[5].ts >= cmds[4].ts + cmds[4].dur - 0.002)
+    assert.is_true(cmds[6].ts >= cmds[5].ts + cmds[5].dur - 0.002)
+    -- the waits as flows: from the kernel's end on queue 1 to the copy on
+    -- queue 2, and from the copy's end back to the fill on queue 1
+    assert.equals(4, #flows)
+    assert.same({"s", 1, "f", 2}, {flows[1].ph, flows[1].queue, flows[2].ph, flows[2].queue})
+    assert.same({"s", 2, "f", 1}, {flows[3].ph, flows[3].queue, flows[4].ph, flows[4].queue})
+    assert.equals(flows[1].id, flows[2].id)
+    assert.equals(flows[3].id, flows[4].id)
+    assert.is_true(flows[2].ts >= flows[1].ts - 0.002)
+    os.remove(script)
+  end)
+
+  it("records from a script between gpu.trace(true) and gpu.trace(false)", function()
+    local dev = gpu.device()
+    local b = dev:buffer("int", 10)
+    assert.is_false(gpu.tracing())
+    b:fill(1)                            -- before: not recorded
+    gpu.trace(true)
+    assert.is_true(gpu.tracing())
+    local ev = b:fill(2)
+    local x = b:get()
+    local rec = gpu.trace(false)
+    b:fill(3):wait()                     -- after: not recorded
+    assert.is_false(gpu.tracing())
+    assert.equals(2, #rec)
+    assert.equals(2, rec.n)
+    assert.equals(0, rec.dropped)
+    assert.equals(2, x[10])
+    assert.same({"fill", "read"}, {rec[1].kind, rec[2].kind})
+    assert.equals(40, rec[1].bytes)
+    assert.equals("complete", rec[1].status)
+    assert.matches("spec/trace_spec.lua:%d+$", rec[1].where)
+    for _, k in ipairs {"queued", "submit", "start", "end"} do
+      assert.is_true(math.type(rec[1][k]) == "integer")
+    end
+    assert.is_true(rec[1]["end"] >= rec[1].start and rec[1].start >= rec[1].queued)
+    assert.equals(dev.name, rec[2].device)
+    ev:wait()
+  end)
+
+  it("names the Lua line of the user's code when a helper enqueues", function()
+    local reduce = require "luagpu.reduce"
+    local b = gpu.device():buffer("int", 1000, {host = gpu.array("int", 1000):fill(1)})
+    gpu.trace(true)
+    local s = reduce.sum(b)
+    local line = debug.getinfo(1, "l").currentline - 1
+    local rec = gpu.trace(false)
+    assert.equals(1000, s)
+    assert.is_true(#rec >= 2)
+    for _, c in ipairs(rec) do
+      assert.matches("trace_spec.lua:" .. line .. "$", c.where)
+    end
+  end)
+
+  it("rejects what is no switch or path, and a path when not tracing", function()
+    assert.has_error(function() gpu.trace(1) end,
+      "luagpu: gpu.trace: argument #1: expected true, false or a file path, got number")
+    assert.has_error(function() gpu.trace("x.json") end,
+      "luagpu: gpu.trace: not tracing: call gpu.trace(true) first")
+    local rec = gpu.trace(false)        -- stopping twice gives an empty record
+    assert.equals(0, #rec)
+    assert.has_error(function() require("luagpu.trace").write({}, 3) end,
+      "luagpu: trace.write: argument #2: expected a file path, got number")
+    gpu.trace(true)
+    assert.has_error(function() gpu.trace("/nonexistent/dir/t.json") end,
+      "luagpu: trace.write: /nonexistent/dir/t.json: No such file or directory")
+    assert.is_false(gpu.tracing())
+  end)
+
+  it("--trace without a file is refused", function()
+    local out, code = sh(shell_quote(PROG) .. " --trace")
+    assert.equals(1, code)
+    assert.matches("^luagpu: '%-%-trace' needs an argument\nusage: ", out)
+  end)
+
+  it("examples/pipeline.lua writes an SVG timeline: a lane, a bar per command, waits as arrows",
+     function()
+    local svg = tmppath(".svg")
+    local out, code = sh(shell_quote(PROG) .. " examples/pipeline.lua 2 1024 " .. shell_quote(svg))
+    assert.equals(0, code, out)
+    assert.matches("trace written to " .. svg, out, 1, true)
+    local py = tmppath(".py")
+    write_file(py, [==[
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+bars = [g.find(ns + "title").text for g in root.iter(ns + "g")]
+arrows = [l for l in root.iter(ns + "line") if l.get("marker-end")]
+print(len(bars), len(arrows))
+for b in bars: print(b)
+]==])
+    local text, pcode = sh("python3 " .. shell_quote(py) .. " " .. shell_quote(svg))
+    os.remove(py)
+    os.remove(svg)
+    assert.equals(0, pcode, text)
+    -- 2 chunks: 4 zero-fills, then write, scale, add_next, read each,
+    -- 3 waits each
+    assert.matches("^12 6\n", text)
+    for _, name in ipairs {"write write", "kernel scale", "kernel add_next", "read read"} do
+      assert.matches(name .. " #%d+: [%d.]+ us at [%d.]+ us, examples/pipeline.lua:%d+", text)
+    end
+  end)
+end)
