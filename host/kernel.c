@@ -89,18 +89,55 @@ static int by_name(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Every kernel of prog by its name (CL_PROGRAM_KERNEL_NAMES, then
+** clCreateKernel): for drivers whose clCreateKernelsInProgram fails on a
+** program built for one device of a context of several (NVIDIA's gives
+** CL_INVALID_KERNEL_DEFINITION for any device but the first, while
+** clCreateKernel works). Sets *nk and *ks (calloc'd); returns the error. */
+static cl_int kernels_by_name(cl_program prog, cl_uint *nk, cl_kernel **ks) {
+  size_t len = 0;
+  char *list, *name, *next;
+  cl_uint n = 0, i;
+  cl_int err = clGetProgramInfo(prog, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &len);
+  *nk = 0;
+  *ks = NULL;
+  if (err != CL_SUCCESS) return err;
+  if ((list = malloc(len + 1)) == NULL) return CL_OUT_OF_HOST_MEMORY;
+  err = clGetProgramInfo(prog, CL_PROGRAM_KERNEL_NAMES, len, list, NULL);
+  list[len] = '\0';
+  for (i = 0; err == CL_SUCCESS && list[i] != '\0'; i++) n += list[i] == ';';
+  if (err == CL_SUCCESS && list[0] != '\0') n++;
+  if (err == CL_SUCCESS && n > 0 && (*ks = calloc(n, sizeof **ks)) == NULL)
+    err = CL_OUT_OF_HOST_MEMORY;
+  for (name = list; err == CL_SUCCESS && name != NULL; name = next) {
+    next = strchr(name, ';');
+    if (next != NULL) *next++ = '\0';
+    if (name[0] != '\0' && *nk < n) (*ks)[(*nk)++] = clCreateKernel(prog, name, &err);
+  }
+  free(list);
+  return err;
+}
+
 void lg_program_meta(lua_State *L, cl_program prog, const char *fn) {
   cl_uint nk = 0, i, j, na;
   cl_kernel *ks = NULL;
   char **names = NULL;
   Text t = {NULL, 0, 0, 0};
-  cl_int err = clCreateKernelsInProgram(prog, 0, NULL, &nk);
+  /* LUAGPU_KERNELS_BY_NAME=1 takes the by-name path on every driver (its spec) */
+  const char *force = getenv("LUAGPU_KERNELS_BY_NAME");
+  cl_int err = force != NULL && force[0] == '1' ? CL_INVALID_KERNEL_DEFINITION
+                                                    : clCreateKernelsInProgram(prog, 0, NULL, &nk);
   if (err == CL_SUCCESS && nk > 0) {
     ks = calloc(nk, sizeof *ks);
-    names = calloc(nk, sizeof *names);
-    if (ks == NULL || names == NULL) err = CL_OUT_OF_HOST_MEMORY;
+    if (ks == NULL) err = CL_OUT_OF_HOST_MEMORY;
     else err = clCreateKernelsInProgram(prog, nk, ks, NULL);
   }
+  if (err == CL_INVALID_KERNEL_DEFINITION) {
+    free(ks);
+    err = kernels_by_name(prog, &nk, &ks);
+  }
+  if (err == CL_SUCCESS && nk > 0 && (names = calloc(nk, sizeof *names)) == NULL)
+    err = CL_OUT_OF_HOST_MEMORY;
   /* name each kernel: "NAME\0" then the cl_kernel index, sorted by name */
   for (i = 0; err == CL_SUCCESS && i < nk; i++) {
     size_t n = 0;

@@ -110,6 +110,30 @@ describe("dev:build", function()
     assert.equal(8, run1(prog:kernel("release")))
   end)
 
+  it("finds kernels by name where a driver's clCreateKernelsInProgram fails", function()
+    -- NVIDIA's fails for a program built for any device of a context but the
+    -- first; LUAGPU_KERNELS_BY_NAME=1 takes the same by-name path here
+    local dir = tmpdir()
+    write_file(dir .. "/by_name.lua", [[
+      local gpu = require "luagpu"
+      local dev = gpu.device()
+      local prog = dev:build("__kernel void b(__global int *x) { x[0] = 2; }\n" ..
+                             "__kernel void a(__global int *x, int v) { x[1] = v; }\n" ..
+                             "__kernel void c(void) {}")
+      local x = dev:buffer("int", 2)
+      prog.b(x):run({1})
+      prog.a(x, 5):run({1}):wait()
+      local r = x:get()
+      print(table.concat(prog.kernels, ","), #prog.a.args, prog.a.args[2].name, r[1], r[2])
+    ]])
+    local p = io.popen(("cd %s && LUAGPU_KERNELS_BY_NAME=1 XDG_CACHE_HOME=%s %s %s 2>&1")
+                       :format(sh_quote("."), sh_quote(dir), sh_quote(BUILD .. "/luagpu"),
+                               sh_quote(dir .. "/by_name.lua")))
+    local out = p:read("a")
+    p:close()
+    assert.equal("a,b,c\t2\tv\t2\t5\n", out)
+  end)
+
   it("raises for names that are no kernel, listing the kernels", function()
     has_error("luagpu: program: no kernel named 'nope' (kernels: options, release, scale, shapes)",
               function() return prog.nope end)
