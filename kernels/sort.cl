@@ -18,8 +18,13 @@
 ** (mode 1) sort by the row of the carried original index instead, after
 ** the key passes, so that each row ends up sorted on its own.
 **
+** What moves with the keys (carry): nothing, indices (uint: the original
+** positions, made by the first pass; for argsort, rows and values moved
+** afterwards by a gather), or the values themselves (V).
+**
 ** The helper prepends: K (key type), U (uint, or ulong for 8-byte keys),
-** KIND (0 unsigned, 1 signed, 2 floating), BITS (bits in K), L, IPT.
+** KIND (0 unsigned, 1 signed, 2 floating), BITS (bits in K), V (what is
+** carried: uint for indices, else the values' type), L, IPT.
 */
 
 #define TILE ((uint)L * IPT)
@@ -80,13 +85,13 @@ __kernel void sort_count(__global const K *src, ulong soff, __global const uint 
 ** memory, and from there, in rank order, to the output: neighbouring
 ** work-items write neighbouring places of a digit's run. */
 __kernel void sort_scatter(__global const K *src, ulong soff, __global K *dst, ulong doff,
-                           __global const uint *isrc, __global uint *idst, int carry,
-                           PASS_ARGS, __global const uint *offsets) {
+                           __global const V *vsrc, ulong vsoff, __global V *vdst, ulong vdoff,
+                           int carry, PASS_ARGS, __global const uint *offsets) {
   __local ushort cnt[L * RADIX];      /* cnt[t * RADIX + d]: work-item t's keys of digit d */
   __local uint start[RADIX];          /* output place of the tile's rank 0 for digit d */
   __local uint sums[L];               /* keys of each work-item's digits, then their scan */
   __local K sk[TILE];                 /* the tile's keys in rank order */
-  __local uint si[TILE];              /* and their indices */
+  __local V sv[TILE];                 /* and what they carry */
   uint lid = get_local_id(0), tile = get_group_id(0), j, d, t;
   ulong base = (ulong)tile * TILE, c0 = base + (ulong)lid * IPT;
   uint count = n - base < TILE ? (uint)(n - base) : TILE;
@@ -96,8 +101,8 @@ __kernel void sort_scatter(__global const K *src, ulong soff, __global K *dst, u
   barrier(CLK_LOCAL_MEM_FENCE);
   for (j = 0; j < IPT; j++) {
     ulong i = c0 + j;
-    if (i < n) mine[lg_digit(src[soff + i], lg_index(isrc, carry, i), mode, shift,
-                             descending, rowlen)]++;
+    if (i < n) mine[lg_digit(src[soff + i], carry == 1 ? (ulong)vsrc[vsoff + i] : i, mode,
+                             shift, descending, rowlen)]++;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   /* work-item lid scans the columns of its RADIX / L digits from d0 */
@@ -130,18 +135,19 @@ __kernel void sort_scatter(__global const K *src, ulong soff, __global K *dst, u
     ulong i = c0 + j;
     if (i < n) {
       K k = src[soff + i];
-      ulong index = lg_index(isrc, carry, i);
-      uint r = mine[lg_digit(k, index, mode, shift, descending, rowlen)]++;
+      V v = carry == 1 ? vsrc[vsoff + i] : (V)i;
+      uint r = mine[lg_digit(k, carry == 1 ? (ulong)v : i, mode, shift, descending, rowlen)]++;
       sk[r] = k;
-      si[r] = (uint)index;
+      sv[r] = v;
     }
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   for (j = lid; j < count; j += L) {
     K k = sk[j];
-    uint index = si[j];
+    V v = sv[j];
+    ulong index = carry == 1 ? (ulong)v : 0;    /* only row passes read it; they carry indices */
     ulong pos = (ulong)(uint)(start[lg_digit(k, index, mode, shift, descending, rowlen)] + j);
     dst[doff + pos] = k;
-    if (carry) idst[pos] = index;
+    if (carry) vdst[vdoff + pos] = v;
   }
 }

@@ -2,11 +2,12 @@
 -- kernels/sort.cl and kernels/sort_gather.cl. Part of luagpu.algo; not
 -- meant to be required by scripts.
 --
--- Keys sort in 8-bit passes (1 per byte of the key type); rows of
--- row_length sort on their own by further passes over the row of each
--- key's original index, which the passes then carry (as they do for
--- values and argsort). Values move once, at the end, by a gather through
--- the carried indices. Counts and indices are uint: at most 2^32 - 1 keys.
+-- Keys sort in 8-bit passes (1 per byte of the key type). Values move
+-- with the keys in every pass. Rows of row_length sort on their own by
+-- further passes over the row of each key's original index, which the
+-- passes then carry instead (as they do for argsort); values then move
+-- once, at the end, by a gather through the indices. Counts and indices
+-- are uint: at most 2^32 - 1 keys.
 
 local H = require "luagpu.helper"
 local B = require "luagpu.algo_base"
@@ -32,28 +33,30 @@ end
 
 local cache = H.device_cache()
 
--- The radix sort of keys of type kt on dev: {count, scatter (kernels), L,
--- tile, scratch buffers}.
-local function entry_for(fn, dev, kt)
+-- The radix sort of keys of type kt carrying vt (uint: indices) on dev:
+-- {count, scatter (kernels), L, tile, scratch buffers}.
+local function entry_for(fn, dev, kt, vt)
   local cls, sig = B.device_class(fn, dev)
   local entries = H.device_entries(cache, dev, sig)
-  local e = entries["sort " .. kt]
+  local key = "sort " .. kt .. " " .. vt
+  local e = entries[key]
   if e then return e end
   B.check_fp64(fn, dev, kt)
-  local size = SIZES[kt]
+  B.check_fp64(fn, dev, vt)
+  local size, vsize = SIZES[kt], SIZES[vt]
   local L = min(cls.sort_local, floor_pow2(dev.max_work_group_size), RADIX)
   local ipt = cls.sort_items
   while L * ipt > 32768 do ipt = ipt // 2 end    -- tile ranks are ushort
   -- local memory: counts per work-item and digit (ushort), the tile's keys
   -- and indices, and small tables
-  local function bytes() return L * RADIX * 2 + RADIX * 4 + L * 4 + L * ipt * (size + 4) + 64 end
+  local function bytes() return L * RADIX * 2 + RADIX * 4 + L * 4 + L * ipt * (size + vsize) + 64 end
   while bytes() > dev.local_mem_size and ipt > 1 do ipt = ipt // 2 end
   while bytes() > dev.local_mem_size and L > 1 do L = L // 2 end
   local prog
   while true do
     prog = B.build(fn, dev, {
       {"K", kt}, {"U", size == 8 and "ulong" or "uint"},
-      {"KIND", FLOATS[kt] and 2 or SIGNED[kt] and 1 or 0}, {"BITS", size * 8},
+      {"KIND", FLOATS[kt] and 2 or SIGNED[kt] and 1 or 0}, {"BITS", size * 8}, {"V", vt},
       {"L", L}, {"IPT", ipt},
     }, "sort.cl")
     local wgs = min(prog.sort_count.work_group_size, prog.sort_scatter.work_group_size)
@@ -61,7 +64,7 @@ local function entry_for(fn, dev, kt)
     L = floor_pow2(wgs)
   end
   e = {count = prog.sort_count, scatter = prog.sort_scatter, L = L, tile = L * ipt}
-  entries["sort " .. kt] = e
+  entries[key] = e
   return e
 end
 
@@ -93,7 +96,9 @@ local UINT_SUM = S.builtin("sum", "uint", "uint")
 
 -- Sorts the n keys of type kt at (root, off) in place, on the sequence
 -- seq: r = {descending, rowlen (0: one row), carry (keep the original
--- indices)}. Returns the uint buffer of the indices (carry) or nil.
+-- indices), values (root, offset and type of values moved along, when
+-- not carrying indices)}. Returns the uint buffer of the indices (carry)
+-- or nil.
 local function radix(fn, dev, e, seq, root, off, n, kt, r)
   local L, tile = e.L, e.tile
   local ntiles = (n + tile - 1) // tile
@@ -101,10 +106,18 @@ local function radix(fn, dev, e, seq, root, off, n, kt, r)
   local counts = H.scratch_buffer(e, dev, "counts", "uint", RADIX * ntiles)
   local offsets = H.scratch_buffer(e, dev, "offsets", "uint", RADIX * ntiles)
   local carry = r.carry or r.rowlen ~= 0
-  local ia, ib = dummy(dev), dummy(dev)
+  local nodata = dummy(dev)
+  -- what the passes carry: from (va, vaoff) to (vb, vboff), swapped after each
+  local va, vaoff, vb, vboff, cmode = nodata, 0, nodata, 0, 0
   if carry then
-    ia = H.scratch_buffer(e, dev, "idx_a", "uint", n)
-    ib = H.scratch_buffer(e, dev, "idx_b", "uint", n)
+    va = H.scratch_buffer(e, dev, "idx_a", "uint", n)
+    vb = H.scratch_buffer(e, dev, "idx_b", "uint", n)
+    cmode = 2
+  elseif r.values then
+    local v = r.values
+    va, vaoff = v.root, v.offset
+    vb = H.scratch_buffer(e, dev, "values", v.type, n)
+    cmode = 1
   end
   local passes = {}
   for p = 0, SIZES[kt] - 1 do passes[#passes + 1] = {0, 8 * p} end
@@ -119,22 +132,25 @@ local function radix(fn, dev, e, seq, root, off, n, kt, r)
   local src, soff, dst, doff = root, off, keys2, 0
   local desc = r.descending and 1 or 0
   local rowlen = r.rowlen ~= 0 and r.rowlen or 1
-  local cmode = carry and 2 or 0
   for _, p in ipairs(passes) do
-    seq:run(e.count(src, soff, ia, cmode, n, p[1], p[2], desc, rowlen, ntiles, counts),
-            {ntiles * L}, {L})
+    local rows = p[1] == 1
+    seq:run(e.count(src, soff, rows and va or nodata, rows and 1 or 0, n, p[1], p[2], desc,
+                    rowlen, ntiles, counts), {ntiles * L}, {L})
     seq.last = S.run(fn, {spec = UINT_SUM, x = counts, xoff = 0, n = RADIX * ntiles,
                           rowlen = 0, out = offsets, ooff = 0, exclusive = true,
                           queue = seq.q, wait = {seq.last}})
-    seq:run(e.scatter(src, soff, dst, doff, ia, ib, cmode, n, p[1], p[2], desc, rowlen,
-                      ntiles, offsets), {ntiles * L}, {L})
+    seq:run(e.scatter(src, soff, dst, doff, va, vaoff, vb, vboff, cmode, n, p[1], p[2], desc,
+                      rowlen, ntiles, offsets), {ntiles * L}, {L})
     src, soff, dst, doff = dst, doff, src, soff
-    if carry then ia, ib, cmode = ib, ia, 1 end
+    if cmode ~= 0 then va, vaoff, vb, vboff, cmode = vb, vboff, va, vaoff, 1 end
   end
   if src ~= root then   -- an odd number of passes: the keys are in keys2
     seq:cmd(keys2:sub(1, n), "copy_to", root:sub(off + 1, off + n))
+    if r.values and not carry then
+      seq:cmd(va:sub(1, n), "copy_to", r.values.root:sub(r.values.offset + 1, r.values.offset + n))
+    end
   end
-  return carry and ia or nil
+  return carry and va or nil
 end
 
 -- Checks the keys (argument #1) of fn; returns their type, root, offset,
@@ -181,10 +197,11 @@ function M.sort(keys, opts)
     if vroot == root and voff == off then
       fail(fn, "argument #2: option values: the values are the keys")
     end
-    r.carry = true
+    if r.rowlen == 0 then r.values = {root = vroot, offset = voff, type = vt}
+    else r.carry = true end
   end
-  local e = entry_for(fn, dev, kt)
-  local ge = vals and gather_for(fn, dev, vt)
+  local e = entry_for(fn, dev, kt, r.values and vt or "uint")
+  local ge = r.carry and vals and gather_for(fn, dev, vt)
   local q, waits = o.queue, o.wait
   H.wait_for_last_user(e, q, dev, waits)
   local seq = B.sequence(q, waits)
@@ -192,7 +209,7 @@ function M.sort(keys, opts)
     seq:marker(dev)
   else
     local idx = radix(fn, dev, e, seq, root, off, n, kt, r)
-    if vals then
+    if idx and vals then
       local v2 = H.scratch_buffer(e, dev, "values " .. vt, vt, n)
       seq:run(ge.gather(vroot, voff, v2, 0, idx, n), {n})
       seq:cmd(v2:sub(1, n), "copy_to", vroot:sub(voff + 1, voff + n))
@@ -247,7 +264,7 @@ function M.argsort(keys, opts)
     out = dev:buffer(it, n)
     oroot, ooff = out, 0
   end
-  local e = entry_for(fn, dev, kt)
+  local e = entry_for(fn, dev, kt, "uint")
   local ge = gather_for(fn, dev, it)
   local q, waits = o.queue, o.wait
   H.wait_for_last_user(e, q, dev, waits)
