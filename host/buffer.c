@@ -72,6 +72,22 @@ static cl_int zero_fill(lua_State *L, int devidx, lg_Buffer *b, size_t bytes) {
   return err;
 }
 
+/* Debug mode: fills the guard zone after the data of the new buffer b with
+** the canary, and writes host (bytes of it) when given. Returns the error. */
+static cl_int guard_buffer(lua_State *L, int devidx, lg_Buffer *b, size_t bytes, size_t guard,
+                           const void *host) {
+  lg_Queue *q;
+  cl_int err;
+  lg_push_default_queue(L, devidx);
+  q = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  err = lg_debug_fill_guard(q->q, b->mem, bytes ? bytes : lg_type_size(b->type), guard);
+  if (err == CL_SUCCESS && host != NULL && bytes > 0)
+    err = clEnqueueWriteBuffer(q->q, b->mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+  if (err == CL_SUCCESS) b->canary = guard;
+  return err;
+}
+
 /* The number of elements of shape, raising when their bytes would not fit
 ** in a size_t (the product is never allowed to wrap). */
 static size_t shape_count(lua_State *L, lg_Type t, int ndim, const size_t *shape,
@@ -98,10 +114,15 @@ static lg_Buffer *new_root(lua_State *L, int devidx, lg_Type t, int ndim, const 
   lg_Device *d;
   cl_int err = CL_SUCCESS;
   int attempt;
+  size_t guard = 0;
   devidx = lua_absindex(L, devidx);
   d = lg_checkdevice(L, devidx);
   count = shape_count(L, t, ndim, shape, fn);
   bytes = count * esize;
+  if (lg_debug_on) {          /* a guard zone after the data, when it fits */
+    size_t g = lg_debug_guard_bytes(bytes);
+    if ((cl_ulong)bytes + g <= d->max_alloc_size) guard = g;
+  }
   if ((cl_ulong)bytes > d->max_alloc_size)
     lg_error(L, fn, "%I bytes (%I elements of %s) exceed the device's max_alloc_size "
              "(%I bytes)", (lua_Integer)bytes, (lua_Integer)count, lg_type_name(t, tname),
@@ -115,10 +136,13 @@ static lg_Buffer *new_root(lua_State *L, int devidx, lg_Type t, int ndim, const 
   for (attempt = 0; attempt < 2; attempt++) {
     if (attempt > 0) lua_gc(L, LUA_GCCOLLECT, 0);
     /* an empty buffer still gets one element of memory: OpenCL has no empty ones */
-    b->mem = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | (host && bytes ? CL_MEM_COPY_HOST_PTR : 0),
-                            bytes ? bytes : esize, bytes ? (void *)host : NULL, &err);
-    if (b->mem != NULL && (host == NULL || bytes == 0)) {
+    b->mem = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE |
+                            (host && bytes && !guard ? CL_MEM_COPY_HOST_PTR : 0),
+                            (bytes ? bytes : esize) + guard,
+                            bytes && !guard ? (void *)host : NULL, &err);
+    if (b->mem != NULL && (host == NULL || bytes == 0 || guard)) {
       err = zero_fill(L, devidx, b, bytes ? bytes : esize);   /* some drivers allocate only now */
+      if (err == CL_SUCCESS && guard) err = guard_buffer(L, devidx, b, bytes, guard, host);
       if (err != CL_SUCCESS) {
         clReleaseMemObject(b->mem);
         b->mem = NULL;

@@ -407,8 +407,12 @@ static int launch(lua_State *L, const Launch *a) {
                  a->wait);
     if (a->no_event) clReleaseEvent(ev);
   }
-  if (a->no_event) return 0;
+  if (a->no_event) {
+    if (lg_debug_on) lg_debug_after_launch(L, c, q, NULL);
+    return 0;
+  }
   lg_event_start(L, pre, ev);
+  if (lg_debug_on) lg_debug_after_launch(L, c, q, ev);   /* may raise: the Event owns ev */
   return 1;
 }
 

@@ -20,6 +20,7 @@ H.module = {
   wait = "gpu.wait(ev, ...): waits for all, raises if one failed, returns their results",
   trace = "gpu.trace(true | false | path): record every command; stop (and write JSON or SVG)",
   tracing = "gpu.tracing(): true while gpu.trace records",
+  debug = "gpu.debug([on]): wait after each command, guard buffers with canaries; the old state",
 }
 
 local function class(name, fields, methods)

@@ -303,6 +303,9 @@ void lg_trace_add(lua_State *L, cl_command_queue q, cl_event ev, const char *kin
                   const char *name, cl_uint dims, const size_t *global, const size_t *local,
                   size_t bytes, cl_uint nwait, const cl_event *wait);
 void lg_open_trace(lua_State *L);
+/* "file.lua:12": the first caller up the stack outside luagpu's helpers. */
+void lg_lua_where(lua_State *L, char *buf, size_t size);
+
 
 /* Set by a program (the luagpu REPL) that wants waits to stop on Ctrl-C:
 ** ev:wait and gpu.wait then poll the command and raise "interrupted!" when
@@ -351,6 +354,7 @@ typedef struct lg_Buffer {
   int is_scalar;               /* made by dev:scalar: read gives a number */
   int released;                /* this view (or root) was released */
   lg_Device *dev;              /* kept alive by uservalue 1 */
+  size_t canary;               /* roots made in debug mode: bytes of guard zone after the data */
 } lg_Buffer;
 /* Buffer uservalues: 1 Device, 2 parent (views only). */
 
@@ -475,6 +479,23 @@ typedef struct lg_Call {
 ** at kidx and pushes the Call. */
 lg_Call *lg_bindcall(lua_State *L, int kidx, int first, int last);
 void lg_open_call(lua_State *L);   /* called by lg_open_kernel */
+
+/* ------------------------------------------------------------- debug.c */
+
+/* Set in debug mode (gpu.debug(true), LUAGPU_DEBUG=1): buffers get a guard
+** zone of lg_debug_guard_bytes(bytes) after their data, filled by
+** lg_debug_fill_guard; call.c then calls lg_debug_after_launch (waits,
+** raises naming a failed kernel, its arguments and line, or a write past
+** the end of a buffer argument), transfer.c lg_debug_after_transfer (waits;
+** returns the command's failure status, 0 when it did not fail) and
+** lg_debug_transfer_error. */
+extern int lg_debug_on;
+size_t lg_debug_guard_bytes(size_t bytes);
+cl_int lg_debug_fill_guard(cl_command_queue q, cl_mem mem, size_t offset, size_t guard);
+void lg_debug_after_launch(lua_State *L, const lg_Call *c, cl_command_queue q, cl_event ev);
+cl_int lg_debug_after_transfer(cl_event ev);
+void lg_debug_transfer_error(lua_State *L, const char *command, cl_int st);
+void lg_open_debug(lua_State *L);
 
 /* -------------------------------------- sha256.c, includes.c, cache.c */
 

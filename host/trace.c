@@ -56,8 +56,9 @@ static void clear(void) {
 }
 
 /* The first caller up the stack that is not one of luagpu's own Lua
-** helpers (their source names a "luagpu/" file): "file.lua:12". */
-static void find_where(lua_State *L, char *buf, size_t size) {
+** helpers (their source names a "luagpu/" file): "file.lua:12" (the
+** innermost Lua caller when all are helpers; "" when there is none). */
+void lg_lua_where(lua_State *L, char *buf, size_t size) {
   lua_Debug ar;
   int level;
   buf[0] = '\0';
@@ -92,7 +93,7 @@ void lg_trace_add(lua_State *L, cl_command_queue q, cl_event ev, const char *kin
   r->host_ns = now_ns();
   snprintf(r->kind, sizeof r->kind, "%s", kind);
   snprintf(r->name, sizeof r->name, "%s", name != NULL ? name : "");
-  find_where(L, r->where, sizeof r->where);
+  lg_lua_where(L, r->where, sizeof r->where);
   r->dims = dims > 3 ? 3 : dims;
   for (i = 0; i < r->dims; i++) {
     r->global[i] = global[i];

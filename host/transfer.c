@@ -88,6 +88,11 @@ static cl_event enqueue(lua_State *L, const Transfer *t, const lg_Opts *o) {
       ev = NULL;
     }
   }
+  if (lg_debug_on && ev != NULL && (err = lg_debug_after_transfer(ev)) != 0) {
+    static const char *const kinds[] = {"write", "read", "fill", "copy"};
+    clReleaseEvent(ev);
+    lg_debug_transfer_error(L, kinds[t->kind], err);
+  }
   return ev;
 }
 

@@ -1,0 +1,161 @@
+/*
+** debug.c: the debug mode (gpu.debug(true), or LUAGPU_DEBUG=1 in the
+** environment when the module opens). While it is on, buffers are made
+** with a guard zone (a canary) after their data, every kernel launch waits
+** for its kernel, and then: a failed kernel raises naming the kernel, its
+** arguments and the Lua line that launched it; a kernel that wrote into the
+** guard zone of a buffer argument raises "kernel K wrote past the end of
+** argument #2 (y) at element N". Transfers wait too, and name their line
+** when they fail. Off, the launch path pays one test of lg_debug_on.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define CANARY_BYTE 0xCB
+
+int lg_debug_on = 0;
+
+size_t lg_debug_guard_bytes(size_t bytes) {
+  size_t g = bytes / 8;                    /* 1/8 of the data, 256 B to 64 KiB */
+  if (g < 256) g = 256;
+  if (g > 65536) g = 65536;
+  return (g + 127) / 128 * 128;
+}
+
+cl_int lg_debug_fill_guard(cl_command_queue q, cl_mem mem, size_t offset, size_t guard) {
+  static const unsigned char pattern = CANARY_BYTE;
+  cl_event ev = NULL;
+  cl_int err = clEnqueueFillBuffer(q, mem, &pattern, 1, offset, guard, 0, NULL, &ev);
+  if (err != CL_SUCCESS) return err;
+  err = clWaitForEvents(1, &ev);
+  clReleaseEvent(ev);
+  return err;
+}
+
+/* Pushes a description of argument i of call c: "y (global float*: a buffer
+** of 1000 float)", "n = 1000 (uint)", "tile (local: 1024 bytes)". */
+static void push_arg(lua_State *L, const lg_Kernel *k, const lg_Call *c, cl_uint i) {
+  const lg_ArgInfo *a = &k->args[i];
+  const lg_CallArg *v = &c->args[i];
+  char tname[LG_TYPENAME_MAX];
+  const char *name = a->name[0] != '\0' ? a->name : "?";
+  if (v->buf != NULL) {
+    lua_pushfstring(L, "#%d %s (%s %s: a buffer of %I %s)", (int)i + 1, name, a->address,
+                    a->type_name, (lua_Integer)v->buf->count, lg_type_name(v->buf->type, tname));
+  } else if (v->value == NULL) {
+    lua_pushfstring(L, "#%d %s (local: %I bytes)", (int)i + 1, name, (lua_Integer)v->size);
+  } else if (a->typed && a->type.width == 1) {
+    lg_push_scalar(L, a->type.scalar, v->value);
+    lua_pushfstring(L, "#%d %s = %s (%s)", (int)i + 1, name, luaL_tolstring(L, -1, NULL),
+                    a->type_name);
+    lua_replace(L, -3);
+    lua_pop(L, 1);
+  } else {
+    lua_pushfstring(L, "#%d %s (%s)", (int)i + 1, name, a->type_name);
+  }
+}
+
+/* Raises: kernel K failed with status, listing its arguments. */
+static void launch_failed(lua_State *L, const lg_Kernel *k, const lg_Call *c, cl_int st,
+                          const char *where) {
+  luaL_Buffer b;
+  cl_uint i;
+  luaL_buffinit(L, &b);
+  for (i = 0; i < c->nargs; i++) {
+    push_arg(L, k, c, i);
+    luaL_addstring(&b, i > 0 ? ", " : "");
+    luaL_addvalue(&b);
+  }
+  luaL_pushresult(&b);
+  luaL_error(L, "luagpu: debug: kernel %s launched at %s failed: %s (%d); its arguments: %s",
+             k->name, where, lg_clerror_name(st), (int)st, lua_tostring(L, -1));
+}
+
+/* Checks the guard zone of the root of buffer argument i; raises when the
+** kernel wrote into it (after putting the canary back). */
+static void check_guard(lua_State *L, const lg_Kernel *k, const lg_Call *c, cl_uint i,
+                        cl_command_queue q, const char *where) {
+  const lg_Buffer *arg = c->args[i].buf, *root = arg->root;
+  size_t esize = lg_type_size(root->type), data = root->count * esize, j;
+  size_t guard = root->canary;
+  unsigned char *got;
+  cl_int err;
+  if (guard == 0 || root->mem == NULL) return;
+  if (data == 0) data = esize;               /* an empty buffer has one element */
+  got = malloc(guard);
+  if (got == NULL) luaL_error(L, "luagpu: debug: out of memory");
+  err = clEnqueueReadBuffer(q, root->mem, CL_TRUE, data, guard, got, 0, NULL, NULL);
+  if (err != CL_SUCCESS) {
+    free(got);
+    lg_clerror(L, "clEnqueueReadBuffer", err, "debug: reading the guard zone of argument #%d "
+               "of kernel %s", (int)i + 1, k->name);
+  }
+  for (j = 0; j < guard && got[j] == CANARY_BYTE; j++) {}
+  free(got);
+  if (j == guard) return;
+  lg_debug_fill_guard(q, root->mem, data, guard);
+  {
+    /* the first element touched, numbered from the argument's first (a view
+    ** counts from its own start, as b:sub's elements do) */
+    size_t elem = root->count + j / esize - arg->offset + 1;
+    const char *name = k->args[i].name[0] != '\0' ? k->args[i].name : "?";
+    char tname[LG_TYPENAME_MAX];
+    luaL_error(L, "luagpu: debug: kernel %s wrote past the end of argument #%d (%s) at "
+               "element %I (it has %I elements of %s; launched at %s)", k->name, (int)i + 1,
+               name, (lua_Integer)elem, (lua_Integer)arg->count,
+               lg_type_name(arg->type, tname), where);
+  }
+}
+
+void lg_debug_after_launch(lua_State *L, const lg_Call *c, cl_command_queue q, cl_event ev) {
+  const lg_Kernel *k = c->kernel;
+  char where[160];
+  cl_int st = CL_COMPLETE, err;
+  cl_uint i;
+  lg_lua_where(L, where, sizeof where);
+  err = ev != NULL ? clWaitForEvents(1, &ev) : clFinish(q);
+  if (ev != NULL)
+    clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
+  if (st < 0 || (err != CL_SUCCESS && err != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST))
+    launch_failed(L, k, c, st < 0 ? st : err, where);
+  for (i = 0; i < c->nargs; i++)
+    if (c->args[i].buf != NULL) check_guard(L, k, c, i, q, where);
+}
+
+cl_int lg_debug_after_transfer(cl_event ev) {
+  cl_int st = CL_COMPLETE;
+  if (ev == NULL) return 0;
+  clWaitForEvents(1, &ev);
+  clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
+  return st < 0 ? st : 0;
+}
+
+void lg_debug_transfer_error(lua_State *L, const char *command, cl_int st) {
+  char where[160];
+  lg_lua_where(L, where, sizeof where);
+  luaL_error(L, "luagpu: debug: %s enqueued at %s failed: %s (%d)", command, where,
+             lg_clerror_name(st), (int)st);
+}
+
+/* gpu.debug([on]): with a boolean, turns the debug mode on or off; returns
+** whether it was on. */
+static int mod_debug(lua_State *L) {
+  int was = lg_debug_on;
+  if (!lua_isnoneornil(L, 1)) {
+    if (!lua_isboolean(L, 1))
+      return lg_argerror(L, "gpu.debug", 1, "expected a boolean, got %s", luaL_typename(L, 1));
+    lg_debug_on = lua_toboolean(L, 1);
+  }
+  lua_pushboolean(L, was);
+  return 1;
+}
+
+static const luaL_Reg debug_functions[] = {{"debug", mod_debug}, {NULL, NULL}};
+
+void lg_open_debug(lua_State *L) {
+  const char *v = getenv("LUAGPU_DEBUG");
+  if (v != NULL && v[0] != '\0' && strcmp(v, "0") != 0) lg_debug_on = 1;
+  luaL_setfuncs(L, debug_functions, 0);
+}
