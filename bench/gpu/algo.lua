@@ -108,7 +108,7 @@ say("scan_gbs", 8 * n / scan_s / 1e9, "GB/s")
 if sweep then
   local cls = algo.classes.gpu
   local keep = {cls.scan_local, cls.scan_items}
-  for _, c in ipairs {{128, 16}, {256, 8}, {256, 32}, {512, 8}, {512, 16}, {1024, 8}} do
+  for _, c in ipairs {{256, 16}, {128, 32}, {512, 16}, {256, 64}, {1024, 8}} do
     cls.scan_local, cls.scan_items = c[1], c[2]
     local ok, s = pcall(time_scan)
     if ok then say(("sweep_scan_L%d_I%d_gbs"):format(c[1], c[2]), 8 * n / s / 1e9, "GB/s")
@@ -166,7 +166,7 @@ say("sort_kv_ms", kv_s * 1e3, "ms")
 if sweep then
   local cls = algo.classes.gpu
   local keep = {cls.sort_local, cls.sort_items}
-  for _, c in ipairs {{64, 16}, {64, 64}, {32, 32}, {32, 64}} do
+  for _, c in ipairs {{64, 16}, {32, 32}, {32, 128}, {16, 128}} do
     cls.sort_local, cls.sort_items = c[1], c[2]
     local ok, s = pcall(time_sort, false)
     if ok then say(("sweep_sort_L%d_I%d_ms"):format(c[1], c[2]), s * 1e3, "ms")
