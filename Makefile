@@ -5,7 +5,7 @@
 #   make asan     build with -fsanitize=address,undefined and run the specs
 #   make fuzz     the fuzzer under the sanitizers (CALLS=20000 SEED=)
 #   make valgrind valgrind memcheck over a subset of specs and programs
-#   make install  PREFIX=/usr/local DESTDIR=
+#   make install  PREFIX=/usr/local DESTDIR=  (also luagpu.pc and the man page)
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -34,6 +34,7 @@ ALL_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -fPIC -fvisib
               -Ihost -Ibuild $(LUA_CFLAGS)
 
 BUILD   ?= build
+VERSION := $(shell sed -n 's/^\#define LG_VERSION "\(.*\)"/\1/p' host/internal.h)
 MODULE_SRC := errors class types info context root sha256 includes capture module device queue sync array npy event buffer transfer trace debug program kernel call cache embed
 MODULE_OBJ := $(MODULE_SRC:%=$(BUILD)/%.o) $(BUILD)/kernels.o $(BUILD)/helpers.o
 KERNELS := $(sort $(wildcard kernels/*.cl))
@@ -50,7 +51,7 @@ READLINE_LIBS := $(RL_STATIC) $(TI_STATIC)
 READLINE_DEF  := -DLUAGPU_READLINE
 endif
 
-.PHONY: all mpi deps deps-bench deps-valgrind demo test asan asan-build fuzz valgrind install clean bench
+.PHONY: all mpi deps deps-bench deps-valgrind demo test asan asan-build fuzz valgrind install install-rock clean bench
 
 all: $(BUILD)/luagpu.so $(BUILD)/luagpu $(BUILD)/embed_demo $(BUILD)/embed_check $(MPI_MODULE)
 
@@ -174,6 +175,21 @@ install: all
 	install -m 755 $(BUILD)/luagpu $(DESTDIR)$(PREFIX)/bin/luagpu
 	$(if $(MPI_MODULE),install -m 755 $(MPI_MODULE) $(DESTDIR)$(PREFIX)/lib/lua/$(LUAV)/)
 	install -m 644 host/luagpu.h $(DESTDIR)$(PREFIX)/include/luagpu.h
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LUAV@|$(LUAV)|g' -e 's|@VERSION@|$(VERSION)|' \
+	    packaging/luagpu.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/luagpu.pc
+	install -m 644 docs/luagpu.1 $(DESTDIR)$(PREFIX)/share/man/man1/luagpu.1
+
+# What luarocks installs (packaging/luagpu-*.rockspec): the module, the
+# helpers and the program into the rock's folders.
+ROCK_LIBDIR ?= $(PREFIX)/lib/lua/$(LUAV)
+ROCK_LUADIR ?= $(PREFIX)/share/lua/$(LUAV)
+ROCK_BINDIR ?= $(PREFIX)/bin
+install-rock: all
+	install -d $(ROCK_LIBDIR) $(ROCK_LUADIR)/luagpu $(ROCK_BINDIR)
+	install -m 755 $(BUILD)/luagpu.so $(ROCK_LIBDIR)/luagpu.so
+	install -m 644 $(HELPERS) $(ROCK_LUADIR)/luagpu/
+	install -m 755 $(BUILD)/luagpu $(ROCK_BINDIR)/luagpu
 
 clean:
 	rm -rf build
