@@ -4,10 +4,10 @@
 --   algo.scan(b [, opts]) -> out, Event          prefix sums (and prod, min, max)
 --   algo.scanner{type =, op =, neutral = [, acc =] [, map =]} -> s; s(b [, opts])
 --   algo.sort(keys [, opts]) -> keys, Event      in place; opts.values move along
---   algo.argsort(keys [, opts]) -> indices, Event   0-based, stable
---   algo.copy_if(b, predicate [, opts]) -> out, count
---   algo.nonzero(b [, opts]) -> indices, count   0-based
---   algo.partition(b, predicate [, opts]) -> out, count
+--   algo.argsort(keys [, opts]) -> positions, Event   1-based by default, stable
+--   algo.copy_if(b, predicate [, opts]) -> out, count, Event
+--   algo.nonzero(b [, opts]) -> positions, count, Event   1-based by default
+--   algo.partition(b, predicate [, opts]) -> out, count, Event
 --   algo.histogram(b [, opts]) -> counts, Event
 --
 -- Every call enqueues on one queue (opts.queue, else the default queue of
@@ -18,21 +18,19 @@
 
 local B = require "luagpu.algo_base"
 local scan = require "luagpu.algo_scan"
+local sort = require "luagpu.algo_sort"
+local compact = require "luagpu.algo_compact"
+local histogram = require "luagpu.algo_histogram"
 
-local M = {
+return {
   scan = scan.scan,
   scanner = scan.scanner,
+  sort = sort.sort,
+  argsort = sort.argsort,
+  copy_if = compact.copy_if,
+  nonzero = compact.nonzero,
+  partition = compact.partition,
+  histogram = histogram.histogram,
   classes = B.CLASSES,
   stats = B.stats,
 }
-
-for _, part in ipairs {"luagpu.algo_sort", "luagpu.algo_compact", "luagpu.algo_histogram"} do
-  local ok, p = pcall(require, part)
-  if ok then
-    for k, v in pairs(p) do M[k] = v end
-  elseif not tostring(p):find("module '" .. part .. "' not found", 1, true) then
-    error(p, 0)
-  end
-end
-
-return M

@@ -186,7 +186,6 @@ function S.run(fn, r)
             {groups * L}, {L})
   end
   H.set_last_user(e, seq.last, q, dev)
-  S.last_events = seq.events
   return seq.last
 end
 
