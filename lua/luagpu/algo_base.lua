@@ -51,7 +51,7 @@ B.CLASSES = {
          scan_groups_per_cu = 4, sort_local = 32, sort_items = 64,
          hist_local = 256, hist_groups_per_cu = 8},
   cpu = {scan_local = 16, scan_items = 128, scan_staged = false, scan_lookback = false,
-         scan_groups_per_cu = 4, sort_local = 16, sort_items = 64,
+         scan_groups_per_cu = 4, sort_local = 16, sort_items = 256,
          hist_local = 16, hist_groups_per_cu = 4},
 }
 B.CLASSES.accelerator = B.CLASSES.gpu
