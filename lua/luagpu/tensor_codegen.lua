@@ -21,6 +21,7 @@ local TY = require "luagpu.tensor_types"
 
 local format, concat, rep = string.format, table.concat, string.rep
 local ipairs, pairs, tostring, pcall, unpack = ipairs, pairs, tostring, pcall, table.unpack
+local setmetatable = setmetatable
 local min = math.min
 local fail = H.fail
 local FLOATS, SIGNED, UNSIGNED_OF = TY.FLOATS, TY.SIGNED, TY.UNSIGNED_OF
@@ -113,6 +114,11 @@ G.convert = convert
 -- Collects the leaves (distinct tensors), scalars and the structure key of
 -- expression e into w; returns its C code when w.gen (only on a cache
 -- miss: the key alone finds a built kernel).
+-- Key parts without number-to-string conversions: "L3", "S" by number.
+local NUMS = {}
+for i = 0, 64 do NUMS[i] = tostring(i) end
+local function num(i) return NUMS[i] or tostring(i) end
+
 local function walk(e, w)
   local kind = e.kind
   if kind == "leaf" then
@@ -122,18 +128,27 @@ local function walk(e, w)
       w.leaves[k] = e.x
       w.leaf_index[e.x] = k
     end
-    w.key[#w.key + 1] = "L" .. k .. e.type
-    return "v" .. k
+    local key = w.key
+    key[#key + 1] = "L"
+    key[#key + 1] = num(k)
+    key[#key + 1] = e.type
+    return w.gen and "v" .. k
   elseif kind == "scalar" then
     local k = #w.scalars + 1
     w.scalars[k] = e
-    w.key[#w.key + 1] = "S" .. e.type
-    return "s" .. k
+    local key = w.key
+    key[#key + 1] = "S"
+    key[#key + 1] = e.type
+    return w.gen and "s" .. k
   elseif kind == "index" then
     w.key[#w.key + 1] = "I" .. e.type
     return w.gen and format("((%s)li)", e.type)
   end
-  w.key[#w.key + 1] = "(" .. (e.op or "map") .. e.type .. (e.ct or "")
+  local key = w.key
+  key[#key + 1] = "("
+  key[#key + 1] = e.op or "map"
+  key[#key + 1] = e.type
+  key[#key + 1] = e.ct or ""
   local args = {}
   for i, a in ipairs(e.args) do
     local code = walk(a, w)
@@ -310,6 +325,7 @@ end
 
 local cache = H.device_cache()
 local NO_EVENT = {event = false}
+local GLOBAL = {0}
 
 local function kernel_for(fn, dev, key, make_source)
   local entries = cache[dev]
@@ -324,24 +340,97 @@ local function kernel_for(fn, dev, key, make_source)
   end
   G.kernels_built = G.kernels_built + 1
   k = prog.lg_ew
-  entries[key] = {kernel = k, wg = min(LOCAL, k.work_group_size)}
+  local wg = min(LOCAL, k.work_group_size)
+  entries[key] = {kernel = k, wg = wg, local_size = {wg}, calls = setmetatable({}, {__mode = "k"})}
   return entries[key]
 end
 G.kernel_for = kernel_for
 
+-- The bound call of entry's kernel with args: the one made last for the
+-- same output buffer when its arguments are the same values (binding checks
+-- and converts every argument: it costs more than the launch), else a new
+-- one, kept when every buffer it holds is a pool block (a call must not
+-- keep a script's buffer alive) and it has no vector arguments.
+local function bound_call(entry, mode, out, leaves, args)
+  local calls = entry.calls
+  local outbuf = args[1]
+  local c = calls[outbuf]
+  if c then
+    local old, same = c.args, #c.args == #args
+    for i = 2, #args do
+      if not same then break end
+      if old[i] ~= args[i] or math.type(old[i]) ~= math.type(args[i]) then same = false end
+    end
+    if same then return c.call end
+  end
+  local call = entry.kernel(unpack(args))
+  local keep = mode ~= "nd" and out._st.pool ~= nil
+  for _, x in ipairs(leaves) do
+    if not x._st.pool then keep = false end
+  end
+  calls[outbuf] = keep and {args = args, call = call} or nil
+  return call
+end
+
+-- Whether x is row-major with exactly shape (n elements).
+local function plain(x, shape, n)
+  local xs, st = x._shape, x._strides
+  if x._n ~= n or #xs ~= #shape then return false end
+  local s = 1
+  for i = #xs, 1, -1 do
+    if xs[i] ~= shape[i] then return false end
+    if xs[i] ~= 1 and st[i] ~= s then return false end
+    s = s * xs[i]
+  end
+  return true
+end
+
+local ONE, CONTIGUOUS = {1}, {{1}}
+
+-- The walk's tables, reused from call to call (G.run does not nest) and
+-- emptied after each, so they keep no tensor alive.
+local W = {leaves = {}, leaf_index = {}, scalars = {}, key = {}, maps = {}, need = {}}
+
+local function clear_list(t)
+  for i = #t, 1, -1 do t[i] = nil end
+end
+
+local function clear(w)
+  clear_list(w.leaves)
+  clear_list(w.scalars)
+  clear_list(w.key)
+  clear_list(w.maps)
+  for k in pairs(w.leaf_index) do w.leaf_index[k] = nil end
+  for k in pairs(w.need) do w.need[k] = nil end
+  w.gen, w.code, w.strides = nil, nil, nil
+end
+
 function G.run(fn, e, out)
   local n = out._n
   if n == 0 then return end
-  local w = {leaves = {}, leaf_index = {}, scalars = {}, key = {}, maps = {}, need = {}}
+  local w = W
+  clear(w)
   walk(e, w)
   local shape = out._shape
-  local sets = {out._strides}
-  for k, x in ipairs(w.leaves) do sets[k + 1] = broadcast_strides(x, shape) end
-  local sshape, ssets = simplify(shape, sets)
-  local nd = #sshape
-  local big = n >= BIG or #out._st.buf >= BIG
+  local sshape, ssets
+  local fast = plain(out, shape, n)
   for _, x in ipairs(w.leaves) do
-    if #x._st.buf >= BIG then big = true end
+    if not fast then break end
+    fast = plain(x, shape, n)
+  end
+  if fast then
+    -- every operand row-major with the result's shape: one flat dim
+    sshape, ssets = ONE, CONTIGUOUS
+    for k = 1, #w.leaves do ssets[k + 1] = ONE end
+  else
+    local sets = {out._strides}
+    for k, x in ipairs(w.leaves) do sets[k + 1] = broadcast_strides(x, shape) end
+    sshape, ssets = simplify(shape, sets)
+  end
+  local nd = #sshape
+  local big = n >= BIG or out._st.count >= BIG
+  for _, x in ipairs(w.leaves) do
+    if x._st.count >= BIG then big = true end
   end
   local idx = big and "ulong" or "uint"
   local mode = "nd"
@@ -357,8 +446,16 @@ function G.run(fn, e, out)
     end
     if mode == "flat" and aligned and n >= VW then mode = "vec" end
   end
-  local key = concat(w.key) .. "|" .. mode .. nd .. idx .. out._type
-  if mode ~= "nd" then key = key .. concat(w.strides, ",") end
+  local kt = w.key
+  kt[#kt + 1] = "|"
+  kt[#kt + 1] = mode
+  kt[#kt + 1] = num(nd)
+  kt[#kt + 1] = idx
+  kt[#kt + 1] = out._type
+  if mode ~= "nd" then
+    for k = 1, #w.strides do kt[#kt + 1] = w.strides[k] == 0 and ",0" or ",1" end
+  end
+  local key = concat(kt)
   local dev = out._dev
   local entries = cache[dev]
   local entry = entries and entries[key]
@@ -385,7 +482,10 @@ function G.run(fn, e, out)
   local units = mode == "vec" and (n + VW - 1) // VW or n
   local wg = entry.wg
   local global = (units + wg - 1) // wg * wg
-  entry.kernel(unpack(args)):run({global}, {wg}, NO_EVENT)
+  GLOBAL[1] = global
+  bound_call(entry, mode, out, w.leaves, args):run(GLOBAL, entry.local_size, NO_EVENT)
+  if fast then for k = #ssets, 2, -1 do ssets[k] = nil end end
+  clear(w)
 end
 
 return G

@@ -24,6 +24,7 @@ local G = require "luagpu.tensor_codegen"
 
 local type, ipairs, pairs, next, tostring, rawget, rawlen = type, ipairs, pairs, next, tostring, rawget, rawlen
 local format, concat = string.format, table.concat
+local setmetatable = setmetatable
 local mtype = math.type
 local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
 local FLOATS = TY.FLOATS
@@ -32,6 +33,7 @@ local promote, floating = TY.promote, TY.floating
 local E = {}
 
 local MAX_NODES = 48
+local WEAK_KEYS = {__mode = "k"}
 
 function E.install(C)
   local M, Tensor, MT = C.M, C.Tensor, C.MT
@@ -70,12 +72,15 @@ function E.install(C)
     G.run(fn, e, out)
     x._st, x._off, x._strides = out._st, 0, out._strides
     x._expr = nil
-    for s in next, storages(e, {}) do s.readers[x] = nil end
+    for s in next, storages(e, {}) do
+      if s.readers then s.readers[x] = nil end
+    end
     return x
   end
   C.realize = realize
 
   function C.flush_readers(s)
+    if not s.readers then return end
     local list = {}
     for r in next, s.readers do list[#list + 1] = r end
     for _, r in ipairs(list) do realize(r) end
@@ -113,7 +118,11 @@ function E.install(C)
       end
     end
     if eager then return realize(x) end
-    for s in next, set do s.readers[x] = true end
+    for s in next, set do
+      local r = s.readers
+      if not r then r = setmetatable({}, WEAK_KEYS); s.readers = r end
+      r[x] = true
+    end
     return x
   end
   C.result = result

@@ -2,7 +2,7 @@
 -- live in (internal to luagpu.tensor).
 --
 --   M.storage(fn, dev, t, n)   a storage of at least n elements of type t:
---                              {buf = a root Buffer, dev, readers, ...};
+--                              {buf = a root Buffer, dev, n, ...};
 --                              its buffer goes back to the pool when the
 --                              storage is collected
 --   M.shared(buf)              the storage of a Buffer given by the user
@@ -29,8 +29,9 @@ local SIZES = H.SCALAR_SIZES
 
 local M = {}
 
--- Blocks out of one class, and bytes, past which a miss collects first.
-local COLLECT_BLOCKS, COLLECT_BYTES = 8, 4 << 20
+-- Blocks out of one class, or bytes (of at least 2 blocks), past which a
+-- miss collects first.
+local COLLECT_BLOCKS, COLLECT_BYTES = 64, 4 << 20
 
 local pools = H.device_cache()
 
@@ -152,8 +153,10 @@ function M.storage(fn, dev, t, n)
   p.out[key] = (p.out[key] or 0) + 1
   p.used = p.used + bytes
   -- n: the elements asked for (x.buffer gives a view of them)
-  return setmetatable({buf = buf, n = n, dev = dev, pool = p, key = key, bytes = bytes,
-                       readers = setmetatable({}, WEAK_KEYS)}, STORAGE)
+  -- readers: the lazy tensors reading it (a weak set, made on first use)
+  -- count: the buffer's elements
+  return setmetatable({buf = buf, n = n, count = cap, dev = dev, pool = p, key = key,
+                       bytes = bytes}, STORAGE)
 end
 
 local shared = setmetatable({}, WEAK_KEYS)
@@ -162,7 +165,7 @@ function M.shared(buf)
   local root = buf.root
   local s = shared[root]
   if not s then
-    s = {buf = root, dev = root.device, exposed = true, readers = setmetatable({}, WEAK_KEYS)}
+    s = {buf = root, count = #root, dev = root.device, exposed = true}
     shared[root] = s
   end
   return s
