@@ -45,6 +45,8 @@ class("Device", {
   flush = "dev:flush(): submits the default queue's commands without waiting",
   run = "dev:run(call, global [, local] [, ev...] [, opts]): call:run after the events",
   summary = "dev:summary(): every field, one per line",
+  build_binary = "dev:build_binary(bytes): a Program from prog.binary (or a driver's binary), not compiled",
+  info = "dev:info(name): any clGetDeviceInfo query by name (\"CL_DEVICE_...\" or \"max_compute_units\")",
 })
 
 class("Queue", {"device", "profiling", "out_of_order", "default"}, {
@@ -79,7 +81,7 @@ class("Event", {"status", "duration", "command"}, {
   release = "ev:release(): waits for the command, then lets the event go",
 })
 
-class("Program", {"kernels", "log", "options", "file", "device", "cached"}, {
+class("Program", {"kernels", "log", "options", "file", "device", "cached", "binary"}, {
   kernel = "prog:kernel(name): the Kernel name (prog.NAME also works)",
   release = "prog:release(): lets the program and its kernels go",
 })

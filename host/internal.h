@@ -303,6 +303,8 @@ void lg_trace_add(lua_State *L, cl_command_queue q, cl_event ev, const char *kin
                   const char *name, cl_uint dims, const size_t *global, const size_t *local,
                   size_t bytes, cl_uint nwait, const cl_event *wait);
 void lg_open_trace(lua_State *L);
+/* query.c: dev:info(name), platform:info(name). */
+void lg_open_query(lua_State *L);
 /* "file.lua:12": the first caller up the stack outside luagpu's helpers. */
 void lg_lua_where(lua_State *L, char *buf, size_t size);
 
@@ -410,6 +412,11 @@ lg_Program *lg_checkprogram(lua_State *L, int idx);
 /* Pushes the Kernel of the Program at progidx named name, made on first
 ** use and cached; raises naming fn, listing the kernels, when there is none. */
 void lg_push_kernel(lua_State *L, int progidx, const char *name, const char *fn);
+/* binary.c: prog.binary (pushes luagpu's container of the Program at
+** progidx: device name, options, argument metadata, the driver's binary;
+** returns 1) and dev:build_binary. */
+int lg_push_program_binary(lua_State *L, int progidx);
+void lg_open_binary(lua_State *L);
 
 /* What a kernel parameter takes. */
 typedef enum lg_ArgKind {

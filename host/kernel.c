@@ -495,6 +495,7 @@ static int prog_index(lua_State *L) {
     lua_pushboolean(L, p->from_cache);
     return 1;
   }
+  if (strcmp(key, "binary") == 0) return lg_push_program_binary(L, 1);   /* binary.c */
   lua_pop(L, 1);
   lg_push_kernel(L, 1, key, "program");
   return 1;

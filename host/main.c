@@ -221,6 +221,7 @@ static void print_usage(FILE *f) {
     "  --devices  list the OpenCL platforms and devices, then exit\n"
     "  --doctor   check the OpenCL installation, say what is wrong and the fix\n"
     "  --trace f  record every command; write f (Chrome JSON, or SVG for f.svg)\n"
+    "  --precompile f.cl ...  build the files for every device into the program cache\n"
     "  --help     show this help, then exit\n"
     "  --         stop handling options\n"
     "  -          run stdin as a script and stop handling options\n"
@@ -584,7 +585,7 @@ static void repl(lua_State *L) {
 /* ----------------------------------------------------------------- main */
 
 enum { HAS_E = 1, HAS_I = 2, HAS_V = 4, HAS_BIG_E = 8, HAS_W = 16, HAS_DEVICES = 32,
-       HAS_HELP = 64, HAS_DOCTOR = 128, HAS_TRACE = 256 };
+       HAS_HELP = 64, HAS_DOCTOR = 128, HAS_TRACE = 256, HAS_PRECOMPILE = 512 };
 
 /* Scans the options: returns the flags, with *script set to the index of
 ** the script (argc when none), or -1 with *bad the offending index. */
@@ -597,6 +598,7 @@ static int collect_args(char **argv, int argc, int *script, int *bad) {
     if (strcmp(a, "--") == 0) { i++; break; }
     if (strcmp(a, "--devices") == 0) flags |= HAS_DEVICES;
     else if (strcmp(a, "--doctor") == 0) flags |= HAS_DOCTOR;
+    else if (strcmp(a, "--precompile") == 0) flags |= HAS_PRECOMPILE;
     else if (strcmp(a, "--trace") == 0) {
       flags |= HAS_TRACE;
       if (++i >= argc) return -1;   /* no file */
@@ -629,6 +631,30 @@ static int run_args(lua_State *L, char **argv, int script) {
     }
   }
   return 1;
+}
+
+/* --precompile FILE...: main.lua's precompile with the files (the
+** arguments from the script's place on); returns the exit status. */
+static int precompile(lua_State *L, char **argv, int argc, int first) {
+  int status, i;
+  if (first >= argc) {
+    fprintf(stderr, PROGNAME ": '--precompile' needs a file (kernels.cl ...)\n");
+    return EXIT_FAILURE;
+  }
+  status = push_main_lua(L, "precompile");
+  if (status == LUA_OK) {
+    lua_getglobal(L, "gpu");
+    lua_createtable(L, argc - first, 0);
+    for (i = first; i < argc; i++) {
+      lua_pushstring(L, argv[i]);
+      lua_rawseti(L, -2, i - first + 1);
+    }
+    status = docall(L, 2, 1);
+  }
+  if (report(L, status) != LUA_OK) return EXIT_FAILURE;
+  status = (int)lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  return status;
 }
 
 /* --trace FILE: the FILE (the last one given before the script). */
@@ -690,6 +716,10 @@ static int pmain(lua_State *L) {
     return 1;
   }
   lua_setglobal(L, "gpu");
+  if (flags & HAS_PRECOMPILE) {
+    lua_pushinteger(L, precompile(L, argv, argc, script));
+    return 1;
+  }
   if (flags & (HAS_DEVICES | HAS_DOCTOR)) {
     lua_pushinteger(L, flags & HAS_DOCTOR ? run_part(L, "doctor.lua", "run")
                                           : run_part(L, "main.lua", "devices"));

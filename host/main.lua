@@ -43,6 +43,44 @@ function M.devices(gpu)
   return 0
 end
 
+-- luagpu --precompile file.cl ... [-DNAME=v -Idir ...]: builds each file for
+-- every device (the one LUAGPU_DEVICE picks, when set), with the words that
+-- start with "-" as build options, which fills the program cache; returns
+-- the exit status.
+function M.precompile(gpu, files)
+  local ok, devs = true, gpu.devices()
+  if os.getenv("LUAGPU_DEVICE") then ok, devs = pcall(function() return {gpu.device()} end) end
+  if not ok or #devs == 0 then
+    io.stderr:write(progname, ": --precompile: ", ok and "no OpenCL device found" or tostring(devs),
+                    "\n")
+    return 1
+  end
+  local off = os.getenv("LUAGPU_NO_CACHE")
+  if off and off ~= "" and off ~= "0" then
+    io.stderr:write(progname, ": --precompile: the program cache is off (LUAGPU_NO_CACHE=", off,
+                    "): the builds are checked but not kept\n")
+  end
+  local status, options, names = 0, {}, {}
+  for _, a in ipairs(files) do   -- words starting with "-" are build options
+    if a:sub(1, 1) == "-" then options[#options + 1] = a else names[#names + 1] = a end
+  end
+  local opts = #options > 0 and {options = table.concat(options, " ")} or nil
+  for _, file in ipairs(names) do
+    for _, dev in ipairs(devs) do
+      local built, prog = pcall(dev.build_file, dev, file, opts)
+      if built then
+        local n = #prog.kernels
+        print(string.format("%s: %s: %d kernel%s, %s", file, dev.name, n, n == 1 and "" or "s",
+                            prog.cached and "already in the cache" or "built"))
+      else
+        io.stderr:write(progname, ": ", tostring(prog):gsub("^luagpu: ", ""), "\n")
+        status = 1
+      end
+    end
+  end
+  return status
+end
+
 -- The banner's second line: the default device, or why there is none.
 function M.banner(gpu)
   local ok, d = pcall(gpu.device)

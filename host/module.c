@@ -150,6 +150,8 @@ LUAGPU_API int luaopen_luagpu(lua_State *L) {
   lg_open_kernel(L);
   lg_open_trace(L);
   lg_open_debug(L);
+  lg_open_query(L);
+  lg_open_binary(L);
   lua_getfield(L, -1, "load");
   lua_pushcclosure(L, mod_load, 1);
   lua_setfield(L, -2, "load");

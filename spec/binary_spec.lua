@@ -1,0 +1,159 @@
+-- Program binaries (prog.binary, dev:build_binary), `luagpu --precompile`,
+-- and the generic queries dev:info(name) and platform:info(name).
+local gpu = require "luagpu"
+
+local BUILD = os.getenv("LUAGPU_BUILD") or "build"
+local PROG = BUILD .. "/luagpu"
+local support = require "support"
+local shell_quote = support.shell_quote
+
+local SOURCE = [[
+kernel void put(global int *x, int v) { x[get_global_id(0)] = v + K; }
+kernel void twice(global int *x) { x[get_global_id(0)] *= 2; }
+]]
+
+local function sh(cmd)
+  local p = io.popen(cmd .. " 2>&1")
+  local out = p:read("a")
+  local _, _, code = p:close()
+  return out, code
+end
+
+describe("program binaries", function()
+  local dev
+  setup(function() dev = gpu.device() end)
+
+  it("prog.binary builds again with dev:build_binary, kernels and options kept", function()
+    local k = math.random(1, 100)
+    local prog = dev:build(SOURCE, {defines = {K = k}})
+    local bin = prog.binary
+    assert.equals("string", type(bin))
+    assert.matches("^LUAGPU%-BINARY%-1\n", bin)
+    local again = dev:build_binary(bin)
+    assert.equals("luagpu.Program", gpu.type(again) and "luagpu." .. gpu.type(again))
+    assert.same({"put", "twice"}, again.kernels)
+    assert.equals(prog.options, again.options)
+    assert.is_false(again.cached)
+    local n, v = math.random(10, 100), math.random(1000)
+    local b = dev:buffer("int", n)
+    again.put(b, v):run({n})
+    again.twice(b):run({n})
+    local got = b:get()
+    assert.equals(2 * (v + k), got[1])
+    assert.equals(2 * (v + k), got[n])
+    -- the argument checks work as for a built program: the metadata came along
+    assert.has_error(function() again.put(b) end)
+  end)
+
+  it("refuses what is no binary, a damaged one, and one made for another device", function()
+    local bin = dev:build(SOURCE, {defines = {K = 1}}).binary
+    assert.has_error(function() dev:build_binary(42) end,
+      "luagpu: device:build_binary: argument #1: expected a binary string (prog.binary), got number")
+    assert.has_error(function() dev:build_binary("") end,
+      "luagpu: device:build_binary: argument #1: expected a binary string, got an empty one")
+    assert.has_error(function() dev:build_binary(bin:sub(1, 200)) end,
+      "luagpu: device:build_binary: argument #1: a damaged or cut-short binary (200 bytes)")
+    assert.has_error(function() dev:build_binary(bin .. "x") end,
+      "luagpu: device:build_binary: argument #1: a damaged or cut-short binary ("
+      .. #bin + 1 .. " bytes)")
+    -- the same binary, said to be for another device
+    local head, rest = bin:match("^(LUAGPU%-BINARY%-1\n%d+ [^\n]*\n)(.*)$")
+    local sizes = head:match("\n(%d+ [^\n]*)\n")
+    local nname = tonumber(sizes:match("^%d+"))
+    local other = "LUAGPU-BINARY-1\n" .. sizes:gsub("^%d+", "9") .. "\nOther GPU" .. rest:sub(nname + 1)
+    assert.has_error(function() dev:build_binary(other) end,
+      "luagpu: device:build_binary: argument #1: the binary was built for Other GPU, not for "
+      .. dev.name)
+    local ok, err = pcall(dev.build_binary, dev, "not a driver's binary")
+    assert.is_false(ok)
+    assert.matches("^luagpu: device:build_binary: clCreateProgramWithBinary: CL_INVALID_BINARY", err)
+  end)
+
+  it("luagpu --precompile fills the program cache, with build options", function()
+    local cache = os.tmpname()
+    os.remove(cache)
+    local file = os.tmpname() .. ".cl"
+    support.write_file(file, SOURCE)
+    local env = "XDG_CACHE_HOME=" .. shell_quote(cache) .. " "
+    local out, code = sh(env .. shell_quote(PROG) .. " --precompile " .. shell_quote(file)
+                         .. " -DK=3")
+    assert.equals(0, code, out)
+    for _, d in ipairs(gpu.devices()) do
+      assert.matches(file .. ": " .. d.name .. ": 2 kernels, built\n", out, 1, true)
+    end
+    out, code = sh(env .. shell_quote(PROG) .. " -e " .. shell_quote(
+      "print(gpu.device():build_file(" .. string.format("%q", file)
+      .. ", {options = '-DK=3'}).cached)"))
+    assert.equals(0, code, out)
+    assert.equals("true\n", out)
+    out, code = sh(env .. shell_quote(PROG) .. " --precompile " .. shell_quote(file) .. " -DK=3")
+    assert.equals(0, code, out)
+    assert.matches("2 kernels, already in the cache\n", out, 1, true)
+    os.execute("rm -rf " .. shell_quote(cache) .. " " .. shell_quote(file))
+  end)
+
+  it("luagpu --precompile reports a file that does not build, and no file, exit 1", function()
+    local out, code = sh(shell_quote(PROG) .. " --precompile /nonexistent/k.cl")
+    assert.equals(1, code)
+    assert.matches("luagpu: dev:build_file: argument #1: cannot open '/nonexistent/k.cl'", out, 1, true)
+    out, code = sh(shell_quote(PROG) .. " --precompile")
+    assert.equals(1, code)
+    assert.equals("luagpu: '--precompile' needs a file (kernels.cl ...)\n", out)
+  end)
+end)
+
+describe("dev:info and platform:info", function()
+  it("answer any query by its name, with or without the prefix", function()
+    local dev = gpu.device()
+    assert.equals(dev.compute_units, dev:info("CL_DEVICE_MAX_COMPUTE_UNITS"))
+    assert.equals(dev.compute_units, dev:info("max_compute_units"))
+    assert.equals(dev.name, dev:info("name"))
+    assert.equals(dev.driver_version, dev:info("driver_version"))
+    assert.same(dev.max_work_item_sizes, dev:info("MAX_WORK_ITEM_SIZES"))
+    assert.equals(dev.available, dev:info("available"))
+    assert.equals(dev.max_alloc_size, dev:info("max_mem_alloc_size"))
+    assert.equals(dev.mem_base_addr_align, dev:info("mem_base_addr_align") // 8)
+    local p = gpu.platforms()[1]
+    assert.equals(p.name, p:info("CL_PLATFORM_NAME"))
+    assert.equals(p.version, p:info("version"))
+  end)
+
+  it("answers OpenCL 3.0 feature queries where the driver has them", function()
+    local dev = gpu.device()
+    if not dev.version:match("^OpenCL 3") then return end
+    assert.matches("^3%.%d+%.%d+$", dev:info("numeric_version"))
+    local features = dev:info("CL_DEVICE_OPENCL_C_FEATURES")
+    assert.equals("table", type(features))
+    for name, version in pairs(features) do
+      assert.matches("^__opencl_c_", name)
+      assert.matches("^%d+%.%d+%.%d+$", version)
+    end
+    local exts = dev:info("extensions_with_version")
+    for _, name in ipairs(dev.extensions) do assert.is_string(exts[name], name) end
+    assert.is_boolean(dev:info("generic_address_space_support"))
+    assert.matches("^%d+%.%d+%.%d+$", gpu.platforms()[1]:info("numeric_version"))
+  end)
+
+  it("returns nil and the reason for a query the driver does not answer", function()
+    local dev = gpu.device()
+    local v, err = dev:info("CL_DEVICE_UUID_KHR")
+    if v == nil then
+      assert.matches("^CL_DEVICE_UUID_KHR: the driver does not answer %(CL_", err)
+    else
+      assert.matches("^%x+$", v)
+    end
+  end)
+
+  it("rejects unknown names and non-strings", function()
+    local dev = gpu.device()
+    assert.has_error(function() dev:info("bogus") end,
+      "luagpu: device:info: argument #1: unknown query 'bogus' (expected a CL_DEVICE_* name, "
+      .. "with or without its prefix)")
+    assert.has_error(function() dev:info(3) end,
+      "luagpu: device:info: argument #1: expected a query name such as \"CL_DEVICE_VERSION\", "
+      .. "got number")
+    assert.has_error(function() gpu.platforms()[1]:info("max_compute_units") end,
+      "luagpu: platform:info: argument #1: unknown query 'max_compute_units' (expected a "
+      .. "CL_PLATFORM_* name, with or without its prefix)")
+  end)
+end)
