@@ -16,10 +16,10 @@ local gpu = require "luagpu"
 local H = require "luagpu.helper"
 local memory = require "luagpu.tensor_memory"
 
-local type, ipairs, tostring, rawget, rawset, rawlen = type, ipairs, tostring, rawget, rawset, rawlen
-local setmetatable, select, pcall, error = setmetatable, select, pcall, error
+local type, ipairs, tostring, rawget, rawlen = type, ipairs, tostring, rawget, rawlen
+local setmetatable, pcall = setmetatable, pcall
 local format, concat, unpack = string.format, table.concat, table.unpack
-local mtype, floor, huge = math.type, math.floor, math.huge
+local floor, huge = math.floor, math.huge
 local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
 local SIZES = H.SCALAR_SIZES
 

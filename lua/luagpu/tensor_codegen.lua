@@ -19,10 +19,10 @@
 local H = require "luagpu.helper"
 local TY = require "luagpu.tensor_types"
 
-local format, concat, rep = string.format, table.concat, string.rep
+local format, concat = string.format, table.concat
 local ipairs, pairs, tostring, pcall, unpack = ipairs, pairs, tostring, pcall, table.unpack
 local setmetatable = setmetatable
-local min = math.min
+local min, mathtype = math.min, math.type
 local fail = H.fail
 local FLOATS, SIGNED, UNSIGNED_OF = TY.FLOATS, TY.SIGNED, TY.UNSIGNED_OF
 
@@ -359,7 +359,7 @@ local function bound_call(entry, mode, out, leaves, args)
     local old, same = c.args, #c.args == #args
     for i = 2, #args do
       if not same then break end
-      if old[i] ~= args[i] or math.type(old[i]) ~= math.type(args[i]) then same = false end
+      if old[i] ~= args[i] or mathtype(old[i]) ~= mathtype(args[i]) then same = false end
     end
     if same then return c.call end
   end

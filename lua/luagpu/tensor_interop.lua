@@ -23,9 +23,14 @@ function I.install(C)
       fail(fn, "the tensor is not contiguous: call :contiguous()")
     end
     C.expose(x._st)
-    local buf, n = x._st.buf, x._n
+    local s = x._st
+    local buf, n = s.buf, x._n
     if n == 0 then return x._dev:buffer(x._type, 0) end
-    if x._off == 0 and #buf == n then return buf end
+    if x._off == 0 and s.count == n then return buf end
+    if x._off == 0 and s.n == n then          -- the storage's own elements: one view
+      s.view = s.view or buf:sub(1, n)
+      return s.view
+    end
     return buf:sub(x._off + 1, x._off + n)
   end
   C.buffer_of = buffer_of
