@@ -328,9 +328,9 @@ describe("bad input", function()
     has_error("luagpu: reduce.sum: argument #2: expected an options table, got number",
               reduce.sum, b, 5)
     has_error("luagpu: reduce.sum: argument #2: unknown option 'asink' (expected wait, queue, " ..
-              "async, acc)", reduce.sum, b, {asink = true})
+              "async, acc, devices, shares)", reduce.sum, b, {asink = true})
     has_error("luagpu: reduce.min: argument #2: unknown option 'acc' (expected wait, queue, " ..
-              "async)", reduce.min, b, {acc = "double"})
+              "async, devices, shares)", reduce.min, b, {acc = "double"})
     has_error("luagpu: reduce.sum: argument #2: option acc: expected \"float\" or \"double\" " ..
               "for a float buffer, got long for a int buffer",
               reduce.sum, dev:buffer("int", 4), {acc = "long"})
@@ -365,7 +365,7 @@ describe("bad input", function()
     -- odd tables: option names and wait lists are read raw, as the C side reads them
     -- (no __pairs hides a key, no __len or __index makes up events)
     local hidden = setmetatable({asink = true}, {__pairs = function() return next, {} end})
-    sum_error("unknown option 'asink' (expected wait, queue, async, acc)", hidden)
+    sum_error("unknown option 'asink' (expected wait, queue, async, acc, devices, shares)", hidden)
     local made_up = setmetatable({}, {__len = function() return 2 end,
                                       __index = function() return "ev" end})
     assert.equal(100, reduce.sum(b, {wait = made_up}))

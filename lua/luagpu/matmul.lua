@@ -23,6 +23,7 @@ local H = require "luagpu.helper"
 local P = require "luagpu.matmul_plan"
 
 local type, pairs, next, ipairs, tostring = type, pairs, next, ipairs, tostring
+local getmetatable, rawget = getmetatable, rawget
 local setmetatable = setmetatable
 local gpu_type = gpu.type
 local format, concat, sort = string.format, table.concat, table.sort
@@ -443,7 +444,23 @@ local function remember(A, B, C, steps, dev, pl, t)
   mc[C] = {steps = steps, split = M.split_edges, params = P.snapshot(dev, pl, t), dev = dev}
 end
 
+local matmul_one
+local split   -- luagpu.split, loaded when a call asks for several devices
+
 local function matmul(A, B, C, opts)
+  local lists = type(A) == "table" and getmetatable(A) == nil and rawget(A, 1) ~= nil
+  if lists or type(opts) == "table" and rawget(opts, "devices") ~= nil
+     or opts == nil and type(C) == "table" and getmetatable(C) == nil
+        and rawget(C, "devices") ~= nil then
+    split = split or require "luagpu.split"
+    if lists then return split.matmul_list(matmul_one, A, B, C, opts) end
+    if opts == nil then return split.matmul_devices(matmul_one, A, B, nil, C, 3) end
+    return split.matmul_devices(matmul_one, A, B, C, opts, 4)
+  end
+  return matmul_one(A, B, C, opts)
+end
+
+matmul_one = function(A, B, C, opts)
   if opts == nil and C ~= nil then
     local r = memo_of(A, B, C)
     if r then

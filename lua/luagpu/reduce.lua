@@ -22,7 +22,7 @@ local gpu = require "luagpu"
 local H = require "luagpu.helper"
 
 local type, ipairs, tostring, error = type, ipairs, tostring, error
-local setmetatable, pcall = setmetatable, pcall
+local setmetatable, getmetatable, rawget, pcall = setmetatable, getmetatable, rawget, pcall
 local format, concat = string.format, table.concat
 local max, min = math.max, math.min
 local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
@@ -83,8 +83,10 @@ local function check_buffer(fn, arg, b)
   return t, #buf, root, offset
 end
 
-local SUM_OPTIONS = H.option_names{"wait", "queue", "async", "acc"}
 local OPTIONS = H.option_names{"wait", "queue", "async"}
+-- reduce.sum, min and max also split over devices (luagpu.split)
+local SUM_OPTIONS = H.option_names{"wait", "queue", "async", "acc", "devices", "shares"}
+local BUILTIN_OPTIONS = H.option_names{"wait", "queue", "async", "devices", "shares"}
 
 -- Checks opts, argument #arg of fn: nil or a table of the options in
 -- names. Returns their values, checked, in a new table (wait a new list;
@@ -416,10 +418,24 @@ local function builtin(kind, t, acc)
   return s
 end
 
+local split   -- luagpu.split, loaded when a call asks for several devices
+
 local function builtin_call(kind)
   local fn = "reduce." .. kind
-  local names = kind == "sum" and SUM_OPTIONS or OPTIONS
-  return function(b, opts)
+  local names = kind == "sum" and SUM_OPTIONS or BUILTIN_OPTIONS
+  local reduce_one
+  reduce_one = function(b, opts)
+    if type(b) == "table" and getmetatable(b) == nil and rawget(b, 1) ~= nil then
+      if opts ~= nil then
+        local o = check_opts(fn, 2, opts, names)
+        if o.async or o.queue or o.wait[1] or o.devices then
+          fail(fn, "argument #2: a list of buffers takes only option acc (each buffer is " ..
+               "reduced on its own device's default queue)")
+        end
+      end
+      split = split or require "luagpu.split"
+      return split.reduce_list(fn, kind, reduce_one, b, opts and opts.acc)
+    end
     opts = check_opts(fn, 2, opts, names)
     local t, n = check_buffer(fn, 1, b)
     local acc = opts.acc
@@ -430,8 +446,17 @@ local function builtin_call(kind)
     if n == 0 and kind ~= "sum" then
       fail(fn, "argument #1: the %s of an empty buffer is undefined", kind)
     end
+    if opts.devices ~= nil then
+      if opts.async or opts.queue or opts.wait[1] then
+        fail(fn, "argument #2: option devices takes no async, queue or wait (each part " ..
+             "runs on its device's default queue)")
+      end
+      split = split or require "luagpu.split"
+      return split.reduce_devices(fn, kind, reduce_one, b, opts)
+    end
     return run(fn, builtin(kind, t, acc), b, nil, opts)
   end
+  return reduce_one
 end
 
 ------------------------------------------------------------------ reduce.new

@@ -1,0 +1,256 @@
+-- luagpu.split: luagpu.matmul and luagpu.reduce over several devices of one
+-- platform (one context), called through them:
+--
+--   matmul({A1, A2}, {B1, B2} [, {C1, C2}] [, opts])   each product on its
+--       A's device, all at once: returns the list of Cs, an Event for all,
+--       and the list of the products' Events
+--   matmul(A, B [, C], {devices = {d1, d2} [, shares = {w1, w2}]})   row
+--       blocks of A on each device, C put together on C's (or A's) device
+--   reduce.sum({b1, b2}), reduce.sum(b, {devices = {d1, d2}})   (min, max too)
+--
+-- Where a buffer is written from several devices, OpenCL leaves the result
+-- undefined: each device writes its own scratch buffers, and C is written
+-- by its own device alone (its block in place, the others' copied in after
+-- them). Shares default to each device's compute units times its clock.
+
+local gpu = require "luagpu"
+local H = require "luagpu.helper"
+
+local type, ipairs, getmetatable = type, ipairs, getmetatable
+local floor = math.floor
+local fail, typename = H.fail, H.typename
+
+local S = {}
+
+-- Whether v is a plain list (a table that is no luagpu object, tensor or
+-- options table with names).
+function S.is_list(v)
+  return type(v) == "table" and getmetatable(v) == nil and v[1] ~= nil
+end
+
+-- The live buffer that item i of list (argument #arg of fn) is or stands for.
+local function list_buffer(fn, arg, list, i)
+  local b = H.to_buffer(list[i])
+  local cls, released = H.class_of(b)
+  if cls ~= "Buffer" or released then
+    fail(fn, "argument #%d[%d]: expected a live buffer, got %s", arg, i,
+         released and "a released buffer" or typename(list[i]))
+  end
+  return b
+end
+
+-- Checks opts.devices: a list of distinct live Devices of one platform;
+-- returns it.
+local function check_devices(fn, arg, devices)
+  if not S.is_list(devices) then
+    fail(fn, "argument #%d: option devices: expected a list of devices, got %s", arg,
+         typename(devices))
+  end
+  local seen = {}
+  for i, d in ipairs(devices) do
+    if H.class_of(d) ~= "Device" then
+      fail(fn, "argument #%d: option devices[%d]: expected a luagpu.Device, got %s", arg, i,
+           typename(d))
+    end
+    if seen[d] then fail(fn, "argument #%d: option devices[%d]: %s is listed twice", arg, i, d.name) end
+    if d.platform ~= devices[1].platform then
+      fail(fn, "argument #%d: option devices[%d]: %s is not on the platform of %s (devices " ..
+           "of one platform share memory; others cannot)", arg, i, d.name, devices[1].name)
+    end
+    seen[d] = true
+  end
+  return devices
+end
+
+-- Splits n into #devices parts by weight (opts.shares, else compute units
+-- times clock); returns the list of {first, count} (0-based first).
+local function split_rows(fn, arg, n, devices, shares)
+  local w, total = {}, 0
+  for i, d in ipairs(devices) do
+    local s
+    if shares ~= nil then
+      if type(shares) ~= "table" or #shares ~= #devices then
+        fail(fn, "argument #%d: option shares: expected a list of %d numbers (one per device)",
+             arg, #devices)
+      end
+      s = shares[i]
+      if math.type(s) == nil or not (s >= 0) or s == math.huge then
+        fail(fn, "argument #%d: option shares[%d]: expected a finite number >= 0, got %s", arg, i,
+             H.show(s))
+      end
+    else
+      s = d.compute_units * math.max(d.max_clock_frequency or 1, 1)
+    end
+    w[i], total = s, total + s
+  end
+  if not (total > 0) then fail(fn, "argument #%d: option shares: they add up to 0", arg) end
+  local parts, given = {}, 0
+  for i = 1, #devices do
+    local count = i == #devices and n - given or floor(n * w[i] / total)
+    parts[i] = {given, count}
+    given = given + count
+  end
+  return parts
+end
+
+------------------------------------------------------------------ matmul
+
+-- Markers on the default queues of devices (each once), after which work
+-- on other devices may read what those queues wrote; with the events of
+-- wait (nil, an Event or a list) added.
+local function after_queues(devices, wait)
+  local list, seen = {}, {}
+  for _, d in ipairs(devices) do
+    if not seen[d] then
+      seen[d] = true
+      local q = d:default_queue()
+      list[#list + 1] = q:marker()
+      q:flush()
+    end
+  end
+  if type(wait) == "table" and getmetatable(wait) == nil then
+    for _, ev in ipairs(wait) do list[#list + 1] = ev end
+  elseif wait ~= nil then
+    list[#list + 1] = wait
+  end
+  return list
+end
+
+local MATMUL_LIST_OPTIONS = H.option_names({"variant", "params", "wait"}, "option ")
+
+-- matmul's list form: product i on As[i]'s device's default queue.
+function S.matmul_list(matmul, As, Bs, Cs, opts)
+  local fn = "matmul"
+  if opts == nil and S.is_list(Cs) == false and type(Cs) == "table" then Cs, opts = nil, Cs end
+  opts = H.check_options(fn, Cs and 4 or 3, opts, MATMUL_LIST_OPTIONS) or {}
+  if not S.is_list(Bs) or #Bs ~= #As then
+    fail(fn, "argument #2: expected a list of %d buffers (one B per A), got %s", #As,
+         S.is_list(Bs) and "a list of " .. #Bs or typename(Bs))
+  end
+  if Cs ~= nil and (not S.is_list(Cs) or #Cs ~= #As) then
+    fail(fn, "argument #3: expected a list of %d buffers (one C per A), got %s", #As,
+         S.is_list(Cs) and "a list of " .. #Cs or typename(Cs))
+  end
+  local out, last, queues = {}, {}, {}
+  for i = 1, #As do
+    local A = list_buffer(fn, 1, As, i)
+    local dev = A.device
+    local C, ev = matmul(A, list_buffer(fn, 2, Bs, i), Cs and list_buffer(fn, 3, Cs, i) or nil,
+                         {queue = dev:default_queue(), wait = opts.wait,
+                          variant = opts.variant, params = opts.params})
+    out[i], last[i], queues[i] = C, ev, dev:default_queue()
+  end
+  for _, q in ipairs(queues) do q:flush() end
+  local ev = queues[1]:marker{wait = last}
+  return out, ev, last
+end
+
+local MATMUL_SPLIT_OPTIONS = H.option_names({"devices", "shares", "variant", "params", "wait"},
+                                            "option ")
+
+-- matmul over opts.devices: row blocks of A.
+function S.matmul_devices(matmul, A, B, C, opts, optarg)
+  local fn = "matmul"
+  H.check_options(fn, optarg, opts, MATMUL_SPLIT_OPTIONS)
+  local devices = check_devices(fn, optarg, opts.devices)
+  local a, b = H.to_buffer(A), H.to_buffer(B)
+  for i, v in ipairs{a, b} do
+    if H.class_of(v) ~= "Buffer" or #v.shape ~= 2 then
+      fail(fn, "argument #%d: with option devices, expected a 2-D buffer, got %s", i,
+           H.class_of(v) == "Buffer" and "a " .. #v.shape .. "-D one" or typename(v))
+    end
+  end
+  local m, k, n, t = a.shape[1], a.shape[2], b.shape[2], a.type
+  local home = C and H.to_buffer(C).device or a.device
+  if C == nil then C = home:buffer(t, {m, n}) end
+  local c = H.to_buffer(C)
+  local homeq = home:default_queue()
+  local copies, events = {}, {}
+  -- other devices' copies of A and B follow what A's and B's devices (and
+  -- the caller's wait list) had enqueued before this call
+  local before = after_queues({a.device, b.device}, opts.wait)
+  for i, part in ipairs(split_rows(fn, optarg, m, devices, opts.shares)) do
+    local first, rows, dev = part[1], part[2], devices[i]
+    if rows > 0 then
+      local q = dev:default_queue()
+      local sub = {m = rows, n = n, k = k, queue = q, variant = opts.variant,
+                   params = opts.params, wait = before}
+      local Arows = a:sub(first * k + 1, (first + rows) * k)
+      local Crows = c:sub(first * n + 1, (first + rows) * n)
+      if dev == home then
+        local _, ev = matmul(Arows, b, Crows, sub)
+        events[#events + 1] = ev
+      else
+        -- this device's own copies: A's rows, B, and its block of C
+        local Ai, Bi, Ci = dev:buffer(t, {rows, k}), dev:buffer(t, {k, n}), dev:buffer(t, {rows, n})
+        Arows:copy_to(Ai, {wait = before, queue = q})
+        b:copy_to(Bi, {queue = q})
+        sub.wait = nil
+        local _, ev = matmul(Ai, Bi, Ci, sub)
+        q:flush()
+        copies[#copies + 1] = {Ci, Crows, ev}
+        events[#events + 1] = ev
+      end
+    end
+  end
+  for _, cp in ipairs(copies) do
+    events[#events + 1] = cp[1]:copy_to(cp[2], {wait = {cp[3]}, queue = homeq})
+  end
+  local ev = homeq:marker{wait = events}
+  return C, ev, events
+end
+
+------------------------------------------------------------------ reduce
+
+-- Folds the numbers got of kind "sum", "min" or "max".
+local function combine(kind, got)
+  local r = got[1]
+  for i = 2, #got do
+    local v = got[i]
+    if kind == "sum" then r = r + v
+    elseif kind == "min" then if v < r then r = v end
+    elseif v > r then r = v end
+  end
+  return r
+end
+
+-- reduce.KIND over the buffers of list bs, each on its device, at once.
+function S.reduce_list(fn, kind, reduce_one, bs, acc)
+  local evs, t = {}, nil
+  for i = 1, #bs do
+    local b = list_buffer(fn, 1, bs, i)
+    if t and b.type ~= t then
+      fail(fn, "argument #1[%d]: expected a buffer of %s (as the first), got one of %s", i, t,
+           b.type)
+    end
+    t = b.type
+    local q = b.device:default_queue()
+    evs[i] = reduce_one(b, {async = true, queue = q, acc = acc})
+    q:flush()
+  end
+  local got = {}
+  for i, ev in ipairs(evs) do got[i] = ev:wait() end
+  return combine(kind, got)
+end
+
+-- reduce.KIND of b split over devices: parts of b, each on a device (an
+-- empty part gets nothing to do).
+function S.reduce_devices(fn, kind, reduce_one, b, opts)
+  local devices = check_devices(fn, 2, opts.devices)
+  local buf = H.to_buffer(b)
+  local evs, before = {}, after_queues({buf.device})
+  for i, part in ipairs(split_rows(fn, 2, #buf, devices, opts.shares)) do
+    if part[2] > 0 then
+      local q = devices[i]:default_queue()
+      evs[#evs + 1] = reduce_one(buf:sub(part[1] + 1, part[1] + part[2]),
+                                 {async = true, queue = q, acc = opts.acc, wait = before})
+      q:flush()
+    end
+  end
+  if #evs == 0 then return reduce_one(buf, {acc = opts.acc}) end   -- empty: sum is 0
+  local got = {}
+  for i, ev in ipairs(evs) do got[i] = ev:wait() end
+  return combine(kind, got)
+end
+
+return S

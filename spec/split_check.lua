@@ -1,0 +1,118 @@
+-- spec/split_check.lua: run by spec/split_spec.lua with two PoCL devices
+-- (POCL_DEVICES="pthread pthread"). matmul and reduce over a device list
+-- and over lists of buffers, against one device's results and plain Lua;
+-- prints "checked N" at the end, or raises.
+local gpu = require "luagpu"
+local reduce = require "luagpu.reduce"
+local matmul = require "luagpu.matmul"
+
+local devs = gpu.devices()
+assert(#devs >= 2, "two devices expected, got " .. #devs)
+local d1, d2 = devs[1], devs[2]
+local checked = 0
+local function check(cond, fmt, ...)
+  if not cond then error((fmt):format(...), 2) end
+  checked = checked + 1
+end
+local function raises(pattern, f, ...)
+  local ok, err = pcall(f, ...)
+  check(not ok and tostring(err):find(pattern, 1, true), "expected %q, got %s", pattern,
+        tostring(err))
+end
+
+math.randomseed(20261123)
+
+-- reduce: sizes from 0 up, every builtin, both forms, ints exact
+for _, n in ipairs{0, 1, 2, 7, 1000, 100003} do
+  local h, sum, lo, hi = gpu.array("int", n), 0, math.huge, -math.huge
+  for i = 1, n do
+    local v = math.random(-1000, 1000)
+    h[i], sum = v, sum + v
+    lo, hi = math.min(lo, v), math.max(hi, v)
+  end
+  local b = d1:buffer("int", n, {host = h})
+  check(reduce.sum(b, {devices = devs}) == sum, "sum of %d over devices", n)
+  check(reduce.sum(b, {devices = devs, shares = {3, 1}}) == sum, "sum of %d with shares", n)
+  check(reduce.sum(b, {devices = {d2}}) == sum, "sum of %d on the second device alone", n)
+  if n > 0 then
+    check(reduce.min(b, {devices = devs}) == lo, "min of %d", n)
+    check(reduce.max(b, {devices = devs, shares = {0, 1}}) == hi, "max of %d, one share 0", n)
+    local b2 = d2:buffer("int", n, {host = h})
+    check(reduce.sum({b, b2}) == 2 * sum, "sum of a list of %d", n)
+    check(reduce.max({b2, b:sub(1, math.max(1, n // 2))}) == hi or n == 1, "max of a list")
+  end
+end
+-- floats: equal to one device's result up to the final additions' rounding
+local n = 1 << 18
+local h = gpu.array("float", n)
+for i = 1, n do h[i] = math.random() end
+local fb = d1:buffer("float", n, {host = h})
+local one, split = reduce.sum(fb), reduce.sum(fb, {devices = devs, acc = "double"})
+check(math.abs(one - split) <= 1e-5 * math.abs(one), "float sum %g vs %g", one, split)
+
+-- matmul over devices: the same as one device's, bit for bit on small integers
+local function ints(rows, cols)
+  local a = gpu.array("float", {shape = {rows, cols}})
+  for i = 1, rows * cols do a[i] = math.random(-4, 4) end
+  return a
+end
+for _, s in ipairs{{37, 23, 29}, {1, 5, 3}, {130, 64, 70}, {3, 3, 3}} do
+  local m, k, nn = s[1], s[2], s[3]
+  local A = d1:buffer("float", {m, k}, {host = ints(m, k)})
+  local B = d1:buffer("float", {k, nn}, {host = ints(k, nn)})
+  local want = matmul(A, B):get()
+  for _, shares in ipairs{false, {1, 1}, {1, 0}, {0, 1}, {5, 1}} do
+    local C, ev, evs = matmul(A, B, {devices = devs, shares = shares or nil})
+    ev:wait()
+    check(C.shape[1] == m and C.shape[2] == nn and C.device == d1, "C made on A's device")
+    local got = C:get()
+    for i = 1, m * nn do check(got[i] == want[i], "%dx%dx%d [%d]", m, k, nn, i) end
+    check(#evs >= 1, "events")
+  end
+  -- into a given C on the second device: C's device puts it together
+  local C2 = d2:buffer("float", {m, nn})
+  local got, ev = matmul(A, B, C2, {devices = devs})
+  ev:wait()
+  check(got == C2, "the given C is returned")
+  local g = C2:get()
+  for i = 1, m * nn do check(g[i] == want[i], "into C on device 2 [%d]", i) end
+  -- the list form: each product on its A's device
+  local A2 = d2:buffer("float", {m, k}, {host = A:get()})
+  local B2 = d2:buffer("float", {k, nn}, {host = B:get()})
+  local Cs, all, evs = matmul({A, A2}, {B, B2})
+  all:wait()
+  check(#Cs == 2 and #evs == 2 and Cs[2].device == d2, "a list of products")
+  for j = 1, 2 do
+    local r = Cs[j]:get()
+    for i = 1, m * nn do check(r[i] == want[i], "list product %d [%d]", j, i) end
+  end
+end
+
+-- bad input
+local A = d1:buffer("float", {4, 4})
+raises("option devices: expected a list of devices, got number", matmul, A, A, {devices = 3})
+raises("option devices[2]: expected a luagpu.Device, got string", matmul, A, A,
+       {devices = {d1, "gpu"}})
+raises("is listed twice", matmul, A, A, {devices = {d1, d1}})
+raises("option shares: expected a list of 2 numbers (one per device)", matmul, A, A,
+       {devices = devs, shares = {1}})
+raises("option shares[2]: expected a finite number >= 0, got -1", reduce.sum, A,
+       {devices = devs, shares = {1, -1}})
+raises("option shares: they add up to 0", reduce.sum, A, {devices = devs, shares = {0, 0}})
+raises("unknown option 'queue'", matmul, A, A, {devices = devs, queue = d1:default_queue()})
+raises("argument #1: with option devices, expected a 2-D buffer, got a 1-D one", matmul,
+       d1:buffer("float", 16), A, {devices = devs})
+raises("argument #3: unknown option 'm' (expected devices, shares, variant, params, wait)",
+       matmul, A, A, {devices = devs, m = 4})
+raises("argument #2: expected a list of 2 buffers (one B per A), got a list of 1", matmul,
+       {A, A}, {A})
+raises("argument #2[1]: expected a live buffer, got number", matmul, {A}, {1})
+raises("option devices takes no async, queue or wait", reduce.sum, A,
+       {devices = devs, async = true})
+raises("a list of buffers takes only option acc", reduce.sum, {A}, {async = true})
+raises("argument #1[2]: expected a buffer of float (as the first), got one of int",
+       reduce.max, {A, d1:buffer("int", 3)})
+raises("unknown option 'devices'", reduce.new{type = "float", op = "a + b", neutral = "0"}, A,
+       {devices = devs})
+
+print("checked " .. checked)
