@@ -167,8 +167,11 @@ function R.install(C)
                          outbuf}, {outer * sz.LS}, {sz.LS})
       return
     end
+    -- columns: 4 times as many groups as rows get, so that the last wave of
+    -- groups, which leaves compute units idle, is a small part of the work
     local gx = (inner + sz.CX - 1) // sz.CX
     local nsplit = 1
+    target = target * 4
     if gx * outer < target then
       nsplit = max(1, min((target + gx * outer - 1) // (gx * outer), (L + sz.CY * 16 - 1) // (sz.CY * 16)))
     end
