@@ -12,10 +12,11 @@ DESTDIR ?=
 LUAV    := 5.4
 CC      ?= cc
 
-# Debian packages the build, the specs and the demo need.
+# Debian packages the build, the specs and the demo need (groff-base checks
+# the man page; the REPL's specs drive it with bsdutils' script, always there).
 PKGS := gcc make pkg-config lua5.4 liblua5.4-dev ocl-icd-opencl-dev opencl-headers \
         pocl-opencl-icd lua-busted libreadline-dev libncurses-dev python3-numpy \
-        libopenmpi-dev openmpi-bin
+        libopenmpi-dev openmpi-bin groff-base
 # Only for benchmarks.
 BENCH_PKGS := libclblast-dev
 

@@ -304,7 +304,7 @@ local GENERAL = [[
 help(v) shows what v offers: help(gpu), help(gpu.device()), help(buffer), ...
 Tab completes names, fields and methods (gpu.de<Tab>, dev:<Tab>, b.<Tab>).
 Up recalls earlier chunks whole; Ctrl-C stops running code or a wait; Ctrl-D exits.
-The reference is docs/API.md (installed: share/doc/luagpu), or man luagpu.]]
+The reference is docs/API.md in the source, and man luagpu.]]
 
 -- help(v): what v offers, one line per method (from host/help.lua).
 function M.help(v)
