@@ -89,26 +89,82 @@ static int by_name(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Every kernel of prog by its name (CL_PROGRAM_KERNEL_NAMES, then
-** clCreateKernel): for drivers whose clCreateKernelsInProgram fails on a
-** program built for one device of a context of several (NVIDIA's gives
-** CL_INVALID_KERNEL_DEFINITION for any device but the first, while
-** clCreateKernel works). Sets *nk and *ks (calloc'd); returns the error. */
+/* The names of prog's kernels, ';'-separated, from the PTX that NVIDIA's
+** OpenCL gives as a program's binary (its ".entry NAME(" lines): for a
+** program built for one device of a context of several, that driver
+** answers CL_PROGRAM_KERNEL_NAMES with CL_INVALID_PROGRAM_EXECUTABLE.
+** Returns a malloc'd string, or NULL with *err set. */
+static char *names_from_ptx(cl_program prog, cl_int *err) {
+  cl_uint nd = 0, j, use = 0;
+  size_t *sizes = NULL, at = 0;
+  unsigned char **bins = NULL;
+  char *text = NULL, *list = NULL, *p;
+  *err = clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof nd, &nd, NULL);
+  if (*err == CL_SUCCESS && nd == 0) *err = CL_INVALID_PROGRAM_EXECUTABLE;
+  if (*err == CL_SUCCESS && ((sizes = calloc(nd, sizeof *sizes)) == NULL ||
+                             (bins = calloc(nd, sizeof *bins)) == NULL))
+    *err = CL_OUT_OF_HOST_MEMORY;
+  if (*err == CL_SUCCESS)
+    *err = clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, nd * sizeof *sizes, sizes, NULL);
+  for (j = 0; *err == CL_SUCCESS && j < nd; j++)
+    if (sizes[j] > sizes[use]) use = j;
+  if (*err == CL_SUCCESS && sizes[use] == 0) *err = CL_INVALID_PROGRAM_EXECUTABLE;
+  if (*err == CL_SUCCESS && ((text = malloc(sizes[use] + 1)) == NULL ||
+                             (list = malloc(sizes[use] + 1)) == NULL))
+    *err = CL_OUT_OF_HOST_MEMORY;
+  if (*err == CL_SUCCESS) {
+    bins[use] = (unsigned char *)text;
+    *err = clGetProgramInfo(prog, CL_PROGRAM_BINARIES, nd * sizeof *bins, bins, NULL);
+  }
+  if (*err == CL_SUCCESS) {
+    text[sizes[use]] = '\0';
+    for (p = strstr(text, ".entry"); p != NULL; p = strstr(p, ".entry")) {
+      p += 6;
+      if (*p != ' ' && *p != '\t') continue;
+      while (*p == ' ' || *p == '\t') p++;
+      if (at > 0) list[at++] = ';';
+      while (*p == '_' || *p == '$' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+             (*p >= 'A' && *p <= 'Z'))
+        list[at++] = *p++;
+    }
+    list[at] = '\0';
+    if (at == 0) *err = CL_INVALID_PROGRAM_EXECUTABLE;
+  }
+  free(text);
+  free(sizes);
+  free(bins);
+  if (*err != CL_SUCCESS) {
+    free(list);
+    return NULL;
+  }
+  return list;
+}
+
+/* Every kernel of prog by its name (CL_PROGRAM_KERNEL_NAMES, else the
+** binary's PTX entries; then clCreateKernel): for drivers whose
+** clCreateKernelsInProgram fails on a program built for one device of a
+** context of several (NVIDIA's gives CL_INVALID_KERNEL_DEFINITION for any
+** device but the first, while clCreateKernel works). Sets *nk and *ks
+** (calloc'd); returns the error. */
 static cl_int kernels_by_name(cl_program prog, cl_uint *nk, cl_kernel **ks) {
   size_t len = 0;
-  char *list, *name, *next;
+  char *list = NULL, *name, *next;
   cl_uint n = 0, i;
   cl_int err = clGetProgramInfo(prog, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &len);
   *nk = 0;
   *ks = NULL;
-  if (err != CL_SUCCESS) return err;
-  if ((list = malloc(len + 1)) == NULL) return CL_OUT_OF_HOST_MEMORY;
-  err = clGetProgramInfo(prog, CL_PROGRAM_KERNEL_NAMES, len, list, NULL);
-  list[len] = '\0';
-  for (i = 0; err == CL_SUCCESS && list[i] != '\0'; i++) n += list[i] == ';';
-  if (err == CL_SUCCESS && list[0] != '\0') n++;
-  if (err == CL_SUCCESS && n > 0 && (*ks = calloc(n, sizeof **ks)) == NULL)
-    err = CL_OUT_OF_HOST_MEMORY;
+  if (err == CL_SUCCESS && (list = malloc(len + 1)) == NULL) return CL_OUT_OF_HOST_MEMORY;
+  if (err == CL_SUCCESS) {
+    err = clGetProgramInfo(prog, CL_PROGRAM_KERNEL_NAMES, len, list, NULL);
+    list[len] = '\0';
+  }
+  if (err != CL_SUCCESS) {
+    free(list);
+    if ((list = names_from_ptx(prog, &err)) == NULL) return err;
+  }
+  for (i = 0; list[i] != '\0'; i++) n += list[i] == ';';
+  if (list[0] != '\0') n++;
+  if (n > 0 && (*ks = calloc(n, sizeof **ks)) == NULL) err = CL_OUT_OF_HOST_MEMORY;
   for (name = list; err == CL_SUCCESS && name != NULL; name = next) {
     next = strchr(name, ';');
     if (next != NULL) *next++ = '\0';
@@ -495,7 +551,11 @@ static int prog_index(lua_State *L) {
     lua_pushboolean(L, p->from_cache);
     return 1;
   }
-  if (strcmp(key, "binary") == 0) return lg_push_program_binary(L, 1);   /* binary.c */
+  if (strcmp(key, "binary") == 0 && luaL_getmetafield(L, 1, "__binary") == LUA_TFUNCTION) {
+    lua_pushvalue(L, 1);            /* binary.c's, called so: it calls this file */
+    lua_call(L, 1, 1);
+    return 1;
+  }
   lua_pop(L, 1);
   lg_push_kernel(L, 1, key, "program");
   return 1;
