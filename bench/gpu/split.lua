@@ -81,5 +81,9 @@ one = median(function() assert(reduce.sum(b) == total) end)
 two = median(function() assert(reduce.sum({b1, b2}) == total) end)
 report(("reduce.sum 2^%d floats, on the devices (%.0f / %.0f GB/s)"):format(e,
        total * 4 / one / 1e9, total * 4 / two / 1e9), one, two)
+-- what one GPU takes for its half: the bound of the split
+local half_one = median(function() assert(reduce.sum(b1) == total // 2) end)
+print(("| reduce.sum 2^%d floats on one GPU (each GPU's share above) | %.2f ms | | |")
+      :format(e - 1, half_one * 1e3))
 two = median(function() assert(reduce.sum(b, {devices = {d1, d2}}) == total) end)
 report(("reduce.sum 2^%d floats of one buffer, opts.devices"):format(e), one, two)
