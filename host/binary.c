@@ -37,12 +37,13 @@ static void push_driver_binary(lua_State *L, lg_Program *p, const char *fn) {
   if (size == 0) lg_error(L, fn, "the driver gave an empty binary");
 }
 
-int lg_push_program_binary(lua_State *L, int progidx) {
+/* prog.binary: the Program's __binary (kernel.c calls it for the field). */
+static int prog_binary(lua_State *L) {
+  int progidx = 1;
   lg_Program *p = lg_checkprogram(L, progidx);
   size_t nopt = 0, nmeta = 0;
   const char *opt, *meta;
   int fields;
-  progidx = lua_absindex(L, progidx);
   lua_getiuservalue(L, progidx, 3);
   fields = lua_gettop(L);
   lua_getfield(L, fields, "options");
@@ -206,4 +207,8 @@ static const luaL_Reg device_methods[] = {{"build_binary", dev_build_binary}, {N
 
 void lg_open_binary(lua_State *L) {
   lg_add_methods(L, LG_DEVICE_MT, device_methods);
+  luaL_getmetatable(L, LG_PROGRAM_MT);
+  lua_pushcfunction(L, prog_binary);
+  lua_setfield(L, -2, "__binary");
+  lua_pop(L, 1);
 }

@@ -412,10 +412,9 @@ lg_Program *lg_checkprogram(lua_State *L, int idx);
 /* Pushes the Kernel of the Program at progidx named name, made on first
 ** use and cached; raises naming fn, listing the kernels, when there is none. */
 void lg_push_kernel(lua_State *L, int progidx, const char *name, const char *fn);
-/* binary.c: prog.binary (pushes luagpu's container of the Program at
-** progidx: device name, options, argument metadata, the driver's binary;
-** returns 1) and dev:build_binary. */
-int lg_push_program_binary(lua_State *L, int progidx);
+/* binary.c: dev:build_binary, and prog.binary: the Program metatable's
+** __binary, which kernel.c calls with the Program (binary.c calls kernel.c,
+** so kernel.c does not link to it). */
 void lg_open_binary(lua_State *L);
 
 /* What a kernel parameter takes. */
