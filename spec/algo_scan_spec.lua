@@ -281,6 +281,25 @@ describe("algo.scan errors", function()
               {acc = "long"})
   end)
 
+  it("checks the device class's settings", function()
+    local name = algo.classes[dev.type] and dev.type or "gpu"
+    local cls = algo.classes[name]
+    local saved = cls.scan_local
+    cls.scan_local = 3
+    local ok, e = pcall(algo.scan, b)
+    cls.scan_local = saved
+    assert.is_false(ok)
+    assert.matches(("algo.classes.%s.scan_local: expected a power of two from 4 to 1024, got 3")
+                   :format(name), e, 1, true)
+    saved = cls.sort_items
+    cls.sort_items = 0 / 0
+    ok, e = pcall(algo.sort, b)
+    cls.sort_items = saved
+    assert.is_false(ok)
+    assert.matches(("algo.classes.%s.sort_items: expected an integer from 1 to 256, got")
+                   :format(name), e, 1, true)
+  end)
+
   it("raises at the caller's line", function()
     local line = debug.getinfo(1, "l").currentline + 1
     local ok, e = pcall(function() algo.scan(b, {row_length = 4}) end)
