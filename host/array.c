@@ -490,6 +490,42 @@ static int arr_copy(lua_State *L) {
   return 1;
 }
 
+/* An integer position at idx (argument #arg of array:sub), negative from
+** the end of n. */
+static lua_Integer sub_position(lua_State *L, int idx, int arg, lua_Integer n) {
+  int isint = 0;
+  lua_Integer v;
+  if (lua_type(L, idx) != LUA_TNUMBER) lg_typeerror(L, "array:sub", arg, idx, "an integer");
+  v = lua_tointegerx(L, idx, &isint);
+  if (!isint) lg_argerror(L, "array:sub", arg, "expected an integer, got %s", lua_tostring(L, idx));
+  return v < 0 ? v + n + 1 : v;
+}
+
+/* a:sub(first [, last]): a 1-D array over elements first..last of a,
+** sharing a's memory (no copy; writes go to a); it keeps a alive. */
+static int arr_sub(lua_State *L) {
+  lg_Array *a = lg_checkarray(L, 1), *v;
+  lua_Integer n = (lua_Integer)a->count, first, last;
+  first = sub_position(L, 2, 1, n);
+  last = lua_isnoneornil(L, 3) ? n : sub_position(L, 3, 2, n);
+  if (first < 1 || first > last || last > n)
+    lg_error(L, "array:sub", "expected 1 <= first <= last <= %I, got first = %I, last = %I "
+             "(negative positions count from the end)", n, first, last);
+  v = lua_newuserdatauv(L, sizeof *v, 1);
+  *v = *a;
+  v->count = (size_t)(last - first + 1);
+  v->nscalars = v->count * (size_t)a->type.width;
+  v->ndim = 1;
+  memset(v->shape, 0, sizeof v->shape);
+  v->shape[0] = v->count;
+  v->bytes = v->count * lg_type_size(a->type);
+  v->data = (char *)a->data + (size_t)(first - 1) * lg_type_size(a->type);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);
+  luaL_setmetatable(L, LG_ARRAY_MT);
+  return 1;
+}
+
 /* luagpu_CAPI's to_array (luagpu.h). */
 static void *capi_to_array(lua_State *L, int idx, size_t *nscalars, const char **scalar) {
   lg_Array *a = lg_testarray(L, idx);
@@ -505,7 +541,8 @@ void lg_open_array(lua_State *L) {
   lua_pushlightuserdata(L, (void *)&capi);
   lua_setfield(L, LUA_REGISTRYINDEX, LUAGPU_CAPI);
   static const luaL_Reg methods[] = {
-    {"totable", arr_totable}, {"fill", arr_fill}, {"copy", arr_copy}, {NULL, NULL}
+    {"totable", arr_totable}, {"fill", arr_fill}, {"copy", arr_copy}, {"sub", arr_sub},
+    {NULL, NULL}
   };
   static const luaL_Reg meta[] = {
     {"__index", arr_index}, {"__newindex", arr_newindex}, {"__len", arr_len},

@@ -275,6 +275,44 @@ describe("host array methods", function()
               function() gpu.array("float4", 1):copy("int") end)
   end)
 
+  it("sub views a range of elements without a copy, and keeps its array alive", function()
+    local vals = {}
+    for i = 1, 50 do vals[i] = math.random(-1000, 1000) end
+    local a = gpu.array("int", vals)
+    for _ = 1, 20 do
+      local first = math.random(1, 50)
+      local last = math.random(first, 50)
+      local v = a:sub(first, last)
+      assert.equal(last - first + 1, #v)
+      assert.same({last - first + 1}, v.shape)
+      for i = 1, #v do assert.equal(vals[first + i - 1], v[i]) end
+      local j = math.random(1, #v)
+      v[j] = 7
+      vals[first + j - 1] = 7
+      assert.equal(7, a[first + j - 1])           -- writes go to the array
+    end
+    assert.same({vals[49], vals[50]}, a:sub(-2):totable())
+    local view = gpu.array("double", 1000):fill(2.5):sub(10, 12)
+    collectgarbage(); collectgarbage()
+    assert.same({2.5, 2.5, 2.5}, view:totable())   -- the view holds its array
+    local f3 = gpu.array("float3", 4):fill(1)
+    assert.equal(6, #f3:sub(2, 3))                -- elements are vectors
+    assert.equal(32, f3:sub(2, 3).bytes)
+    local shaped = gpu.array("float", 3, 4)
+    assert.same({4}, shaped:sub(5, 8).shape)      -- elements of the flat values
+    local b = gpu.device():buffer("int", 5)
+    b:write(a:sub(11, 15)):wait()
+    assert.same({vals[11], vals[12], vals[13], vals[14], vals[15]}, b:get():totable())
+    b:read(a:sub(1, 5)):wait()
+    assert.equal(vals[11], a[1])
+    has_error("luagpu: array:sub: expected 1 <= first <= last <= 50, got first = 3, last = 2 " ..
+              "(negative positions count from the end)", a.sub, a, 3, 2)
+    has_error("luagpu: array:sub: expected 1 <= first <= last <= 50, got first = 0, last = 50 " ..
+              "(negative positions count from the end)", a.sub, a, 0)
+    has_error("luagpu: array:sub: argument #1: expected an integer, got 1.5", a.sub, a, 1.5)
+    has_error("luagpu: array:sub: argument #2: expected an integer, got string", a.sub, a, 1, "x")
+  end)
+
   it("tostring shows the type, the length and the first values", function()
     assert.equal("luagpu.Array<float>[1024]: {0, 0, 0, 0, 0, 0, 0, 0, ...}",
                  tostring(gpu.array("float", 1024)))

@@ -76,6 +76,18 @@ for _, s in ipairs{{37, 23, 29}, {1, 5, 3}, {130, 64, 70}, {3, 3, 3}} do
   check(got == C2, "the given C is returned")
   local g = C2:get()
   for i = 1, m * nn do check(g[i] == want[i], "into C on device 2 [%d]", i) end
+  -- from host arrays into a host array: each device's rows straight from the host
+  local hA, hB = A:get(), B:get()
+  for _, shares in ipairs{false, {1, 3}, {0, 1}} do
+    local hC, hev = matmul(hA, hB, {devices = devs, shares = shares or nil})
+    hev:wait()
+    check(gpu.type(hC) == "Array" and hC.shape[1] == m and hC.shape[2] == nn, "a host C")
+    for i = 1, m * nn do check(hC[i] == want[i], "from host arrays [%d]", i) end
+  end
+  local into = gpu.array("float", {shape = {m, nn}})
+  local same, iev = matmul(hA, hB, into, {devices = devs})
+  iev:wait()
+  check(same == into and into[m * nn] == want[m * nn], "into a given host C")
   -- the list form: each product on its A's device
   local A2 = d2:buffer("float", {m, k}, {host = A:get()})
   local B2 = d2:buffer("float", {k, nn}, {host = B:get()})
@@ -87,6 +99,16 @@ for _, s in ipairs{{37, 23, 29}, {1, 5, 3}, {130, 64, 70}, {3, 3, 3}} do
     for i = 1, m * nn do check(r[i] == want[i], "list product %d [%d]", j, i) end
   end
 end
+
+-- host arrays: sizes and types
+local hA = gpu.array("float", {shape = {4, 3}})
+raises("argument #2: B has 4 rows, A 3 columns", matmul, hA, hA, {devices = devs})
+raises("argument #2: expected a host array of float, got one of int", matmul, hA,
+       gpu.array("int", {shape = {3, 3}}), {devices = devs})
+raises("argument #1: expected a 2-D host array (as A), got a 1-D one", matmul,
+       gpu.array("float", 9), hA, {devices = devs})
+raises("argument #3: expected a host array of {4, 4}, got {4, 3}", matmul, hA,
+       gpu.array("float", {shape = {3, 4}}), hA, {devices = devs})
 
 -- bad input
 local A = d1:buffer("float", {4, 4})

@@ -4,8 +4,10 @@
 --   build/luagpu bench/gpu/split.lua [REPS [N [LOG2_SUM]]]
 --
 -- "operands on the devices": each GPU holds its own row block of A (and B,
--- C) and the list form runs both products at once; "end to end": from a
--- host array A and B to C in a host array, through opts.devices.
+-- C) and the list form runs both products at once; "end to end": from host
+-- arrays A and B to C in a host array (one GPU: write, matmul, read; two:
+-- opts.devices with host arrays); "from buffers of GPU 1": opts.devices
+-- with A and B in buffers of the first GPU.
 local gpu = rawget(_G, "gpu") or require "luagpu"
 local matmul = require "luagpu.matmul"
 local reduce = require "luagpu.reduce"
@@ -62,11 +64,17 @@ one = median(function()
   Cx:get(out)
 end)
 two = median(function()
+  local _, ev = matmul(h, h, out, {devices = {d1, d2}})
+  ev:wait()
+end)
+report(("matmul %d end to end from host arrays"):format(n), one, two)
+assert(out[1] == n and out[#out] == n, "wrong product end to end")
+two = median(function()
   A:write(h); B:write(h)
   local Cx = matmul(A, B, {devices = {d1, d2}})
   Cx:get(out)
 end)
-report(("matmul %d end to end from host arrays"):format(n), one, two)
+report(("matmul %d from buffers of GPU 1, devices ="):format(n), one, two)
 assert(out[1] == n and out[#out] == n, "wrong product end to end")
 A, B, C, A1, A2, B2, C1, C2 = nil
 collectgarbage()

@@ -5,7 +5,9 @@
 --       A's device, all at once: returns the list of Cs, an Event for all,
 --       and the list of the products' Events
 --   matmul(A, B [, C], {devices = {d1, d2} [, shares = {w1, w2}]})   row
---       blocks of A on each device, C put together on C's (or A's) device
+--       blocks of A on each device, C put together on C's (or A's) device;
+--       A, B and C may be host arrays: each device then takes its rows
+--       from the host and sends its rows of C back
 --   reduce.sum({b1, b2}), reduce.sum(b, {devices = {d1, d2}})   (min, max too)
 --
 -- Where a buffer is written from several devices, OpenCL leaves the result
@@ -148,11 +150,61 @@ end
 local MATMUL_SPLIT_OPTIONS = H.option_names({"devices", "shares", "variant", "params", "wait"},
                                             "option ")
 
+-- Checks host array v (argument #arg) to be 2-D of type t (nil: float or
+-- double); returns its two sizes.
+local function host_matrix(fn, arg, v, t)
+  if H.class_of(v) ~= "Array" or #v.shape ~= 2 then
+    fail(fn, "argument #%d: expected a 2-D host array (as A), got %s", arg,
+         H.class_of(v) == "Array" and "a " .. #v.shape .. "-D one" or typename(v))
+  end
+  if t and v.type ~= t or not t and v.type ~= "float" and v.type ~= "double" then
+    fail(fn, "argument #%d: expected a host array of %s, got one of %s", arg,
+         t or "float or double", v.type)
+  end
+  return v.shape[1], v.shape[2]
+end
+
+-- matmul over opts.devices from host arrays A and B into host array C (made
+-- when nil): each device gets its rows of A and all of B from the host,
+-- and sends its rows of C back, all at once.
+local function matmul_hosts(matmul, A, B, C, opts, devices, optarg)
+  local fn = "matmul"
+  local m, k = host_matrix(fn, 1, A)
+  local t = A.type
+  local kb, n = host_matrix(fn, 2, B, t)
+  if kb ~= k then fail(fn, "argument #2: B has %d rows, A %d columns", kb, k) end
+  if C == nil then
+    C = gpu.array(t, {shape = {m, n}})
+  else
+    local mc, nc = host_matrix(fn, 3, C, t)
+    if mc ~= m or nc ~= n then
+      fail(fn, "argument #3: expected a host array of {%d, %d}, got {%d, %d}", m, n, mc, nc)
+    end
+  end
+  local events, queues = {}, {}
+  for i, part in ipairs(split_rows(fn, optarg, m, devices, opts.shares)) do
+    local first, rows, dev = part[1], part[2], devices[i]
+    if rows > 0 then
+      local q = dev:default_queue()
+      local Ai, Bi, Ci = dev:buffer(t, {rows, k}), dev:buffer(t, {k, n}), dev:buffer(t, {rows, n})
+      if k > 0 then Ai:write(A:sub(first * k + 1, (first + rows) * k), {queue = q, wait = opts.wait}) end
+      if k > 0 and n > 0 then Bi:write(B, {queue = q, wait = opts.wait}) end
+      matmul(Ai, Bi, Ci, {queue = q, variant = opts.variant, params = opts.params})
+      if n > 0 then events[#events + 1] = Ci:read(C:sub(first * n + 1, (first + rows) * n), {queue = q}) end
+      q:flush()
+      queues[#queues + 1] = q
+    end
+  end
+  local ev = (queues[1] or devices[1]:default_queue()):marker{wait = events}
+  return C, ev, events
+end
+
 -- matmul over opts.devices: row blocks of A.
 function S.matmul_devices(matmul, A, B, C, opts, optarg)
   local fn = "matmul"
   H.check_options(fn, optarg, opts, MATMUL_SPLIT_OPTIONS)
   local devices = check_devices(fn, optarg, opts.devices)
+  if H.class_of(A) == "Array" then return matmul_hosts(matmul, A, B, C, opts, devices, optarg) end
   local a, b = H.to_buffer(A), H.to_buffer(B)
   for i, v in ipairs{a, b} do
     if H.class_of(v) ~= "Buffer" or #v.shape ~= 2 then
