@@ -119,10 +119,21 @@ inline carry lg_item(SCAN_ARGS, ulong base, uint c, LOCALS) {
 /* CPUs, no segments: a work-item's elements, when all are below n, are
 ** folded and scanned as CHAINS runs of SUB consecutive elements side by
 ** side (independent chains that the core overlaps, where one chain would
-** wait on each operation before the next). */
+** wait on each operation before the next). With VECTORIZE (the built-in
+** operators, which are commutative and also take vectors: the helper
+** defines ACCV, the 8-wide vector of ACC, and convert_ACCV) they are read
+** 8 at a time instead: folded lane by lane, and scanned in the vector's
+** lanes (three shifted operations) from the running prefix. */
+#ifndef VECTORIZE
+#define VECTORIZE 0
+#endif
 #if !STAGED && !SEGMENTED && IPT % 8 == 0
 #define CHAINS 8
 #define SUB (IPT / CHAINS)
+#if VECTORIZE
+inline ACCV lg_vop(ACCV a, ACCV b) { return (OP); }
+inline ACC4 lg_vop4(ACC4 a, ACC4 b) { return (OP); }
+#endif
 
 /* The folds of the CHAINS runs of the elements from g0 into a. */
 inline void lg_chain_folds(__global const T *x, ulong xoff, ulong g0, ACC *a) {
@@ -141,7 +152,15 @@ inline void lg_chain_folds(__global const T *x, ulong xoff, ulong g0, ACC *a) {
 inline carry lg_thread_fold(SCAN_ARGS, ulong base, LOCALS, ACC *a) {
   uint c0 = get_local_id(0) * IPT, j;
   carry t = IDENTITY;
-#ifdef CHAINS
+#if defined(CHAINS) && VECTORIZE
+  if (base + c0 + IPT <= n) {
+    __global const T *p = x + xoff + base + c0;
+    ACCV f = convert_ACCV(vload8(0, p));
+    for (j = 1; j < IPT / 8; j++) f = lg_vop(f, convert_ACCV(vload8(j, p)));
+    f.s0123 = lg_vop4(f.s0123, f.s4567);
+    return lg_op(lg_op(f.s0, f.s1), lg_op(f.s2, f.s3));
+  }
+#elif defined(CHAINS)
   if (base + c0 + IPT <= n) {
     ACC f;
     lg_chain_folds(x, xoff, base + c0, a);
@@ -182,7 +201,24 @@ inline carry lg_group_scan(carry v, carry *excl, __local carry *ts) {
 inline void lg_write(SCAN_ARGS, __global ACC *out, ulong ooff, int exclusive, ulong base,
                      carry run, LOCALS, const ACC *a) {
   uint c0 = get_local_id(0) * IPT, j;
-#ifdef CHAINS
+#if defined(CHAINS) && VECTORIZE
+  ulong g0 = base + c0;
+  if (g0 + IPT <= n) {
+    __global const T *p = x + xoff + g0;
+    __global ACC *o = out + ooff + g0;
+    const ACC z = (ACC)(NEUTRAL);
+    for (j = 0; j < IPT / 8; j++) {
+      ACCV w = convert_ACCV(vload8(j, p));
+      w = lg_vop(w, (ACCV)(z, w.s0123, w.s456));
+      w = lg_vop(w, (ACCV)(z, z, w.s0123, w.s45));
+      w = lg_vop(w, (ACCV)(z, z, z, z, w.s0123));
+      w = lg_vop((ACCV)(run), w);
+      vstore8(exclusive ? (ACCV)(run, w.s0123, w.s456) : w, j, o);
+      run = w.s7;
+    }
+    return;
+  }
+#elif defined(CHAINS)
   ulong g0 = base + c0;
   if (g0 + IPT <= n) {
     __global const T *p = x + xoff + g0;

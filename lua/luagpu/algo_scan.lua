@@ -109,6 +109,12 @@ local function kernels_for(fn, dev, e, kind)
       {"SEGMENTED", e.seg and 1 or 0}, {"STAGED", e.staged and 1 or 0},
       {"L", L}, {"IPT", e.ipt}, {"LOOKBACK", kind == "lookback" and 1 or 0},
     }
+    if spec.vector then
+      defines[#defines + 1] = {"VECTORIZE", 1}
+      defines[#defines + 1] = {"ACCV", spec.acc .. "8"}
+      defines[#defines + 1] = {"ACC4", spec.acc .. "4"}
+      defines[#defines + 1] = {"convert_ACCV", "convert_" .. spec.acc .. "8"}
+    end
     if word then
       defines[#defines + 1] = {"AS_BITS", word[1]}
       defines[#defines + 1] = {"AS_ACC", word[2]}
@@ -261,7 +267,9 @@ local function builtin(op, t, acc)
   local key = concat({"scan", op, t, acc}, " ")
   local s = builtin_specs[key]
   if s then return s end
-  s = {type = t, acc = acc, map = "x", key = key}
+  -- vector: the operator also takes vectors and is commutative (scan.cl's
+  -- VECTORIZE)
+  s = {type = t, acc = acc, map = "x", key = key, vector = true}
   if OPS[op] then
     s.op, s.neutral = OPS[op], op == "sum" and "0" or "1"
   else
