@@ -61,6 +61,7 @@ class("Array", {"type", "count", "shape", "bytes"}, {
   totable = "a:totable(): a flat Lua table of every value (row-major)",
   fill = "a:fill(v): sets every value; returns a",
   copy = "a:copy([type]): a new array of the same shape, converted to type",
+  sub = "a:sub(first [, last]): a 1-D view of elements first..last (shares a's memory)",
   save = "a:save(path): writes a NumPy .npy file",
 })
 
