@@ -84,10 +84,13 @@ $(BUILD)/luagpu.so: $(MODULE_OBJ)
 # The program links Lua (and readline) statically, so build/luagpu runs on a
 # machine without them, and exports Lua's API for C modules it requires.
 # The program's own C files besides main.c: probe.c (what --doctor asks the
-# system).
-PROG_OBJ := $(BUILD)/main.o $(BUILD)/probe.o $(BUILD)/main_lua.o
+# system), lineedit.c (readline, when linked).
+PROG_OBJ := $(BUILD)/main.o $(BUILD)/lineedit.o $(BUILD)/probe.o $(BUILD)/main_lua.o
 
-$(BUILD)/main.o: host/main.c host/probe.h host/internal.h host/luagpu.h | $(BUILD)
+$(BUILD)/main.o: host/main.c host/lineedit.h host/probe.h host/internal.h host/luagpu.h | $(BUILD)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/lineedit.o: host/lineedit.c host/lineedit.h | $(BUILD)
 	$(CC) $(ALL_CFLAGS) $(READLINE_DEF) -c $< -o $@
 
 $(BUILD)/probe.o: host/probe.c host/probe.h host/internal.h | $(BUILD)

@@ -4,26 +4,19 @@
 ** editing and history (readline, when built with it), multi-line input,
 ** printed results, errors with a traceback, and Ctrl-C back to the prompt.
 */
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/select.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "lineedit.h"
 #include "probe.h"
 #include <lualib.h>
 
-#ifdef LUAGPU_READLINE
-#include <readline/readline.h>
-#include <readline/history.h>
-#endif
 
 #define PROGNAME "luagpu"
-#define HISTORY_FILE ".luagpu_history"
-#define HISTORY_MAX 1000
 
 static lua_State *globalL = NULL;
 static const char *progname = PROGNAME;   /* NULL inside the REPL: no prefix */
@@ -328,103 +321,8 @@ static void print_results(lua_State *L, int n) {
 /* ---------------------------------------------------- reading the input */
 
 static int stdin_tty = 0;
+static int line_editing = 0;   /* readline reads the lines (lineedit.c) */
 
-#ifdef LUAGPU_READLINE
-static char history_path[4096];
-
-/* Reads ~/.luagpu_history ($HOME's). Entries are written with a timestamp
-** line before each ("#1700000000"), so that a multi-line chunk reads back
-** as one entry. */
-static void history_start(void) {
-  const char *home = getenv("HOME");
-  stifle_history(HISTORY_MAX);
-  history_comment_char = '#';
-  history_write_timestamps = 1;
-  history_multiline_entries = 1;
-  if (home == NULL || home[0] == '\0') return;
-  snprintf(history_path, sizeof history_path, "%s/" HISTORY_FILE, home);
-  read_history(history_path);
-  history_truncate_file(history_path, 4 * HISTORY_MAX);
-}
-
-/* Adds a chunk (all its lines: Up recalls it whole) and appends it to the
-** file at once, so that no way out (os.exit, a signal, a crash) loses it. */
-static void history_add(const char *chunk) {
-  HIST_ENTRY *last = history_length > 0 ? history_get(history_base + history_length - 1) : NULL;
-  if (chunk[0] == '\0' || (last != NULL && strcmp(last->line, chunk) == 0)) return;
-  add_history(chunk);
-  if (history_path[0] == '\0') return;
-  if (access(history_path, F_OK) == 0) append_history(1, history_path);
-  else write_history(history_path);
-}
-
-/* Tab: the candidates come from main.lua's complete(word), where a word
-** runs over names, dots and colons ("gpu.de", "dev:", "b.ty"). */
-static lua_State *complete_L = NULL;
-
-static char *complete_next(const char *text, int state) {
-  static lua_Integer i;
-  lua_State *L = complete_L;
-  char *match = NULL;
-  int top = lua_gettop(L);
-  if (state == 0) {
-    i = 0;
-    if (push_main_lua(L, "complete") == LUA_OK) {
-      lua_pushstring(L, text);
-      if (lua_pcall(L, 1, 1, 0) != LUA_OK || !lua_istable(L, -1)) lua_pushnil(L);
-    }
-    lua_setfield(L, LUA_REGISTRYINDEX, "luagpu.completions");
-    lua_settop(L, top);
-  }
-  if (lua_getfield(L, LUA_REGISTRYINDEX, "luagpu.completions") == LUA_TTABLE &&
-      lua_rawgeti(L, -1, ++i) == LUA_TSTRING)
-    match = strdup(lua_tostring(L, -1));
-  lua_settop(L, top);
-  return match;
-}
-
-static char **complete(const char *text, int start, int end) {
-  (void)start, (void)end;
-  rl_attempted_completion_over = 1;      /* never file names */
-  rl_completion_append_character = '\0';
-  return rl_completion_matches(text, complete_next);
-}
-
-static char *rl_line = NULL;
-static int rl_have_line = 0;
-
-static void on_line(char *line) {
-  rl_line = line;
-  rl_have_line = 1;
-  rl_callback_handler_remove();
-}
-
-/* One line through readline's callback interface, so that Ctrl-C can
-** abandon it: returns the line (malloc'd), NULL at end of input or, with
-** *interrupted set, on Ctrl-C. */
-static char *readline_line(const char *prompt, int *interrupted) {
-  rl_line = NULL, rl_have_line = 0, got_sigint = 0;
-  catch_sigint(1);
-  rl_callback_handler_install(prompt, on_line);
-  while (!rl_have_line) {
-    fd_set fds;
-    FD_ZERO(&fds);
-    FD_SET(fileno(rl_instream), &fds);
-    if (select(fileno(rl_instream) + 1, &fds, NULL, NULL, NULL) < 0) {
-      if (errno == EINTR && !got_sigint) continue;
-      rl_free_line_state();
-      rl_callback_sigcleanup();
-      rl_callback_handler_remove();
-      fputs("\n", rl_outstream);
-      *interrupted = got_sigint != 0;
-      break;
-    }
-    rl_callback_read_char();
-  }
-  catch_sigint(0);
-  return rl_line;
-}
-#endif
 
 /* Pushes the next line (without its newline). Returns 1, 0 at end of
 ** input, or -1 when Ctrl-C abandoned the line. */
@@ -433,17 +331,16 @@ static int push_line(lua_State *L, int first) {
   size_t len;
   if (stdin_tty) {
     const char *prompt = first ? "gpu> " : ">> ";
-#ifdef LUAGPU_READLINE
-    int interrupted = 0;
-    line = readline_line(prompt, &interrupted);
-    if (line == NULL) return interrupted ? -1 : 0;
-    lua_pushstring(L, line);
-    free(line);
-    return 1;
-#else
+    if (line_editing) {
+      int interrupted = 0;
+      line = lg_line_read(prompt, &interrupted);
+      if (line == NULL) return interrupted ? -1 : 0;
+      lua_pushstring(L, line);
+      free(line);
+      return 1;
+    }
     fputs(prompt, stdout);
     fflush(stdout);
-#endif
   }
   {
     size_t cap = 0;
@@ -507,9 +404,7 @@ static int read_chunk(lua_State *L) {
     lua_insert(L, -2);
     lua_concat(L, 3);
   }
-#ifdef LUAGPU_READLINE
-  if (stdin_tty) history_add(lua_tostring(L, -2));
-#endif
+  if (line_editing) lg_line_history_add(lua_tostring(L, -2));
   lua_remove(L, -2);   /* the code */
   return status;
 }
@@ -553,16 +448,7 @@ static void repl(lua_State *L) {
   stdin_tty = isatty(fileno(stdin));
   progname = NULL;
   print_banner(L, stdin_tty ? stdout : stderr);
-#ifdef LUAGPU_READLINE
-  if (stdin_tty) {
-    rl_readline_name = PROGNAME;
-    rl_catch_signals = 0;
-    complete_L = L;
-    rl_attempted_completion_function = complete;
-    rl_completer_word_break_characters = " \t\n\"\\'`@$><=;|&{(,+-*/%^~#[]}";
-    history_start();
-  }
-#endif
+  line_editing = stdin_tty && lg_line_start(L, push_main_lua);
   if (push_main_lua(L, "help") == LUA_OK) lua_pushcclosure(L, help, 1);
   lua_setglobal(L, "help");   /* nil (no help) if main.lua failed */
   lg_wait_interrupted = wait_interrupted;
