@@ -199,6 +199,21 @@ describe("gpu.trace", function()
     assert.is_false(gpu.tracing())
   end)
 
+  it("--trace writes the file also when the script raises", function()
+    local script, json = tmppath(".lua"), tmppath(".json")
+    write_file(script, "local b = gpu.device():buffer('int', 8)\nb:fill(5)\nerror('stop here')\n")
+    local out, code = sh(shell_quote(PROG) .. " --trace " .. shell_quote(json) .. " "
+                         .. shell_quote(script))
+    os.remove(script)
+    assert.equals(1, code)
+    assert.matches(":3: stop here", out, 1, true)
+    local cmds = json_lines(json)
+    os.remove(json)
+    assert.equals(2, #cmds)                      -- the zero-fill and the fill
+    assert.same({"zero-fill", "fill"}, {cmds[1].name, cmds[2].name})
+    assert.matches(":2$", cmds[2].where)
+  end)
+
   it("--trace without a file is refused", function()
     local out, code = sh(shell_quote(PROG) .. " --trace")
     assert.equals(1, code)
