@@ -39,6 +39,7 @@ for _, n in ipairs{0, 1, 2, 7, 1000, 100003} do
     check(reduce.max(b, {devices = devs, shares = {0, 1}}) == hi, "max of %d, one share 0", n)
     local b2 = d2:buffer("int", n, {host = h})
     check(reduce.sum({b, b2}) == 2 * sum, "sum of a list of %d", n)
+    check(reduce.sum({b, b, b2}) == 3 * sum, "a list with a device twice, in turn")
     check(reduce.max({b2, b:sub(1, math.max(1, n // 2))}) == hi or n == 1, "max of a list")
   end
 end
@@ -132,6 +133,11 @@ raises("argument #2[1]: expected a live buffer, got number", matmul, {A}, {1})
 raises("option devices takes no async, queue or wait", reduce.sum, A,
        {devices = devs, async = true})
 raises("a list of buffers takes only option acc", reduce.sum, {A}, {async = true})
+raises("option acc: expected \"float\" or \"double\" for float buffers, got double for a int " ..
+       "buffer", reduce.sum, {d1:buffer("int", 3), d2:buffer("int", 3)}, {acc = "double"})
+check(reduce.sum({d1:buffer("float", 5, {host = gpu.array("float", 5):fill(0.5)}),
+                  d2:buffer("float", 3, {host = gpu.array("float", 3):fill(0.25)})},
+                 {acc = "double"}) == 3.25, "a list with acc")
 raises("argument #1[2]: expected a buffer of float (as the first), got one of int",
        reduce.max, {A, d1:buffer("int", 3)})
 raises("unknown option 'devices'", reduce.new{type = "float", op = "a + b", neutral = "0"}, A,

@@ -418,6 +418,40 @@ local function builtin(kind, t, acc)
   return s
 end
 
+-- For luagpu.split: the built-in reduction kind of each buffer of bs, all
+-- on distinct devices, each on its device's default queue: every kernel is
+-- enqueued (without Events) before any read, so the devices start
+-- together. Returns the reads' Events (ev:wait() gives each number).
+local function enqueue_each(fn, kind, bs, acc)
+  local staged = {}
+  for i, b in ipairs(bs) do
+    local t = H.check_buffer(fn, 1, b)
+    if acc ~= nil and (t ~= "float" or (acc ~= "float" and acc ~= "double")) then
+      fail(fn, "argument #2: option acc: expected \"float\" or \"double\" for float " ..
+           "buffers, got %s for a %s buffer", type(acc) == "string" and acc or typename(acc), t)
+    end
+    local spec = builtin(kind, t, acc)
+    local n, input = check_inputs(fn, spec, b)
+    if n == 0 and kind ~= "sum" then
+      fail(fn, "argument #1[%d]: the %s of an empty buffer is undefined", i, kind)
+    end
+    local dev = input.x.device
+    local e = entry_for(fn, dev, spec)
+    local waits = {}
+    H.wait_for_last_user(e, nil, dev, waits)
+    enqueue_quiet(launches(e, n, input), nil, waits)
+    dev:flush()
+    staged[i] = {e, dev}
+  end
+  local evs = {}
+  for i, s in ipairs(staged) do
+    evs[i] = s[1].result:read()
+    H.set_last_user(s[1], evs[i], nil, s[2])
+    s[2]:flush()
+  end
+  return evs
+end
+
 local split   -- luagpu.split, loaded when a call asks for several devices
 
 local function builtin_call(kind)
@@ -434,7 +468,7 @@ local function builtin_call(kind)
         end
       end
       split = split or require "luagpu.split"
-      return split.reduce_list(fn, kind, reduce_one, b, opts and opts.acc)
+      return split.reduce_list(fn, kind, reduce_one, b, opts and opts.acc, enqueue_each)
     end
     opts = check_opts(fn, 2, opts, names)
     local t, n = check_buffer(fn, 1, b)
@@ -547,6 +581,7 @@ local function new(def)
   return r
 end
 
+M.enqueue_each = enqueue_each
 M.sum = builtin_call("sum")
 M.min = builtin_call("min")
 M.max = builtin_call("max")

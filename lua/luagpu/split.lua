@@ -266,9 +266,12 @@ local function combine(kind, got)
   return r
 end
 
--- reduce.KIND over the buffers of list bs, each on its device, at once.
-function S.reduce_list(fn, kind, reduce_one, bs, acc)
-  local evs, t = {}, nil
+-- reduce.KIND over the buffers of list bs, each on its device, at once:
+-- on distinct devices every kernel starts before any read
+-- (reduce.enqueue_each); buffers sharing a device go one after another.
+function S.reduce_list(fn, kind, reduce_one, bs, acc, enqueue_each)
+  local evs, t, seen, distinct = {}, nil, {}, true
+  local bufs = {}
   for i = 1, #bs do
     local b = list_buffer(fn, 1, bs, i)
     if t and b.type ~= t then
@@ -276,9 +279,18 @@ function S.reduce_list(fn, kind, reduce_one, bs, acc)
            b.type)
     end
     t = b.type
-    local q = b.device:default_queue()
-    evs[i] = reduce_one(b, {async = true, queue = q, acc = acc})
-    q:flush()
+    distinct = distinct and not seen[b.root.device]
+    seen[b.root.device] = true
+    bufs[i] = b
+  end
+  if distinct then
+    evs = enqueue_each(fn, kind, bufs, acc)
+  else
+    for i, b in ipairs(bufs) do
+      local q = b.device:default_queue()
+      evs[i] = reduce_one(b, {async = true, queue = q, acc = acc})
+      q:flush()
+    end
   end
   local got = {}
   for i, ev in ipairs(evs) do got[i] = ev:wait() end
