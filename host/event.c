@@ -166,6 +166,8 @@ static void wait_ok(lua_State *L, int idx, lg_Event *e, const char *fn) {
   if (lg_wait_interrupted != NULL) wait_interruptible(L, e);
   st = wait_event(L, idx, e);
   if (st < 0) {
+    if (e->user && lua_getiuservalue(L, idx, 2) == LUA_TSTRING)   /* ev:fail(msg) */
+      lg_error(L, fn, "%s failed: %s", e->command, lua_tostring(L, -1));
     lg_clerror(L, lua_pushfstring(L, "%s: %s command", fn, e->command), st, NULL);
   }
 }
@@ -185,12 +187,77 @@ static void push_result(lua_State *L, int idx, lg_Event *e) {
   }
 }
 
-/* Waits (the collector and release both do), then lets the event go. */
+/* Parked commands: what an Event collected before its command ended kept
+** (a "luagpu.Parked" userdata per command: the retained cl_event, the kept
+** table as its uservalue), in a registry table used as a set. The
+** collector never blocks on a command, which may wait for a user event
+** only the script can complete; lg_event_sweep lets go of the done ones,
+** and at lua_close the table's __gc (it was made first, so it runs after
+** the Events' finalizers, which fail unset user events) waits for the rest. */
+#define PARKED_KEY "luagpu.parked"
+
+typedef struct Parked { cl_event ev; } Parked;
+
+static void park(lua_State *L, int idx, lg_Event *e) {
+  Parked *p;
+  if (e->queue != NULL && e->queue->q != NULL) clFlush(e->queue->q);
+  lua_getfield(L, LUA_REGISTRYINDEX, PARKED_KEY);
+  p = lua_newuserdatauv(L, sizeof *p, 1);
+  p->ev = NULL;
+  lua_getiuservalue(L, idx, 1);
+  lua_setiuservalue(L, -2, 1);
+  clRetainEvent(e->ev);
+  p->ev = e->ev;
+  lua_pushboolean(L, 1);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+}
+
+static int sweep(lua_State *L, int all) {
+  int left = 0;
+  if (lua_getfield(L, LUA_REGISTRYINDEX, PARKED_KEY) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    Parked *p = lua_touserdata(L, -2);
+    lua_pop(L, 1);
+    if (p->ev != NULL && all) clWaitForEvents(1, &p->ev);
+    if (p->ev == NULL || exec_status(p->ev) <= CL_COMPLETE) {
+      if (p->ev != NULL) clReleaseEvent(p->ev);
+      p->ev = NULL;
+      lua_pushvalue(L, -1);
+      lua_pushnil(L);
+      lua_rawset(L, -4);   /* clearing a field while traversing is allowed */
+    } else {
+      left++;
+    }
+  }
+  lua_pop(L, 1);
+  return left;
+}
+
+int lg_event_sweep(lua_State *L) { return sweep(L, 0); }
+
+static int parked_gc(lua_State *L) {
+  sweep(L, 1);
+  return 0;
+}
+
+/* Lets the event go. Inside a finalizer, what the Event keeps is parked
+** until its command is done; release and __close wait for it. A user event
+** of gpu.user_event's collected unset fails: nothing can complete it now. */
 static int ev_free(lua_State *L) {
   lg_Event *e = luaL_checkudata(L, 1, LG_EVENT_MT);
   if (e->ev == NULL) return 0;
-  if (lua_getiuservalue(L, 1, 1) != LUA_TNIL)   /* nothing kept (done, or an */
-    wait_event(L, 1, e);                       /* application's event): no wait */
+  if (e->user && exec_status(e->ev) > CL_COMPLETE) clSetUserEventStatus(e->ev, -1);
+  if (lua_getiuservalue(L, 1, 1) != LUA_TNIL) {   /* nothing kept (done, or an */
+    if (lua_gc(L, LUA_GCISRUNNING) == -1 && exec_status(e->ev) > CL_COMPLETE)
+      park(L, 1, e);                               /* application's event): no wait */
+    else
+      wait_event(L, 1, e);
+  }
   lua_pop(L, 1);
   clReleaseEvent(e->ev);
   e->ev = NULL;
@@ -200,9 +267,12 @@ static int ev_free(lua_State *L) {
   return 0;
 }
 
+void (*lg_event_after_wait)(lua_State *L) = NULL;
+
 static int ev_wait(lua_State *L) {
   lg_Event *e = lg_checkevent(L, 1);
   wait_ok(L, 1, e, "event:wait");
+  if (lg_event_after_wait != NULL) lg_event_after_wait(L);
   push_result(L, 1, e);
   return 1;
 }
@@ -330,6 +400,7 @@ static int mod_wait(lua_State *L) {
     if (e->ev == NULL) lg_error(L, "gpu.wait", "event #%d was released while waiting", i);
     wait_ok(L, list + i, e, "gpu.wait");
   }
+  if (lg_event_after_wait != NULL) lg_event_after_wait(L);
   for (i = 1; i <= n; i++) push_result(L, list + i, lua_touserdata(L, list + i));
   return n;
 }
@@ -349,5 +420,11 @@ static const luaL_Reg module_functions[] = {
 
 void lg_open_event(lua_State *L) {
   lg_newclass(L, LG_EVENT_MT, event_methods, event_meta);
+  lua_newtable(L);                       /* the parked commands */
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, parked_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  lua_setfield(L, LUA_REGISTRYINDEX, PARKED_KEY);
   luaL_setfuncs(L, module_functions, 0);
 }

@@ -18,6 +18,11 @@ H.module = {
   load = "gpu.load(path): a host array from a NumPy .npy file",
   localmem = "gpu.localmem(type, count): local memory per work-group, for a __local parameter",
   wait = "gpu.wait(ev, ...): waits for all, raises if one failed, returns their results",
+  user_event = "gpu.user_event(dev): an Event the script sets with :complete() or :fail(msg)",
+  poll = "gpu.poll(): runs the on_complete callbacks of commands now done; how many ran",
+  await = "gpu.await(ev): in a gpu.run_loop task, yields until ev is done; else ev:wait()",
+  run_loop = "gpu.run_loop(fn, ...): runs fn(...) and spawned tasks as coroutines until all end",
+  spawn = "gpu.spawn(fn, ...): adds a task to the running gpu.run_loop",
   trace = "gpu.trace(true | false | path): record every command; stop (and write JSON or SVG)",
   tracing = "gpu.tracing(): true while gpu.trace records",
   debug = "gpu.debug([on]): wait after each command, guard buffers with canaries; the old state",
@@ -80,6 +85,9 @@ class("Event", {"status", "duration", "command"}, {
   wait = "ev:wait(): blocks; the command's result (a read's array), raises if it failed",
   profile = "ev:profile(): {queued =, submit =, start =, [\"end\"] =, duration =} in ns",
   release = "ev:release(): waits for the command, then lets the event go",
+  complete = "ev:complete(): sets a user event complete; commands waiting for it run",
+  fail = "ev:fail([msg]): sets a user event failed; waits on it raise msg",
+  on_complete = "ev:on_complete(fn): fn(ev, status) runs on the Lua thread once it is done",
 })
 
 class("Program", {"kernels", "log", "options", "file", "device", "cached", "binary"}, {

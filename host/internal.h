@@ -288,6 +288,7 @@ typedef struct lg_Event {
   int profiling;               /* the queue had profiling on (-1: not known) */
   char command[48];            /* "write", "read", "kernel saxpy", ... */
   lg_Queue *queue;             /* the kept Queue (flushed before waiting), or NULL */
+  int user;                    /* made by gpu.user_event: fails when collected unset */
 } lg_Event;
 /* Event uservalues: 1 what it keeps alive (a table; nil once the command
 ** is known to be done), 2 the result. The Queue among the kept values
@@ -335,6 +336,13 @@ lg_Event *lg_newevent_on(lua_State *L, const char *command, int qidx);
 void lg_event_start(lua_State *L, lg_Event *e, cl_event ev);
 lg_Event *lg_checkevent(lua_State *L, int idx);
 lg_Event *lg_testevent(lua_State *L, int idx);
+/* Set by userevent.c: runs the on_complete callbacks of commands now done
+** (raising a callback's error); event.c calls it after every wait. */
+extern void (*lg_event_after_wait)(lua_State *L);
+/* Releases what parked Events kept for commands now done (event.c parks
+** what an Event collected before its command ended keeps, rather than
+** blocking the collector). Returns how many commands are still parked. */
+int lg_event_sweep(lua_State *L);
 
 /* ------------------------------------------------------------ buffer.c */
 
@@ -393,6 +401,7 @@ void lg_open_queue(lua_State *L);
 void lg_open_sync(lua_State *L);     /* q:marker, q:barrier */
 void lg_open_array(lua_State *L);
 void lg_open_event(lua_State *L);
+void lg_open_userevent(lua_State *L);   /* gpu.user_event, on_complete, await */
 void lg_open_buffer(lua_State *L);
 void lg_open_program(lua_State *L);
 void lg_open_kernel(lua_State *L);

@@ -144,6 +144,7 @@ LUAGPU_API int luaopen_luagpu(lua_State *L) {
   lg_open_array(L);
   lg_open_npy(L);
   lg_open_event(L);
+  lg_open_userevent(L);
   lg_open_buffer(L);
   lg_open_transfer(L);
   lg_open_program(L);

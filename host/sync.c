@@ -38,6 +38,7 @@ static void add_event(lua_State *L, WaitList *w, int idx, cl_context ctx, const 
                       const char *where) {
   lg_Event *e = lg_testevent(L, idx);
   cl_context ectx = NULL;
+  cl_int st = CL_COMPLETE;
   if (e == NULL) {
     const char *got = luaL_getmetafield(L, idx, "__name") == LUA_TSTRING
                           ? lua_tostring(L, -1) : luaL_typename(L, idx);
@@ -48,6 +49,13 @@ static void add_event(lua_State *L, WaitList *w, int idx, cl_context ctx, const 
       ectx != ctx)
     lg_error(L, fn, "%s: the event belongs to another context (another platform's device)",
              where);
+  if (clGetEventInfo(e->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL) ==
+          CL_SUCCESS && st < 0) {   /* drivers differ on what follows: refuse it here */
+    if (e->user && lua_getiuservalue(L, idx, 2) == LUA_TSTRING)   /* ev:fail(msg) */
+      lg_error(L, fn, "%s: the user event it waits for failed: %s", where, lua_tostring(L, -1));
+    lg_error(L, fn, "%s: the %s command it waits for failed (%s)", where, e->command,
+             lg_clerror_name(st));
+  }
   /* a command on another queue waits for it: make sure it was submitted */
   if (e->queue != NULL && e->queue->q != NULL) clFlush(e->queue->q);
   clRetainEvent(e->ev);

@@ -1,0 +1,268 @@
+-- User events, on_complete callbacks, gpu.poll, gpu.await and gpu.run_loop
+-- (ports of PyOpenCL's test_user_event and test_event_set_callback), with
+-- every bad-input message, and what happens to unset user events when the
+-- collector or lua_close meets them.
+local gpu = require "luagpu"
+
+local dev = gpu.device()
+local BUILD = os.getenv("LUAGPU_BUILD") or "build"
+
+local support = require "support"
+local errmsg, has_error = support.errmsg, support.has_error
+
+local function random_floats(n) return support.random_floats(n, 100000, 16) end
+
+-- Runs a script in a fresh lua5.4 and returns what it printed and its exit.
+local function run_script(body)
+  local script = os.tmpname()
+  support.write_file(script, "package.cpath = " .. string.format("%q", BUILD .. "/?.so;")
+                     .. " .. package.cpath\nlocal gpu = require 'luagpu'\n"
+                     .. "local dev = gpu.device()\n" .. body)
+  local p = io.popen("timeout 60 lua5.4 " .. script .. " 2>&1; echo \"exit $?\"")
+  local out = p:read("a")
+  p:close()
+  os.remove(script)
+  return out
+end
+
+describe("gpu.user_event", function()
+  it("holds back the commands that wait for it until :complete()", function()
+    local n = 1000
+    local ref = random_floats(n)
+    local u = gpu.user_event(dev)
+    assert.equal("user event", u.command)
+    assert.equal("submitted", u.status)
+    local b = dev:buffer("float", n)
+    local c = dev:buffer("float", n)
+    local w = b:write(gpu.array("float", ref), {wait = u})
+    local cp = b:copy_to(c, {wait = {w}})
+    local m = dev:default_queue():marker(u)
+    assert.are_not.equal("complete", w.status)
+    assert.are_not.equal("complete", m.status)
+    u:complete()
+    assert.equal("complete", u.status)
+    gpu.wait(cp, m)
+    assert.same(ref, c:get():totable())
+    assert.is_nil(u:wait())
+  end)
+
+  it("works in every wait list: kernels, dev:run, reads, fills, gpu.wait", function()
+    local n = 256
+    local ref = random_floats(n)
+    local u1, u2 = gpu.user_event(dev), gpu.user_event(dev)
+    local b = dev:buffer("float", n)
+    local f = b:fill(0, {wait = {u1}})
+    local w = b:write(ref, {wait = {f}})
+    local k = dev:build("kernel void twice(global float *x) { x[get_global_id(0)] *= 2; }").twice
+    local run = dev:run(k(b), {n}, nil, w, u2)
+    local r = b:read(nil, {wait = run})
+    u2:complete()
+    u1:complete()
+    local a = gpu.wait(r, u1, u2)
+    for i = 1, n do assert.equal(ref[i] * 2, a[i]) end
+  end)
+
+  it("dropped commands waiting on it keep what they use, and run once it completes", function()
+    local n = 4096
+    local ref = random_floats(n)
+    local u = gpu.user_event(dev)
+    local b = dev:buffer("float", n)
+    b:write(gpu.array("float", ref), {wait = u})   -- Event and array dropped
+    collectgarbage()
+    collectgarbage()
+    u:complete()
+    assert.same(ref, b:get():totable())
+    assert.equal(0, (gpu.poll()))
+  end)
+
+  it(":fail(msg) ends it in error; waits on it raise with the message", function()
+    local u = gpu.user_event(dev)
+    local b = dev:buffer("int", 8)
+    local r = b:read(nil, {wait = u})
+    u:fail("the host gave up")
+    assert.equal("error", u.status)
+    has_error("luagpu: event:wait: user event failed: the host gave up", u.wait, u)
+    has_error("luagpu: gpu.wait: user event failed: the host gave up", gpu.wait, u)
+    assert.matches("luagpu: event:wait: read command: CL_", errmsg(r.wait, r), 1, true)
+    has_error("luagpu: buffer:write: argument #2: wait[1]: the user event it waits for failed: "
+              .. "the host gave up", b.write, b, {1, 2, 3, 4, 5, 6, 7, 8}, {wait = {u}})
+    local v = gpu.user_event(dev)
+    v:fail()
+    has_error("luagpu: event:wait: user event failed: failed by ev:fail()", v.wait, v)
+  end)
+
+  it("raises on bad input", function()
+    has_error("luagpu: gpu.user_event: argument #1: expected a luagpu.Device, got no value",
+              gpu.user_event)
+    has_error("luagpu: gpu.user_event: argument #1: expected a luagpu.Device, got luagpu.Buffer",
+              gpu.user_event, dev:buffer("int", 1))
+    local u = gpu.user_event(dev)
+    u:complete()
+    has_error("luagpu: event:complete: the user event was already completed", u.complete, u)
+    has_error("luagpu: event:fail: the user event was already completed", u.fail, u, "x")
+    local v = gpu.user_event(dev)
+    has_error("luagpu: event:fail: argument #1: expected a message string, got table",
+              v.fail, v, {})
+    v:fail("no")
+    has_error("luagpu: event:complete: the user event was already failed", v.complete, v)
+    local w = dev:buffer("int", 4):fill(1)
+    has_error("luagpu: event:complete: only an event of gpu.user_event can be set "
+              .. "(this is a fill command)", w.complete, w)
+    has_error("luagpu: event:fail: only an event of gpu.user_event can be set "
+              .. "(this is a fill command)", w.fail, w)
+    u:release()
+    has_error("luagpu: event:complete: attempt to use a released event", u.complete, u)
+  end)
+end)
+
+describe("ev:on_complete", function()
+  it("runs on the Lua thread at gpu.poll or a wait, never before, in order", function()
+    local log = {}
+    local u = gpu.user_event(dev)
+    local b = dev:buffer("float", 16)
+    local w = b:write(random_floats(16), {wait = u})
+    assert.equal(w, w:on_complete(function(ev, st) log[#log + 1] = {ev, "w", st} end))
+    u:on_complete(function(ev, st) log[#log + 1] = {ev, "u1", st} end)
+    u:on_complete(function(ev, st) log[#log + 1] = {ev, "u2", st} end)
+    assert.equal(0, gpu.poll())
+    u:complete()
+    w:wait()                                  -- a wait runs the callbacks of done commands
+    assert.equal(3, #log)
+    assert.same({w, "w", "complete"}, log[1])
+    assert.same({u, "u1", "complete"}, log[2])
+    assert.same({u, "u2", "complete"}, log[3])
+    local done = dev:buffer("int", 4):fill(7)
+    done:wait()
+    done:on_complete(function(ev, st) log[#log + 1] = {ev, "late", st} end)
+    assert.equal(3, #log)                     -- not run at registration
+    assert.equal(1, gpu.poll())
+    assert.same({done, "late", "complete"}, log[4])
+    assert.equal(0, gpu.poll())               -- each runs once
+  end)
+
+  it("tells a failed or released event's callback so", function()
+    local got = {}
+    local u = gpu.user_event(dev)
+    u:on_complete(function(_, st) got[#got + 1] = st end)
+    u:fail("stop")
+    local v = gpu.user_event(dev)
+    v:on_complete(function(_, st) got[#got + 1] = st end)
+    v:complete()
+    v:release()
+    assert.equal(2, gpu.poll())
+    assert.same({"error", "released"}, got)
+  end)
+
+  it("reports a callback's error once, with its traceback; the others still run", function()
+    local ran = {}
+    local u = gpu.user_event(dev)
+    u:on_complete(function() ran[#ran + 1] = 1 end)
+    u:on_complete(function() error("callback trouble") end)
+    u:on_complete(function() ran[#ran + 1] = 3 end)
+    u:complete()
+    local e = errmsg(gpu.poll)
+    assert.matches("luagpu: on_complete: callback 1 of 1 failed: ", e, 1, true)
+    assert.matches("callback trouble", e, 1, true)
+    assert.matches("stack traceback:", e, 1, true)
+    assert.same({1, 3}, ran)
+    assert.equal(0, gpu.poll())
+  end)
+
+  it("raises on bad input", function()
+    local u = gpu.user_event(dev)
+    has_error("luagpu: event:on_complete: argument #1: expected a function, got no value",
+              u.on_complete, u)
+    has_error("luagpu: event:on_complete: argument #1: expected a function, got number",
+              u.on_complete, u, 3)
+    u:complete()
+  end)
+end)
+
+describe("gpu.await and gpu.run_loop", function()
+  it("outside a loop, await is a wait", function()
+    local ref = random_floats(64)
+    local b = dev:buffer("double", 64)
+    b:write(ref)
+    assert.same(ref, gpu.await(b:read()):totable())
+    local co = coroutine.wrap(function() return gpu.await(b:read()) end)
+    assert.same(ref, co():totable())          -- a coroutine of no loop: blocks too
+  end)
+
+  it("inside a loop, await yields until the event is done", function()
+    local n = 512
+    local ref = random_floats(n)
+    local order = {}
+    local b = dev:buffer("float", n)
+    local go = gpu.user_event(dev)
+    local result
+    gpu.run_loop(function(x, y)
+      order[#order + 1] = "main " .. x .. y
+      gpu.spawn(function(z)
+        order[#order + 1] = "writer " .. z
+        gpu.await(b:write(ref))
+        order[#order + 1] = "written"
+        go:complete()
+      end, "z")
+      gpu.await(go)
+      order[#order + 1] = "go"
+      result = gpu.await(b:read())
+    end, "x", "y")
+    assert.same({"main xy", "writer z", "written", "go"}, order)
+    assert.same(ref, result:totable())
+  end)
+
+  it("a failed event raises inside the task; a task's error ends the loop", function()
+    local caught
+    gpu.run_loop(function()
+      local u = gpu.user_event(dev)
+      gpu.spawn(function() u:fail("bad input") end)
+      caught = select(2, pcall(gpu.await, u))
+    end)
+    assert.equal("luagpu: event:wait: user event failed: bad input", caught)
+    local e = errmsg(gpu.run_loop, function()
+      gpu.spawn(function() error("task trouble") end)
+    end)
+    assert.matches("luagpu: gpu.run_loop: a task failed: ", e, 1, true)
+    assert.matches("task trouble", e, 1, true)
+    assert.matches("stack traceback:", e, 1, true)
+  end)
+
+  it("raises on bad input and when no task can go on", function()
+    has_error("luagpu: gpu.run_loop: every task awaits a user event that no one can complete "
+              .. "(2 tasks)", gpu.run_loop, function()
+      gpu.spawn(function() gpu.await(gpu.user_event(dev)) end)
+      gpu.await(gpu.user_event(dev))
+    end)
+    has_error("luagpu: gpu.run_loop: argument #1: expected a function, got no value", gpu.run_loop)
+    has_error("luagpu: gpu.spawn: no gpu.run_loop is running", gpu.spawn, print)
+    has_error("luagpu: gpu.await: argument #1: expected a luagpu.Event, got number",
+              gpu.await, 1)
+    local e
+    gpu.run_loop(function()
+      e = errmsg(gpu.run_loop, print)
+      assert.matches("luagpu: gpu.spawn: argument #1: expected a function, got string",
+                     errmsg(gpu.spawn, "f"), 1, true)
+    end)
+    assert.equal("luagpu: gpu.run_loop: a loop is already running (add tasks with gpu.spawn)", e)
+  end)
+end)
+
+describe("unset user events", function()
+  it("neither block lua_close nor a collection, and run no callback after it", function()
+    local out = run_script([[
+      local b = dev:buffer("float", 1 << 16)
+      local u = gpu.user_event(dev)
+      b:write(gpu.array("float", 1 << 16), {wait = u})      -- dropped
+      local kept = b:read(nil, {wait = u})                  -- kept to the end
+      u:on_complete(function() print("never") end)
+      collectgarbage()
+      local lost = gpu.user_event(dev)
+      local r = b:read(nil, {wait = lost})
+      lost = nil
+      collectgarbage()                       -- nothing can complete it now: it fails
+      print(r.status, select(2, pcall(r.wait, r)):match("read command") ~= nil)
+      print("end")
+    ]])
+    assert.equal("error\ttrue\nend\nexit 0\n", out)
+  end)
+end)
