@@ -432,3 +432,200 @@ __kernel void scan_lookback(SCAN_ARGS, __global ACC *out, ulong ooff, int exclus
   lg_write(SCAN_PASS, out, ooff, exclusive, base, lg_comb(prefix, excl), LOCALS_PASS, a);
 }
 #endif
+
+/* NVIDIA only: the helper defines WARP_PTX 1 after a probe build of the
+** inline PTX below succeeds on the device (its OpenCL has no subgroup
+** shuffles); everything else builds without it. Also defined: FIPT (a
+** multiple of 4: elements per work-item), TV and AV (the 4-wide vectors of
+** T and ACC). For 4-byte accumulators without segments. */
+#if LOOKBACK && WARP_PTX
+#define NW (L / 32)                /* warps per group */
+#define FV (FIPT / 4)              /* 4-element vectors per work-item */
+#define NWT (FV * NW)              /* warp totals per tile */
+#define WC ((NWT + 31) / 32)       /* of them per lane of warp 0 */
+#define FTILE ((uint)L * FIPT)
+
+inline uint lg_shfl_up(uint v, uint d) {
+  uint r;
+  LG_ASM volatile("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=r"(r) : "r"(v), "r"(d));
+  return r;
+}
+inline uint lg_shfl_down(uint v, uint d) {
+  uint r;
+  LG_ASM volatile("shfl.sync.down.b32 %0, %1, %2, 31, 0xffffffff;" : "=r"(r) : "r"(v), "r"(d));
+  return r;
+}
+inline uint lg_shfl_idx(uint v, uint lane) {
+  uint r;
+  LG_ASM volatile("shfl.sync.idx.b32 %0, %1, %2, 31, 0xffffffff;" : "=r"(r) : "r"(v), "r"(lane));
+  return r;
+}
+inline uint lg_ballot(uint p) {
+  uint r;
+  LG_ASM volatile("{\n\t.reg .pred q;\n\tsetp.ne.u32 q, %1, 0;\n\t"
+               "vote.sync.ballot.b32 %0, q, 0xffffffff;\n\t}" : "=r"(r) : "r"(p));
+  return r;
+}
+#define SHFL_UP(v, d) AS_ACC(lg_shfl_up(AS_BITS(v), (d)))
+
+/* Inclusive scan of v over the 32 lanes of the warp. */
+inline ACC lg_warp_scan(ACC v, uint lane) {
+  uint d;
+#pragma unroll
+  for (d = 1; d < 32; d <<= 1) {
+    ACC y = SHFL_UP(v, d);
+    if (lane >= d) v = lg_op(y, v);
+  }
+  return v;
+}
+
+/* The look-back by warp 0 of the group of tile (> 0): lane k reads the
+** word of predecessor from - 1 - k and waits until it is there (its tile's
+** group is running: it took its ticket before). The lanes up to the
+** nearest inclusive word are folded (nearest last) onto the prefix; with
+** none, the next 32 predecessors follow. Returns the fold of tiles
+** 0 .. tile - 1 on every lane. */
+inline ACC lg_warp_lookback(__global volatile ulong *words, uint tile, uint epoch, uint lane) {
+  ACC prefix = (ACC)(NEUTRAL);
+  int from = (int)tile;
+  for (;;) {
+    int p = from - 1 - (int)lane;
+    ulong w = 0;
+    uint incl, stop, off;
+    ACC v;
+    if (p >= 0) {
+      do {
+        w = words[2 * (ulong)p + 1];
+        if (!WORD_READY(w, epoch)) {
+          w = words[2 * (ulong)p];
+          if (!WORD_READY(w, epoch)) w = 0;
+        }
+      } while (!w);
+    }
+    incl = lg_ballot(p >= 0 && (w & 2ul));
+    stop = incl ? 31u - clz(incl & (0u - incl)) : 31u;
+    v = (p >= 0 && lane <= stop) ? WORD_VALUE(w) : (ACC)(NEUTRAL);
+#pragma unroll
+    for (off = 1; off < 32; off <<= 1) {
+      ACC y = AS_ACC(lg_shfl_down(AS_BITS(v), off));
+      if (lane + off < 32) v = lg_op(y, v);
+    }
+    v = AS_ACC(lg_shfl_idx(AS_BITS(v), 0));
+    prefix = lg_op(v, prefix);
+    if (incl || from <= 32) return prefix;
+    from -= 32;
+  }
+}
+
+/* Single pass, as scan_lookback, with tiles of FTILE elements held in
+** registers: work-item lid holds the 4-element vectors j * L + lid of its
+** tile (j < FV: 16-byte loads and stores, coalesced), scans each in its
+** lanes, the warps scan the vectors' totals with shuffles, and one round
+** through local memory orders the warps' totals (vector j before j + 1,
+** warp w before w + 1) while warp 0 looks back. x + xoff and out + ooff
+** are aligned to 4 elements (the helper's check). */
+__kernel void scan_lookback_ptx(__global const T *x, ulong xoff, ulong n, __global ACC *out,
+                                ulong ooff, int exclusive, __global volatile ulong *words,
+                                __global volatile uint *ticket, uint epoch) {
+  __local uint tile_no;
+  __local ACC wt[NWT];             /* the warps' totals, then their prefixes */
+  uint lid = get_local_id(0), lane = lid & 31, warp = lid >> 5, tile, j;
+  ulong base;
+  ACC e[FV][4], s[FV];
+  if (lid == 0) {
+    uint t = atomic_inc(ticket);
+    if (t == get_num_groups(0) - 1) *ticket = 0;
+    tile_no = t;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  tile = tile_no;
+  base = (ulong)tile * FTILE;
+  if (base + FTILE <= n) {
+    __global const TV *p = (__global const TV *)(x + xoff + base);
+#pragma unroll
+    for (j = 0; j < FV; j++) {
+      TV v = p[j * L + lid];
+      ulong g = base + 4 * (ulong)(j * L + lid);
+      e[j][0] = lg_map(v.s0, g); e[j][1] = lg_map(v.s1, g + 1);
+      e[j][2] = lg_map(v.s2, g + 2); e[j][3] = lg_map(v.s3, g + 3);
+    }
+  } else {
+#pragma unroll
+    for (j = 0; j < FV; j++) {
+      uint k;
+#pragma unroll
+      for (k = 0; k < 4; k++) {
+        ulong g = base + 4 * (ulong)(j * L + lid) + k;
+        e[j][k] = g < n ? lg_map(x[xoff + g], g) : (ACC)(NEUTRAL);
+      }
+    }
+  }
+#pragma unroll
+  for (j = 0; j < FV; j++) {
+    e[j][1] = lg_op(e[j][0], e[j][1]);
+    e[j][2] = lg_op(e[j][1], e[j][2]);
+    e[j][3] = lg_op(e[j][2], e[j][3]);
+    s[j] = e[j][3];
+  }
+  {
+    uint d;
+#pragma unroll
+    for (d = 1; d < 32; d <<= 1)
+#pragma unroll
+      for (j = 0; j < FV; j++) {
+        ACC y = SHFL_UP(s[j], d);
+        if (lane >= d) s[j] = lg_op(y, s[j]);
+      }
+  }
+  if (lane == 31)
+#pragma unroll
+    for (j = 0; j < FV; j++) wt[j * NW + warp] = s[j];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (warp == 0) {
+    ACC r[WC], f = (ACC)(NEUTRAL), fi, fe, total, prefix = (ACC)(NEUTRAL), run;
+    uint c;
+#pragma unroll
+    for (c = 0; c < WC; c++) {
+      uint q = lane * WC + c;
+      r[c] = q < NWT ? wt[q] : (ACC)(NEUTRAL);
+      f = lg_op(f, r[c]);
+    }
+    fi = lg_warp_scan(f, lane);
+    total = AS_ACC(lg_shfl_idx(AS_BITS(fi), 31));
+    fe = SHFL_UP(fi, 1);
+    if (tile > 0) {
+      if (lane == 0) words[2 * (ulong)tile] = WORD(total, 0, 0, epoch);
+      prefix = lg_warp_lookback(words, tile, epoch, lane);
+    }
+    if (lane == 0) words[2 * (ulong)tile + 1] = WORD(lg_op(prefix, total), 0, 1, epoch);
+    run = lane ? lg_op(prefix, fe) : prefix;
+#pragma unroll
+    for (c = 0; c < WC; c++) {
+      uint q = lane * WC + c;
+      if (q < NWT) wt[q] = run;
+      run = lg_op(run, r[c]);
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+  for (j = 0; j < FV; j++) {
+    ACC le = SHFL_UP(s[j], 1), pre = wt[j * NW + warp];
+    ACC o0, o1, o2, o3;
+    ulong g = base + 4 * (ulong)(j * L + lid);
+    if (lane) pre = lg_op(pre, le);
+    if (exclusive) {
+      o0 = pre; o1 = lg_op(pre, e[j][0]); o2 = lg_op(pre, e[j][1]); o3 = lg_op(pre, e[j][2]);
+    } else {
+      o0 = lg_op(pre, e[j][0]); o1 = lg_op(pre, e[j][1]);
+      o2 = lg_op(pre, e[j][2]); o3 = lg_op(pre, e[j][3]);
+    }
+    if (g + 4 <= n) {
+      ((__global AV *)(out + ooff))[g / 4] = (AV)(o0, o1, o2, o3);
+    } else {
+      if (g < n) out[ooff + g] = o0;
+      if (g + 1 < n) out[ooff + g + 1] = o1;
+      if (g + 2 < n) out[ooff + g + 2] = o2;
+    }
+  }
+}
+#endif

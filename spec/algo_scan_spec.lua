@@ -291,6 +291,20 @@ describe("algo.scan errors", function()
     assert.is_false(ok)
     assert.matches(("algo.classes.%s.scan_local: expected a power of two from 4 to 1024, got 3")
                    :format(name), e, 1, true)
+    saved = cls.scan_ptx_items
+    cls.scan_ptx_items = 2
+    ok, e = pcall(algo.scan, b)
+    cls.scan_ptx_items = saved
+    assert.is_false(ok)
+    assert.matches(("algo.classes.%s.scan_ptx_items: expected a power of two from 4 to 128, got 2")
+                   :format(name), e, 1, true)
+    saved = cls.scan_ptx
+    cls.scan_ptx = 1
+    ok, e = pcall(algo.scan, b)
+    cls.scan_ptx = saved
+    assert.is_false(ok)
+    assert.matches(("algo.classes.%s.scan_ptx: expected true or false, got 1"):format(name), e,
+                   1, true)
     saved = cls.sort_items
     cls.sort_items = 0 / 0
     ok, e = pcall(algo.sort, b)

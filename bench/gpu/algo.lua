@@ -88,15 +88,26 @@ __kernel void sub(__global const int *a, __global const int *b, __global int *c)
   size_t i = get_global_id(0); c[i] = a[i] - b[i];
 }]].sub
 local total = reduce.sum(x)
-for _, lookback in ipairs {false, true} do
-  algo.scan(x, {out = inc, lookback = lookback})
-  algo.scan(x, {exclusive = true, out = y, lookback = lookback})
-  sub(inc, x, diff):run({n}):wait()
-  local bad = wrong(diff, y)
-  local last = inc:sub(n, n):get()[1]
-  print(("check lookback=%s: %d differ, last %d, sum %d"):format(lookback, bad, last, total))
-  assert(bad == 0 and last == total, "scan: wrong result")
+local cls = algo.classes.gpu
+local scan_bad = 0
+for _, path in ipairs {{false, false}, {true, false}, {true, true}} do
+  local lookback = path[1]
+  cls.scan_ptx = path[2]
+  local bad, last = -1, -1
+  local ok, err = pcall(function()
+    algo.scan(x, {out = inc, lookback = lookback})
+    algo.scan(x, {exclusive = true, out = y, lookback = lookback})
+    sub(inc, x, diff):run({n}):wait()
+    bad = wrong(diff, y)
+    last = inc:sub(n, n):get()[1]
+  end)
+  if not ok then print("scan failed:", err) end
+  print(("check lookback=%s ptx=%s: %d differ, last %d, sum %d"):format(lookback, path[2], bad,
+        last, total))
+  if not (bad == 0 and last == total) then scan_bad = scan_bad + 1 end
 end
+cls.scan_ptx = true
+print("inline PTX scan on this device:", require("luagpu.algo_scan").ptx_keyword(dev))
 diff:release(); inc:release()
 
 local function time_scan()
@@ -106,19 +117,28 @@ local scan_s = time_scan()
 say("scan_ms", scan_s * 1e3, "ms")
 say("scan_gbs", 8 * n / scan_s / 1e9, "GB/s")
 if sweep then
-  local cls = algo.classes.gpu
-  local keep = {cls.scan_local, cls.scan_items}
-  for _, c in ipairs {{256, 16}, {128, 32}, {512, 16}, {256, 64}, {1024, 8}} do
+  local keep = {cls.scan_local, cls.scan_items, cls.scan_ptx_items}
+  cls.scan_ptx = false
+  for _, c in ipairs {{256, 32}, {256, 16}, {128, 32}, {512, 16}} do
     cls.scan_local, cls.scan_items = c[1], c[2]
     local ok, s = pcall(time_scan)
     if ok then say(("sweep_scan_L%d_I%d_gbs"):format(c[1], c[2]), 8 * n / s / 1e9, "GB/s")
     else print("sweep scan", c[1], c[2], s) end
   end
+  cls.scan_ptx = true
+  cls.scan_local, cls.scan_items = keep[1], keep[2]
+  for _, c in ipairs {{128, 8}, {128, 16}, {128, 32}, {256, 8}, {256, 16}, {256, 32},
+                      {512, 8}, {512, 16}, {1024, 8}, {64, 32}} do
+    cls.scan_local, cls.scan_ptx_items = c[1], c[2]
+    local ok, s = pcall(time_scan)
+    if ok then say(("sweep_scan_ptx_L%d_I%d_gbs"):format(c[1], c[2]), 8 * n / s / 1e9, "GB/s")
+    else print("sweep scan ptx", c[1], c[2], s) end
+  end
+  cls.scan_local, cls.scan_ptx_items = keep[1], keep[3]
   local ok, s = pcall(function()
     return device_time(function() return select(2, algo.scan(x, {exclusive = true, out = y,
                                                                   lookback = false})) end)
   end)
-  cls.scan_local, cls.scan_items = keep[1], keep[2]
   if ok then say("sweep_scan_threepass_gbs", 8 * n / s / 1e9, "GB/s") end
 end
 x:release(); y:release()
@@ -197,3 +217,4 @@ print(("%-44s %12s %12.3f %8s"):format("key-value sort vs torch.sort + gather, m
       baseline.sort_kv_ms and ("%.3f"):format(baseline.sort_kv_ms) or "-", kv_s * 1e3,
       ratio(baseline.sort_kv_ms, kv_s * 1e3)))
 print("(ratio: speed relative to the baseline; above 1 is faster)")
+print(("scan paths failing the check: %d"):format(scan_bad))

@@ -30,7 +30,10 @@ for _, n in ipairs {0, 1, 100, 4095, 4097, 65536 + 3, 1000003} do
   for i = 1, n do f[i] = math.random(1, 50) == 1 and 1 or 0 end
   local fb = buffer("uchar", f)
   local rl = n % 5 == 0 and 5 or n % 3 == 0 and 3 or n
-  for _, lb in ipairs {false, true} do
+  local cls = algo.classes[dev.type] or algo.classes.gpu
+  for _, path in ipairs {{false, false}, {true, false}, {true, true}} do
+    local lb = path[1]
+    cls.scan_ptx = path[2]
     for _, ex in ipairs {false, true} do
       for _, mode in ipairs {"plain", "rows", "flags", "max"} do
         local opts = {exclusive = ex, lookback = lb}
@@ -47,10 +50,30 @@ for _, n in ipairs {0, 1, 100, 4095, 4097, 65536 + 3, 1000003} do
           run = mode == "max" and math.max(run, v[i]) or run + v[i]
           if got[i] ~= (ex and before or run) then bad = bad + 1 end
         end
-        check(bad == 0, "scan", n, lb, ex, mode, bad)
+        check(bad == 0, "scan", n, lb, path[2], ex, mode, bad)
       end
     end
+    -- from an element not aligned to 4 (the PTX path takes aligned ones
+    -- only), and a custom scan of floats whose map uses the index
+    if n > 1 then
+      local got = get((algo.scan(b:sub(2, n), {lookback = lb})))
+      local run, bad = 0, 0
+      for i = 2, n do run = run + v[i]; if got[i - 1] ~= run then bad = bad + 1 end end
+      check(bad == 0, "scan from element 2", n, lb, path[2], bad)
+      local fv = {}
+      for i = 1, n do fv[i] = v[i] / 4 end
+      local s = algo.scanner{type = "float", map = "x + (float)(i % 3)", op = "a + b",
+                             neutral = 0}
+      local got2 = get((s(buffer("float", fv), {exclusive = true, lookback = lb})))
+      run, bad = 0, 0
+      for i = 1, n do
+        if math.abs(got2[i] - run) > 1e-3 * (1 + math.abs(run)) then bad = bad + 1 end
+        run = run + fv[i] + (i - 1) % 3
+      end
+      check(bad == 0, "custom float scan", n, lb, path[2], bad)
+    end
   end
+  cls.scan_ptx = true
 end
 
 for _, kt in ipairs {"uint", "int", "float", "double", "char", "long", "ushort"} do

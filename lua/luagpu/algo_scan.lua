@@ -37,6 +37,39 @@ local WORD_BITS = {
   float = {"as_uint", "as_float", "uint"},
 }
 
+-- Accumulators of the PTX look-back (scan.cl's scan_lookback_ptx).
+local PTX_ACC = {int = true, uint = true, float = true}
+
+-- Per device: the keyword that builds the inline PTX of
+-- scan_lookback_ptx (warp shuffles and ballots) on it, "asm" or "__asm__";
+-- false when it is not NVIDIA's or neither builds.
+local ptx_ok = H.device_cache()
+local PTX_PROBE = [[
+__kernel void probe(__global uint *a) {
+  uint v = a[get_global_id(0)], r, b;
+  LG_ASM volatile("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=r"(r) : "r"(v), "r"(1u));
+  LG_ASM volatile("{\n\t.reg .pred q;\n\tsetp.ne.u32 q, %1, 0;\n\t"
+                  "vote.sync.ballot.b32 %0, q, 0xffffffff;\n\t}" : "=r"(b) : "r"(v));
+  a[get_global_id(0)] = r + b;
+}]]
+
+local function ptx_keyword(dev)
+  local ok = ptx_ok[dev]
+  if ok == nil then
+    ok = false
+    if dev.type == "gpu" and tostring(dev.vendor):find("NVIDIA") then
+      for _, kw in ipairs {"asm", "__asm__"} do
+        if pcall(dev.build, dev, "#define LG_ASM " .. kw .. "\n" .. PTX_PROBE) then
+          ok = kw
+          break
+        end
+      end
+    end
+    ptx_ok[dev] = ok
+  end
+  return ok
+end
+
 local function floor_pow2(n)
   local p = 1
   while p * 2 <= n do p = p * 2 end
@@ -83,6 +116,9 @@ local function entry_for(fn, dev, spec, seg, ft)
     spec = spec, seg = seg, ft = ft or "uchar", ipt = ipt, staged = staged, L = L,
     groups = max(1, dev.compute_units * cls.scan_groups_per_cu),
     use_lookback = cls.scan_lookback and WORD_BITS[spec.acc] ~= nil, acc = spec.acc,
+    ptx = cls.scan_ptx and not seg and L >= 32 and PTX_ACC[spec.acc] and ptx_keyword(dev)
+          or false,
+    ptx_items = cls.scan_ptx_items,
     ticket = dev:buffer("uint", 1), epoch = 0,
   }
   entries[key] = e
@@ -90,10 +126,11 @@ local function entry_for(fn, dev, spec, seg, ft)
 end
 
 local KERNELS = {passes = {"scan_reduce", "scan_partials", "scan_apply"},
-                 lookback = {"scan_lookback"}}
+                 lookback = {"scan_lookback"}, warp = {"scan_lookback", "scan_lookback_ptx"}}
 
--- The kernels of entry e of one kind ("passes" or "lookback"), built on
--- first use: {scan_reduce = k, ..., L, tile}.
+-- The kernels of entry e of one kind ("passes", "lookback" or "warp": the
+-- look-back with scan_lookback_ptx beside), built on first use:
+-- {scan_reduce = k, ..., L, tile, ptx_tile}.
 local function kernels_for(fn, dev, e, kind)
   local k = e[kind]
   if k then return k end
@@ -107,8 +144,15 @@ local function kernels_for(fn, dev, e, kind)
       {"T", spec.type}, {"ACC", spec.acc}, {"FT", e.ft},
       {"MAP", spec.map}, {"OP", spec.op}, {"NEUTRAL", spec.neutral},
       {"SEGMENTED", e.seg and 1 or 0}, {"STAGED", e.staged and 1 or 0},
-      {"L", L}, {"IPT", e.ipt}, {"LOOKBACK", kind == "lookback" and 1 or 0},
+      {"L", L}, {"IPT", e.ipt}, {"LOOKBACK", kind ~= "passes" and 1 or 0},
     }
+    if kind == "warp" then
+      defines[#defines + 1] = {"WARP_PTX", 1}
+      defines[#defines + 1] = {"LG_ASM", e.ptx}
+      defines[#defines + 1] = {"FIPT", e.ptx_items}
+      defines[#defines + 1] = {"TV", spec.type .. "4"}
+      defines[#defines + 1] = {"AV", spec.acc .. "4"}
+    end
     if spec.vector then
       defines[#defines + 1] = {"VECTORIZE", 1}
       defines[#defines + 1] = {"ACCV", spec.acc .. "8"}
@@ -121,13 +165,13 @@ local function kernels_for(fn, dev, e, kind)
       defines[#defines + 1] = {"BITS_T", word[3]}
     end
     local prog = B.build(fn, dev, defines, "scan.cl", custom)
-    k = {L = L, tile = L * e.ipt}
+    k = {L = L, tile = L * e.ipt, ptx_tile = L * e.ptx_items}
     local wgs = math.huge
     for _, name in ipairs(KERNELS[kind]) do
       k[name] = prog:kernel(name)
       wgs = min(wgs, k[name].work_group_size)
     end
-    if wgs >= L or L == 1 then break end
+    if wgs >= L or L == 1 or (kind == "warp" and wgs < 32) then break end
     L = floor_pow2(wgs)
   end
   e[kind] = k
@@ -166,8 +210,11 @@ function S.run(fn, r)
   local lookback = r.lookback
   if lookback == nil then lookback = e.use_lookback end
   lookback = lookback and WORD_BITS[e.acc] ~= nil
-  local k = kernels_for(fn, dev, e, lookback and "lookback" or "passes")
-  local L, tile = k.L, k.tile
+  -- the PTX look-back takes 16-byte vectors: input and output from
+  -- elements aligned to 4
+  local ptx = lookback and e.ptx and xoff % 4 == 0 and r.ooff % 4 == 0
+  local k = kernels_for(fn, dev, e, ptx and "warp" or lookback and "lookback" or "passes")
+  local L, tile = k.L, ptx and k.ptx_tile or k.tile
   local ntiles = (n + tile - 1) // tile
   if lookback then
     local words = H.scratch_buffer(e, dev, "words", "ulong", 2 * ntiles)
@@ -177,8 +224,13 @@ function S.run(fn, r)
       epoch = 1
     end
     e.epoch = epoch
-    seq:run(k.scan_lookback(x, xoff, flags, foff, hasf, rowlen, n, r.out, r.ooff, excl,
-                       words, e.ticket, epoch), {ntiles * L}, {L})
+    if ptx then
+      seq:run(k.scan_lookback_ptx(x, xoff, n, r.out, r.ooff, excl, words, e.ticket, epoch),
+              {ntiles * L}, {L})
+    else
+      seq:run(k.scan_lookback(x, xoff, flags, foff, hasf, rowlen, n, r.out, r.ooff, excl,
+                              words, e.ticket, epoch), {ntiles * L}, {L})
+    end
   else
     local groups = min(e.groups, ntiles)
     local per = (ntiles + groups - 1) // groups
@@ -343,10 +395,11 @@ function S.scanner(def)
   if dev ~= nil then
     H.check_object(fn, "field 'device'", dev, "Device")
     local e = entry_for(fn, dev, s.spec, false)
-    kernels_for(fn, dev, e, e.use_lookback and "lookback" or "passes")
+    kernels_for(fn, dev, e, e.use_lookback and (e.ptx and "warp" or "lookback") or "passes")
   end
   return s
 end
 
 S.builtin = builtin
+S.ptx_keyword = ptx_keyword
 return S
