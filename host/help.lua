@@ -77,6 +77,9 @@ class("Buffer", {"type", "shape", "count", "bytes", "device", "access", "parent"
   get = "b:get([dst] [, opts]): blocking read: the host array (or the number)",
   fill = "b:fill(value [, opts]): Event; every element set to value",
   copy_to = "b:copy_to(dst [, opts]): Event; device to device, same type and count",
+  read_rect = "b:read_rect(origin, region [, dst] [, opts]): Event giving a box of the buffer",
+  write_rect = "b:write_rect(origin, region, src [, opts]): Event; writes a box of the buffer",
+  copy_rect_to = "b:copy_rect_to(dst, origin, dst_origin, region [, opts]): Event; box to box",
   sub = "b:sub(first, last): a view of elements first..last (1-based, inclusive)",
   release = "b:release(): frees the device memory now (also __gc, __close)",
 })

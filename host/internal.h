@@ -393,6 +393,8 @@ void lg_check_array_fits(lua_State *L, const lg_Array *a, lg_Type t, size_t coun
 
 /* b:write, b:read, b:get, b:fill, b:copy_to. */
 void lg_open_transfer(lua_State *L);
+/* rect.c: b:read_rect, b:write_rect, b:copy_rect_to. */
+void lg_open_rect(lua_State *L);
 
 /* ------------------------------------------ each file's lg_open_* part */
 
