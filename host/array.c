@@ -90,6 +90,7 @@ lg_Array *lg_newarray_for(lua_State *L, lg_Type t, int ndim, const size_t *shape
   memcpy(a->shape, shape, (size_t)ndim * sizeof(size_t));
   a->bytes = bytes;
   a->data = (void *)(((uintptr_t)(a + 1) + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1));
+  a->gone = NULL;
   if (zero) memset(a->data, 0, bytes);
   luaL_setmetatable(L, LG_ARRAY_MT);
   return a;
@@ -99,12 +100,19 @@ lg_Array *lg_newarray(lua_State *L, lg_Type t, size_t count) {
   return lg_newarray_for(L, t, 1, &count, "array", 1);
 }
 
+/* An array of b:map after b:unmap raises, whatever uses it. */
+static lg_Array *check_mapped(lua_State *L, lg_Array *a) {
+  if (a != NULL && a->gone != NULL && *a->gone)
+    luaL_error(L, "luagpu: attempt to use a host array of b:map after b:unmap");
+  return a;
+}
+
 lg_Array *lg_checkarray(lua_State *L, int idx) {
-  return (lg_Array *)luaL_checkudata(L, idx, LG_ARRAY_MT);
+  return check_mapped(L, (lg_Array *)luaL_checkudata(L, idx, LG_ARRAY_MT));
 }
 
 lg_Array *lg_testarray(lua_State *L, int idx) {
-  return (lg_Array *)luaL_testudata(L, idx, LG_ARRAY_MT);
+  return check_mapped(L, (lg_Array *)luaL_testudata(L, idx, LG_ARRAY_MT));
 }
 
 /* ------------------------------------------------------- scalar access */

@@ -38,7 +38,7 @@ static lg_Buffer *push_buffer(lua_State *L, int devidx) {
   lg_Device *d = lg_checkdevice(L, devidx);
   lg_Buffer *b;
   devidx = lua_absindex(L, devidx);
-  b = lua_newuserdatauv(L, sizeof *b, 2);
+  b = lua_newuserdatauv(L, sizeof *b, 3);   /* 3: a use_host root's host array */
   memset(b, 0, sizeof *b);
   b->root = b;
   b->dev = d;
@@ -104,10 +104,11 @@ static size_t shape_count(lua_State *L, lg_Type t, int ndim, const size_t *shape
 }
 
 /* Pushes a new root buffer of count elements (shape ndim/shape) on the
-** device at devidx, holding a copy of host (bytes of it) or zeros. On lack
-** of memory, runs a full collection and tries once more. */
+** device at devidx, holding a copy of host (bytes of it) or zeros; with
+** use_host, over host itself (CL_MEM_USE_HOST_PTR: the caller keeps it
+** alive). On lack of memory, runs a full collection and tries once more. */
 static lg_Buffer *new_root(lua_State *L, int devidx, lg_Type t, int ndim, const size_t *shape,
-                           lg_Access access, const void *host, const char *fn) {
+                           lg_Access access, const void *host, int use_host, const char *fn) {
   size_t count, esize = lg_type_size(t), bytes;
   char tname[LG_TYPENAME_MAX];
   lg_Buffer *b;
@@ -119,7 +120,7 @@ static lg_Buffer *new_root(lua_State *L, int devidx, lg_Type t, int ndim, const 
   d = lg_checkdevice(L, devidx);
   count = shape_count(L, t, ndim, shape, fn);
   bytes = count * esize;
-  if (lg_debug_on) {          /* a guard zone after the data, when it fits */
+  if (lg_debug_on && !use_host) {   /* a guard zone after the data, when it fits */
     size_t g = lg_debug_guard_bytes(bytes);
     if ((cl_ulong)bytes + g <= d->max_alloc_size) guard = g;
   }
@@ -137,7 +138,8 @@ static lg_Buffer *new_root(lua_State *L, int devidx, lg_Type t, int ndim, const 
     if (attempt > 0) lua_gc(L, LUA_GCCOLLECT, 0);
     /* an empty buffer still gets one element of memory: OpenCL has no empty ones */
     b->mem = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE |
-                            (host && bytes && !guard ? CL_MEM_COPY_HOST_PTR : 0),
+                            (host && bytes && !guard
+                                 ? (use_host ? CL_MEM_USE_HOST_PTR : CL_MEM_COPY_HOST_PTR) : 0),
                             (bytes ? bytes : esize) + guard,
                             bytes && !guard ? (void *)host : NULL, &err);
     if (b->mem != NULL && (host == NULL || bytes == 0 || guard)) {
@@ -205,11 +207,11 @@ void lg_check_array_fits(lua_State *L, const lg_Array *a, lg_Type t, size_t coun
 /* dev:buffer(type, n | {shape} [, {access = "in"|"out"|"mixed", host = data}]) */
 static int dev_buffer(lua_State *L) {
   static const char *const fn = "dev:buffer";
-  static const char *const buffer_options[] = {"access", "host", NULL};
+  static const char *const buffer_options[] = {"access", "host", "use_host", NULL};
   size_t shape[LG_MAXDIM], count;
   lg_Access access = LG_MIXED;
   const void *host = NULL;
-  int ndim, i, hostidx = 0;
+  int ndim, i, hostidx = 0, use_host = 0;
   lg_Type t;
   lg_checkdevice(L, 1);
   t = lg_checktype(L, 2, fn, 1);
@@ -243,8 +245,17 @@ static int dev_buffer(lua_State *L) {
       lg_check_array_fits(L, a, t, count, fn, "argument #3: host");
       host = a->data;
     }
+    lua_getfield(L, 4, "use_host");   /* the host array's memory is the buffer's */
+    use_host = lua_toboolean(L, -1);
+    if (use_host && lg_testarray(L, hostidx) == NULL)
+      lg_argerror(L, fn, 3, "use_host: expected host = a host array, got %s",
+                  lua_istable(L, hostidx) ? "a table" : luaL_typename(L, hostidx));
   }
-  new_root(L, 1, t, ndim, shape, access, host, fn);
+  new_root(L, 1, t, ndim, shape, access, host, use_host, fn);
+  if (use_host) {
+    lua_pushvalue(L, hostidx);
+    lua_setiuservalue(L, -2, 3);
+  }
   return 1;
 }
 
@@ -269,7 +280,7 @@ static int dev_scalar(lua_State *L) {
       lg_store_scalar(L, 3, t.scalar, init.c, fn, "argument #2");
     }
   }
-  b = new_root(L, 1, t, 1, &one, LG_MIXED, init.c, fn);
+  b = new_root(L, 1, t, 1, &one, LG_MIXED, init.c, 0, fn);
   b->is_scalar = 1;
   return 1;
 }

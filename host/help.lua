@@ -39,7 +39,7 @@ class("Device", {
   "address_bits", "mem_base_addr_align", "fp64", "available", "host_unified_memory",
   "max_constant_args", "timer_resolution_ns", "extensions", "preferred_vector_width",
 }, {
-  buffer = "dev:buffer(type, n | shape [, {access =, host =}]): a zero-filled device buffer",
+  buffer = "dev:buffer(type, n | shape [, {access =, host =, use_host =}]): a device buffer",
   scalar = "dev:scalar(type): a one-element buffer; its read gives the number",
   build = "dev:build(source [, {options =, defines =}]): compiles OpenCL C into a Program",
   build_file = "dev:build_file(path [, opts]): the same for a file",
@@ -80,6 +80,8 @@ class("Buffer", {"type", "shape", "count", "bytes", "device", "access", "parent"
   read_rect = "b:read_rect(origin, region [, dst] [, opts]): Event giving a box of the buffer",
   write_rect = "b:write_rect(origin, region, src [, opts]): Event; writes a box of the buffer",
   copy_rect_to = "b:copy_rect_to(dst, origin, dst_origin, region [, opts]): Event; box to box",
+  map = "b:map(mode [, first [, last]] [, opts]): a host array aliasing the mapped elements",
+  unmap = "b:unmap(a [, opts]): Event; ends b:map's array a, whose use then raises",
   sub = "b:sub(first, last): a view of elements first..last (1-based, inclusive)",
   release = "b:release(): frees the device memory now (also __gc, __close)",
 })

@@ -138,6 +138,8 @@ typedef struct lg_Array {
   size_t shape[LG_MAXDIM];     /* shape[0..ndim-1]; {count} for 1-D */
   size_t bytes;                /* count * lg_type_size(type) */
   void *data;                  /* 64-byte aligned, inside this userdata */
+  const int *gone;             /* arrays of b:map (and their subs): the mapping's
+                               ** flag, set by unmap; NULL for others */
 } lg_Array;
 
 /* Pushes a new zero-filled array of count elements of type t (1-D). */
@@ -395,6 +397,8 @@ void lg_check_array_fits(lua_State *L, const lg_Array *a, lg_Type t, size_t coun
 void lg_open_transfer(lua_State *L);
 /* rect.c: b:read_rect, b:write_rect, b:copy_rect_to. */
 void lg_open_rect(lua_State *L);
+/* map.c: b:map, b:unmap. */
+void lg_open_map(lua_State *L);
 
 /* ------------------------------------------ each file's lg_open_* part */
 

@@ -1,0 +1,183 @@
+/*
+** map.c: zero-copy mapping. b:map(mode [, first [, last]] [, opts]) maps
+** elements first..last of a buffer (or view) into host memory and returns
+** a host array aliasing the mapping: on CPUs and integrated GPUs nothing is
+** copied. b:unmap(a [, opts]) enqueues the unmap and returns its Event;
+** from then on any use of a (or of a:sub views of it) raises.
+**
+** The array (uservalues: 1 the Mapping, 2 the Buffer) points at the
+** Mapping's flag (lg_Array.gone), which unmap sets and array.c checks. The
+** Mapping retains the cl_mem and the queue, so an array collected still
+** mapped is unmapped by the Mapping's __gc whatever was finalized first.
+*/
+#include <string.h>
+
+#include "internal.h"
+
+#define MAPPING_MT "luagpu.Mapping"
+
+typedef struct Mapping {
+  int gone;                    /* unmapped (or never mapped) */
+  cl_command_queue q;          /* retained */
+  cl_mem mem;                  /* retained: the root buffer's */
+  void *ptr;
+} Mapping;
+
+static int mapping_gc(lua_State *L) {
+  Mapping *m = lua_touserdata(L, 1);
+  if (!m->gone && m->ptr != NULL && m->q != NULL) {
+    cl_event ev = NULL;
+    if (clEnqueueUnmapMemObject(m->q, m->mem, m->ptr, 0, NULL, &ev) == CL_SUCCESS) {
+      clFlush(m->q);
+      clReleaseEvent(ev);
+    }
+  }
+  m->gone = 1;
+  if (m->q != NULL) clReleaseCommandQueue(m->q);
+  if (m->mem != NULL) clReleaseMemObject(m->mem);
+  m->q = NULL;
+  m->mem = NULL;
+  return 0;
+}
+
+static const char *const mode_names[] = {"read", "write", "read_write", "discard", NULL};
+static const cl_map_flags mode_flags[] = {
+  CL_MAP_READ, CL_MAP_WRITE, CL_MAP_READ | CL_MAP_WRITE, CL_MAP_WRITE_INVALIDATE_REGION
+};
+
+static lua_Integer position(lua_State *L, int idx, int argno, lua_Integer n) {
+  int ok;
+  lua_Integer v = lua_tointegerx(L, idx, &ok);
+  if (!ok)
+    lg_argerror(L, "buffer:map", argno, "expected an integer, got %s", luaL_tolstring(L, idx, NULL));
+  return v < 0 ? v + n + 1 : v;
+}
+
+/* b:map(mode [, first [, last]] [, opts]): blocks until mapped; returns the
+** host array (the buffer's shape when the whole of it is mapped). */
+static int buf_map(lua_State *L) {
+  static const char *const fn = "buffer:map";
+  static const char *const map_options[] = {"wait", "queue", NULL};
+  lg_Buffer *b = lg_checkbuffer(L, 1);
+  lua_Integer n = (lua_Integer)b->count, first = 1, last = n;
+  size_t esize = lg_type_size(b->type);
+  const char *mode = lua_tostring(L, 2);
+  int i, optsidx = 3, whole;
+  lg_Opts o;
+  Mapping *m;
+  lg_Array *a;
+  cl_int err;
+  void *ptr;
+  for (i = 0; mode != NULL && lua_type(L, 2) == LUA_TSTRING && mode_names[i]; i++)
+    if (strcmp(mode, mode_names[i]) == 0) break;
+  if (mode == NULL || lua_type(L, 2) != LUA_TSTRING || mode_names[i] == NULL)
+    lg_argerror(L, fn, 1, "expected \"read\", \"write\", \"read_write\" or \"discard\", got %s",
+                lua_type(L, 2) == LUA_TSTRING ? lua_pushfstring(L, "\"%s\"", mode)
+                                              : luaL_typename(L, 2));
+  if (lua_type(L, 3) == LUA_TNUMBER) {
+    first = position(L, 3, 2, n);
+    optsidx = 4;
+    if (lua_type(L, 4) == LUA_TNUMBER) {
+      last = position(L, 4, 3, n);
+      optsidx = 5;
+    }
+  }
+  if (first < 1 || first > last || last > n)
+    lg_error(L, fn, "expected 1 <= first <= last <= %I, got first = %I, last = %I "
+             "(negative positions count from the end)", n, first, last);
+  if (b->access == LG_IN && (mode_flags[i] & CL_MAP_READ))
+    lg_error(L, fn, "the buffer has access \"in\" (host to device only): it cannot be "
+             "mapped for \"%s\" (map it for \"write\" or \"discard\")", mode);
+  if (b->access == LG_OUT && i != 0)
+    lg_error(L, fn, "the buffer has access \"out\" (device to host only): it cannot be "
+             "mapped for \"%s\" (map it for \"read\")", mode);
+  if (!lua_isnoneornil(L, optsidx) && !lua_istable(L, optsidx))
+    lg_typeerror(L, fn, optsidx - 1, optsidx, "an options table {wait =, queue =}");
+  lua_settop(L, optsidx);
+  lg_checkoptions(L, optsidx, fn, optsidx - 1, map_options);
+  lua_getiuservalue(L, 1, 1);
+  lg_getopts(L, optsidx, -1, fn, optsidx - 1, &o);
+  m = lua_newuserdatauv(L, sizeof *m, 0);
+  memset(m, 0, sizeof *m);
+  m->gone = 1;
+  luaL_setmetatable(L, MAPPING_MT);
+  if (!lg_buffer_live(b)) lg_error(L, fn, "attempt to use a released buffer");
+  if (o.queue->q == NULL) lg_error(L, fn, "attempt to use a released queue");
+  ptr = clEnqueueMapBuffer(o.queue->q, b->root->mem, CL_TRUE, mode_flags[i],
+                           (b->offset + (size_t)(first - 1)) * esize,
+                           (size_t)(last - first + 1) * esize, o.nwait, o.wait, NULL, &err);
+  if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueMapBuffer", err, NULL);
+  clRetainCommandQueue(o.queue->q);
+  clRetainMemObject(b->root->mem);
+  m->q = o.queue->q;
+  m->mem = b->root->mem;
+  m->ptr = ptr;
+  m->gone = 0;
+  a = lua_newuserdatauv(L, sizeof *a, 2);
+  memset(a, 0, sizeof *a);
+  a->type = b->type;
+  a->count = (size_t)(last - first + 1);
+  a->nscalars = a->count * (size_t)b->type.width;
+  whole = a->count == b->count && b->ndim >= 1;
+  a->ndim = whole ? b->ndim : 1;
+  if (whole) memcpy(a->shape, b->shape, sizeof(size_t) * (size_t)b->ndim);
+  else a->shape[0] = a->count;
+  a->bytes = a->count * esize;
+  a->data = ptr;
+  a->gone = &m->gone;
+  lua_pushvalue(L, -2);
+  lua_setiuservalue(L, -2, 1);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 2);
+  luaL_setmetatable(L, LG_ARRAY_MT);
+  return 1;
+}
+
+/* b:unmap(a [, opts]): a is what b:map returned; an Event. */
+static int buf_unmap(lua_State *L) {
+  static const char *const fn = "buffer:unmap";
+  static const char *const unmap_options[] = {"wait", "queue", NULL};
+  lg_Buffer *b = lg_checkbuffer(L, 1);
+  lg_Array *a = luaL_testudata(L, 2, LG_ARRAY_MT);
+  Mapping *m = NULL;
+  lg_Opts o;
+  cl_event ev = NULL;
+  cl_int err;
+  int keep[3], qidx;
+  if (a == NULL) return lg_typeerror(L, fn, 1, 2, "a host array of buffer:map");
+  if (lua_getiuservalue(L, 2, 1) == LUA_TUSERDATA) m = luaL_testudata(L, -1, MAPPING_MT);
+  lua_pop(L, 1);
+  if (m == NULL || a->gone != &m->gone)
+    lg_argerror(L, fn, 1, "expected a host array of buffer:map, got another one");
+  if (m->gone) lg_argerror(L, fn, 1, "the array was already unmapped");
+  if (m->mem != b->root->mem)
+    lg_argerror(L, fn, 1, "the array maps another buffer");
+  if (!lua_isnoneornil(L, 3) && !lua_istable(L, 3))
+    lg_typeerror(L, fn, 2, 3, "an options table {wait =, queue =}");
+  lua_settop(L, 3);
+  lg_checkoptions(L, 3, fn, 2, unmap_options);
+  lua_getiuservalue(L, 1, 1);
+  lg_getopts(L, 3, -1, fn, 2, &o);
+  qidx = lua_gettop(L) - 1;
+  if (o.queue->q == NULL) lg_error(L, fn, "attempt to use a released queue");
+  err = clEnqueueUnmapMemObject(o.queue->q, m->mem, m->ptr, o.nwait, o.wait, &ev);
+  if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueUnmapMemObject", err, NULL);
+  m->gone = 1;
+  keep[0] = 1;
+  keep[1] = 2;
+  keep[2] = qidx;
+  lg_pushevent(L, ev, "unmap", keep, 3);
+  return 1;
+}
+
+static const luaL_Reg map_methods[] = {
+  {"map", buf_map}, {"unmap", buf_unmap}, {NULL, NULL}
+};
+
+void lg_open_map(lua_State *L) {
+  luaL_newmetatable(L, MAPPING_MT);
+  lua_pushcfunction(L, mapping_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
+  lg_add_methods(L, LG_BUFFER_MT, map_methods);
+}

@@ -1,0 +1,137 @@
+-- Zero-copy mapping (ports of PyOpenCL's test_map_*): b:map returns a host
+-- array aliasing the mapping, b:unmap's Event ends it, and any use of the
+-- array afterwards raises; every bad-input message.
+local gpu = require "luagpu"
+
+local dev = gpu.device()
+
+local support = require "support"
+local errmsg, has_error = support.errmsg, support.has_error
+
+local function random_ints(n) return support.random_ints(n, -1000000, 1000000) end
+
+describe("b:map", function()
+  it("reads what the buffer holds, in its shape", function()
+    local ref = random_ints(60)
+    local b = dev:buffer("int", {6, 10})
+    b:write(ref)
+    local a = b:map("read")
+    assert.equal("int", a.type)
+    assert.same({6, 10}, a.shape)
+    assert.same(ref, a:totable())
+    assert.equal("unmap", b:unmap(a):wait() == nil and "unmap")
+  end)
+
+  it("writes through to the buffer, also for ranges and views", function()
+    local ref = random_ints(100)
+    local b = dev:buffer("double", 100)
+    b:write(ref)
+    local a = b:map("read_write", 11, -11)     -- elements 11..90
+    assert.equal(80, #a)
+    for i = 1, #a do
+      assert.equal(ref[i + 10], a[i])
+      a[i] = a[i] * 2
+      ref[i + 10] = ref[i + 10] * 2
+    end
+    b:unmap(a)
+    assert.same(ref, b:get():totable())
+    local v = b:sub(51, 60)
+    local w = v:map("discard")
+    local vals = random_ints(10)
+    for i = 1, 10 do w[i] = vals[i] end
+    v:unmap(w):wait()
+    for i = 1, 10 do ref[50 + i] = vals[i] end
+    assert.same(ref, b:get():totable())
+    local x = b:map("write", 100)              -- from 100 to the end
+    assert.equal(1, #x)
+    x[1] = 7
+    b:unmap(x)
+    ref[100] = 7
+    assert.same(ref, b:get():totable())
+  end)
+
+  it("an array collected still mapped is unmapped, its writes kept", function()
+    local b = dev:buffer("float", 8)
+    local a = b:map("write")
+    a:fill(2.5)
+    a = nil
+    collectgarbage()
+    collectgarbage()
+    assert.same({2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5}, b:get():totable())
+  end)
+
+  it("after unmap, the array and its views raise on any use", function()
+    local b = dev:buffer("int", 16)
+    local a = b:map("read_write")
+    local s = a:sub(2, 5)
+    b:unmap(a):wait()
+    local msg = "luagpu: attempt to use a host array of b:map after b:unmap"
+    has_error(msg, function() return a[1] end)
+    has_error(msg, function() a[1] = 1 end)
+    has_error(msg, function() return #a end)
+    has_error(msg, function() return s[1] end)
+    has_error(msg, function() return a:totable() end)
+    has_error(msg, b.write, b, a)
+    has_error(msg, tostring, a)
+  end)
+
+  it("raises on bad input", function()
+    local b = dev:buffer("int", 16)
+    has_error('luagpu: buffer:map: argument #1: expected "read", "write", "read_write" or '
+              .. '"discard", got "rw"', b.map, b, "rw")
+    has_error('luagpu: buffer:map: argument #1: expected "read", "write", "read_write" or '
+              .. '"discard", got no value', b.map, b)
+    has_error("luagpu: buffer:map: expected 1 <= first <= last <= 16, got first = 5, "
+              .. "last = 17", b.map, b, "read", 5, 17)
+    has_error("luagpu: buffer:map: argument #2: unknown option 'wiat'", b.map, b, "read",
+              {wiat = {}})
+    local i = dev:buffer("int", 4, {access = "in"})
+    has_error('luagpu: buffer:map: the buffer has access "in" (host to device only): it '
+              .. 'cannot be mapped for "read"', i.map, i, "read")
+    local o = dev:buffer("int", 4, {access = "out"})
+    has_error('luagpu: buffer:map: the buffer has access "out" (device to host only): it '
+              .. 'cannot be mapped for "write"', o.map, o, "write")
+    local a = b:map("read")
+    local c = dev:buffer("int", 16)
+    has_error("luagpu: buffer:unmap: argument #1: the array maps another buffer",
+              c.unmap, c, a)
+    has_error("luagpu: buffer:unmap: argument #1: expected a host array of buffer:map, got "
+              .. "another one", b.unmap, b, gpu.array("int", 4))
+    has_error("luagpu: buffer:unmap: argument #1: expected a host array of buffer:map, got "
+              .. "another one", b.unmap, b, a:sub(1, 2))
+    has_error("luagpu: buffer:unmap: argument #1: expected a host array of buffer:map, got "
+              .. "no value", b.unmap, b)
+    b:unmap(a)
+    has_error("luagpu: buffer:unmap: argument #1: the array was already unmapped",
+              b.unmap, b, a)
+    b:release()
+    assert.matches("attempt to use a released buffer", errmsg(b.map, b, "read"), 1, true)
+  end)
+end)
+
+describe("{host = array, use_host = true} buffers", function()
+  it("work over the host array's memory, which they keep alive", function()
+    local n = 1000
+    local ref = random_ints(n)
+    local h = gpu.array("int", ref)
+    local b = dev:buffer("int", n, {host = h, use_host = true})
+    assert.same(ref, b:get():totable())
+    local k = dev:build("kernel void inc(global int *x) { x[get_global_id(0)] += 1; }").inc
+    k(b):run({n}):wait()
+    local a = b:map("read")
+    for i = 1, n do assert.equal(ref[i] + 1, a[i]) end
+    b:unmap(a):wait()
+    h = nil
+    collectgarbage()
+    collectgarbage()
+    local got = b:get()
+    for i = 1, n do assert.equal(ref[i] + 1, got[i]) end
+  end)
+
+  it("raise without a host array", function()
+    has_error("luagpu: dev:buffer: argument #3: use_host: expected host = a host array, got "
+              .. "a table", dev.buffer, dev, "int", 2, {host = {1, 2}, use_host = true})
+    has_error("luagpu: dev:buffer: argument #3: use_host: expected host = a host array, got "
+              .. "nil", dev.buffer, dev, "int", 2, {use_host = true})
+  end)
+end)
