@@ -38,6 +38,7 @@ class("Device", {
   "max_alloc_size", "constant_buffer_size", "max_work_group_size", "max_work_item_sizes",
   "address_bits", "mem_base_addr_align", "fp64", "available", "host_unified_memory",
   "max_constant_args", "timer_resolution_ns", "extensions", "preferred_vector_width",
+  "parent",
 }, {
   buffer = "dev:buffer(type, n | shape [, {access =, host =, use_host =}]): a device buffer",
   scalar = "dev:scalar(type): a one-element buffer; its read gives the number",
@@ -47,6 +48,7 @@ class("Device", {
   default_queue = "dev:default_queue(): the in-order queue commands go to by default",
   set_profiling = "dev:set_profiling(on): the default queue profiles from now on, or not",
   finish = "dev:finish(): blocks until the default queue's commands are done",
+  partition = "dev:partition{equally = n} | {counts = {...}}: sub-Devices sharing a new context",
   flush = "dev:flush(): submits the default queue's commands without waiting",
   run = "dev:run(call, global [, local] [, ev...] [, opts]): call:run after the events",
   summary = "dev:summary(): every field, one per line",

@@ -399,6 +399,8 @@ void lg_open_transfer(lua_State *L);
 void lg_open_rect(lua_State *L);
 /* map.c: b:map, b:unmap. */
 void lg_open_map(lua_State *L);
+/* partition.c: dev:partition. */
+void lg_open_partition(lua_State *L);
 
 /* ------------------------------------------ each file's lg_open_* part */
 

@@ -1,0 +1,185 @@
+/*
+** partition.c: sub-devices. dev:partition{equally = n} and
+** dev:partition{counts = {n1, n2, ...}} split a device's compute units into
+** Devices that work like any other (buffers, queues, programs, kernels).
+**
+** The sub-devices of one call share a new Context over them (a buffer of
+** one is usable by its siblings, not by the parent: OpenCL contexts hold a
+** fixed list of devices). Each Device is cached by its cl_device_id as
+** device.c caches root devices, and its fields gain `parent` (the Device it
+** was cut from, kept alive). The sub-device ids are released by a holder
+** made before the Context, so finalized after it at lua_close.
+*/
+#include <string.h>
+
+#include "internal.h"
+
+#define SUBDEVICES_MT "luagpu.SubDevices"
+#define HOLDERS_KEY "luagpu.subdevice_holders"
+#define DEVICE_CACHE "luagpu.device_cache"     /* device.c's: cl_device_id -> Device */
+
+typedef struct Holder {
+  cl_uint n;
+  cl_device_id ids[1];
+} Holder;
+
+static int holder_gc(lua_State *L) {
+  Holder *h = lua_touserdata(L, 1);
+  cl_uint i;
+  for (i = 0; i < h->n; i++) clReleaseDevice(h->ids[i]);
+  h->n = 0;
+  return 0;
+}
+
+/* Whether the device lists how among its partition properties. */
+static int supports(cl_device_id id, cl_device_partition_property how, char *list, size_t size) {
+  cl_device_partition_property props[16];
+  size_t got = 0, i, n;
+  int yes = 0;
+  list[0] = '\0';
+  if (clGetDeviceInfo(id, CL_DEVICE_PARTITION_PROPERTIES, sizeof props, props, &got) !=
+      CL_SUCCESS)
+    return 0;
+  n = got / sizeof props[0];
+  for (i = 0; i < n && props[i] != 0; i++) {
+    const char *name = props[i] == CL_DEVICE_PARTITION_EQUALLY ? "equally"
+                       : props[i] == CL_DEVICE_PARTITION_BY_COUNTS ? "counts"
+                       : props[i] == CL_DEVICE_PARTITION_BY_AFFINITY_DOMAIN ? "affinity domain"
+                                                                             : NULL;
+    if (props[i] == how) yes = 1;
+    if (name != NULL && strlen(list) + strlen(name) + 3 < size) {
+      if (list[0] != '\0') strcat(list, ", ");
+      strcat(list, name);
+    }
+  }
+  return yes;
+}
+
+static lua_Integer check_units(lua_State *L, int idx, const char *what, int k) {
+  int ok;
+  lua_Integer v = lua_tointegerx(L, idx, &ok);
+  if (!ok || v < 1) {
+    if (k > 0)
+      lg_argerror(L, "device:partition", 1, "%s[%d]: expected an integer >= 1, got %s", what, k,
+                  luaL_tolstring(L, idx, NULL));
+    lg_argerror(L, "device:partition", 1, "%s: expected an integer >= 1, got %s", what,
+                luaL_tolstring(L, idx, NULL));
+  }
+  return v;
+}
+
+/* dev:partition{equally = n} | {counts = {...}}: a list of new Devices. */
+static int dev_partition(lua_State *L) {
+  static const char *const fn = "device:partition";
+  static const char *const keys[] = {"equally", "counts", NULL};
+  lg_Device *d = lg_checkdevice(L, 1);
+  cl_device_partition_property props[72];
+  cl_uint units = 0, n = 0, i;
+  cl_context_properties cprops[3];
+  cl_context ctx;
+  lg_Context *c;
+  Holder *h;
+  char list[64];
+  cl_int err;
+  int np = 0, equally, ctxidx, k;
+  if (!lua_istable(L, 2))
+    return lg_typeerror(L, fn, 1, 2, "a table {equally = n} or {counts = {...}}");
+  lua_settop(L, 2);
+  lg_checkoptions(L, 2, fn, 1, keys);
+  lua_getfield(L, 2, "equally");
+  lua_getfield(L, 2, "counts");
+  if (lua_isnil(L, 3) == lua_isnil(L, 4))
+    return lg_argerror(L, fn, 1, "expected one of equally = n or counts = {...}, got %s",
+                       lua_isnil(L, 3) ? "neither" : "both");
+  equally = !lua_isnil(L, 3);
+  clGetDeviceInfo(d->id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
+  if (!supports(d->id, equally ? CL_DEVICE_PARTITION_EQUALLY : CL_DEVICE_PARTITION_BY_COUNTS,
+                list, sizeof list))
+    return lg_error(L, fn, "%s cannot be partitioned %s (%s%s)", d->name,
+                    equally ? "equally" : "by counts",
+                    list[0] ? "it supports: " : "it supports no partitioning", list);
+  if (equally) {
+    lua_Integer e = check_units(L, 3, "equally", 0);
+    if (e > (lua_Integer)units)
+      return lg_argerror(L, fn, 1, "equally: %I compute units per sub-device, the device has %d",
+                         e, (int)units);
+    props[np++] = CL_DEVICE_PARTITION_EQUALLY;
+    props[np++] = (cl_device_partition_property)e;
+  } else {
+    lua_Integer sum = 0;
+    int len;
+    if (!lua_istable(L, 4))
+      return lg_argerror(L, fn, 1, "counts: expected a list of integers, got %s",
+                         luaL_typename(L, 4));
+    len = (int)lua_rawlen(L, 4);
+    if (len < 1 || len > 64)
+      return lg_argerror(L, fn, 1, "counts: expected 1 to 64 counts, got %d", len);
+    props[np++] = CL_DEVICE_PARTITION_BY_COUNTS;
+    for (k = 1; k <= len; k++) {
+      lua_rawgeti(L, 4, k);
+      sum += check_units(L, -1, "counts", k);
+      props[np++] = (cl_device_partition_property)lua_tointeger(L, -1);
+      lua_pop(L, 1);
+    }
+    if (sum > (lua_Integer)units)
+      return lg_argerror(L, fn, 1, "counts: %I compute units in all, the device has %d", sum,
+                         (int)units);
+    props[np++] = CL_DEVICE_PARTITION_BY_COUNTS_LIST_END;
+  }
+  props[np] = 0;
+  err = clCreateSubDevices(d->id, props, 0, NULL, &n);
+  if (err != CL_SUCCESS) return lg_clerror(L, "clCreateSubDevices", err, NULL);
+  /* the holder first: from here on an error leaks nothing */
+  lua_getfield(L, LUA_REGISTRYINDEX, HOLDERS_KEY);
+  h = lua_newuserdatauv(L, sizeof(Holder) + sizeof(cl_device_id) * n, 0);
+  h->n = 0;
+  luaL_setmetatable(L, SUBDEVICES_MT);
+  lua_pushvalue(L, -1);
+  lua_rawseti(L, -3, (lua_Integer)lua_rawlen(L, -3) + 1);
+  err = clCreateSubDevices(d->id, props, n, h->ids, NULL);
+  if (err != CL_SUCCESS) return lg_clerror(L, "clCreateSubDevices", err, NULL);
+  h->n = n;
+  cprops[0] = CL_CONTEXT_PLATFORM;
+  cprops[1] = (cl_context_properties)d->platform;
+  cprops[2] = 0;
+  ctx = clCreateContext(cprops, n, h->ids, NULL, NULL, &err);
+  if (ctx == NULL) return lg_clerror(L, "clCreateContext", err, NULL);
+  c = lg_push_borrowed_context(L, ctx, d->platform);   /* retains it */
+  clReleaseContext(ctx);
+  c->gc_threshold = d->global_mem_size / 4 < ((size_t)1 << 30)
+                        ? (size_t)(d->global_mem_size / 4) : ((size_t)1 << 30);
+  if (c->gc_threshold == 0) c->gc_threshold = (size_t)256 << 20;
+  ctxidx = lua_gettop(L);
+  lua_createtable(L, (int)n, 0);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, DEVICE_CACHE);
+  for (i = 0; i < n; i++) {
+    lg_Device *s = lg_newdevice(L, h->ids[i]);
+    s->context = c;
+    s->ctx = c->ctx;
+    lua_pushvalue(L, ctxidx);
+    lua_setiuservalue(L, -2, 1);
+    lg_load_device_fields(L, s);
+    lua_pushvalue(L, 1);
+    lua_setfield(L, -2, "parent");
+    lua_setiuservalue(L, -2, 3);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, -3, h->ids[i]);
+    lua_rawseti(L, -3, (lua_Integer)i + 1);
+  }
+  lua_pop(L, 1);
+  return 1;
+}
+
+static const luaL_Reg device_methods[] = {
+  {"partition", dev_partition}, {NULL, NULL}
+};
+
+void lg_open_partition(lua_State *L) {
+  luaL_newmetatable(L, SUBDEVICES_MT);
+  lua_pushcfunction(L, holder_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
+  lua_newtable(L);
+  lua_setfield(L, LUA_REGISTRYINDEX, HOLDERS_KEY);
+  lg_add_methods(L, LG_DEVICE_MT, device_methods);
+}
