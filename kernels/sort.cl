@@ -24,7 +24,9 @@
 **
 ** The helper prepends: K (key type), U (uint, or ulong for 8-byte keys),
 ** KIND (0 unsigned, 1 signed, 2 floating), BITS (bits in K), V (what is
-** carried: uint for indices, else the values' type), L, IPT.
+** carried: uint for indices, else the values' type), L, IPT; and on NVIDIA
+** devices WARP_PTX and LG_ASM, whose program holds sort_scatter_ptx in
+** place of sort_scatter.
 */
 
 #define TILE ((uint)L * IPT)
@@ -78,6 +80,11 @@ __kernel void sort_count(__global const K *src, ulong soff, __global const uint 
   for (k = lid; k < RADIX; k += L) counts[(ulong)k * ntiles + tile] = hist[k];
 }
 
+#ifndef WARP_PTX
+#define WARP_PTX 0
+#endif
+
+#if !WARP_PTX
 /* Ranks the tile's keys stably by digit and writes them: each work-item
 ** counts the digits of its keys (its own column of cnt), the columns are
 ** scanned into tile-local ranks (digit by digit over the work-items, then
@@ -151,3 +158,99 @@ __kernel void sort_scatter(__global const K *src, ulong soff, __global K *dst, u
     if (carry) vdst[vdoff + pos] = v;
   }
 }
+#endif
+
+/* NVIDIA only (the helper defines WARP_PTX and LG_ASM after a probe build
+** of inline PTX; L is 32): sort_scatter with the tile ranked by its one
+** warp, 32 keys a round in index order. The lanes holding one digit find
+** each other (match.any.sync): a key's rank in its digit is the digit's
+** count before the round plus the lanes of the same digit below it. No
+** per-work-item counts, so a tile takes only its keys, what they carry and
+** 2 bytes of rank per key of local memory. */
+#if WARP_PTX
+inline uint lg_match(uint d) {
+  uint m;
+  LG_ASM volatile("match.any.sync.b32 %0, %1, 0xffffffff;" : "=r"(m) : "r"(d));
+  return m;
+}
+inline void lg_syncwarp(void) { LG_ASM volatile("bar.warp.sync 0xffffffff;" ::: "memory"); }
+inline uint lg_ushfl_up(uint v, uint d) {
+  uint r;
+  LG_ASM volatile("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=r"(r) : "r"(v), "r"(d));
+  return r;
+}
+
+__kernel void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong doff,
+                               __global const V *vsrc, ulong vsoff, __global V *vdst,
+                               ulong vdoff, int carry, PASS_ARGS,
+                               __global const uint *offsets) {
+  __local uint hist[RADIX];           /* keys of digit d so far, then their tile start */
+  __local uint start[RADIX];          /* output place of the tile's rank 0 for digit d */
+  __local ushort rk[TILE];            /* key r * 32 + lane's rank in its digit */
+  __local K sk[TILE];                 /* the tile's keys in rank order */
+  __local V sv[TILE];                 /* and what they carry */
+  uint lane = get_local_id(0), tile = get_group_id(0), j, r, d;
+  uint below = (1u << lane) - 1u;
+  ulong base = (ulong)tile * TILE;
+  uint count = n - base < TILE ? (uint)(n - base) : TILE;
+  for (d = lane; d < RADIX; d += 32) hist[d] = 0;
+  lg_syncwarp();
+  for (r = 0; r < IPT; r++) {
+    ulong i = base + r * 32 + lane;
+    uint dg = RADIX, peers, c = 0;
+    if (i < n) dg = lg_digit(src[soff + i], carry == 1 ? (ulong)vsrc[vsoff + i] : i, mode,
+                             shift, descending, rowlen);
+    peers = lg_match(dg);
+    if (dg < RADIX) c = hist[dg];
+    lg_syncwarp();
+    if (dg < RADIX) {
+      uint before = popcount(peers & below);
+      rk[r * 32 + lane] = (ushort)(c + before);
+      if ((peers >> lane) == 1u) hist[dg] = c + popcount(peers);   /* the last of them */
+    }
+    lg_syncwarp();
+  }
+  {
+    /* lane owns digits lane * 8 .. lane * 8 + 7: their tile starts */
+    uint h[RADIX / 32], s = 0, incl, off;
+#pragma unroll
+    for (j = 0; j < RADIX / 32; j++) { h[j] = hist[lane * (RADIX / 32) + j]; s += h[j]; }
+    incl = s;
+#pragma unroll
+    for (off = 1; off < 32; off <<= 1) {
+      uint y = lg_ushfl_up(incl, off);
+      if (lane >= off) incl += y;
+    }
+    s = incl - s;
+    lg_syncwarp();
+#pragma unroll
+    for (j = 0; j < RADIX / 32; j++) {
+      d = lane * (RADIX / 32) + j;
+      hist[d] = s;
+      start[d] = offsets[(ulong)d * ntiles + tile] - s;
+      s += h[j];
+    }
+  }
+  lg_syncwarp();
+  for (r = 0; r < IPT; r++) {
+    ulong i = base + r * 32 + lane;
+    if (i < n) {
+      K k = src[soff + i];
+      V v = carry == 1 ? vsrc[vsoff + i] : (V)i;
+      uint p = hist[lg_digit(k, carry == 1 ? (ulong)v : i, mode, shift, descending, rowlen)]
+               + rk[r * 32 + lane];
+      sk[p] = k;
+      sv[p] = v;
+    }
+  }
+  lg_syncwarp();
+  for (j = lane; j < count; j += 32) {
+    K k = sk[j];
+    V v = sv[j];
+    ulong index = carry == 1 ? (ulong)v : 0;
+    ulong pos = (ulong)(uint)(start[lg_digit(k, index, mode, shift, descending, rowlen)] + j);
+    dst[doff + pos] = k;
+    if (carry) vdst[vdoff + pos] = v;
+  }
+}
+#endif

@@ -305,6 +305,13 @@ describe("algo.scan errors", function()
     assert.is_false(ok)
     assert.matches(("algo.classes.%s.scan_ptx: expected true or false, got 1"):format(name), e,
                    1, true)
+    saved = cls.sort_ptx
+    cls.sort_ptx = "yes"
+    ok, e = pcall(algo.sort, b)
+    cls.sort_ptx = saved
+    assert.is_false(ok)
+    assert.matches(("algo.classes.%s.sort_ptx: expected true or false, got \"yes\""):format(name),
+                   e, 1, true)
     saved = cls.sort_items
     cls.sort_items = 0 / 0
     ok, e = pcall(algo.sort, b)

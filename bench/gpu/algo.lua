@@ -108,7 +108,18 @@ for _, path in ipairs {{false, false}, {true, false}, {true, true}} do
 end
 cls.scan_ptx = true
 print("inline PTX scan on this device:", require("luagpu.algo_scan").ptx_keyword(dev))
-diff:release(); inc:release()
+
+-- the number of elements wrong in an exclusive and an inclusive scan of x
+-- (-1: it failed)
+local function scan_errors()
+  local ok, bad = pcall(function()
+    algo.scan(x, {out = inc})
+    algo.scan(x, {exclusive = true, out = y})
+    sub(inc, x, diff):run({n}):wait()
+    return wrong(diff, y) + (inc:sub(n, n):get()[1] == total and 0 or 1)
+  end)
+  return ok and bad or -1
+end
 
 local function time_scan()
   return device_time(function() return select(2, algo.scan(x, {exclusive = true, out = y})) end)
@@ -127,11 +138,13 @@ if sweep then
   end
   cls.scan_ptx = true
   cls.scan_local, cls.scan_items = keep[1], keep[2]
-  for _, c in ipairs {{128, 8}, {128, 16}, {128, 32}, {256, 8}, {256, 16}, {256, 32},
-                      {512, 8}, {512, 16}, {1024, 8}, {64, 32}} do
+  for _, c in ipairs {{128, 16}, {128, 32}, {128, 64}, {128, 128}, {256, 16}, {256, 32},
+                      {256, 64}, {256, 128}, {512, 32}, {512, 64}, {1024, 16}, {64, 64}} do
     cls.scan_local, cls.scan_ptx_items = c[1], c[2]
     local ok, s = pcall(time_scan)
-    if ok then say(("sweep_scan_ptx_L%d_I%d_gbs"):format(c[1], c[2]), 8 * n / s / 1e9, "GB/s")
+    if ok then
+      say(("sweep_scan_ptx_L%d_I%d_gbs"):format(c[1], c[2]), 8 * n / s / 1e9, "GB/s")
+      print(("  %d elements wrong"):format(scan_errors()))
     else print("sweep scan ptx", c[1], c[2], s) end
   end
   cls.scan_local, cls.scan_ptx_items = keep[1], keep[3]
@@ -141,6 +154,7 @@ if sweep then
   end)
   if ok then say("sweep_scan_threepass_gbs", 8 * n / s / 1e9, "GB/s") end
 end
+diff:release(); inc:release()
 x:release(); y:release()
 
 ------------------------------------------------------------------ sort
@@ -184,15 +198,22 @@ say("sort_ms", sort_s * 1e3, "ms")
 local kv_s = time_sort(true)
 say("sort_kv_ms", kv_s * 1e3, "ms")
 if sweep then
-  local cls = algo.classes.gpu
-  local keep = {cls.sort_local, cls.sort_items}
-  for _, c in ipairs {{64, 16}, {32, 32}, {32, 128}, {16, 128}} do
-    cls.sort_local, cls.sort_items = c[1], c[2]
+  local keep = {cls.sort_local, cls.sort_items, cls.sort_ptx}
+  for _, c in ipairs {{32, 64, false}, {64, 16, false}, {32, 16, true}, {32, 32, true},
+                      {32, 64, true}, {32, 128, true}, {32, 256, true}} do
+    cls.sort_local, cls.sort_items, cls.sort_ptx = c[1], c[2], c[3]
     local ok, s = pcall(time_sort, false)
-    if ok then say(("sweep_sort_L%d_I%d_ms"):format(c[1], c[2]), s * 1e3, "ms")
-    else print("sweep sort", c[1], c[2], s) end
+    if ok then
+      say(("sweep_sort_L%d_I%d_%s_ms"):format(c[1], c[2], c[3] and "ptx" or "portable"), s * 1e3,
+          "ms")
+      keys:copy_to(work):wait()
+      vals:copy_to(vwork):wait()
+      algo.sort(work, {values = vwork})
+      print(("  %d keys out of order, values sum right: %s"):format(
+            descents(work:sub(1, m - 1), work:sub(2, m)), reduce.sum(vwork) == m * (m - 1) // 2))
+    else print("sweep sort", c[1], c[2], c[3], s) end
   end
-  cls.sort_local, cls.sort_items = keep[1], keep[2]
+  cls.sort_local, cls.sort_items, cls.sort_ptx = keep[1], keep[2], keep[3]
 end
 
 ------------------------------------------------------------------ table

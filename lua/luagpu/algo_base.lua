@@ -49,15 +49,17 @@ B.stats = {programs_built = 0}
 --                            shuffles (inline PTX), and its elements per
 --                            work-item (scan_local of them per group)
 --   sort_local, sort_items   the same for a radix sort tile
+--   sort_ptx                 on NVIDIA devices with sort_local 32, tiles
+--                            ranked with warp match instructions (inline PTX)
 --   hist_local, hist_groups_per_cu   histograms' groups
 B.CLASSES = {
   gpu = {scan_local = 256, scan_items = 32, scan_staged = true, scan_lookback = true,
-         scan_groups_per_cu = 4, scan_ptx = true, scan_ptx_items = 16,
-         sort_local = 32, sort_items = 64,
+         scan_groups_per_cu = 4, scan_ptx = true, scan_ptx_items = 64,
+         sort_local = 32, sort_items = 32, sort_ptx = true,
          hist_local = 256, hist_groups_per_cu = 8},
   cpu = {scan_local = 16, scan_items = 128, scan_staged = false, scan_lookback = false,
-         scan_groups_per_cu = 4, scan_ptx = true, scan_ptx_items = 16,
-         sort_local = 16, sort_items = 256,
+         scan_groups_per_cu = 4, scan_ptx = true, scan_ptx_items = 64,
+         sort_local = 16, sort_items = 256, sort_ptx = true,
          hist_local = 16, hist_groups_per_cu = 4},
 }
 B.CLASSES.accelerator = B.CLASSES.gpu
@@ -89,7 +91,7 @@ local SETTINGS = {
   {"scan_staged", boolean()}, {"scan_lookback", boolean()},
   {"scan_groups_per_cu", int_in(1, 1024)},
   {"scan_ptx", boolean()}, {"scan_ptx_items", pow2_in(4, 128)},
-  {"sort_local", pow2_in(2, 256)}, {"sort_items", int_in(1, 256)},
+  {"sort_local", pow2_in(2, 256)}, {"sort_items", int_in(1, 256)}, {"sort_ptx", boolean()},
   {"hist_local", pow2_in(1, 1024)}, {"hist_groups_per_cu", int_in(1, 1024)},
 }
 

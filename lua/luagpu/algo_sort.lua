@@ -47,23 +47,35 @@ local function entry_for(fn, dev, kt, vt)
   local L = min(cls.sort_local, floor_pow2(dev.max_work_group_size), RADIX)
   local ipt = cls.sort_items
   while L * ipt > 32768 do ipt = ipt // 2 end    -- tile ranks are ushort
-  -- local memory: counts per work-item and digit (ushort), the tile's keys
-  -- and indices, and small tables
-  local function bytes() return L * RADIX * 2 + RADIX * 4 + L * 4 + L * ipt * (size + vsize) + 64 end
+  -- on NVIDIA, tiles of one warp ranked with its match instructions
+  -- (sort_scatter_ptx), which need no counts per work-item
+  local kw = cls.sort_ptx and L == 32 and S.ptx_keyword(dev)
+  -- local memory: counts per work-item and digit (ushort; sort_scatter_ptx:
+  -- a rank per key instead), the tile's keys and indices, and small tables
+  local function bytes()
+    local counts = kw and L * ipt * 2 or L * RADIX * 2
+    return counts + RADIX * (kw and 8 or 4) + L * 4 + L * ipt * (size + vsize) + 64
+  end
   while bytes() > dev.local_mem_size and ipt > 1 do ipt = ipt // 2 end
-  while bytes() > dev.local_mem_size and L > 1 do L = L // 2 end
+  while bytes() > dev.local_mem_size and L > 1 and not kw do L = L // 2 end
   local prog
+  local scatter = kw and "sort_scatter_ptx" or "sort_scatter"
   while true do
-    prog = B.build(fn, dev, {
+    local defines = {
       {"K", kt}, {"U", size == 8 and "ulong" or "uint"},
       {"KIND", FLOATS[kt] and 2 or SIGNED[kt] and 1 or 0}, {"BITS", size * 8}, {"V", vt},
       {"L", L}, {"IPT", ipt},
-    }, "sort.cl")
-    local wgs = min(prog.sort_count.work_group_size, prog.sort_scatter.work_group_size)
-    if wgs >= L or L == 1 then break end
+    }
+    if kw then
+      defines[#defines + 1] = {"WARP_PTX", 1}
+      defines[#defines + 1] = {"LG_ASM", kw}
+    end
+    prog = B.build(fn, dev, defines, "sort.cl")
+    local wgs = min(prog.sort_count.work_group_size, prog[scatter].work_group_size)
+    if wgs >= L or L == 1 or kw then break end
     L = floor_pow2(wgs)
   end
-  e = {count = prog.sort_count, scatter = prog.sort_scatter, L = L, tile = L * ipt}
+  e = {count = prog.sort_count, scatter = prog[scatter], L = L, tile = L * ipt}
   entries[key] = e
   return e
 end
