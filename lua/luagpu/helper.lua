@@ -5,7 +5,8 @@
 --                  the script that called the helper (the first frame outside
 --                  the helpers' folder)
 --   values         H.class_of, H.typename, H.show, H.integer
---   arguments      H.check_object, H.to_buffer, H.check_buffer, H.check_keys
+--   arguments      H.check_object, H.to_buffer, H.check_buffer, H.check_keys,
+--                  H.expression
 --   options        H.option_names, H.check_options, H.check_wait
 --   enqueueing     H.in_order, H.events_wanted, H.after
 --   caches         H.device_cache, H.device_entries, H.scratch_buffer,
@@ -150,6 +151,28 @@ function H.check_keys(fn, where, t, known, noun)
       fail(fn, "%sunknown %s '%s' (expected %s)", where, noun, tostring(k), known.list)
     end
   end
+end
+
+-- An OpenCL C expression from field field of def, a helper's definition
+-- table (default when absent): a string, or a finite number.
+function H.expression(fn, def, field, default)
+  local v = def[field]
+  if v == nil then
+    if default then return default end
+    fail(fn, "missing field '%s' (an OpenCL C expression)", field)
+  end
+  if type(v) == "number" then
+    if v ~= v or v == 1 / 0 or v == -1 / 0 then
+      fail(fn, "field '%s': expected a finite number or an OpenCL C expression, got %s " ..
+           "(write \"INFINITY\" or \"NAN\")", field, H.show(v))
+    end
+    v = tostring(v)
+  end
+  if type(v) ~= "string" or not v:find("%S") then
+    fail(fn, "field '%s': expected an OpenCL C expression (a string), got %s", field,
+         type(v) == "string" and "an empty string" or H.typename(v))
+  end
+  return (v:gsub("[\r\n]", " "))
 end
 
 ------------------------------------------------------------------ options

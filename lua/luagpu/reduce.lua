@@ -512,25 +512,7 @@ end
 
 local NEW_FIELDS = H.option_names{"type", "acc", "map", "op", "neutral", "inputs", "device"}
 
-local function expression(fn, def, field, default)
-  local v = def[field]
-  if v == nil then
-    if default then return default end
-    fail(fn, "missing field '%s' (an OpenCL C expression)", field)
-  end
-  if type(v) == "number" then
-    if v ~= v or v == 1 / 0 or v == -1 / 0 then
-      fail(fn, "field '%s': expected a finite number or an OpenCL C expression, got %s " ..
-           "(write \"INFINITY\" or \"NAN\")", field, show(v))
-    end
-    v = tostring(v)
-  end
-  if type(v) ~= "string" or not v:find("%S") then
-    fail(fn, "field '%s': expected an OpenCL C expression (a string), got %s", field,
-         type(v) == "string" and "an empty string" or typename(v))
-  end
-  return (v:gsub("[\r\n]", " "))
-end
+local expression = H.expression
 
 -- Field field of a reduce.new definition: a scalar element type.
 local function element_type(fn, field, t)
