@@ -160,6 +160,9 @@ static void bind_scalar(lua_State *L, lg_Kernel *k, const lg_ArgInfo *a, int i, 
   ca->value = slot;
 }
 
+int (*lg_bind_other)(lua_State *L, const lg_ArgInfo *a, lg_Device *kdev, int idx,
+                     const char *fn, int argno, void *slot, size_t *size) = NULL;
+
 lg_Call *lg_bindcall(lua_State *L, int kidx, int first, int last) {
   lg_Kernel *k = luaL_checkudata(L, kidx, LG_KERNEL_MT);
   int n = last - first + 1, i, argsidx;
@@ -173,7 +176,7 @@ lg_Call *lg_bindcall(lua_State *L, int kidx, int first, int last) {
              k->nargs == 1 ? "" : "s", param_names(L, k), n);
   for (j = 0; j < k->nargs; j++) {
     const lg_ArgInfo *a = &k->args[j];
-    if (a->kind == LG_ARG_BUFFER) data += SLOT;
+    if (a->kind == LG_ARG_BUFFER || a->kind == LG_ARG_OTHER) data += SLOT;
     else if (a->kind == LG_ARG_SCALAR) data += (lg_type_size(a->type) + SLOT - 1) / SLOT * SLOT;
   }
   head += (k->nargs * sizeof(lg_CallArg) + SLOT - 1) / SLOT * SLOT;
@@ -203,9 +206,13 @@ lg_Call *lg_bindcall(lua_State *L, int kidx, int first, int last) {
         bind_scalar(L, k, a, i + 1, idx, &c->args[i], p);
         p += (lg_type_size(a->type) + SLOT - 1) / SLOT * SLOT;
         break;
-      default:
-        lg_argerror(L, k->command, i + 1, "parameter '%s' has a type luagpu cannot pass",
-                    param(L, a));
+      default:   /* images and samplers: image.c's */
+        if (lg_bind_other == NULL ||
+            !lg_bind_other(L, a, k->dev, idx, k->command, i + 1, p, &c->args[i].size))
+          lg_argerror(L, k->command, i + 1, "parameter '%s' has a type luagpu cannot pass",
+                      param(L, a));
+        c->args[i].value = p;
+        p += SLOT;
     }
     lua_pushvalue(L, idx);
     lua_rawseti(L, argsidx, i + 1);

@@ -38,7 +38,7 @@ class("Device", {
   "max_alloc_size", "constant_buffer_size", "max_work_group_size", "max_work_item_sizes",
   "address_bits", "mem_base_addr_align", "fp64", "available", "host_unified_memory",
   "max_constant_args", "timer_resolution_ns", "extensions", "preferred_vector_width",
-  "parent",
+  "parent", "image_support",
 }, {
   buffer = "dev:buffer(type, n | shape [, {access =, host =, use_host =}]): a device buffer",
   scalar = "dev:scalar(type): a one-element buffer; its read gives the number",
@@ -49,6 +49,9 @@ class("Device", {
   set_profiling = "dev:set_profiling(on): the default queue profiles from now on, or not",
   finish = "dev:finish(): blocks until the default queue's commands are done",
   partition = "dev:partition{equally = n} | {counts = {...}}: sub-Devices sharing a new context",
+  image = "dev:image({order =, type =}, {w [, h [, d]]} [, {access =, host =, array =}]): an Image",
+  image_formats = "dev:image_formats([dims]): {{order =, type =}, ...} the device supports",
+  sampler = "dev:sampler{normalized =, address =, filter =}: a Sampler for kernel arguments",
   flush = "dev:flush(): submits the default queue's commands without waiting",
   run = "dev:run(call, global [, local] [, ev...] [, opts]): call:run after the events",
   summary = "dev:summary(): every field, one per line",
@@ -96,6 +99,17 @@ class("Event", {"status", "duration", "command"}, {
   fail = "ev:fail([msg]): sets a user event failed; waits on it raise msg",
   on_complete = "ev:on_complete(fn): fn(ev, status) runs on the Lua thread once it is done",
 })
+
+class("Image", {"width", "height", "depth", "kind", "order", "channel_type", "channels",
+                "device", "access"}, {
+  read = "img:read([dst] [, origin, region] [, opts]): Event giving the pixels' host array",
+  write = "img:write(src [, origin, region] [, opts]): Event; pixels from a host array or table",
+  fill = "img:fill({c1, c2, c3, c4} [, opts]): Event; every pixel set to the color",
+  copy_to = "img:copy_to(dst [, opts]): Event; to an image of the same format and size, or a buffer",
+  copy_from = "img:copy_from(buffer [, opts]): Event; the pixels from a buffer",
+})
+
+class("Sampler", {}, {})
 
 class("Program", {"kernels", "log", "options", "file", "device", "cached", "binary"}, {
   kernel = "prog:kernel(name): the Kernel name (prog.NAME also works)",

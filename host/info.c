@@ -157,6 +157,8 @@ void lg_load_device_fields(lua_State *L, lg_Device *d) {
   b = CL_FALSE;
   GET(CL_DEVICE_HOST_UNIFIED_MEMORY, b);
   lua_pushboolean(L, b);           lua_setfield(L, -2, "host_unified_memory");
+  b = CL_FALSE;
+  GET(CL_DEVICE_IMAGE_SUPPORT, b); lua_pushboolean(L, b); lua_setfield(L, -2, "image_support");
   u = 0;
   GET(CL_DEVICE_MAX_CONSTANT_ARGS, u); lua_pushinteger(L, u);
   lua_setfield(L, -2, "max_constant_args");

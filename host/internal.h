@@ -502,6 +502,13 @@ typedef struct lg_Call {
 ** at kidx and pushes the Call. */
 lg_Call *lg_bindcall(lua_State *L, int kidx, int first, int last);
 void lg_open_call(lua_State *L);   /* called by lg_open_kernel */
+/* Set by image.c: binds a parameter of kind LG_ARG_OTHER (an image or a
+** sampler) from the value at idx into slot (16 bytes), setting *size;
+** returns 0 when it does not know the parameter's type. */
+extern int (*lg_bind_other)(lua_State *L, const lg_ArgInfo *a, lg_Device *kdev, int idx,
+                            const char *fn, int argno, void *slot, size_t *size);
+/* image.c: dev:image, dev:image_formats, dev:sampler, the Image methods. */
+void lg_open_image(lua_State *L);
 
 /* ------------------------------------------------------------- debug.c */
 

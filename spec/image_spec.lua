@@ -1,0 +1,202 @@
+-- Images and samplers (ports of PyOpenCL's test_image_2d/3d): dev:image,
+-- dev:image_formats, dev:sampler, reads/writes/fills/copies with regions,
+-- image<->buffer copies, images and samplers as kernel arguments with their
+-- access checked; results against plain-Lua references on random data, and
+-- every bad-input message. Skipped (but for its message) without images.
+local gpu = require "luagpu"
+
+local dev = gpu.device()
+
+local support = require "support"
+local has_error = support.has_error
+
+local R32F = {order = "r", type = "float"}
+
+local function random_floats(n) return support.random_floats(n, 1000, 8) end
+
+if not dev.image_support then
+  describe("images", function()
+    it("raise on a device without image support", function()
+      has_error("has no image support (dev.image_support is false)", dev.image, dev, R32F, {2})
+    end)
+  end)
+  return
+end
+
+describe("dev:image", function()
+  it("lists formats; a format the device lacks raises", function()
+    local fm = dev:image_formats()
+    assert.is_true(#fm > 0)
+    local seen = false
+    for _, f in ipairs(fm) do
+      assert.is_string(f.order)
+      assert.is_string(f.type)
+      if f.order == "r" and f.type == "float" then seen = true end
+    end
+    assert.is_true(seen)
+    has_error('luagpu: dev:image: argument #1: type: expected a channel type ("unorm_int8", '
+              .. '"float", ...: see dev:image_formats()), got "foo"', dev.image, dev,
+              {order = "r", type = "foo"}, {2, 2})
+    has_error('luagpu: dev:image: argument #1: order: expected a channel order ("r", "rg", '
+              .. '"rgba", ...), got nil', dev.image, dev, {type = "float"}, {2, 2})
+    local listed = {}
+    for _, f in ipairs(fm) do listed[f.order .. "/" .. f.type] = true end
+    for _, o in ipairs({"luminance", "intensity", "ra", "rg"}) do
+      if not listed[o .. "/int32"] then
+        has_error("luagpu: dev:image: format " .. o .. "/int32 is not supported by "
+                  .. dev.name .. " for 2-D images (dev:image_formats() lists those that are)",
+                  dev.image, dev, {order = o, type = "int32"}, {2, 2})
+        break
+      end
+    end
+  end)
+
+  it("writes and reads 1-, 2- and 3-D images and arrays, whole and by region", function()
+    for _, case in ipairs({{{7}}, {{6, 5}}, {{4, 3, 5}}, {{6, 3}, true}, {{3, 4, 2}, true}}) do
+      local size, array = case[1], case[2]
+      local n = 1
+      for _, s in ipairs(size) do n = n * s end
+      local ref = random_floats(n)
+      local im = dev:image(R32F, size, {array = array, host = ref})
+      assert.same(ref, im:read():wait():totable())
+      -- a random region, read and then rewritten
+      local origin, region, count = {}, {}, 1
+      for d = 1, #size do
+        origin[d] = math.random(1, size[d])
+        region[d] = math.random(1, size[d] - origin[d] + 1)
+        count = count * region[d]
+      end
+      local want = {}
+      local function each(f)
+        local z1, z2 = origin[3] or 1, (origin[3] or 1) + (region[3] or 1) - 1
+        local y1, y2 = origin[2] or 1, (origin[2] or 1) + (region[2] or 1) - 1
+        for z = z1, z2 do
+          for y = y1, y2 do
+            for x = origin[1], origin[1] + region[1] - 1 do
+              f(((z - 1) * (size[2] or 1) + (y - 1)) * size[1] + x)
+            end
+          end
+        end
+      end
+      each(function(i) want[#want + 1] = ref[i] end)
+      local got = im:read(origin, region):wait()
+      assert.same(want, got:totable())
+      local vals = random_floats(count)
+      local k = 0
+      im:write(vals, origin, region)
+      each(function(i) k = k + 1; ref[i] = vals[k] end)
+      assert.same(ref, im:read():wait():totable())
+    end
+  end)
+
+  it("fills, and copies to images and buffers and back", function()
+    local im = dev:image({order = "rgba", type = "uint8"}, {4, 3})
+    im:fill({1, 2, 3, 250})
+    local a = im:read():wait()
+    assert.same({3, 4, 4}, a.shape)
+    for i = 1, #a, 4 do assert.same({1, 2, 3, 250}, {a[i], a[i + 1], a[i + 2], a[i + 3]}) end
+    local ref = support.random_ints(48, 0, 255)
+    local b = dev:buffer("uchar", 48)
+    b:write(ref)
+    im:copy_from(b)
+    local other = dev:image({order = "rgba", type = "uint8"}, {4, 3})
+    im:copy_to(other)
+    local c = dev:buffer("uchar", 48)
+    other:copy_to(c)
+    assert.same(ref, c:get():totable())
+  end)
+end)
+
+describe("images and samplers as kernel arguments", function()
+  it("blur an image through a sampler as plain Lua does", function()
+    local W, H = 23, 17
+    local ref = random_floats(W * H)
+    local src = dev:image(R32F, {W, H}, {host = ref, access = "in"})
+    local dst = dev:image(R32F, {W, H}, {access = "out"})
+    local s = dev:sampler{normalized = false, address = "clamp_to_edge", filter = "nearest"}
+    local k = dev:build([[
+      kernel void blur(read_only image2d_t a, write_only image2d_t b, sampler_t s) {
+        int2 p = (int2)(get_global_id(0), get_global_id(1));
+        float acc = 0;
+        for (int dy = -1; dy <= 1; dy++)
+          for (int dx = -1; dx <= 1; dx++)
+            acc += read_imagef(a, s, p + (int2)(dx, dy)).x * (float)((2 - abs(dx)) * (2 - abs(dy)));
+        write_imagef(b, p, (float4)(acc / 16, 0, 0, 0));
+      }]]).blur
+    k(src, dst, s):run({W, H}):wait()
+    local got = dst:read():wait()
+    local function at(x, y)
+      x = math.min(math.max(x, 1), W)
+      y = math.min(math.max(y, 1), H)
+      return ref[(y - 1) * W + x]
+    end
+    for y = 1, H do
+      for x = 1, W do
+        local acc = 0
+        for dy = -1, 1 do
+          for dx = -1, 1 do
+            acc = acc + at(x + dx, y + dy) * (2 - math.abs(dx)) * (2 - math.abs(dy))
+          end
+        end
+        assert.near(acc / 16, got[(y - 1) * W + x], 1e-3)
+      end
+    end
+  end)
+
+  it("check the image's access and kind against the parameter's", function()
+    local k = dev:build([[
+      kernel void cp(read_only image2d_t a, write_only image2d_t b, sampler_t s) {
+        int2 p = (int2)(get_global_id(0), get_global_id(1));
+        write_imagef(b, p, read_imagef(a, s, p));
+      }]]).cp
+    local s = dev:sampler()
+    local i2 = dev:image(R32F, {4, 4}, {access = "in"})
+    local o2 = dev:image(R32F, {4, 4}, {access = "out"})
+    local m3 = dev:image(R32F, {4, 4, 4})
+    has_error("luagpu: kernel cp: argument #1: parameter 'a' is read_only, the image has "
+              .. "access \"out\"", k, o2, o2, s)
+    has_error("luagpu: kernel cp: argument #2: parameter 'b' is write_only, the image has "
+              .. "access \"in\"", k, i2, i2, s)
+    has_error("luagpu: kernel cp: argument #1: parameter 'image2d_t a' takes a 2-D image, got "
+              .. "a 3-D one", k, m3, o2, s)
+    has_error("luagpu: kernel cp: argument #1: expected an luagpu.Image for parameter "
+              .. "'image2d_t a', got luagpu.Buffer", k, dev:buffer("float", 16), o2, s)
+    has_error("luagpu: kernel cp: argument #3: expected a luagpu.Sampler for parameter 's', "
+              .. "got number", k, i2, o2, 1)
+  end)
+end)
+
+describe("images", function()
+  it("raise on bad input, with the numbers", function()
+    local im = dev:image(R32F, {5, 4})
+    has_error("luagpu: image:read: region out of range: dimension 2: pixels 3..5 of 4",
+              im.read, im, {1, 3}, {2, 3})
+    has_error("luagpu: image:read: argument #2: region: expected a table of 2 integers",
+              im.read, im, {1, 1})
+    has_error("luagpu: image:write: argument #1: expected 20 values, got 3", im.write, im,
+              {1, 2, 3})
+    has_error("luagpu: dev:image: argument #2: size[2]: expected an integer >= 1, got 0",
+              dev.image, dev, R32F, {3, 0})
+    has_error("luagpu: dev:image: argument #2: an image array needs a size {width, layers} "
+              .. "or {width, height, layers}", dev.image, dev, R32F, {3}, {array = true})
+    has_error("luagpu: dev:image: argument #3: unknown option 'acess'", dev.image, dev, R32F,
+              {3}, {acess = "in"})
+    local i = dev:image(R32F, {2}, {access = "in"})
+    has_error('luagpu: image:read: the image has access "in": it cannot be read back to the '
+              .. "host", i.read, i)
+    local o = dev:image(R32F, {2}, {access = "out"})
+    has_error('luagpu: image:write: the image has access "out": it cannot be written from '
+              .. "the host", o.write, o, {1, 2})
+    has_error("luagpu: image:copy_to: argument #1: expected a buffer of 20 float, got 19 float",
+              im.copy_to, im, dev:buffer("float", 19))
+    has_error("luagpu: image:copy_to: argument #1: expected an image of the same format, kind "
+              .. "and size", im.copy_to, im, dev:image(R32F, {5, 5}))
+    has_error('luagpu: dev:sampler: argument #1: filter: expected "nearest" or "linear", got '
+              .. "cubic", dev.sampler, dev, {filter = "cubic"})
+    has_error('luagpu: dev:sampler: argument #1: address: expected "none", "clamp_to_edge", '
+              .. '"clamp", "repeat" or "mirrored_repeat", got wrap', dev.sampler, dev,
+              {address = "wrap"})
+    has_error("luagpu: dev:image_formats: argument #1: expected 1, 2 or 3 dimensions, got 4",
+              dev.image_formats, dev, 4)
+  end)
+end)
