@@ -203,12 +203,14 @@ describe("tensor operators", function()
     -- a loop of y = a*x + b settles on pooled blocks
     collectgarbage()
     local before
-    for i = 1, 600 do
+    -- (at most 256 small blocks out before a miss collects, tensor_memory.lua:
+    -- the pool grows until the collector's pace is met, then stays)
+    for i = 1, 2000 do
       local w = (x * 2 + 1):eval()
-      if i == 300 then before = dev:memory().made end
+      if i == 1000 then before = dev:memory().made end
     end
     assert.equal(before, dev:memory().made)
-    assert.is_true(dev:memory().made - made < 80)
+    assert.is_true(dev:memory().made - made < 300)
   end)
 
   it("equals eager evaluation when an input is overwritten afterwards", function()

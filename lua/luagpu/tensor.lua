@@ -60,8 +60,11 @@ function C.is_tensor(v)
 end
 local is_tensor = C.is_tensor
 
--- Row-major strides of shape.
+-- Row-major strides of shape (strides tables are never written: 1-D
+-- shapes share one).
+local ONE = {1}
 local function contiguous_strides(shape)
+  if #shape == 1 then return ONE end
   local st, s = {}, 1
   for i = #shape, 1, -1 do
     st[i] = s
@@ -84,18 +87,21 @@ local function show_shape(shape)
 end
 C.show_shape = show_shape
 
--- A new tensor viewing storage s.
+-- A new tensor viewing storage s. Every field is present (_expr false),
+-- so that reading one never reaches MT.__index.
+-- _leaf: its expression node once made (tensor_elementwise.lua).
 local function view(s, t, shape, strides, off)
-  return setmetatable({[TAG] = true, _st = s, _type = t, _shape = shape, _strides = strides,
-                       _off = off, _n = numel(shape), _dev = s.dev}, MT)
+  return setmetatable({[TAG] = true, _expr = false, _leaf = false, _st = s, _type = t,
+                       _shape = shape, _strides = strides, _off = off, _n = numel(shape),
+                       _dev = s.dev}, MT)
 end
 C.view = view
 
 -- A new lazy tensor of expression e (C.realize evaluates it).
 function C.lazy(dev, e)
-  return setmetatable({[TAG] = true, _expr = e, _st = false, _type = e.type, _shape = e.shape,
-                       _strides = contiguous_strides(e.shape), _off = 0, _n = numel(e.shape),
-                       _dev = dev}, MT)
+  return setmetatable({[TAG] = true, _expr = e, _leaf = false, _st = false, _type = e.type,
+                       _shape = e.shape, _strides = contiguous_strides(e.shape), _off = 0,
+                       _n = numel(e.shape), _dev = dev}, MT)
 end
 
 -- A new contiguous tensor of type t and shape, its contents undefined.

@@ -405,9 +405,130 @@ local function clear(w)
   w.gen, w.code, w.strides = nil, nil, nil
 end
 
+-- The fast path of G.run: an op over one or two operands that are leaves
+-- (row-major, the result's shape) or scalars, into a row-major result of
+-- the op's type, all below 2^31 elements. Its kernel key is found through
+-- nested tables by the op, types, operand kinds and mode (no walk, no
+-- string built), and its bound call is reused when the arguments match.
+-- FAST[op][ct][type][sig1][sig2][mode] = the key G.run made the first time.
+local FAST = {}
+local LEAF_SIG, SCALAR_SIG, SAME_SIG = {}, {}, "="
+for t in pairs(H.SCALAR_SIZES) do LEAF_SIG[t] = "L" .. t; SCALAR_SIG[t] = "S" .. t end
+
+local function fast_sig(a, first, n, shape)
+  local kind = a.kind
+  if kind == "scalar" then return SCALAR_SIG[a.type] end
+  if kind ~= "leaf" then return nil end
+  local x = a.x
+  if first and x == first then return SAME_SIG end
+  if x._st.count >= BIG or not plain(x, shape, n) then return nil end
+  return LEAF_SIG[x._type]
+end
+
+-- The node table under t[k], made when missing.
+local function sub(t, k)
+  local v = t[k]
+  if not v then v = {}; t[k] = v end
+  return v
+end
+
+-- The nested FAST table for e into out and the mode, or nil when e does
+-- not take the fast path.
+local function fast_slot(e, out, n)
+  local args = e.args
+  if e.kind ~= "op" or not args or #args > 2 or e.op == "where" or e.op == "cast" or
+     out._type ~= e.type or n >= BIG or out._st.count >= BIG then
+    return nil
+  end
+  local shape = out._shape
+  if not plain(out, shape, n) then return nil end
+  local a1, a2 = args[1], args[2]
+  local s1 = fast_sig(a1, nil, n, shape)
+  if not s1 then return nil end
+  local s2 = "-"
+  if a2 then
+    s2 = fast_sig(a2, a1.kind == "leaf" and a1.x, n, shape)
+    if not s2 then return nil end
+  end
+  local aligned = out._off % VW == 0
+  if a1.kind == "leaf" and a1.x._off % VW ~= 0 then aligned = false end
+  if a2 and a2.kind == "leaf" and a2.x._off % VW ~= 0 then aligned = false end
+  local mode = (aligned and n >= VW) and "vec" or "flat"
+  local t = FAST[e.op] or sub(FAST, e.op)
+  local ct = e.ct or ""
+  t = t[ct] or sub(t, ct)
+  t = t[e.type] or sub(t, e.type)
+  t = t[s1] or sub(t, s1)
+  return t[s2] or sub(t, s2), mode
+end
+
+local ARGS = {}
+
+local function run_fast(fn, e, out, n, slot, mode)
+  local key = slot[mode]
+  if not key then return false end
+  local dev = out._dev
+  local entries = cache[dev]
+  local entry = entries and entries[key]
+  if not entry then return false end
+  local args = ARGS
+  local outbuf = out._st.buf
+  args[1], args[2], args[3] = outbuf, out._off, n
+  local m = 3
+  local l1, l2
+  local list = e.args
+  for i = 1, #list do
+    local a = list[i]
+    if a.kind == "leaf" then
+      local x = a.x
+      if x ~= l1 then
+        if l1 then l2 = x else l1 = x end
+        args[m + 1], args[m + 2] = x._st.buf, x._off
+        m = m + 2
+      end
+    end
+  end
+  local fixed = m           -- buffers and integers; then the scalars
+  for i = 1, #list do
+    local a = list[i]
+    if a.kind == "scalar" then m = m + 1; args[m] = a.value end
+  end
+  for i = #args, m + 1, -1 do args[i] = nil end
+  local call
+  local c = entry.calls[outbuf]
+  if c then
+    local old = c.args
+    if #old == m then
+      call = c.call
+      for i = 2, fixed do
+        if old[i] ~= args[i] then call = nil; break end
+      end
+      for i = fixed + 1, call and m or 0 do
+        local v = args[i]
+        if old[i] ~= v or mathtype(old[i]) ~= mathtype(v) then call = nil; break end
+      end
+    end
+  end
+  if not call then
+    local copy = {unpack(args, 1, m)}
+    call = entry.kernel(unpack(copy))
+    local keep = out._st.pool ~= nil and (not l1 or l1._st.pool ~= nil) and
+                 (not l2 or l2._st.pool ~= nil)
+    entry.calls[outbuf] = keep and {args = copy, call = call} or nil
+  end
+  for i = 1, m do args[i] = nil end
+  local units = mode == "vec" and (n + VW - 1) // VW or n
+  local wg = entry.wg
+  GLOBAL[1] = (units + wg - 1) // wg * wg
+  call:run(GLOBAL, entry.local_size, NO_EVENT)
+  return true
+end
+
 function G.run(fn, e, out)
   local n = out._n
   if n == 0 then return end
+  local slot, slot_mode = fast_slot(e, out, n)
+  if slot and run_fast(fn, e, out, n, slot, slot_mode) then return end
   local w = W
   clear(w)
   walk(e, w)
@@ -456,6 +577,7 @@ function G.run(fn, e, out)
     for k = 1, #w.strides do kt[#kt + 1] = w.strides[k] == 0 and ",0" or ",1" end
   end
   local key = concat(kt)
+  if slot and slot_mode == mode then slot[mode] = key end
   local dev = out._dev
   local entries = cache[dev]
   local entry = entries and entries[key]

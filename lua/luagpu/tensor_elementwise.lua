@@ -21,6 +21,7 @@ local gpu = require "luagpu"
 local H = require "luagpu.helper"
 local TY = require "luagpu.tensor_types"
 local G = require "luagpu.tensor_codegen"
+local memory = require "luagpu.tensor_memory"
 
 local type, ipairs, pairs, next, tostring, rawget, rawlen = type, ipairs, pairs, next, tostring, rawget, rawlen
 local format, concat = string.format, table.concat
@@ -44,8 +45,13 @@ function E.install(C)
 
   ---------------------------------------------------------------- nodes
 
+  -- The leaf node of realized x, made once (nodes are never written).
   local function leaf(x)
-    return {kind = "leaf", x = x, type = x._type, shape = x._shape, size = 1}
+    local l = x._leaf
+    if l then return l end
+    l = {kind = "leaf", x = x, type = x._type, shape = x._shape, size = 1}
+    x._leaf = l
+    return l
   end
 
   -- The node of tensor x (its tree when lazy).
@@ -53,14 +59,15 @@ function E.install(C)
     return x._expr or leaf(x)
   end
 
-  -- The leaves' storages of tree e, into set.
-  local function storages(e, set)
+  -- Takes lazy tensor x off the readers of tree e's storages.
+  local function unregister(e, x)
     if e.kind == "leaf" then
-      set[e.x._st] = true
+      local r = e.x._st.readers
+      if r then r[x] = nil end
     elseif e.args then
-      for _, a in ipairs(e.args) do storages(a, set) end
+      local args = e.args
+      for i = 1, #args do unregister(args[i], x) end
     end
-    return set
   end
 
   -- Evaluates lazy tensor x into a new storage.
@@ -68,13 +75,11 @@ function E.install(C)
     local e = x._expr
     if not e then return x end
     local fn = e.fn or "tensor"
-    local out = C.empty(fn, x._dev, e.type, e.shape)
-    G.run(fn, e, out)
-    x._st, x._off, x._strides = out._st, 0, out._strides
-    x._expr = nil
-    for s in next, storages(e, {}) do
-      if s.readers then s.readers[x] = nil end
-    end
+    -- x (contiguous strides, offset 0) becomes the output: no other view
+    x._st = memory.storage(fn, x._dev, e.type, x._n)
+    G.run(fn, e, x)
+    x._expr = false
+    unregister(e, x)
     return x
   end
   C.realize = realize
@@ -91,6 +96,29 @@ function E.install(C)
     if #a ~= #b then return false end
     for i = 1, #a do if a[i] ~= b[i] then return false end end
     return true
+  end
+
+  -- Whether tree e reads a storage the script has seen.
+  local function exposed_in(e)
+    if e.kind == "leaf" then return e.x._st.exposed end
+    local args = e.args
+    if args then
+      for i = 1, #args do if exposed_in(args[i]) then return true end end
+    end
+    return false
+  end
+
+  -- Adds lazy tensor x to the readers of tree e's storages.
+  local function register(e, x)
+    if e.kind == "leaf" then
+      local s = e.x._st
+      local r = s.readers
+      if not r then r = setmetatable({}, WEAK_KEYS); s.readers = r end
+      r[x] = true
+    elseif e.args then
+      local args = e.args
+      for i = 1, #args do register(args[i], x) end
+    end
   end
 
   -- A tensor of tree e on dev (made by fn): lazy when allowed, else
@@ -110,19 +138,8 @@ function E.install(C)
       end
     end
     local x = lazy(dev, e)
-    local set = storages(e, {})
-    local eager = not M.lazy or e.size > MAX_NODES
-    if not eager then
-      for s in next, set do
-        if s.exposed then eager = true; break end
-      end
-    end
-    if eager then return realize(x) end
-    for s in next, set do
-      local r = s.readers
-      if not r then r = setmetatable({}, WEAK_KEYS); s.readers = r end
-      r[x] = true
-    end
+    if not M.lazy or e.size > MAX_NODES or exposed_in(e) then return realize(x) end
+    register(e, x)
     return x
   end
   C.result = result
@@ -215,9 +232,38 @@ function E.install(C)
 
   ---------------------------------------------------------------- operators
 
+  local TAG = C.TAG
+
   local function binary_method(name, rtype, floatify)
     local fn = "tensor:" .. name
     return function(a, b)
+      -- two tensors of one device: the same checks and node as apply's,
+      -- without its lists
+      if type(a) == "table" and type(b) == "table" and rawget(a, TAG) and rawget(b, TAG) and
+         a._dev == b._dev then
+        local ta, tb = a._type, b._type
+        local ct = ta == tb and ta or promote(ta, tb)
+        if floatify then ct = floating(ct) end
+        local ea, eb = a._expr, b._expr
+        local na, nb = ea or leaf(a), eb or leaf(b)
+        local sa, sb = na.shape, nb.shape
+        local shape = same_shape(sa, sb) and sa or broadcast(fn, sa, sb)
+        local e = {kind = "op", op = name, args = {na, nb}, ct = ct,
+                   type = rtype and rtype(ct) or ct, shape = shape,
+                   size = 1 + na.size + nb.size, fn = fn}
+        if ea or eb or not M.lazy then return result(a._dev, e, fn) end
+        -- two realized operands: result's rules, inline
+        local st_a, st_b = a._st, b._st
+        local x = lazy(a._dev, e)
+        if st_a.exposed or st_b.exposed then return realize(x) end
+        local r = st_a.readers
+        if not r then r = setmetatable({}, WEAK_KEYS); st_a.readers = r end
+        r[x] = true
+        r = st_b.readers
+        if not r then r = setmetatable({}, WEAK_KEYS); st_b.readers = r end
+        r[x] = true
+        return x
+      end
       local vals = {a, b}
       for i, v in ipairs(vals) do check_operand(fn, i, v) end
       local ct = combined_type(vals)
