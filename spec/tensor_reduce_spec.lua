@@ -130,6 +130,40 @@ describe("tensor reductions", function()
     assert.equal(REF.max(r.data) ~= 0, big:any())
   end)
 
+  it("column reductions 4 columns at a time (cols4), split and folded, at any offset", function()
+    local R = require "luagpu.tensor_reduce"
+    local OPS = {float = {"sum", "prod", "mean", "min", "max", "any", "all", "argmax"},
+                 int = {"sum", "min", "all"}, uchar = {"sum", "any"}}
+    for _, t in ipairs{"float", "int", "uchar"} do
+      local ops = OPS[t]
+      for _, case in ipairs{{{37, 8}, 1}, {{3, 300, 12}, 2}, {{2000, 4}, 1}, {{5, 6, 4}, 1}} do
+        local shape, d = case[1], case[2]
+        local x, r = random_tensor(t, shape, 0, 3)
+        for _, op in ipairs(ops) do
+          if not (op == "mean" and t ~= "float") then
+            S.check(assert, x[op](x, d), reduce_ref(r, op, d), op == "mean" and 1e-5 or nil)
+          end
+        end
+      end
+      -- a view at offset 8 (4-wide) and at offset 2 (one column at a time)
+      for _, skip in ipairs{8, 2} do
+        local n = skip + 6 * 8
+        local flat, rf = random_tensor(t, {n}, 0, 3)
+        local x = flat:slice(1, skip + 1, -1):reshape{6, 8}
+        local r = {shape = {6, 8}, data = {table.unpack(rf.data, skip + 1)}}
+        S.check(assert, x:sum(1), reduce_ref(r, "sum", 1))
+        S.check(assert, x:max(1), reduce_ref(r, "max", 1))
+      end
+    end
+    -- the same results with one column per work-item
+    local x, r = random_tensor("int", {500, 12}, -3, 3)
+    local waves = R.cols4_waves
+    R.cols4_waves = false
+    S.check(assert, x:sum(1), reduce_ref(r, "sum", 1))
+    R.cols4_waves = waves
+    S.check(assert, x:sum(1), reduce_ref(r, "sum", 1))
+  end)
+
   it("raises on bad dims and keepdim", function()
     local x = dev:tensor("float", {3, 4})
     has_error("luagpu: tensor:sum: argument #1: dim 3 is out of range (1 to 2, or -2 to -1)", x.sum, x, 3)

@@ -16,11 +16,14 @@ local TY = require "luagpu.tensor_types"
 
 local type, ipairs, pairs, tostring, pcall, unpack = type, ipairs, pairs, tostring, pcall, table.unpack
 local format, concat = string.format, table.concat
-local min, max = math.min, math.max
+local min, max, huge = math.min, math.max, math.huge
 local fail, show = H.fail, H.show
 local FLOATS, SIGNED = TY.FLOATS, TY.SIGNED
 
-local R = {programs_built = 0}
+-- cols4_waves: column reductions read 4 columns per work-item (cols4)
+-- where they can, with about this many groups per compute unit (false:
+-- the one-column kernel, cols, everywhere).
+local R = {programs_built = 0, cols4_waves = 4}
 
 local LIMITS = {
   char = {"CHAR_MIN", "CHAR_MAX"}, uchar = {"0", "UCHAR_MAX"},
@@ -111,7 +114,8 @@ local function program(fn, dev, op, t)
   if not ok then fail(fn, "the %s kernels do not compile for %s: %s", op, t, tostring(prog)) end
   R.programs_built = R.programs_built + 1
   local wg = min(prog.rows.work_group_size, prog.cols.work_group_size,
-                 prog.rows2.work_group_size, prog.cols2.work_group_size)
+                 prog.rows2.work_group_size, prog.cols2.work_group_size,
+                 spec.ARG and huge or prog.cols4.work_group_size)
   if wg < sz.LS or wg < sz.CX * sz.CY then
     fail(fn, "the %s kernels allow work-groups of %d on %s, they need %d", op, wg, dev.name,
          max(sz.LS, sz.CX * sz.CY))
@@ -165,6 +169,30 @@ function R.install(C)
                         pidx._st.buf, dres, vec}, {outer * nsplit * sz.LS}, {sz.LS})
       run(p.prog.rows2, {part._st.buf, pidx._st.buf, 0, nsplit, nsplit, 1, 1, L, dpart, didx,
                          outbuf}, {outer * sz.LS}, {sz.LS})
+      return
+    end
+    if R.cols4_waves and not spec.ARG and inner % 4 == 0 and x._off % 4 == 0 then
+      -- 4 columns per work-item: a group reads CX * 4 columns of its part
+      local gx = (inner // 4 + sz.CX - 1) // sz.CX
+      local groups = dev.compute_units * R.cols4_waves
+      local nsplit = 1
+      if gx * outer < groups then
+        nsplit = max(1, min((groups + gx * outer - 1) // (gx * outer),
+                            (L + sz.CY * 16 - 1) // (sz.CY * 16)))
+      end
+      local chunk = (L + nsplit - 1) // nsplit
+      local global = {gx * sz.CX, outer * nsplit * sz.CY}
+      if nsplit == 1 then
+        run(p.prog.cols4, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, outbuf},
+            global, {sz.CX, sz.CY})
+        return
+      end
+      local part = C.empty(fn, dev, acc, {outer * nsplit * inner})
+      run(p.prog.cols4, {x._st.buf, x._off, L, inner, chunk, nsplit, 0, L, part._st.buf, dres},
+          global, {sz.CX, sz.CY})
+      local gx1 = (inner + sz.CX - 1) // sz.CX
+      run(p.prog.cols2, {part._st.buf, didx, 0, nsplit, inner, nsplit, 1, 1, L, dpart,
+                         didx, outbuf}, {gx1 * sz.CX, outer * sz.CY}, {sz.CX, sz.CY})
       return
     end
     -- columns: 4 times as many groups as rows get, so that the last wave of
