@@ -7,12 +7,17 @@
 -- Each figure is the median over REPS batches of BATCH operations, timed
 -- on the wall clock from the first enqueue to dev:finish(), divided by
 -- BATCH (so it is the device time for large tensors, and the cost of one
--- operation for small ones, as torch_baseline times them):
+-- operation for small ones, as torch_baseline times them). Both sides
+-- enqueue without waiting (PyTorch's eager ops are asynchronous too) and
+-- wait once per batch; small_add_sync waits after each operation:
 --   chain     z = (a*x + b):exp()*0.5 - y over 2^LOG2N floats (one fused
 --             kernel), beside a hand-written kernel and torch eager
 --   add       x + y over 2^LOG2N floats: GB/s (3 x 4 bytes per element)
 --   small     x + y over 1024 floats: microseconds per operation
---   sum1/sum2 x:sum(1), x:sum(2) of 8192 x 8192 floats
+--   small_launch    a bound hand kernel on 1024 floats launched alone
+--   small_add_sync  the same, dev:finish() after each (the latency)
+--   sum1/sum2 x:sum(1), x:sum(2) of 8192 x 8192 floats (sum1 also with
+--             other settings of luagpu.tensor_reduce.cols4_waves)
 --   rand      dev:rand("float", {2^28})
 -- and prints `LUAGPU key value unit` lines and a table of ratios.
 local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
@@ -78,8 +83,28 @@ report("add_hand_GBps", 12 * n / hand_s / 1e9, "GB/s")
 
 local sx, sy = dev:rand("float", {1024}, 3), dev:rand("float", {1024}, 4)
 report("small_add_us", per_call(1000, function() return (sx + sy):eval() end) * 1e6, "us")
+-- a bound hand-written kernel launched alone (no Event): the enqueue's share
+local small_out = dev:buffer("float", 1024)
+local small_call = hand.add(sx.buffer, sy.buffer, small_out, 1024)
+report("small_launch_us", per_call(1000, function() small_call:run({1024}, {256}, NOEV) end) * 1e6, "us")
+sx, sy = dev:rand("float", {1024}, 3), dev:rand("float", {1024}, 4)   -- fresh: not exposed
+-- the same, each operation waited for (dev:finish() after each): its latency
+report("small_add_sync_us", per_call(1000, function()
+  local z = (sx + sy):eval()
+  dev:finish()
+  return z
+end) * 1e6, "us")
 
 local m = dev:rand("float", {8192, 8192}, 5)
+-- column sums: 4 columns per work-item with cols4_waves groups per compute
+-- unit (false: one column per work-item), the default last
+local R = require "luagpu.tensor_reduce"
+local default_waves = R.cols4_waves
+for _, w in ipairs{false, 4, 8, 32, 64} do
+  R.cols4_waves = w
+  report("sum1_waves_" .. tostring(w) .. "_ms", per_call(10, function() return m:sum(1) end) * 1e3, "ms")
+end
+R.cols4_waves = default_waves
 report("sum1_ms", per_call(10, function() return m:sum(1) end) * 1e3, "ms")
 report("sum2_ms", per_call(10, function() return m:sum(2) end) * 1e3, "ms")
 m = nil
@@ -105,6 +130,8 @@ local rows = {
   {"x + y 2^" .. log2n .. " (GB/s)", results.add_GBps, results.add_hand_GBps, "hand kernel", true},
   {"x + y 2^" .. log2n .. " (GB/s)", results.add_GBps, base.add_GBps, "torch", true},
   {"x + y 1024 (us per op)", results.small_add_us, base.small_add_us, "torch eager", false},
+  {"x + y 1024 (us per op)", results.small_add_us, results.small_launch_us, "bare launch", false},
+  {"x + y 1024 waited (us)", results.small_add_sync_us, base.small_add_sync_us, "torch eager", false},
   {"x:sum(1) 8192^2 (ms)", results.sum1_ms, base.sum1_ms, "torch.sum(0)", false},
   {"x:sum(2) 8192^2 (ms)", results.sum2_ms, base.sum2_ms, "torch.sum(1)", false},
   {"rand float 2^28 (ms)", results.rand_ms, base.rand_ms, "torch.rand", false},

@@ -5,7 +5,9 @@ first call to torch.cuda.synchronize(), divided by BATCH.
 Prints `BASELINE key value unit` lines:
   chain_ms      z = (a*x + b).exp()*0.5 - y over 2^LOG2N float32 (5 kernels)
   add_GBps      x + y over 2^LOG2N float32 (3 x 4 bytes per element)
-  small_add_us  x + y over 1024 float32, per operation
+  small_add_us  x + y over 1024 float32, per operation (asynchronous, one
+                synchronize per batch, as luagpu's dev:finish())
+  small_add_sync_us  the same, synchronized after each operation
   sum1_ms       x.sum(0) of 8192 x 8192 float32 (luagpu's x:sum(1))
   sum2_ms       x.sum(1) (luagpu's x:sum(2))
   rand_ms       torch.rand(2^28) float32
@@ -47,6 +49,15 @@ add_s = per_call(10, lambda: x + y)
 report("add_GBps", 12 * n / add_s / 1e9, "GB/s")
 sx, sy = torch.rand(1024, device=dev), torch.rand(1024, device=dev)
 report("small_add_us", per_call(1000, lambda: sx + sy) * 1e6, "us")
+
+
+def add_sync():
+    z = sx + sy
+    torch.cuda.synchronize()
+    return z
+
+
+report("small_add_sync_us", per_call(1000, add_sync) * 1e6, "us")
 del x, y
 m = torch.rand(8192, 8192, device=dev)
 report("sum1_ms", per_call(10, lambda: m.sum(0)) * 1e3, "ms")
