@@ -375,6 +375,8 @@ end
 -- Whether x is row-major with exactly shape (n elements).
 local function plain(x, shape, n)
   local xs, st = x._shape, x._strides
+  -- the common case: the same 1-D shape table (then x has n elements)
+  if xs == shape and #xs == 1 then return st[1] == 1 or n == 1 end
   if x._n ~= n or #xs ~= #shape then return false end
   local s = 1
   for i = #xs, 1, -1 do
