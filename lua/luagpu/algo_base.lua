@@ -204,27 +204,8 @@ function B.element_type(fn, where, t)
   return t
 end
 
--- An OpenCL C expression from field field of def (default when absent):
--- a string, or a finite number.
-function B.expression(fn, def, field, default)
-  local v = def[field]
-  if v == nil then
-    if default then return default end
-    fail(fn, "missing field '%s' (an OpenCL C expression)", field)
-  end
-  if type(v) == "number" then
-    if v ~= v or v == 1 / 0 or v == -1 / 0 then
-      fail(fn, "field '%s': expected a finite number or an OpenCL C expression, got %s " ..
-           "(write \"INFINITY\" or \"NAN\")", field, show(v))
-    end
-    v = tostring(v)
-  end
-  if type(v) ~= "string" or not v:find("%S") then
-    fail(fn, "field '%s': expected an OpenCL C expression (a string), got %s", field,
-         type(v) == "string" and "an empty string" or typename(v))
-  end
-  return (v:gsub("[\r\n]", " "))
-end
+-- An OpenCL C expression from field field of def (helper.lua).
+B.expression = H.expression
 
 ------------------------------------------------------------------ programs
 
