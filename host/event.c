@@ -420,11 +420,14 @@ static const luaL_Reg module_functions[] = {
 
 void lg_open_event(lua_State *L) {
   lg_newclass(L, LG_EVENT_MT, event_methods, event_meta);
-  lua_newtable(L);                       /* the parked commands */
-  lua_createtable(L, 0, 1);
-  lua_pushcfunction(L, parked_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_setmetatable(L, -2);
-  lua_setfield(L, LUA_REGISTRYINDEX, PARKED_KEY);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, PARKED_KEY) == LUA_TNIL) {
+    lua_newtable(L);                     /* the parked commands; one per state, */
+    lua_createtable(L, 0, 1);            /* kept when the module is opened again */
+    lua_pushcfunction(L, parked_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, PARKED_KEY);
+  }
+  lua_pop(L, 1);
   luaL_setfuncs(L, module_functions, 0);
 }

@@ -179,7 +179,10 @@ void lg_open_partition(lua_State *L) {
   lua_pushcfunction(L, holder_gc);
   lua_setfield(L, -2, "__gc");
   lua_pop(L, 1);
-  lua_newtable(L);
-  lua_setfield(L, LUA_REGISTRYINDEX, HOLDERS_KEY);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, HOLDERS_KEY) == LUA_TNIL) {
+    lua_newtable(L);                     /* kept when the module is opened again */
+    lua_setfield(L, LUA_REGISTRYINDEX, HOLDERS_KEY);
+  }
+  lua_pop(L, 1);
   lg_add_methods(L, LG_DEVICE_MT, device_methods);
 }

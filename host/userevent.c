@@ -458,7 +458,12 @@ static const luaL_Reg module_functions[] = {
 
 void lg_open_userevent(lua_State *L) {
   BlockRef *r;
-  Block *b = malloc(sizeof *b);
+  Block *b;
+  lg_add_methods(L, LG_EVENT_MT, event_methods);
+  luaL_setfuncs(L, module_functions, 0);
+  lg_event_after_wait = after_wait;
+  if (get_block(L) != NULL) return;   /* opened again (a second require): keep the state's */
+  b = malloc(sizeof *b);
   if (b == NULL) luaL_error(L, "luagpu: not enough memory");
   pthread_mutex_init(&b->mu, NULL);
   b->refs = 1;
@@ -473,7 +478,4 @@ void lg_open_userevent(lua_State *L) {
   lua_setfield(L, LUA_REGISTRYINDEX, SHARED_KEY);
   lua_newtable(L);
   lua_setfield(L, LUA_REGISTRYINDEX, PENDING_KEY);
-  lg_add_methods(L, LG_EVENT_MT, event_methods);
-  luaL_setfuncs(L, module_functions, 0);
-  lg_event_after_wait = after_wait;
 }

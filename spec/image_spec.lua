@@ -11,6 +11,7 @@ local support = require "support"
 local has_error = support.has_error
 
 local R32F = {order = "r", type = "float"}
+local BUILD = os.getenv("LUAGPU_BUILD") or "build"
 
 local function random_floats(n) return support.random_floats(n, 1000, 8) end
 
@@ -198,5 +199,22 @@ describe("images", function()
               {address = "wrap"})
     has_error("luagpu: dev:image_formats: argument #1: expected 1, 2 or 3 dimensions, got 4",
               dev.image_formats, dev, 4)
+  end)
+end)
+
+describe("examples/image_blur.lua", function()
+  it("blurs the shipped PGM through a sampler as plain Lua does", function()
+    local path = os.tmpname()
+    local p = io.popen(BUILD .. "/luagpu examples/image_blur.lua examples/data/small.pgm "
+                       .. path .. " 1.2 2>&1; echo \"exit $?\"")
+    local out = p:read("a")
+    p:close()
+    assert.matches("256 x 192; Gaussian blur, sigma 1.2 (a 7 x 7 stencil)", out, 1, true)
+    assert.matches("matches the plain%-Lua blur %(worst difference [%d.e+-]+%)%s+ok", out)
+    assert.matches("exit 0\n", out, 1, true)
+    local f = assert(io.open(path, "rb"))
+    assert.equal("P5\n256 192\n255\n", f:read(15))
+    f:close()
+    os.remove(path)
   end)
 end)
