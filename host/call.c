@@ -465,6 +465,28 @@ static void get_run_options(lua_State *L, int idx, size_t *off, Launch *a) {
 static const char *const run_options[] = {"wait", "queue", "offset", "event", NULL};
 
 /* call:run(global [, local] [, opts]) */
+/* Whether the options table at idx is exactly {event = false} (read raw):
+** the launch path of helpers that want no Event, which needs none of the
+** options' checks; sets a->no_event. */
+static int only_no_event(lua_State *L, int idx, Launch *a) {
+  int only;
+  if (!lua_istable(L, idx) || lua_getmetatable(L, idx)) {
+    if (lua_istable(L, idx)) lua_pop(L, 1);
+    return 0;
+  }
+  lua_pushnil(L);
+  if (!lua_next(L, idx)) return 0;
+  only = lua_type(L, -2) == LUA_TSTRING && strcmp(lua_tostring(L, -2), "event") == 0 &&
+         lua_isboolean(L, -1) && !lua_toboolean(L, -1);
+  lua_pop(L, 1);                            /* the value; the key stays for lua_next */
+  if (!only || lua_next(L, idx)) {
+    lua_settop(L, idx);
+    return 0;
+  }
+  a->no_event = 1;
+  return 1;
+}
+
 static int call_run(lua_State *L) {
   lg_Call *c = check_call(L, 1);
   lg_Device *d = c->kernel->dev;
@@ -472,7 +494,7 @@ static int call_run(lua_State *L) {
   lg_Opts o;
   size_t off[3];
   int qidx;
-  if (lua_isnoneornil(L, 4)) {              /* the common case: no table to read */
+  if (lua_isnoneornil(L, 4) || only_no_event(L, 4, &a)) {   /* the common cases */
     if (d->queue == NULL) {
       push_call_device(L, 1);
       lg_push_default_queue(L, -1);

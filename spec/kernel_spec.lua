@@ -360,6 +360,16 @@ describe("call:run", function()
     assert.same({4, 4, 4, 4, 6, 6, 6, 6}, out:get():totable())
     has_error("luagpu: call:run: argument #3: event: expected a boolean, got number",
               prog.set_value(out, 1).run, prog.set_value(out, 1), {8}, nil, {event = 0})
+    -- {event = false} alone takes a path of its own: the same launch, on the default queue
+    local other = dev:buffer("int", 4)
+    assert.equal(0, select("#", prog.set_value(other, 3):run({4}, nil, {event = false})))
+    assert.equal(0, select("#", prog.set_value(other, 5):run({2}, nil,
+                                                             setmetatable({event = false}, {}))))
+    has_error("luagpu: call:run: argument #3: unknown option 'evnt' (expected wait, queue, " ..
+              "offset, event)", prog.set_value(other, 1).run, prog.set_value(other, 1), {4}, nil,
+              {event = false, evnt = true})
+    dev:finish()
+    assert.same({5, 5, 3, 3}, other:get():totable())
   end)
 
   it("raises for a queue that the options' own metamethods released", function()
