@@ -198,8 +198,11 @@ static void push_result(lua_State *L, int idx, lg_Event *e) {
 
 typedef struct Parked { cl_event ev; } Parked;
 
+static int sweep(lua_State *L, int all);
+
 static void park(lua_State *L, int idx, lg_Event *e) {
   Parked *p;
+  sweep(L, 0);                           /* only commands not done stay parked */
   if (e->queue != NULL && e->queue->q != NULL) clFlush(e->queue->q);
   lua_getfield(L, LUA_REGISTRYINDEX, PARKED_KEY);
   p = lua_newuserdatauv(L, sizeof *p, 1);
