@@ -204,12 +204,16 @@ describe("tensor operators", function()
     collectgarbage()
     local before
     -- (at most 256 small blocks out before a miss collects, tensor_memory.lua:
-    -- the pool grows until the collector's pace is met, then stays)
+    -- the pool grows until the collector's pace is met, then stays; where the
+    -- collector's pace falls varies a little from run to run, as Lua seeds its
+    -- string hashes per process, so the second 1000 may still add a block or
+    -- two, never one per iteration)
     for i = 1, 2000 do
       local w = (x * 2 + 1):eval()
       if i == 1000 then before = dev:memory().made end
     end
-    assert.equal(before, dev:memory().made)
+    assert.is_true(dev:memory().made - before <= 10,
+                   ("%d blocks made in the second 1000 iterations"):format(dev:memory().made - before))
     assert.is_true(dev:memory().made - made < 300)
   end)
 
