@@ -98,26 +98,6 @@ static int read_container(const char *s, size_t n, Parts *x) {
   return 1;
 }
 
-/* Sets fields.names from fields.meta ("kernel\tNAME\t..." lines). */
-static void set_names(lua_State *L, int fields) {
-  const char *m;
-  int n = 0;
-  lua_getfield(L, fields, "meta");
-  m = lua_tostring(L, -1);
-  lua_newtable(L);
-  while (m != NULL && *m) {
-    const char *eol = strchr(m, '\n'), *tab;
-    if (strncmp(m, "kernel\t", 7) == 0 && (tab = strchr(m + 7, '\t')) != NULL &&
-        (eol == NULL || tab < eol)) {
-      lua_pushlstring(L, m + 7, (size_t)(tab - m - 7));
-      lua_rawseti(L, -2, ++n);
-    }
-    m = eol != NULL ? eol + 1 : NULL;
-  }
-  lua_setfield(L, fields, "names");
-  lua_pop(L, 1);
-}
-
 static void push_log(lua_State *L, cl_program prog, cl_device_id dev) {
   size_t n = 0;
   char *log;
@@ -194,7 +174,7 @@ static int dev_build_binary(lua_State *L) {
   if (x.meta != NULL) lua_pushlstring(L, x.meta, x.nmeta);
   else lg_program_meta(L, p->prog, fn);   /* raises (releasing nothing: p is collected) */
   lua_setfield(L, fields, "meta");
-  set_names(L, fields);
+  lg_program_names(L, fields);
   lua_setiuservalue(L, progidx, 3);
   lua_newtable(L);
   lua_setiuservalue(L, progidx, 2);

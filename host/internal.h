@@ -474,6 +474,9 @@ lg_Kernel *lg_newkernel(lua_State *L, int progidx, const char *name, const char 
 ** program cache, since drivers need not report argument info for programs
 ** loaded from binaries. Raises naming fn on CL failures. */
 void lg_program_meta(lua_State *L, cl_program prog, const char *fn);
+/* Sets fields.names (the table at index fields) to the kernel names of its
+** meta string ("kernel\tNAME\t..." lines), in their order. */
+void lg_program_names(lua_State *L, int fields);
 
 /* gpu.localmem(type, count): the size of a __local parameter. */
 typedef struct lg_LocalMem {

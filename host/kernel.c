@@ -174,6 +174,25 @@ static cl_int kernels_by_name(cl_program prog, cl_uint *nk, cl_kernel **ks) {
   return err;
 }
 
+void lg_program_names(lua_State *L, int fields) {
+  const char *m;
+  int n = 0;
+  lua_getfield(L, fields, "meta");
+  m = lua_tostring(L, -1);
+  lua_newtable(L);
+  while (m != NULL && *m) {
+    const char *eol = strchr(m, '\n'), *tab;
+    if (strncmp(m, "kernel\t", 7) == 0 && (tab = strchr(m + 7, '\t')) != NULL &&
+        (eol == NULL || tab < eol)) {
+      lua_pushlstring(L, m + 7, (size_t)(tab - m - 7));
+      lua_rawseti(L, -2, ++n);
+    }
+    m = eol != NULL ? eol + 1 : NULL;
+  }
+  lua_setfield(L, fields, "names");
+  lua_pop(L, 1);
+}
+
 void lg_program_meta(lua_State *L, cl_program prog, const char *fn) {
   cl_uint nk = 0, i, j, na;
   cl_kernel *ks = NULL;

@@ -230,26 +230,6 @@ static void store_binary(lua_State *L, lg_Program *p, const char *key, int field
   lua_pop(L, 2);
 }
 
-/* Sets fields.names, the list of kernel names read off fields.meta. */
-static void set_names(lua_State *L, int fields) {
-  const char *m;
-  int n = 0;
-  lua_getfield(L, fields, "meta");
-  m = lua_tostring(L, -1);
-  lua_newtable(L);
-  while (m != NULL && *m) {
-    const char *eol = strchr(m, '\n');
-    if (strncmp(m, "kernel\t", 7) == 0) {
-      const char *e = strchr(m + 7, '\t');
-      lua_pushlstring(L, m + 7, (size_t)(e != NULL ? e - m - 7 : 0));
-      lua_rawseti(L, -2, ++n);
-    }
-    m = eol != NULL ? eol + 1 : NULL;
-  }
-  lua_setfield(L, fields, "names");
-  lua_pop(L, 1);
-}
-
 /* Raises (releasing the program) when a kernel's name is longer than the
 ** driver takes: PoCL names a file KERNEL.so in its cache folder and aborts
 ** the process when it cannot (at binary extraction or first launch). */
@@ -302,7 +282,7 @@ static void build_source(lua_State *L, lg_Program *p, const char *key, int srcid
   lua_setfield(L, fields, "log");
   lg_program_meta(L, p->prog, fn);
   lua_setfield(L, fields, "meta");
-  set_names(L, fields);
+  lg_program_names(L, fields);
   check_names(L, p, fields, fn);
   if (key != NULL) store_binary(L, p, key, fields, c);
 }
@@ -429,7 +409,7 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
   if (lg_cache_enabled() && sure) key = push_key(L, d, options, srcidx, dirs, ndirs);
   if (key == NULL || !build_cached(L, p, key, options, fields, c))
     build_source(L, p, key, srcidx, options, fields, fn, file, c);
-  if (p->from_cache) set_names(L, fields);
+  if (p->from_cache) lg_program_names(L, fields);
   if (file != NULL) {
     lua_pushstring(L, file);
     lua_setfield(L, fields, "file");
