@@ -305,6 +305,7 @@ static void get_times(lua_State *L, lg_Event *e, const char *fn, cl_ulong t[4]) 
   int i;
   check_profiling(L, e, fn);
   wait_ok(L, 1, e, fn);
+  if (lg_event_after_wait != NULL) lg_event_after_wait(L);
   for (i = 0; i < 4; i++) {
     cl_int err = clGetEventProfilingInfo(e->ev, what[i], sizeof t[i], &t[i], NULL);
     if (err == CL_PROFILING_INFO_NOT_AVAILABLE) {

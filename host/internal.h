@@ -339,7 +339,9 @@ void lg_event_start(lua_State *L, lg_Event *e, cl_event ev);
 lg_Event *lg_checkevent(lua_State *L, int idx);
 lg_Event *lg_testevent(lua_State *L, int idx);
 /* Set by userevent.c: runs the on_complete callbacks of commands now done
-** (raising a callback's error); event.c calls it after every wait. */
+** (raising a callback's error); called after every blocking wait luagpu
+** does: ev:wait, gpu.wait, ev:profile (event.c), q:finish and dev:finish
+** (queue.c), b:get (transfer.c), a blocking b:map (map.c). */
 extern void (*lg_event_after_wait)(lua_State *L);
 /* Releases what parked Events kept for commands now done (event.c parks
 ** what an Event collected before its command ended keeps, rather than

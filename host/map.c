@@ -9,6 +9,13 @@
 ** Mapping's flag (lg_Array.gone), which unmap sets and array.c checks. The
 ** Mapping retains the cl_mem and the queue, so an array collected still
 ** mapped is unmapped by the Mapping's __gc whatever was finalized first.
+**
+** With {blocking = false} the map is enqueued and its Event returned beside
+** the array: the array's memory is the mapping's from the start, its
+** contents are the buffer's once the Event completes. The Event keeps the
+** buffer, the Mapping and the queue; the Mapping retains the map's cl_event,
+** which every unmap of it (b:unmap, the __gc) waits for, so an unmap never
+** overtakes its map, even on an out-of-order queue or another queue.
 */
 #include <string.h>
 
@@ -21,18 +28,22 @@ typedef struct Mapping {
   cl_command_queue q;          /* retained */
   cl_mem mem;                  /* retained: the root buffer's */
   void *ptr;
+  cl_event mapped;             /* retained: the map command (non-blocking maps only) */
 } Mapping;
 
 static int mapping_gc(lua_State *L) {
   Mapping *m = lua_touserdata(L, 1);
   if (!m->gone && m->ptr != NULL && m->q != NULL) {
     cl_event ev = NULL;
-    if (clEnqueueUnmapMemObject(m->q, m->mem, m->ptr, 0, NULL, &ev) == CL_SUCCESS) {
+    if (clEnqueueUnmapMemObject(m->q, m->mem, m->ptr, m->mapped != NULL, &m->mapped,
+                                &ev) == CL_SUCCESS) {
       clFlush(m->q);
       clReleaseEvent(ev);
     }
   }
   m->gone = 1;
+  if (m->mapped != NULL) clReleaseEvent(m->mapped);
+  m->mapped = NULL;
   if (m->q != NULL) clReleaseCommandQueue(m->q);
   if (m->mem != NULL) clReleaseMemObject(m->mem);
   m->q = NULL;
@@ -54,15 +65,18 @@ static lua_Integer position(lua_State *L, int idx, int argno, lua_Integer n) {
 }
 
 /* b:map(mode [, first [, last]] [, opts]): blocks until mapped; returns the
-** host array (the buffer's shape when the whole of it is mapped). */
+** host array (the buffer's shape when the whole of it is mapped). With
+** opts.blocking false, returns the array and the Event of the map (whose
+** wait() gives the array too). */
 static int buf_map(lua_State *L) {
   static const char *const fn = "buffer:map";
-  static const char *const map_options[] = {"wait", "queue", NULL};
+  static const char *const map_options[] = {"wait", "queue", "blocking", NULL};
   lg_Buffer *b = lg_checkbuffer(L, 1);
   lua_Integer n = (lua_Integer)b->count, first = 1, last = n;
   size_t esize = lg_type_size(b->type);
-  const char *mode = lua_tostring(L, 2);
-  int i, optsidx = 3, whole;
+  const char *mode = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : NULL;
+  int i, optsidx = 3, whole, blocking = 1, qidx, midx, keep[3];
+  cl_event ev = NULL;
   lg_Opts o;
   Mapping *m;
   lg_Array *a;
@@ -92,21 +106,36 @@ static int buf_map(lua_State *L) {
     lg_error(L, fn, "the buffer has access \"out\" (device to host only): it cannot be "
              "mapped for \"%s\" (map it for \"read\")", mode);
   if (!lua_isnoneornil(L, optsidx) && !lua_istable(L, optsidx))
-    lg_typeerror(L, fn, optsidx - 1, optsidx, "an options table {wait =, queue =}");
+    lg_typeerror(L, fn, optsidx - 1, optsidx, "an options table {wait =, queue =, blocking =}");
   lua_settop(L, optsidx);
   lg_checkoptions(L, optsidx, fn, optsidx - 1, map_options);
+  if (lua_istable(L, optsidx)) {
+    int ty = lua_getfield(L, optsidx, "blocking");
+    if (ty != LUA_TNIL && ty != LUA_TBOOLEAN)
+      lg_argerror(L, fn, optsidx - 1, "blocking: expected a boolean, got %s",
+                  luaL_typename(L, -1));
+    blocking = ty == LUA_TNIL || lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
   lua_getiuservalue(L, 1, 1);
   lg_getopts(L, optsidx, -1, fn, optsidx - 1, &o);
+  qidx = lua_gettop(L) - 1;
   m = lua_newuserdatauv(L, sizeof *m, 0);
   memset(m, 0, sizeof *m);
   m->gone = 1;
   luaL_setmetatable(L, MAPPING_MT);
   if (!lg_buffer_live(b)) lg_error(L, fn, "attempt to use a released buffer");
   if (o.queue->q == NULL) lg_error(L, fn, "attempt to use a released queue");
-  ptr = clEnqueueMapBuffer(o.queue->q, b->root->mem, CL_TRUE, mode_flags[i],
-                           (b->offset + (size_t)(first - 1)) * esize,
-                           (size_t)(last - first + 1) * esize, o.nwait, o.wait, NULL, &err);
+  midx = lua_gettop(L);
+  ptr = clEnqueueMapBuffer(o.queue->q, b->root->mem, blocking ? CL_TRUE : CL_FALSE,
+                           mode_flags[i], (b->offset + (size_t)(first - 1)) * esize,
+                           (size_t)(last - first + 1) * esize, o.nwait, o.wait,
+                           blocking ? NULL : &ev, &err);
   if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueMapBuffer", err, NULL);
+  if (ev != NULL) {            /* the Mapping owns one reference, the Event below the other */
+    clRetainEvent(ev);
+    m->mapped = ev;
+  }
   clRetainCommandQueue(o.queue->q);
   clRetainMemObject(b->root->mem);
   m->q = o.queue->q;
@@ -130,7 +159,16 @@ static int buf_map(lua_State *L) {
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 2);
   luaL_setmetatable(L, LG_ARRAY_MT);
-  return 1;
+  if (blocking) {
+    if (lg_event_after_wait != NULL) lg_event_after_wait(L);   /* callbacks, as after a wait */
+    return 1;
+  }
+  keep[0] = 1;
+  keep[1] = midx;
+  keep[2] = qidx;
+  lg_pushevent(L, ev, "map", keep, 3);
+  lg_event_setresult(L, -1, -2, LG_RESULT_VALUE);
+  return 2;
 }
 
 /* b:unmap(a [, opts]): a is what b:map returned; an Event. */
@@ -141,8 +179,9 @@ static int buf_unmap(lua_State *L) {
   lg_Array *a = luaL_testudata(L, 2, LG_ARRAY_MT);
   Mapping *m = NULL;
   lg_Opts o;
-  cl_event ev = NULL;
+  cl_event ev = NULL, *wait;
   cl_int err;
+  cl_uint nwait;
   int keep[3], qidx;
   if (a == NULL) return lg_typeerror(L, fn, 1, 2, "a host array of buffer:map");
   if (lua_getiuservalue(L, 2, 1) == LUA_TUSERDATA) m = luaL_testudata(L, -1, MAPPING_MT);
@@ -160,7 +199,12 @@ static int buf_unmap(lua_State *L) {
   lg_getopts(L, 3, -1, fn, 2, &o);
   qidx = lua_gettop(L) - 1;
   if (o.queue->q == NULL) lg_error(L, fn, "attempt to use a released queue");
-  err = clEnqueueUnmapMemObject(o.queue->q, m->mem, m->ptr, o.nwait, o.wait, &ev);
+  nwait = o.nwait + (m->mapped != NULL);
+  wait = lua_newuserdatauv(L, sizeof *wait * (nwait ? nwait : 1), 0);
+  if (o.nwait > 0) memcpy(wait, o.wait, sizeof *wait * o.nwait);
+  if (m->mapped != NULL) wait[o.nwait] = m->mapped;
+  err = clEnqueueUnmapMemObject(o.queue->q, m->mem, m->ptr, nwait, nwait ? wait : NULL, &ev);
+  lua_pop(L, 1);
   if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueUnmapMemObject", err, NULL);
   m->gone = 1;
   keep[0] = 1;

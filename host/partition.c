@@ -1,7 +1,9 @@
 /*
 ** partition.c: sub-devices. dev:partition{equally = n} and
 ** dev:partition{counts = {n1, n2, ...}} split a device's compute units into
-** Devices that work like any other (buffers, queues, programs, kernels).
+** Devices that work like any other (buffers, queues, programs, kernels);
+** dev:partition{affinity = "numa" | "l1" .. "l4" | "next"} splits it along
+** the caches or NUMA nodes its compute units share, where it can.
 **
 ** The sub-devices of one call share a new Context over them (a buffer of
 ** one is usable by its siblings, not by the parent: OpenCL contexts hold a
@@ -68,10 +70,52 @@ static lua_Integer check_units(lua_State *L, int idx, const char *what, int k) {
   return v;
 }
 
-/* dev:partition{equally = n} | {counts = {...}}: a list of new Devices. */
+static const char *const domain_names[] = {"numa", "l4", "l3", "l2", "l1", "next", NULL};
+static const cl_device_affinity_domain domain_bits[] = {
+  CL_DEVICE_AFFINITY_DOMAIN_NUMA, CL_DEVICE_AFFINITY_DOMAIN_L4_CACHE,
+  CL_DEVICE_AFFINITY_DOMAIN_L3_CACHE, CL_DEVICE_AFFINITY_DOMAIN_L2_CACHE,
+  CL_DEVICE_AFFINITY_DOMAIN_L1_CACHE, CL_DEVICE_AFFINITY_DOMAIN_NEXT_PARTITIONABLE
+};
+
+/* Reads opts.affinity (at idx) into *bit, raising unless the device at d
+** supports partitioning by that affinity domain (saying what it supports). */
+static void check_affinity(lua_State *L, int idx, lg_Device *d, cl_device_affinity_domain *bit) {
+  static const char *const fn = "device:partition";
+  const char *s = lua_type(L, idx) == LUA_TSTRING ? lua_tostring(L, idx) : NULL;
+  cl_device_affinity_domain have = 0;
+  char list[64];
+  int i;
+  for (i = 0; s != NULL && domain_names[i]; i++)
+    if (strcmp(s, domain_names[i]) == 0) break;
+  if (s == NULL || domain_names[i] == NULL)
+    lg_argerror(L, fn, 1, "affinity: expected \"numa\", \"l4\", \"l3\", \"l2\", \"l1\" or "
+                "\"next\", got %s", s != NULL ? lua_pushfstring(L, "\"%s\"", s)
+                                             : luaL_typename(L, idx));
+  if (!supports(d->id, CL_DEVICE_PARTITION_BY_AFFINITY_DOMAIN, list, sizeof list))
+    lg_error(L, fn, "%s cannot be partitioned by affinity domain (%s%s)", d->name,
+             list[0] ? "it supports: " : "it supports no partitioning", list);
+  clGetDeviceInfo(d->id, CL_DEVICE_PARTITION_AFFINITY_DOMAIN, sizeof have, &have, NULL);
+  if (!(have & domain_bits[i])) {
+    luaL_Buffer names;
+    int k, n = 0;
+    luaL_buffinit(L, &names);
+    for (k = 0; domain_names[k]; k++)
+      if (have & domain_bits[k]) {
+        if (n++ > 0) luaL_addstring(&names, ", ");
+        luaL_addstring(&names, domain_names[k]);
+      }
+    luaL_pushresult(&names);
+    lg_error(L, fn, "%s cannot be partitioned by affinity domain \"%s\" (it supports: %s)",
+             d->name, s, n > 0 ? lua_tostring(L, -1) : "none");
+  }
+  *bit = domain_bits[i];
+}
+
+/* dev:partition{equally = n} | {counts = {...}} | {affinity = domain}: a
+** list of new Devices. */
 static int dev_partition(lua_State *L) {
   static const char *const fn = "device:partition";
-  static const char *const keys[] = {"equally", "counts", NULL};
+  static const char *const keys[] = {"equally", "counts", "affinity", NULL};
   lg_Device *d = lg_checkdevice(L, 1);
   cl_device_partition_property props[72];
   cl_uint units = 0, n = 0, i;
@@ -81,24 +125,32 @@ static int dev_partition(lua_State *L) {
   Holder *h;
   char list[64];
   cl_int err;
-  int np = 0, equally, ctxidx, k;
+  int np = 0, equally, ctxidx, k, given;
   if (!lua_istable(L, 2))
-    return lg_typeerror(L, fn, 1, 2, "a table {equally = n} or {counts = {...}}");
+    return lg_typeerror(L, fn, 1, 2, "a table {equally = n}, {counts = {...}} or "
+                        "{affinity = domain}");
   lua_settop(L, 2);
   lg_checkoptions(L, 2, fn, 1, keys);
   lua_getfield(L, 2, "equally");
   lua_getfield(L, 2, "counts");
-  if (lua_isnil(L, 3) == lua_isnil(L, 4))
-    return lg_argerror(L, fn, 1, "expected one of equally = n or counts = {...}, got %s",
-                       lua_isnil(L, 3) ? "neither" : "both");
+  lua_getfield(L, 2, "affinity");
+  given = !lua_isnil(L, 3) + !lua_isnil(L, 4) + !lua_isnil(L, 5);
+  if (given != 1)
+    return lg_argerror(L, fn, 1, "expected one of equally = n, counts = {...} or affinity = "
+                       "domain, got %s", given == 0 ? "neither" : "more than one");
   equally = !lua_isnil(L, 3);
   clGetDeviceInfo(d->id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
-  if (!supports(d->id, equally ? CL_DEVICE_PARTITION_EQUALLY : CL_DEVICE_PARTITION_BY_COUNTS,
-                list, sizeof list))
+  if (!lua_isnil(L, 5)) {
+    cl_device_affinity_domain bit = 0;
+    check_affinity(L, 5, d, &bit);
+    props[np++] = CL_DEVICE_PARTITION_BY_AFFINITY_DOMAIN;
+    props[np++] = (cl_device_partition_property)bit;
+  } else if (!supports(d->id, equally ? CL_DEVICE_PARTITION_EQUALLY
+                                      : CL_DEVICE_PARTITION_BY_COUNTS, list, sizeof list)) {
     return lg_error(L, fn, "%s cannot be partitioned %s (%s%s)", d->name,
                     equally ? "equally" : "by counts",
                     list[0] ? "it supports: " : "it supports no partitioning", list);
-  if (equally) {
+  } else if (equally) {
     lua_Integer e = check_units(L, 3, "equally", 0);
     if (e > (lua_Integer)units)
       return lg_argerror(L, fn, 1, "equally: %I compute units per sub-device, the device has %d",

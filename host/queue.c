@@ -112,10 +112,12 @@ static int q_free(lua_State *L, int collecting) {
 static int q_gc(lua_State *L) { return q_free(L, 1); }
 static int q_release(lua_State *L) { return q_free(L, 0); }
 
-/* clFinish (or with flush, clFlush) on q. */
+/* clFinish (or with flush, clFlush) on q; after a finish, the on_complete
+** callbacks of commands now done run, as after any wait. */
 static int finish(lua_State *L, lg_Queue *q, int flush) {
   cl_int err = flush ? clFlush(q->q) : clFinish(q->q);
   if (err != CL_SUCCESS) lg_clerror(L, flush ? "clFlush" : "clFinish", err, NULL);
+  if (!flush && lg_event_after_wait != NULL) lg_event_after_wait(L);
   return 0;
 }
 

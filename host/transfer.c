@@ -187,6 +187,7 @@ static int read_impl(lua_State *L, int blocking) {
       clWaitForEvents(1, &ev);
       clReleaseEvent(ev);
     }
+    if (lg_event_after_wait != NULL) lg_event_after_wait(L);   /* callbacks, as after a wait */
     if (number) lg_push_scalar(L, b->type.scalar, a->data);
     else lua_pushvalue(L, arr);
     return 1;

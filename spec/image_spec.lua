@@ -106,6 +106,174 @@ describe("dev:image", function()
     other:copy_to(c)
     assert.same(ref, c:get():totable())
   end)
+
+  -- Pixels as a flat Lua list (channels innermost, x, then y, then z), and
+  -- helpers that walk a box of one in plain Lua: the references below.
+  local function index(size, ch, x, y, z)
+    return ((((z or 1) - 1) * (size[2] or 1) + ((y or 1) - 1)) * size[1] + (x - 1)) * ch
+  end
+  local function each_pixel(size, origin, region, f)   -- f(k, x, y, z): k counts from 0
+    local k = 0
+    for z = origin[3] or 1, (origin[3] or 1) + (region[3] or 1) - 1 do
+      for y = origin[2] or 1, (origin[2] or 1) + (region[2] or 1) - 1 do
+        for x = origin[1], origin[1] + region[1] - 1 do
+          f(k, x, y, z)
+          k = k + 1
+        end
+      end
+    end
+  end
+  local function random_box(size)
+    local origin, region, n = {}, {}, 1
+    for d = 1, #size do
+      origin[d] = math.random(1, size[d])
+      region[d] = math.random(1, size[d] - origin[d] + 1)
+      n = n * region[d]
+    end
+    return origin, region, n
+  end
+  local RGBA32F = {order = "rgba", type = "float"}
+
+  it("fills a region, leaving the rest as it was", function()
+    for _, size in ipairs({{9}, {7, 6}, {5, 4, 3}}) do
+      local n = 1
+      for _, s in ipairs(size) do n = n * s end
+      local ref = random_floats(4 * n)
+      local im = dev:image(RGBA32F, size, {host = ref})
+      local origin, region = random_box(size)
+      local color = random_floats(4)
+      local ev = im:fill(color, origin, region, {wait = {}})
+      assert.equal("image fill", ev.command)
+      each_pixel(size, origin, region, function(_, x, y, z)
+        local at = index(size, 4, x, y, z)
+        for c = 1, 4 do ref[at + c] = color[c] end
+      end)
+      assert.same(ref, im:read():wait():totable())
+    end
+    local u = dev:image({order = "r", type = "int32"}, {6, 5})
+    u:fill({-3, 0, 0, 0})
+    u:fill({41, 0, 0, 0}, {6, 5}, {1, 1})
+    local got = u:read():wait()
+    assert.equal(41, got[30])
+    assert.equal(-3, got[29])
+  end)
+
+  it("copies regions between images, as plain Lua does", function()
+    for _, case in ipairs({{{11}, {8}}, {{7, 6}, {5, 9}}, {{5, 4, 3}, {3, 5, 4}}}) do
+      local ss, ds = case[1], case[2]
+      local sn, dn = 1, 1
+      for d = 1, #ss do sn, dn = sn * ss[d], dn * ds[d] end
+      local sref, dref = random_floats(4 * sn), random_floats(4 * dn)
+      local src = dev:image(RGBA32F, ss, {host = sref})
+      local dst = dev:image(RGBA32F, ds, {host = dref})
+      -- a region that fits both, at random places in each
+      local so, dor, region = {}, {}, {}
+      for d = 1, #ss do
+        region[d] = math.random(1, math.min(ss[d], ds[d]))
+        so[d] = math.random(1, ss[d] - region[d] + 1)
+        dor[d] = math.random(1, ds[d] - region[d] + 1)
+      end
+      local moved = {}
+      each_pixel(ss, so, region, function(k, x, y, z)
+        for c = 1, 4 do moved[4 * k + c] = sref[index(ss, 4, x, y, z) + c] end
+      end)
+      each_pixel(ds, dor, region, function(k, x, y, z)
+        for c = 1, 4 do dref[index(ds, 4, x, y, z) + c] = moved[4 * k + c] end
+      end)
+      assert.equal("image copy", src:copy_to(dst, so, dor, region).command)
+      assert.same(dref, dst:read():wait():totable())
+    end
+  end)
+
+  it("copies regions to and from buffers at an element offset", function()
+    for _, size in ipairs({{13}, {9, 7}, {6, 5, 4}}) do
+      local n = 1
+      for _, s in ipairs(size) do n = n * s end
+      local iref = support.random_ints(4 * n, -32768, 32767)
+      local im = dev:image({order = "rgba", type = "int16"}, size, {host = iref})
+      local origin, region, count = random_box(size)
+      local len = 4 * count + math.random(0, 20)
+      local off = math.random(1, len - 4 * count + 1)
+      local bref = support.random_ints(len, -32768, 32767)
+      local b = dev:buffer("short", len)
+      b:write(bref)
+      -- image -> buffer: the region's pixels land at off, the rest stays
+      im:copy_to(b, origin, region, off)
+      local want = {}
+      for i = 1, len do want[i] = bref[i] end
+      each_pixel(size, origin, region, function(k, x, y, z)
+        for c = 1, 4 do want[off + 4 * k + c - 1] = iref[index(size, 4, x, y, z) + c] end
+      end)
+      assert.same(want, b:get():totable())
+      -- buffer -> image: fresh values from off into the region
+      local vals = support.random_ints(len, -32768, 32767)
+      b:write(vals)
+      im:copy_from(b, origin, region, off)
+      each_pixel(size, origin, region, function(k, x, y, z)
+        for c = 1, 4 do iref[index(size, 4, x, y, z) + c] = vals[off + 4 * k + c - 1] end
+      end)
+      assert.same(iref, im:read():wait():totable())
+    end
+    -- an offset alone: the whole image, into a larger buffer; a view's offset counts
+    local ref = support.random_ints(24, 0, 255)
+    local im = dev:image({order = "rgba", type = "uint8"}, {3, 2}, {host = ref})
+    local b = dev:buffer("uchar", 40)
+    local v = b:sub(5, 40)
+    im:copy_to(v, 3):wait()
+    local got = b:get()
+    for i = 1, 24 do assert.equal(ref[i], got[6 + i]) end
+    assert.equal(0, got[6])
+    assert.equal(0, got[31])
+    local back = dev:image({order = "rgba", type = "uint8"}, {3, 2})
+    back:copy_from(v, 3, {wait = {}}):wait()
+    assert.same(ref, back:read():wait():totable())
+  end)
+
+  it("raise on bad regions, buffers and offsets, with the numbers", function()
+    local im = dev:image(R32F, {5, 4})
+    local other = dev:image(R32F, {3, 3})
+    local b = dev:buffer("float", 20)
+    has_error("luagpu: image:fill: region out of range: dimension 1: pixels 4..6 of 5",
+              im.fill, im, {1, 0, 0, 0}, {4, 1}, {3, 1})
+    has_error("luagpu: image:fill: argument #3: region: expected a table of 2 integers",
+              im.fill, im, {1, 0, 0, 0}, {1, 1})
+    has_error("luagpu: image:fill: argument #2: origin[2]: expected an integer >= 1, got 0",
+              im.fill, im, {1, 0, 0, 0}, {1, 0}, {1, 1})
+    has_error("luagpu: image:copy_to: source region out of range: dimension 2: pixels 3..6 of 4",
+              im.copy_to, im, other, {1, 3}, {1, 1}, {2, 4})
+    has_error("luagpu: image:copy_to: destination region out of range: dimension 1: pixels "
+              .. "2..4 of 3", im.copy_to, im, other, {1, 1}, {2, 1}, {3, 2})
+    has_error("luagpu: image:copy_to: argument #3: destination origin: expected a table of 2 "
+              .. "integers", im.copy_to, im, other, {1, 1}, {2}, {3, 2})
+    has_error("luagpu: image:copy_to: argument #4: region[1]: expected an integer >= 1, got 0",
+              im.copy_to, im, other, {1, 1}, {1, 1}, {0, 2})
+    has_error("luagpu: image:copy_to: argument #1: expected an image of the same format and kind",
+              im.copy_to, im, dev:image({order = "r", type = "int32"}, {3, 3}), {1, 1}, {1, 1},
+              {1, 1})
+    has_error("luagpu: image:copy_to: argument #1: expected an image of the same format and kind",
+              im.copy_to, im, dev:image(R32F, {3, 3, 3}), {1, 1}, {1, 1}, {1, 1})
+    has_error("luagpu: image:copy_to: buffer out of range: elements 16..21 of 20",
+              im.copy_to, im, b, {1, 1}, {3, 2}, 16)
+    has_error("luagpu: image:copy_from: buffer out of range: elements 2..21 of 20",
+              im.copy_from, im, b, 2)
+    has_error("luagpu: image:copy_to: argument #4: offset: expected an integer >= 1, got 0",
+              im.copy_to, im, b, {1, 1}, {3, 2}, 0)
+    has_error("luagpu: image:copy_from: argument #1: expected a buffer of float (the pixels' "
+              .. "scalar type), got one of int", im.copy_from, im, dev:buffer("int", 40), 1)
+    has_error("luagpu: image:copy_from: argument #1: expected a buffer of float (the pixels' "
+              .. "scalar type), got one of float4", im.copy_from, im, dev:buffer("float4", 40),
+              {1, 1}, {1, 1})
+    has_error("luagpu: image:copy_to: argument #2: expected an options table, got string",
+              im.copy_to, im, b, "x")
+    has_error("luagpu: image:copy_to: argument #5: unknown option 'wiat'", im.copy_to, im,
+              other, {1, 1}, {1, 1}, {1, 1}, {wiat = {}})
+    has_error("luagpu: image:fill: argument #4: unknown option 'queu'", im.fill, im,
+              {1, 0, 0, 0}, {1, 1}, {1, 1}, {queu = 1})
+    local gone = dev:buffer("float", 20)
+    gone:release()
+    has_error("luagpu: image:copy_from: argument #1: attempt to use a released buffer",
+              im.copy_from, im, gone, {1, 1}, {1, 1})
+  end)
 end)
 
 describe("images and samplers as kernel arguments", function()

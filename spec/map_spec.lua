@@ -109,6 +109,89 @@ describe("b:map", function()
   end)
 end)
 
+describe("b:map with {blocking = false}", function()
+  it("returns the array and the Event of the map, whose wait() gives the array", function()
+    local ref = random_ints(48)
+    local b = dev:buffer("int", {4, 12})
+    b:write(ref)
+    local a, ev = b:map("read", {blocking = false})
+    assert.matches("^luagpu.Event: map %(", tostring(ev))
+    assert.equal("map", ev.command)
+    assert.equal(a, ev:wait())
+    assert.same({4, 12}, a.shape)
+    assert.same(ref, a:totable())
+    b:unmap(a):wait()
+    -- a range, written through, on a queue of its own
+    local q = dev:queue()
+    local w, wev = b:map("write", 13, 24, {blocking = false, queue = q})
+    wev:wait()
+    local vals = random_ints(12)
+    for i = 1, 12 do w[i] = vals[i] end
+    b:unmap(w, {queue = q}):wait()
+    for i = 1, 12 do ref[12 + i] = vals[i] end
+    assert.same(ref, b:get():totable())
+    -- blocking = true (the default) returns the array alone
+    assert.equal(1, select("#", b:map("read", {blocking = true})))
+  end)
+
+  it("waits for its wait list; dropped, what it uses stays alive until it is done", function()
+    local ref = random_ints(64)
+    local b = dev:buffer("int", 64)
+    local u = gpu.user_event(dev)
+    local q = dev:queue()
+    local w = b:write(ref, {wait = u, queue = q})
+    local a, ev = b:map("read_write", {blocking = false, wait = w, queue = q})
+    assert.not_equal("complete", ev.status)
+    w, ev = nil, nil
+    collectgarbage()
+    collectgarbage()
+    u:complete()
+    q:finish()
+    assert.same(ref, a:totable())
+    for i = 1, 64 do a[i] = a[i] + 1 end
+    b:unmap(a):wait()
+    for i = 1, 64 do ref[i] = ref[i] + 1 end
+    assert.same(ref, b:get():totable())
+  end)
+
+  it("an unmap never overtakes its map, on an out-of-order queue too", function()
+    local ref = random_ints(32)
+    local b = dev:buffer("int", 32)
+    b:write(ref):wait()
+    local q = dev:queue{out_of_order = true}
+    local u = gpu.user_event(dev)
+    local a, mev = b:map("read_write", {blocking = false, wait = u, queue = q})
+    local uev = b:unmap(a, {queue = q})       -- enqueued before the map can run
+    q:flush()
+    assert.not_equal("complete", uev.status)
+    assert.not_equal("complete", mev.status)
+    u:complete()
+    uev:wait()
+    assert.equal("complete", mev.status)
+    assert.same(ref, b:get():totable())
+    -- collected unwaited and still mapped: the finalizer's unmap waits for the map too
+    local v = gpu.user_event(dev)
+    local c = b:map("read", 1, 8, {blocking = false, wait = v, queue = q})
+    assert.equal(8, #c)
+    c = nil
+    collectgarbage()
+    collectgarbage()
+    v:complete()
+    q:finish()
+    assert.same(ref, b:get():totable())
+  end)
+
+  it("raises on bad options", function()
+    local b = dev:buffer("int", 16)
+    has_error("luagpu: buffer:map: argument #2: blocking: expected a boolean, got string",
+              b.map, b, "read", {blocking = "no"})
+    has_error("luagpu: buffer:map: argument #4: blocking: expected a boolean, got number",
+              b.map, b, "read", 2, 3, {blocking = 0})
+    has_error("luagpu: buffer:map: argument #2: expected an options table {wait =, queue =, "
+              .. "blocking =}, got string", b.map, b, "read", "x")
+  end)
+end)
+
 describe("{host = array, use_host = true} buffers", function()
   it("work over the host array's memory, which they keep alive", function()
     local n = 1000

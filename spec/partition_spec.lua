@@ -1,7 +1,8 @@
--- Sub-devices: dev:partition{equally = n} and {counts = {...}} give Devices
--- that run kernels, hold buffers and share them with their siblings; every
--- bad-input message. (PoCL partitions CPUs; a device that cannot is skipped
--- but for its message.)
+-- Sub-devices: dev:partition{equally = n}, {counts = {...}} and {affinity =
+-- domain} give Devices that run kernels, hold buffers and share them with
+-- their siblings; every bad-input message. (PoCL partitions CPUs equally and
+-- by counts, not by affinity domain; a device that cannot is skipped but for
+-- its message.)
 local gpu = require "luagpu"
 
 local dev = gpu.device()
@@ -57,15 +58,61 @@ describe("dev:partition", function()
     assert.same(ref, b:get():totable())
   end)
 
+  it("affinity: along caches or NUMA nodes where the device can, else says what it can", function()
+    -- what the device reports, asked another way: each domain tried in turn
+    local kinds = {}
+    for _, how in ipairs({"equally", "counts"}) do
+      if can(how) then kinds[#kinds + 1] = how end
+    end
+    local domains = {}
+    for _, d in ipairs({"numa", "l4", "l3", "l2", "l1", "next"}) do
+      local ok, subs = pcall(dev.partition, dev, {affinity = d})
+      if ok then
+        domains[#domains + 1] = d
+        assert.is_true(#subs >= 1)
+        local sum = 0
+        for _, s in ipairs(subs) do
+          assert.equal(dev, s.parent)
+          sum = sum + s.compute_units
+          local ref = support.random_ints(300, -1000, 1000)
+          local b = s:buffer("long", 300)
+          b:write(ref)
+          s:build(SRC).axpb(b, 2, 5):run({300}):wait()
+          local got = b:get()
+          for j = 1, 300 do assert.equal(2 * ref[j] + 5, got[j]) end
+        end
+        assert.is_true(sum <= units)
+      elseif tostring(subs):find("cannot be partitioned by affinity domain (", 1, true) then
+        -- no affinity partitioning at all (PoCL): the message lists what there is
+        assert.equal("luagpu: device:partition: " .. dev.name .. " cannot be partitioned by "
+                     .. "affinity domain (" .. (#kinds > 0 and "it supports: "
+                     .. table.concat(kinds, ", ") or "it supports no partitioning") .. ")",
+                     tostring(subs))
+      else
+        assert.matches("luagpu: device:partition: " .. dev.name .. " cannot be partitioned "
+                       .. 'by affinity domain "' .. d .. '" (it supports: ', tostring(subs),
+                       1, true)
+      end
+    end
+  end)
+
   it("raises on bad input, with the numbers", function()
-    has_error("luagpu: device:partition: argument #1: expected a table {equally = n} or "
-              .. "{counts = {...}}, got no value", dev.partition, dev)
+    has_error("luagpu: device:partition: argument #1: expected a table {equally = n}, "
+              .. "{counts = {...}} or {affinity = domain}, got no value", dev.partition, dev)
     has_error("luagpu: device:partition: argument #1: unknown option 'equal'", dev.partition,
               dev, {equal = 1})
-    has_error("luagpu: device:partition: argument #1: expected one of equally = n or "
-              .. "counts = {...}, got neither", dev.partition, dev, {})
-    has_error("luagpu: device:partition: argument #1: expected one of equally = n or "
-              .. "counts = {...}, got both", dev.partition, dev, {equally = 1, counts = {1}})
+    has_error("luagpu: device:partition: argument #1: expected one of equally = n, "
+              .. "counts = {...} or affinity = domain, got neither", dev.partition, dev, {})
+    has_error("luagpu: device:partition: argument #1: expected one of equally = n, "
+              .. "counts = {...} or affinity = domain, got more than one", dev.partition, dev,
+              {equally = 1, counts = {1}})
+    has_error("luagpu: device:partition: argument #1: expected one of equally = n, "
+              .. "counts = {...} or affinity = domain, got more than one", dev.partition, dev,
+              {counts = {1}, affinity = "numa"})
+    has_error('luagpu: device:partition: argument #1: affinity: expected "numa", "l4", "l3", '
+              .. '"l2", "l1" or "next", got "l5"', dev.partition, dev, {affinity = "l5"})
+    has_error('luagpu: device:partition: argument #1: affinity: expected "numa", "l4", "l3", '
+              .. '"l2", "l1" or "next", got number', dev.partition, dev, {affinity = 2})
     if can("equally") then
       has_error("luagpu: device:partition: argument #1: equally: expected an integer >= 1, "
                 .. "got 0", dev.partition, dev, {equally = 0})

@@ -168,6 +168,56 @@ describe("ev:on_complete", function()
     assert.equal(0, gpu.poll())
   end)
 
+  it("runs during every blocking wait luagpu does, on the Lua thread", function()
+    local b = dev:buffer("float", 256)
+    local q = dev:queue()
+    -- each wait, given the Event of a write on queue (nil: the default one)
+    local waits = {
+      {"ev:wait", function(ev) ev:wait() end},
+      {"gpu.wait", function(ev) gpu.wait(ev) end},
+      {"q:finish", function() q:finish() end, q},
+      {"dev:finish", function() dev:finish() end},
+      {"b:get", function() b:get() end},
+      {"b:map", function() b:unmap(b:map("read")):wait() end},
+      {"ev:profile", function(ev) ev:profile() end},
+      {"ev.duration", function(ev) return ev.duration end},
+    }
+    for _, w in ipairs(waits) do
+      local name, wait, queue = w[1], w[2], w[3]
+      local ref = random_floats(256)
+      local u = gpu.user_event(dev)
+      local seen = {}
+      local ev = b:write(ref, {queue = queue or dev:default_queue(), wait = u})
+      ev:on_complete(function(e, st)
+        seen[#seen + 1] = {e, st, select(2, coroutine.running())}
+      end)
+      u:complete()
+      assert.equal(0, #seen, name)            -- not before a wait
+      wait(ev)
+      assert.same({{ev, "complete", true}}, seen, name)   -- once, on the main thread
+      assert.same(ref, b:get():totable(), name)
+      assert.equal(0, gpu.poll(), name)
+    end
+  end)
+
+  it("a callback's error raises once, from the blocking call that ran it", function()
+    for _, wait in ipairs({function() dev:finish() end, function(b) return b:get() end}) do
+      local b = dev:buffer("int", 8)
+      local ran = 0
+      local ev = b:fill(3)
+      ev:on_complete(function() error("trouble in a callback") end)
+      ev:on_complete(function() ran = ran + 1 end)
+      local e = errmsg(wait, b)
+      assert.matches("luagpu: on_complete: callback 1 of 1 failed: ", e, 1, true)
+      assert.matches("trouble in a callback", e, 1, true)
+      assert.matches("stack traceback:", e, 1, true)
+      assert.equal(1, ran)
+      assert.same({3, 3, 3, 3, 3, 3, 3, 3}, b:get():totable())   -- not raised again
+      dev:finish()
+      assert.equal(0, gpu.poll())
+    end
+  end)
+
   it("raises on bad input", function()
     local u = gpu.user_event(dev)
     has_error("luagpu: event:on_complete: argument #1: expected a function, got no value",
