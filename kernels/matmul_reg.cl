@@ -34,6 +34,9 @@
 **              k = z*KS .. z*KS+KS-1 only (KS a multiple of BK), into the z-th
 **              M x N slice of C (a scratch buffer); matmul_sum then adds the
 **              slices into the real C. Without it KS is not used.
+**   BATCH      a batch of products, one per work-group z (not with SPLITK):
+**              A, B and C of product z at z * sA, z * sB, z * sC past offA,
+**              offB, offC (extra arguments; a stride of 0 shares one matrix)
 **   UNROLLK    how many steps of the inner loop are unrolled (default BK)
 **   FMA        use fma() (CPUs, where mad() may not fuse)
 **   ROWS_* COLS_*  the launch geometry of matmul_rows and matmul_cols (see
@@ -204,7 +207,11 @@ __kernel __attribute__((reqd_work_group_size(WGN, WGM, 1)))
 void matmul_reg(const int M, const int N, const int K, const int KS,
                 __global const REAL *restrict A, const ulong offA,
                 __global const REAL *restrict B, const ulong offB,
-                __global REAL *restrict C, const ulong offC) {
+                __global REAL *restrict C, const ulong offC
+#ifdef BATCH
+                , const ulong sA, const ulong sB, const ulong sC
+#endif
+                ) {
   /* aligned: the tiles are read as whole vectors */
   __local REAL As[NBUF][BK * LDA] __attribute__((aligned(64)));
   __local REAL Bs[NBUF][BK * LDB] __attribute__((aligned(64)));
@@ -227,6 +234,10 @@ void matmul_reg(const int M, const int N, const int K, const int KS,
   B += offB;
 #ifdef SPLITK
   C += offC + get_group_id(2) * (size_t)M * N;
+#elif defined(BATCH)
+  A += get_group_id(2) * sA;
+  B += get_group_id(2) * sB;
+  C += offC + get_group_id(2) * sC;
 #else
   C += offC;
 #endif

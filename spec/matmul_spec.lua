@@ -435,10 +435,10 @@ describe("matmul", function()
                  matmul, dev:buffer("float", 6), dev:buffer("float", 15))
     expect_error("luagpu: matmul: argument #1: 7 elements do not make rows of 3 (B has 3 rows)",
                  matmul, dev:buffer("float", 7), B3)
-    expect_error("luagpu: matmul: argument #1: expected a 2-D buffer (or a 1-D one with sizes in opts), got a 3-D one",
-                 matmul, dev:buffer("float", {2, 3, 1}), B3)
+    expect_error("luagpu: matmul: argument #1: expected a 2-D or 3-D buffer (or a 1-D one with sizes in opts), got a 4-D one",
+                 matmul, dev:buffer("float", {2, 3, 1, 1}), B3)
     expect_error("luagpu: matmul: argument #1: A has 3 columns, but option k is 4", matmul, A, B3, {k = 4})
-    expect_error("luagpu: matmul: argument #3: unknown option 'varaint' (expected variant, params, m, n, k, wait, queue)",
+    expect_error("luagpu: matmul: argument #3: unknown option 'varaint' (expected variant, params, m, n, k, wait, queue, precision, trans_a, trans_b, alpha, beta, batch)",
                  matmul, A, B3, {varaint = "reg"})
     expect_error("luagpu: matmul: argument #4: option variant: expected \"naive\", \"tiled\", \"reg\" or \"packed\", got \"fast\"",
                  matmul, A, B3, dev:buffer("float", {2, 5}), {variant = "fast"})

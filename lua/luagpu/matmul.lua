@@ -21,6 +21,7 @@
 local gpu = require "luagpu"
 local H = require "luagpu.helper"
 local P = require "luagpu.matmul_plan"
+local X = require "luagpu.matmul_blas"
 
 local type, pairs, next, ipairs, tostring = type, pairs, next, ipairs, tostring
 local getmetatable, rawget = getmetatable, rawget
@@ -39,7 +40,9 @@ local SIZES, VARIANTS, VARIANT_WORDS = P.sizes, P.variants, P.variant_words
 local MAX_SIZE = P.max_size
 local NAMES = {"A", "B", "C"}
 local DIMS = {{"m", "k"}, {"k", "n"}, {"m", "n"}}
-local OPTIONS = H.option_names({"variant", "params", "m", "n", "k", "wait", "queue"}, "option ")
+local OPTIONS = H.option_names({"variant", "params", "m", "n", "k", "wait", "queue", "precision",
+                                "trans_a", "trans_b", "alpha", "beta", "batch"}, "option ")
+local PRECISIONS = {fp32 = true, tf32 = true, ["3xtf32"] = true}
 local PARAM_NAMES = H.option_names(P.param_names)
 
 ------------------------------------------------------------------ checks
@@ -90,6 +93,21 @@ local function check_opts(arg, opts)
   if o.params ~= nil then
     o.params = check_param_table(FN, format("argument #%d: option params", arg), o.params)
   end
+  if o.precision ~= nil and not PRECISIONS[o.precision] then
+    fail("argument #%d: option precision: expected \"fp32\", \"tf32\" or \"3xtf32\", got %s",
+         arg, show(o.precision))
+  end
+  for _, f in ipairs{"trans_a", "trans_b"} do
+    if o[f] ~= nil and type(o[f]) ~= "boolean" then
+      fail("argument #%d: option %s: expected a boolean, got %s", arg, f, show(o[f]))
+    end
+  end
+  for _, f in ipairs{"alpha", "beta"} do
+    if o[f] ~= nil and type(o[f]) ~= "number" then
+      fail("argument #%d: option %s: expected a number, got %s", arg, f, show(o[f]))
+    end
+  end
+  if o.batch ~= nil then o.batch = check_size(FN, format("argument #%d: option batch", arg), o.batch) end
   return o
 end
 
@@ -116,48 +134,109 @@ local function settle(known, d, v, arg, what)
   end
 end
 
--- The sizes of a 2-D operand i, from its shape.
+local function matrices(n) return n == 1 and "1 matrix" or n .. " matrices" end
+
+-- The number of products of a batched call (opts.batch, or the first size
+-- of the 3-D operands: those of A and B may be 1, one matrix shared by the
+-- batch), and what said it; nil when the call is not batched.
+local function batch_of(ops, opts)
+  local nb = opts.batch
+  local said = nb and format("option batch is %d", nb)
+  for i = 1, 3 do
+    local b = ops[i]
+    if b and #b.shape == 3 then
+      local count = b.shape[1]
+      if count ~= 1 or i == 3 or nb == nil then
+        if nb == nil then
+          nb, said = count, format("%s holds %s", NAMES[i], matrices(count))
+        elseif count ~= nb and not (count == 1 and i < 3) then
+          fail("argument #%d: %s holds %s, but %s", i, NAMES[i], matrices(count), said)
+        end
+      end
+    end
+  end
+  return nb, said
+end
+
+-- The sizes of a 2-D or 3-D operand i, from its shape (the last two: op(X)
+-- has them swapped when X is transposed). A 3-D one counts its matrices.
 local function sizes_from_shape(known, i, b)
   local shape = b.shape
-  if #shape > 2 then
-    fail("argument #%d: expected a 2-D buffer (or a 1-D one with sizes in opts), got a " ..
-         "%d-D one", i, #shape)
-  elseif #shape == 2 then
-    settle(known, DIMS[i][1], shape[1], i, format("%s has %d rows", NAMES[i], shape[1]))
-    settle(known, DIMS[i][2], shape[2], i, format("%s has %d columns", NAMES[i], shape[2]))
+  local nd = #shape
+  if nd > 3 then
+    fail("argument #%d: expected a 2-D or 3-D buffer (or a 1-D one with sizes in opts), got " ..
+         "a %d-D one", i, nd)
+  elseif nd >= 2 then
+    local r, c = shape[nd - 1], shape[nd]
+    if known.trans[i] then r, c = c, r end
+    local name = known.names[i]
+    settle(known, DIMS[i][1], r, i, format("%s has %d rows", name, r))
+    settle(known, DIMS[i][2], c, i, format("%s has %d columns", name, c))
+    known.count[i] = nd == 3 and shape[1] or 1
   end
 end
 
--- The size of a 1-D operand i of n elements that one known size fixes.
+-- The sizes of a 1-D operand i of n elements that one known size fixes. In
+-- a batched call it holds a matrix per product, or (A, B) one shared by all
+-- when both sizes are known and its length is one matrix's.
 local function sizes_from_length(known, i, n)
-  local size, said = known.size, known.said
+  local size, said, nb = known.size, known.said, known.batch
   local r, c = DIMS[i][1], DIMS[i][2]
+  local name = known.names[i]
   if size[r] and size[c] then
-    if size[r] * size[c] ~= n then
-      fail("argument #%d: expected %d elements (%s is %d x %d), got %d", i,
-           size[r] * size[c], NAMES[i], size[r], size[c], n)
+    local one = size[r] * size[c]
+    if nb == nil then
+      if one ~= n then
+        fail("argument #%d: expected %d elements (%s is %d x %d), got %d", i, one, name,
+             size[r], size[c], n)
+      end
+    elseif n == one * nb then
+      known.count[i] = nb
+    elseif n == one and i < 3 then
+      known.count[i] = 1
+    elseif i == 3 then
+      fail("argument #%d: expected %d elements (%s of %d x %d, as %s), got %d", i, one * nb,
+           matrices(nb), size[r], size[c], known.batch_said, n)
+    else
+      fail("argument #%d: expected %d elements (%s %s of %d x %d, as %s) or %d (one, shared " ..
+           "by the batch), got %d", i, one * nb, matrices(nb), name, size[r], size[c],
+           known.batch_said, one, n)
     end
-  elseif size[r] and size[r] > 0 then
+    return
+  end
+  if nb then
+    if nb == 0 then return end
+    if n % nb ~= 0 then
+      fail("argument #%d: %d elements do not make %s (%s)", i, n, matrices(nb), known.batch_said)
+    end
+    n = n // nb
+  end
+  if size[r] and size[r] > 0 then
     if n % size[r] ~= 0 then
       fail("argument #%d: %d elements do not make %d rows (%s)", i, n, size[r], said[r])
     end
-    settle(known, c, n // size[r], i, format("%s has %d columns", NAMES[i], n // size[r]))
+    settle(known, c, n // size[r], i, format("%s has %d columns", name, n // size[r]))
   elseif size[c] and size[c] > 0 then
     if n % size[c] ~= 0 then
       fail("argument #%d: %d elements do not make rows of %d (%s)", i, n, size[c], said[c])
     end
-    settle(known, r, n // size[c], i, format("%s has %d rows", NAMES[i], n // size[c]))
+    settle(known, r, n // size[c], i, format("%s has %d rows", name, n // size[c]))
   end
 end
 
--- Works out M, N, K from the operands' shapes and opts.m/n/k; raises on
--- any mismatch. ops[i] is the buffer of argument #i (C may be nil).
-local function sizes(ops, opts)
-  local known = {size = {}, said = {}}
+-- Works out M, N, K from the operands' shapes and opts.m/n/k (trans: {trans_a,
+-- trans_b}); raises on any mismatch. ops[i] is the buffer of argument #i (C
+-- may be nil). Returns m, n, k, the number of products (nil: not batched) and
+-- how many matrices each operand holds ({A, B, C}: 1 or the batch).
+local function sizes(ops, opts, trans)
+  local nb, bsaid = batch_of(ops, opts)
+  local known = {size = {}, said = {}, trans = trans, count = {1, 1, nb or 1}, batch = nb,
+                 batch_said = bsaid,
+                 names = {trans[1] and "A^T" or "A", trans[2] and "B^T" or "B", "C"}}
   for _, d in ipairs{"m", "n", "k"} do
     if opts[d] then known.size[d], known.said[d] = opts[d], "option " .. d .. " is " .. opts[d] end
   end
-  -- 2-D operands first: their shapes say everything
+  -- 2-D and 3-D operands first: their shapes say everything
   for i = 1, 3 do
     if ops[i] then sizes_from_shape(known, i, ops[i]) end
   end
@@ -175,7 +254,7 @@ local function sizes(ops, opts)
            "2-D buffer", i, DIMS[i][1], DIMS[i][2])
     end
   end
-  return size.m, size.n, size.k
+  return size.m, size.n, size.k, nb, known.count
 end
 
 ------------------------------------------------------------------ the call
@@ -206,7 +285,11 @@ end
 
 -- Checks matmul's arguments; returns the call: {A, offA, B, offB, C, offC
 -- (root buffers and element offsets), out (the C returned), m, n, k, t,
--- dev, q, waits, opts}. Without C a new one is made.
+-- dev, q, waits, opts, trans_a, trans_b (booleans: A stored K x M, B N x K),
+-- alpha, beta (numbers), batch (the number of products of a batched call
+-- of more than one, else nil) and count ({A, B, C}: how many matrices each
+-- holds, 1 or batch)}. Without C a new one is made ({M, N}, or {batch, M, N}
+-- for a batched call).
 local function check_call(A, B, C, opts)
   local optarg = 4
   A, B = to_buffer(A), to_buffer(B)
@@ -226,16 +309,31 @@ local function check_call(A, B, C, opts)
     tc, c.C, c.offC = check_operand(3, C)
     if tc ~= t then fail("argument #3: expected a buffer of %s (as A), got one of %s", t, tc) end
   end
-  c.m, c.n, c.k = sizes({A, B, C}, opts)
+  c.trans_a, c.trans_b = opts.trans_a == true, opts.trans_b == true
+  c.alpha, c.beta = opts.alpha or 1, opts.beta or 0
+  local nb, count
+  c.m, c.n, c.k, nb, count = sizes({A, B, C}, opts, {c.trans_a, c.trans_b})
+  if nb and opts.variant and opts.variant ~= "naive" and opts.variant ~= "reg" then
+    fail("argument #%d: option variant: a batched product runs \"naive\" or \"reg\", got %s",
+         optarg, show(opts.variant))
+  end
+  if c.beta ~= 0 and C == nil then
+    fail("argument #%d: option beta: %s needs C (the third argument) to add to", optarg,
+         show(c.beta))
+  end
   c.t, c.dev = t, c.q and c.q.device or A.device
   check_device(c.dev, t, {A, B, C})
   if C ~= nil then
     check_overlap(c, A, B, C)
   else
-    C = c.dev:buffer(t, {c.m, c.n})
+    C = c.dev:buffer(t, nb and {nb, c.m, c.n} or {c.m, c.n})
     c.C, c.offC = C, 0
   end
   c.out = C
+  if nb then
+    c.batch, c.count = nb, count   -- batch 1: one product, in a 3-D C
+    if nb == 1 then c.batch = nil end
+  end
   return c
 end
 
@@ -295,6 +393,7 @@ end
 -- scratch, when the kernels use cached scratch buffers: {entries =, [key] =
 -- buffer} (their last user is kept in entries).
 local LAUNCHERS = {}
+local nothing_to_multiply, blas   -- below
 
 -- naive and tiled: one kernel, one work-item per element of C.
 function LAUNCHERS.naive(pl, prog, c)
@@ -431,7 +530,8 @@ local function memo_of(A, B, C)
   local mc = mb and mb[B]
   local r = mc and mc[C]
   if r and r.split == M.split_edges and gpu_type(A) == "Buffer" and gpu_type(B) == "Buffer"
-     and gpu_type(C) == "Buffer" and P.unchanged(r.params) and scratch_current(r.steps) then
+     and gpu_type(C) == "Buffer" and (r.params == nil or P.unchanged(r.params))
+     and scratch_current(r.steps) then
     return r
   end
 end
@@ -441,11 +541,86 @@ local function remember(A, B, C, steps, dev, pl, t)
   if not mb then mb = weak(); memo[A] = mb end
   local mc = mb[B]
   if not mc then mc = weak(); mb[B] = mc end
-  mc[C] = {steps = steps, split = M.split_edges, params = P.snapshot(dev, pl, t), dev = dev}
+  mc[C] = {steps = steps, split = M.split_edges, params = pl and P.snapshot(dev, pl, t),
+           dev = dev}
+end
+
+------------------------------------------------------------------ BLAS
+
+-- C of call c when no product is needed (M, N, K or the batch 0, or alpha
+-- 0): C = beta * C, zeros for a beta of 0 (C is then not read).
+function nothing_to_multiply(c)
+  local total = (c.batch or 1) * c.m * c.n
+  if c.beta == 0 or total == 0 then
+    local ev = c.out:fill(0, {wait = c.waits, queue = c.q})
+    return c.out, ev, {ev}
+  end
+  local entries = H.device_entries(cache, c.dev)
+  local ev, events = enqueue({X.scale(entries, c, total, c.beta, c.C, c.offC)}, c.dev, c.q,
+                             c.waits)
+  return c.out, ev, events
+end
+
+-- The launchers of batched plans: one launch for the batch, strides per
+-- operand (0: one matrix shared by the batch).
+function LAUNCHERS.naive_batch(pl, prog, c)
+  return {{prog.matmul_naive(c.m, c.n, c.k, c.A, c.offA, c.B, c.offB, c.C, c.offC,
+                             c.sA, c.sB, c.sC), pl.launches.main}}
+end
+
+function LAUNCHERS.reg_batch(pl, prog, c)
+  return {{prog.matmul_reg(c.m, c.n, c.k, c.k, c.A, c.offA, c.B, c.offB, c.C, c.offC,
+                           c.sA, c.sB, c.sC), pl.launches.main}}
+end
+
+-- Call c with trans_a, trans_b, alpha or beta, or batched: transposed
+-- operands copied into cached scratch buffers (rows made columns, per
+-- matrix), the product into C (into scratch when beta is not 0), then the
+-- epilogue (C = alpha * product + beta * C, or C = alpha * C).
+function blas(c)
+  local entries = H.device_entries(cache, c.dev)
+  local m, n, k, nb = c.m, c.n, c.k, c.batch
+  local p = {}
+  for f, v in next, c do p[f] = v end
+  local pre, post, extra = {}, {}, {}
+  local count = c.count or {1, 1, 1}
+  p.sA = count[1] > 1 and m * k or 0
+  p.sB = count[2] > 1 and k * n or 0
+  p.sC = m * n
+  if c.trans_a then
+    local step, S, key = X.transpose(entries, c, "trans_a", k, m, c.A, c.offA, p.sA, count[1])
+    pre[#pre + 1], p.A, p.offA, extra[key] = step, S, 0, S
+  end
+  if c.trans_b then
+    local step, S, key = X.transpose(entries, c, "trans_b", n, k, c.B, c.offB, p.sB, count[2])
+    pre[#pre + 1], p.B, p.offB, extra[key] = step, S, 0, S
+  end
+  local total = (nb or 1) * m * n
+  if c.beta ~= 0 then
+    local T = H.scratch_buffer(entries, c.dev, "blas " .. c.t .. " product", c.t, total)
+    extra["blas " .. c.t .. " product"] = T
+    p.C, p.offC = T, 0
+    post[1] = X.axpby(entries, c, total, T, c.C, c.offC)
+  elseif c.alpha ~= 1 then
+    post[1] = X.scale(entries, c, total, c.alpha, c.C, c.offC)
+  end
+  local pl, prog
+  if nb then
+    local o = c.opts
+    pl = P.plan(c.dev, m, n, k, c.t, {p.offA, p.offB, p.offC}, o.variant, o.params, false, nb)
+    prog = program(c.dev, pl)
+  else
+    pl, prog = plan_and_program(p)
+  end
+  local main = LAUNCHERS[pl.launcher](pl, prog, p)
+  local steps = X.compose(entries, pre, main, post, extra)
+  local ev, events = enqueue(steps, c.dev, c.q, c.waits)
+  return c.out, ev, events
 end
 
 local matmul_one
 local split   -- luagpu.split, loaded when a call asks for several devices
+local mma     -- luagpu.matmul_mma, loaded when a call asks for tf32 or 3xtf32
 
 local function matmul(A, B, C, opts)
   local lists = type(A) == "table" and getmetatable(A) == nil and rawget(A, 1) ~= nil
@@ -469,15 +644,38 @@ matmul_one = function(A, B, C, opts)
     end
   end
   local c = check_call(A, B, C, opts)
-  if c.m == 0 or c.n == 0 or c.k == 0 then
-    local ev = c.out:fill(0, {wait = c.waits, queue = c.q})
-    return c.out, ev, {ev}
+  if c.m == 0 or c.n == 0 or c.k == 0 or c.batch == 0 or c.alpha == 0 then
+    return nothing_to_multiply(c)
   end
+  if c.batch then return blas(c) end
+  local precision = c.opts.precision
+  if precision and precision ~= "fp32" then
+    mma = mma or require "luagpu.matmul_mma"
+    local steps = mma.steps(c, precision)   -- nil: no tensor cores here, the fp32 kernels run
+    if steps then
+      local ev, events = enqueue(steps, c.dev, c.q, c.waits)
+      return c.out, ev, events
+    end
+  end
+  if (c.n == 1 or c.m == 1) and not (c.opts.variant or c.opts.params) then
+    local steps = X.gemv(H.device_entries(cache, c.dev), c)
+    if opts == nil and C ~= nil and type(C) ~= "table" then remember(A, B, C, steps, c.dev) end
+    local ev, events = enqueue(steps, c.dev, c.q, c.waits)
+    return c.out, ev, events
+  end
+  if c.trans_a or c.trans_b or c.alpha ~= 1 or c.beta ~= 0 then return blas(c) end
   local pl, prog = plan_and_program(c)
   local steps = LAUNCHERS[pl.launcher](pl, prog, c)
   if opts == nil and C ~= nil and type(C) ~= "table" then remember(A, B, C, steps, c.dev, pl, c.t) end
   local ev, events = enqueue(steps, c.dev, c.q, c.waits)
   return c.out, ev, events
+end
+
+-- M.path(dev [, precision [, type]]): which kernels a product of that
+-- precision runs on dev (luagpu.matmul_mma).
+function M.path(dev, precision, t)
+  mma = mma or require "luagpu.matmul_mma"
+  return mma.path(dev, precision, t)
 end
 
 M.params = P.params

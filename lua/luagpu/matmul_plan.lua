@@ -5,7 +5,7 @@
 -- and every launch's global and local size. luagpu.matmul checks the
 -- arguments, builds the program and hands the plan to its launcher.
 --
---   P.plan(dev, m, n, k, t, offsets, variant, override, split_edges)
+--   P.plan(dev, m, n, k, t, offsets, variant, override, split_edges [, batch])
 --   P.source(variant)           the OpenCL C source of a variant
 --   P.param_set(dev, name, t)   the parameters of one set for dev
 --   P.edge_groups_fit(prog)     whether a reg program's edge kernels launch
@@ -322,11 +322,14 @@ end
 -- make fewer than SMALLER_SHARE of them (on the H200, 256 and 512 run twice
 -- as fast on 32 x 32 tiles; 1024 is best on the small set).
 local SMALLER_SHARE = 0.5
-local function set_name(set, variant, forced, dev, m, n, t)
+local function set_name(set, variant, forced, dev, m, n, t, batch)
   if variant ~= "reg" or forced or not set.small then return variant end
+  batch = batch or 1
   local large = tiles(set, "reg", t, m, n)
+  large = large and large * batch
   if not (large and large < dev.compute_units) then return variant end
   local small = tiles(set, "small", t, m, n)
+  small = small and small * batch
   if set.smaller and small and small < dev.compute_units * SMALLER_SHARE then
     return "smaller"
   end
@@ -402,9 +405,14 @@ end
 -- of the scratch buffers.
 local SHAPE = {}
 
-function SHAPE.naive(pl, m, n)
+function SHAPE.naive(pl, m, n, _, _, _, _, batch)
   local lsz = pl.local_size
   pl.launches = {main = launch({round_up(n, lsz[1]), round_up(m, lsz[2])}, lsz)}
+  if batch then
+    local main = pl.launches.main
+    main.global[3], main.local_size = batch, {lsz[1], lsz[2], 1}
+    pl.defines.BATCH, pl.launcher = 1, "naive_batch"
+  end
 end
 SHAPE.tiled = SHAPE.naive
 
@@ -434,10 +442,13 @@ local function edge_launches(launches, m, n, m0, n0)
   end
 end
 
-function SHAPE.reg(pl, m, n, k, off, dev, split_edges)
+function SHAPE.reg(pl, m, n, k, off, dev, split_edges, batch)
   local p, d, lsz = pl.params, pl.defines, pl.local_size
-  local m0, n0 = edge_split(p, d, dev, m, n, split_edges)
-  if m0 then
+  local m0, n0
+  if not batch then m0, n0 = edge_split(p, d, dev, m, n, split_edges) end
+  if batch then
+    d.BATCH = 1
+  elseif m0 then
     pl.edges = {m0 = m0, n0 = n0}
   else
     pl.slices, pl.slice_k = split_k(p, d, dev, m, n, k, SIZES[d.REAL])
@@ -446,7 +457,10 @@ function SHAPE.reg(pl, m, n, k, off, dev, split_edges)
   local groups = {ceil_div(n0 or n, d.BN), ceil_div(m0 or m, d.BM)}
   local main = launch({groups[1] * lsz[1], groups[2] * lsz[2]}, lsz)
   pl.launches = {main = main}
-  if m0 then
+  if batch then
+    pl.launcher = "reg_batch"
+    main.global[3], main.local_size = batch, {lsz[1], lsz[2], 1}
+  elseif m0 then
     pl.launcher = "reg_edges"
     edge_launches(pl.launches, m, n, m0, n0)
   elseif pl.slices > 1 then
@@ -476,19 +490,23 @@ end
 -- apart), launcher, launches (kernel role -> {global, local_size}),
 -- scratch (name -> the elements of each scratch buffer it needs)}.
 -- variant and override: opts.variant and opts.params (checked);
--- split_edges: matmul.split_edges.
-local function plan(dev, m, n, k, t, off, variant, override, split_edges)
+-- split_edges: matmul.split_edges. batch: the number of products of a
+-- batched call (one launch, the grid's third dimension; "naive" or "reg"
+-- only, the device's "packed" choice runs "reg"; neither split K nor edges;
+-- launcher "naive_batch" or "reg_batch"), nil for one product.
+local function plan(dev, m, n, k, t, off, variant, override, split_edges, batch)
   local set = device_params(dev)
   local forced = variant
   variant = variant or pick_variant(set, m, n, k)
-  local name = set_name(set, variant, forced, dev, m, n, t)
+  if batch and variant ~= "naive" then variant = "reg" end
+  local name = set_name(set, variant, forced, dev, m, n, t, batch)
   local p = variant_params(set, name, t, override)
   local d, lsz = check_params(variant, p, dev, SIZES[t])
   d.REAL = t
   local pl = {variant = variant, set = name, params = p, defines = d, local_size = lsz,
               options = "-cl-mad-enable" .. (p.options and " " .. p.options or ""),
               slices = 1, slice_k = k, launcher = variant}
-  SHAPE[variant](pl, m, n, k, off, dev, split_edges)
+  SHAPE[variant](pl, m, n, k, off, dev, split_edges, batch)
   return pl
 end
 

@@ -1,6 +1,6 @@
 -- luagpu.tensor_interop: tensors with the rest of luagpu (internal to
 -- luagpu.tensor): __tobuffer (kernel arguments, reduce, matmul, algo),
--- x:mm (luagpu.matmul), x:save / gpu.load(path, dev) (.npy), and x:cumsum,
+-- x:mm and x:bmm (luagpu.matmul), x:save / gpu.load(path, dev) (.npy), and x:cumsum,
 -- x:sort, x:argsort (luagpu.algo, when it is there).
 
 local gpu = require "luagpu"
@@ -41,40 +41,70 @@ function I.install(C)
 
   local matmul
 
-  -- x:mm(y): the matrix product of 2-D tensors of float (or double), through
-  -- luagpu.matmul. Operands that are not contiguous (a transposed view)
-  -- are copied once with :contiguous() first: matmul takes row-major
-  -- operands only.
-  function Tensor.mm(x, y)
-    local fn = "tensor:mm"
+  -- The operand of x:mm for a 2-D or 3-D tensor x: a Buffer of its storage
+  -- and whether it holds x's matrices transposed. A view whose last two
+  -- dims have the strides of a contiguous layout's transpose (b:t(), or
+  -- x:transpose(2, 3) of a contiguous 3-D one) is passed as its base storage
+  -- with trans_a / trans_b: no copy. Any other layout is copied once.
+  local function mm_operand(fn, x)
+    if x._expr or Tensor.is_contiguous(x) then return buffer_of(fn, x), false end
+    local shape, st, nd = x._shape, x._strides, #x._shape
+    local r, c = shape[nd - 1], shape[nd]
+    if (st[nd - 1] == 1 or r == 1) and (st[nd] == r or c == 1)
+       and (nd == 2 or st[1] == r * c or shape[1] == 1) then
+      C.expose(x._st)
+      return x._st.buf:sub(x._off + 1, x._off + x._n), true
+    end
+    return buffer_of(fn, x:contiguous()), false
+  end
+
+  -- x:mm(y): the matrix product of 2-D tensors of float (or double), or a
+  -- batch of them when either is 3-D ({b, m, k} x {b, k, n}, or one of them
+  -- 2-D or with b = 1: shared by the batch), through luagpu.matmul, in one
+  -- launch. Transposed views are read in place (mm_operand).
+  local function mm(fn, x, y, batched)
     C.check(fn, 0, x)
     C.check(fn, 1, y)
     C.check_same_device(fn, 1, y, x._dev)
-    if #x._shape ~= 2 or #y._shape ~= 2 then
-      fail(fn, "expected 2-D tensors, got shapes %s and %s", show_shape(x._shape),
-           show_shape(y._shape))
+    local xs, ys = x._shape, y._shape
+    local nx, ny = #xs, #ys
+    if batched and (nx ~= 3 or ny ~= 3) then
+      fail(fn, "expected 3-D tensors, got shapes %s and %s", show_shape(xs), show_shape(ys))
+    elseif nx < 2 or nx > 3 or ny < 2 or ny > 3 then
+      fail(fn, "expected 2-D or 3-D tensors, got shapes %s and %s", show_shape(xs),
+           show_shape(ys))
     end
     if (x._type ~= "float" and x._type ~= "double") or y._type ~= x._type then
       fail(fn, "expected two tensors of float (or two of double), got %s and %s", x._type,
            y._type)
     end
-    local m, k, k2, n = x._shape[1], x._shape[2], y._shape[1], y._shape[2]
+    local m, k, k2, n = xs[nx - 1], xs[nx], ys[ny - 1], ys[ny]
     if k ~= k2 then
-      fail(fn, "shapes %s and %s do not multiply (dim 2 of the first: %d vs dim 1 of the " ..
-           "second: %d)", show_shape(x._shape), show_shape(y._shape), k, k2)
+      fail(fn, "shapes %s and %s do not multiply (dim %d of the first: %d vs dim %d of the " ..
+           "second: %d)", show_shape(xs), show_shape(ys), nx, k, ny - 1, k2)
     end
+    local bx, by = nx == 3 and xs[1] or nil, ny == 3 and ys[1] or nil
+    if bx and by and bx ~= by and bx ~= 1 and by ~= 1 then
+      fail(fn, "shapes %s and %s do not multiply (batches of %d and %d)", show_shape(xs),
+           show_shape(ys), bx, by)
+    end
+    local nb = (bx or by) and math.max(bx or 1, by or 1)
     C.check_device_type(fn, x._dev, x._type)
-    local out = C.empty(fn, x._dev, x._type, {m, n})
-    if m * n == 0 then return out end
+    local out = C.empty(fn, x._dev, x._type, nb and {nb, m, n} or {m, n})
+    if out._n == 0 then return out end
     if k == 0 then return out:set(0) end
-    x, y = x:contiguous(), y:contiguous()
+    local a, ta = mm_operand(fn, x)
+    local b, tb = mm_operand(fn, y)
     matmul = matmul or require "luagpu.matmul"
-    local a = x._st.buf:sub(x._off + 1, x._off + m * k)
-    local b = y._st.buf:sub(y._off + 1, y._off + k * n)
-    local c = out._st.buf:sub(1, m * n)
-    matmul(a, b, c, {m = m, n = n, k = k})
+    matmul(a, b, buffer_of(fn, out), {m = m, n = n, k = k, trans_a = ta, trans_b = tb,
+                                      batch = nb})
     return out
   end
+
+  function Tensor.mm(x, y) return mm("tensor:mm", x, y, false) end
+
+  -- x:bmm(y): as torch.bmm, both 3-D (a batch of 1 is shared).
+  function Tensor.bmm(x, y) return mm("tensor:bmm", x, y, true) end
 
   ---------------------------------------------------------------- .npy
 

@@ -1,0 +1,202 @@
+-- luagpu.matmul_blas: the BLAS extras of luagpu.matmul (internal to it), as
+-- steps for its enqueue ({Call, {global =, local_size =}, after}, see
+-- LAUNCHERS in matmul.lua): transposing copies for trans_a and trans_b, the
+-- alpha / beta epilogues (kernels/matmul_blas.cl), matrix-vector products
+-- (kernels/matmul_gemv.cl) and the putting together of these around a
+-- product's own steps.
+--
+--   X.transpose(entries, c, which, rows, cols, buf, off, stride, count)
+--   X.scale(entries, c, n, s, buf, off)        X.axpby(entries, c, n, T, buf, off)
+--   X.gemv(entries, c)                         X.compose(entries, pre, main, post, scratch)
+--
+-- entries: matmul's per-device cache entries (programs and scratch buffers);
+-- c: matmul's checked call.
+
+local gpu = require "luagpu"
+local H = require "luagpu.helper"
+
+local next, ipairs, pairs, tostring = next, ipairs, pairs, tostring
+local concat, sort, min, max = table.concat, table.sort, math.min, math.max
+
+local X = {builds = 0}
+
+local TT = 16          -- blas_transpose: TT x TT work-items (matmul_blas.cl)
+local GROUP = 256      -- work-items per work-group of the other kernels, at most
+local GEMV_GROUPS = 8  -- gemv_t: work-groups per compute unit it aims for
+local GEMV_MIN_ROWS = 16   -- gemv_t: fewest rows of A each work-item of a slice reads
+
+local function round_up(x, m) return (x + m - 1) // m * m end
+local function ceil_div(x, m) return (x + m - 1) // m end
+
+local function launch(global, lsz) return {global = global, local_size = lsz} end
+
+-- The program of kernel file `file` (the gemv one behind matmul_common.cl)
+-- for element type t with defines, built once per device.
+local function program(entries, dev, t, file, defines)
+  local d = {REAL = t}
+  for k, v in pairs(defines or {}) do d[k] = v end
+  local keys = {}
+  for k in pairs(d) do keys[#keys + 1] = k .. "=" .. tostring(d[k]) end
+  sort(keys)
+  local key = "blas " .. file .. " " .. concat(keys, " ")
+  local prog = entries[key]
+  if not prog then
+    local src = gpu.kernel_source(file)
+    if file == "matmul_gemv.cl" then
+      src = "#line 1\n" .. gpu.kernel_source("matmul_common.cl") .. "\n#line 1\n" .. src
+    end
+    prog = dev:build(src, {defines = d, options = "-cl-mad-enable"})
+    X.builds = X.builds + 1
+    entries[key] = prog
+  end
+  return prog
+end
+
+-- A cached scratch buffer of n elements of c.t, named `name`; returns it
+-- and its key (for a steps list's scratch).
+local function scratch(entries, c, name, n)
+  local key = "blas " .. c.t .. " " .. name
+  return H.scratch_buffer(entries, c.dev, key, c.t, n), key
+end
+
+-- The largest powers of 2 at most GROUP and the device's work-group size.
+local function group_size(dev)
+  local g = GROUP
+  while g > dev.max_work_group_size and g > 1 do g = g // 2 end
+  return g
+end
+
+------------------------------------------------------------------ transposes
+
+-- The step that copies `count` matrices (stride elements apart; 0: one) of
+-- rows x cols at buf[off] into scratch `which` ("trans_a", "trans_b") as
+-- cols x rows, one after another; returns the step, the scratch buffer and
+-- its key.
+function X.transpose(entries, c, which, rows, cols, buf, off, stride, count)
+  local prog = program(entries, c.dev, c.t, "matmul_blas.cl")
+  local S, key = scratch(entries, c, which, count * rows * cols)
+  local step = {prog.blas_transpose(rows, cols, buf, off, stride, S),
+                launch({round_up(cols, TT), round_up(rows, TT), count}, {TT, TT, 1})}
+  return step, S, key
+end
+
+------------------------------------------------------------------ epilogues
+
+-- C[off .. off+n-1] *= s.
+function X.scale(entries, c, n, s, buf, off)
+  local prog = program(entries, c.dev, c.t, "matmul_blas.cl")
+  local g = group_size(c.dev)
+  return {prog.blas_scale(n, s, buf, off), launch({round_up(n, g)}, {g})}
+end
+
+-- C[off + i] = c.alpha * T[i] + c.beta * C[off + i], i < n.
+function X.axpby(entries, c, n, T, buf, off)
+  local prog = program(entries, c.dev, c.t, "matmul_blas.cl")
+  local g = group_size(c.dev)
+  return {prog.blas_axpby(n, c.alpha, T, c.beta, buf, off), launch({round_up(n, g)}, {g})}
+end
+
+------------------------------------------------------------------ gemv
+
+-- The widest vector (4, 2, 1) that divides every value given.
+local function width(...)
+  for _, w in ipairs{4, 2} do
+    local ok = true
+    for _, v in ipairs{...} do
+      if v % w ~= 0 then ok = false end
+    end
+    if ok then return w end
+  end
+  return 1
+end
+
+-- y = alpha * A x + beta * y, A rows x K row-major at offA.
+local function gemv_n(entries, c, rows, K, Am, offA, x, offX)
+  local vw = width(K, offA, offX)
+  local kv, g = K // vw, group_size(c.dev)
+  local lx = kv >= 2048 and 256 or kv >= 256 and 64 or 16
+  lx = min(lx, g)
+  local ry = g // lx
+  local prog = program(entries, c.dev, c.t, "matmul_gemv.cl", {VW = vw, LX = lx, RY = ry})
+  return {{prog.gemv_n(rows, K, Am, offA, x, offX, c.C, c.offC, c.alpha, c.beta),
+           launch({lx, round_up(rows, ry)}, {lx, ry})}}
+end
+
+-- y = alpha * A^T x + beta * y, A stored K x cols row-major at offA: K cut
+-- into slices when the columns alone make too few work-groups, their partial
+-- sums then added by gemv_sum.
+local function gemv_t(entries, c, cols, K, Am, offA, x, offX)
+  local vw = width(cols, offA)
+  local g = group_size(c.dev)
+  local ty = 4
+  local tx = max(g // ty, 1)
+  local prog = program(entries, c.dev, c.t, "matmul_gemv.cl", {VW = vw, TX = tx, TY = ty})
+  local gx = ceil_div(cols, tx * vw)
+  local slices = ceil_div(GEMV_GROUPS * c.dev.compute_units, gx)
+  slices = max(1, min(slices, K // (ty * GEMV_MIN_ROWS)))
+  local kc = ceil_div(K, slices)
+  slices = ceil_div(K, kc)
+  local main = launch({gx * tx, slices * ty}, {tx, ty})
+  if slices == 1 then
+    return {{prog.gemv_t(cols, K, kc, Am, offA, x, offX, c.C, c.offC, c.alpha, c.beta, 1, c.C),
+             main}}
+  end
+  local P, key = scratch(entries, c, "gemv", slices * cols)
+  local steps = {{prog.gemv_t(cols, K, kc, Am, offA, x, offX, c.C, c.offC, c.alpha, c.beta,
+                              0, P), main},
+                 {prog.gemv_sum(cols, slices, P, c.C, c.offC, c.alpha, c.beta),
+                  launch({round_up(cols, g)}, {g}), {1}}}
+  steps.scratch = {entries = entries, [key] = P}
+  return steps
+end
+
+-- The steps of call c as a matrix-vector product: c.n == 1 (B a vector,
+-- A the matrix), else c.m == 1 (A a vector, B the matrix: C^T = op(B)^T A^T).
+function X.gemv(entries, c)
+  if c.n == 1 then
+    if c.trans_a then return gemv_t(entries, c, c.m, c.k, c.A, c.offA, c.B, c.offB) end
+    return gemv_n(entries, c, c.m, c.k, c.A, c.offA, c.B, c.offB)
+  end
+  if c.trans_b then return gemv_n(entries, c, c.n, c.k, c.B, c.offB, c.A, c.offA) end
+  return gemv_t(entries, c, c.n, c.k, c.B, c.offB, c.A, c.offA)
+end
+
+------------------------------------------------------------------ putting together
+
+-- One steps list: pre (steps that follow only the call's waits: the
+-- transposes), then main (a launcher's steps; those that followed only the
+-- waits now follow every pre step), then post (each after the one before,
+-- the first after main's last, which ends main), with the scratch of main
+-- and `scratch` ({key = buffer}).
+function X.compose(entries, pre, main, post, extra)
+  local steps, np = {}, #pre
+  local first = {}
+  for i, s in ipairs(pre) do
+    steps[i] = s
+    first[i] = i
+  end
+  for i, s in ipairs(main) do
+    local after = s[3]
+    if after then
+      local shifted = {}
+      for j, d in ipairs(after) do shifted[j] = d + np end
+      after = shifted
+    elseif np > 0 then
+      after = first
+    end
+    steps[np + i] = {s[1], s[2], after}
+  end
+  for _, s in ipairs(post) do
+    local last = #steps
+    steps[last + 1] = {s[1], s[2], {last}}
+  end
+  local sc, any = {entries = entries}, false
+  for k, b in next, main.scratch or {} do
+    if k ~= "entries" then sc[k], any = b, true end
+  end
+  for k, b in next, extra do sc[k], any = b, true end
+  if any then steps.scratch = sc end
+  return steps
+end
+
+return X
