@@ -48,7 +48,7 @@ class("Device", {
   default_queue = "dev:default_queue(): the in-order queue commands go to by default",
   set_profiling = "dev:set_profiling(on): the default queue profiles from now on, or not",
   finish = "dev:finish(): blocks until the default queue's commands are done",
-  partition = "dev:partition{equally = n} | {counts = {...}}: sub-Devices sharing a new context",
+  partition = "dev:partition{equally = n} | {counts = {...}} | {affinity = domain}: sub-Devices sharing a new context",
   image = "dev:image({order =, type =}, {w [, h [, d]]} [, {access =, host =, array =}]): an Image",
   image_formats = "dev:image_formats([dims]): {{order =, type =}, ...} the device supports",
   sampler = "dev:sampler{normalized =, address =, filter =}: a Sampler for kernel arguments",
@@ -85,7 +85,7 @@ class("Buffer", {"type", "shape", "count", "bytes", "device", "access", "parent"
   read_rect = "b:read_rect(origin, region [, dst] [, opts]): Event giving a box of the buffer",
   write_rect = "b:write_rect(origin, region, src [, opts]): Event; writes a box of the buffer",
   copy_rect_to = "b:copy_rect_to(dst, origin, dst_origin, region [, opts]): Event; box to box",
-  map = "b:map(mode [, first [, last]] [, opts]): a host array aliasing the mapped elements",
+  map = "b:map(mode [, first [, last]] [, opts]): a host array aliasing the mapped elements (and the map's Event, with {blocking = false})",
   unmap = "b:unmap(a [, opts]): Event; ends b:map's array a, whose use then raises",
   sub = "b:sub(first, last): a view of elements first..last (1-based, inclusive)",
   release = "b:release(): frees the device memory now (also __gc, __close)",
@@ -104,9 +104,9 @@ class("Image", {"width", "height", "depth", "kind", "order", "channel_type", "ch
                 "device", "access"}, {
   read = "img:read([dst] [, origin, region] [, opts]): Event giving the pixels' host array",
   write = "img:write(src [, origin, region] [, opts]): Event; pixels from a host array or table",
-  fill = "img:fill({c1, c2, c3, c4} [, opts]): Event; every pixel set to the color",
-  copy_to = "img:copy_to(dst [, opts]): Event; to an image of the same format and size, or a buffer",
-  copy_from = "img:copy_from(buffer [, opts]): Event; the pixels from a buffer",
+  fill = "img:fill({c1, c2, c3, c4} [, origin, region] [, opts]): Event; the pixels set to the color",
+  copy_to = "img:copy_to(dst [, src_origin, dst_origin, region] [, opts]) | img:copy_to(buffer [, origin, region] [, offset] [, opts]): Event",
+  copy_from = "img:copy_from(buffer [, origin, region] [, offset] [, opts]): Event; pixels from a buffer's elements",
 })
 
 class("Sampler", {}, {})
