@@ -102,8 +102,8 @@ class("Event", {"status", "duration", "command"}, {
 
 class("Image", {"width", "height", "depth", "kind", "order", "channel_type", "channels",
                 "device", "access"}, {
-  read = "img:read([dst] [, origin, region] [, opts]): Event giving the pixels' host array",
-  write = "img:write(src [, origin, region] [, opts]): Event; pixels from a host array or table",
+  read = "img:read([dst] [, origin, region] [, opts]): Event giving the pixels' host array (the array, with {blocking = true})",
+  write = "img:write(src [, origin, region] [, opts]): Event (nothing, with {blocking = true}); pixels from a host array or table",
   fill = "img:fill({c1, c2, c3, c4} [, origin, region] [, opts]): Event; the pixels set to the color",
   copy_to = "img:copy_to(dst [, src_origin, dst_origin, region] [, opts]) | img:copy_to(buffer [, origin, region] [, offset] [, opts]): Event",
   copy_from = "img:copy_from(buffer [, origin, region] [, offset] [, opts]): Event; pixels from a buffer's elements",

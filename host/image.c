@@ -293,12 +293,16 @@ static int is_coords(lua_State *L, int idx) {
   return lua_istable(L, idx) && lua_rawlen(L, idx) > 0;
 }
 
-/* img:read([dst] [, origin, region] [, opts]), img:write(src [, origin, region] [, opts]) */
+/* img:read([dst] [, origin, region] [, opts]), img:write(src [, origin, region] [, opts]):
+** an Event keeping the image, the host array and the queue. With
+** opts.blocking true, the call blocks (no Event is made): read returns the
+** host array, write nothing. The pixels go straight between the image and
+** the host array (dst, src, or a new one): no copy on the host. */
 static int img_rw(lua_State *L, int write) {
   const char *fn = write ? "image:write" : "image:read";
   Image *im = check_image(L, 1);
   size_t origin[3], region[3], count;
-  int first = 2, optsidx, arr, qidx, keep[3];
+  int first = 2, optsidx, arr, qidx, keep[3], blocking = 0;
   lg_Array *a = NULL;
   lg_Opts o;
   cl_event ev = NULL;
@@ -342,18 +346,34 @@ static int img_rw(lua_State *L, int write) {
   }
   arr = lua_gettop(L);
   lua_settop(L, arr > 5 ? arr : 5);
-  lg_checkoptions(L, optsidx, fn, optsidx - 1, (const char *const[]){"wait", "queue", NULL});
+  lg_checkoptions(L, optsidx, fn, optsidx - 1,
+                  (const char *const[]){"wait", "queue", "blocking", NULL});
+  if (lua_istable(L, optsidx)) {
+    int ty = lua_getfield(L, optsidx, "blocking");
+    if (ty != LUA_TNIL && ty != LUA_TBOOLEAN)
+      lg_argerror(L, fn, optsidx - 1, "blocking: expected a boolean, got %s",
+                  luaL_typename(L, -1));
+    blocking = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
   lua_getiuservalue(L, 1, 1);
   lg_getopts(L, optsidx, -1, fn, optsidx - 1, &o);
   qidx = lua_gettop(L) - 1;
+  if (o.queue->q == NULL) lg_error(L, fn, "attempt to use a released queue");
   if (write)
-    err = clEnqueueWriteImage(o.queue->q, im->mem, CL_FALSE, origin, region, 0, 0, a->data,
-                              o.nwait, o.wait, &ev);
+    err = clEnqueueWriteImage(o.queue->q, im->mem, blocking ? CL_TRUE : CL_FALSE, origin,
+                              region, 0, 0, a->data, o.nwait, o.wait, blocking ? NULL : &ev);
   else
-    err = clEnqueueReadImage(o.queue->q, im->mem, CL_FALSE, origin, region, 0, 0, a->data,
-                             o.nwait, o.wait, &ev);
+    err = clEnqueueReadImage(o.queue->q, im->mem, blocking ? CL_TRUE : CL_FALSE, origin,
+                             region, 0, 0, a->data, o.nwait, o.wait, blocking ? NULL : &ev);
   if (err != CL_SUCCESS) lg_clerror(L, write ? "clEnqueueWriteImage" : "clEnqueueReadImage",
                                     err, NULL);
+  if (blocking) {              /* done: the callbacks of commands done by now run, as after a wait */
+    if (lg_event_after_wait != NULL) lg_event_after_wait(L);
+    if (write) return 0;
+    lua_pushvalue(L, arr);
+    return 1;
+  }
   keep[0] = 1;
   keep[1] = arr;
   keep[2] = qidx;

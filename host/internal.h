@@ -341,7 +341,8 @@ lg_Event *lg_testevent(lua_State *L, int idx);
 /* Set by userevent.c: runs the on_complete callbacks of commands now done
 ** (raising a callback's error); called after every blocking wait luagpu
 ** does: ev:wait, gpu.wait, ev:profile (event.c), q:finish and dev:finish
-** (queue.c), b:get (transfer.c), a blocking b:map (map.c). */
+** (queue.c), b:get (transfer.c), a blocking b:map (map.c), img:read and
+** img:write with {blocking = true} (image.c). */
 extern void (*lg_event_after_wait)(lua_State *L);
 /* Releases what parked Events kept for commands now done (event.c parks
 ** what an Event collected before its command ended keeps, rather than

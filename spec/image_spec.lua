@@ -134,6 +134,37 @@ describe("dev:image", function()
   end
   local RGBA32F = {order = "rgba", type = "float"}
 
+  it("reads and writes blocking, straight from and into the host arrays given", function()
+    local size = {9, 7}
+    local ref = random_floats(4 * 63)
+    local im = dev:image(RGBA32F, size)
+    local src = gpu.array("float", ref)
+    assert.equal(0, select("#", im:write(src, {blocking = true})))
+    local dst = gpu.array("float", 4 * 63)
+    assert.equal(dst, im:read(dst, {blocking = true}))     -- the very array, filled
+    assert.same(ref, dst:totable())
+    local origin, region, n = random_box(size)
+    local vals = random_floats(4 * n)
+    im:write(vals, origin, region, {blocking = true, wait = {}})
+    each_pixel(size, origin, region, function(k, x, y)
+      for c = 1, 4 do ref[index(size, 4, x, y) + c] = vals[4 * k + c] end
+    end)
+    local part = im:read(origin, region, {blocking = true})
+    assert.same({region[2], region[1], 4}, part.shape)
+    assert.same(vals, part:totable())
+    assert.same(ref, im:read({blocking = true}):totable())
+    -- the blocking forms are waits: callbacks of commands done by then run
+    local ran = 0
+    im:fill({1, 2, 3, 4}):on_complete(function() ran = ran + 1 end)
+    im:read(dst, {blocking = true})
+    assert.equal(1, ran)
+    for i = 1, #dst, 4 do assert.same({1, 2, 3, 4}, {dst[i], dst[i + 1], dst[i + 2], dst[i + 3]}) end
+    has_error("luagpu: image:read: argument #2: blocking: expected a boolean, got string",
+              im.read, im, dst, {blocking = "yes"})
+    has_error("luagpu: image:write: argument #4: blocking: expected a boolean, got number",
+              im.write, im, vals, origin, region, {blocking = 1})
+  end)
+
   it("fills a region, leaving the rest as it was", function()
     for _, size in ipairs({{9}, {7, 6}, {5, 4, 3}}) do
       local n = 1

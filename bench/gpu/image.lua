@@ -2,11 +2,12 @@
 -- C OpenCL host doing the same calls (bench/c/image.c), for the bar "image
 -- reads and writes within 10% of a C host". Both time whole-image transfers
 -- of 2-D RGBA float images from and into one reused, 64-byte aligned host
--- array: luagpu's img:write(a):wait() and img:read(a):wait() (its fastest
--- blocking forms: no copy on the host, the array given is the one OpenCL
--- reads or fills), the C host's blocking calls (CL_TRUE) and its
--- non-blocking ones with an event waited for (what luagpu enqueues).
--- Medians of the wall clock per call, round 0 not counted.
+-- array (no copy on the host: the array given is the one OpenCL reads or
+-- fills), in two forms: blocking (luagpu's img:write(a, {blocking = true})
+-- and img:read(a, {blocking = true}) beside the C host's CL_TRUE calls) and
+-- with an Event waited for (img:write(a):wait(), img:read(a):wait() beside
+-- CL_FALSE calls with an event, clWaitForEvents, clReleaseEvent). Medians of
+-- the wall clock per call, round 0 not counted.
 --
 --   build/bench_image [REPS [SIZES [DEVICE]]] > c.txt
 --   build/luagpu bench/gpu/image.lua c.txt [DEVICE]
@@ -14,7 +15,7 @@
 -- The sizes, the repetitions and the device come from c.txt (DEVICE, a
 -- name or index as gpu.device takes, overrides the device). Prints a table
 -- (ratio: luagpu / C, so 1.10 is 10% slower) and `LUAGPU image_OP_SIZE
--- MEDIAN us` lines.
+-- MEDIAN us` lines (OP write, read: blocking; write_event, read_event).
 local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
 local gpu = rawget(_G, "gpu") or require "luagpu"
 
@@ -76,25 +77,28 @@ end
 
 print(string.format("image transfers on %s: RGBA float, whole image, median of %d calls",
                     dev.name, reps))
-print(string.format("%-6s %-11s %12s %12s %12s %8s %8s", "op", "size", "C us",
-                    "C+event us", "luagpu us", "ratio", "vs event"))
+print(string.format("%-6s %-11s | %10s %10s %6s | %10s %10s %6s", "op", "size",
+                    "C us", "luagpu us", "ratio", "C+ev us", "luagpu us", "ratio"))
 local results = {}
+local BLOCK = {blocking = true}
 for _, n in ipairs(sizes) do
   local im = dev:image(RGBA32F, {n, n})
   local a = gpu.array("float", n * n * 4)   -- zeroed, so touched, like the C host's
   local lua = {
-    write = time(function() im:write(a):wait() end),
-    read = time(function() im:read(a):wait() end),
+    write = time(function() im:write(a, BLOCK) end),
+    read = time(function() im:read(a, BLOCK) end),
+    write_event = time(function() im:write(a):wait() end),
+    read_event = time(function() im:read(a):wait() end),
   }
+  local function cell(c) return c and string.format("%.2f", c) or "-" end
   for _, op in ipairs({"write", "read"}) do
-    local key = op .. "_" .. n
-    local c, ce, l = chost[key], chost[op .. "_event_" .. n], lua[op] * 1e6
-    print(string.format("%-6s %-11s %12s %12s %12.2f %8s %8s", op, n .. "x" .. n,
-                        c and string.format("%.2f", c) or "-",
-                        ce and string.format("%.2f", ce) or "-", l,
-                        c and string.format("%.3f", l / c) or "-",
-                        ce and string.format("%.3f", l / ce) or "-"))
-    results[#results + 1] = string.format("LUAGPU image_%s %.2f us", key, l)
+    local c, ce = chost[op .. "_" .. n], chost[op .. "_event_" .. n]
+    local l, le = lua[op] * 1e6, lua[op .. "_event"] * 1e6
+    print(string.format("%-6s %-11s | %10s %10.2f %6s | %10s %10.2f %6s", op, n .. "x" .. n,
+                        cell(c), l, c and string.format("%.3f", l / c) or "-",
+                        cell(ce), le, ce and string.format("%.3f", le / ce) or "-"))
+    results[#results + 1] = string.format("LUAGPU image_%s_%d %.2f us", op, n, l)
+    results[#results + 1] = string.format("LUAGPU image_%s_event_%d %.2f us", op, n, le)
   end
   im = nil
   a = nil
