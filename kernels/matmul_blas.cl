@@ -10,13 +10,15 @@
 #define REAL float
 #endif
 
-#define TT 16   /* the transpose's tile: TT x TT work-items */
+#define TT 32   /* the transpose's tile: TT x TT elements, */
+#define TR 8    /* by TT x TR work-items (TT / TR rows each) */
 
 /* dst = src^T for matrix z = get_global_id(2) of a batch: src is rows x cols
 ** row-major at offS + z * strideS (strideS 0: the same matrix for every z),
-** dst cols x rows at z * rows * cols. Through a tile in local memory, so that
-** both the reads and the writes are coalesced. */
-__kernel __attribute__((reqd_work_group_size(TT, TT, 1)))
+** dst cols x rows at z * rows * cols. Through a tile in local memory (padded
+** against bank conflicts), so that both the reads and the writes are
+** coalesced. */
+__kernel __attribute__((reqd_work_group_size(TT, TR, 1)))
 void blas_transpose(const int rows, const int cols, __global const REAL *restrict src,
                     const ulong offS, const ulong strideS, __global REAL *restrict dst) {
   __local REAL tile[TT][TT + 1];
@@ -25,9 +27,11 @@ void blas_transpose(const int rows, const int cols, __global const REAL *restric
   const int c0 = get_group_id(0) * TT, r0 = get_group_id(1) * TT;
   src += offS + z * strideS;
   dst += z * (size_t)rows * cols;
-  if (r0 + ty < rows && c0 + tx < cols) tile[ty][tx] = src[(size_t)(r0 + ty) * cols + c0 + tx];
+  for (int j = ty; j < TT; j += TR)
+    if (r0 + j < rows && c0 + tx < cols) tile[j][tx] = src[(size_t)(r0 + j) * cols + c0 + tx];
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (c0 + ty < cols && r0 + tx < rows) dst[(size_t)(c0 + ty) * rows + r0 + tx] = tile[tx][ty];
+  for (int j = ty; j < TT; j += TR)
+    if (c0 + j < cols && r0 + tx < rows) dst[(size_t)(c0 + j) * rows + r0 + tx] = tile[tx][j];
 }
 
 /* C[offC + i] *= s for i < n (alpha after a product written into C; beta

@@ -105,9 +105,11 @@ local function check(o)
 end
 
 local TYPES = doubles and {"float", "double"} or {"float"}
+-- MATMUL_SEED=n varies the random data and sizes (a loop over seeds hunts flakes)
+local SEED = tonumber(os.getenv("MATMUL_SEED")) or 15
 
 describe("matmul's BLAS options", function()
-  math.randomseed(15)
+  math.randomseed(SEED)
 
   it("trans_a and trans_b at edge sizes, in float and double, 2-D and views", function()
     local sizes = {{1, 1, 1}, {37, 41, 43}, {17, 5, 64}, {64, 33, 9}, {2, 70, 3}}
@@ -268,6 +270,30 @@ describe("matmul's BLAS options", function()
     end
   end)
 
+  it("a call repeated with the same buffers and options reuses its steps, rightly", function()
+    local m, n, k = 12, 10, 8
+    local a, b = random_table(m * k), random_table(k * n)
+    local A = dev:buffer("float", {k, m}, {host = a})
+    local B = dev:buffer("float", {n, k}, {host = b})
+    local C = dev:buffer("float", {m, n})
+    for round = 1, 3 do
+      local c0 = random_table(m * n)
+      C:write(c0)
+      local opts = {trans_a = true, trans_b = true, alpha = 0.1 * round, beta = 1 / 3}
+      matmul(A, B, C, opts)
+      local want = reference{m = m, n = n, k = k, a = a, b = b, c = c0, ta = true, tb = true,
+                             alpha = opts.alpha, beta = opts.beta}
+      assert.is_true(rel_error(C:get(), want) < 1e-5)
+      local c1 = C:get():totable()
+      matmul(A, B, C, opts)           -- the remembered steps, on the new C
+      want = reference{m = m, n = n, k = k, a = a, b = b, c = c1, ta = true, tb = true,
+                       alpha = opts.alpha, beta = opts.beta}
+      assert.is_true(rel_error(C:get(), want) < 1e-5)
+      -- a larger product in between grows the scratch buffers: the steps are made again
+      check{m = 40 * round, n = 30, k = 20 * round, ta = true, tb = true, beta = 1}
+    end
+  end)
+
   it("a big transposed gemv splits K and adds the slices", function()
     check{m = 1000, n = 1, k = 3000, ta = true, alpha = 2, beta = 0.25}
     check{m = 999, n = 1, k = 3001, ta = true, views = true}
@@ -305,6 +331,9 @@ describe("matmul's BLAS options", function()
     has_error("luagpu: matmul: argument #3: C holds 1 matrix, but A holds 4",
               matmul, dev:buffer("float", {4, 2, 3}), dev:buffer("float", {3, 5}),
               dev:buffer("float", {1, 2, 5}))
+    has_error("luagpu: matmul: argument #3: C holds 1 matrix, but A holds 4",
+              matmul, dev:buffer("float", {4, 2, 3}), dev:buffer("float", {3, 5}),
+              dev:buffer("float", {2, 5}))
     has_error("luagpu: matmul: argument #3: expected 40 elements (4 matrices of 2 x 5, as A " ..
               "holds 4 matrices), got 10", matmul, dev:buffer("float", {4, 2, 3}),
               dev:buffer("float", {3, 5}), dev:buffer("float", 10))
@@ -325,7 +354,7 @@ describe("matmul's BLAS options", function()
 end)
 
 describe("tensors' mm and bmm", function()
-  math.randomseed(16)
+  math.randomseed(SEED + 1)
 
   -- The bytes of live tensors that a:mm(b) leaves, the collector stopped.
   local function growth(a, b, method)

@@ -247,6 +247,9 @@ local function sizes(ops, opts, trans)
       if b and #b.shape == 1 then sizes_from_length(known, i, #b) end
     end
   end
+  if nb and ops[3] and known.count[3] ~= nb then     -- a 2-D C in a batched call
+    fail("argument #3: C holds %s, but %s", matrices(known.count[3]), bsaid)
+  end
   local size = known.size
   for i = 1, 3 do
     if ops[i] and not (size[DIMS[i][1]] and size[DIMS[i][2]]) then
@@ -515,20 +518,39 @@ end
 
 ------------------------------------------------------------------ matmul
 
--- The steps of products called without options, per A, B and C (weak keys
--- at each level: a step's Calls hold the buffers, and an entry goes with
--- any of them), with what they were made for: {steps, split_edges, params
--- snapshot, dev}.
+-- The steps of products called without options, or with options of
+-- MEMO_FIELDS only, per A, B and C (weak keys at each level: a step's Calls
+-- hold the buffers, and an entry goes with any of them), then per memo key
+-- (memo_key), with what they were made for: {steps, split_edges, params
+-- snapshot (nil: the steps read no parameters), dev}.
 local memo = setmetatable({}, {__mode = "k"})
 
 local function weak() return setmetatable({}, {__mode = "k"}) end
 
--- The memo of A, B, C when it still holds: the three live, and neither
--- matmul.split_edges nor matmul.params changed since, nor the scratch.
-local function memo_of(A, B, C)
+local MEMO_FIELDS = {trans_a = "boolean", trans_b = "boolean", alpha = "number",
+                     beta = "number", batch = "number", m = "number", n = "number",
+                     k = "number"}
+
+-- The memo key of opts: "" for none; its values, exactly, when it is a
+-- plain table of MEMO_FIELDS of their types (no wait, queue, variant, ...);
+-- else nil (the call is not remembered).
+local function memo_key(opts)
+  if opts == nil then return "" end
+  if type(opts) ~= "table" or getmetatable(opts) ~= nil then return nil end
+  for f, v in next, opts do
+    if MEMO_FIELDS[f] ~= type(v) then return nil end
+  end
+  return format("%q %q %q %q %q %q %q %q", opts.trans_a, opts.trans_b, opts.alpha, opts.beta,
+                opts.batch, opts.m, opts.n, opts.k)
+end
+
+-- The memo of A, B, C and key when it still holds: the three live, and
+-- neither matmul.split_edges nor matmul.params changed since, nor the scratch.
+local function memo_of(A, B, C, key)
   local mb = memo[A]
   local mc = mb and mb[B]
-  local r = mc and mc[C]
+  local mk = mc and mc[C]
+  local r = mk and mk[key]
   if r and r.split == M.split_edges and gpu_type(A) == "Buffer" and gpu_type(B) == "Buffer"
      and gpu_type(C) == "Buffer" and (r.params == nil or P.unchanged(r.params))
      and scratch_current(r.steps) then
@@ -536,13 +558,15 @@ local function memo_of(A, B, C)
   end
 end
 
-local function remember(A, B, C, steps, dev, pl, t)
+local function remember(A, B, C, key, steps, dev, pl, t)
   local mb = memo[A]
   if not mb then mb = weak(); memo[A] = mb end
   local mc = mb[B]
   if not mc then mc = weak(); mb[B] = mc end
-  mc[C] = {steps = steps, split = M.split_edges, params = pl and P.snapshot(dev, pl, t),
-           dev = dev}
+  local mk = mc[C]
+  if not mk then mk = {}; mc[C] = mk end
+  mk[key] = {steps = steps, split = M.split_edges, params = pl and P.snapshot(dev, pl, t),
+             dev = dev}
 end
 
 ------------------------------------------------------------------ BLAS
@@ -573,10 +597,11 @@ function LAUNCHERS.reg_batch(pl, prog, c)
                            c.sA, c.sB, c.sC), pl.launches.main}}
 end
 
--- Call c with trans_a, trans_b, alpha or beta, or batched: transposed
--- operands copied into cached scratch buffers (rows made columns, per
--- matrix), the product into C (into scratch when beta is not 0), then the
--- epilogue (C = alpha * product + beta * C, or C = alpha * C).
+-- The steps of call c with trans_a, trans_b, alpha or beta, or batched,
+-- and their plan: transposed operands copied into cached scratch buffers
+-- (rows made columns, per matrix), the product into C (into scratch when
+-- beta is not 0), then the epilogue (C = alpha * product + beta * C, or
+-- C = alpha * C).
 function blas(c)
   local entries = H.device_entries(cache, c.dev)
   local m, n, k, nb = c.m, c.n, c.k, c.batch
@@ -613,9 +638,7 @@ function blas(c)
     pl, prog = plan_and_program(p)
   end
   local main = LAUNCHERS[pl.launcher](pl, prog, p)
-  local steps = X.compose(entries, pre, main, post, extra)
-  local ev, events = enqueue(steps, c.dev, c.q, c.waits)
-  return c.out, ev, events
+  return X.compose(entries, pre, main, post, extra), pl
 end
 
 local matmul_one
@@ -636,8 +659,9 @@ local function matmul(A, B, C, opts)
 end
 
 matmul_one = function(A, B, C, opts)
-  if opts == nil and C ~= nil then
-    local r = memo_of(A, B, C)
+  local key = C ~= nil and type(C) ~= "table" and memo_key(opts)
+  if key then
+    local r = memo_of(A, B, C, key)
     if r then
       local ev, events = enqueue(r.steps, r.dev, nil, {})
       return C, ev, events
@@ -647,26 +671,30 @@ matmul_one = function(A, B, C, opts)
   if c.m == 0 or c.n == 0 or c.k == 0 or c.batch == 0 or c.alpha == 0 then
     return nothing_to_multiply(c)
   end
-  if c.batch then return blas(c) end
-  local precision = c.opts.precision
-  if precision and precision ~= "fp32" then
-    mma = mma or require "luagpu.matmul_mma"
-    local steps = mma.steps(c, precision)   -- nil: no tensor cores here, the fp32 kernels run
-    if steps then
-      local ev, events = enqueue(steps, c.dev, c.q, c.waits)
-      return c.out, ev, events
+  local steps, pl
+  if c.batch then
+    steps, pl = blas(c)
+  else
+    local precision = c.opts.precision
+    if precision and precision ~= "fp32" then
+      mma = mma or require "luagpu.matmul_mma"
+      steps = mma.steps(c, precision)   -- nil: no tensor cores here, the fp32 kernels run
+      if steps then
+        local ev, events = enqueue(steps, c.dev, c.q, c.waits)
+        return c.out, ev, events
+      end
+    end
+    if (c.n == 1 or c.m == 1) and not (c.opts.variant or c.opts.params) then
+      steps = X.gemv(H.device_entries(cache, c.dev), c)
+    elseif c.trans_a or c.trans_b or c.alpha ~= 1 or c.beta ~= 0 then
+      steps, pl = blas(c)
+    else
+      local prog
+      pl, prog = plan_and_program(c)
+      steps = LAUNCHERS[pl.launcher](pl, prog, c)
     end
   end
-  if (c.n == 1 or c.m == 1) and not (c.opts.variant or c.opts.params) then
-    local steps = X.gemv(H.device_entries(cache, c.dev), c)
-    if opts == nil and C ~= nil and type(C) ~= "table" then remember(A, B, C, steps, c.dev) end
-    local ev, events = enqueue(steps, c.dev, c.q, c.waits)
-    return c.out, ev, events
-  end
-  if c.trans_a or c.trans_b or c.alpha ~= 1 or c.beta ~= 0 then return blas(c) end
-  local pl, prog = plan_and_program(c)
-  local steps = LAUNCHERS[pl.launcher](pl, prog, c)
-  if opts == nil and C ~= nil and type(C) ~= "table" then remember(A, B, C, steps, c.dev, pl, c.t) end
+  if key then remember(A, B, C, key, steps, c.dev, pl, c.t) end
   local ev, events = enqueue(steps, c.dev, c.q, c.waits)
   return c.out, ev, events
 end

@@ -20,7 +20,7 @@ local concat, sort, min, max = table.concat, table.sort, math.min, math.max
 
 local X = {builds = 0}
 
-local TT = 16          -- blas_transpose: TT x TT work-items (matmul_blas.cl)
+local TT, TR = 32, 8   -- blas_transpose: TT x TT tiles, TT x TR work-items (matmul_blas.cl)
 local GROUP = 256      -- work-items per work-group of the other kernels, at most
 local GEMV_GROUPS = 8  -- gemv_t: work-groups per compute unit it aims for
 local GEMV_MIN_ROWS = 16   -- gemv_t: fewest rows of A each work-item of a slice reads
@@ -76,7 +76,7 @@ function X.transpose(entries, c, which, rows, cols, buf, off, stride, count)
   local prog = program(entries, c.dev, c.t, "matmul_blas.cl")
   local S, key = scratch(entries, c, which, count * rows * cols)
   local step = {prog.blas_transpose(rows, cols, buf, off, stride, S),
-                launch({round_up(cols, TT), round_up(rows, TT), count}, {TT, TT, 1})}
+                launch({round_up(cols, TT), ceil_div(rows, TT) * TR, count}, {TT, TR, 1})}
   return step, S, key
 end
 
