@@ -171,6 +171,23 @@ describe("matmul's BLAS options", function()
     end
   end)
 
+  it("sizes of 0 with trans, alpha, beta and batches", function()
+    -- M = 0, N = 0: an empty C; K = 0: C = beta * C
+    local C = matmul(dev:buffer("float", {5, 0}), dev:buffer("float", {5, 3}), {trans_a = true})
+    assert.same({0, 3}, C.shape)
+    C = matmul(dev:buffer("float", {2, 4}), dev:buffer("float", {0, 4}), {trans_b = true})
+    assert.same({2, 0}, C.shape)
+    C = dev:buffer("float", {2, 3}, {host = {1, 2, 3, 4, 5, 6}})
+    matmul(dev:buffer("float", {0, 2}), dev:buffer("float", {3, 0}), C,
+           {trans_a = true, trans_b = true, alpha = 5, beta = -1})
+    assert.same({-1, -2, -3, -4, -5, -6}, C:get():totable())
+    C = dev:buffer("float", {3, 2, 3}, {host = random_table(18)})
+    C:fill(0 / 0)
+    matmul(dev:buffer("float", {3, 2, 0}), dev:buffer("float", {0, 3}), C)
+    assert.same(("0 "):rep(18), (("%g "):rep(18)):format(table.unpack(C:get():totable())))
+    check{m = 4, n = 5, k = 1, batch = 2, ta = true, tb = true, beta = 2}
+  end)
+
   it("a beta of 0 with a NaN in A still gives NaN (A is read); alpha = 0 does not read A", function()
     local A = dev:buffer("float", {2, 2}, {host = {0 / 0, 1, 1, 1}})
     local B = dev:buffer("float", {2, 2}, {host = {1, 1, 1, 1}})
