@@ -65,14 +65,16 @@ static inline uint tf32(float x) { return as_uint(x) & 0xffffe000u; }
 #else
 static inline uint tf32(float x) {
   uint r;
-  LG_ASM volatile("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  LG_ASM("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
   return r;
 }
 #endif
 
-/* d += a * b for one m16n8k8 tile. */
+/* d += a * b for one m16n8k8 tile. Not volatile (nor the conversion
+   above): the compiler may then interleave independent products and hoist
+   the next step's conversions, where a volatile asm keeps its place. */
 #define MMA(d, a0, a1, a2, a3, b0, b1)                                              \
-  LG_ASM volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "             \
+  LG_ASM("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "                      \
                   "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "                  \
                   "{%10, %11, %12, %13};"                                           \
                   : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])                  \
@@ -335,21 +337,42 @@ void matmul_mma(int M, int N, int K, const __global float *A, long offA,
             bs_[j][e] = tf32(y[j][e] - as_float(bb[j][e]));
 #endif
           }
+#ifdef THREE
+        /* small A * big B, big A * small B, then big * big, each a pass over
+           every tile (products in a row are independent), from zero; then
+           added to the sums rounding to nearest */
+        float d[MI][NI][4];
+#pragma unroll
+        for (int i = 0; i < MI; i++)
+#pragma unroll
+          for (int j = 0; j < NI; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) d[i][j][e] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < MI; i++)
+#pragma unroll
+          for (int j = 0; j < NI; j++)
+            MMA(d[i][j], as_[i][0], as_[i][1], as_[i][2], as_[i][3], bb[j][0], bb[j][1]);
+#pragma unroll
+        for (int i = 0; i < MI; i++)
+#pragma unroll
+          for (int j = 0; j < NI; j++)
+            MMA(d[i][j], ab[i][0], ab[i][1], ab[i][2], ab[i][3], bs_[j][0], bs_[j][1]);
 #pragma unroll
         for (int i = 0; i < MI; i++)
 #pragma unroll
           for (int j = 0; j < NI; j++) {
-#ifdef THREE
-            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            MMA(d, as_[i][0], as_[i][1], as_[i][2], as_[i][3], bb[j][0], bb[j][1]);
-            MMA(d, ab[i][0], ab[i][1], ab[i][2], ab[i][3], bs_[j][0], bs_[j][1]);
-            MMA(d, ab[i][0], ab[i][1], ab[i][2], ab[i][3], bb[j][0], bb[j][1]);
+            MMA(d[i][j], ab[i][0], ab[i][1], ab[i][2], ab[i][3], bb[j][0], bb[j][1]);
 #pragma unroll
-            for (int e = 0; e < 4; e++) acc[i][j][e] += d[e];
+            for (int e = 0; e < 4; e++) acc[i][j][e] += d[i][j][e];
+          }
 #else
+#pragma unroll
+        for (int i = 0; i < MI; i++)
+#pragma unroll
+          for (int j = 0; j < NI; j++)
             MMA(acc[i][j], ab[i][0], ab[i][1], ab[i][2], ab[i][3], bb[j][0], bb[j][1]);
 #endif
-          }
       }
     }
     if (st + 1 < steps) {

@@ -70,8 +70,10 @@ if mma.path(dev, "tf32"):find("tensor cores") then
   local kw = "asm"
   local peak = dev:build(gpu.kernel_source("matmul_mma.cl"),
                          {defines = {LG_ASM = kw, PEAK = rounds}}).mma_peak
-  for _, wg in ipairs{128, 256} do
-    local groups = dev.compute_units * 8
+  for _, shape in ipairs{{128, 8}, {256, 8}, {128, 1}, {256, 1}, {128, 2}, {256, 2},
+                         {128, 4}, {64, 4}} do
+    local wg, per_cu = shape[1], shape[2]
+    local groups = dev.compute_units * per_cu
     local out = dev:buffer("float", groups * wg)
     local call = peak(out, 7)
     local t = {}
@@ -81,8 +83,8 @@ if mma.path(dev, "tf32"):find("tensor cores") then
       if r >= 1 then t[#t + 1] = ev.duration end
     end
     local flops = groups * (wg // 32) * rounds * 8 * 2048
-    print(("mma.sync tf32 peak: %.1f TFLOP/s (%d groups of %d)"):format(flops / (median(t) * 1e-9) / 1e12,
-          groups, wg))
+    print(("mma.sync tf32 peak: %.1f TFLOP/s (%d groups of %d, %d warps per compute unit)")
+          :format(flops / (median(t) * 1e-9) / 1e12, groups, wg, per_cu * wg // 32))
   end
 end
 
@@ -262,12 +264,10 @@ end
 
 ------------------------------------------------------------------ sweep
 local SHAPES = {   -- bm bn bk wm wn stages trunc maxrreg
-  {128, 128, 16, 64, 32, 2, false, 128}, {128, 128, 16, 64, 32, 2, true, 128},
-  {64, 64, 16, 32, 32, 2, false, 128}, {64, 64, 16, 32, 32, 2, false, 96},
-  {64, 64, 16, 32, 32, 1, false, 128}, {64, 64, 32, 32, 32, 1, false},
-  {64, 128, 16, 32, 32, 2, false, 128}, {128, 64, 16, 32, 32, 2, false, 128},
-  {128, 128, 16, 32, 32, 2, false, 128}, {128, 256, 16, 64, 64, 1, true},
-  {128, 128, 16, 64, 32, 1, false, 128}, {64, 64, 16, 32, 32, 2, true, 128},
+  {64, 64, 16, 32, 32, 2}, {64, 64, 32, 32, 32, 2}, {128, 128, 16, 64, 32, 2},
+  {128, 128, 16, 32, 64, 2}, {128, 64, 16, 32, 32, 2}, {64, 128, 16, 32, 32, 2},
+  {128, 256, 16, 64, 64, 1}, {256, 128, 16, 64, 64, 1}, {128, 128, 32, 64, 32, 1},
+  {128, 128, 16, 64, 64, 2}, {64, 64, 16, 32, 32, 2, true}, {256, 128, 16, 64, 64, 1, true},
 }
 if sweep then
   local n = sizes[1]

@@ -26,7 +26,7 @@ local M = {}
 M.params = {
   tf32 = {bm = 256, bn = 128, bk = 16, wm = 64, wn = 64, stages = 1, trunc = false,
           maxrreg = false},
-  ["3xtf32"] = {bm = 64, bn = 64, bk = 16, wm = 32, wn = 32, stages = 2, trunc = false,
+  ["3xtf32"] = {bm = 128, bn = 256, bk = 16, wm = 64, wn = 64, stages = 1, trunc = false,
                 maxrreg = false},
 }
 
