@@ -15,6 +15,8 @@ import time
 
 import torch
 
+import cuda_timing
+
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 16384
 BATCH = int(sys.argv[2]) if len(sys.argv) > 2 else 64
 SIZE = int(sys.argv[3]) if len(sys.argv) > 3 else 256
@@ -30,19 +32,7 @@ def median(xs):
 
 def device_ms(fn):
     """Median of REPS runs of fn, in ms, by CUDA events."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(REPS):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return median(times)
+    return cuda_timing.median_ms(fn, REPS)
 
 
 def wall_s(fn, batch=10):

@@ -11,24 +11,7 @@ import sys
 
 import torch
 
-REPS = 20
-
-
-def median_ms(fn, reps=REPS, warmup=3):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    return times[len(times) // 2]
+from cuda_timing import median_ms
 
 
 def main():
