@@ -21,9 +21,9 @@
 ** (j / 4) * 32 + 4c + j % 4 of the warp tile (one float4 of B's row holds
 ** four n-tiles; a work-item's sums are 8 neighbouring columns of C). Local
 ** tiles keep the global layout (k contiguous for A, n for B, or the other
-** way round when transposed), rows padded (and B's rows permuted, B_ROW)
-** so that a warp's float4 reads hit every bank once (the transposed A is
-** read element by element).
+** way round when transposed), A's rows padded, B's rows permuted and their
+** 16-byte slots swizzled (B_ROW, B_AT) so that a warp's float4 reads hit
+** every bank once (the transposed A is read element by element).
 **
 ** THREE (3xTF32, Ootomo & Yokota 2022): each float x is split into
 ** big = tf32(x) and small = tf32(x - big), and a product takes three
@@ -46,6 +46,9 @@
 **   THREE       3xTF32 (see above); without it TF32
 **   TRUNC       split by cutting bits (round toward zero) instead of
 **               cvt.rna.tf32.f32 (round to nearest)
+**   ASYNC       tiles go to local memory by cp.async (no registers), STAGES
+**               (2 to 4) buffers, STAGES - 1 tiles ahead; ASYNC_WAIT is
+**               STAGES - 2. Needs VEC_A and VEC_B (16-byte aligned rows)
 **   BETA        C is read: C = alpha * AB + beta * C; without it C = alpha * AB
 **
 ** Without BM only mma_probe is built: one warp multiplies a 16 x 8 A by an
@@ -136,15 +139,19 @@ __kernel void mma_probe(const __global float *A, const __global float *B, __glob
 #else
 #define B_ROWS BK
 #define B_COLS BN
-#define B_PITCH (BN + 8)
+#define B_PITCH BN
 #endif
-/* The local row of B's row r: each block of 16 rows transposed as 4 x 4
-   (row 4a + b at 4b + a), so that the rows 4t + c the lanes t of a warp read
-   together are neighbours, in different banks (B_PITCH is 8 mod 32). */
+/* Where element c (a multiple of 4) of B's row r goes in local memory: each
+   block of 16 rows is transposed as 4 x 4 (row 4a + b at 4b + a), so that
+   the rows 4t + e that lanes t of a warp read together are neighbours, and
+   within a row the 16-byte slots are swizzled by the row (slot ^ 2 (row %
+   4)), so that those rows' slots fall in different banks without padding. */
 #ifdef TRANS_B
 #define B_ROW(r) (r)
+#define B_AT(p, c) ((p) * B_PITCH + (c))
 #else
 #define B_ROW(r) (((r) & ~15) + ((r) & 3) * 4 + (((r) >> 2) & 3))
+#define B_AT(p, c) ((p) * B_PITCH + ((((c) >> 2) ^ (((p) & 3) << 1)) << 2))
 #endif
 #define A_LOCAL (A_ROWS * A_PITCH)
 #define B_LOCAL (B_ROWS * B_PITCH)
@@ -170,6 +177,27 @@ static inline float4 load4(const __global float *p, long ld, int r, int c, int r
 }
 
 #define LV4(s, i) (*(__local const float4 *)&(s)[i])
+
+#ifdef ASYNC
+/* cp.async: 16 bytes from global p to local q without passing through
+   registers; with ok false, 16 zero bytes (p is then not read) */
+#ifdef LG_NO_PTX
+static inline void copy16(__local float *q, const __global float *p, int ok) {
+  *(__local float4 *)q = ok ? *(const __global float4 *)p : (float4)(0.0f);
+}
+#define COPY_COMMIT()
+#define COPY_WAIT()
+#else
+#define LG_STR_(x) #x
+#define LG_STR(x) LG_STR_(x)
+static inline void copy16(__local float *q, const __global float *p, int ok) {
+  LG_ASM volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                  :: "r"((uint)(size_t)q), "l"(p), "r"(ok ? 16 : 0) : "memory");
+}
+#define COPY_COMMIT() LG_ASM volatile("cp.async.commit_group;" ::: "memory")
+#define COPY_WAIT() LG_ASM volatile("cp.async.wait_group " LG_STR(ASYNC_WAIT) ";" ::: "memory")
+#endif
+#endif
 #define PICK(v, e) ((e) == 0 ? (v).s0 : (e) == 1 ? (v).s1 : (e) == 2 ? (v).s2 : (v).s3)
 
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
@@ -249,17 +277,47 @@ void matmul_mma(int M, int N, int K, const __global float *A, long offA,
     }                                                                               \
     _Pragma("unroll") for (int l = 0; l < B_LOADS; l++) {                           \
       int idx = lid + l * NT, r = idx / (B_COLS / 4), c = (idx % (B_COLS / 4)) * 4; \
-      *(__local float4 *)&Bs[st][B_ROW(r) * B_PITCH + c] = rb[l];                   \
+      *(__local float4 *)&Bs[st][B_AT(B_ROW(r), c)] = rb[l];                        \
     }                                                                               \
   }
 
   const int steps = (K + BK - 1) / BK;
+#ifdef ASYNC
+  /* STAGES local buffers filled by cp.async, STAGES - 1 tiles ahead */
+#define ISSUE_TILES(k0, st)                                                         \
+  {                                                                                 \
+    _Pragma("unroll") for (int l = 0; l < A_LOADS; l++) {                           \
+      int idx = lid + l * NT, r = idx / (A_COLS / 4), c = (idx % (A_COLS / 4)) * 4; \
+      int gr = A_STEP_R(k0) + r, gc = A_STEP_C(k0) + c, ok = gr < a_nr && gc < a_nc; \
+      copy16(&As[st][r * A_PITCH + c], ok ? A + (long)gr * lda + gc : A, ok);       \
+    }                                                                               \
+    _Pragma("unroll") for (int l = 0; l < B_LOADS; l++) {                           \
+      int idx = lid + l * NT, r = idx / (B_COLS / 4), c = (idx % (B_COLS / 4)) * 4; \
+      int gr = B_STEP_R(k0) + r, gc = B_STEP_C(k0) + c, ok = gr < b_nr && gc < b_nc; \
+      copy16(&Bs[st][B_AT(B_ROW(r), c)], ok ? B + (long)gr * ldb + gc : B, ok);     \
+    }                                                                               \
+  }
+  for (int p = 0; p < STAGES - 1; p++) {
+    if (p < steps) ISSUE_TILES(p * BK, p);
+    COPY_COMMIT();
+  }
+  for (int st = 0; st < steps; st++) {
+    const int cur = st % STAGES;
+    COPY_WAIT();                         /* this work-item's copies of tile st */
+    barrier(CLK_LOCAL_MEM_FENCE);        /* everyone's; and tile st - 1 is done with */
+    {
+      const int nx = st + STAGES - 1;
+      if (nx < steps) ISSUE_TILES(nx * BK, nx % STAGES);
+      COPY_COMMIT();
+    }
+#else
   LOAD_TILES(0);
   STORE_TILES(0);
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int st = 0; st < steps; st++) {
     const int cur = STAGES == 2 ? (st & 1) : 0;
     if (st + 1 < steps) LOAD_TILES((st + 1) * BK);
+#endif
     __local const float *as = As[cur], *bs = Bs[cur];
 #pragma unroll
     for (int kb = 0; kb < BK; kb += 16) {
@@ -308,7 +366,7 @@ void matmul_mma(int M, int N, int K, const __global float *A, long offA,
         for (int h = 0; h < 2; h++)
 #pragma unroll
           for (int q = 0; q < NI / 4; q++) {
-            const float4 v = LV4(bs, (kb + (2 * s + h) * 4 + t) * B_PITCH + wn + q * 32 + 4 * g);
+            const float4 v = LV4(bs, B_AT(kb + (2 * s + h) * 4 + t, wn + q * 32 + 4 * g));
             y[4 * q][h] = v.s0;
             y[4 * q + 1][h] = v.s1;
             y[4 * q + 2][h] = v.s2;
@@ -375,6 +433,7 @@ void matmul_mma(int M, int N, int K, const __global float *A, long offA,
 #endif
       }
     }
+#ifndef ASYNC
     if (st + 1 < steps) {
 #if STAGES == 1
       barrier(CLK_LOCAL_MEM_FENCE);
@@ -382,6 +441,7 @@ void matmul_mma(int M, int N, int K, const __global float *A, long offA,
       STORE_TILES(STAGES == 2 ? cur ^ 1 : 0);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+#endif
   }
 
   /* acc[i][j][e]: row g (e < 2) or g + 8, column 2t + e % 2 of n-tile j:

@@ -263,21 +263,23 @@ if errors["3xtf32"] then
 end
 
 ------------------------------------------------------------------ sweep
-local SHAPES = {   -- bm bn bk wm wn stages trunc maxrreg
-  {64, 64, 16, 32, 32, 2}, {64, 64, 32, 32, 32, 2}, {128, 128, 16, 64, 32, 2},
-  {128, 128, 16, 32, 64, 2}, {128, 64, 16, 32, 32, 2}, {64, 128, 16, 32, 32, 2},
-  {128, 256, 16, 64, 64, 1}, {256, 128, 16, 64, 64, 1}, {128, 128, 32, 64, 32, 1},
-  {128, 128, 16, 64, 64, 2}, {64, 64, 16, 32, 32, 2, true}, {256, 128, 16, 64, 64, 1, true},
+local SHAPES = {   -- bm bn bk wm wn stages trunc maxrreg async
+  {256, 128, 16, 64, 64, 1}, {128, 128, 16, 64, 64, 2, false, false, true},
+  {128, 128, 16, 32, 64, 2, false, false, true}, {128, 128, 16, 64, 64, 3, false, false, true},
+  {128, 128, 16, 32, 64, 3, false, false, true}, {128, 128, 16, 64, 32, 3, false, false, true},
+  {256, 128, 16, 64, 64, 2, false, false, true}, {128, 256, 16, 64, 64, 2, false, false, true},
+  {128, 64, 16, 64, 32, 4, false, false, true}, {64, 128, 16, 32, 64, 4, false, false, true},
+  {128, 128, 32, 64, 64, 1, false, false, false},
 }
 if sweep then
   local n = sizes[1]
   local saved = {tf32 = mma.params.tf32, ["3xtf32"] = mma.params["3xtf32"]}
   print()
-  print(("sweep at %d: bm bn bk wm wn stages split maxrreg -> TFLOP/s (tf32, 3xtf32)"):format(n))
+  print(("sweep at %d: bm bn bk wm wn stages split maxrreg loads -> TFLOP/s (tf32, 3xtf32)"):format(n))
   if os.getenv("VERBOSE") then mma.build_options = "-cl-nv-verbose" end
   for _, s in ipairs(SHAPES) do
     local shape = {bm = s[1], bn = s[2], bk = s[3], wm = s[4], wn = s[5], stages = s[6],
-                   trunc = s[7], maxrreg = s[8]}
+                   trunc = s[7], maxrreg = s[8], async = s[9]}
     mma.params.tf32, mma.params["3xtf32"] = shape, shape
     local row = {}
     for _, p in ipairs{"tf32", "3xtf32"} do
@@ -291,8 +293,8 @@ if sweep then
     end
     row[#row + 1] = failures == before and "checked" or "WRONG RESULTS"
     show_log()
-    print(("%d %d %d %d %d %d %s %s -> %s"):format(s[1], s[2], s[3], s[4], s[5], s[6],
-      s[7] and "trunc" or "rna", s[8] or "-", table.concat(row, ", ")))
+    print(("%d %d %d %d %d %d %s %s %s -> %s"):format(s[1], s[2], s[3], s[4], s[5], s[6],
+      s[7] and "trunc" or "rna", s[8] or "-", s[9] and "async" or "regs", table.concat(row, ", ")))
   end
   mma.params.tf32, mma.params["3xtf32"] = saved.tf32, saved["3xtf32"]
 end

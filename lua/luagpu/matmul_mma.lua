@@ -18,16 +18,20 @@ local show, integer = H.show, H.integer
 local M = {}
 
 -- The tile parameters (matmul_mma.cl), per precision: work-group tile
--- bm x bn, step bk along K, warp tile wm x wn, stages (local buffers, 1 or
--- 2), trunc (split by cutting bits instead of rounding: faster for tf32,
--- about 2.7x its error), maxrreg (NVIDIA's register cap per work-item, or
--- false). Chosen by bench/gpu/mma.lua's sweep on an H200; scripts that tune
--- may change them, and every product checks them.
+-- bm x bn, step bk along K, warp tile wm x wn, stages (local buffers: 1 or
+-- 2 filled through registers, 2 to 4 with async), async (cp.async copies
+-- straight to local memory, where rows are 16-byte aligned; the register
+-- path otherwise), trunc (split by cutting bits instead of rounding: faster
+-- for tf32, about 2.7x its error), maxrreg (NVIDIA's register cap per
+-- work-item, or false). Chosen by bench/gpu/mma.lua's sweep on an H200;
+-- scripts that tune may change them, and every product checks them (a
+-- product whose tiles need fewer buffers to fit, transposed ones, gets
+-- fewer).
 M.params = {
-  tf32 = {bm = 256, bn = 128, bk = 16, wm = 64, wn = 64, stages = 1, trunc = false,
-          maxrreg = false},
-  ["3xtf32"] = {bm = 128, bn = 256, bk = 16, wm = 64, wn = 64, stages = 1, trunc = false,
-                maxrreg = false},
+  tf32 = {bm = 128, bn = 128, bk = 16, wm = 64, wn = 64, stages = 3, trunc = false,
+          maxrreg = false, async = true},
+  ["3xtf32"] = {bm = 128, bn = 128, bk = 16, wm = 64, wn = 64, stages = 3, trunc = false,
+                maxrreg = false, async = true},
 }
 
 local PRECISIONS = {fp32 = true, tf32 = true, ["3xtf32"] = true}
@@ -126,6 +130,14 @@ end
 
 ------------------------------------------------------------------ steps
 
+-- Bytes of local memory of tiles v with stages buffers (matmul_mma.cl's
+-- layouts: A transposed or not, B likewise).
+local function local_bytes_of(v, stages, trans_a, trans_b)
+  local a = trans_a and v.bk * (v.bm + 4) or v.bm * (v.bk + (48 - v.bk % 32) % 32)
+  local b = trans_b and v.bn * (v.bk + 4) or v.bk * v.bn
+  return stages * 4 * (a + b)
+end
+
 local function check_params(fn, precision, p, dev)
   if type(p) ~= "table" then
     H.fail(fn, "matmul_mma.params[%q]: expected a table, got %s", precision, H.typename(p))
@@ -140,15 +152,14 @@ local function check_params(fn, precision, p, dev)
     v[name] = x
   end
   local nt = 32 * (v.bm // v.wm) * (v.bn // v.wn)
-  -- the local tiles of matmul_mma.cl, either layout
-  local a_pitch = v.bk + (48 - v.bk % 32) % 32
-  local local_bytes = v.stages * 4 * (math.max(v.bm * a_pitch, v.bk * (v.bm + 4)) +
-                                      math.max(v.bk * (v.bn + 8), v.bn * (v.bk + 4)))
+  local local_bytes = local_bytes_of(v, v.stages, false, false)
   if v.bm % v.wm ~= 0 or v.bn % v.wn ~= 0 or v.wm % 16 ~= 0 or v.wn % 32 ~= 0
      or v.bk % 16 ~= 0 or (v.bm * v.bk // 4) % nt ~= 0 or (v.bn * v.bk // 4) % nt ~= 0
-     or v.bm * v.bk < 4 * nt or v.bn * v.bk < 4 * nt or v.stages > 2 then
+     or v.bm * v.bk < 4 * nt or v.bn * v.bk < 4 * nt
+     or v.stages > (p.async and 4 or 2) or p.async and v.stages < 2 then
     H.fail(fn, "matmul_mma.params[%q]: bm %d, bn %d, bk %d, wm %d, wn %d, stages %d do not " ..
-           "make a tiling (wm | bm, wn | bn, 16 | wm, 32 | wn, 16 | bk, stages 1 or 2, and the " ..
+           "make a tiling (wm | bm, wn | bn, 16 | wm, 32 | wn, 16 | bk, stages 1 or 2 (2 to 4 " ..
+           "with async), and the " ..
            "work-group's %d work-items load whole float4s of each tile)", precision, v.bm, v.bn,
            v.bk, v.wm, v.wn, v.stages, nt)
   end
@@ -163,6 +174,7 @@ local function check_params(fn, precision, p, dev)
   v.nt = nt
   v.trunc = p.trunc and true or false
   v.maxrreg = integer(p.maxrreg)
+  v.async = p.async and true or false
   return v
 end
 
@@ -206,8 +218,7 @@ function M.steps(c, precision)
   local p = probe(c.dev)
   if not p.ok then return nil end
   local m, n, k = c.m, c.n, c.k
-  local defines = {LG_ASM = p.keyword, BM = v.bm, BN = v.bn, BK = v.bk, WM = v.wm, WN = v.wn,
-                   STAGES = v.stages}
+  local defines = {LG_ASM = p.keyword, BM = v.bm, BN = v.bn, BK = v.bk, WM = v.wm, WN = v.wn}
   if precision == "3xtf32" then defines.THREE = 1 end
   if v.trunc then defines.TRUNC = 1 end
   if v.maxrreg then defines.MAXRREG = v.maxrreg end   -- a build option, in the key
@@ -220,6 +231,19 @@ function M.steps(c, precision)
   if a_row % 4 == 0 and c.offA % 4 == 0 then defines.VEC_A = 1 end
   if b_row % 4 == 0 and c.offB % 4 == 0 then defines.VEC_B = 1 end
   if n % 4 == 0 and c.offC % 4 == 0 then defines.VEC_C = 1 end
+  -- as many local buffers as asked for and fit this layout (transposed
+  -- tiles are larger); cp.async takes aligned rows and 2 buffers at least,
+  -- the register path 1 or 2
+  local fits = c.dev.local_mem_size
+  local stages, async = v.stages, v.async and defines.VEC_A and defines.VEC_B
+  if not async then stages = math.min(stages, 2) end
+  while stages > 1 and local_bytes_of(v, stages, c.trans_a, c.trans_b) > fits do
+    stages = stages - 1
+  end
+  if async and stages >= 2 then
+    defines.ASYNC, defines.ASYNC_WAIT = 1, stages - 2
+  end
+  defines.STAGES = stages
   local prog = program(c.dev, defines)
   local call = prog.matmul_mma(m, n, k, c.A, c.offA, c.B, c.offB, c.C, c.offC, alpha, beta)
   local gx, gy = (n + v.bn - 1) // v.bn, (m + v.bm - 1) // v.bm
