@@ -125,6 +125,15 @@ describe("matmul precision", function()
          'stages 2 do not make a tiling')
     with({bm = 64, bn = 64, bk = 16, wm = 32, wn = 16, stages = 2},
          'luagpu: matmul: matmul_mma.params["tf32"]: bm 64, bn 64, bk 16, wm 32, wn 16')
+    with({bm = 64, bn = 64, bk = 16, wm = 32, wn = 32, stages = 3},
+         'luagpu: matmul: matmul_mma.params["tf32"]: bm 64, bn 64, bk 16, wm 32, wn 32, ' ..
+         'stages 3 do not make a tiling (wm | bm, wn | bn, 16 | wm, 32 | wn, 16 | bk, stages ' ..
+         '1 or 2 (2 to 4 with async)')
+    with({bm = 64, bn = 64, bk = 16, wm = 32, wn = 32, stages = 5, async = true},
+         'luagpu: matmul: matmul_mma.params["tf32"]: bm 64, bn 64, bk 16, wm 32, wn 32, ' ..
+         'stages 5 do not make a tiling')
+    with({bm = 64, bn = 64, bk = 16, wm = 32, wn = 32, stages = 1, async = true},
+         'stages 1 do not make a tiling')
     with({bm = 512, bn = 512, bk = 512, wm = 16, wn = 32, stages = 1},
          'luagpu: matmul: matmul_mma.params["tf32"]: 16384 work-items per group, ' .. dev.name ..
          ' takes at most ' .. dev.max_work_group_size)
@@ -151,6 +160,15 @@ describe("matmul precision", function()
       end
     end
     assert.is_true(built >= 20)
+    -- the cp.async path, 2 to 4 buffers
+    for stages = 2, 4 do
+      for _, three in ipairs{false, true} do
+        local defs = {LG_NO_PTX = 1, BM = 64, BN = 64, BK = 16, WM = 32, WN = 32,
+                      STAGES = stages, ASYNC = 1, ASYNC_WAIT = stages - 2, VEC_A = 1, VEC_B = 1,
+                      THREE = three and 1 or nil, TRANS_B = stages == 3 and 1 or nil}
+        assert.equals("Kernel", gpu.type(dev:build(src, {defines = defs}).matmul_mma))
+      end
+    end
     -- and the probe, and the peak kernel
     local prog = dev:build(src, {defines = {LG_NO_PTX = 1, PEAK = 4}})
     assert.equals("Kernel", gpu.type(prog.mma_probe))
