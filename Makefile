@@ -173,6 +173,9 @@ $(BUILD)/bench_transfer: bench/c/transfer.c bench/c/common.h | $(BUILD)
 $(BUILD)/bench_image: bench/c/image.c bench/c/common.h | $(BUILD)
 	$(CC) -std=c99 -D_POSIX_C_SOURCE=200809L $(WARN) $(OPT) -o $@ $< $(CL_LIBS)
 
+$(BUILD)/bench_twogpu: bench/c/twogpu.c | $(BUILD)
+	$(CC) -std=c99 $(WARN) $(OPT) -o $@ $< $(CL_LIBS)
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/lua/$(LUAV) $(DESTDIR)$(PREFIX)/share/lua/$(LUAV)/luagpu \
 	    $(DESTDIR)$(PREFIX)/share/luagpu/kernels $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include

@@ -268,7 +268,8 @@ end
 
 -- reduce.KIND over the buffers of list bs, each on its device, at once:
 -- on distinct devices every kernel starts before any read
--- (reduce.enqueue_each); buffers sharing a device go one after another.
+-- (reduce.enqueue_each, which returns the numbers); buffers sharing a
+-- device go one after another.
 function S.reduce_list(fn, kind, reduce_one, bs, acc, enqueue_each)
   local evs, t, seen, distinct = {}, nil, {}, true
   local bufs = {}
@@ -283,14 +284,11 @@ function S.reduce_list(fn, kind, reduce_one, bs, acc, enqueue_each)
     seen[b.root.device] = true
     bufs[i] = b
   end
-  if distinct then
-    evs = enqueue_each(fn, kind, bufs, acc)
-  else
-    for i, b in ipairs(bufs) do
-      local q = b.device:default_queue()
-      evs[i] = reduce_one(b, {async = true, queue = q, acc = acc})
-      q:flush()
-    end
+  if distinct then return combine(kind, enqueue_each(fn, kind, bufs, acc)) end
+  for i, b in ipairs(bufs) do
+    local q = b.device:default_queue()
+    evs[i] = reduce_one(b, {async = true, queue = q, acc = acc})
+    q:flush()
   end
   local got = {}
   for i, ev in ipairs(evs) do got[i] = ev:wait() end
