@@ -1,7 +1,9 @@
--- examples/matmul.lua: C = A * B on a device four ways -- the naive kernel,
--- the local-memory tiled one, the register-blocked one and whatever
--- luagpu.matmul picks for the device -- each timed and checked against the
--- same product computed on the CPU in Lua.
+-- examples/matmul.lua: C = A * B on a device several ways -- the naive
+-- kernel, the local-memory tiled one, the register-blocked one, whatever
+-- luagpu.matmul picks for the device, and its tensor-core precisions "tf32"
+-- and "3xtf32" (NVIDIA GPUs; elsewhere they run the float kernels, and
+-- matmul.path says so) -- each timed and checked against the same product
+-- computed on the CPU in Lua.
 --
 --   build/luagpu examples/matmul.lua [N] [DEVICE]
 --
@@ -65,9 +67,11 @@ local runs = {
   {"tiled (local memory)", {variant = "tiled"}},
   {"reg (register tiles)", {variant = "reg"}},
   {"matmul's own choice", {}},
+  {"tf32", {precision = "tf32"}, 2e-3},
+  {"3xtf32", {precision = "3xtf32"}},
 }
 for _, r in ipairs(runs) do
-  local name, opts = r[1], r[2]
+  local name, opts, tolerance = r[1], r[2], r[3] or 1e-4
   local best_dev, best_wall = math.huge, math.huge
   for run = 0, 3 do
     local w0 = gpu.now()
@@ -80,10 +84,16 @@ for _, r in ipairs(runs) do
     end
   end
   local label = name
-  if not opts.variant then label = name .. " (" .. matmul.plan(dev, n, n, n).variant .. ")" end
+  if opts.precision then
+    label = name .. (matmul.path(dev, opts.precision):find("tensor cores") and " (tensor cores)"
+                     or " (float kernels)")
+  elseif not opts.variant then
+    label = name .. " (" .. matmul.plan(dev, n, n, n).variant .. ")"
+  end
   local err = error_of(C:get())
   print(("%-30s %10.3f %10.3f %10.2f %12.1e"):format(label, best_dev * 1e3, best_wall * 1e3,
         flops / best_dev * 1e-9, err))
-  assert(err < 1e-4, name .. " gave a wrong product")
+  assert(err < tolerance, name .. " gave a wrong product")
 end
+print(("3xtf32 here: %s"):format(matmul.path(dev, "3xtf32")))
 print("ok")
