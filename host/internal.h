@@ -513,8 +513,32 @@ void lg_open_call(lua_State *L);   /* called by lg_open_kernel */
 ** returns 0 when it does not know the parameter's type. */
 extern int (*lg_bind_other)(lua_State *L, const lg_ArgInfo *a, lg_Device *kdev, int idx,
                             const char *fn, int argno, void *slot, size_t *size);
-/* image.c: dev:image, dev:image_formats, dev:sampler, the Image methods. */
+/* image.c: dev:image, dev:image_formats, dev:sampler, the Image class. */
+#define LG_IMAGE_MT "luagpu.Image"
+typedef struct lg_Image {
+  cl_mem mem;
+  lg_Device *dev;              /* kept alive by uservalue 1 */
+  cl_mem_object_type kind;
+  int dims;                    /* 1, 2, 3 (an array counts its layers as a dimension) */
+  int array;
+  size_t size[3];              /* width, height, depth or layers (1 when absent) */
+  int order, ctype;            /* indices into image.c's tables of orders and types */
+  lg_Access access;
+} lg_Image;
 void lg_open_image(lua_State *L);
+lg_Image *lg_check_image(lua_State *L, int idx);
+size_t lg_image_channels(const lg_Image *im);
+lg_Scalar lg_image_scalar(const lg_Image *im);           /* of a channel */
+cl_channel_type lg_image_channel_type(const lg_Image *im);
+/* a new host array for a region of im, shaped {[d,] [h,] w, channels} */
+lg_Array *lg_push_pixels(lua_State *L, const lg_Image *im, const size_t *region,
+                         const char *fn);
+/* image_transfer.c: the Image methods read, write, fill, copy_to, copy_from. */
+int lg_img_read(lua_State *L);
+int lg_img_write(lua_State *L);
+int lg_img_fill(lua_State *L);
+int lg_img_copy_to(lua_State *L);
+int lg_img_copy_from(lua_State *L);
 
 /* ------------------------------------------------------------- debug.c */
 
