@@ -394,11 +394,6 @@ static int bind_other(lua_State *L, const lg_ArgInfo *a, lg_Device *kdev, int id
   return 0;
 }
 
-static const luaL_Reg image_methods[] = {
-  {"read", lg_img_read}, {"write", lg_img_write}, {"fill", lg_img_fill},
-  {"copy_to", lg_img_copy_to}, {"copy_from", lg_img_copy_from}, {NULL, NULL}
-};
-
 static const luaL_Reg image_meta[] = {
   {"__index", img_index}, {"__gc", img_gc}, {"__tostring", img_tostring}, {NULL, NULL}
 };
@@ -413,7 +408,7 @@ static const luaL_Reg device_methods[] = {
 };
 
 void lg_open_image(lua_State *L) {
-  lg_newclass(L, LG_IMAGE_MT, image_methods, image_meta);
+  lg_newclass(L, LG_IMAGE_MT, NULL, image_meta);   /* methods: image_transfer.c */
   lg_newclass(L, LG_SAMPLER_MT, NULL, sampler_meta);
   lg_add_methods(L, LG_DEVICE_MT, device_methods);
   lg_bind_other = bind_other;

@@ -157,12 +157,12 @@ static int img_rw(lua_State *L, int write) {
   return 1;
 }
 
-int lg_img_read(lua_State *L) { return img_rw(L, 0); }
-int lg_img_write(lua_State *L) { return img_rw(L, 1); }
+static int img_read(lua_State *L) { return img_rw(L, 0); }
+static int img_write(lua_State *L) { return img_rw(L, 1); }
 
 /* img:fill(color [, origin, region] [, opts]): color a table of 4 numbers
 ** (floats for normalized and float types, integers for the integer ones). */
-int lg_img_fill(lua_State *L) {
+static int img_fill(lua_State *L) {
   static const char *const fn = "image:fill";
   lg_Image *im = lg_check_image(L, 1);
   size_t origin[3], region[3];
@@ -312,6 +312,14 @@ static int img_copy(lua_State *L, int from) {
   return 1;
 }
 
-int lg_img_copy_to(lua_State *L) { return img_copy(L, 0); }
-int lg_img_copy_from(lua_State *L) { return img_copy(L, 1); }
+static int img_copy_to(lua_State *L) { return img_copy(L, 0); }
+static int img_copy_from(lua_State *L) { return img_copy(L, 1); }
 
+static const luaL_Reg image_methods[] = {
+  {"read", img_read}, {"write", img_write}, {"fill", img_fill}, {"copy_to", img_copy_to},
+  {"copy_from", img_copy_from}, {NULL, NULL}
+};
+
+void lg_open_image_transfer(lua_State *L) {
+  lg_add_methods(L, LG_IMAGE_MT, image_methods);
+}

@@ -533,12 +533,9 @@ cl_channel_type lg_image_channel_type(const lg_Image *im);
 /* a new host array for a region of im, shaped {[d,] [h,] w, channels} */
 lg_Array *lg_push_pixels(lua_State *L, const lg_Image *im, const size_t *region,
                          const char *fn);
-/* image_transfer.c: the Image methods read, write, fill, copy_to, copy_from. */
-int lg_img_read(lua_State *L);
-int lg_img_write(lua_State *L);
-int lg_img_fill(lua_State *L);
-int lg_img_copy_to(lua_State *L);
-int lg_img_copy_from(lua_State *L);
+/* image_transfer.c: adds the Image methods read, write, fill, copy_to and
+** copy_from (after lg_open_image). */
+void lg_open_image_transfer(lua_State *L);
 
 /* ------------------------------------------------------------- debug.c */
 

@@ -151,6 +151,7 @@ LUAGPU_API int luaopen_luagpu(lua_State *L) {
   lg_open_map(L);
   lg_open_partition(L);
   lg_open_image(L);
+  lg_open_image_transfer(L);
   lg_open_program(L);
   lg_open_kernel(L);
   lg_open_trace(L);
