@@ -18,11 +18,7 @@ local function random_table(n)
   return t
 end
 
-local function expect_error(msg, f, ...)
-  local ok, err = pcall(f, ...)
-  assert.is_false(ok)
-  assert.matches(msg, tostring(err), 1, true)
-end
+local expect_error = require("support").has_error
 
 -- The largest |C - R| over sum |a||b| of each element (R in Lua, doubles).
 local function worst_error(got, a, b, m, n, k)
