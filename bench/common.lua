@@ -31,6 +31,13 @@ function M.walls(reps, f, into)
   return into
 end
 
+-- The median wall-clock seconds of reps calls of f (which must block until
+-- its work is done), after one warm-up call.
+function M.median_wall(reps, f)
+  f()
+  return M.median(M.walls(reps, f))
+end
+
 -- Nanoseconds from the start of the first of a list of profiled Events to
 -- the end of the last (the kernel passes of a reduction or a matmul).
 function M.span_ns(events)

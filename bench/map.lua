@@ -21,7 +21,6 @@ local mib = tonumber(arg and arg[1]) or 256
 local reps = tonumber(arg and arg[2]) or 9
 local n = (mib << 20) // 4
 local dev = gpu.device()
-local now = gpu.now
 
 -- every 1024th element: touches every page (4 KiB) of the array
 local function touch(a)
@@ -30,16 +29,7 @@ local function touch(a)
   return s
 end
 
-local function median_of(f)
-  f()
-  local t = {}
-  for r = 1, reps do
-    local t0 = now()
-    f()
-    t[r] = now() - t0
-  end
-  return bench.median(t)
-end
+local function median_of(f) return bench.median_wall(reps, f) end
 
 local b = dev:buffer("float", n)
 b:fill(1):wait()

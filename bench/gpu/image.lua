@@ -60,20 +60,10 @@ end
 if cdev and cdev ~= dev.name then
   print(string.format("warning: the C host ran on %s, luagpu runs on %s", cdev, dev.name))
 end
-local median, now = bench.median, gpu.now
 local RGBA32F = {order = "rgba", type = "float"}
 
 -- Medians (seconds) of reps calls of f after one warm-up call.
-local function time(f)
-  f()
-  local t = {}
-  for i = 1, reps do
-    local t0 = now()
-    f()
-    t[i] = now() - t0
-  end
-  return median(t)
-end
+local function time(f) return bench.median_wall(reps, f) end
 
 print(string.format("image transfers on %s: RGBA float, whole image, median of %d calls",
                     dev.name, reps))
