@@ -527,11 +527,14 @@ inline ACC lg_warp_lookback(__global volatile ulong *words, uint tile, uint epoc
 __kernel void scan_lookback_ptx(__global const T *x, ulong xoff, ulong n, __global ACC *out,
                                 ulong ooff, int exclusive, __global volatile ulong *words,
                                 __global volatile uint *ticket, uint epoch) {
+#if TICKET
   __local uint tile_no;
+#endif
   __local ACC wt[NWT];             /* the warps' totals, then their prefixes */
   uint lid = get_local_id(0), lane = lid & 31, warp = lid >> 5, tile, j;
   ulong base;
   ACC e[FV][4], s[FV];
+#if TICKET
   if (lid == 0) {
     uint t = atomic_inc(ticket);
     if (t == get_num_groups(0) - 1) *ticket = 0;
@@ -539,6 +542,9 @@ __kernel void scan_lookback_ptx(__global const T *x, ulong xoff, ulong n, __glob
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   tile = tile_no;
+#else
+  tile = get_group_id(0);  /* NVIDIA starts groups in id order */
+#endif
   base = (ulong)tile * FTILE;
   if (base + FTILE <= n) {
     __global const TV *p = (__global const TV *)(x + xoff + base);

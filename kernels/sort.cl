@@ -26,7 +26,8 @@
 ** KIND (0 unsigned, 1 signed, 2 floating), BITS (bits in K), V (what is
 ** carried: uint for indices, else the values' type), L, IPT; and on NVIDIA
 ** devices WARP_PTX and LG_ASM, whose program holds sort_scatter_ptx in
-** place of sort_scatter.
+** place of sort_scatter (then the IPT keys of a work-item are 32 apart, in
+** its warp's part of the tile, instead of consecutive).
 */
 
 #define TILE ((uint)L * IPT)
@@ -161,60 +162,112 @@ __kernel void sort_scatter(__global const K *src, ulong soff, __global K *dst, u
 #endif
 
 /* NVIDIA only (the helper defines WARP_PTX and LG_ASM after a probe build
-** of inline PTX; L is 32): sort_scatter with the tile ranked by its one
-** warp, 32 keys a round in index order. The lanes holding one digit find
-** each other (match.any.sync): a key's rank in its digit is the digit's
-** count before the round plus the lanes of the same digit below it. No
-** per-work-item counts, so a tile takes only its keys, what they carry and
-** 2 bytes of rank per key of local memory. */
+** of inline PTX; L is a multiple of 32): sort_scatter with the tile ranked
+** by its warps. Warp w ranks the 32 * IPT keys from w * 32 * IPT of the
+** tile, 32 keys a round in index order: the lanes holding one digit find
+** each other (match.any.sync), and a key's rank in its digit within the
+** warp is the warp's count of that digit before the round plus the lanes
+** of the same digit below it. The keys, what they carry and their ranks
+** stay in registers. Then the warps' counts are scanned per digit (warp
+** by warp) and over the digits, which turns each warp's counts into the
+** tile's places; no per-work-item counts, so a tile takes only its keys,
+** what they carry and 1 KB of counts per warp of local memory. */
 #if WARP_PTX
-inline uint lg_match(uint d) {
-  uint m;
-  LG_ASM volatile("match.any.sync.b32 %0, %1, 0xffffffff;" : "=r"(m) : "r"(d));
-  return m;
-}
-inline void lg_syncwarp(void) { LG_ASM volatile("bar.warp.sync 0xffffffff;" ::: "memory"); }
+#define NWARP (L / 32)
+#ifdef LG_EMULATE_WARP
+/* The warp instructions emulated through local memory (wx, L uints, and
+** barriers: every work-item of the group reaches each call), so that specs
+** run this kernel's logic on any device; the digits' scan (warp 0's
+** shuffles) is then done by work-item 0 alone. Slow; never chosen alone. */
+#define LG_WARP_SCRATCH __local uint wx[L];
+#define LG_SYNCWARP() barrier(CLK_LOCAL_MEM_FENCE)
+#define LG_MATCH(m, d)                                                      \
+  do {                                                                      \
+    uint q_;                                                                \
+    wx[lid] = (d);                                                          \
+    barrier(CLK_LOCAL_MEM_FENCE);                                           \
+    (m) = 0;                                                                \
+    for (q_ = 0; q_ < 32; q_++) (m) |= (uint)(wx[(lid & ~31u) + q_] == (d)) << q_; \
+    barrier(CLK_LOCAL_MEM_FENCE);                                           \
+  } while (0)
+#else
+#define LG_WARP_SCRATCH
+#define LG_SYNCWARP() LG_ASM volatile("bar.warp.sync 0xffffffff;" ::: "memory")
+#define LG_MATCH(m, d) LG_ASM volatile("match.any.sync.b32 %0, %1, 0xffffffff;" : "=r"(m) : "r"(d))
 inline uint lg_ushfl_up(uint v, uint d) {
   uint r;
   LG_ASM volatile("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=r"(r) : "r"(v), "r"(d));
   return r;
 }
+#endif
 
 __kernel void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong doff,
                                __global const V *vsrc, ulong vsoff, __global V *vdst,
                                ulong vdoff, int carry, PASS_ARGS,
                                __global const uint *offsets) {
-  __local uint hist[RADIX];           /* keys of digit d so far, then their tile start */
+  __local uint hist[NWARP * RADIX];   /* warp w's keys of digit d so far, then their place */
+  __local uint tot[RADIX];            /* the tile's keys of digit d, then their first place */
   __local uint start[RADIX];          /* output place of the tile's rank 0 for digit d */
-  __local ushort rk[TILE];            /* key r * 32 + lane's rank in its digit */
   __local K sk[TILE];                 /* the tile's keys in rank order */
   __local V sv[TILE];                 /* and what they carry */
-  uint lane = get_local_id(0), tile = get_group_id(0), j, r, d;
+  LG_WARP_SCRATCH
+  uint lid = get_local_id(0), lane = lid & 31, warp = lid >> 5;
+  uint tile = get_group_id(0), j, r, d, w;
   uint below = (1u << lane) - 1u;
-  ulong base = (ulong)tile * TILE;
+  __local uint *mine = hist + warp * RADIX;
+  ulong base = (ulong)tile * TILE, wbase = base + (ulong)warp * 32 * IPT;
   uint count = n - base < TILE ? (uint)(n - base) : TILE;
-  for (d = lane; d < RADIX; d += 32) hist[d] = 0;
-  lg_syncwarp();
+  K kk[IPT];
+  V vv[IPT];
+  uint pk[IPT];                       /* rank in the warp's digit | digit << 16 */
+  for (j = lid; j < NWARP * RADIX; j += L) hist[j] = 0;
+  barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
   for (r = 0; r < IPT; r++) {
-    ulong i = base + r * 32 + lane;
-    uint dg = RADIX, peers, c = 0;
-    if (i < n) dg = lg_digit(src[soff + i], carry == 1 ? (ulong)vsrc[vsoff + i] : i, mode,
-                             shift, descending, rowlen);
-    peers = lg_match(dg);
-    if (dg < RADIX) c = hist[dg];
-    lg_syncwarp();
-    if (dg < RADIX) {
-      uint before = popcount(peers & below);
-      rk[r * 32 + lane] = (ushort)(c + before);
-      if ((peers >> lane) == 1u) hist[dg] = c + popcount(peers);   /* the last of them */
+    ulong i = wbase + r * 32 + lane;
+    uint dg = RADIX, peers, c = 0, rank = 0;
+    if (i < n) {
+      kk[r] = src[soff + i];
+      vv[r] = carry == 1 ? vsrc[vsoff + i] : (V)i;
+      dg = lg_digit(kk[r], carry == 1 ? (ulong)vv[r] : i, mode, shift, descending, rowlen);
     }
-    lg_syncwarp();
+    LG_MATCH(peers, dg);
+    if (dg < RADIX) c = mine[dg];
+    LG_SYNCWARP();
+    if (dg < RADIX) {
+      rank = c + popcount(peers & below);
+      if ((peers >> lane) == 1u) mine[dg] = c + popcount(peers);   /* the last of them */
+    }
+    pk[r] = rank | dg << 16;
+    LG_SYNCWARP();
   }
-  {
-    /* lane owns digits lane * 8 .. lane * 8 + 7: their tile starts */
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (d = lid; d < RADIX; d += L) {  /* each warp's first rank of digit d among the tile's */
+    uint run = 0;
+    for (w = 0; w < NWARP; w++) {
+      uint c = hist[w * RADIX + d];
+      hist[w * RADIX + d] = run;
+      run += c;
+    }
+    tot[d] = run;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+#ifdef LG_EMULATE_WARP
+  if (lid == 0) {
+    uint s = 0;
+    for (d = 0; d < RADIX; d++) {
+      uint c = tot[d];
+      tot[d] = s;
+      start[d] = offsets[(ulong)d * ntiles + tile] - s;
+      s += c;
+    }
+  }
+#else
+  if (warp == 0) {
+    /* lane owns digits lane * 8 .. lane * 8 + 7: their first places in the tile */
     uint h[RADIX / 32], s = 0, incl, off;
 #pragma unroll
-    for (j = 0; j < RADIX / 32; j++) { h[j] = hist[lane * (RADIX / 32) + j]; s += h[j]; }
+    for (j = 0; j < RADIX / 32; j++) { h[j] = tot[lane * (RADIX / 32) + j]; s += h[j]; }
     incl = s;
 #pragma unroll
     for (off = 1; off < 32; off <<= 1) {
@@ -222,29 +275,32 @@ __kernel void sort_scatter_ptx(__global const K *src, ulong soff, __global K *ds
       if (lane >= off) incl += y;
     }
     s = incl - s;
-    lg_syncwarp();
 #pragma unroll
     for (j = 0; j < RADIX / 32; j++) {
       d = lane * (RADIX / 32) + j;
-      hist[d] = s;
+      tot[d] = s;
       start[d] = offsets[(ulong)d * ntiles + tile] - s;
       s += h[j];
     }
   }
-  lg_syncwarp();
+#endif
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (d = lid; d < RADIX; d += L) {
+    uint s = tot[d];
+    for (w = 0; w < NWARP; w++) hist[w * RADIX + d] += s;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
   for (r = 0; r < IPT; r++) {
-    ulong i = base + r * 32 + lane;
-    if (i < n) {
-      K k = src[soff + i];
-      V v = carry == 1 ? vsrc[vsoff + i] : (V)i;
-      uint p = hist[lg_digit(k, carry == 1 ? (ulong)v : i, mode, shift, descending, rowlen)]
-               + rk[r * 32 + lane];
-      sk[p] = k;
-      sv[p] = v;
+    uint dg = pk[r] >> 16;
+    if (dg < RADIX) {
+      uint p = mine[dg] + (pk[r] & 0xffffu);
+      sk[p] = kk[r];
+      sv[p] = vv[r];
     }
   }
-  lg_syncwarp();
-  for (j = lane; j < count; j += 32) {
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (j = lid; j < count; j += L) {
     K k = sk[j];
     V v = sv[j];
     ulong index = carry == 1 ? (ulong)v : 0;

@@ -305,13 +305,27 @@ describe("algo.scan errors", function()
     assert.is_false(ok)
     assert.matches(("algo.classes.%s.scan_ptx: expected true or false, got 1"):format(name), e,
                    1, true)
+    saved = cls.scan_ptx_ticket
+    cls.scan_ptx_ticket = "no"
+    ok, e = pcall(algo.scan, b)
+    cls.scan_ptx_ticket = saved
+    assert.is_false(ok)
+    assert.matches(("algo.classes.%s.scan_ptx_ticket: expected true or false, got \"no\"")
+                   :format(name), e, 1, true)
     saved = cls.sort_ptx
     cls.sort_ptx = "yes"
     ok, e = pcall(algo.sort, b)
     cls.sort_ptx = saved
     assert.is_false(ok)
-    assert.matches(("algo.classes.%s.sort_ptx: expected true or false, got \"yes\""):format(name),
-                   e, 1, true)
+    assert.matches(("algo.classes.%s.sort_ptx: expected true, false or 'emulated', got \"yes\"")
+                   :format(name), e, 1, true)
+    saved = cls.sort_ptx_local
+    cls.sort_ptx_local = 16
+    ok, e = pcall(algo.sort, b)
+    cls.sort_ptx_local = saved
+    assert.is_false(ok)
+    assert.matches(("algo.classes.%s.sort_ptx_local: expected a power of two from 32 to 256, "
+                    .. "got 16"):format(name), e, 1, true)
     saved = cls.sort_items
     cls.sort_items = 0 / 0
     ok, e = pcall(algo.sort, b)

@@ -229,6 +229,43 @@ describe("algo.sort", function()
   end)
 end)
 
+describe("algo.sort with tiles ranked warp by warp", function()
+  -- sort_scatter_ptx (NVIDIA) with its warp instructions emulated in local
+  -- memory: the same ranking, warps' counts and placing, on PoCL
+  local cls = algo.classes[algo.classes[dev.type] and dev.type or "gpu"]
+  for _, shape in ipairs {{64, 5, {"uint", "float", "long", "char"}}, {32, 8, {"float"}},
+                          {128, 3, {"long"}}} do
+    local L, ipt, types = shape[1], shape[2], shape[3]
+    it(("sorts keys, values, rows and argsort in tiles of %d x %d"):format(L, ipt), function()
+      local saved = {cls.sort_ptx_local, cls.sort_ptx_items, cls.sort_ptx}
+      cls.sort_ptx_local, cls.sort_ptx_items, cls.sort_ptx = L, ipt, "emulated"
+      local ok, err = pcall(function()
+        for _, t in ipairs(types) do
+          for _, n in ipairs {0, 1, 100, math.random(1000, 30000)} do
+            local v = random_keys(t, n)
+            for _, desc in ipairs {false, true} do
+              local what = ("%s n=%d descending=%s"):format(t, n, desc)
+              local keys = buffer(t, v)
+              local idx = {}
+              for i = 1, n do idx[i] = i end
+              local vals = buffer("int", idx)
+              algo.sort(keys, {values = vals, descending = desc})
+              check_sorted(v, get(keys), get(vals), desc, what)
+            end
+          end
+        end
+        local v = random_keys("float", 37 * 41)
+        local pos = get((algo.argsort(buffer("float", v), {row_length = 41, type = "int"})))
+        local want = {}
+        for i, p in ipairs(reference(v, false, 41)) do want[i] = (p - 1) % 41 + 1 end
+        same(want, pos, "argsort of rows (places within each row)")
+      end)
+      cls.sort_ptx_local, cls.sort_ptx_items, cls.sort_ptx = saved[1], saved[2], saved[3]
+      assert(ok, err)
+    end)
+  end
+end)
+
 describe("algo.sort errors", function()
   local k = dev:buffer("float", 10)
   it("names what was expected and what was given", function()

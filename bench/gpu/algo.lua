@@ -10,8 +10,9 @@
 -- Times are the device's (OpenCL profiling), medians of RUNS after warm-up:
 -- the copy kernel and the scan are one kernel each; a sort is timed from a
 -- marker enqueued just before it to the end of its last command, so gaps
--- between its commands count. SWEEP (any value) also times the scan and
--- the sort under other class settings, to choose the defaults.
+-- between its commands count. SWEEP ("scan", "sort" or any other value for
+-- both) also times the scan and the sort under other class settings, to
+-- choose the defaults.
 local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
 local gpu = rawget(_G, "gpu") or require "luagpu"
 local algo = require "luagpu.algo"
@@ -124,10 +125,24 @@ end
 local function time_scan()
   return device_time(function() return select(2, algo.scan(x, {exclusive = true, out = y})) end)
 end
+-- tiles numbered by an atomic ticket or by group id, taking turns (a
+-- check of each before its times)
+for round = 1, 3 do
+  for _, ticket in ipairs {true, false} do
+    cls.scan_ptx_ticket = ticket
+    print(("ticket=%s: %d elements wrong"):format(ticket, scan_errors()))
+    local s = time_scan()
+    say(("order_%s_round%d_gbs"):format(ticket and "ticket" or "group", round), 8 * n / s / 1e9,
+        "GB/s")
+  end
+end
+cls.scan_ptx_ticket = algo.classes.gpu.scan_ptx_ticket
+local copy_again = device_time(function() return copy:run({n // 4}) end)
+say("copy_again_gbs", 8 * n / copy_again / 1e9, "GB/s")
 local scan_s = time_scan()
 say("scan_ms", scan_s * 1e3, "ms")
 say("scan_gbs", 8 * n / scan_s / 1e9, "GB/s")
-if sweep then
+if sweep and sweep ~= "sort" then
   local keep = {cls.scan_local, cls.scan_items, cls.scan_ptx_items}
   cls.scan_ptx = false
   for _, c in ipairs {{256, 32}, {256, 16}, {128, 32}, {512, 16}} do
@@ -197,23 +212,31 @@ local sort_s = time_sort(false)
 say("sort_ms", sort_s * 1e3, "ms")
 local kv_s = time_sort(true)
 say("sort_kv_ms", kv_s * 1e3, "ms")
-if sweep then
-  local keep = {cls.sort_local, cls.sort_items, cls.sort_ptx}
-  for _, c in ipairs {{32, 64, false}, {64, 16, false}, {32, 16, true}, {32, 32, true},
-                      {32, 64, true}, {32, 128, true}, {32, 256, true}} do
-    cls.sort_local, cls.sort_items, cls.sort_ptx = c[1], c[2], c[3]
+if sweep and sweep ~= "scan" then
+  local keep = {cls.sort_local, cls.sort_items, cls.sort_ptx, cls.sort_ptx_local,
+                cls.sort_ptx_items}
+  for _, c in ipairs {{32, 64, false}, {32, 32, true}, {64, 16, true}, {128, 8, true},
+                      {128, 16, true}, {256, 4, true}, {256, 8, true}, {256, 12, true},
+                      {256, 16, true}} do
+    cls.sort_ptx = c[3]
+    if c[3] then cls.sort_ptx_local, cls.sort_ptx_items = c[1], c[2]
+    else cls.sort_local, cls.sort_items = c[1], c[2] end
     local ok, s = pcall(time_sort, false)
-    if ok then
+    local ok2, s2 = pcall(time_sort, true)
+    if ok and ok2 then
       say(("sweep_sort_L%d_I%d_%s_ms"):format(c[1], c[2], c[3] and "ptx" or "portable"), s * 1e3,
           "ms")
+      say(("sweep_sort_kv_L%d_I%d_%s_ms"):format(c[1], c[2], c[3] and "ptx" or "portable"),
+          s2 * 1e3, "ms")
       keys:copy_to(work):wait()
       vals:copy_to(vwork):wait()
       algo.sort(work, {values = vwork})
       print(("  %d keys out of order, values sum right: %s"):format(
             descents(work:sub(1, m - 1), work:sub(2, m)), reduce.sum(vwork) == m * (m - 1) // 2))
-    else print("sweep sort", c[1], c[2], c[3], s) end
+    else print("sweep sort", c[1], c[2], c[3], s, s2) end
   end
-  cls.sort_local, cls.sort_items, cls.sort_ptx = keep[1], keep[2], keep[3]
+  cls.sort_local, cls.sort_items, cls.sort_ptx, cls.sort_ptx_local, cls.sort_ptx_items =
+    keep[1], keep[2], keep[3], keep[4], keep[5]
 end
 
 ------------------------------------------------------------------ table

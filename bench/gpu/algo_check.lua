@@ -5,10 +5,23 @@
 -- values, argsort and rows; compaction; histograms. Prints one line per
 -- failure and "algo_check: N failures".
 --
---   build/luagpu bench/gpu/algo_check.lua [DEVICE]
+--   build/luagpu bench/gpu/algo_check.lua [DEVICE [SETTING=VALUE ...]]
+--
+-- SETTING=VALUE sets algo.classes' settings of the device's class first
+-- (sort_ptx_local=128 sort_ptx_items=16 scan_ptx_ticket=true; a DEVICE of ""
+-- takes the default device).
 local gpu = rawget(_G, "gpu") or require "luagpu"
 local algo = require "luagpu.algo"
-local dev = gpu.device(arg and arg[1])
+local dev = gpu.device(arg and arg[1] ~= "" and arg[1] or nil)
+for i = 2, arg and #arg or 0 do
+  local name, value = arg[i]:match("^([%w_]+)=(.*)$")
+  assert(name, "expected SETTING=VALUE, got " .. arg[i])
+  local v = math.tointeger(tonumber(value))
+  if value == "true" then v = true elseif value == "false" then v = false end
+  if v == nil then v = value end
+  ;(algo.classes[dev.type] or algo.classes.gpu)[name] = v
+  print(("algo_check: %s = %s"):format(name, tostring(v)))
+end
 local failures = 0
 local function check(ok, ...)
   if not ok then failures = failures + 1; print("FAIL", ...) end

@@ -48,18 +48,31 @@ B.stats = {programs_built = 0}
 --                            4-byte accumulators without segments with warp
 --                            shuffles (inline PTX), and its elements per
 --                            work-item (scan_local of them per group)
+--   scan_ptx_ticket          the PTX look-back numbers its tiles by an
+--                            atomic ticket (true) or by work-group id
+--                            (false: loads start at once; NVIDIA starts
+--                            groups in id order, as CUB's scan assumes)
 --   sort_local, sort_items   the same for a radix sort tile
---   sort_ptx                 on NVIDIA devices with sort_local 32, tiles
---                            ranked with warp match instructions (inline PTX)
+--   sort_ptx                 on NVIDIA devices, tiles ranked warp by warp
+--                            with match instructions (inline PTX);
+--                            "emulated": that kernel with the instructions
+--                            emulated in local memory, on any device (slow:
+--                            for specs)
+--   sort_ptx_local, sort_ptx_items   its tile (sort_local and sort_items
+--                            are the portable kernel's)
 --   hist_local, hist_groups_per_cu   histograms' groups
 B.CLASSES = {
   gpu = {scan_local = 256, scan_items = 32, scan_staged = true, scan_lookback = true,
          scan_groups_per_cu = 4, scan_ptx = true, scan_ptx_items = 64,
+         scan_ptx_ticket = false,
          sort_local = 32, sort_items = 32, sort_ptx = true,
+         sort_ptx_local = 256, sort_ptx_items = 8,
          hist_local = 256, hist_groups_per_cu = 8},
   cpu = {scan_local = 16, scan_items = 128, scan_staged = false, scan_lookback = false,
          scan_groups_per_cu = 4, scan_ptx = true, scan_ptx_items = 64,
+         scan_ptx_ticket = false,
          sort_local = 16, sort_items = 256, sort_ptx = true,
+         sort_ptx_local = 256, sort_ptx_items = 8,
          hist_local = 16, hist_groups_per_cu = 4},
 }
 B.CLASSES.accelerator = B.CLASSES.gpu
@@ -83,6 +96,11 @@ local function boolean()
   return function(v) if type(v) == "boolean" then return v end end, "true or false"
 end
 
+local function boolean_or(word)
+  return function(v) if type(v) == "boolean" or v == word then return v end end,
+         format("true, false or '%s'", word)
+end
+
 -- name, check, what is allowed (in words: the check's second value).
 -- scan_local starts at 4: PoCL's compiler fails on the scan kernels with
 -- 1 or 2 work-items per group.
@@ -91,7 +109,10 @@ local SETTINGS = {
   {"scan_staged", boolean()}, {"scan_lookback", boolean()},
   {"scan_groups_per_cu", int_in(1, 1024)},
   {"scan_ptx", boolean()}, {"scan_ptx_items", pow2_in(4, 128)},
-  {"sort_local", pow2_in(2, 256)}, {"sort_items", int_in(1, 256)}, {"sort_ptx", boolean()},
+  {"scan_ptx_ticket", boolean()},
+  {"sort_local", pow2_in(2, 256)}, {"sort_items", int_in(1, 256)},
+  {"sort_ptx", boolean_or("emulated")}, {"sort_ptx_local", pow2_in(32, 256)},
+  {"sort_ptx_items", int_in(1, 256)},
   {"hist_local", pow2_in(1, 1024)}, {"hist_groups_per_cu", int_in(1, 1024)},
 }
 

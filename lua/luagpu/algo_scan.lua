@@ -118,7 +118,7 @@ local function entry_for(fn, dev, spec, seg, ft)
     use_lookback = cls.scan_lookback and WORD_BITS[spec.acc] ~= nil, acc = spec.acc,
     ptx = cls.scan_ptx and not seg and L >= 32 and PTX_ACC[spec.acc] and ptx_keyword(dev)
           or false,
-    ptx_items = cls.scan_ptx_items,
+    ptx_items = cls.scan_ptx_items, ptx_ticket = cls.scan_ptx_ticket,
     ticket = dev:buffer("uint", 1), epoch = 0,
   }
   entries[key] = e
@@ -150,6 +150,7 @@ local function kernels_for(fn, dev, e, kind)
       defines[#defines + 1] = {"WARP_PTX", 1}
       defines[#defines + 1] = {"LG_ASM", e.ptx}
       defines[#defines + 1] = {"FIPT", e.ptx_items}
+      defines[#defines + 1] = {"TICKET", e.ptx_ticket and 1 or 0}
       defines[#defines + 1] = {"TV", spec.type .. "4"}
       defines[#defines + 1] = {"AV", spec.acc .. "4"}
     end

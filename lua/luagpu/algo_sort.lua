@@ -13,7 +13,7 @@ local H = require "luagpu.helper"
 local B = require "luagpu.algo_base"
 local S = require "luagpu.algo_scan"
 
-local min = math.min
+local min, max = math.min, math.max
 local fail, show = H.fail, H.show
 local SIZES, FLOATS = B.SIZES, B.FLOATS
 
@@ -44,20 +44,25 @@ local function entry_for(fn, dev, kt, vt)
   B.check_fp64(fn, dev, kt)
   B.check_fp64(fn, dev, vt)
   local size, vsize = SIZES[kt], SIZES[vt]
-  local L = min(cls.sort_local, floor_pow2(dev.max_work_group_size), RADIX)
-  local ipt = cls.sort_items
+  local wgs = floor_pow2(dev.max_work_group_size)
+  -- on NVIDIA, tiles ranked warp by warp with match instructions
+  -- (sort_scatter_ptx), which need no counts per work-item, in tiles of
+  -- their own settings ("emulated": the same kernel with the warp
+  -- instructions emulated in local memory, on any device, for specs)
+  local kw = cls.sort_ptx and wgs >= 32
+             and (cls.sort_ptx == "emulated" and "emulated" or S.ptx_keyword(dev))
+  local L = min(kw and cls.sort_ptx_local or cls.sort_local, wgs, RADIX)
+  local ipt = kw and cls.sort_ptx_items or cls.sort_items
   while L * ipt > 32768 do ipt = ipt // 2 end    -- tile ranks are ushort
-  -- on NVIDIA, tiles of one warp ranked with its match instructions
-  -- (sort_scatter_ptx), which need no counts per work-item
-  local kw = cls.sort_ptx and L == 32 and S.ptx_keyword(dev)
   -- local memory: counts per work-item and digit (ushort; sort_scatter_ptx:
-  -- a rank per key instead), the tile's keys and indices, and small tables
+  -- per warp and digit, uint), the tile's keys and what they carry, and
+  -- small tables
   local function bytes()
-    local counts = kw and L * ipt * 2 or L * RADIX * 2
+    local counts = kw and (L // 32) * RADIX * 4 or L * RADIX * 2
     return counts + RADIX * (kw and 8 or 4) + L * 4 + L * ipt * (size + vsize) + 64
   end
   while bytes() > dev.local_mem_size and ipt > 1 do ipt = ipt // 2 end
-  while bytes() > dev.local_mem_size and L > 1 and not kw do L = L // 2 end
+  while bytes() > dev.local_mem_size and L > (kw and 32 or 1) do L = L // 2 end
   local prog
   local scatter = kw and "sort_scatter_ptx" or "sort_scatter"
   while true do
@@ -68,14 +73,14 @@ local function entry_for(fn, dev, kt, vt)
     }
     if kw then
       defines[#defines + 1] = {"WARP_PTX", 1}
-      defines[#defines + 1] = {"LG_ASM", kw}
+      defines[#defines + 1] = kw == "emulated" and {"LG_EMULATE_WARP", 1} or {"LG_ASM", kw}
     end
     prog = B.build(fn, dev, defines, "sort.cl")
     local wgs = min(prog.sort_count.work_group_size, prog[scatter].work_group_size)
-    if wgs >= L or L == 1 or kw then break end
-    L = floor_pow2(wgs)
+    if wgs >= L or L == 1 or (kw and L == 32) then break end
+    L = max(floor_pow2(wgs), kw and 32 or 1)
   end
-  e = {count = prog.sort_count, scatter = prog[scatter], L = L, tile = L * ipt}
+  e = {count = prog.sort_count, scatter = prog[scatter], L = L, tile = L * ipt, vt = vt}
   entries[key] = e
   return e
 end
@@ -98,10 +103,14 @@ end
 
 local dummies = H.device_cache()
 
-local function dummy(dev)
+-- A one-element buffer of type t (uint by default) on dev, for kernel
+-- arguments that are not read.
+local function dummy(dev, t)
+  t = t or "uint"
   local d = dummies[dev]
-  if not d then d = dev:buffer("uint", 1); dummies[dev] = d end
-  return d
+  if not d then d = {}; dummies[dev] = d end
+  if not d[t] then d[t] = dev:buffer(t, 1) end
+  return d[t]
 end
 
 local UINT_SUM = S.builtin("sum", "uint", "uint")
@@ -120,7 +129,8 @@ local function radix(fn, dev, e, seq, root, off, n, kt, r)
   local carry = r.carry or r.rowlen ~= 0
   local nodata = dummy(dev)
   -- what the passes carry: from (va, vaoff) to (vb, vboff), swapped after each
-  local va, vaoff, vb, vboff, cmode = nodata, 0, nodata, 0, 0
+  local none = dummy(dev, e.vt)
+  local va, vaoff, vb, vboff, cmode = none, 0, none, 0, 0
   if carry then
     va = H.scratch_buffer(e, dev, "idx_a", "uint", n)
     vb = H.scratch_buffer(e, dev, "idx_b", "uint", n)
@@ -212,7 +222,10 @@ function M.sort(keys, opts)
     if r.rowlen == 0 then r.values = {root = vroot, offset = voff, type = vt}
     else r.carry = true end
   end
-  local e = entry_for(fn, dev, kt, r.values and vt or "uint")
+  -- what the passes carry: the values, the original indices (rows), or
+  -- nothing (uchar then: the tile's unused slots take the least room)
+  local e = entry_for(fn, dev, kt, r.values and vt or (r.carry or r.rowlen ~= 0) and "uint"
+                                   or "uchar")
   local ge = r.carry and vals and gather_for(fn, dev, vt)
   local q, waits = o.queue, o.wait
   H.wait_for_last_user(e, q, dev, waits)
