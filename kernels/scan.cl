@@ -524,9 +524,10 @@ inline ACC lg_warp_lookback(__global volatile ulong *words, uint tile, uint epoc
 ** through local memory orders the warps' totals (vector j before j + 1,
 ** warp w before w + 1) while warp 0 looks back. x + xoff and out + ooff
 ** are aligned to 4 elements (the helper's check). */
-__kernel void scan_lookback_ptx(__global const T *x, ulong xoff, ulong n, __global ACC *out,
-                                ulong ooff, int exclusive, __global volatile ulong *words,
-                                __global volatile uint *ticket, uint epoch) {
+__kernel __attribute__((reqd_work_group_size(L, 1, 1)))
+void scan_lookback_ptx(__global const T *x, ulong xoff, ulong n, __global ACC *out, ulong ooff,
+                       int exclusive, __global volatile ulong *words,
+                       __global volatile uint *ticket, uint epoch) {
 #if TICKET
   __local uint tile_no;
 #endif

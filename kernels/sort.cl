@@ -201,10 +201,10 @@ inline uint lg_ushfl_up(uint v, uint d) {
 }
 #endif
 
-__kernel void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong doff,
-                               __global const V *vsrc, ulong vsoff, __global V *vdst,
-                               ulong vdoff, int carry, PASS_ARGS,
-                               __global const uint *offsets) {
+__kernel __attribute__((reqd_work_group_size(L, 1, 1)))
+void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong doff,
+                      __global const V *vsrc, ulong vsoff, __global V *vdst, ulong vdoff,
+                      int carry, PASS_ARGS, __global const uint *offsets) {
   __local uint hist[NWARP * RADIX];   /* warp w's keys of digit d so far, then their place */
   __local uint tot[RADIX];            /* the tile's keys of digit d, then their first place */
   __local uint start[RADIX];          /* output place of the tile's rank 0 for digit d */

@@ -145,7 +145,7 @@ say("scan_gbs", 8 * n / scan_s / 1e9, "GB/s")
 if sweep and sweep ~= "sort" then
   local keep = {cls.scan_local, cls.scan_items, cls.scan_ptx_items}
   cls.scan_ptx = false
-  for _, c in ipairs {{256, 32}, {256, 16}, {128, 32}, {512, 16}} do
+  for _, c in ipairs {{256, 32}} do
     cls.scan_local, cls.scan_items = c[1], c[2]
     local ok, s = pcall(time_scan)
     if ok then say(("sweep_scan_L%d_I%d_gbs"):format(c[1], c[2]), 8 * n / s / 1e9, "GB/s")
@@ -153,8 +153,8 @@ if sweep and sweep ~= "sort" then
   end
   cls.scan_ptx = true
   cls.scan_local, cls.scan_items = keep[1], keep[2]
-  for _, c in ipairs {{128, 16}, {128, 32}, {128, 64}, {128, 128}, {256, 16}, {256, 32},
-                      {256, 64}, {256, 128}, {512, 32}, {512, 64}, {1024, 16}, {64, 64}} do
+  for _, c in ipairs {{128, 64}, {128, 128}, {256, 32}, {256, 64}, {256, 128}, {512, 32},
+                      {512, 64}, {1024, 32}} do
     cls.scan_local, cls.scan_ptx_items = c[1], c[2]
     local ok, s = pcall(time_scan)
     if ok then
@@ -212,22 +212,30 @@ local sort_s = time_sort(false)
 say("sort_ms", sort_s * 1e3, "ms")
 local kv_s = time_sort(true)
 say("sort_kv_ms", kv_s * 1e3, "ms")
+-- where a sort's time goes: device time per kernel, summed over one sort
+-- (from a trace)
+gpu.trace(true)
+keys:copy_to(work)
+algo.sort(work)
+local parts = {}
+for _, c in ipairs(gpu.trace(false)) do
+  if c.start and c.kind ~= "copy" then parts[c.name] = (parts[c.name] or 0) + c["end"] - c.start end
+end
+for name, ns in pairs(parts) do say("sort_part_" .. name .. "_ms", ns * 1e-6, "ms") end
 if sweep and sweep ~= "scan" then
   local keep = {cls.sort_local, cls.sort_items, cls.sort_ptx, cls.sort_ptx_local,
                 cls.sort_ptx_items}
-  for _, c in ipairs {{32, 64, false}, {32, 32, true}, {64, 16, true}, {128, 8, true},
-                      {128, 16, true}, {256, 4, true}, {256, 8, true}, {256, 12, true},
-                      {256, 16, true}} do
+  for _, c in ipairs {{32, 64, false}, {128, 8, true}, {128, 16, true}, {256, 4, true},
+                      {256, 8, true}, {256, 12, true}, {256, 16, true}} do
     cls.sort_ptx = c[3]
     if c[3] then cls.sort_ptx_local, cls.sort_ptx_items = c[1], c[2]
     else cls.sort_local, cls.sort_items = c[1], c[2] end
     local ok, s = pcall(time_sort, false)
     local ok2, s2 = pcall(time_sort, true)
     if ok and ok2 then
-      say(("sweep_sort_L%d_I%d_%s_ms"):format(c[1], c[2], c[3] and "ptx" or "portable"), s * 1e3,
-          "ms")
-      say(("sweep_sort_kv_L%d_I%d_%s_ms"):format(c[1], c[2], c[3] and "ptx" or "portable"),
-          s2 * 1e3, "ms")
+      local name = ("L%d_I%d_%s"):format(c[1], c[2], c[3] and "ptx" or "portable")
+      say("sweep_sort_" .. name .. "_ms", s * 1e3, "ms")
+      say("sweep_sort_kv_" .. name .. "_ms", s2 * 1e3, "ms")
       keys:copy_to(work):wait()
       vals:copy_to(vwork):wait()
       algo.sort(work, {values = vwork})
@@ -236,7 +244,7 @@ if sweep and sweep ~= "scan" then
     else print("sweep sort", c[1], c[2], c[3], s, s2) end
   end
   cls.sort_local, cls.sort_items, cls.sort_ptx, cls.sort_ptx_local, cls.sort_ptx_items =
-    keep[1], keep[2], keep[3], keep[4], keep[5]
+    table.unpack(keep, 1, 5)
 end
 
 ------------------------------------------------------------------ table
