@@ -5,9 +5,14 @@
 ** is stable, so the whole sort is. A pass over n keys in tiles of TILE =
 ** L * IPT (work-item lid owns the IPT keys from lid * IPT of a tile):
 **   sort_count    each tile counts its keys per digit into
-**                 counts[digit * ntiles + tile];
-**   (algo.scan)   the exclusive scan of counts: where each tile's keys of
-**                 each digit start in the output;
+**                 counts[tile * RADIX + digit] (a tile's 1 KB together);
+**   sort_chunk_sums, (algo.scan), sort_chunk_places
+**                 turn the counts in place into where each tile's keys of
+**                 each digit start in the output (the exclusive scan of
+**                 the counts in digit-major order): group c sums its chunk
+**                 of tiles per digit, those sums are scanned (digit-major,
+**                 RADIX * C of them), and each group scans its chunk per
+**                 digit from its sum's place;
 **   sort_scatter  each tile ranks its keys stably (per work-item counts,
 **                 scanned over the work-items in local memory) and writes
 **                 them, and their indices when carried, to their places.
@@ -78,7 +83,47 @@ __kernel void sort_count(__global const K *src, ulong soff, __global const uint 
                                 descending, rowlen)]);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (k = lid; k < RADIX; k += L) counts[(ulong)k * ntiles + tile] = hist[k];
+  for (k = lid; k < RADIX; k += L) counts[(ulong)tile * RADIX + k] = hist[k];
+}
+
+/* Group c of C (the number of groups) takes the tiles from c * rpc to
+** (c + 1) * rpc - 1 (its chunk); its work-items take the digits in turn. */
+#define CHUNK_LOOP(d, t0, t1)                                               \
+  uint c_ = (uint)get_group_id(0), nc_ = (uint)get_num_groups(0), d;        \
+  ulong t0 = (ulong)c_ * rpc, t1 = min(t0 + rpc, (ulong)ntiles);            \
+  for (d = (uint)get_local_id(0); d < RADIX; d += L)
+
+/* sums[d * C + c]: the keys of digit d in chunk c */
+__kernel void sort_chunk_sums(__global const uint *counts, uint ntiles, uint rpc,
+                              __global uint *sums) {
+  CHUNK_LOOP(d, t0, t1) {
+    uint s = 0;
+    ulong t;
+#pragma unroll 8
+    for (t = t0; t < t1; t++) s += counts[t * RADIX + d];
+    sums[(ulong)d * nc_ + c_] = s;
+  }
+}
+
+/* counts[t * RADIX + d] becomes the place of tile t's first key of digit d,
+** from the scanned sums (places[d * C + c]: that of chunk c's first) */
+__kernel void sort_chunk_places(__global uint *counts, uint ntiles, uint rpc,
+                                __global const uint *places) {
+  CHUNK_LOOP(d, t0, t1) {
+    uint run = places[(ulong)d * nc_ + c_], v[8], u;
+    ulong t = t0;
+    for (; t + 8 <= t1; t += 8) {       /* 8 loads in flight, then their stores */
+#pragma unroll
+      for (u = 0; u < 8; u++) v[u] = counts[(t + u) * RADIX + d];
+#pragma unroll
+      for (u = 0; u < 8; u++) { counts[(t + u) * RADIX + d] = run; run += v[u]; }
+    }
+    for (; t < t1; t++) {
+      uint c = counts[t * RADIX + d];
+      counts[t * RADIX + d] = run;
+      run += c;
+    }
+  }
 }
 
 #ifndef WARP_PTX
@@ -135,7 +180,7 @@ __kernel void sort_scatter(__global const K *src, ulong soff, __global K *dst, u
   for (d = d0; d < d0 + RADIX / L; d++) {
     uint total = start[d];
     for (t = 0; t < L; t++) cnt[t * RADIX + d] += (ushort)sum;
-    start[d] = offsets[(ulong)d * ntiles + tile] - sum;
+    start[d] = offsets[(ulong)tile * RADIX + d] - sum;
     sum += total;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -258,7 +303,7 @@ void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong 
     for (d = 0; d < RADIX; d++) {
       uint c = tot[d];
       tot[d] = s;
-      start[d] = offsets[(ulong)d * ntiles + tile] - s;
+      start[d] = offsets[(ulong)tile * RADIX + d] - s;
       s += c;
     }
   }
@@ -279,7 +324,7 @@ void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong 
     for (j = 0; j < RADIX / 32; j++) {
       d = lane * (RADIX / 32) + j;
       tot[d] = s;
-      start[d] = offsets[(ulong)d * ntiles + tile] - s;
+      start[d] = offsets[(ulong)tile * RADIX + d] - s;
       s += h[j];
     }
   }

@@ -80,7 +80,9 @@ local function entry_for(fn, dev, kt, vt)
     if wgs >= L or L == 1 or (kw and L == 32) then break end
     L = max(floor_pow2(wgs), kw and 32 or 1)
   end
-  e = {count = prog.sort_count, scatter = prog[scatter], L = L, tile = L * ipt, vt = vt}
+  e = {count = prog.sort_count, scatter = prog[scatter], L = L, tile = L * ipt, vt = vt,
+       chunk_sums = prog.sort_chunk_sums, chunk_places = prog.sort_chunk_places,
+       chunks = max(1, dev.compute_units * 4)}
   entries[key] = e
   return e
 end
@@ -124,8 +126,13 @@ local function radix(fn, dev, e, seq, root, off, n, kt, r)
   local L, tile = e.L, e.tile
   local ntiles = (n + tile - 1) // tile
   local keys2 = H.scratch_buffer(e, dev, "keys", kt, n)
+  -- per tile and digit: its keys, then their place (tile-major, in place)
   local counts = H.scratch_buffer(e, dev, "counts", "uint", RADIX * ntiles)
-  local offsets = H.scratch_buffer(e, dev, "offsets", "uint", RADIX * ntiles)
+  -- the tiles in chunks: per chunk and digit, its keys, then their place
+  local rpc = (ntiles + e.chunks - 1) // e.chunks
+  local chunks = (ntiles + rpc - 1) // rpc
+  local sums = H.scratch_buffer(e, dev, "sums", "uint", RADIX * chunks)
+  local places = H.scratch_buffer(e, dev, "places", "uint", RADIX * chunks)
   local carry = r.carry or r.rowlen ~= 0
   local nodata = dummy(dev)
   -- what the passes carry: from (va, vaoff) to (vb, vboff), swapped after each
@@ -158,11 +165,13 @@ local function radix(fn, dev, e, seq, root, off, n, kt, r)
     local rows = p[1] == 1
     seq:run(e.count(src, soff, rows and va or nodata, rows and 1 or 0, n, p[1], p[2], desc,
                     rowlen, ntiles, counts), {ntiles * L}, {L})
-    seq.last = S.run(fn, {spec = UINT_SUM, x = counts, xoff = 0, n = RADIX * ntiles,
-                          rowlen = 0, out = offsets, ooff = 0, exclusive = true,
+    seq:run(e.chunk_sums(counts, ntiles, rpc, sums), {chunks * L}, {L})
+    seq.last = S.run(fn, {spec = UINT_SUM, x = sums, xoff = 0, n = RADIX * chunks,
+                          rowlen = 0, out = places, ooff = 0, exclusive = true,
                           queue = seq.q, wait = {seq.last}})
+    seq:run(e.chunk_places(counts, ntiles, rpc, places), {chunks * L}, {L})
     seq:run(e.scatter(src, soff, dst, doff, va, vaoff, vb, vboff, cmode, n, p[1], p[2], desc,
-                      rowlen, ntiles, offsets), {ntiles * L}, {L})
+                      rowlen, ntiles, counts), {ntiles * L}, {L})
     src, soff, dst, doff = dst, doff, src, soff
     if cmode ~= 0 then va, vaoff, vb, vboff, cmode = vb, vboff, va, vaoff, 1 end
   end
