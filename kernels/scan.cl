@@ -212,9 +212,14 @@ inline void lg_write(SCAN_ARGS, __global ACC *out, ulong ooff, int exclusive, ul
       w = lg_vop(w, (ACCV)(z, w.s0123, w.s456));
       w = lg_vop(w, (ACCV)(z, z, w.s0123, w.s45));
       w = lg_vop(w, (ACCV)(z, z, z, z, w.s0123));
-      w = lg_vop((ACCV)(run), w);
-      vstore8(exclusive ? (ACCV)(run, w.s0123, w.s456) : w, j, o);
-      run = w.s7;
+      {
+        /* the vector's total first: only this one operation waits on the
+           last vector's, so the vectors' work overlaps */
+        ACC total = w.s7;
+        w = lg_vop((ACCV)(run), w);
+        vstore8(exclusive ? (ACCV)(run, w.s0123, w.s456) : w, j, o);
+        run = lg_op(run, total);
+      }
     }
     return;
   }
