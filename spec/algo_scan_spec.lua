@@ -284,55 +284,24 @@ describe("algo.scan errors", function()
   it("checks the device class's settings", function()
     local name = algo.classes[dev.type] and dev.type or "gpu"
     local cls = algo.classes[name]
-    local saved = cls.scan_local
-    cls.scan_local = 3
-    local ok, e = pcall(algo.scan, b)
-    cls.scan_local = saved
-    assert.is_false(ok)
-    assert.matches(("algo.classes.%s.scan_local: expected a power of two from 4 to 1024, got 3")
-                   :format(name), e, 1, true)
-    saved = cls.scan_ptx_items
-    cls.scan_ptx_items = 2
-    ok, e = pcall(algo.scan, b)
-    cls.scan_ptx_items = saved
-    assert.is_false(ok)
-    assert.matches(("algo.classes.%s.scan_ptx_items: expected a power of two from 4 to 128, got 2")
-                   :format(name), e, 1, true)
-    saved = cls.scan_ptx
-    cls.scan_ptx = 1
-    ok, e = pcall(algo.scan, b)
-    cls.scan_ptx = saved
-    assert.is_false(ok)
-    assert.matches(("algo.classes.%s.scan_ptx: expected true or false, got 1"):format(name), e,
-                   1, true)
-    saved = cls.scan_ptx_ticket
-    cls.scan_ptx_ticket = "no"
-    ok, e = pcall(algo.scan, b)
-    cls.scan_ptx_ticket = saved
-    assert.is_false(ok)
-    assert.matches(("algo.classes.%s.scan_ptx_ticket: expected true or false, got \"no\"")
-                   :format(name), e, 1, true)
-    saved = cls.sort_ptx
-    cls.sort_ptx = "yes"
-    ok, e = pcall(algo.sort, b)
-    cls.sort_ptx = saved
-    assert.is_false(ok)
-    assert.matches(("algo.classes.%s.sort_ptx: expected true, false or 'emulated', got \"yes\"")
-                   :format(name), e, 1, true)
-    saved = cls.sort_ptx_local
-    cls.sort_ptx_local = 16
-    ok, e = pcall(algo.sort, b)
-    cls.sort_ptx_local = saved
-    assert.is_false(ok)
-    assert.matches(("algo.classes.%s.sort_ptx_local: expected a power of two from 32 to 256, "
-                    .. "got 16"):format(name), e, 1, true)
-    saved = cls.sort_items
-    cls.sort_items = 0 / 0
-    ok, e = pcall(algo.sort, b)
-    cls.sort_items = saved
-    assert.is_false(ok)
-    assert.matches(("algo.classes.%s.sort_items: expected an integer from 1 to 256, got")
-                   :format(name), e, 1, true)
+    -- setting, a bad value, the call that reads it, what the message says
+    for _, case in ipairs {
+      {"scan_local", 3, algo.scan, "expected a power of two from 4 to 1024, got 3"},
+      {"scan_ptx_items", 2, algo.scan, "expected a power of two from 4 to 128, got 2"},
+      {"scan_ptx", 1, algo.scan, "expected true or false, got 1"},
+      {"scan_ptx_ticket", "no", algo.scan, 'expected true or false, got "no"'},
+      {"sort_ptx", "yes", algo.sort, "expected true, false or 'emulated', got \"yes\""},
+      {"sort_ptx_local", 16, algo.sort, "expected a power of two from 32 to 256, got 16"},
+      {"sort_items", 0 / 0, algo.sort, "expected an integer from 1 to 256, got"},
+    } do
+      local setting, bad, call, message = case[1], case[2], case[3], case[4]
+      local saved = cls[setting]
+      cls[setting] = bad
+      local ok, e = pcall(call, b)
+      cls[setting] = saved
+      assert.is_false(ok)
+      assert.matches(("algo.classes.%s.%s: %s"):format(name, setting, message), e, 1, true)
+    end
   end)
 
   it("raises at the caller's line", function()

@@ -139,6 +139,20 @@ local function same(want, got, what)
   end
 end
 
+-- Sorts keys v of type t with values 1 .. n (both ways) and checks the
+-- result; returns what algo.sort returned and the keys' buffer.
+local function sort_checked(t, v, desc)
+  local n = #v
+  local what = ("%s n=%d descending=%s"):format(t, n, desc)
+  local keys = buffer(t, v)
+  local idx = {}
+  for i = 1, n do idx[i] = i end
+  local vals = buffer("int", idx)
+  local got, ev = algo.sort(keys, {values = vals, descending = desc})
+  check_sorted(v, get(keys), get(vals), desc, what)
+  return got, ev, keys
+end
+
 describe("algo.sort", function()
   for _, t in ipairs(SCALARS) do
     it("sorts " .. t .. " keys with their edge values, both ways, with values", function()
@@ -148,15 +162,9 @@ describe("algo.sort", function()
       for _, n in ipairs(sizes) do
         local v = random_keys(t, n)
         for _, desc in ipairs {false, true} do
-          local what = ("%s n=%d descending=%s"):format(t, n, desc)
-          local keys = buffer(t, v)
-          local idx = {}
-          for i = 1, n do idx[i] = i end
-          local vals = buffer("int", idx)
-          local got, ev = algo.sort(keys, {values = vals, descending = desc})
+          local got, ev, keys = sort_checked(t, v, desc)
           assert.equal(keys, got)
           assert.equal("Event", gpu.type(ev))
-          check_sorted(v, get(keys), get(vals), desc, what)
         end
       end
     end)
@@ -243,15 +251,7 @@ describe("algo.sort with tiles ranked warp by warp", function()
         for _, t in ipairs(types) do
           for _, n in ipairs {0, 1, 100, math.random(1000, 30000)} do
             local v = random_keys(t, n)
-            for _, desc in ipairs {false, true} do
-              local what = ("%s n=%d descending=%s"):format(t, n, desc)
-              local keys = buffer(t, v)
-              local idx = {}
-              for i = 1, n do idx[i] = i end
-              local vals = buffer("int", idx)
-              algo.sort(keys, {values = vals, descending = desc})
-              check_sorted(v, get(keys), get(vals), desc, what)
-            end
+            for _, desc in ipairs {false, true} do sort_checked(t, v, desc) end
           end
         end
         local v = random_keys("float", 37 * 41)
