@@ -74,13 +74,24 @@ __kernel void sort_count(__global const K *src, ulong soff, __global const uint 
   __local uint hist[RADIX];
   uint lid = get_local_id(0), tile = get_group_id(0), k;
   ulong base = (ulong)tile * TILE;
+  K kk[IPT];                          /* the keys read first, all in flight at once */
   for (k = lid; k < RADIX; k += L) hist[k] = 0;
+#if IPT <= 32
+#pragma unroll
+#endif
+  for (k = 0; k < IPT; k++) {
+    ulong i = base + k * L + lid;
+    if (i < n) kk[k] = src[soff + i];
+  }
   barrier(CLK_LOCAL_MEM_FENCE);
+#if IPT <= 32
+#pragma unroll
+#endif
   for (k = 0; k < IPT; k++) {
     ulong i = base + k * L + lid;
     if (i < n)
-      atomic_inc(&hist[lg_digit(src[soff + i], lg_index(isrc, carry, i), mode, shift,
-                                descending, rowlen)]);
+      atomic_inc(&hist[lg_digit(kk[k], lg_index(isrc, carry, i), mode, shift, descending,
+                                rowlen)]);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   for (k = lid; k < RADIX; k += L) counts[(ulong)tile * RADIX + k] = hist[k];
@@ -267,15 +278,22 @@ void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong 
   uint pk[IPT];                       /* rank in the warp's digit | digit << 16 */
   for (j = lid; j < NWARP * RADIX; j += L) hist[j] = 0;
   barrier(CLK_LOCAL_MEM_FENCE);
+  /* every load first: the ranking's warp instructions clobber memory, so
+     loads among them would wait one after the other */
+#pragma unroll
+  for (r = 0; r < IPT; r++) {
+    ulong i = wbase + r * 32 + lane;
+    if (i < n) {
+      kk[r] = src[soff + i];
+      vv[r] = carry == 1 ? vsrc[vsoff + i] : (V)i;
+    }
+  }
 #pragma unroll
   for (r = 0; r < IPT; r++) {
     ulong i = wbase + r * 32 + lane;
     uint dg = RADIX, peers, c = 0, rank = 0;
-    if (i < n) {
-      kk[r] = src[soff + i];
-      vv[r] = carry == 1 ? vsrc[vsoff + i] : (V)i;
+    if (i < n)
       dg = lg_digit(kk[r], carry == 1 ? (ulong)vv[r] : i, mode, shift, descending, rowlen);
-    }
     LG_MATCH(peers, dg);
     if (dg < RADIX) c = mine[dg];
     LG_SYNCWARP();

@@ -66,13 +66,13 @@ B.CLASSES = {
          scan_groups_per_cu = 4, scan_ptx = true, scan_ptx_items = 64,
          scan_ptx_ticket = false,
          sort_local = 32, sort_items = 32, sort_ptx = true,
-         sort_ptx_local = 256, sort_ptx_items = 8,
+         sort_ptx_local = 256, sort_ptx_items = 12,
          hist_local = 256, hist_groups_per_cu = 8},
   cpu = {scan_local = 16, scan_items = 128, scan_staged = false, scan_lookback = false,
          scan_groups_per_cu = 4, scan_ptx = true, scan_ptx_items = 64,
          scan_ptx_ticket = false,
          sort_local = 16, sort_items = 256, sort_ptx = true,
-         sort_ptx_local = 256, sort_ptx_items = 8,
+         sort_ptx_local = 256, sort_ptx_items = 12,
          hist_local = 16, hist_groups_per_cu = 4},
 }
 B.CLASSES.accelerator = B.CLASSES.gpu
