@@ -111,6 +111,20 @@ local SEED = tonumber(os.getenv("MATMUL_SEED")) or 15
 describe("matmul's BLAS options", function()
   math.randomseed(SEED)
 
+  -- first in this file (its own process): nothing of matmul's is built yet
+  it("counts the BLAS kernels' builds in matmul.programs_built", function()
+    local blas = require "luagpu.matmul_blas"
+    local before, blas_before = matmul.programs_built, blas.programs_built
+    check{m = 5, n = 7, k = 3, ta = true, tb = true, alpha = 2}
+    check{m = 1, n = 1, k = 9, ta = true}           -- a matrix-vector product
+    local built, total = blas.programs_built - blas_before, matmul.programs_built - before
+    assert.is_true(built >= 2, "transposes and the matrix-vector product built")
+    assert.is_true(total >= built, "matmul.programs_built counts them")
+    check{m = 5, n = 7, k = 3, ta = true, tb = true, alpha = 2}
+    check{m = 1, n = 1, k = 9, ta = true}
+    assert.equal(before + total, matmul.programs_built)   -- built once, reused
+  end)
+
   it("trans_a and trans_b at edge sizes, in float and double, 2-D and views", function()
     local sizes = {{1, 1, 1}, {37, 41, 43}, {17, 5, 64}, {64, 33, 9}, {2, 70, 3}}
     for _, t in ipairs(TYPES) do

@@ -31,7 +31,10 @@ local format, concat, sort = string.format, table.concat, table.sort
 local integer, show, typename, to_buffer = H.integer, H.show, H.typename, H.to_buffer
 
 -- split_edges: false turns the core-and-edges split off (for comparisons).
-local M = {programs_built = 0, split_edges = true}
+local M = {split_edges = true}
+-- matmul.programs_built (read through the metatable, below): the builds of
+-- the fp32 kernels here, of matmul_blas's and of matmul_mma's together
+local built = 0
 
 local FN = "matmul"
 local function fail(fmt, ...) H.fail(FN, fmt, ...) end
@@ -362,7 +365,7 @@ local function program(dev, pl)
   local prog = entries[key]
   if not prog then
     prog = dev:build(P.source(pl.variant), {defines = pl.defines, options = pl.options})
-    M.programs_built = M.programs_built + 1
+    built = built + 1
     entries[key] = prog
   end
   return prog
@@ -749,4 +752,12 @@ function M.source(variant)
   return P.source(variant)
 end
 
-return setmetatable(M, {__call = function(_, ...) return matmul(...) end})
+return setmetatable(M, {
+  __call = function(_, ...) return matmul(...) end,
+  __index = function(_, k)
+    if k == "programs_built" then
+      local m = package.loaded["luagpu.matmul_mma"]
+      return built + X.programs_built + (type(m) == "table" and m.programs_built or 0)
+    end
+  end,
+})

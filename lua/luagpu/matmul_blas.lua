@@ -18,7 +18,7 @@ local H = require "luagpu.helper"
 local next, ipairs, pairs, tostring = next, ipairs, pairs, tostring
 local concat, sort, min, max = table.concat, table.sort, math.min, math.max
 
-local X = {}
+local X = {programs_built = 0}
 
 local TT, TR = 32, 8   -- blas_transpose: TT x TT tiles, TT x TR work-items (matmul_blas.cl)
 local GROUP = 256      -- work-items per work-group of the other kernels, at most
@@ -46,6 +46,7 @@ local function program(entries, dev, t, file, defines)
       src = "#line 1\n" .. gpu.kernel_source("matmul_common.cl") .. "\n#line 1\n" .. src
     end
     prog = dev:build(src, {defines = d, options = "-cl-mad-enable"})
+    X.programs_built = X.programs_built + 1
     entries[key] = prog
   end
   return prog

@@ -15,7 +15,7 @@ local H = require "luagpu.helper"
 local format, tostring, ipairs, pairs, type = string.format, tostring, ipairs, pairs, type
 local show, integer = H.show, H.integer
 
-local M = {}
+local M = {programs_built = 0}   -- the probe's builds and the kernels'
 
 -- The tile parameters (matmul_mma.cl), per precision: work-group tile
 -- bm x bn, step bk along K, warp tile wm x wn, stages (local buffers: 1 or
@@ -83,6 +83,7 @@ local function probe(dev)
     for _, kw in ipairs{"asm", "__asm__"} do
       local ok, prog = pcall(dev.build, dev, gpu.kernel_source("matmul_mma.cl"),
                              {defines = {LG_ASM = kw}})
+      if ok then M.programs_built = M.programs_built + 1 end
       if ok then
         local why = check_probe(dev, prog)
         p = why and {ok = false, why = why} or {ok = true, keyword = kw}
@@ -192,6 +193,7 @@ local function program(dev, defines)
     local options = M.build_options or ""
     if defines.MAXRREG then options = options .. " -cl-nv-maxrregcount=" .. defines.MAXRREG end
     prog = dev:build(gpu.kernel_source("matmul_mma.cl"), {defines = defines, options = options})
+    M.programs_built = M.programs_built + 1
     entries[key] = prog
   end
   return prog
