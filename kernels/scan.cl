@@ -499,12 +499,13 @@ inline ACC lg_warp_lookback(__global volatile ulong *words, uint tile, uint epoc
     uint incl, stop, off;
     ACC v;
     if (p >= 0) {
+      /* both words of the tile in one 16-byte read (one trip to memory
+         where the inclusive word is not there yet): the inclusive one if
+         it is there, else the aggregate; each is whole on its own */
+      __global volatile ulong2 *pair = (__global volatile ulong2 *)(words + 2 * (ulong)p);
       do {
-        w = words[2 * (ulong)p + 1];
-        if (!WORD_READY(w, epoch)) {
-          w = words[2 * (ulong)p];
-          if (!WORD_READY(w, epoch)) w = 0;
-        }
+        ulong2 ww = *pair;
+        w = WORD_READY(ww.s1, epoch) ? ww.s1 : WORD_READY(ww.s0, epoch) ? ww.s0 : 0;
       } while (!w);
     }
     incl = lg_ballot(p >= 0 && (w & 2ul));
