@@ -4,10 +4,13 @@
 --
 --   build/luagpu bench/algo.lua [RUNS] [DEVICE] [LOG2N]
 --
--- RUNS (default 9) rounds, each timing the copy, the scan and the sort once,
--- interleaved; figures are medians over the rounds after warm-up. Times are
--- the device's (OpenCL profiling), from the start of an operation's first
--- command to the end of its last. GB/s count one read and one write of the
+-- RUNS (default 9) rounds, each timing the copy, the scan (twice) and the
+-- sort once, interleaved; figures are medians over the rounds after warm-up.
+-- Times are the device's (OpenCL profiling): the copy kernel's own, the
+-- scan's from the start of its first command to the end of its last (a
+-- trace) and, for the row below it and the sort, from a marker enqueued just
+-- before the call (so the host's time to enqueue the commands counts where
+-- the device waits for it). GB/s count one read and one write of the
 -- n elements for both the copy and the scan (what they must move at least);
 -- the ratio is the scan's over the copy's. The target on PoCL is 0.5.
 local gpu = rawget(_G, "gpu") or require "luagpu"
@@ -45,12 +48,25 @@ end
 local keys, sorted = dev:buffer("uint", n), dev:buffer("uint", n)
 prog.keys(keys):run({n}):wait()
 
-local times = {copy = {}, scan = {}, sort = {}}
+-- The device's own time of the commands f enqueues (it returns the last
+-- one's Event): from the first one's start to the last one's end (a trace).
+local function span(f)
+  gpu.trace(true)
+  f():wait()
+  local first, last = math.huge, 0
+  for _, c in ipairs(gpu.trace(false)) do
+    if c.start then first, last = math.min(first, c.start), math.max(last, c["end"]) end
+  end
+  return last - first
+end
+
+local times = {copy = {}, scan = {}, scan_span = {}, sort = {}}
 for r = -1, runs do   -- rounds before 1 are warm-up
   local tc = copy:run({n // 4}); tc:wait()
   local t0 = dev:default_queue():marker()
   local _, ev = algo.scan(x, {exclusive = true, out = y}); ev:wait()
   local ts = (ev:profile()["end"] - t0:profile()["end"])
+  local tss = span(function() return select(2, algo.scan(x, {exclusive = true, out = y})) end)
   keys:copy_to(sorted):wait()
   local t1 = dev:default_queue():marker()
   local sort_ev = algo.sort and select(2, algo.sort(sorted))
@@ -58,14 +74,17 @@ for r = -1, runs do   -- rounds before 1 are warm-up
   if r >= 1 then
     times.copy[r] = tc.duration * 1e-9
     times.scan[r] = ts * 1e-9
+    times.scan_span[r] = tss * 1e-9
     times.sort[r] = sort_ev and (sort_ev:profile()["end"] - t1:profile()["end"]) * 1e-9 or 0
   end
 end
 
 local copy_s, scan_s = bench.median(times.copy), bench.median(times.scan)
+local span_s = bench.median(times.scan_span)
 local rows = {
   {"copy kernel (int4)", copy_s * 1e3, 8 * n / copy_s / 1e9, 1},
-  {"algo.scan exclusive int", scan_s * 1e3, 8 * n / scan_s / 1e9, copy_s / scan_s},
+  {"algo.scan exclusive int", span_s * 1e3, 8 * n / span_s / 1e9, copy_s / span_s},
+  {"  the same from a marker", scan_s * 1e3, 8 * n / scan_s / 1e9, copy_s / scan_s},
 }
 print(("luagpu.algo on 2^%d elements, %s (%s), median of %d runs")
       :format(log2n, dev.name, dev.platform, runs))

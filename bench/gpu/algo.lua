@@ -8,9 +8,12 @@
 --   build/luagpu bench/gpu/algo.lua torch.txt [RUNS [LOG2N_SCAN [LOG2N_SORT [SWEEP]]]]
 --
 -- Times are the device's (OpenCL profiling), medians of RUNS after warm-up:
--- the copy kernel and the scan are one kernel each; a sort is timed from a
--- marker enqueued just before it to the end of its last command, so gaps
--- between its commands count. SWEEP ("scan", "sort" or any other value for
+-- the copy kernel and the scan are timed from the start of their first
+-- command to the end of their last (the bandwidth row: the device's own
+-- time) and from a marker enqueued just before the call (the rows against PyTorch, whose CUDA events bracket
+-- the call the same way: the host's time to enqueue counts where the device
+-- waits for it); a sort is timed from such a marker to the end of its last
+-- command, so gaps between its commands count. SWEEP ("scan", "sort" or any other value for
 -- both) also times the scan and the sort under other class settings, to
 -- choose the defaults.
 local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
@@ -55,17 +58,29 @@ __kernel void iota(__global uint *a) { a[get_global_id(0)] = (uint)get_global_id
 local function say(key, value, unit) print(("LUAGPU %s %.4f %s"):format(key, value, unit)) end
 
 -- The median device time (s) of runs calls of f, which returns the Event of
--- its last command; from a marker before it.
+-- its last command: from a marker enqueued before it to that end (so the
+-- host's time to enqueue counts where the device waits for it), and, in
+-- calls of their own, from the start of its first command to the end of its
+-- last (from a trace: the device's own time).
 local function device_time(f)
-  local t = {}
+  local t, k = {}, {}
   for r = -2, runs do
     dev:finish()
     local m = q:marker()
     local ev = f()
     ev:wait()
-    if r >= 1 then t[r] = (ev:profile()["end"] - m:profile()["end"]) * 1e-9 end
+    gpu.trace(true)
+    f():wait()
+    local first, last = math.huge, 0
+    for _, c in ipairs(gpu.trace(false)) do
+      if c.start then first, last = math.min(first, c.start), math.max(last, c["end"]) end
+    end
+    if r >= 1 then
+      t[r] = (ev:profile()["end"] - m:profile()["end"]) * 1e-9
+      k[r] = (last - first) * 1e-9
+    end
   end
-  return median(t)
+  return median(t), median(k)
 end
 
 ------------------------------------------------------------------ scan
@@ -73,9 +88,10 @@ local n = 1 << log2_scan
 local x, y = dev:buffer("int", n), dev:buffer("int", n)
 prog.small(x):run({n}):wait()
 local copy = prog.copy4(x, y)
-local copy_s = device_time(function() return copy:run({n // 4}) end)
-local copy_gbs = 8 * n / copy_s / 1e9
+local copy_s, copy_k = device_time(function() return copy:run({n // 4}) end)
+local copy_gbs, copy_kgbs = 8 * n / copy_s / 1e9, 8 * n / copy_k / 1e9
 say("copy_gbs", copy_gbs, "GB/s")
+say("copy_kernel_gbs", copy_kgbs, "GB/s")
 
 -- right before fast: an exclusive scan of the values checked against the
 -- inclusive one (incl - x == excl, by a two-input reduction), and the sum
@@ -132,17 +148,20 @@ for round = 1, 3 do
   for _, ticket in ipairs {true, false} do
     cls.scan_ptx_ticket = ticket
     print(("ticket=%s: %d elements wrong"):format(ticket, scan_errors()))
-    local s = time_scan()
+    local s, k = time_scan()
     say(("order_%s_round%d_gbs"):format(ticket and "ticket" or "group", round), 8 * n / s / 1e9,
         "GB/s")
+    say(("order_%s_round%d_kernel_gbs"):format(ticket and "ticket" or "group", round),
+        8 * n / k / 1e9, "GB/s")
   end
 end
 cls.scan_ptx_ticket = default_ticket
 local copy_again = device_time(function() return copy:run({n // 4}) end)
 say("copy_again_gbs", 8 * n / copy_again / 1e9, "GB/s")
-local scan_s = time_scan()
+local scan_s, scan_k = time_scan()
 say("scan_ms", scan_s * 1e3, "ms")
 say("scan_gbs", 8 * n / scan_s / 1e9, "GB/s")
+say("scan_kernel_gbs", 8 * n / scan_k / 1e9, "GB/s")
 if sweep and sweep ~= "sort" then
   local keep = {cls.scan_local, cls.scan_items, cls.scan_ptx_items}
   cls.scan_ptx = false
@@ -253,8 +272,10 @@ local function ratio(a, b) return (a and b) and ("%.2f"):format(a / b) or "-" en
 print(("\nluagpu.algo on %s, medians of %d runs; baselines from %s"):format(dev.name, runs,
       torch_file or "(none)"))
 print(("%-44s %12s %12s %8s"):format("", "baseline", "luagpu", "ratio"))
-local scan_gbs = 8 * n / scan_s / 1e9
+local scan_gbs, scan_kgbs = 8 * n / scan_s / 1e9, 8 * n / scan_k / 1e9
 print(("%-44s %12.1f %12.1f %8s"):format(("exclusive scan 2^%d int vs copy kernel, GB/s"):format(log2_scan),
+      copy_kgbs, scan_kgbs, ratio(scan_kgbs, copy_kgbs)))
+print(("%-44s %12.1f %12.1f %8s"):format("  the same from a marker before each, GB/s",
       copy_gbs, scan_gbs, ratio(scan_gbs, copy_gbs)))
 if baseline.copy_gbs then
   print(("%-44s %12.1f %12.1f %8s"):format("exclusive scan vs torch copy_, GB/s", baseline.copy_gbs,
