@@ -12,6 +12,11 @@
 **           work-items take interleaved rows of a slice of K, summed in
 **           local memory. With several slices (a grid of them along y) each
 **           writes its partial sums into P, and gemv_sum adds them.
+**   gemv_t_rows  the same for CPUs: one work-item per group, each taking a
+**           slice of K and streaming along its rows (P[z * M ..] += x[k] *
+**           row k), where gemv_t's work-items each walk down a column (a
+**           stride of a row per element, which a CPU's prefetchers do not
+**           follow); gemv_sum then adds the slices.
 **
 ** Vectors are contiguous. A beta of 0 never reads y (NaNs in it do not
 ** propagate). Defines: REAL (float or double), VW (1, 2 or 4: the matrix's
@@ -99,6 +104,23 @@ void gemv_t(const int M, const int K, const int KC, __global const REAL *restric
     } else {
       *(__global realv *)(P + (size_t)z * M + col) = s;
     }
+  }
+}
+
+/* Group z: P[z * M + j] = the sum over rows k = z * KC .. z * KC + KC - 1
+** of A[k][j] * x[k] (rows of A read whole, one after the other). */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void gemv_t_rows(const int M, const int K, const int KC, __global const REAL *restrict A,
+                 const ulong offA, __global const REAL *restrict x, const ulong offX,
+                 __global REAL *restrict P) {
+  const int z = get_group_id(0);
+  const int kbeg = z * KC, kend = min(K, kbeg + KC);
+  __global REAL *p = P + (size_t)z * M;
+  for (int j = 0; j < M; j++) p[j] = 0;
+  for (int k = kbeg; k < kend; k++) {
+    const __global REAL *a = A + offA + (size_t)k * M;
+    const REAL v = x[offX + k];
+    for (int j = 0; j < M; j++) p[j] = MAD(a[j], v, p[j]);
   }
 }
 
