@@ -48,25 +48,15 @@ end
 local keys, sorted = dev:buffer("uint", n), dev:buffer("uint", n)
 prog.keys(keys):run({n}):wait()
 
--- The device's own time of the commands f enqueues (it returns the last
--- one's Event): from the first one's start to the last one's end (a trace).
-local function span(f)
-  gpu.trace(true)
-  f():wait()
-  local first, last = math.huge, 0
-  for _, c in ipairs(gpu.trace(false)) do
-    if c.start then first, last = math.min(first, c.start), math.max(last, c["end"]) end
-  end
-  return last - first
-end
-
 local times = {copy = {}, scan = {}, scan_span = {}, sort = {}}
 for r = -1, runs do   -- rounds before 1 are warm-up
   local tc = copy:run({n // 4}); tc:wait()
   local t0 = dev:default_queue():marker()
   local _, ev = algo.scan(x, {exclusive = true, out = y}); ev:wait()
   local ts = (ev:profile()["end"] - t0:profile()["end"])
-  local tss = span(function() return select(2, algo.scan(x, {exclusive = true, out = y})) end)
+  local tss = bench.traced_span_ns(gpu, function()
+    return select(2, algo.scan(x, {exclusive = true, out = y}))
+  end)
   keys:copy_to(sorted):wait()
   local t1 = dev:default_queue():marker()
   local sort_ev = algo.sort and select(2, algo.sort(sorted))

@@ -44,6 +44,20 @@ function M.span_ns(events)
   return events[#events]:profile()["end"] - events[1]:profile().start
 end
 
+-- Nanoseconds of the device's own time of everything f enqueues (f waits
+-- or returns the Event to wait on): from the first command's start to the
+-- last one's end, from a trace of the call (luagpu's gpu.trace).
+function M.traced_span_ns(gpu, f)
+  gpu.trace(true)
+  local ev = f()
+  if ev then ev:wait() end
+  local first, last = math.huge, 0
+  for _, c in ipairs(gpu.trace(false)) do
+    if c.start then first, last = math.min(first, c.start), math.max(last, c["end"]) end
+  end
+  return last - first
+end
+
 -- The sizes of a matrix product from "N" (square), "MxNxK" or "M,N,K":
 -- m, n, k as numbers, or nil when s is none of these.
 function M.dims(s)
