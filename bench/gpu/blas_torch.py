@@ -11,7 +11,6 @@ Prints `BASELINE key value unit` lines, which bench/gpu/blas.lua reads:
 Usage: python3 bench/gpu/blas_torch.py [N [BATCH [SIZE [REPS]]]] > torch.txt
 """
 import sys
-import time
 
 import torch
 
@@ -25,25 +24,14 @@ dev = torch.device("cuda")
 torch.backends.cuda.matmul.allow_tf32 = False   # fp32 products, as luagpu's
 
 
-def median(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
-
-
 def device_ms(fn):
     """Median of REPS runs of fn, in ms, by CUDA events."""
     return cuda_timing.median_ms(fn, REPS)
 
 
 def wall_s(fn, batch=10):
-    times = []
-    for _ in range(REPS):
-        t0 = time.perf_counter()
-        for _ in range(batch):
-            fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) / batch)
-    return median(times)
+    """Median over REPS batches of the wall time per call, in s."""
+    return cuda_timing.wall_s(fn, REPS, batch)
 
 
 def report(key, value, unit):

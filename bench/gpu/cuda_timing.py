@@ -1,7 +1,10 @@
-"""What the PyTorch baselines of bench/gpu/ share: device times by CUDA events.
+"""What the PyTorch baselines of bench/gpu/ share: device times by CUDA events,
+wall times per call by the clock around batches of calls.
 
-    from cuda_timing import median_ms     (the scripts run from bench/gpu/ or beside it)
+    from cuda_timing import median_ms, wall_s   (the scripts run from bench/gpu/ or beside it)
 """
+import time
+
 import torch
 
 
@@ -20,5 +23,23 @@ def median_ms(fn, reps=20, warmup=3):
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def wall_s(fn, reps, batch=10, warmup=1):
+    """The median wall time per call of fn, in s, over reps batches of batch calls, each
+    batch from its first call to torch.cuda.synchronize() after its last (after warmup
+    calls and a synchronize); the upper middle for an even reps."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(batch):
+            fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) / batch)
     times.sort()
     return times[len(times) // 2]

@@ -14,9 +14,10 @@ Prints `BASELINE key value unit` lines:
 Usage: python3 tensor_torch.py [LOG2N [REPS]]
 """
 import sys
-import time
 
 import torch
+
+import cuda_timing
 
 LOG2N = int(sys.argv[1]) if len(sys.argv) > 1 else 26
 REPS = int(sys.argv[2]) if len(sys.argv) > 2 else 15
@@ -24,17 +25,8 @@ dev = torch.device("cuda")
 
 
 def per_call(batch, fn):
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(REPS):
-        t0 = time.perf_counter()
-        for _ in range(batch):
-            fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) / batch)
-    times.sort()
-    return times[len(times) // 2]
+    """Median over REPS batches of the wall time per call, in s."""
+    return cuda_timing.wall_s(fn, REPS, batch)
 
 
 def report(key, value, unit):
