@@ -160,6 +160,18 @@ static int img_rw(lua_State *L, int write) {
 static int img_read(lua_State *L) { return img_rw(L, 0); }
 static int img_write(lua_State *L) { return img_rw(L, 1); }
 
+/* The options of fill and copy at stack index optsidx (none, nil or a table
+** of wait and queue; the stack is cut there) into o, for the image at 1 (its
+** device is its first user value, left on the stack). */
+static void wait_queue_options(lua_State *L, int optsidx, const char *fn, lg_Opts *o) {
+  if (!lua_isnoneornil(L, optsidx) && !lua_istable(L, optsidx))
+    lg_typeerror(L, fn, optsidx - 1, optsidx, "an options table");
+  lua_settop(L, optsidx);
+  lg_checkoptions(L, optsidx, fn, optsidx - 1, (const char *const[]){"wait", "queue", NULL});
+  lua_getiuservalue(L, 1, 1);
+  lg_getopts(L, optsidx, -1, fn, optsidx - 1, o);
+}
+
 /* img:fill(color [, origin, region] [, opts]): color a table of 4 numbers
 ** (floats for normalized and float types, integers for the integer ones). */
 static int img_fill(lua_State *L) {
@@ -191,12 +203,7 @@ static int img_fill(lua_State *L) {
   } else {
     whole(im, origin, region);
   }
-  if (!lua_isnoneornil(L, optsidx) && !lua_istable(L, optsidx))
-    lg_typeerror(L, fn, optsidx - 1, optsidx, "an options table");
-  lua_settop(L, optsidx);
-  lg_checkoptions(L, optsidx, fn, optsidx - 1, (const char *const[]){"wait", "queue", NULL});
-  lua_getiuservalue(L, 1, 1);
-  lg_getopts(L, optsidx, -1, fn, optsidx - 1, &o);
+  wait_queue_options(L, optsidx, fn, &o);
   err = clEnqueueFillImage(o.queue->q, im->mem, &color, origin, region, o.nwait, o.wait, &ev);
   if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueFillImage", err, NULL);
   keep[0] = 1;
@@ -282,12 +289,7 @@ static int img_copy(lua_State *L, int from) {
                         (lua_Integer)b->count);
     }
   }
-  if (!lua_isnoneornil(L, optsidx) && !lua_istable(L, optsidx))
-    lg_typeerror(L, fn, optsidx - 1, optsidx, "an options table");
-  lua_settop(L, optsidx);
-  lg_checkoptions(L, optsidx, fn, optsidx - 1, (const char *const[]){"wait", "queue", NULL});
-  lua_getiuservalue(L, 1, 1);
-  lg_getopts(L, optsidx, -1, fn, optsidx - 1, &o);
+  wait_queue_options(L, optsidx, fn, &o);
   if (b != NULL && !lg_buffer_live(b))
     return lg_argerror(L, fn, 1, "attempt to use a released buffer");
   if (di != NULL)
