@@ -273,6 +273,8 @@ void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong 
   __local uint *mine = hist + warp * RADIX;
   ulong base = (ulong)tile * TILE, wbase = base + (ulong)warp * 32 * IPT;
   uint count = n - base < TILE ? (uint)(n - base) : TILE;
+  /* in registers where the loops over them unroll: up to 32 keys a work-item
+     (longer unrolled loops took minutes to build on PoCL) */
   K kk[IPT];
   V vv[IPT];
   uint pk[IPT];                       /* rank in the warp's digit | digit << 16 */
@@ -280,7 +282,9 @@ void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong 
   barrier(CLK_LOCAL_MEM_FENCE);
   /* every load first: the ranking's warp instructions clobber memory, so
      loads among them would wait one after the other */
+#if IPT <= 32
 #pragma unroll
+#endif
   for (r = 0; r < IPT; r++) {
     ulong i = wbase + r * 32 + lane;
     if (i < n) {
@@ -288,7 +292,9 @@ void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong 
       vv[r] = carry == 1 ? vsrc[vsoff + i] : (V)i;
     }
   }
+#if IPT <= 32
 #pragma unroll
+#endif
   for (r = 0; r < IPT; r++) {
     ulong i = wbase + r * 32 + lane;
     uint dg = RADIX, peers, c = 0, rank = 0;
@@ -353,7 +359,9 @@ void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong 
     for (w = 0; w < NWARP; w++) hist[w * RADIX + d] += s;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
+#if IPT <= 32
 #pragma unroll
+#endif
   for (r = 0; r < IPT; r++) {
     uint dg = pk[r] >> 16;
     if (dg < RADIX) {
