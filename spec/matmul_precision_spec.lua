@@ -2,10 +2,11 @@
 -- matmul.path. PoCL has no tensor cores, so here every precision runs the
 -- fp32 kernels: the spec checks that path's results against a product
 -- computed in Lua on random data, what matmul.path says, every bad input's
--- message, and that kernels/matmul_mma.cl builds (without its PTX) under
--- every combination of its defines, so that a slip in the tensor-core
--- kernel shows here and not only on an NVIDIA GPU (bench/gpu/mma.lua checks
--- its results there).
+-- message, and the tensor-core kernels themselves (kernels/matmul_mma.cl:
+-- the packing, the tiles, transposes, alpha and beta) with each mma
+-- emulated from local memory (matmul_mma.emulated), against Lua, so that a
+-- slip in them shows here and not only on an NVIDIA GPU (bench/gpu/mma.lua
+-- checks their results there).
 local gpu = require "luagpu"
 local matmul = require "luagpu.matmul"
 local mma = require "luagpu.matmul_mma"
@@ -115,58 +116,109 @@ describe("matmul precision", function()
     end
     with(nil, 'luagpu: matmul: matmul_mma.params["tf32"]: expected a table, got nil')
     with({bm = 64, bn = 64, bk = 16, wm = 32, wn = 32, stages = 0},
-         'luagpu: matmul: matmul_mma.params["tf32"].stages: expected an integer > 0, got 0')
+         'luagpu: matmul: matmul_mma.params["tf32"].stages: expected an integer from 1 to ' ..
+         '4096, got 0')
+    with({bm = 2 ^ 62, bn = 64, bk = 16, wm = 32, wn = 32, stages = 2},
+         'luagpu: matmul: matmul_mma.params["tf32"].bm: expected an integer from 1 to 4096, got')
+    with({bm = 64, bn = 64, bk = 0 / 0, wm = 32, wn = 32, stages = 2},
+         'luagpu: matmul: matmul_mma.params["tf32"].bk: expected an integer from 1 to 4096, got')
     with({bm = 64, bn = 64, bk = 12, wm = 32, wn = 32, stages = 2},
          'luagpu: matmul: matmul_mma.params["tf32"]: bm 64, bn 64, bk 12, wm 32, wn 32, ' ..
-         'stages 2 do not make a tiling')
-    with({bm = 64, bn = 64, bk = 16, wm = 32, wn = 16, stages = 2},
-         'luagpu: matmul: matmul_mma.params["tf32"]: bm 64, bn 64, bk 16, wm 32, wn 16')
-    with({bm = 64, bn = 64, bk = 16, wm = 32, wn = 32, stages = 3},
-         'luagpu: matmul: matmul_mma.params["tf32"]: bm 64, bn 64, bk 16, wm 32, wn 32, ' ..
-         'stages 3 do not make a tiling (wm | bm, wn | bn, 16 | wm, 32 | wn, 16 | bk, stages ' ..
-         '1 or 2 (2 to 4 with async)')
-    with({bm = 64, bn = 64, bk = 16, wm = 32, wn = 32, stages = 5, async = true},
-         'luagpu: matmul: matmul_mma.params["tf32"]: bm 64, bn 64, bk 16, wm 32, wn 32, ' ..
+         'stages 2 do not make a tiling (wm | bm, wn | bn, 16 | wm, 16 | wn, 8 | bk, stages 2 to 4)')
+    with({bm = 64, bn = 64, bk = 16, wm = 32, wn = 24, stages = 2},
+         'luagpu: matmul: matmul_mma.params["tf32"]: bm 64, bn 64, bk 16, wm 32, wn 24')
+    with({bm = 64, bn = 64, bk = 16, wm = 32, wn = 32, stages = 5},
          'stages 5 do not make a tiling')
-    with({bm = 64, bn = 64, bk = 16, wm = 32, wn = 32, stages = 1, async = true},
+    with({bm = 64, bn = 64, bk = 16, wm = 32, wn = 32, stages = 1},
          'stages 1 do not make a tiling')
-    with({bm = 512, bn = 512, bk = 512, wm = 16, wn = 32, stages = 1},
-         'luagpu: matmul: matmul_mma.params["tf32"]: 16384 work-items per group, ' .. dev.name ..
+    with({bm = 64, bn = 64, bk = 8, wm = 16, wn = 16, stages = 2},
+         'luagpu: matmul: matmul_mma.params["tf32"]: the 512 work-items of a group must copy ' ..
+         'whole float4s of a step (bm * bk / 4 = 128 and bn * bk / 4 = 128)')
+    with({bm = 512, bn = 512, bk = 512, wm = 16, wn = 16, stages = 2},
+         'luagpu: matmul: matmul_mma.params["tf32"]: 32768 work-items per group, ' .. dev.name ..
          ' takes at most ' .. dev.max_work_group_size)
+    with({bm = 1024, bn = 1024, bk = 64, wm = 1024, wn = 256, stages = 2},
+         'luagpu: matmul: matmul_mma.params["tf32"]: the tiles need 1048576 bytes of local ' ..
+         'memory, ' .. dev.name .. ' has ' .. dev.local_mem_size)
     assert.equals(saved, mma.params.tf32)
     matmul(A, A, {precision = "tf32"}):get()   -- the defaults again
   end)
 
-  it("builds the tensor-core kernel's source under every define (its PTX left out)", function()
-    local src = gpu.kernel_source("matmul_mma.cl")
-    local built = 0
-    for mask = 0, 63 do
-      local defs = {LG_NO_PTX = 1, BM = 64, BN = 64, BK = 16, WM = 32, WN = 32,
-                    STAGES = (mask & 32) ~= 0 and 1 or 2}
-      if mask & 1 ~= 0 then defs.TRANS_A = 1 end
-      if mask & 2 ~= 0 then defs.TRANS_B = 1 end
-      if mask & 4 ~= 0 then defs.THREE = 1 end
-      if mask & 8 ~= 0 then defs.BETA = 1 end
-      if mask & 16 ~= 0 then defs.VEC_A, defs.VEC_B, defs.VEC_C = 1, 1, 1 end
-      -- every other combination, to keep PoCL's compile time down
-      if mask % 3 == 0 or mask == 63 then
-        local prog = dev:build(src, {defines = defs})
-        assert.equals("Kernel", gpu.type(prog.matmul_mma))
-        built = built + 1
+  -- The product of random a (m x k, or k x m with ta) and b (k x n, or n x
+  -- k with tb), times alpha, plus beta times c0, in Lua; and sum |.| of
+  -- each element's terms.
+  local function reference(a, b, c0, m, n, k, ta, tb, alpha, beta)
+    local want, scale = {}, {}
+    for i = 0, m - 1 do
+      for j = 0, n - 1 do
+        local s, sa = 0, 0
+        for q = 0, k - 1 do
+          local x = ta and a[q * m + i + 1] or a[i * k + q + 1]
+          local y = tb and b[j * k + q + 1] or b[q * n + j + 1]
+          s, sa = s + x * y, sa + math.abs(x * y)
+        end
+        local e = i * n + j + 1
+        want[e] = alpha * s + beta * c0[e]
+        scale[e] = math.abs(alpha) * sa + math.abs(beta * c0[e])
       end
     end
-    assert.is_true(built >= 20)
-    -- the cp.async path, 2 to 4 buffers
-    for stages = 2, 4 do
-      for _, three in ipairs{false, true} do
-        local defs = {LG_NO_PTX = 1, BM = 64, BN = 64, BK = 16, WM = 32, WN = 32,
-                      STAGES = stages, ASYNC = 1, ASYNC_WAIT = stages - 2, VEC_A = 1, VEC_B = 1,
-                      THREE = three and 1 or nil, TRANS_B = stages == 3 and 1 or nil}
-        assert.equals("Kernel", gpu.type(dev:build(src, {defines = defs}).matmul_mma))
+    return want, scale
+  end
+
+  it("runs the tensor-core kernels (mma emulated) right: shapes, transposes, alpha, beta",
+     function()
+    local saved = {mma.params.tf32, mma.params["3xtf32"]}
+    mma.emulated = true
+    -- small tiles, so that the products below span several of them
+    mma.params.tf32 = {bm = 32, bn = 32, bk = 16, wm = 16, wn = 16, stages = 2}
+    mma.params["3xtf32"] = {bm = 32, bn = 64, bk = 16, wm = 32, wn = 32, stages = 3}
+    local ok, err = pcall(function()
+      assert.matches("^tf32: the tensor%-core kernels, each mma emulated", matmul.path(dev, "tf32"))
+      -- every transpose, alpha and beta; sizes 1 and across tiles, K below a step
+      local cases = {{1, 1, 1, false, false, 1, 0}, {40, 9, 70, true, false, 1.5, 0.5},
+                     {7, 70, 33, false, true, -2, 1}, {65, 33, 5, true, true, 1, 0}}
+      for _, cs in ipairs(cases) do
+        local m, n, k, ta, tb, alpha, beta = table.unpack(cs)
+        local a, b, c0 = random_table(m * k), random_table(k * n), random_table(m * n)
+        -- A at an offset of 3 elements: a view of a larger buffer
+        local whole = dev:buffer("float", m * k + 3, {host = {0, 0, 0, table.unpack(a)}})
+        local A = whole:sub(4, m * k + 3)
+        local B = dev:buffer("float", tb and {n, k} or {k, n}, {host = b})
+        local want, scale = reference(a, b, c0, m, n, k, ta, tb, alpha, beta)
+        for _, p in ipairs{"tf32", "3xtf32"} do
+          local C = dev:buffer("float", {m, n}, {host = c0})
+          matmul(A, B, C, {precision = p, trans_a = ta, trans_b = tb, alpha = alpha,
+                           beta = beta, m = m, n = n, k = k})
+          local got, worst = C:get(), 0
+          for e = 1, m * n do
+            worst = math.max(worst, math.abs(got[e] - want[e]) / math.max(scale[e], 1e-30))
+          end
+          -- TF32 keeps 10 bits of each operand (2^-11 relative); 3xTF32 about float's 2^-24
+          local bound = p == "tf32" and 2e-3 or 2e-6
+          assert.is_true(worst < bound, ("%s %dx%dx%d ta %s tb %s: error %g"):format(p, m, n, k,
+                         tostring(ta), tostring(tb), worst))
+        end
+      end
+    end)
+    mma.emulated = false
+    mma.params.tf32, mma.params["3xtf32"] = saved[1], saved[2]
+    assert(ok, err)
+  end)
+
+  it("builds the tensor-core kernels' source under the other defines (PTX left out)", function()
+    local src = gpu.kernel_source("matmul_mma.cl")
+    -- the other defines (the test above runs both precisions, each transpose
+    -- and BETA): TRUNC, 4 stages, one warp per group
+    for _, defs in ipairs{{TRUNC = 1, STAGES = 4, THREE = 1}, {TRUNC = 1, STAGES = 2}} do
+      defs.LG_NO_PTX, defs.MAIN, defs.BM, defs.BN, defs.BK, defs.WM, defs.WN = 1, 1, 16, 16, 8,
+                                                                                16, 16
+      local prog = dev:build(src, {defines = defs})
+      for _, name in ipairs{"pack_a", "pack_b", "matmul_mma"} do
+        assert.equals("Kernel", gpu.type(prog[name]))
       end
     end
     -- and the probe, and the peak kernel
-    local prog = dev:build(src, {defines = {LG_NO_PTX = 1, PEAK = 4}})
+    local prog = dev:build(gpu.kernel_source("mma_probe.cl"), {defines = {LG_NO_PTX = 1, PEAK = 4}})
     assert.equals("Kernel", gpu.type(prog.mma_probe))
     assert.equals("Kernel", gpu.type(prog.mma_peak))
   end)

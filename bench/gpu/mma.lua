@@ -63,12 +63,12 @@ local function uniform(n, seed)
 end
 
 ------------------------------------------------------------------ peak
--- The tensor cores' rate on registers alone (matmul_mma.cl's mma_peak):
+-- The tensor cores' rate on registers alone (mma_probe.cl's mma_peak):
 -- what mma.sync with TF32 can give at most on this device.
 if mma.path(dev, "tf32"):find("tensor cores") then
   local rounds = 4096
   local kw = "asm"
-  local peak = dev:build(gpu.kernel_source("matmul_mma.cl"),
+  local peak = dev:build(gpu.kernel_source("mma_probe.cl"),
                          {defines = {LG_ASM = kw, PEAK = rounds}}).mma_peak
   for _, shape in ipairs{{128, 8}, {256, 8}, {128, 1}, {256, 1}, {128, 2}, {256, 2},
                          {128, 4}, {64, 4}} do
@@ -128,17 +128,7 @@ local function check_case(m, n, k, ta, tb, alpha, beta, off, precision)
   if tb then opts.trans_b = true end
   if alpha ~= 1 then opts.alpha = alpha end
   if beta ~= 0 then opts.beta = beta end
-  local ok, err
-  if trans_known or mma.path(dev, precision):sub(1, 4) == "fp32" then
-    ok, err = pcall(matmul, A, B, C, opts)
-  else   -- matmul has no trans/alpha/beta options yet: the kernel's own steps
-    ok, err = pcall(function()
-      local steps = mma.steps({A = A.root, offA = A.offset, B = B, offB = 0, C = C, offC = 0,
-                               m = m, n = n, k = k, t = "float", dev = dev, trans_a = ta,
-                               trans_b = tb, alpha = alpha, beta = beta}, precision)
-      steps[1][1]:run(steps[1][2].global, steps[1][2].local_size):wait()
-    end)
-  end
+  local ok, err = pcall(matmul, A, B, C, opts)
   checks = checks + 1
   local label = ("%s %dx%dx%d ta=%s tb=%s alpha=%g beta=%g off=%d"):format(precision, m, n, k,
     tostring(ta), tostring(tb), alpha, beta, off)
@@ -161,27 +151,19 @@ local function check_case(m, n, k, ta, tb, alpha, beta, off, precision)
   end
 end
 
-local trans_known
-trans_known = pcall(matmul, dev:buffer("float", {1, 1}), dev:buffer("float", {1, 1}),
-                          {trans_a = true})
 math.randomseed(15)
 for _, precision in ipairs{"tf32", "3xtf32"} do
   for _, s in ipairs{{1, 1, 1}, {17, 33, 9}, {128, 128, 16}, {129, 131, 67}, {200, 64, 300},
                       {64, 200, 7}, {256, 256, 256}} do
-    local direct = not trans_known and mma.path(dev, precision):sub(1, 4) ~= "fp32"
-    for _, t in ipairs((trans_known or direct) and {{false, false}, {true, false}, {false, true},
-                                                   {true, true}} or {{false, false}}) do
+    for _, t in ipairs{{false, false}, {true, false}, {false, true}, {true, true}} do
       check_case(s[1], s[2], s[3], t[1], t[2], 1, 0, 0, precision)
     end
     check_case(s[1], s[2], s[3], false, false, 1, 0, 3, precision)
-    if trans_known or direct then
-      check_case(s[1], s[2], s[3], false, false, 2, 0.5, 1, precision)
-      check_case(s[1], s[2], s[3], true, true, -1.5, 2, 0, precision)
-    end
+    check_case(s[1], s[2], s[3], false, false, 2, 0.5, 1, precision)
+    check_case(s[1], s[2], s[3], true, true, -1.5, 2, 0, precision)
   end
 end
-print(("check: %d cases, %d failures%s"):format(checks, failures,
-  trans_known and "" or " (trans_a/trans_b/alpha/beta not built yet: not checked)"))
+print(("check: %d cases, %d failures"):format(checks, failures))
 
 ------------------------------------------------------------------ accuracy
 local errors = {}
@@ -263,23 +245,21 @@ if errors["3xtf32"] then
 end
 
 ------------------------------------------------------------------ sweep
-local SHAPES = {   -- bm bn bk wm wn stages trunc maxrreg async
-  {256, 128, 16, 64, 64, 1}, {128, 128, 16, 64, 64, 2, false, false, true},
-  {128, 128, 16, 32, 64, 2, false, false, true}, {128, 128, 16, 64, 64, 3, false, false, true},
-  {128, 128, 16, 32, 64, 3, false, false, true}, {128, 128, 16, 64, 32, 3, false, false, true},
-  {256, 128, 16, 64, 64, 2, false, false, true}, {128, 256, 16, 64, 64, 2, false, false, true},
-  {128, 64, 16, 64, 32, 4, false, false, true}, {64, 128, 16, 32, 64, 4, false, false, true},
-  {128, 128, 32, 64, 64, 1, false, false, false},
+local SHAPES = {   -- bm bn bk wm wn stages trunc maxrreg
+  {128, 128, 16, 64, 64, 3}, {128, 128, 16, 64, 32, 3}, {128, 128, 16, 32, 64, 3},
+  {256, 128, 16, 64, 64, 2}, {256, 128, 8, 64, 64, 4}, {128, 256, 8, 64, 64, 4},
+  {128, 128, 8, 64, 64, 4}, {128, 128, 8, 64, 32, 4}, {128, 64, 16, 64, 32, 4},
+  {128, 128, 16, 64, 32, 3, true}, {128, 128, 16, 64, 32, 4},
 }
 if sweep then
   local n = sizes[1]
   local saved = {tf32 = mma.params.tf32, ["3xtf32"] = mma.params["3xtf32"]}
   print()
-  print(("sweep at %d: bm bn bk wm wn stages split maxrreg loads -> TFLOP/s (tf32, 3xtf32)"):format(n))
+  print(("sweep at %d: bm bn bk wm wn stages split maxrreg -> TFLOP/s (tf32, 3xtf32)"):format(n))
   if os.getenv("VERBOSE") then mma.build_options = "-cl-nv-verbose" end
   for _, s in ipairs(SHAPES) do
     local shape = {bm = s[1], bn = s[2], bk = s[3], wm = s[4], wn = s[5], stages = s[6],
-                   trunc = s[7], maxrreg = s[8], async = s[9]}
+                   trunc = s[7], maxrreg = s[8]}
     mma.params.tf32, mma.params["3xtf32"] = shape, shape
     local row = {}
     for _, p in ipairs{"tf32", "3xtf32"} do
@@ -293,8 +273,8 @@ if sweep then
     end
     row[#row + 1] = failures == before and "checked" or "WRONG RESULTS"
     show_log()
-    print(("%d %d %d %d %d %d %s %s %s -> %s"):format(s[1], s[2], s[3], s[4], s[5], s[6],
-      s[7] and "trunc" or "rna", s[8] or "-", s[9] and "async" or "regs", table.concat(row, ", ")))
+    print(("%d %d %d %d %d %d %s %s -> %s"):format(s[1], s[2], s[3], s[4], s[5], s[6],
+      s[7] and "trunc" or "rna", s[8] or "-", table.concat(row, ", ")))
   end
   mma.params.tf32, mma.params["3xtf32"] = saved.tf32, saved["3xtf32"]
 end

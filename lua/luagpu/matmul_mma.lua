@@ -18,21 +18,22 @@ local show, integer = H.show, H.integer
 local M = {programs_built = 0}   -- the probe's builds and the kernels'
 
 -- The tile parameters (matmul_mma.cl), per precision: work-group tile
--- bm x bn, step bk along K, warp tile wm x wn, stages (local buffers: 1 or
--- 2 filled through registers, 2 to 4 with async), async (cp.async copies
--- straight to local memory, where rows are 16-byte aligned; the register
--- path otherwise), trunc (split by cutting bits instead of rounding: faster
--- for tf32, about 2.7x its error), maxrreg (NVIDIA's register cap per
--- work-item, or false). Chosen by bench/gpu/mma.lua's sweep on an H200;
--- scripts that tune may change them, and every product checks them (a
--- product whose tiles need fewer buffers to fit, transposed ones, gets
--- fewer).
+-- bm x bn, step bk along K, warp tile wm x wn, stages (local buffers, 2 to
+-- 4, filled by cp.async stages - 1 steps ahead), trunc (TF32 parts by
+-- cutting bits instead of rounding to nearest), maxrreg (NVIDIA's register
+-- cap per work-item, or false). Chosen by bench/gpu/mma.lua's sweep on an
+-- H200; scripts that tune may change them, and every product checks them.
 M.params = {
-  tf32 = {bm = 128, bn = 128, bk = 16, wm = 64, wn = 64, stages = 3, trunc = false,
-          maxrreg = false, async = true},
-  ["3xtf32"] = {bm = 128, bn = 128, bk = 16, wm = 64, wn = 64, stages = 3, trunc = false,
-                maxrreg = false, async = true},
+  tf32 = {bm = 128, bn = 128, bk = 16, wm = 64, wn = 32, stages = 3, trunc = false,
+          maxrreg = false},
+  ["3xtf32"] = {bm = 128, bn = 128, bk = 8, wm = 64, wn = 64, stages = 4, trunc = false,
+                maxrreg = false},
 }
+
+-- With emulated true, devices without tensor cores run the tensor-core
+-- kernels too, every mma emulated from local memory (slow: for the specs,
+-- which check the packing and the tiles on PoCL this way).
+M.emulated = false
 
 local PRECISIONS = {fp32 = true, tf32 = true, ["3xtf32"] = true}
 
@@ -81,7 +82,7 @@ local function probe(dev)
   else
     local err
     for _, kw in ipairs{"asm", "__asm__"} do
-      local ok, prog = pcall(dev.build, dev, gpu.kernel_source("matmul_mma.cl"),
+      local ok, prog = pcall(dev.build, dev, gpu.kernel_source("mma_probe.cl"),
                              {defines = {LG_ASM = kw}})
       if ok then M.programs_built = M.programs_built + 1 end
       if ok then
@@ -126,17 +127,19 @@ function M.path(dev, precision, t)
     return precision .. ": tensor cores (mma.sync, " ..
            (precision == "3xtf32" and "3 TF32 products per step" or "TF32 operands") .. ")"
   end
+  if M.emulated then
+    return precision .. ": the tensor-core kernels, each mma emulated (matmul_mma.emulated; " ..
+           "no tensor-core path: " .. p.why .. ")"
+  end
   return "fp32: matmul's float kernels (no tensor-core path: " .. p.why .. ")"
 end
 
 ------------------------------------------------------------------ steps
 
--- Bytes of local memory of tiles v with stages buffers (matmul_mma.cl's
--- layouts: A transposed or not, B likewise).
-local function local_bytes_of(v, stages, trans_a, trans_b)
-  local a = trans_a and v.bk * (v.bm + 4) or v.bm * (v.bk + (48 - v.bk % 32) % 32)
-  local b = trans_b and v.bn * (v.bk + 4) or v.bk * v.bn
-  return stages * 4 * (a + b)
+-- Bytes of local memory of tiles v (matmul_mma.cl: each of its stages holds
+-- a step of A and of B, twice for 3xTF32).
+local function local_bytes_of(v, three)
+  return v.stages * (three and 2 or 1) * 4 * (v.bm + v.bn) * v.bk
 end
 
 local function check_params(fn, precision, p, dev)
@@ -146,41 +149,42 @@ local function check_params(fn, precision, p, dev)
   local v = {}
   for _, name in ipairs{"bm", "bn", "bk", "wm", "wn", "stages"} do
     local x = integer(p[name])
-    if not (x and x > 0) then
-      H.fail(fn, "matmul_mma.params[%q].%s: expected an integer > 0, got %s", precision, name,
-             show(p[name]))
+    if not (x and x > 0 and x <= 4096) then
+      H.fail(fn, "matmul_mma.params[%q].%s: expected an integer from 1 to 4096, got %s",
+             precision, name, show(p[name]))
     end
     v[name] = x
   end
-  local nt = 32 * (v.bm // v.wm) * (v.bn // v.wn)
-  local local_bytes = local_bytes_of(v, v.stages, false, false)
-  if v.bm % v.wm ~= 0 or v.bn % v.wn ~= 0 or v.wm % 16 ~= 0 or v.wn % 32 ~= 0
-     or v.bk % 16 ~= 0 or (v.bm * v.bk // 4) % nt ~= 0 or (v.bn * v.bk // 4) % nt ~= 0
-     or v.bm * v.bk < 4 * nt or v.bn * v.bk < 4 * nt
-     or v.stages > (p.async and 4 or 2) or p.async and v.stages < 2 then
+  if v.bm % v.wm ~= 0 or v.bn % v.wn ~= 0 or v.wm % 16 ~= 0 or v.wn % 16 ~= 0
+     or v.bk % 8 ~= 0 or v.stages < 2 or v.stages > 4 then
     H.fail(fn, "matmul_mma.params[%q]: bm %d, bn %d, bk %d, wm %d, wn %d, stages %d do not " ..
-           "make a tiling (wm | bm, wn | bn, 16 | wm, 32 | wn, 16 | bk, stages 1 or 2 (2 to 4 " ..
-           "with async), and the " ..
-           "work-group's %d work-items load whole float4s of each tile)", precision, v.bm, v.bn,
-           v.bk, v.wm, v.wn, v.stages, nt)
+           "make a tiling (wm | bm, wn | bn, 16 | wm, 16 | wn, 8 | bk, stages 2 to 4)",
+           precision, v.bm, v.bn, v.bk, v.wm, v.wn, v.stages)
   end
+  local nt = 32 * (v.bm // v.wm) * (v.bn // v.wn)
   if nt > dev.max_work_group_size then
     H.fail(fn, "matmul_mma.params[%q]: %d work-items per group, %s takes at most %d",
            precision, nt, dev.name, dev.max_work_group_size)
   end
+  if (v.bm * v.bk // 4) % nt ~= 0 or (v.bn * v.bk // 4) % nt ~= 0 then
+    H.fail(fn, "matmul_mma.params[%q]: the %d work-items of a group must copy whole float4s " ..
+           "of a step (bm * bk / 4 = %d and bn * bk / 4 = %d)", precision, nt,
+           v.bm * v.bk // 4, v.bn * v.bk // 4)
+  end
+  v.nt = nt
+  local local_bytes = local_bytes_of(v, precision == "3xtf32")
   if local_bytes > dev.local_mem_size then
     H.fail(fn, "matmul_mma.params[%q]: the tiles need %d bytes of local memory, %s has %d",
            precision, local_bytes, dev.name, dev.local_mem_size)
   end
-  v.nt = nt
   v.trunc = p.trunc and true or false
   v.maxrreg = integer(p.maxrreg)
-  v.async = p.async and true or false
   return v
 end
 
--- Per device: programs by key.
+-- Per device: programs by key; and the packed operands' scratch buffers.
 local programs = H.device_cache()
+local scratches = H.device_cache()
 
 local function program(dev, defines)
   local keys = {}
@@ -207,9 +211,18 @@ local function check_number(what, v)
   return v
 end
 
+-- Work-items per group of a pack kernel over n float4s (n a multiple of 32).
+local function pack_group(n)
+  local l = 256
+  while n % l ~= 0 do l = l // 2 end
+  return l
+end
+
 -- The steps (as matmul's launchers make them) of call c ({A, offA, B, offB,
 -- C, offC, m, n, k, t, dev, trans_a, trans_b, alpha, beta}) in precision
--- ("tf32" or "3xtf32") on the tensor cores; nil when c.dev has none.
+-- ("tf32" or "3xtf32") on the tensor cores: pack_a and pack_b into scratch
+-- buffers, then matmul_mma after both. nil when c.dev has no tensor cores
+-- (and M.emulated is off).
 function M.steps(c, precision)
   if c.t ~= "float" then
     H.fail("matmul", "option precision: %s is for float operands, got %s ones", precision, c.t)
@@ -218,38 +231,45 @@ function M.steps(c, precision)
   local beta = check_number("beta", c.beta) or 0
   local v = check_params("matmul", precision, M.params[precision], c.dev)
   local p = probe(c.dev)
-  if not p.ok then return nil end
+  local emulated = not p.ok and M.emulated
+  if not p.ok and not emulated then return nil end
+  local three = precision == "3xtf32"
   local m, n, k = c.m, c.n, c.k
-  local defines = {LG_ASM = p.keyword, BM = v.bm, BN = v.bn, BK = v.bk, WM = v.wm, WN = v.wn}
-  if precision == "3xtf32" then defines.THREE = 1 end
+  local defines = {BM = v.bm, BN = v.bn, BK = v.bk, WM = v.wm, WN = v.wn, STAGES = v.stages,
+                   MAIN = 1}
+  if emulated then defines.LG_NO_PTX = 1 else defines.LG_ASM = p.keyword end
+  if three then defines.THREE = 1 end
   if v.trunc then defines.TRUNC = 1 end
   if v.maxrreg then defines.MAXRREG = v.maxrreg end   -- a build option, in the key
   if beta ~= 0 then defines.BETA = 1 end
-  -- float4 loads need each stored row's length and the offset in fours
-  local a_row = c.trans_a and m or k
-  local b_row = c.trans_b and k or n
   if c.trans_a then defines.TRANS_A = 1 end
   if c.trans_b then defines.TRANS_B = 1 end
-  if a_row % 4 == 0 and c.offA % 4 == 0 then defines.VEC_A = 1 end
-  if b_row % 4 == 0 and c.offB % 4 == 0 then defines.VEC_B = 1 end
-  if n % 4 == 0 and c.offC % 4 == 0 then defines.VEC_C = 1 end
-  -- as many local buffers as asked for and fit this layout (transposed
-  -- tiles are larger); cp.async takes aligned rows and 2 buffers at least,
-  -- the register path 1 or 2
-  local fits = c.dev.local_mem_size
-  local stages, async = v.stages, v.async and defines.VEC_A and defines.VEC_B
-  if not async then stages = math.min(stages, 2) end
-  while stages > 1 and local_bytes_of(v, stages, c.trans_a, c.trans_b) > fits do
-    stages = stages - 1
-  end
-  if async and stages >= 2 then
-    defines.ASYNC, defines.ASYNC_WAIT = 1, stages - 2
-  end
-  defines.STAGES = stages
   local prog = program(c.dev, defines)
-  local call = prog.matmul_mma(m, n, k, c.A, c.offA, c.B, c.offB, c.C, c.offC, alpha, beta)
-  local gx, gy = (n + v.bn - 1) // v.bn, (m + v.bm - 1) // v.bm
-  return {{call, {global = {gx * v.nt, gy}, local_size = {v.nt, 1}}}}
+  -- the packed operands, padded to whole tiles (float4s)
+  local mp, np = (m + v.bm - 1) // v.bm * v.bm, (n + v.bn - 1) // v.bn * v.bn
+  local kp = (k + v.bk - 1) // v.bk * v.bk
+  local na, nb = mp * kp // 4, kp * np // 4
+  local entries = H.device_entries(scratches, c.dev)
+  local sc = {entries = entries}
+  local function scratch(name, count)
+    local b = H.scratch_buffer(entries, c.dev, name, "float4", count)
+    sc[name] = b
+    return b
+  end
+  local Ap, Bp = scratch("a", na), scratch("b", nb)
+  local As, Bs = Ap, Bp
+  if three then As, Bs = scratch("a small", na), scratch("b small", nb) end
+  local ksteps = kp // v.bk
+  local lda = c.trans_a and m or k
+  local ldb = c.trans_b and k or n
+  local gx, gy = np // v.bn, mp // v.bm
+  return {{prog.pack_a(m, k, c.A, c.offA, lda, ksteps, Ap, As),
+           {global = {na}, local_size = {pack_group(na)}}},
+          {prog.pack_b(k, n, c.B, c.offB, ldb, ksteps, Bp, Bs),
+           {global = {nb}, local_size = {pack_group(nb)}}},
+          {prog.matmul_mma(m, n, ksteps, Ap, As, Bp, Bs, c.C, c.offC, alpha, beta),
+           {global = {gx * v.nt, gy}, local_size = {v.nt, 1}}, {1, 2}},
+          scratch = sc}
 end
 
 -- M.programs_of(dev): the programs built on dev so far, by define string
