@@ -137,6 +137,11 @@ describe("matmul precision", function()
     with({bm = 512, bn = 512, bk = 512, wm = 16, wn = 16, stages = 2},
          'luagpu: matmul: matmul_mma.params["tf32"]: 32768 work-items per group, ' .. dev.name ..
          ' takes at most ' .. dev.max_work_group_size)
+    with({bm = 64, bn = 64, bk = 16, wm = 32, wn = 32, stages = 2, maxrreg = 2 ^ 40},
+         'luagpu: matmul: matmul_mma.params["tf32"].maxrreg: expected false or an integer from ' ..
+         '16 to 255, got 1099511627776.0')
+    with({bm = 64, bn = 64, bk = 16, wm = 32, wn = 32, stages = 2, maxrreg = "96"},
+         'matmul_mma.params["tf32"].maxrreg: expected false or an integer from 16 to 255, got "96"')
     with({bm = 1024, bn = 1024, bk = 64, wm = 1024, wn = 256, stages = 2},
          'luagpu: matmul: matmul_mma.params["tf32"]: the tiles need 1048576 bytes of local ' ..
          'memory, ' .. dev.name .. ' has ' .. dev.local_mem_size)
@@ -174,8 +179,8 @@ describe("matmul precision", function()
     mma.params["3xtf32"] = {bm = 32, bn = 64, bk = 16, wm = 32, wn = 32, stages = 3}
     local ok, err = pcall(function()
       assert.matches("^tf32: the tensor%-core kernels, each mma emulated", matmul.path(dev, "tf32"))
-      -- every transpose, alpha and beta; sizes 1 and across tiles, K below a step
-      local cases = {{1, 1, 1, false, false, 1, 0}, {40, 9, 70, true, false, 1.5, 0.5},
+      -- every transpose, alpha and beta; sizes 2 and across tiles, K below a step
+      local cases = {{2, 2, 1, false, false, 1, 0}, {40, 9, 70, true, false, 1.5, 0.5},
                      {7, 70, 33, false, true, -2, 1}, {65, 33, 5, true, true, 1, 0}}
       for _, cs in ipairs(cases) do
         local m, n, k, ta, tb, alpha, beta = table.unpack(cs)

@@ -178,7 +178,15 @@ local function check_params(fn, precision, p, dev)
            precision, local_bytes, dev.name, dev.local_mem_size)
   end
   v.trunc = p.trunc and true or false
-  v.maxrreg = integer(p.maxrreg)
+  local r = p.maxrreg
+  if r ~= nil and r ~= false then
+    r = integer(r)
+    if not (r and r >= 16 and r <= 255) then
+      H.fail(fn, "matmul_mma.params[%q].maxrreg: expected false or an integer from 16 to 255, " ..
+             "got %s", precision, show(p.maxrreg))
+    end
+  end
+  v.maxrreg = r
   return v
 end
 
@@ -222,7 +230,7 @@ end
 -- C, offC, m, n, k, t, dev, trans_a, trans_b, alpha, beta}) in precision
 -- ("tf32" or "3xtf32") on the tensor cores: pack_a and pack_b into scratch
 -- buffers, then matmul_mma after both. nil when c.dev has no tensor cores
--- (and M.emulated is off).
+-- (and M.emulated is off), or for a matrix-vector product (M or N 1).
 function M.steps(c, precision)
   if c.t ~= "float" then
     H.fail("matmul", "option precision: %s is for float operands, got %s ones", precision, c.t)
@@ -233,8 +241,11 @@ function M.steps(c, precision)
   local p = probe(c.dev)
   local emulated = not p.ok and M.emulated
   if not p.ok and not emulated then return nil end
-  local three = precision == "3xtf32"
   local m, n, k = c.m, c.n, c.k
+  -- a matrix-vector product is bound by memory, not arithmetic: the fp32
+  -- GEMV kernels are as fast, and exact to float
+  if m == 1 or n == 1 then return nil end
+  local three = precision == "3xtf32"
   local defines = {BM = v.bm, BN = v.bn, BK = v.bk, WM = v.wm, WN = v.wn, STAGES = v.stages,
                    MAIN = 1}
   if emulated then defines.LG_NO_PTX = 1 else defines.LG_ASM = p.keyword end
