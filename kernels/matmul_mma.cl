@@ -119,26 +119,50 @@ static inline void split4(float4 x, __global float4 *big, __global float4 *small
 #endif
 }
 
-/* One work-item per lane float4 of op(A) (M x K) into Ap (and As_ for
+/* Where float4 i of a packed operand goes (the layouts above): its lane
+   (g, t), k-chunk kc, 16-wide tile of the block (tiles per block: per),
+   step ks along K and block. */
+typedef struct {
+  int g, t, kc, tile, ks, block;
+} place;
+
+static inline place place_of(long i, int per, int ksteps) {
+  place p;
+  const int lane = i % 32;
+  p.g = lane / 4;
+  p.t = lane % 4;
+  long f = i / 32;
+  p.kc = f % (BK / 8);
+  f /= BK / 8;
+  p.tile = f % per;
+  f /= per;
+  p.ks = f % ksteps;
+  p.block = f / ksteps;
+  return p;
+}
+
+#ifdef TRANS_A
+#define A_TRANS 1
+#else
+#define A_TRANS 0
+#endif
+#ifdef TRANS_B
+#define B_TRANS 1
+#else
+#define B_TRANS 0
+#endif
+
+/* One work-item per lane float4 of op(A) (M x K) into Ap (and Asm for
    THREE); ksteps = padded K / BK. */
 __kernel void pack_a(int M, int K, const __global float *A, long offA, long lda, int ksteps,
                      __global float4 *Ap, __global float4 *Asm) {
   const long i = get_global_id(0);
-  const int lane = i % 32, g = lane / 4, t = lane % 4;
-  long f = i / 32;
-  const int kc = f % (BK / 8); f /= BK / 8;
-  const int mi = f % (BM / 16); f /= BM / 16;
-  const int ks = f % ksteps;
-  const int mb = f / ksteps;
-  const int r = mb * BM + mi * 16 + g, c = ks * BK + kc * 8 + t;
-#ifdef TRANS_A
-  const int tr = 1;
-#else
-  const int tr = 0;
-#endif
+  const place p = place_of(i, BM / 16, ksteps);
+  const int r = p.block * BM + p.tile * 16 + p.g, c = p.ks * BK + p.kc * 8 + p.t;
   A += offA;
-  float4 x = (float4)(at(A, lda, r, c, M, K, tr), at(A, lda, r + 8, c, M, K, tr),
-                      at(A, lda, r, c + 4, M, K, tr), at(A, lda, r + 8, c + 4, M, K, tr));
+  float4 x = (float4)(at(A, lda, r, c, M, K, A_TRANS), at(A, lda, r + 8, c, M, K, A_TRANS),
+                      at(A, lda, r, c + 4, M, K, A_TRANS),
+                      at(A, lda, r + 8, c + 4, M, K, A_TRANS));
   split4(x, Ap + i, Asm + i);
 }
 
@@ -146,21 +170,12 @@ __kernel void pack_a(int M, int K, const __global float *A, long offA, long lda,
 __kernel void pack_b(int K, int N, const __global float *B, long offB, long ldb, int ksteps,
                      __global float4 *Bp, __global float4 *Bsm) {
   const long i = get_global_id(0);
-  const int lane = i % 32, g = lane / 4, t = lane % 4;
-  long f = i / 32;
-  const int kc = f % (BK / 8); f /= BK / 8;
-  const int ni = f % (BN / 16); f /= BN / 16;
-  const int ks = f % ksteps;
-  const int nb = f / ksteps;
-  const int r = ks * BK + kc * 8 + t, c = nb * BN + ni * 16 + g;
-#ifdef TRANS_B
-  const int tr = 1;
-#else
-  const int tr = 0;
-#endif
+  const place p = place_of(i, BN / 16, ksteps);
+  const int r = p.ks * BK + p.kc * 8 + p.t, c = p.block * BN + p.tile * 16 + p.g;
   B += offB;
-  float4 x = (float4)(at(B, ldb, r, c, K, N, tr), at(B, ldb, r + 4, c, K, N, tr),
-                      at(B, ldb, r, c + 8, K, N, tr), at(B, ldb, r + 4, c + 8, K, N, tr));
+  float4 x = (float4)(at(B, ldb, r, c, K, N, B_TRANS), at(B, ldb, r + 4, c, K, N, B_TRANS),
+                      at(B, ldb, r, c + 8, K, N, B_TRANS),
+                      at(B, ldb, r + 4, c + 8, K, N, B_TRANS));
   split4(x, Bp + i, Bsm + i);
 }
 
