@@ -152,6 +152,15 @@ static inline place place_of(long i, int per, int ksteps) {
 #define B_TRANS 0
 #endif
 
+/* The float4 (r, c), (r + dr, c), (r, c + dc), (r + dr, c + dc) of op(X):
+   a lane's A fragment with dr 8, dc 4; its two B fragments with dr 4, dc 8. */
+static inline float4 fragment(const __global float *X, long ld, int r, int c, int dr, int dc,
+                              int rows, int cols, int trans) {
+  return (float4)(at(X, ld, r, c, rows, cols, trans), at(X, ld, r + dr, c, rows, cols, trans),
+                  at(X, ld, r, c + dc, rows, cols, trans),
+                  at(X, ld, r + dr, c + dc, rows, cols, trans));
+}
+
 /* One work-item per lane float4 of op(A) (M x K) into Ap (and Asm for
    THREE); ksteps = padded K / BK. */
 __kernel void pack_a(int M, int K, const __global float *A, long offA, long lda, int ksteps,
@@ -159,11 +168,7 @@ __kernel void pack_a(int M, int K, const __global float *A, long offA, long lda,
   const long i = get_global_id(0);
   const place p = place_of(i, BM / 16, ksteps);
   const int r = p.block * BM + p.tile * 16 + p.g, c = p.ks * BK + p.kc * 8 + p.t;
-  A += offA;
-  float4 x = (float4)(at(A, lda, r, c, M, K, A_TRANS), at(A, lda, r + 8, c, M, K, A_TRANS),
-                      at(A, lda, r, c + 4, M, K, A_TRANS),
-                      at(A, lda, r + 8, c + 4, M, K, A_TRANS));
-  split4(x, Ap + i, Asm + i);
+  split4(fragment(A + offA, lda, r, c, 8, 4, M, K, A_TRANS), Ap + i, Asm + i);
 }
 
 /* The same for op(B) (K x N) into Bp (and Bsm). */
@@ -172,11 +177,7 @@ __kernel void pack_b(int K, int N, const __global float *B, long offB, long ldb,
   const long i = get_global_id(0);
   const place p = place_of(i, BN / 16, ksteps);
   const int r = p.ks * BK + p.kc * 8 + p.t, c = p.block * BN + p.tile * 16 + p.g;
-  B += offB;
-  float4 x = (float4)(at(B, ldb, r, c, K, N, B_TRANS), at(B, ldb, r + 4, c, K, N, B_TRANS),
-                      at(B, ldb, r, c + 8, K, N, B_TRANS),
-                      at(B, ldb, r + 4, c + 8, K, N, B_TRANS));
-  split4(x, Bp + i, Bsm + i);
+  split4(fragment(B + offB, ldb, r, c, 4, 8, K, N, B_TRANS), Bp + i, Bsm + i);
 }
 
 #ifdef MAIN
