@@ -26,7 +26,7 @@ local M = {programs_built = 0}   -- the probe's builds and the kernels'
 M.params = {
   tf32 = {bm = 128, bn = 128, bk = 16, wm = 64, wn = 32, stages = 3, trunc = false,
           maxrreg = false},
-  ["3xtf32"] = {bm = 128, bn = 128, bk = 8, wm = 64, wn = 64, stages = 4, trunc = false,
+  ["3xtf32"] = {bm = 128, bn = 128, bk = 8, wm = 64, wn = 64, stages = 3, trunc = false,
                 maxrreg = false},
 }
 
