@@ -17,6 +17,7 @@ local gpu = rawget(_G, "gpu") or require "luagpu"
 local matmul = require "luagpu.matmul"
 local mma = require "luagpu.matmul_mma"
 local reduce = require "luagpu.reduce"
+local wgmma = require "luagpu.matmul_wgmma"
 
 local torch_file = arg and arg[1]
 local runs = tonumber(arg and arg[2]) or 10
@@ -251,7 +252,37 @@ local SHAPES = {   -- bm bn bk wm wn stages trunc maxrreg
   {128, 128, 8, 64, 64, 4}, {128, 128, 8, 64, 32, 4}, {128, 64, 16, 64, 32, 4},
   {128, 128, 16, 64, 32, 3, true}, {128, 128, 16, 64, 32, 4},
 }
-if sweep then
+-- the wgmma kernels' tiles (lua/luagpu/matmul_wgmma.lua), swept instead
+-- where they are the path
+local WGMMA_SHAPES = {   -- bn bk wgs stages wait
+  {128, 16, 2, 4, 1}, {128, 32, 2, 3, 1}, {128, 32, 2, 3, 0}, {128, 32, 2, 2, 0},
+  {192, 16, 2, 4, 1}, {192, 16, 2, 3, 0}, {192, 16, 2, 5, 1}, {192, 8, 2, 6, 1},
+  {192, 32, 2, 2, 0}, {192, 16, 1, 4, 1}, {160, 16, 2, 4, 1}, {224, 16, 2, 4, 1},
+  {256, 16, 2, 4, 1}, {256, 16, 2, 3, 0}, {256, 8, 2, 6, 1}, {64, 32, 2, 3, 1},
+}
+if sweep and matmul.path(dev, "tf32"):find("wgmma", 1, true) then
+  local n = sizes[1]
+  local saved = {tf32 = wgmma.params.tf32, ["3xtf32"] = wgmma.params["3xtf32"]}
+  print()
+  print(("sweep at %d: bn bk wgs stages wait -> TFLOP/s (tf32, 3xtf32)"):format(n))
+  for _, s in ipairs(WGMMA_SHAPES) do
+    local shape = {bn = s[1], bk = s[2], wgs = s[3], stages = s[4], wait = s[5]}
+    wgmma.params.tf32, wgmma.params["3xtf32"] = shape, shape
+    local row = {}
+    for _, p in ipairs{"tf32", "3xtf32"} do
+      local ok, d = pcall(time_product, n, p)
+      row[#row + 1] = ok and ("%.1f"):format(2 * n ^ 3 / d / 1e12) or ("error: " .. tostring(d))
+    end
+    local before = failures
+    for _, p in ipairs{"tf32", "3xtf32"} do
+      pcall(check_case, 129, 131, 67, false, false, 1, 0, 0, p)
+      pcall(check_case, 256, 256, 256, true, false, 1, 0, 0, p)
+    end
+    row[#row + 1] = failures == before and "checked" or "WRONG RESULTS"
+    print(("%d %d %d %d %d -> %s"):format(s[1], s[2], s[3], s[4], s[5], table.concat(row, ", ")))
+  end
+  wgmma.params.tf32, wgmma.params["3xtf32"] = saved.tf32, saved["3xtf32"]
+elseif sweep then
   local n = sizes[1]
   local saved = {tf32 = mma.params.tf32, ["3xtf32"] = mma.params["3xtf32"]}
   print()

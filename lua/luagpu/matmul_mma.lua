@@ -11,6 +11,7 @@
 
 local gpu = require "luagpu"
 local H = require "luagpu.helper"
+local wgmma = require "luagpu.matmul_wgmma"   -- Hopper's path, asked first
 
 local format, tostring, ipairs, pairs, type = string.format, tostring, ipairs, pairs, type
 local show, integer = H.show, H.integer
@@ -122,10 +123,14 @@ function M.path(dev, precision, t)
     return "fp64: matmul's double kernels"
   end
   if precision == "fp32" then return "fp32: matmul's float kernels" end
+  local what = precision == "3xtf32" and "3 TF32 products per step" or "TF32 operands"
+  if wgmma.emulated then
+    return precision .. ": the wgmma kernels, each wgmma emulated (matmul_wgmma.emulated)"
+  end
+  if wgmma.probe(dev).ok then return precision .. ": tensor cores (wgmma, " .. what .. ")" end
   local p = probe(dev)
   if p.ok then
-    return precision .. ": tensor cores (mma.sync, " ..
-           (precision == "3xtf32" and "3 TF32 products per step" or "TF32 operands") .. ")"
+    return precision .. ": tensor cores (mma.sync, " .. what .. ")"
   end
   if M.emulated then
     return precision .. ": the tensor-core kernels, each mma emulated (matmul_mma.emulated; " ..
@@ -237,14 +242,16 @@ function M.steps(c, precision)
   end
   local alpha = check_number("alpha", c.alpha) or 1
   local beta = check_number("beta", c.beta) or 0
-  local v = check_params("matmul", precision, M.params[precision], c.dev)
-  local p = probe(c.dev)
-  local emulated = not p.ok and M.emulated
-  if not p.ok and not emulated then return nil end
   local m, n, k = c.m, c.n, c.k
   -- a matrix-vector product is bound by memory, not arithmetic: the fp32
   -- GEMV kernels are as fast, and exact to float
   if m == 1 or n == 1 then return nil end
+  local hopper = wgmma.steps(c, precision, alpha, beta)
+  if hopper then return hopper end
+  local v = check_params("matmul", precision, M.params[precision], c.dev)
+  local p = probe(c.dev)
+  local emulated = not p.ok and M.emulated
+  if not p.ok and not emulated then return nil end
   local three = precision == "3xtf32"
   local defines = {BM = v.bm, BN = v.bn, BK = v.bk, WM = v.wm, WN = v.wn, STAGES = v.stages,
                    MAIN = 1}

@@ -1,0 +1,259 @@
+/*
+** matmul_wgmma.cl: C = alpha * op(A) * op(B) + beta * C in float on Hopper's
+** warpgroup tensor-core instructions (wgmma.mma_async, PTX target sm_90a):
+** luagpu.matmul's precisions "tf32" and "3xtf32" on devices where
+** lua/luagpu/matmul_wgmma.lua's probe runs them. op(A) is M x K, op(B)
+** K x N, C M x N, all row-major at element offsets.
+**
+** How wgmma gets here. NVIDIA's OpenCL compiler emits PTX for target sm_90,
+** where wgmma does not exist. So this source writes each wgmma instruction
+** as a PTX comment carrying its operands ("//LGWG_MMA1 {%f1, ...}, %rd2,
+** %rd3;"): the registers the compiler chose appear in the PTX, and the first
+** build succeeds. matmul_wgmma.lua then takes the program's PTX, rewrites
+** the comments into the instructions and the target into sm_90a, and loads
+** that PTX as a program binary. The comments' operand lists (WG_ACC_LIST,
+** WG_acc_OUT, WG_d_OUT, WG_TAIL) are defined by a prefix matmul_wgmma.lua
+** writes, one "+f" per accumulator register.
+**
+** Packed operands. wgmma reads A (64 rows of a warpgroup) and B (all BN
+** columns) from local memory through matrix descriptors, both K-major, in
+** "core matrices" of 8 rows x 4 floats (128 bytes). pack writes each
+** operand as [row blocks][K steps][BK/8][R/8][2][8 rows] float4s (a float4
+** is 4 consecutive k of one row, rounded to TF32), so a step's block is one
+** contiguous copy and, in local memory, the core matrix of 8-row group rg
+** and k half kh of k-chunk kc sits at ((kc * R/8 + rg) * 2 + kh) * 128
+** bytes: the descriptors' leading offset (k halves) is 128 bytes, the
+** stride offset (row groups) 256. Rows and k past the matrix are zeros.
+**
+** The product. A work-group of WGS warpgroups (128 work-items each) makes a
+** BM x BN tile of C, BM = 64 * WGS. STAGES local buffers are filled by
+** cp.async PREFETCH steps ahead; each step every warpgroup issues one
+** m64nBNk8 wgmma per k-chunk of 8 and waits for all but WGWAIT of its
+** groups of them (WGWAIT 1 keeps a step in flight, so the buffer refilled is
+** two steps old). THREE (3xTF32): the small parts are packed to a second
+** buffer, and each step's small*big + big*small + big*big start from zero in
+** the tensor cores (D) and are added to the float sums by an ordinary add
+** (summed in the tensor cores across K, which round toward zero, the error
+** was 8.6x the fp32 kernel's).
+**
+** Defines: BN (8 to 256, multiple of 8), BK (multiple of 8), WGS, STAGES,
+** WGWAIT (0 or 1), THREE, BETA, MAIN (the product; without it
+** only pack), LG_NO_PTX (no PTX: each wgmma emulated
+** from local memory, for the specs on PoCL).
+*/
+#define BM (64 * WGS)
+#define NT (128 * WGS)
+#define A_STEP (BM * BK / 4)             /* float4s of a step's A block */
+#define B_STEP (BN * BK / 4)
+#define NACC (BN / 2)                    /* accumulators per work-item */
+#define PREFETCH (STAGES - 1 - WGWAIT)
+#define WAIT_GROUPS (PREFETCH - 1)       /* cp.async groups left in flight */
+#ifdef THREE
+#define PARTS 2
+#else
+#define PARTS 1
+#endif
+#define LG_STR_(x) #x
+#define LG_STR(x) LG_STR_(x)
+
+#ifdef LG_NO_PTX
+static inline float tf32r(float x) { return as_float((as_uint(x) + 0x1000u) & 0xffffe000u); }
+/* x = (scale ? x : 0) + the product of the warpgroup's 64 x 8 A at a and
+   BN x 8 B at b (the layout above), for work-item tid of the warpgroup:
+   its accumulators are rows 16 w + g (+ 8), columns 8 j + 2 t (+ 1). */
+__attribute__((noinline)) static void wgmma_emulated(float *x, __local const float *a,
+                                                     __local const float *b, int scale,
+                                                     int tid) {
+  const int w = tid / 32, g = (tid % 32) / 4, t = tid % 4;
+  for (int j = 0; j < BN / 8; j++)
+    for (int e = 0; e < 4; e++) {
+      const int r = 16 * w + g + 8 * (e / 2), c = 8 * j + 2 * t + e % 2;
+      float s = 0.0f;
+      for (int k = 0; k < 8; k++)
+        s += a[((r / 8) * 2 + k / 4) * 32 + (r % 8) * 4 + k % 4] *
+             b[((c / 8) * 2 + k / 4) * 32 + (c % 8) * 4 + k % 4];
+      x[j * 4 + e] = (scale ? x[j * 4 + e] : 0.0f) + s;
+    }
+}
+#define COPY16(q, p) (*(q) = *(p))
+#define COPY_COMMIT()
+#define COPY_WAIT()
+#define PROXY_FENCE()
+#define WG_FENCE(x)
+#define WG_COMMIT()
+#define WG_WAIT(n, x)
+#define WG_MMA(scale, x, pa, pb)                                                    \
+  wgmma_emulated(x, (__local const float *)(pa), (__local const float *)(pb), scale, lid % 128)
+#else
+static inline float tf32r(float x) {
+  uint r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return as_float(r);
+}
+/* The descriptor of a core-matrix block at p: address, leading offset 128
+   bytes, stride offset 256, no swizzle. */
+static inline ulong desc_of(__local const float4 *p) {
+  const ulong a = (uint)(size_t)p;
+  return ((a >> 4) & 0x3fff) | ((ulong)(128 >> 4) << 16) | ((ulong)(256 >> 4) << 32);
+}
+#define COPY16(q, p)                                                                \
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;"                          \
+               :: "r"((uint)(size_t)(q)), "l"(p) : "memory")
+#define COPY_COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
+#define COPY_WAIT() asm volatile("cp.async.wait_group " LG_STR(WAIT_GROUPS) ";" ::: "memory")
+/* cp.async writes through the generic proxy, wgmma reads through the async one */
+#define PROXY_FENCE() asm volatile("fence.proxy.async.shared::cta;" ::: "memory")
+/* x: acc or d, the register set the instruction touches (its "+f" list,
+   WG_acc_OUT or WG_d_OUT, keeps the compiler from moving their reads and
+   writes across) */
+#define WG_FENCE(x) asm volatile("//LGWG_FENCE " WG_ACC_LIST : WG_##x##_OUT :: "memory")
+#define WG_COMMIT() asm volatile("//LGWG_COMMIT" ::: "memory")
+#define WG_WAIT(n, x) asm volatile("//LGWG_WAIT" #n " " WG_ACC_LIST : WG_##x##_OUT :: "memory")
+#define WG_MMA(scale, x, pa, pb)                                                    \
+  asm volatile("//LGWG_MMA" #scale " " WG_ACC_LIST WG_TAIL : WG_##x##_OUT          \
+               : "l"(desc_of(pa)), "l"(desc_of(pb)))
+#endif
+
+/* op(X)'s element (r, k), X stored with rows along K (kmajor) or along r */
+static inline float el(const __global float *X, long ld, int r, int k, int rows, int K,
+                       int kmajor) {
+  if (r >= rows || k >= K) return 0.0f;
+  return kmajor ? X[(long)r * ld + k] : X[(long)k * ld + r];
+}
+
+/* One work-item per float4 of the packed op(X) (rows x K; R rows a block):
+   op(A) with R = BM, op(B)^T with R = BN. Small parts to Ps for THREE. */
+__kernel void pack(int rows, int K, const __global float *X, long off, long ld, int kmajor,
+                   int R, int ksteps, __global float4 *P, __global float4 *Ps) {
+  const long i = get_global_id(0);
+  const int r8 = i % 8;
+  long f = i / 8;
+  const int kh = f % 2;
+  f /= 2;
+  const int rg = f % (R / 8);
+  f /= R / 8;
+  const int kc = f % (BK / 8);
+  f /= BK / 8;
+  const int ks = f % ksteps;
+  const long blk = f / ksteps;
+  const int r = blk * R + rg * 8 + r8, k = ks * BK + kc * 8 + kh * 4;
+  X += off;
+  const float4 x = (float4)(el(X, ld, r, k, rows, K, kmajor), el(X, ld, r, k + 1, rows, K, kmajor),
+                            el(X, ld, r, k + 2, rows, K, kmajor),
+                            el(X, ld, r, k + 3, rows, K, kmajor));
+  const float4 b = (float4)(tf32r(x.x), tf32r(x.y), tf32r(x.z), tf32r(x.w));
+  P[i] = b;
+#ifdef THREE
+  Ps[i] = (float4)(tf32r(x.x - b.x), tf32r(x.y - b.y), tf32r(x.z - b.z), tf32r(x.w - b.w));
+#endif
+}
+
+#ifdef MAIN
+/* Copies n float4s from src to dst, NT work-items each taking every NT-th
+   (a loop of constant length: unrolled, the test folded away when NT
+   divides n; a loop on lid ran the product 30% slower) */
+#define COPY_BLOCK(dst, src, n)                                                     \
+  _Pragma("unroll") for (int u = 0; u < ((n) + NT - 1) / NT; u++) {                \
+    const int i_ = lid + u * NT;                                                    \
+    if ((n) % NT == 0 || i_ < (n)) COPY16(&(dst)[i_], (src) + i_);                  \
+  }
+/* Copies step s's blocks (part p: 0 big, 1 small) into stage st. */
+#define ISSUE_PART(s, st, p, ap, bp)                                                \
+  COPY_BLOCK(As[st][p], ap + (long)(s) * A_STEP, A_STEP)                            \
+  COPY_BLOCK(Bs[st][p], bp + (long)(s) * B_STEP, B_STEP)
+#ifdef THREE
+#define ISSUE(s, st) { ISSUE_PART(s, st, 0, ap, bp) ISSUE_PART(s, st, 1, asp, bsp) }
+#else
+#define ISSUE(s, st) { ISSUE_PART(s, st, 0, ap, bp) }
+#endif
+/* this warpgroup's 64 rows of A, and B, at k-chunk kc of stage st, part p */
+#define A_AT(st, p, kc) (&As[st][p][((kc) * (BM / 8) + wg * 8) * 16])
+#define B_AT(st, p, kc) (&Bs[st][p][(kc) * (BN / 8) * 16])
+
+__kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
+void matmul_wgmma(int M, int N, int ksteps, const __global float4 *Ap,
+                  const __global float4 *Asm, const __global float4 *Bp,
+                  const __global float4 *Bsm, __global float *C, long offC, float alpha,
+                  float beta) {
+  __local float4 As[STAGES][PARTS][A_STEP] __attribute__((aligned(128)));
+  __local float4 Bs[STAGES][PARTS][B_STEP] __attribute__((aligned(128)));
+  const int lid = get_local_id(0);
+  const int wg = lid / 128, w = (lid / 32) % 4, g = (lid % 32) / 4, t = lid % 4;
+  const int mb = get_group_id(1), nb = get_group_id(0);
+  const __global float4 *ap = Ap + (long)mb * ksteps * A_STEP;
+  const __global float4 *bp = Bp + (long)nb * ksteps * B_STEP;
+#ifdef THREE
+  const __global float4 *asp = Asm + (long)mb * ksteps * A_STEP;
+  const __global float4 *bsp = Bsm + (long)nb * ksteps * B_STEP;
+  float d[NACC];
+#pragma unroll
+  for (int e = 0; e < NACC; e++) d[e] = 0.0f;
+#endif
+  float acc[NACC];
+#pragma unroll
+  for (int e = 0; e < NACC; e++) acc[e] = 0.0f;
+
+  for (int p = 0; p < PREFETCH; p++) {
+    if (p < ksteps) ISSUE(p, p);
+    COPY_COMMIT();
+  }
+  for (int s = 0; s < ksteps; s++) {
+    const int cur = s % STAGES;
+    COPY_WAIT();
+    PROXY_FENCE();
+    barrier(CLK_LOCAL_MEM_FENCE);
+    {
+      const int nx = s + PREFETCH;
+      if (nx < ksteps) ISSUE(nx, nx % STAGES);
+      COPY_COMMIT();
+    }
+#ifdef THREE
+    WG_FENCE(d);
+#pragma unroll
+    for (int kc = 0; kc < BK / 8; kc++) {
+      if (kc == 0)
+        WG_MMA(0, d, A_AT(cur, 1, kc), B_AT(cur, 0, kc));
+      else
+        WG_MMA(1, d, A_AT(cur, 1, kc), B_AT(cur, 0, kc));
+      WG_MMA(1, d, A_AT(cur, 0, kc), B_AT(cur, 1, kc));
+      WG_MMA(1, d, A_AT(cur, 0, kc), B_AT(cur, 0, kc));
+    }
+    WG_COMMIT();
+    WG_WAIT(0, d);
+#pragma unroll
+    for (int e = 0; e < NACC; e++) acc[e] += d[e];
+#else
+    WG_FENCE(acc);
+#pragma unroll
+    for (int kc = 0; kc < BK / 8; kc++) WG_MMA(1, acc, A_AT(cur, 0, kc), B_AT(cur, 0, kc));
+    WG_COMMIT();
+#if WGWAIT == 1
+    WG_WAIT(1, acc);
+#else
+    WG_WAIT(0, acc);
+#endif
+#endif
+  }
+#ifndef THREE
+  WG_WAIT(0, acc);
+#endif
+
+  /* acc[4 j + e]: row 16 w + g + 8 (e / 2) of the warpgroup's 64, column
+     8 j + 2 t + e % 2 */
+  C += offC;
+#pragma unroll
+  for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int row = mb * BM + wg * 64 + w * 16 + g + 8 * (e / 2);
+      const int col = nb * BN + 8 * j + 2 * t + e % 2;
+      if (row < M && col < N) {
+        float v = alpha * acc[4 * j + e];
+#ifdef BETA
+        v += beta * C[(long)row * N + col];
+#endif
+        C[(long)row * N + col] = v;
+      }
+    }
+}
+#endif
