@@ -146,6 +146,7 @@ end
 local function local_bytes_of(v, three)
   return v.stages * (three and 2 or 1) * 4 * (v.bm + v.bn) * v.bk
 end
+M.local_bytes_of = local_bytes_of
 
 local function check_params(fn, precision, p, dev)
   if type(p) ~= "table" then
