@@ -208,7 +208,7 @@ end
 local function time_product(n, precision)
   local A, B, C = uniform(n * n, 3), uniform(n * n, 4), dev:buffer("float", {n, n})
   local opts = {precision = precision, m = n, n = n, k = n}
-  local dt, walls = {}, {}
+  local dt, walls, each = {}, {}, {}
   for r = -1, runs do
     dev:finish()
     local t0 = gpu.now()
@@ -217,24 +217,39 @@ local function time_product(n, precision)
     if r >= 1 then
       walls[#walls + 1] = gpu.now() - t0
       dt[#dt + 1] = bench.span_ns(events) * 1e-9
+      for i, ev in ipairs(events) do
+        each[i] = each[i] or {}
+        each[i][#each[i] + 1] = ev.duration * 1e-9
+      end
     end
   end
   A:release(); B:release(); C:release()
-  return median(dt), median(walls)
+  for i, t in ipairs(each) do each[i] = median(t) end
+  return median(dt), median(walls), each
 end
 
+local kernels = {}
 print()
 print("| size | precision | device ms | TFLOP/s | wall ms | cuBLAS fp32 ms | ratio | cuBLAS tf32 ms | ratio |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for _, n in ipairs(sizes) do
   for _, p in ipairs{"fp32", "tf32", "3xtf32"} do
-    local d, w = time_product(n, p)
+    local d, w, each = time_product(n, p)
+    if #each > 1 and p ~= "fp32" then
+      local parts = {}
+      for i, t in ipairs(each) do parts[i] = ("%.3f"):format(t * 1e3) end
+      kernels[#kernels + 1] = ("%s at %d: %s ms"):format(p, n, table.concat(parts, ", "))
+    end
     local f32, t32 = baseline["fp32_" .. n .. "_ms"], baseline["tf32_" .. n .. "_ms"]
     local function ratio(b) return b and ("%.2fx"):format(b / (d * 1e3)) or "-" end
     print(("| %d | %s | %.3f | %.1f | %.3f | %s | %s | %s | %s |"):format(n, p, d * 1e3,
       2 * n ^ 3 / d / 1e12, w * 1e3, f32 and ("%.3f"):format(f32) or "-", ratio(f32),
       t32 and ("%.3f"):format(t32) or "-", ratio(t32)))
   end
+end
+if #kernels > 0 then
+  print("each kernel's device time (medians; tensor cores: pack A, pack B, product):")
+  for _, line in ipairs(kernels) do print("  " .. line) end
 end
 if baseline.fp32_err then
   print(("cuBLAS errors (same measure): fp32 %.3e, tf32 %.3e"):format(baseline.fp32_err,
