@@ -60,6 +60,14 @@ end
 -- M.patch(ptx, bn): the PTX with matmul_wgmma.cl's comments made wgmma
 -- instructions (N = bn) and the target sm_90a; or nil and why not.
 function M.patch(ptx, bn)
+  if type(ptx) ~= "string" then
+    H.fail("matmul_wgmma.patch", "argument #1: expected the PTX text, got %s", H.typename(ptx))
+  end
+  local n8 = integer(bn)
+  if not (n8 and n8 >= 8 and n8 <= 256 and n8 % 8 == 0) then
+    H.fail("matmul_wgmma.patch", "argument #2: expected N of the wgmma (8 to 256, a " ..
+           "multiple of 8), got %s", show(bn))
+  end
   local out, n = ptx:gsub("(%.target%s+sm_90)([,%s])", "%1a%2", 1)
   if n ~= 1 then
     return nil, "the driver's PTX is not for sm_90 (" ..
