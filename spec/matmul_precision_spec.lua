@@ -149,26 +149,7 @@ describe("matmul precision", function()
     matmul(A, A, {precision = "tf32"}):get()   -- the defaults again
   end)
 
-  -- The product of random a (m x k, or k x m with ta) and b (k x n, or n x
-  -- k with tb), times alpha, plus beta times c0, in Lua; and sum |.| of
-  -- each element's terms.
-  local function reference(a, b, c0, m, n, k, ta, tb, alpha, beta)
-    local want, scale = {}, {}
-    for i = 0, m - 1 do
-      for j = 0, n - 1 do
-        local s, sa = 0, 0
-        for q = 0, k - 1 do
-          local x = ta and a[q * m + i + 1] or a[i * k + q + 1]
-          local y = tb and b[j * k + q + 1] or b[q * n + j + 1]
-          s, sa = s + x * y, sa + math.abs(x * y)
-        end
-        local e = i * n + j + 1
-        want[e] = alpha * s + beta * c0[e]
-        scale[e] = math.abs(alpha) * sa + math.abs(beta * c0[e])
-      end
-    end
-    return want, scale
-  end
+  local reference = require("support").matmul_reference
 
   it("runs the tensor-core kernels (mma emulated) right: shapes, transposes, alpha, beta",
      function()

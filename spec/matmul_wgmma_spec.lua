@@ -18,24 +18,7 @@ local function random_table(n)
   return t
 end
 
--- alpha op(a) op(b) + beta c0 in Lua, and sum |.| of each element's terms
-local function reference(a, b, c0, m, n, k, ta, tb, alpha, beta)
-  local want, scale = {}, {}
-  for i = 0, m - 1 do
-    for j = 0, n - 1 do
-      local s, sa = 0, 0
-      for q = 0, k - 1 do
-        local x = ta and a[q * m + i + 1] or a[i * k + q + 1]
-        local y = tb and b[j * k + q + 1] or b[q * n + j + 1]
-        s, sa = s + x * y, sa + math.abs(x * y)
-      end
-      local e = i * n + j + 1
-      want[e] = alpha * s + beta * c0[e]
-      scale[e] = math.abs(alpha) * sa + math.abs(beta * c0[e])
-    end
-  end
-  return want, scale
-end
+local reference = require("support").matmul_reference
 
 -- Runs f with wgmma.emulated on and params p (restored after, also on error).
 local function emulated(p, f)

@@ -275,14 +275,17 @@ local WGMMA_SHAPES = {   -- bn bk wgs stages wait
   {192, 32, 2, 2, 0}, {192, 16, 1, 4, 1}, {160, 16, 2, 4, 1}, {224, 16, 2, 4, 1},
   {256, 16, 2, 4, 1}, {256, 16, 2, 3, 0}, {256, 8, 2, 6, 1}, {64, 32, 2, 3, 1},
 }
-if sweep and matmul.path(dev, "tf32"):find("wgmma", 1, true) then
+-- Times each shape of shapes (made into params by make) as both
+-- precisions' tiles in module's params, at the first size, and checks two
+-- odd products with it; label names the columns, show(s) a row's shape.
+local function sweep_tiles(module, shapes, make, label, show)
   local n = sizes[1]
-  local saved = {tf32 = wgmma.params.tf32, ["3xtf32"] = wgmma.params["3xtf32"]}
+  local saved = {tf32 = module.params.tf32, ["3xtf32"] = module.params["3xtf32"]}
   print()
-  print(("sweep at %d: bn bk wgs stages wait -> TFLOP/s (tf32, 3xtf32)"):format(n))
-  for _, s in ipairs(WGMMA_SHAPES) do
-    local shape = {bn = s[1], bk = s[2], wgs = s[3], stages = s[4], wait = s[5]}
-    wgmma.params.tf32, wgmma.params["3xtf32"] = shape, shape
+  print(("sweep at %d: %s -> TFLOP/s (tf32, 3xtf32)"):format(n, label))
+  for _, s in ipairs(shapes) do
+    local shape = make(s)
+    module.params.tf32, module.params["3xtf32"] = shape, shape
     local row = {}
     for _, p in ipairs{"tf32", "3xtf32"} do
       local ok, d = pcall(time_product, n, p)
@@ -294,33 +297,23 @@ if sweep and matmul.path(dev, "tf32"):find("wgmma", 1, true) then
       pcall(check_case, 256, 256, 256, true, false, 1, 0, 0, p)
     end
     row[#row + 1] = failures == before and "checked" or "WRONG RESULTS"
-    print(("%d %d %d %d %d -> %s"):format(s[1], s[2], s[3], s[4], s[5], table.concat(row, ", ")))
-  end
-  wgmma.params.tf32, wgmma.params["3xtf32"] = saved.tf32, saved["3xtf32"]
-elseif sweep then
-  local n = sizes[1]
-  local saved = {tf32 = mma.params.tf32, ["3xtf32"] = mma.params["3xtf32"]}
-  print()
-  print(("sweep at %d: bm bn bk wm wn stages split maxrreg -> TFLOP/s (tf32, 3xtf32)"):format(n))
-  if os.getenv("VERBOSE") then mma.build_options = "-cl-nv-verbose" end
-  for _, s in ipairs(SHAPES) do
-    local shape = {bm = s[1], bn = s[2], bk = s[3], wm = s[4], wn = s[5], stages = s[6],
-                   trunc = s[7], maxrreg = s[8]}
-    mma.params.tf32, mma.params["3xtf32"] = shape, shape
-    local row = {}
-    for _, p in ipairs{"tf32", "3xtf32"} do
-      local ok, d = pcall(time_product, n, p)
-      row[#row + 1] = ok and ("%.1f"):format(2 * n ^ 3 / d / 1e12) or ("error: " .. tostring(d))
-    end
-    local before = failures
-    for _, p in ipairs{"tf32", "3xtf32"} do
-      pcall(check_case, 129, 131, 67, false, false, 1, 0, 0, p)
-      pcall(check_case, 256, 256, 256, false, false, 1, 0, 0, p)
-    end
-    row[#row + 1] = failures == before and "checked" or "WRONG RESULTS"
     show_log()
-    print(("%d %d %d %d %d %d %s %s -> %s"):format(s[1], s[2], s[3], s[4], s[5], s[6],
-      s[7] and "trunc" or "rna", s[8] or "-", table.concat(row, ", ")))
+    print(show(s) .. " -> " .. table.concat(row, ", "))
   end
-  mma.params.tf32, mma.params["3xtf32"] = saved.tf32, saved["3xtf32"]
+  module.params.tf32, module.params["3xtf32"] = saved.tf32, saved["3xtf32"]
+end
+
+if sweep and matmul.path(dev, "tf32"):find("wgmma", 1, true) then
+  sweep_tiles(wgmma, WGMMA_SHAPES, function(s)
+    return {bn = s[1], bk = s[2], wgs = s[3], stages = s[4], wait = s[5]}
+  end, "bn bk wgs stages wait", function(s) return table.concat(s, " ") end)
+elseif sweep then
+  if os.getenv("VERBOSE") then mma.build_options = "-cl-nv-verbose" end
+  sweep_tiles(mma, SHAPES, function(s)
+    return {bm = s[1], bn = s[2], bk = s[3], wm = s[4], wn = s[5], stages = s[6],
+            trunc = s[7], maxrreg = s[8]}
+  end, "bm bn bk wm wn stages split maxrreg", function(s)
+    return ("%d %d %d %d %d %d %s %s"):format(s[1], s[2], s[3], s[4], s[5], s[6],
+                                              s[7] and "trunc" or "rna", s[8] or "-")
+  end)
 end

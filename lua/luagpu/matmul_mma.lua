@@ -11,6 +11,7 @@
 
 local gpu = require "luagpu"
 local H = require "luagpu.helper"
+local T = require "luagpu.matmul_tc"
 local wgmma = require "luagpu.matmul_wgmma"   -- Hopper's path, asked first
 
 local format, tostring, ipairs, pairs, type = string.format, tostring, ipairs, pairs, type
@@ -43,25 +44,9 @@ local PRECISIONS = {fp32 = true, tf32 = true, ["3xtf32"] = true}
 -- Per device: {ok = true, keyword = "asm" | "__asm__"} or {ok = false, why =}.
 local probed = H.device_cache()
 
--- A 16 x 8 A and an 8 x 8 B of small integers (exact in TF32) and their
--- product, computed here.
-local function probe_data()
-  local a, b, c = {}, {}, {}
-  for i = 1, 128 do a[i] = (i * 7) % 11 - 5 end
-  for i = 1, 64 do b[i] = (i * 5) % 9 - 4 end
-  for r = 0, 15 do
-    for col = 0, 7 do
-      local s = 0
-      for k = 0, 7 do s = s + a[r * 8 + k + 1] * b[k * 8 + col + 1] end
-      c[r * 8 + col + 1] = s
-    end
-  end
-  return a, b, c
-end
-
 -- Runs the probe program prog on dev; returns nil or why it failed.
 local function check_probe(dev, prog)
-  local a, b, want = probe_data()
+  local a, b, want = T.probe_data(16, 8, 8)
   local A = dev:buffer("float", 128, {host = a})
   local B = dev:buffer("float", 64, {host = b})
   local C = dev:buffer("float", 128)
@@ -201,10 +186,7 @@ local programs = H.device_cache()
 local scratches = H.device_cache()
 
 local function program(dev, defines)
-  local keys = {}
-  for k, v in pairs(defines) do keys[#keys + 1] = k .. "=" .. tostring(v) end
-  table.sort(keys)
-  local key = table.concat(keys, " ")
+  local key = T.key_of(defines)
   local entries = H.device_entries(programs, dev)
   local prog = entries[key]
   if not prog then
@@ -223,13 +205,6 @@ local function check_number(what, v)
     H.fail("matmul", "option %s: expected a number, got %s", what, H.typename(v))
   end
   return v
-end
-
--- Work-items per group of a pack kernel over n float4s (n a multiple of 32).
-local function pack_group(n)
-  local l = 256
-  while n % l ~= 0 do l = l // 2 end
-  return l
 end
 
 -- The steps (as matmul's launchers make them) of call c ({A, offA, B, offB,
@@ -283,9 +258,9 @@ function M.steps(c, precision)
   local ldb = c.trans_b and k or n
   local gx, gy = np // v.bn, mp // v.bm
   return {{prog.pack_a(m, k, c.A, c.offA, lda, ksteps, Ap, As),
-           {global = {na}, local_size = {pack_group(na)}}},
+           {global = {na}, local_size = {T.pack_group(na)}}},
           {prog.pack_b(k, n, c.B, c.offB, ldb, ksteps, Bp, Bs),
-           {global = {nb}, local_size = {pack_group(nb)}}},
+           {global = {nb}, local_size = {T.pack_group(nb)}}},
           {prog.matmul_mma(m, n, ksteps, Ap, As, Bp, Bs, c.C, c.offC, alpha, beta),
            {global = {gx * v.nt, gy}, local_size = {v.nt, 1}}, {1, 2}},
           scratch = sc}
@@ -294,11 +269,7 @@ end
 -- M.programs_of(dev): the programs built on dev so far, by define string
 -- (for benchmarks that read their build logs).
 function M.programs_of(dev)
-  local list = {}
-  for k, v in pairs(H.device_entries(programs, dev)) do
-    if type(k) == "string" then list[k] = v end
-  end
-  return list
+  return T.programs_in(programs, dev)
 end
 
 return M

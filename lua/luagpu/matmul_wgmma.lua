@@ -16,9 +16,10 @@
 
 local gpu = require "luagpu"
 local H = require "luagpu.helper"
+local T = require "luagpu.matmul_tc"
 
 local format, tostring, ipairs, pairs, type = string.format, tostring, ipairs, pairs, type
-local concat, sort = table.concat, table.sort
+local concat = table.concat
 local show, integer = H.show, H.integer
 
 local M = {programs_built = 0}   -- the probe's builds and the kernels'
@@ -107,10 +108,7 @@ local programs = H.device_cache()
 local scratches = H.device_cache()
 
 local function program(dev, defines, emulated)
-  local keys = {}
-  for k, v in pairs(defines) do keys[#keys + 1] = k .. "=" .. tostring(v) end
-  sort(keys)
-  local key = concat(keys, " ") .. (emulated and " emulated" or "")
+  local key = T.key_of(defines) .. (emulated and " emulated" or "")
   local entries = H.device_entries(programs, dev)
   local prog = entries[key]
   if prog then return prog end
@@ -182,13 +180,6 @@ local function defines_of(v, three)
           THREE = three and 1 or nil}
 end
 
--- Work-items per group of a pack kernel over n float4s.
-local function pack_group(n)
-  local l = 256
-  while n % l ~= 0 do l = l // 2 end
-  return l
-end
-
 -- The enqueue steps of op(A) (m x k) times op(B) (k x n) into C with tiles
 -- v on prog: pack A, pack B, then the product after both. sc holds the
 -- packed copies (scratch buffers of dev).
@@ -212,9 +203,9 @@ local function product_steps(prog, v, three, sc, c, alpha, beta)
   local lda = c.trans_a and m or k
   local ldb = c.trans_b and k or n
   return {{prog.pack(m, k, c.A, c.offA, lda, c.trans_a and 0 or 1, bm, ksteps, Ap, As),
-           {global = {na}, local_size = {pack_group(na)}}},
+           {global = {na}, local_size = {T.pack_group(na)}}},
           {prog.pack(n, k, c.B, c.offB, ldb, c.trans_b and 1 or 0, v.bn, ksteps, Bp, Bs),
-           {global = {nb}, local_size = {pack_group(nb)}}},
+           {global = {nb}, local_size = {T.pack_group(nb)}}},
           {prog.matmul_wgmma(m, n, ksteps, Ap, As, Bp, Bs, c.C, c.offC, alpha, beta),
            {global = {np // v.bn * v.nt, mp // bm}, local_size = {v.nt, 1}}, {1, 2}},
           scratch = sc}
@@ -228,16 +219,7 @@ local PROBE = {bn = 8, bk = 8, wgs = 1, stages = 2, wait = 0, nt = 128}
 -- Runs the probe's 64 x 8 x 16 product on dev; nil, or why it failed.
 local function run_probe(dev)
   local m, n, k = 64, 8, 16
-  local a, b, want = {}, {}, {}
-  for i = 1, m * k do a[i] = (i * 7) % 11 - 5 end
-  for i = 1, k * n do b[i] = (i * 5) % 9 - 4 end
-  for r = 0, m - 1 do
-    for col = 0, n - 1 do
-      local s = 0
-      for l = 0, k - 1 do s = s + a[r * k + l + 1] * b[l * n + col + 1] end
-      want[r * n + col + 1] = s
-    end
-  end
+  local a, b, want = T.probe_data(m, n, k)
   local prog = program(dev, defines_of(PROBE, false), false)
   local C = dev:buffer("float", m * n)
   local c = {m = m, n = n, k = k, dev = dev, A = dev:buffer("float", m * k, {host = a}), offA = 0,
@@ -293,11 +275,7 @@ end
 
 -- M.programs_of(dev): the programs built on dev so far, by define string.
 function M.programs_of(dev)
-  local list = {}
-  for k, v in pairs(H.device_entries(programs, dev)) do
-    if type(k) == "string" then list[k] = v end
-  end
-  return list
+  return T.programs_in(programs, dev)
 end
 
 return M

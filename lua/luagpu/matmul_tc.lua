@@ -1,0 +1,53 @@
+-- luagpu.matmul_tc: what matmul's two tensor-core paths share
+-- (luagpu.matmul_mma: mma.sync; luagpu.matmul_wgmma: Hopper's wgmma): the
+-- probes' operands, the programs' cache keys and lists, the pack kernels'
+-- work-group size.
+
+local H = require "luagpu.helper"
+
+local tostring, pairs, type = tostring, pairs, type
+local concat, sort = table.concat, table.sort
+
+local T = {}
+
+-- An m x k A and a k x n B (row-major) of small integers, exact in TF32,
+-- and their product computed here.
+function T.probe_data(m, n, k)
+  local a, b, c = {}, {}, {}
+  for i = 1, m * k do a[i] = (i * 7) % 11 - 5 end
+  for i = 1, k * n do b[i] = (i * 5) % 9 - 4 end
+  for r = 0, m - 1 do
+    for col = 0, n - 1 do
+      local s = 0
+      for l = 0, k - 1 do s = s + a[r * k + l + 1] * b[l * n + col + 1] end
+      c[r * n + col + 1] = s
+    end
+  end
+  return a, b, c
+end
+
+-- The cache key of a program built with defines: "NAME=value ..." sorted.
+function T.key_of(defines)
+  local keys = {}
+  for k, v in pairs(defines) do keys[#keys + 1] = k .. "=" .. tostring(v) end
+  sort(keys)
+  return concat(keys, " ")
+end
+
+-- The programs of dev in cache (H.device_cache), by key.
+function T.programs_in(cache, dev)
+  local list = {}
+  for k, v in pairs(H.device_entries(cache, dev)) do
+    if type(k) == "string" then list[k] = v end
+  end
+  return list
+end
+
+-- Work-items per group of a pack kernel over n float4s.
+function T.pack_group(n)
+  local l = 256
+  while n % l ~= 0 do l = l // 2 end
+  return l
+end
+
+return T
