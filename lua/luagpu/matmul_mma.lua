@@ -239,24 +239,11 @@ function M.steps(c, precision)
   if c.trans_a then defines.TRANS_A = 1 end
   if c.trans_b then defines.TRANS_B = 1 end
   local prog = program(c.dev, defines)
-  -- the packed operands, padded to whole tiles (float4s)
-  local mp, np = (m + v.bm - 1) // v.bm * v.bm, (n + v.bn - 1) // v.bn * v.bn
-  local kp = (k + v.bk - 1) // v.bk * v.bk
-  local na, nb = mp * kp // 4, kp * np // 4
-  local entries = H.device_entries(scratches, c.dev)
-  local sc = {entries = entries}
-  local function scratch(name, count)
-    local b = H.scratch_buffer(entries, c.dev, name, "float4", count)
-    sc[name] = b
-    return b
-  end
-  local Ap, Bp = scratch("a", na), scratch("b", nb)
-  local As, Bs = Ap, Bp
-  if three then As, Bs = scratch("a small", na), scratch("b small", nb) end
-  local ksteps = kp // v.bk
+  local sc = {entries = H.device_entries(scratches, c.dev)}
+  local Ap, As, Bp, Bs, na, nb, ksteps = T.packed_operands(sc, c, v.bm, v.bn, v.bk, three)
   local lda = c.trans_a and m or k
   local ldb = c.trans_b and k or n
-  local gx, gy = np // v.bn, mp // v.bm
+  local gx, gy = (n + v.bn - 1) // v.bn, (m + v.bm - 1) // v.bm
   return {{prog.pack_a(m, k, c.A, c.offA, lda, ksteps, Ap, As),
            {global = {na}, local_size = {T.pack_group(na)}}},
           {prog.pack_b(k, n, c.B, c.offB, ldb, ksteps, Bp, Bs),

@@ -1,7 +1,7 @@
 -- luagpu.matmul_tc: what matmul's two tensor-core paths share
 -- (luagpu.matmul_mma: mma.sync; luagpu.matmul_wgmma: Hopper's wgmma): the
--- probes' operands, the programs' cache keys and lists, the pack kernels'
--- work-group size.
+-- probes' operands, the programs' cache keys and lists, the packed
+-- operands' scratch buffers, the pack kernels' work-group size.
 
 local H = require "luagpu.helper"
 
@@ -41,6 +41,26 @@ function T.programs_in(cache, dev)
     if type(k) == "string" then list[k] = v end
   end
   return list
+end
+
+-- The packed operands of call c (m x k times k x n) for tiles bm x bn with
+-- step bk: float4 scratch buffers in sc.entries, padded to whole tiles and
+-- named in sc ("a", "b"; "a small", "b small" for 3xTF32). Returns Ap, As,
+-- Bp, Bs (As, Bs the same as Ap, Bp without three), their counts na, nb,
+-- and the steps along K.
+function T.packed_operands(sc, c, bm, bn, bk, three)
+  local mp, np = (c.m + bm - 1) // bm * bm, (c.n + bn - 1) // bn * bn
+  local kp = (c.k + bk - 1) // bk * bk
+  local na, nb = mp * kp // 4, kp * np // 4
+  local function scratch(name, count)
+    local b = H.scratch_buffer(sc.entries, c.dev, name, "float4", count)
+    sc[name] = b
+    return b
+  end
+  local Ap, Bp = scratch("a", na), scratch("b", nb)
+  local As, Bs = Ap, Bp
+  if three then As, Bs = scratch("a small", na), scratch("b small", nb) end
+  return Ap, As, Bp, Bs, na, nb, kp // bk
 end
 
 -- Work-items per group of a pack kernel over n float4s.

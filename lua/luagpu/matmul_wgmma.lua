@@ -186,28 +186,18 @@ end
 local function product_steps(prog, v, three, sc, c, alpha, beta)
   local m, n, k = c.m, c.n, c.k
   local bm = 64 * v.wgs
-  local mp, np = (m + bm - 1) // bm * bm, (n + v.bn - 1) // v.bn * v.bn
-  local kp = (k + v.bk - 1) // v.bk * v.bk
-  local na, nb = mp * kp // 4, np * kp // 4
-  local function scratch(name, count)
-    local b = H.scratch_buffer(sc.entries, c.dev, name, "float4", count)
-    sc[name] = b
-    return b
-  end
-  local Ap, Bp = scratch("a", na), scratch("b", nb)
-  local As, Bs = Ap, Bp
-  if three then As, Bs = scratch("a small", na), scratch("b small", nb) end
-  local ksteps = kp // v.bk
+  local Ap, As, Bp, Bs, na, nb, ksteps = T.packed_operands(sc, c, bm, v.bn, v.bk, three)
   -- op(A) rows along K unless A is stored transposed; op(B)^T's rows (B's
   -- columns) along K only when B is
   local lda = c.trans_a and m or k
   local ldb = c.trans_b and k or n
+  local groups = {(n + v.bn - 1) // v.bn * v.nt, (m + bm - 1) // bm}
   return {{prog.pack(m, k, c.A, c.offA, lda, c.trans_a and 0 or 1, bm, ksteps, Ap, As),
            {global = {na}, local_size = {T.pack_group(na)}}},
           {prog.pack(n, k, c.B, c.offB, ldb, c.trans_b and 1 or 0, v.bn, ksteps, Bp, Bs),
            {global = {nb}, local_size = {T.pack_group(nb)}}},
           {prog.matmul_wgmma(m, n, ksteps, Ap, As, Bp, Bs, c.C, c.offC, alpha, beta),
-           {global = {np // v.bn * v.nt, mp // bm}, local_size = {v.nt, 1}}, {1, 2}},
+           {global = groups, local_size = {v.nt, 1}}, {1, 2}},
           scratch = sc}
 end
 
