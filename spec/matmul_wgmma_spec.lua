@@ -177,6 +177,17 @@ describe("matmul on wgmma", function()
     assert.equals("a wgmma comment the patch does not know", why)
   end)
 
+  it("compares a probe's product element by element", function()
+    local T = require "luagpu.matmul_tc"
+    local a, b, want = T.probe_data(3, 2, 4)
+    assert.same({17, -7, -11, 1, -6, -2}, want)
+    assert.equals(12, #a)
+    assert.equals(8, #b)
+    assert.is_nil(T.probe_mismatch({17, -7, -11, 1, -6, -2}, want))
+    assert.equals("the probe's product is wrong (element 5: 0.0, expected -6)",
+                  T.probe_mismatch({17, -7, -11, 1, 0.0, -2}, want))
+  end)
+
   it("finds no wgmma path on a device other than an NVIDIA GPU", function()
     assert.same({ok = false, why = "not an NVIDIA GPU"}, wgmma.probe(dev))
     assert.is_nil(matmul.path(dev, "tf32"):find("wgmma", 1, true))

@@ -51,13 +51,7 @@ local function check_probe(dev, prog)
   local B = dev:buffer("float", 64, {host = b})
   local C = dev:buffer("float", 128)
   prog.mma_probe(A, B, C):run({32}, {32})
-  local got = C:get()
-  for i = 1, 128 do
-    if got[i] ~= want[i] then
-      return format("the probe's product is wrong (element %d: %s, expected %s)", i,
-                    tostring(got[i]), tostring(want[i]))
-    end
-  end
+  return T.probe_mismatch(C:get(), want)
 end
 
 local function probe(dev)

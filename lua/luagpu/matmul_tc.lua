@@ -26,6 +26,17 @@ function T.probe_data(m, n, k)
   return a, b, c
 end
 
+-- nil when the probe's product got equals want, element by element; else
+-- why not.
+function T.probe_mismatch(got, want)
+  for i = 1, #want do
+    if got[i] ~= want[i] then
+      return ("the probe's product is wrong (element %d: %s, expected %s)"):format(i,
+             tostring(got[i]), tostring(want[i]))
+    end
+  end
+end
+
 -- The cache key of a program built with defines: "NAME=value ..." sorted.
 function T.key_of(defines)
   local keys = {}

@@ -220,12 +220,7 @@ local function run_probe(dev)
   end
   local got = C:get()
   for _, name in ipairs{"a", "b"} do sc[name]:release() end
-  for i = 1, m * n do
-    if got[i] ~= want[i] then
-      return format("the probe's product is wrong (element %d: %s, expected %s)", i,
-                    tostring(got[i]), tostring(want[i]))
-    end
-  end
+  return T.probe_mismatch(got, want)
 end
 
 -- M.probe(dev): {ok = true} or {ok = false, why = ...}, once per device.
