@@ -18,6 +18,11 @@
 local build = os.getenv("LUAGPU_BUILD") or "build"
 package.cpath = build .. "/?.so;" .. package.cpath
 
+-- The C host's other figures (bench/c/launch.c says what each is).
+local C_VARIANTS = {"prof_event", "prof_noevent", "noprof_event", "noprof_noevent", "read4",
+                    "prof_marker", "noprof_marker", "prof_event_kept", "read4_async",
+                    "read4_pinned_async", "kernel_read4"}
+
 local launches = tonumber(arg and arg[1]) or 20000
 local reps = tonumber(arg and arg[2]) or 5
 local global = tonumber(arg and arg[3]) or 64
@@ -89,7 +94,7 @@ for _ = 1, reps do
   assert(out:match("device ([^\n]*)") == dev_name,
          "the C host ran on " .. tostring(out:match("device ([^\n]*)")) .. ", not " .. dev_name)
   keep("c", out:match("enqueue_us (%S+)"), out:match("wait_us (%S+)"))
-  for _, v in ipairs {"prof_event", "prof_noevent", "noprof_event", "noprof_noevent", "read4"} do
+  for _, v in ipairs(C_VARIANTS) do
     local us = tonumber(out:match("\n" .. v .. "_us (%S+)"))
     if us then
       variants[v] = variants[v] or {}
@@ -120,6 +125,6 @@ print(string.format("CHOST launch_enqueue_us %.2f us", best.c.enq))
 print(string.format("LUAGPU launch_wait_us %.2f us", best.two.wait))
 print(string.format("CHOST launch_wait_us %.2f us", best.c.wait))
 -- the driver's own enqueue variants (the C host, arguments set once)
-for _, v in ipairs {"prof_event", "prof_noevent", "noprof_event", "noprof_noevent", "read4"} do
+for _, v in ipairs(C_VARIANTS) do
   if variants[v] then print(string.format("CHOST %s_us %.2f us", v, bench.median(variants[v]))) end
 end

@@ -498,4 +498,39 @@ describe("matmul called again with the same buffers", function()
     expect_error("luagpu: matmul: argument #3: attempt to use a released buffer",
                  matmul, A, dev:buffer("float", {k, n}), C)
   end)
+  it("notices keys added to matmul.params since its last plan", function()
+    local m, n, k = 70, 50, 40                     -- past matmul.params' tiny
+    local a, b = random_table(m * k), random_table(k * n)
+    local A = dev:buffer("float", {m, k}, {host = a})
+    local B = dev:buffer("float", {k, n}, {host = b})
+    local C = dev:buffer("float", {m, n})
+    local want = reference(a, b, m, n, k)
+    local cls = matmul.params[dev.type] and dev.type or "gpu"
+    local saved = matmul.params[cls].auto
+    finally(function()
+      matmul.params[dev.name] = nil
+      matmul.params[cls].auto = saved
+    end)
+    matmul.params[cls].auto = "tiled"             -- one kernel
+    local function steps_now()
+      C:fill(0):wait()
+      local _, ev, events = matmul(A, B, C)
+      ev:wait()
+      assert.is_true(rel_error(C:get(), want) < 1e-4)
+      return #events, events[#events].command
+    end
+    local steps, command = steps_now()
+    assert.are.equal(1, steps)
+    -- a device entry, then a key added to it, then the entry removed
+    matmul.params[dev.name] = {}
+    assert.are.same({1, command}, {steps_now()})
+    matmul.params[dev.name].auto = "naive"
+    local _, naive = steps_now()
+    assert.are_not.equal(command, naive)
+    matmul.params[dev.name].tiled = {TS = 8}
+    matmul.params[dev.name].auto = "tiled"
+    assert.are.same({1, command}, {steps_now()})
+    matmul.params[dev.name] = nil
+    assert.are.same({1, command}, {steps_now()})
+  end)
 end)

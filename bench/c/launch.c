@@ -13,7 +13,14 @@
 ** variants the driver offers, enqueue only, the arguments set once:
 ** "prof_event_us" (profiling queue, an event asked for), "prof_noevent_us",
 ** "noprof_event_us", "noprof_noevent_us"; and "read4_us", a blocking read
-** of 4 bytes.
+** of 4 bytes. Then what might stand in for a kernel's own event: the
+** kernel without one and a marker with one after it ("prof_marker_us",
+** "noprof_marker_us"), events kept and released after the loop
+** ("prof_event_kept_us"); a non-blocking read of 4 bytes with an event
+** into pageable memory ("read4_async_us") and into pinned memory mapped
+** from a CL_MEM_ALLOC_HOST_PTR buffer ("read4_pinned_async_us"), the
+** kernel before it without an event ("kernel_read4_us": a whole reduce
+** enqueue), each on the queue without profiling.
 */
 #define BENCH_NAME "bench_launch"
 #include "common.h"
@@ -65,6 +72,61 @@ static double enqueue_loop(cl_command_queue q, cl_kernel k, size_t global, int l
   return t;
 }
 
+/* Seconds per enqueue of saxpy without an event followed by a marker with
+** one (released): an event that says when the kernel is done. */
+static double marker_loop(cl_command_queue q, cl_kernel k, size_t global, int launches) {
+  cl_event ev;
+  double t0 = now(), t;
+  int i;
+  for (i = 0; i < launches; i++) {
+    check(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL), "enqueue");
+    check(clEnqueueMarkerWithWaitList(q, 0, NULL, &ev), "marker");
+    clReleaseEvent(ev);
+  }
+  t = (now() - t0) / launches;
+  clFinish(q);
+  return t;
+}
+
+enum { KEPT = 4096 };
+
+/* Seconds per enqueue of saxpy with an event, the events released only
+** after each batch of KEPT (as a collector would). */
+static double kept_loop(cl_command_queue q, cl_kernel k, size_t global, int launches) {
+  static cl_event evs[KEPT];
+  double t0 = now(), t;
+  int i, j, n = 0;
+  for (i = 0; i < launches; i++) {
+    check(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, &evs[n++]), "enqueue");
+    if (n == KEPT) {
+      for (j = 0; j < n; j++) clReleaseEvent(evs[j]);
+      n = 0;
+    }
+  }
+  for (j = 0; j < n; j++) clReleaseEvent(evs[j]);
+  t = (now() - t0) / launches;
+  clFinish(q);
+  return t;
+}
+
+/* Seconds per non-blocking read of 4 bytes of x into dst with an event
+** (waited for outside the time), after a kernel without event when k. */
+static double read_async_loop(cl_command_queue q, cl_kernel k, size_t global, cl_mem x,
+                              float *dst, int reads) {
+  cl_event ev;
+  double t = 0, t0;
+  int i;
+  for (i = 0; i < reads; i++) {
+    t0 = now();
+    if (k) check(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL), "enqueue");
+    check(clEnqueueReadBuffer(q, x, CL_FALSE, 0, sizeof *dst, dst, 0, NULL, &ev), "read");
+    t += now() - t0;
+    clWaitForEvents(1, &ev);
+    clReleaseEvent(ev);
+  }
+  return t / reads;
+}
+
 /* Seconds per blocking read of 4 bytes of x. */
 static double read_loop(cl_command_queue q, cl_mem x, int reads) {
   float v;
@@ -80,8 +142,12 @@ static void variants(cl_context ctx, cl_device_id dev, cl_kernel k, cl_mem x, si
                      int launches, int reps) {
   static const char *const names[] = {"prof_event", "prof_noevent", "noprof_event",
                                       "noprof_noevent"};
-  double best[5] = {1e30, 1e30, 1e30, 1e30, 1e30}, t;
+  static const char *const more[] = {"prof_marker", "noprof_marker", "prof_event_kept",
+                                     "read4_async", "read4_pinned_async", "kernel_read4"};
+  double best[5] = {1e30, 1e30, 1e30, 1e30, 1e30}, best2[6], t;
   cl_command_queue qs[2];
+  cl_mem pinned;
+  float *host, pageable;
   cl_int err;
   int r, v;
   qs[0] = clCreateCommandQueue(ctx, dev, CL_QUEUE_PROFILING_ENABLE, &err);
@@ -98,6 +164,28 @@ static void variants(cl_context ctx, cl_device_id dev, cl_kernel k, cl_mem x, si
   }
   for (v = 0; v < 4; v++) printf("%s_us %.3f\n", names[v], best[v] * 1e6);
   printf("read4_us %.3f\n", best[4] * 1e6);
+
+  pinned = clCreateBuffer(ctx, CL_MEM_ALLOC_HOST_PTR, sizeof(float), NULL, &err);
+  check(err, "clCreateBuffer");
+  host = clEnqueueMapBuffer(qs[1], pinned, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                            sizeof(float), 0, NULL, NULL, &err);
+  check(err, "clEnqueueMapBuffer");
+  for (v = 0; v < 6; v++) best2[v] = 1e30;
+  for (r = 0; r <= reps; r++) {
+    double ts[6];
+    ts[0] = marker_loop(qs[0], k, global, launches);
+    ts[1] = marker_loop(qs[1], k, global, launches);
+    ts[2] = kept_loop(qs[0], k, global, launches);
+    ts[3] = read_async_loop(qs[1], NULL, global, x, &pageable, launches / 10 + 1);
+    ts[4] = read_async_loop(qs[1], NULL, global, x, host, launches / 10 + 1);
+    ts[5] = read_async_loop(qs[1], k, global, x, host, launches / 10 + 1);
+    for (v = 0; v < 6; v++)
+      if (r > 0 && ts[v] < best2[v]) best2[v] = ts[v];
+  }
+  for (v = 0; v < 6; v++) printf("%s_us %.3f\n", more[v], best2[v] * 1e6);
+  clEnqueueUnmapMemObject(qs[1], pinned, host, 0, NULL, NULL);
+  clFinish(qs[1]);
+  clReleaseMemObject(pinned);
   clReleaseCommandQueue(qs[0]);
   clReleaseCommandQueue(qs[1]);
 }
