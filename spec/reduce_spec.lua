@@ -202,6 +202,63 @@ describe("the async form", function()
   end)
 end)
 
+describe("a call again on the same buffer (the quick path)", function()
+  it("reads the buffer anew and notices class settings, single_pass and releases", function()
+    local b, vals = random_buffer("int", 100003)
+    local v = b:sub(5, -3)
+    local s, sv = reference(vals, 1, #vals), reference(vals, 5, #vals - 2)
+    for _ = 1, 3 do
+      assert.equal(s, reduce.sum(b))
+      assert.equal(sv, reduce.sum(v))
+      local ev, passes = reduce.sum(b, {async = true})
+      assert.equal(1, #passes)
+      assert.equal(s, ev:wait())
+    end
+    vals[1], vals[#vals] = 12345, -678
+    b:sub(1, 1):write({12345}):wait()
+    b:sub(-1, -1):write({-678}):wait()
+    s = reference(vals, 1, #vals)
+    assert.equal(s, reduce.sum(b))
+    -- a class setting changed: built again
+    local name = reduce.classes[dev.type] and dev.type or "gpu"
+    local cls = reduce.classes[name]
+    local unroll = cls.unroll
+    finally(function()
+      cls.unroll = unroll
+      reduce.single_pass = true
+    end)
+    local built = reduce.programs_built
+    cls.unroll = 3 - unroll
+    assert.equal(s, reduce.sum(b))
+    assert.equal(built + 1, reduce.programs_built)
+    assert.equal(s, reduce.sum(b))
+    assert.equal(built + 1, reduce.programs_built)
+    cls.unroll = 3
+    assert.equal(("luagpu: reduce.sum: reduce.classes.%s.unroll: expected 1 or 2, got 3")
+                 :format(name), err(reduce.sum, b))
+    cls.unroll = unroll
+    -- two passes, then one again
+    reduce.single_pass = false
+    local ev, passes = reduce.sum(b, {async = true})
+    assert.equal(2, #passes)
+    assert.equal(s, ev:wait())
+    reduce.single_pass = true
+    ev, passes = reduce.sum(b, {async = true})
+    assert.equal(1, #passes)
+    assert.equal(s, ev:wait())
+    -- other options still checked
+    assert.equal("luagpu: reduce.sum: argument #2: unknown option 'asink' (expected wait, " ..
+                 "queue, async, acc, devices, shares)", err(reduce.sum, b, {asink = true}))
+    assert.equal("luagpu: reduce.sum: argument #2: async: expected a boolean, got 1",
+                 err(reduce.sum, b, {async = 1}))
+    b:release()
+    assert.equal("luagpu: reduce.sum: argument #1: attempt to use a released buffer",
+                 err(reduce.sum, b))
+    assert.equal("luagpu: reduce.sum: argument #1: attempt to use a released buffer",
+                 err(reduce.sum, v, {async = true}))
+  end)
+end)
+
 describe("reduce.single_pass = false", function()
   it("folds the partials in a second kernel, with the same results", function()
     reduce.single_pass = false
