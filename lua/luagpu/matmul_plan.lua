@@ -18,7 +18,8 @@ local PARAMS = require "luagpu.matmul_params"
 
 local type, pairs, next, ipairs, rawget = type, pairs, next, ipairs, rawget
 local getmetatable, setmetatable, rawset = getmetatable, setmetatable, rawset
-local format, concat, sort = string.format, table.concat, table.sort
+local format, concat, sort, unpack = string.format, table.concat, table.sort, table.unpack
+local load, assert = load, assert
 local max = math.max
 local integer, show, typename = H.integer, H.show, H.typename
 
@@ -572,6 +573,41 @@ local WATCH = {__newindex = function(t, k, v)
   rawset(t, k, v)
 end}
 
+local LITERAL = {number = true, string = true, boolean = true}
+
+-- A function telling whether tabs[i][keys[i]] == vals[i] for every i: one
+-- expression with the keys and values written in as constants (about 3
+-- instructions a value where a loop over the lists takes 8). Tables and
+-- other values that no literal writes (NaN too) are upvalues; nil when
+-- there would be too many of them for one function.
+local function compare_function(tabs, keys, vals)
+  local names, up = {}, {}
+  local function slot(v)
+    local name = names[v]
+    if not name then
+      up[#up + 1] = v
+      name = "u" .. #up
+      names[v] = name
+    end
+    return name
+  end
+  local function literal(v)
+    if LITERAL[type(v)] and v == v then return format("%q", v) end
+    return slot(v)
+  end
+  local terms = {"true"}
+  for i = 1, #tabs do
+    terms[i + 1] = format("%s[%s] == %s", slot(tabs[i]), literal(keys[i]), literal(vals[i]))
+  end
+  if #up > 180 then return nil end
+  local head = {}
+  for i = 1, #up do head[i] = "u" .. i end
+  local src = (#up > 0 and "local " .. concat(head, ", ") .. " = ...\n" or "") ..
+              "return function() return " ..
+              concat(terms, "\n  and ") .. " end"
+  return assert(load(src, "=(matmul.params snapshot)", "t"))(unpack(up, 1, #up))
+end
+
 -- What of matmul.params the plan pl for dev, of element type t, read, as
 -- it is now, for telling later whether a script changed it (the plan then
 -- no longer holds): the top-level entries; in the tables of dev's class and
@@ -579,7 +615,8 @@ end}
 -- the parameter sets a plan reads (auto's variant, reg and small, the set
 -- used; their double tables for t "double"). A table {tables = list of
 -- {table, count of keys, copy of its entries}, read raw; tabs, keys, vals:
--- every entry flat, for unchanged's loop; added: the count of added keys
+-- every entry flat, for unchanged's loop; same: their compare_function;
+-- added: the count of added keys
 -- then; walk: whether a table is not watched (it has a metatable of its
 -- own), so that every call walks them all}.
 local function snapshot(dev, pl, t)
@@ -614,7 +651,8 @@ local function snapshot(dev, pl, t)
       end
     end
   end
-  return {tables = list, tabs = tabs, keys = keys, vals = vals, added = added, walk = walk}
+  return {tables = list, tabs = tabs, keys = keys, vals = vals, added = added, walk = walk,
+          same = compare_function(tabs, keys, vals)}
 end
 
 -- Whether the tables of snapshot s hold the same entries as then, walked
@@ -637,9 +675,14 @@ end
 -- values; the tables walked only when keys were added since (anywhere in
 -- matmul.params) or a table is not watched.
 local function unchanged(s)
-  local tabs, keys, vals = s.tabs, s.keys, s.vals
-  for i = 1, #tabs do
-    if tabs[i][keys[i]] ~= vals[i] then return false end   -- no __index on watched tables
+  local same = s.same
+  if same then
+    if not same() then return false end
+  else
+    local tabs, keys, vals = s.tabs, s.keys, s.vals
+    for i = 1, #tabs do
+      if tabs[i][keys[i]] ~= vals[i] then return false end   -- no __index on watched tables
+    end
   end
   if s.added ~= added or s.walk then
     if not same_tables(s) then return false end
