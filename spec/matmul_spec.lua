@@ -524,12 +524,13 @@ describe("matmul called again with the same buffers", function()
     -- a device entry, then a key added to it, then the entry removed
     matmul.params[dev.name] = {}
     assert.are.same({1, command}, {steps_now()})
-    matmul.params[dev.name].auto = "naive"
+    matmul.params[dev.name].auto = "naive"              -- a key added
     local _, naive = steps_now()
     assert.are_not.equal(command, naive)
-    matmul.params[dev.name].tiled = {TS = 8}
-    matmul.params[dev.name].auto = "tiled"
+    matmul.params[dev.name].auto = "tiled"              -- values changed only
     assert.are.same({1, command}, {steps_now()})
+    matmul.params[dev.name].auto = "naive"
+    assert.are.same({1, naive}, {steps_now()})
     matmul.params[dev.name] = nil
     assert.are.same({1, command}, {steps_now()})
   end)
