@@ -21,7 +21,7 @@ package.cpath = build .. "/?.so;" .. package.cpath
 -- The C host's other figures (bench/c/launch.c says what each is).
 local C_VARIANTS = {"prof_event", "prof_noevent", "noprof_event", "noprof_noevent", "read4",
                     "prof_marker", "noprof_marker", "prof_event_kept", "read4_async",
-                    "read4_pinned_async", "kernel_read4"}
+                    "read4_pinned_async", "kernel_read4", "kernel_read4_prof"}
 
 local launches = tonumber(arg and arg[1]) or 20000
 local reps = tonumber(arg and arg[2]) or 5

@@ -181,8 +181,14 @@ static void push_result(lua_State *L, int idx, lg_Event *e) {
   if (e->result == LG_RESULT_SCALAR) {
     lg_Array *a = lg_testarray(L, -1);
     if (a != NULL && a->count >= 1) {
+      /* the number, kept from now on instead of the array, whose
+      ** page-locked slot (if any) is free again */
       lg_push_scalar(L, a->type.scalar, a->data);
+      lg_pinned_array_done(L, -2);
       lua_remove(L, -2);
+      lua_pushvalue(L, -1);
+      lua_setiuservalue(L, idx, 2);
+      e->result = LG_RESULT_VALUE;
     }
   }
 }

@@ -398,6 +398,21 @@ void lg_check_array_fits(lua_State *L, const lg_Array *a, lg_Type t, size_t coun
 
 /* b:write, b:read, b:get, b:fill, b:copy_to. */
 void lg_open_transfer(lua_State *L);
+/* pinned.c: page-locked slots for the numbers reads bring back. */
+#define LG_PINNED_SLOT 16      /* bytes: any one scalar */
+/* The slot of ctx for blocking reads (a slab made through q when needed),
+** which only a blocking read uses, from its enqueue until it has pushed its
+** number; NULL when none can be had. */
+void *lg_pinned_scratch(lua_State *L, cl_context ctx, cl_command_queue q);
+/* Pushes a 1-element array of scalar type t over a slot, which it owns
+** until collected or lg_pinned_array_done; NULL, nothing pushed, when no
+** slot can be had. */
+lg_Array *lg_push_pinned_array(lua_State *L, cl_context ctx, cl_command_queue q, lg_Type t);
+/* Gives back the slot of the array at idx now, when it has one: its number
+** was read and nothing reads the array again. */
+void lg_pinned_array_done(lua_State *L, int idx);
+void lg_open_pinned(lua_State *L);
+
 /* rect.c: b:read_rect, b:write_rect, b:copy_rect_to. */
 void lg_open_rect(lua_State *L);
 /* map.c: b:map, b:unmap. */

@@ -146,6 +146,7 @@ LUAGPU_API int luaopen_luagpu(lua_State *L) {
   lg_open_event(L);
   lg_open_userevent(L);
   lg_open_buffer(L);
+  lg_open_pinned(L);
   lg_open_transfer(L);
   lg_open_rect(L);
   lg_open_map(L);

@@ -150,6 +150,43 @@ static int buf_write(lua_State *L) {
 
 /* -------------------------------------------------------------- read */
 
+/* b:read() and b:get() of a scalar buffer (one element of width 1): the
+** number comes back through a page-locked slot (pinned.c) where one can be
+** had. get reads it and gives the slot back; read's Event owns it. */
+static int read_number(lua_State *L, lg_Buffer *b, int optsidx, int blocking) {
+  const char *fn = blocking ? "buffer:get" : "buffer:read";
+  Transfer t = {READ, NULL, NULL, NULL, 0};
+  lg_Array *a;
+  lg_Opts o;
+  cl_event ev;
+  int arr, qidx;
+  qidx = get_opts(L, optsidx, fn, optsidx - 1, &o);
+  check_live(L, b, &o, fn);
+  t.b = b;
+  t.blocking = blocking;
+  if (blocking) {
+    double local[2];              /* LG_PINNED_SLOT bytes, aligned */
+    t.host = lg_pinned_scratch(L, b->dev->ctx, o.queue->q);
+    if (t.host == NULL) t.host = local;
+    ev = enqueue(L, &t, &o);
+    if (ev != NULL) {
+      clWaitForEvents(1, &ev);
+      clReleaseEvent(ev);
+    }
+    lg_push_scalar(L, b->type.scalar, t.host);
+    if (lg_event_after_wait != NULL) lg_event_after_wait(L);   /* callbacks, as after a wait */
+    return 1;
+  }
+  a = lg_push_pinned_array(L, b->dev->ctx, o.queue->q, b->type);
+  if (a == NULL) a = lg_newarray_for(L, b->type, b->ndim, b->shape, fn, 0);
+  arr = lua_gettop(L);
+  t.host = a->data;
+  ev = enqueue(L, &t, &o);
+  push_event(L, ev, "read", 1, arr, qidx);
+  lg_event_setresult(L, -1, arr, LG_RESULT_SCALAR);
+  return 1;
+}
+
 /* b:read([dst] [, opts]) and b:get([dst] [, opts]): the same, but get
 ** blocks and returns the result instead of an Event. */
 static int read_impl(lua_State *L, int blocking) {
@@ -173,6 +210,7 @@ static int read_impl(lua_State *L, int blocking) {
     if (lua_istable(L, 2)) optsidx = 2;
     else if (!lua_isnoneornil(L, 2))
       lg_typeerror(L, fn, 1, 2, "a host array or an options table");
+    if (number) return read_number(L, b, optsidx, blocking);
     a = lg_newarray_for(L, b->type, b->ndim, b->shape, fn, 0);
   }
   arr = lua_gettop(L);

@@ -126,6 +126,40 @@ describe("dev:scalar", function()
     assert.equal(-7, dev:scalar("int", -7):get())
   end)
 
+  -- reads of a scalar come back through page-locked slots (host/pinned.c):
+  -- 256 to a slab, 16 slabs a context, then ordinary memory
+  it("keeps every read's number apart, however many are in flight", function()
+    for _, s in ipairs{"int", "double", "char", "ulong"} do
+      local x = dev:scalar(s)
+      local n, want, evs = 700, {}, {}
+      for i = 1, n do
+        want[i] = random_value(s)
+        x:write(want[i])
+        evs[i] = x:read()
+        if i % 97 == 0 then assert.equal(want[i], x:get()) end   -- blocking reads between
+      end
+      for i = n, 1, -1 do assert.equal(want[i], evs[i]:wait()) end
+      for i = 1, n, 7 do assert.equal(want[i], evs[i]:wait()) end   -- the number is kept
+      local many = {}
+      for i = 1, 5000 do                  -- past every slab: the rest in ordinary memory
+        x:write(i % 100)
+        many[i] = x:read()
+      end
+      for i = 5000, 1, -1 do assert.equal(i % 100, many[i]:wait()) end
+      -- Events dropped unwaited give their slots back when collected
+      for _ = 1, 3 do
+        for i = 1, 300 do
+          x:write(i % 100)
+          x:read()
+        end
+        collectgarbage()
+      end
+      x:write(want[1]):wait()
+      assert.equal(want[1], x:read():wait())
+      assert.equal(want[1], x:get())
+    end
+  end)
+
   it("refuses values that do not fit", function()
     has_error("luagpu: dev:scalar: argument #2: 300 does not fit uchar (0 to 255)",
               dev.scalar, dev, "uchar", 300)
