@@ -298,8 +298,9 @@ static const char *status_name(cl_int st) {
 
 static void check_profiling(lua_State *L, lg_Event *e, const char *fn) {
   if (e->profiling == 0)
-    lg_error(L, fn, "the queue of this %s command has profiling off "
-             "(make one with dev:queue{profiling = true})", e->command);
+    lg_error(L, fn, "the queue of this %s command has profiling off (dev:set_profiling(true) "
+             "turns it on for a device's default queue, dev:queue{profiling = true} makes a "
+             "queue with it)", e->command);
 }
 
 /* Fills t[0..3] with the queued, submit, start and end times (ns). */

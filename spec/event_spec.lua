@@ -67,7 +67,8 @@ describe("profiling", function()
     local q = dev:queue{profiling = false}
     local ev = dev:buffer("int", 8):fill(1, {queue = q})
     has_error("luagpu: event:profile: the queue of this fill command has profiling off "
-              .. "(make one with dev:queue{profiling = true})", ev.profile, ev)
+              .. "(dev:set_profiling(true) turns it on for a device's default queue, "
+              .. "dev:queue{profiling = true} makes a queue with it)", ev.profile, ev)
     has_error("luagpu: event.duration: the queue of this fill command has profiling off",
               function() return ev.duration end)
     ev:wait()
