@@ -525,7 +525,9 @@ end
 -- MEMO_FIELDS only, per A, B and C (weak keys at each level: a step's Calls
 -- hold the buffers, and an entry goes with any of them), then per memo key
 -- (memo_key), with what they were made for: {steps, split_edges, params
--- snapshot (nil: the steps read no parameters), dev}.
+-- snapshot (nil: the steps read no parameters), dev, one: the step when it
+-- is the only one and uses no scratch buffer (run as it is: on the default
+-- queue after nothing)}.
 local memo = setmetatable({}, {__mode = "k"})
 
 local function weak() return setmetatable({}, {__mode = "k"}) end
@@ -569,7 +571,7 @@ local function remember(A, B, C, key, steps, dev, pl, t)
   local mk = mc[C]
   if not mk then mk = {}; mc[C] = mk end
   mk[key] = {steps = steps, split = M.split_edges, params = pl and P.snapshot(dev, pl, t),
-             dev = dev}
+             dev = dev, one = #steps == 1 and steps.scratch == nil and steps[1] or nil}
 end
 
 ------------------------------------------------------------------ BLAS
@@ -666,6 +668,11 @@ matmul_one = function(A, B, C, opts)
   if key then
     local r = memo_of(A, B, C, key)
     if r then
+      local one = r.one
+      if one then                           -- one kernel, nothing to order: run it
+        local ev = one[1]:run(one[2].global, one[2].local_size)
+        return C, ev, {ev}
+      end
       local ev, events = enqueue(r.steps, r.dev, nil, {})
       return C, ev, events
     end
