@@ -82,6 +82,20 @@ for _, v in ipairs { {"prof_event", "profiling queue, event"}, {"prof_noevent", 
 end
 row("launch, k(...):run, queue without profiling", L.launch_noprof_us, H.noprof_event_us,
   "C host: no profiling, event", "us", true)
+-- Where a helper's enqueue goes (bench/gpu/overhead.lua): the whole call
+-- beside the same call with every launch and read stubbed out (Lua's own
+-- time), and what the C host pays for the commands the helper enqueues.
+for _, p in ipairs { {"", "profiling on"}, {"_noprof", "profiling off"} } do
+  for _, c in ipairs { {"sum_async_2^20", "reduce.sum 2^20, async", "kernel_read4" .. (p[1] == "" and "_prof" or ""),
+                        "C host: kernel, then 4-byte read with event"},
+                       {"mm_256", "matmul 256", p[1] == "" and "prof_event" or "noprof_event",
+                        "C host: kernel with event"} } do
+    row(("enqueue split, %s: %s, whole call"):format(p[2], c[2]), L[c[1] .. p[1]],
+      H[c[3] .. "_us"], c[4], "us", true)
+    row(("enqueue split, %s: %s, Lua's own time"):format(p[2], c[2]), L["lua_" .. c[1] .. p[1]],
+      L[c[1] .. p[1]], "the whole call", "us", true)
+  end
+end
 
 print(("luagpu on %s: medians of >= 10 timed runs after warm-up, baselines in the same run")
   :format(device or "the GPU"))

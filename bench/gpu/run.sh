@@ -45,6 +45,7 @@ step build/luagpu bench/gpu/reduce_gpu.lua 20
 step build/luagpu bench/gpu/matmul_gpu.lua
 step build/luagpu bench/launch.lua
 step build/luagpu bench/gpu/wallclock.lua 50
+step build/luagpu bench/gpu/overhead.lua 300
 step build/luagpu bench/transfer.lua 64 10
 step build/luagpu examples/tour.lua
 step python3 bench/gpu/torch_baseline.py
