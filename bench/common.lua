@@ -31,6 +31,20 @@ function M.walls(reps, f, into)
   return into
 end
 
+-- Seconds of reps calls of enqueue() each timed up to its return, with
+-- settle(r) (a wait on what it returned) after each, outside the time.
+function M.enqueue_times(reps, enqueue, settle)
+  local now = (rawget(_G, "gpu") or require "luagpu").now
+  local t = {}
+  for i = 1, reps do
+    local t0 = now()
+    local r = enqueue()
+    t[i] = now() - t0
+    settle(r)
+  end
+  return t
+end
+
 -- The median wall-clock seconds of reps calls of f (which must block until
 -- its work is done), after one warm-up call.
 function M.median_wall(reps, f)

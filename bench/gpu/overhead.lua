@@ -15,7 +15,7 @@ local matmul = require "luagpu.matmul"
 
 local reps = math.max(5, tonumber(arg and arg[1]) or 200)
 local dev = gpu.device(arg and arg[2] ~= "" and arg[2] or nil)
-local now, median = gpu.now, bench.median
+local median = bench.median
 local fill = bench.filler(dev, "float", 0)
 
 local function report(key, seconds)
@@ -23,14 +23,7 @@ local function report(key, seconds)
 end
 
 local function enqueue_time(enqueue, settle)
-  local t = {}
-  for i = 1, reps do
-    local t0 = now()
-    local r = enqueue()
-    t[i] = now() - t0
-    settle(r)
-  end
-  return median(t)
+  return median(bench.enqueue_times(reps, enqueue, settle))
 end
 
 local probe = dev:build"__kernel void nop(__global float *x) { }".nop

@@ -24,18 +24,7 @@ local function report(key, seconds)
   print(string.format("LUAGPU %s %.2f us", key, seconds * 1e6))
 end
 
--- The wall clock of reps calls of f(); and of enqueue(), timed up to its
--- return, with settle() (the wait) after each, outside the time.
-local function enqueue_times(enqueue, settle)
-  local t = {}
-  for i = 1, reps do
-    local t0 = now()
-    local r = enqueue()
-    t[i] = now() - t0
-    settle(r)
-  end
-  return t
-end
+local function enqueue_times(enqueue, settle) return bench.enqueue_times(reps, enqueue, settle) end
 
 print("LUAGPU device " .. dev.name:gsub(" ", "_") .. " name")
 
