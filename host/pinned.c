@@ -205,6 +205,9 @@ void lg_open_pinned(lua_State *L) {
   lua_pushcfunction(L, slot_gc);
   lua_setfield(L, -2, "__gc");
   lua_pop(L, 1);
-  lua_newtable(L);
-  lua_setfield(L, LUA_REGISTRYINDEX, REGISTRY_KEY);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, REGISTRY_KEY) != LUA_TTABLE) {   /* opened again: */
+    lua_newtable(L);                                                      /* keep the slabs */
+    lua_setfield(L, LUA_REGISTRYINDEX, REGISTRY_KEY);
+  }
+  lua_pop(L, 1);
 }
