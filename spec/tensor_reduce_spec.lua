@@ -128,6 +128,18 @@ describe("tensor reductions", function()
     assert.equal(REF.argmin(r.data), big:argmin())
     assert.equal(-1, (big * 0 + 1):slice(2, 1, 3):neg():prod())
     assert.equal(REF.max(r.data) ~= 0, big:any())
+    -- whole sums again after the values changed in place (luagpu.reduce keeps
+    -- what it found per buffer object: the tensor's storage hands it the same one)
+    for _ = 1, 3 do
+      local v, rv = random_tensor("int", {50, 40}, -9, 9)
+      assert.equal(REF.sum(rv.data), v:sum())
+      assert.equal(REF.sum(rv.data), v:sum())
+      v:set(5)
+      assert.equal(5 * 2000, v:sum())
+      assert.equal(5, v:max())
+      local row = v:slice(1, 7, 7)
+      assert.equal(5 * 40, row:sum())
+    end
   end)
 
   it("column reductions 4 columns at a time (cols4), split and folded, at any offset", function()

@@ -23,17 +23,25 @@ function I.install(C)
       fail(fn, "the tensor is not contiguous: call :contiguous()")
     end
     C.expose(x._st)
+    if x._n == 0 then return x._dev:buffer(x._type, 0) end
+    return C.elements_of(x)
+  end
+  C.buffer_of = buffer_of
+
+  -- The buffer or view of the elements of x (realized, contiguous, not
+  -- empty), without exposing its storage: the root, the storage's one view
+  -- of its own elements (made once, so that helpers keeping what they found
+  -- per buffer object find it again), or a new view.
+  function C.elements_of(x)
     local s = x._st
     local buf, n = s.buf, x._n
-    if n == 0 then return x._dev:buffer(x._type, 0) end
     if x._off == 0 and s.count == n then return buf end
-    if x._off == 0 and s.n == n then          -- the storage's own elements: one view
+    if x._off == 0 and s.n == n then
       s.view = s.view or buf:sub(1, n)
       return s.view
     end
     return buf:sub(x._off + 1, x._off + n)
   end
-  C.buffer_of = buffer_of
 
   MT.__tobuffer = function(x) return buffer_of("tensor", x) end
 

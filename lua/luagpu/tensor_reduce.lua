@@ -235,7 +235,7 @@ function R.install(C)
     x = x:contiguous()
     if op == "sum" or op == "min" or op == "max" or (op == "mean" and x._type ~= "double") then
       reduce_helper = reduce_helper or require "luagpu.reduce"
-      local b = x._st.buf:sub(x._off + 1, x._off + n)
+      local b = C.elements_of(x)
       if op == "mean" then
         local s = reduce_helper.sum(b, x._type == "float" and {acc = "double"} or nil)
         return s / n
