@@ -76,7 +76,9 @@ static Slab *new_slab(lua_State *L, cl_context ctx, cl_command_queue q) {
   size_t bytes = (size_t)SLOTS * LG_PINNED_SLOT;
   cl_int err;
   void *base;
-  Slab *s = lua_newuserdatauv(L, sizeof *s, 0);   /* first: the only step that may raise */
+  Slab *s;
+  if (ctx == NULL || q == NULL) return NULL;      /* a released queue: the read will say */
+  s = lua_newuserdatauv(L, sizeof *s, 0);         /* first: the only step that may raise */
   memset(s, 0, sizeof *s);
   luaL_setmetatable(L, SLAB_MT);
   s->mem = clCreateBuffer(ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, bytes, NULL, &err);

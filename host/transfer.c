@@ -161,13 +161,13 @@ static int read_number(lua_State *L, lg_Buffer *b, int optsidx, int blocking) {
   cl_event ev;
   int arr, qidx;
   qidx = get_opts(L, optsidx, fn, optsidx - 1, &o);
-  check_live(L, b, &o, fn);
   t.b = b;
   t.blocking = blocking;
   if (blocking) {
     double local[2];              /* LG_PINNED_SLOT bytes, aligned */
     t.host = lg_pinned_scratch(L, b->dev->ctx, o.queue->q);
     if (t.host == NULL) t.host = local;
+    check_live(L, b, &o, fn);     /* after what may run a collector's finalizers */
     ev = enqueue(L, &t, &o);
     if (ev != NULL) {
       clWaitForEvents(1, &ev);
@@ -181,6 +181,7 @@ static int read_number(lua_State *L, lg_Buffer *b, int optsidx, int blocking) {
   if (a == NULL) a = lg_newarray_for(L, b->type, b->ndim, b->shape, fn, 0);
   arr = lua_gettop(L);
   t.host = a->data;
+  check_live(L, b, &o, fn);
   ev = enqueue(L, &t, &o);
   push_event(L, ev, "read", 1, arr, qidx);
   lg_event_setresult(L, -1, arr, LG_RESULT_SCALAR);

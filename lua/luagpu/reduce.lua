@@ -387,8 +387,7 @@ local function collect(e, n, input, q, dev, waits, async)
 end
 
 -- Runs the reduction spec over x (and y) with options opts. Returns the
--- number, or with opts.async the read Event and the list of pass Events;
--- and the entry, element count and inputs (for a quick call's memo).
+-- number, or with opts.async the read Event and the list of pass Events.
 local function run(fn, spec, x, y, opts)
   local n, input = check_inputs(fn, spec, x, y)
   local q = opts.queue
@@ -399,11 +398,8 @@ local function run(fn, spec, x, y, opts)
          opts.arg, dev.name, xdev.name)
   end
   local e = entry_for(fn, dev, spec)
-  return e, n, input, dev, collect(e, n, input, q, dev, opts.wait, opts.async)
+  return collect(e, n, input, q, dev, opts.wait, opts.async)
 end
-
--- The results of run without its first four values.
-local function results(_, _, _, _, ...) return ... end
 
 ------------------------------------------------------------------ built-ins
 
@@ -538,7 +534,7 @@ local function builtin_call(kind)
       quick[b] = {e = e, n = count, input = input, dev = dev, key = spec.key}
       return collect(e, count, input, nil, dev, {}, async)
     end
-    return results(run(fn, spec, b, nil, opts))
+    return run(fn, spec, b, nil, opts)
   end
   return reduce_one
 end
@@ -552,7 +548,7 @@ Reducer.__name = "luagpu.Reducer"
 function Reducer.__call(r, x, y, opts)
   if r.inputs == 1 then opts, y = y, nil end
   opts = check_opts("reducer", r.inputs + 1, opts, OPTIONS)
-  return results(run("reducer", r.spec, x, y, opts))
+  return run("reducer", r.spec, x, y, opts)
 end
 
 function Reducer.__tostring(r)
