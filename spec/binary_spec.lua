@@ -120,7 +120,9 @@ describe("dev:info and platform:info", function()
 
   it("answers OpenCL 3.0 feature queries where the driver has them", function()
     local dev = gpu.device()
-    if not dev.version:match("^OpenCL 3") then return end
+    if not dev.version:match("^OpenCL 3") then
+      return pending(dev.name .. " is " .. dev.version .. ": no OpenCL 3.0 queries")
+    end
     assert.matches("^3%.%d+%.%d+$", dev:info("numeric_version"))
     local features = dev:info("CL_DEVICE_OPENCL_C_FEATURES")
     assert.equals("table", type(features))
