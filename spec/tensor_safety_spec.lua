@@ -159,6 +159,33 @@ describe("tensor safety", function()
     end)
   end)
 
+  describe("lazy positions under broadcasting (item 6)", function()
+    it("x:set(arange) broadcast reads arange's own positions", function()
+      local x = dev:tensor("int", {4})
+      x:set(dev:arange("int", 5, 5))
+      assert.same({5, 5, 5, 5}, flat(x))
+      local m = dev:tensor("float", {2, 3})
+      m:set(dev:arange("float", 3) * 2)
+      local mt = dev:tensor("float", {3, 2})
+      mt:t():set(dev:arange("float", 3) * 2 + 1)
+      local w = dev:tensor("long", {2, 3, 4})
+      w:slice(3, 1, -1, 2):set(dev:arange("long", 2):reshape{2, 1, 1} * 10 - 3)
+      local u = dev:tensor("int", {3, 2})
+      local where_r = gpu.where(u:eq(0), dev:arange("int", 2), 0)
+      local map_r = u:map("x + y", {y = dev:arange("int", 3):reshape{3, 1}})
+      local lazy_r = dev:tensor("int", {2, 3}) + dev:arange("int", 3) * 3
+      if not need_numpy() then return end
+      assert.same(numpy("np.broadcast_to(np.arange(1, 4) * 2, (2, 3))", {}), flat(m))
+      assert.same(numpy("np.broadcast_to(np.arange(1, 4) * 2 + 1, (2, 3)).T", {}), flat(mt))
+      assert.same(numpy("np.where(np.arange(24).reshape(2, 3, 4) % 2 == 0, " ..
+                        "(np.arange(1, 3) * 10 - 3).reshape(2, 1, 1), 0)", {}), flat(w))
+      assert.same(numpy("np.broadcast_to(np.arange(1, 3), (3, 2))", {}), flat(where_r))
+      assert.same(numpy("np.broadcast_to(np.arange(1, 4).reshape(3, 1), (3, 2))", {}),
+                  flat(map_r))
+      assert.same(numpy("np.broadcast_to(np.arange(1, 4) * 3, (2, 3))", {}), flat(lazy_r))
+    end)
+  end)
+
   describe("where of narrow types (item 41)", function()
     it("feeds min, max and clamp for char, uchar, short and ushort", function()
       for _, t in ipairs{"char", "uchar", "short", "ushort"} do

@@ -121,16 +121,25 @@ function E.install(C)
     end
   end
 
+  -- Tree a as an operand of a result of shape: a tree that reads positions
+  -- (arange) is realized first when the result broadcasts it, since a
+  -- kernel's position is the result's; returns the node to use.
+  local function positioned(dev, a, shape)
+    if a.has_index and not same_shape(a.shape, shape) then
+      return leaf(realize(lazy(dev, a)))
+    end
+    return a
+  end
+
   -- A tensor of tree e on dev (made by fn): lazy when allowed, else
-  -- realized now. Operands whose trees read positions (arange) are
-  -- realized first when e broadcasts them: a position is the result's.
+  -- realized now.
   local function result(dev, e, fn)
     e.fn = fn
     if e.args then
       for i, a in ipairs(e.args) do
-        if a.has_index and not same_shape(a.shape, e.shape) then
-          local t = realize(lazy(dev, a))
-          e.args[i] = leaf(t)
+        local p = positioned(dev, a, e.shape)
+        if p ~= a then
+          e.args[i] = p
           e.size = e.size - a.size + 1
         elseif a.has_index or a.kind == "index" then
           e.has_index = true
@@ -439,7 +448,7 @@ function E.install(C)
         fail(fn, "argument #1: shape %s does not broadcast to %s", show_shape(v._shape),
              show_shape(x._shape))
       end
-      e = node_of(v)
+      e = positioned(x._dev, node_of(v), x._shape)
       if reads(e, x._st) then
         -- reading what is written: evaluate v apart first
         e = node_of(v._expr and realize(v) or v)
