@@ -186,6 +186,46 @@ describe("tensor safety", function()
     end)
   end)
 
+  describe("nil operands (item 22)", function()
+    it("raise at the call, naming the operand", function()
+      local x = dev:tensor("float", {3}, {1, 5, 9})
+      has_error("luagpu: tensor:add: argument #2: expected a tensor or a number, got nil",
+                function() return x + nil end)
+      has_error("luagpu: tensor:add: argument #1: expected a tensor or a number, got nil",
+                function() return nil + x end)
+      has_error("luagpu: tensor:sub: argument #1: expected a tensor or a number, got nil",
+                function() return nil - x end)
+      has_error("luagpu: tensor:mul: argument #2: expected a tensor or a number, got nil",
+                x.mul, x)
+      has_error("luagpu: tensor:lt: argument #2: expected a tensor or a number, got nil",
+                x.lt, x, nil)
+      has_error("luagpu: tensor:eq: argument #2: expected a tensor or a number, got nil",
+                x.eq, x)
+      has_error("luagpu: tensor:pow: argument #2: expected a tensor or a number, got nil",
+                function() return x ^ nil end)
+      has_error("luagpu: tensor:idiv: argument #2: expected a tensor or a number, got nil",
+                function() return (x * 2) // nil end)
+      has_error("luagpu: tensor:clamp: expected a lower bound (argument #1), an upper bound " ..
+                "(argument #2) or both, got neither", x.clamp, x)
+      has_error("luagpu: tensor:clamp: argument #2: expected a tensor or a number, got boolean",
+                x.clamp, x, 1, false)
+      has_error("luagpu: gpu.where: argument #3: expected a tensor or a number, got nil",
+                gpu.where, x, 1)
+      has_error("luagpu: device:arange: argument #3: expected a number, got nil",
+                dev.arange, dev, "int")
+    end)
+
+    it("clamp with one bound is one-sided", function()
+      local x = dev:tensor("float", {3}, {1, 5, 9})
+      assert.same({4, 5, 9}, flat(x:clamp(4.0)))
+      assert.same({1, 2, 2}, flat(x:clamp(nil, 2)))
+      assert.same({2, 5, 6}, flat(x:clamp(2, 6)))
+      local lo = dev:tensor("float", {3}, {3, 6, 0})
+      assert.same({3, 6, 9}, flat(x:clamp(lo)))
+      assert.same({1, 5, 0}, flat(x:clamp(nil, lo)))
+    end)
+  end)
+
   describe("where of narrow types (item 41)", function()
     it("feeds min, max and clamp for char, uchar, short and ushort", function()
       for _, t in ipairs{"char", "uchar", "short", "ushort"} do

@@ -273,8 +273,10 @@ function E.install(C)
         r[x] = true
         return x
       end
+      -- both checked by number: ipairs would stop at a nil
+      check_operand(fn, 1, a)
+      check_operand(fn, 2, b)
       local vals = {a, b}
-      for i, v in ipairs(vals) do check_operand(fn, i, v) end
       local ct = combined_type(vals)
       if floatify then ct = floating(ct) end
       return apply(fn, name, vals, rtype, ct)
@@ -312,12 +314,21 @@ function E.install(C)
   local emin, emax = binary_method("min"), binary_method("max")
   C.elementwise_min, C.elementwise_max = emin, emax
 
+  -- x:clamp(lo, hi): max(x, lo) then min(.., hi); a nil bound is not
+  -- applied (x:clamp(lo) is a lower bound only, x:clamp(nil, hi) an upper
+  -- one), as PyTorch's clamp(min=, max=).
   function Tensor.clamp(x, lo, hi)
     local fn = "tensor:clamp"
     C.check(fn, 0, x, true)
-    local vals = {x, lo, hi}
-    for i, v in ipairs(vals) do check_operand(fn, i, v) end
-    return emin(emax(x, lo), hi)
+    if lo == nil and hi == nil then
+      fail(fn, "expected a lower bound (argument #1), an upper bound (argument #2) or both, " ..
+           "got neither")
+    end
+    if lo ~= nil then check_operand(fn, 1, lo) end
+    if hi ~= nil then check_operand(fn, 2, hi) end
+    if lo ~= nil then x = emax(x, lo) end
+    if hi ~= nil then x = emin(x, hi) end
+    return x
   end
 
   function Tensor.pow(x, y) return MT.__pow(x, y) end
@@ -486,7 +497,9 @@ function E.install(C)
     C.check_device_type(fn, dev, t)
     if last == nil then first, last = 1, first end
     step = step == nil and 1 or step
-    for i, v in ipairs{first, last, step} do
+    local bounds = {first, last, step}
+    for i = 1, 3 do
+      local v = bounds[i]
       if type(v) ~= "number" or v ~= v then
         fail(fn, "argument #%d: expected a number, got %s", i + 1, show(v))
       end
