@@ -157,6 +157,10 @@ lg_Array *lg_table_to_array(lua_State *L, int idx, lg_Type t, size_t expect_coun
 ** zero-filled only when zero is set. ndim 0 means {1}. */
 lg_Array *lg_newarray_for(lua_State *L, lg_Type t, int ndim, const size_t *shape,
                           const char *fn, int zero);
+/* The most bytes a host array (and any size luagpu computes from Lua's
+** numbers) may span: half of what both size_t and lua_Integer hold. */
+#define LG_MAX_BYTES \
+  (((size_t)LUA_MAXINTEGER < SIZE_MAX ? (size_t)LUA_MAXINTEGER : SIZE_MAX) / 2)
 /* The product of shape, raising "luagpu: FN: too large: ..." when an array of
 ** that many elements of t could not exist. */
 size_t lg_shape_count(lua_State *L, lg_Type t, int ndim, const size_t *shape,
