@@ -496,6 +496,11 @@ lg_Kernel *lg_newkernel(lua_State *L, int progidx, const char *name, const char 
 ** program cache, since drivers need not report argument info for programs
 ** loaded from binaries. Raises naming fn on CL failures. */
 void lg_program_meta(lua_State *L, cl_program prog, const char *fn);
+/* 1 when meta (n bytes, from a binary or a cache file) is well formed as
+** lg_program_meta writes it: each kernel's argument count a decimal below
+** LG_MAX_KERNEL_ARGS followed by that many argument lines. */
+#define LG_MAX_KERNEL_ARGS 65536
+int lg_meta_ok(const char *meta, size_t n);
 /* Sets fields.names (the table at index fields) to the kernel names of its
 ** meta string ("kernel\tNAME\t..." lines), in their order. */
 void lg_program_names(lua_State *L, int fields);
