@@ -655,6 +655,9 @@ void lg_open_capture(lua_State *L);
 /* The folder the module was loaded from, resolved to the checkout or the
 ** install prefix: where lua/ and kernels/ are looked up. Set at open. */
 const char *lg_root_dir(void);
+/* The folder of the file this code was loaded from: luagpu.so's, or the
+** program's that links it in (NULL when unknown). */
+const char *lg_code_dir(void);
 /* Finds the root, puts its lua/ on package.path, and adds the searcher of
 ** the embedded helpers after package.searchers' own. */
 void lg_find_helpers(lua_State *L);
