@@ -248,8 +248,11 @@ describe("algo.scan errors", function()
               {out = dev:buffer("int", 11)})
     has_error("argument #2: option out: expected a buffer of int, got float", algo.scan, b,
               {out = dev:buffer("float", 10), acc = "int"})
-    has_error("argument #2: option out: the output overlaps the input", algo.scan,
-              b:sub(1, 5), {out = b:sub(2, 6)})
+    has_error("argument #2: option out: the output overlaps the input (give the same buffer, " ..
+              "or one apart)", algo.scan, b:sub(1, 5), {out = b:sub(2, 6)})
+    local f = dev:buffer("int", 11)
+    has_error("argument #2: option out: the output overlaps option flags (give the same " ..
+              "buffer, or one apart)", algo.scan, b, {flags = f:sub(2, 11), out = f:sub(1, 10)})
     has_error("argument #2: option op: expected \"sum\", \"prod\", \"min\" or \"max\", got \"avg\"",
               algo.scan, b, {op = "avg"})
     has_error("argument #2: option acc: expected a scalar element type (char .. double), got 'int3'",
