@@ -286,6 +286,18 @@ describe("algo compaction and histogram errors", function()
               "empty string", algo.copy_if, b, " ")
     has_error("luagpu: algo.copy_if: predicate 'x >' for int do not compile", algo.copy_if, b,
               "x >")
+    -- a NUL would end the source where the driver reads it; other control
+    -- characters are no C either
+    for _, bad in ipairs {{"x > 0\0 || 1", 0, 6}, {"\1x", 1, 1}, {"x\27[0m > 0", 27, 2},
+                          {"x > \127", 127, 5}} do
+      for _, f in ipairs {algo.copy_if, algo.partition} do
+        has_error(("argument #2: expected an OpenCL C expression, got a control character " ..
+                   "(byte %d) at position %d"):format(bad[2], bad[3]), f, b, bad[1])
+      end
+    end
+    local kept, n = algo.copy_if(buffer("int", {1, 2, 3}), "x\t>\f1 &&\r\nx < 9")
+    assert.equal(2, n)
+    same({2, 3}, get(kept), "tabs, form feeds and line breaks")
     has_error("argument #3: option out: expected a buffer of int, got float", algo.copy_if, b,
               "x > 0", {out = dev:buffer("float", 10)})
     local ones = buffer("int", {1, 1, 1, 1, 1, 1, 1, 1, 1, 1})

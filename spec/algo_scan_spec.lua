@@ -277,6 +277,13 @@ describe("algo.scan errors", function()
               algo.scanner, {type = "vec", op = "a", neutral = 0})
     has_error("map '(x', op 'a + b', neutral '0' for int -> int do not compile",
               algo.scanner, {type = "int", map = "(x", op = "a + b", neutral = 0, device = dev})
+    for _, field in ipairs {"map", "op", "neutral"} do
+      local def = {type = "int", map = "x", op = "a + b", neutral = "0"}
+      def[field] = def[field] .. "\0 junk"
+      has_error(("luagpu: algo.scanner: field '%s': expected an OpenCL C expression, got a " ..
+                 "control character (byte 0) at position %d"):format(field, #def[field] - 5),
+                algo.scanner, def)
+    end
     local s = algo.scanner{type = "int", op = "a + b", neutral = 0}
     has_error("luagpu: scanner: argument #1: expected a buffer of int, got float", s,
               dev:buffer("float", 3))
