@@ -213,7 +213,7 @@ end
 -- same elements (an operation that works in place). input names the input
 -- in the message ("the input" when nil).
 function B.check_overlap(fn, where, r1, o1, n1, r2, o2, n2, same_ok, input)
-  if r1 ~= r2 or not (o1 < o2 + n2 and o2 < o1 + n1) then return end
+  if r1 ~= r2 or n1 == 0 or n2 == 0 or not (o1 < o2 + n2 and o2 < o1 + n1) then return end
   input = input or "the input"
   if o1 == o2 and n1 == n2 then
     if same_ok then return end
