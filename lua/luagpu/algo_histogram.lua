@@ -85,10 +85,8 @@ end
 local function arithmetic(t, dev, lo, hi)
   if t == "double" then return "double" end
   if not dev.fp64 then return "float" end
-  if t ~= "float" or (lo >= -BIG.float and hi <= BIG.float) then
-    return t == "float" and "float" or "double"
-  end
-  return "double"
+  if t ~= "float" then return "double" end
+  return (lo < -BIG.float or hi > BIG.float) and "double" or "float"
 end
 
 -- The range arithmetic of {lo, hi} in ft (histogram.cl): the range rounded
