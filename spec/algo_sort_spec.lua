@@ -6,6 +6,7 @@ local gpu = require "luagpu"
 local algo = require "luagpu.algo"
 local support = require "support"
 local has_error = support.has_error
+local numpy = require "algo_numpy"
 
 local dev = gpu.device()
 
@@ -234,31 +235,6 @@ describe("algo.sort", function()
   end)
 end)
 
--- python3 with NumPy: "python3", or nil (then a NumPy check is pending;
--- under CI a missing NumPy fails).
-local function numpy()
-  for _, py in ipairs {"python3", "/usr/bin/python3"} do
-    if os.execute(py .. ' -c "import numpy" >/dev/null 2>&1') then return py end
-  end
-  assert(not os.getenv("CI"), "python3 with numpy not found under CI")
-end
-
--- Runs the python3 program text with the arguments; asserts it succeeded
--- and returns what it printed.
-local function python(text, ...)
-  local py3 = assert(numpy())
-  local py = os.tmpname()
-  support.write_file(py, text)
-  local args = {}
-  for i, a in ipairs {...} do args[i] = support.shell_quote(a) end
-  local f = io.popen(py3 .. " " .. py .. " " .. table.concat(args, " ") .. " 2>&1")
-  local out = f:read("a")
-  local ok = f:close()
-  os.remove(py)
-  assert(ok, out)
-  return out
-end
-
 describe("algo.sort of equal floats", function()
   -- keys drawn from -0.0, +0.0, NaNs of either sign and other payloads,
   -- infinities and a few numbers: -0.0 and +0.0 compare equal and NaNs
@@ -307,12 +283,12 @@ print("\n".join(bad) if bad else "ok")
 
   it("keeps -0.0 and +0.0, and NaNs, in their input order (argsort and sort, rows, " ..
      "descending), as numpy.argsort(kind = 'stable')", function()
-    if not numpy() then pending("python3 with numpy not found: not checked against NumPy") return end
-    local dir = os.tmpname()
-    os.remove(dir)
-    assert(os.execute("mkdir " .. support.shell_quote(dir)))
-    finally(function() os.execute("rm -rf " .. support.shell_quote(dir)) end)
-    python(GEN, dir, tostring(math.random(1, 1 << 30)))
+    if not numpy.python() then
+      pending("python3 with numpy not found: not checked against NumPy")
+      return
+    end
+    local dir = numpy.tmpdir(finally)
+    numpy.run(GEN, dir, tostring(math.random(1, 1 << 30)))
     for _, t in ipairs(dev.fp64 and {"float", "double"} or {"float"}) do
       for case = 0, 3 do
         local name = ("%s/%s_%d"):format(dir, t == "float" and "float32" or "float64", case)
@@ -334,7 +310,7 @@ print("\n".join(bad) if bad else "ok")
         end
       end
     end
-    assert.equal("ok\n", python(CHECK, dir))
+    assert.equal("ok\n", numpy.run(CHECK, dir))
     if not dev.fp64 then pending("no fp64 on " .. dev.name .. ": double keys not checked") end
   end)
 
