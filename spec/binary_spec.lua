@@ -171,7 +171,9 @@ describe("dev:info and platform:info", function()
 
   it("answers OpenCL 3.0 feature queries where the driver has them", function()
     local dev = gpu.device()
-    if not dev.version:match("^OpenCL 3") then return end
+    if not dev.version:match("^OpenCL 3") then
+      return pending(dev.name .. " is not an OpenCL 3 device: no feature queries")
+    end
     assert.matches("^3%.%d+%.%d+$", dev:info("numeric_version"))
     local features = dev:info("CL_DEVICE_OPENCL_C_FEATURES")
     assert.equals("table", type(features))
