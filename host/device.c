@@ -355,34 +355,36 @@ static int dev_eq(lua_State *L) {
   return 1;
 }
 
+void lg_push_platform(lua_State *L, cl_platform_id id) {
+  cl_device_id dids[64];
+  cl_uint nd = 0, j;
+  lua_createtable(L, 0, 6);
+  lg_push_platform_string(L, id, CL_PLATFORM_NAME);    lua_setfield(L, -2, "name");
+  lg_push_platform_string(L, id, CL_PLATFORM_VENDOR);  lua_setfield(L, -2, "vendor");
+  lg_push_platform_string(L, id, CL_PLATFORM_VERSION); lua_setfield(L, -2, "version");
+  lg_push_platform_string(L, id, CL_PLATFORM_PROFILE); lua_setfield(L, -2, "profile");
+  lg_push_platform_string(L, id, CL_PLATFORM_EXTENSIONS);
+  lg_split_words(L);
+  lua_setfield(L, -2, "extensions");
+  lua_newtable(L);
+  if (clGetDeviceIDs(id, CL_DEVICE_TYPE_ALL, 64, dids, &nd) == CL_SUCCESS) {
+    if (nd > 64) nd = 64;
+    for (j = 0; j < nd; j++) {
+      lg_push_device(L, dids[j]);
+      lua_rawseti(L, -2, (lua_Integer)j + 1);
+    }
+  }
+  lua_setfield(L, -2, "devices");
+  luaL_setmetatable(L, LG_PLATFORM_MT);
+}
+
 /* gpu.platforms(): { Platform, ... }, tables with their devices. */
 static int mod_platforms(lua_State *L) {
   cl_uint n, i;
   cl_platform_id *ids = lg_get_platforms(&n);
   lua_createtable(L, (int)n, 0);
   for (i = 0; i < n; i++) {
-    lua_createtable(L, 0, 6);
-    lg_push_platform_string(L, ids[i], CL_PLATFORM_NAME);    lua_setfield(L, -2, "name");
-    lg_push_platform_string(L, ids[i], CL_PLATFORM_VENDOR);  lua_setfield(L, -2, "vendor");
-    lg_push_platform_string(L, ids[i], CL_PLATFORM_VERSION); lua_setfield(L, -2, "version");
-    lg_push_platform_string(L, ids[i], CL_PLATFORM_PROFILE); lua_setfield(L, -2, "profile");
-    lg_push_platform_string(L, ids[i], CL_PLATFORM_EXTENSIONS);
-    lg_split_words(L);
-    lua_setfield(L, -2, "extensions");
-    {
-      cl_device_id dids[64];
-      cl_uint nd = 0, j;
-      lua_newtable(L);
-      if (clGetDeviceIDs(ids[i], CL_DEVICE_TYPE_ALL, 64, dids, &nd) == CL_SUCCESS) {
-        if (nd > 64) nd = 64;
-        for (j = 0; j < nd; j++) {
-          lg_push_device(L, dids[j]);
-          lua_rawseti(L, -2, (lua_Integer)j + 1);
-        }
-      }
-      lua_setfield(L, -2, "devices");
-    }
-    luaL_setmetatable(L, LG_PLATFORM_MT);
+    lg_push_platform(L, ids[i]);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   free(ids);

@@ -20,7 +20,10 @@
 #define LG_SAMPLER_MT "luagpu.Sampler"
 
 
-typedef struct Sampler { cl_sampler s; } Sampler;
+typedef struct Sampler {
+  cl_sampler s;
+  lg_Device *dev;   /* its device (uservalue 1 keeps it) */
+} Sampler;
 
 static const struct { const char *name; cl_channel_order order; int channels; } orders[] = {
   {"r", CL_R, 1}, {"a", CL_A, 1}, {"intensity", CL_INTENSITY, 1},
@@ -119,6 +122,44 @@ lg_Array *lg_push_pixels(lua_State *L, const lg_Image *im, const size_t *region,
   return lg_newarray_for(L, t, n, shape, fn, 0);
 }
 
+static size_t device_size(lg_Device *d, cl_device_info what) {
+  size_t v = 0;
+  if (clGetDeviceInfo(d->id, what, sizeof v, &v, NULL) != CL_SUCCESS) return (size_t)-1;
+  return v;
+}
+
+/* Raises unless im's sizes fit the device's limits for its kind of image
+** (OpenCL 1.2: 1-D images and arrays have image2d_max_width, layers
+** image_max_array_size), naming the dev:info query that says the limit. */
+static void check_limits(lua_State *L, lg_Device *d, const lg_Image *im, const char *fn) {
+  static const char *const q2d[] = {"image2d_max_width", "image2d_max_height"};
+  static const cl_device_info i2d[] = {CL_DEVICE_IMAGE2D_MAX_WIDTH, CL_DEVICE_IMAGE2D_MAX_HEIGHT};
+  static const char *const q3d[] = {"image3d_max_width", "image3d_max_height",
+                                    "image3d_max_depth"};
+  static const cl_device_info i3d[] = {CL_DEVICE_IMAGE3D_MAX_WIDTH, CL_DEVICE_IMAGE3D_MAX_HEIGHT,
+                                       CL_DEVICE_IMAGE3D_MAX_DEPTH};
+  static const char *const what[] = {"width", "height", "depth"};
+  int i, n = im->dims, pixels = im->array ? n - 1 : n;
+  for (i = 0; i < n; i++) {
+    const char *q;
+    size_t max;
+    if (i == pixels) {
+      q = "image_max_array_size";
+      max = device_size(d, CL_DEVICE_IMAGE_MAX_ARRAY_SIZE);
+    } else if (im->kind == CL_MEM_OBJECT_IMAGE3D) {
+      q = q3d[i];
+      max = device_size(d, i3d[i]);
+    } else {
+      q = q2d[i];
+      max = device_size(d, i2d[i]);
+    }
+    if (im->size[i] > max)
+      lg_argerror(L, fn, 2, "size[%d]: %s %I is more than %s allows for a %s image (%s: %I)",
+                  i + 1, i == pixels ? "layers" : what[i], (lua_Integer)im->size[i], d->name,
+                  kind_name(im->kind), q, (lua_Integer)max);
+  }
+}
+
 /* dev:image(format, size [, opts]): opts access, host, array. */
 static int dev_image(lua_State *L) {
   static const char *const fn = "dev:image";
@@ -187,6 +228,7 @@ static int dev_image(lua_State *L) {
     return lg_argerror(L, fn, 2, "an image array needs a size {width, layers} or {width, "
                        "height, layers}");
   im->kind = object_type(n, im->array);
+  check_limits(L, d, im, fn);
   f.image_channel_order = orders[im->order].order;
   f.image_channel_data_type = ctypes[im->ctype].type;
   flags = access_flags[im->access == LG_MIXED ? 0 : im->access == LG_IN ? 1 : 2];
@@ -195,10 +237,11 @@ static int dev_image(lua_State *L) {
                     "image_formats() lists those that are)", orders[im->order].name,
                     ctypes[im->ctype].name, d->name, kind_name(im->kind));
   if (lua_istable(L, 4) && lua_getfield(L, 4, "host") != LUA_TNIL) {
-    size_t count = im->size[0] * im->size[1] * im->size[2] * lg_image_channels(im);
+    size_t shape[4] = {im->size[0], im->size[1], im->size[2], lg_image_channels(im)}, count;
     lg_Type t;
     t.scalar = ctypes[im->ctype].scalar;
     t.width = 1;
+    count = lg_shape_count(L, t, 4, shape, fn);
     if (lua_istable(L, -1) && lg_testarray(L, -1) == NULL)
       host = lg_table_to_array(L, lua_gettop(L), t, count, fn, 3);
     else if ((host = lg_testarray(L, -1)) == NULL)
@@ -215,9 +258,9 @@ static int dev_image(lua_State *L) {
   desc.image_array_size = im->array ? im->size[n - 1] : 0;
   im->mem = clCreateImage(d->ctx, flags, &f, &desc, host != NULL ? host->data : NULL, &err);
   if (im->mem == NULL)
-    return lg_clerror(L, "clCreateImage", err, "a %s image of %d x %d x %d pixels on %s",
-                      kind_name(im->kind), (int)im->size[0], (int)im->size[1],
-                      (int)im->size[2], d->name);
+    return lg_clerror(L, "clCreateImage", err, "a %s image of %I x %I x %I pixels on %s",
+                      kind_name(im->kind), (lua_Integer)im->size[0], (lua_Integer)im->size[1],
+                      (lua_Integer)im->size[2], d->name);
   lua_settop(L, 7);
   return 1;
 }
@@ -252,9 +295,9 @@ static int img_index(lua_State *L) {
 
 static int img_tostring(lua_State *L) {
   lg_Image *im = lg_check_image(L, 1);
-  lua_pushfstring(L, LG_IMAGE_MT ": %s %s/%s, %d x %d x %d", kind_name(im->kind),
-                  orders[im->order].name, ctypes[im->ctype].name, (int)im->size[0],
-                  (int)im->size[1], (int)im->size[2]);
+  lua_pushfstring(L, LG_IMAGE_MT ": %s %s/%s, %I x %I x %I", kind_name(im->kind),
+                  orders[im->order].name, ctypes[im->ctype].name, (lua_Integer)im->size[0],
+                  (lua_Integer)im->size[1], (lua_Integer)im->size[2]);
   return 1;
 }
 
@@ -331,6 +374,7 @@ static int dev_sampler(lua_State *L) {
   }
   s = lua_newuserdatauv(L, sizeof *s, 1);
   s->s = NULL;
+  s->dev = d;
   luaL_setmetatable(L, LG_SAMPLER_MT);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
@@ -387,6 +431,9 @@ static int bind_other(lua_State *L, const lg_ArgInfo *a, lg_Device *kdev, int id
     if (s == NULL)
       lg_typeerror(L, fn, argno, idx, lua_pushfstring(L, "a " LG_SAMPLER_MT " for parameter "
                                                       "'%s'", a->name));
+    if (s->dev->ctx != kdev->ctx)
+      lg_argerror(L, fn, argno, "(%s): the sampler is on %s, of another context", a->name,
+                  s->dev->name);
     memcpy(slot, &s->s, sizeof(cl_sampler));
     *size = sizeof(cl_sampler);
     return 1;

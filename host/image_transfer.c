@@ -6,6 +6,7 @@
 ** OpenCL's order {x, y [, z]}; out-of-range ones raise with the numbers.
 ** The Image class itself is image.c's.
 */
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -37,10 +38,12 @@ static void check_inside(lua_State *L, const lg_Image *im, const size_t *origin,
                          const size_t *region, const char *fn, const char *side) {
   int i;
   for (i = 0; i < im->dims; i++)
-    if (origin[i] + region[i] > im->size[i])
-      lg_error(L, fn, "%sregion out of range: dimension %d: pixels %I..%I of %I", side, i + 1,
-               (lua_Integer)origin[i] + 1, (lua_Integer)(origin[i] + region[i]),
-               (lua_Integer)im->size[i]);
+    if (region[i] > im->size[i] || origin[i] > im->size[i] - region[i]) {
+      char last[32];   /* origin + region may pass lua_Integer: printed unsigned */
+      snprintf(last, sizeof last, "%zu", origin[i] + region[i]);
+      lg_error(L, fn, "%sregion out of range: dimension %d: pixels %I..%s of %I", side, i + 1,
+               (lua_Integer)origin[i] + 1, last, (lua_Integer)im->size[i]);
+    }
 }
 
 static void whole(const lg_Image *im, size_t *origin, size_t *region) {
@@ -162,7 +165,8 @@ static int img_write(lua_State *L) { return img_rw(L, 1); }
 
 /* The options of fill and copy at stack index optsidx (none, nil or a table
 ** of wait and queue; the stack is cut there) into o, for the image at 1 (its
-** device is its first user value, left on the stack). */
+** device is its first user value, left on the stack). Raises when the
+** queue was released meanwhile (by the options' own metamethods). */
 static void wait_queue_options(lua_State *L, int optsidx, const char *fn, lg_Opts *o) {
   if (!lua_isnoneornil(L, optsidx) && !lua_istable(L, optsidx))
     lg_typeerror(L, fn, optsidx - 1, optsidx, "an options table");
@@ -170,6 +174,7 @@ static void wait_queue_options(lua_State *L, int optsidx, const char *fn, lg_Opt
   lg_checkoptions(L, optsidx, fn, optsidx - 1, (const char *const[]){"wait", "queue", NULL});
   lua_getiuservalue(L, 1, 1);
   lg_getopts(L, optsidx, -1, fn, optsidx - 1, o);
+  if (o->queue->q == NULL) lg_error(L, fn, "attempt to use a released queue");
 }
 
 /* img:fill(color [, origin, region] [, opts]): color a table of 4 numbers

@@ -234,6 +234,8 @@ void lg_open_context(lua_State *L);
 ** finalized (a late finalizer of the user's, lua_close). */
 lg_Device *lg_checkdevice(lua_State *L, int idx);
 lg_Device *lg_testdevice(lua_State *L, int idx);
+/* Pushes a Platform table for id, as gpu.platforms() lists them. */
+void lg_push_platform(lua_State *L, cl_platform_id id);
 /* Pushes the Device userdata for id (one per cl_device_id, cached). */
 lg_Device *lg_push_device(lua_State *L, cl_device_id id);
 /* Pushes a new Device for id with no context, fields nor queue yet (for

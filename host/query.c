@@ -13,7 +13,9 @@
 #include "internal.h"
 
 /* kind: u cl_uint, U cl_ulong (also bitfields), z size_t, Z size_t list,
-** b cl_bool, s string, v cl_version, n cl_name_version list, x bytes (hex) */
+** b cl_bool, s string, v cl_version, n cl_name_version list, x bytes (hex);
+** objects: P the Platform, D the parent Device, p partition properties
+** (dev:partition's keys), t partition type (dev:partition's argument) */
 typedef struct Query {
   const char *name;
   cl_uint code;
@@ -71,6 +73,7 @@ static const Query device_queries[] = {
   {"CL_DEVICE_PROFILE", 0x102E, 's'},
   {"CL_DEVICE_VERSION", 0x102F, 's'},
   {"CL_DEVICE_EXTENSIONS", 0x1030, 's'},
+  {"CL_DEVICE_PLATFORM", 0x1031, 'P'},
   {"CL_DEVICE_DOUBLE_FP_CONFIG", 0x1032, 'U'},
   {"CL_DEVICE_HALF_FP_CONFIG", 0x1033, 'U'},
   {"CL_DEVICE_PREFERRED_VECTOR_WIDTH_HALF", 0x1034, 'u'},
@@ -87,8 +90,11 @@ static const Query device_queries[] = {
   {"CL_DEVICE_BUILT_IN_KERNELS", 0x103F, 's'},
   {"CL_DEVICE_IMAGE_MAX_BUFFER_SIZE", 0x1040, 'z'},
   {"CL_DEVICE_IMAGE_MAX_ARRAY_SIZE", 0x1041, 'z'},
+  {"CL_DEVICE_PARENT_DEVICE", 0x1042, 'D'},
   {"CL_DEVICE_PARTITION_MAX_SUB_DEVICES", 0x1043, 'u'},
+  {"CL_DEVICE_PARTITION_PROPERTIES", 0x1044, 'p'},
   {"CL_DEVICE_PARTITION_AFFINITY_DOMAIN", 0x1045, 'U'},
+  {"CL_DEVICE_PARTITION_TYPE", 0x1046, 't'},
   {"CL_DEVICE_REFERENCE_COUNT", 0x1047, 'u'},
   {"CL_DEVICE_PREFERRED_INTEROP_USER_SYNC", 0x1048, 'b'},
   {"CL_DEVICE_PRINTF_BUFFER_SIZE", 0x1049, 'z'},
@@ -266,10 +272,106 @@ static const Query *check_query(lua_State *L, const Query *table, const char *pr
   return q;
 }
 
+static const struct { cl_device_affinity_domain bit; const char *name; } domains[] = {
+  {CL_DEVICE_AFFINITY_DOMAIN_NUMA, "numa"}, {CL_DEVICE_AFFINITY_DOMAIN_L4_CACHE, "l4"},
+  {CL_DEVICE_AFFINITY_DOMAIN_L3_CACHE, "l3"}, {CL_DEVICE_AFFINITY_DOMAIN_L2_CACHE, "l2"},
+  {CL_DEVICE_AFFINITY_DOMAIN_L1_CACHE, "l1"},
+  {CL_DEVICE_AFFINITY_DOMAIN_NEXT_PARTITIONABLE, "next"}, {0, NULL}
+};
+
+/* Pushes a list of cl_device_partition_property (n of them, 0-ended or
+** not) as what dev:partition takes: {equally = n}, {counts = {...}} or
+** {affinity = "l2"}; nil for none (not a sub-device). */
+static void push_partition_type(lua_State *L, const cl_device_partition_property *p, size_t n) {
+  size_t i;
+  if (n == 0 || p[0] == 0) {
+    lua_pushnil(L);
+    return;
+  }
+  lua_createtable(L, 0, 1);
+  if (p[0] == CL_DEVICE_PARTITION_EQUALLY && n >= 2) {
+    lua_pushinteger(L, (lua_Integer)p[1]);
+    lua_setfield(L, -2, "equally");
+  } else if (p[0] == CL_DEVICE_PARTITION_BY_COUNTS) {
+    lua_newtable(L);
+    for (i = 1; i < n && p[i] != CL_DEVICE_PARTITION_BY_COUNTS_LIST_END; i++) {
+      lua_pushinteger(L, (lua_Integer)p[i]);
+      lua_rawseti(L, -2, (lua_Integer)i);
+    }
+    lua_setfield(L, -2, "counts");
+  } else if (p[0] == CL_DEVICE_PARTITION_BY_AFFINITY_DOMAIN && n >= 2) {
+    int k;
+    for (k = 0; domains[k].name && domains[k].bit != (cl_device_affinity_domain)p[1]; k++) {}
+    if (domains[k].name) lua_pushstring(L, domains[k].name);
+    else lua_pushinteger(L, (lua_Integer)p[1]);
+    lua_setfield(L, -2, "affinity");
+  } else {
+    lua_pushinteger(L, (lua_Integer)p[0]);     /* a vendor's kind: its number */
+    lua_setfield(L, -2, "kind");
+  }
+}
+
+/* The object queries of the Device at 1 (kinds P, D, p, t): pushes the
+** answer, or nil and the reason; returns the count pushed. */
+static int object_query(lua_State *L, lg_Device *d, const Query *q) {
+  size_t size = 0, i, n;
+  cl_device_partition_property *props;
+  cl_int err;
+  if (q->kind == 'P') {
+    lg_push_platform(L, d->platform);
+    return 1;
+  }
+  if (q->kind == 'D') {
+    cl_device_id parent = NULL, grand = NULL;
+    err = clGetDeviceInfo(d->id, q->code, sizeof parent, &parent, NULL);
+    if (err != CL_SUCCESS) goto fail;
+    if (parent == NULL) {
+      lua_pushnil(L);                         /* a root device: no parent */
+      return 1;
+    }
+    lua_getiuservalue(L, 1, 3);               /* dev:partition's sub-devices know theirs */
+    if (lua_getfield(L, -1, "parent") == LUA_TUSERDATA &&
+        ((lg_Device *)lua_touserdata(L, -1))->id == parent)
+      return 1;
+    err = clGetDeviceInfo(parent, CL_DEVICE_PARENT_DEVICE, sizeof grand, &grand, NULL);
+    if (err == CL_SUCCESS && grand == NULL) {
+      lg_push_device(L, parent);              /* a root device: the cached one */
+      return 1;
+    }
+    luaL_pushfail(L);
+    lua_pushfstring(L, "%s: the parent is a sub-device luagpu did not make", q->name);
+    return 2;
+  }
+  err = clGetDeviceInfo(d->id, q->code, 0, NULL, &size);
+  if (err != CL_SUCCESS) goto fail;
+  n = size / sizeof *props;
+  props = lua_newuserdatauv(L, (n ? n : 1) * sizeof *props, 0);
+  if (n > 0 && (err = clGetDeviceInfo(d->id, q->code, size, props, NULL)) != CL_SUCCESS)
+    goto fail;
+  if (q->kind == 't') {
+    push_partition_type(L, props, n);
+    return 1;
+  }
+  lua_newtable(L);                            /* 'p': the kinds dev:partition takes */
+  for (i = 0; i < n && props[i] != 0; i++) {
+    if (props[i] == CL_DEVICE_PARTITION_EQUALLY) lua_pushliteral(L, "equally");
+    else if (props[i] == CL_DEVICE_PARTITION_BY_COUNTS) lua_pushliteral(L, "counts");
+    else if (props[i] == CL_DEVICE_PARTITION_BY_AFFINITY_DOMAIN) lua_pushliteral(L, "affinity");
+    else lua_pushinteger(L, (lua_Integer)props[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+fail:
+  luaL_pushfail(L);
+  lua_pushfstring(L, "%s: the driver does not answer (%s)", q->name, lg_clerror_name(err));
+  return 2;
+}
+
 /* dev:info(name) */
 static int dev_info(lua_State *L) {
   lg_Device *d = lg_checkdevice(L, 1);
   const Query *q = check_query(L, device_queries, "CL_DEVICE_", "device:info");
+  if (strchr("PDpt", q->kind) != NULL) return object_query(L, d, q);
   return query(L, ask_device, &d->id, q);
 }
 

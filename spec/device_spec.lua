@@ -191,3 +191,76 @@ describe("gpu.type", function()
     assert.matches("bad argument #1 to", select(2, pcall(gpu.type)), 1, true)
   end)
 end)
+
+describe("dev:info's queries of objects (issue 27 item 40)", function()
+  local dev = gpu.device()
+
+  it("answers every CL_DEVICE_* query of the OpenCL headers", function()
+    local f = io.open("/usr/include/CL/cl.h")
+    if not f then return pending("no /usr/include/CL/cl.h to list the queries") end
+    local text = f:read("a")
+    f:close()
+    local n = 0
+    for name, code in text:gmatch("#define%s+(CL_DEVICE_[%w_]+)%s+0x(10[0-7]%x)") do
+      local v = tonumber(code, 16)
+      if v >= 0x1000 and v <= 0x107F then
+        local ok, e = pcall(dev.info, dev, name)
+        assert(ok, name .. ": " .. tostring(e))
+        n = n + 1
+      end
+    end
+    assert.is_true(n >= 100, "only " .. n .. " queries found in cl.h")
+  end)
+
+  it("platform: the Platform, as gpu.platforms() lists it", function()
+    local p = dev:info("platform")
+    assert.equal("Platform", getmetatable(p).__name:match("(%w+)$"))
+    assert.equal(dev.platform, p.name)
+    assert.equal(p.name, p:info("name"))
+    local mine
+    for _, d in ipairs(p.devices) do mine = mine or d == dev end
+    assert.is_true(mine)
+    local listed
+    for _, q in ipairs(gpu.platforms()) do
+      if q.name == p.name and q.version == p.version then listed = q end
+    end
+    assert.same(listed.extensions, p.extensions)
+    assert.equal(dev:info("CL_DEVICE_PLATFORM").name, p.name)
+  end)
+
+  it("parent_device and partition_type: nil alone for a root device", function()
+    assert.equal(1, select("#", dev:info("parent_device")))
+    assert.is_nil(dev:info("parent_device"))
+    assert.equal(1, select("#", dev:info("partition_type")))
+    assert.is_nil(dev:info("partition_type"))
+  end)
+
+  it("partition_properties: the kinds dev:partition takes, as it does", function()
+    local kinds = dev:info("partition_properties")
+    assert.equal("table", type(kinds))
+    local has = {}
+    for _, k in ipairs(kinds) do has[k] = true end
+    -- asked another way: what dev:partition accepts
+    for _, k in ipairs({"equally", "counts"}) do
+      local ok, e = pcall(dev.partition, dev, k == "equally" and {equally = 1} or {counts = {1}})
+      assert.equal(has[k] or false, ok, k .. ": " .. tostring(e))
+    end
+  end)
+
+  it("a sub-device answers its parent Device and how it was cut", function()
+    local kinds = dev:info("partition_properties")
+    local how
+    for _, k in ipairs(kinds) do
+      if k == "counts" then how = {counts = {1}} end
+      if k == "equally" and not how then how = {equally = 1} end
+    end
+    if not how then return pending(dev.name .. " cannot be partitioned") end
+    local subs = dev:partition(how)
+    for _, s in ipairs(subs) do
+      assert.equal(dev, s:info("parent_device"))
+      assert.equal(dev, s:info("CL_DEVICE_PARENT_DEVICE"))
+      assert.same(how, s:info("partition_type"))
+      assert.equal(dev.platform, s:info("platform").name)
+    end
+  end)
+end)

@@ -260,6 +260,29 @@ describe("dev:image", function()
     assert.same(ref, back:read():wait():totable())
   end)
 
+  it("raise for a queue the options' own metamethods release (issue 27 item 37)", function()
+    local im = dev:image(R32F, {5, 4})
+    local other = dev:image(R32F, {3, 3})
+    local b = dev:buffer("float", 20)
+    local function releasing()
+      local q = dev:queue()
+      return setmetatable({queue = q}, {__index = function(_, k)
+        if k == "wait" then q:release() end
+      end})
+    end
+    has_error("luagpu: image:fill: attempt to use a released queue", im.fill, im,
+              {1, 0, 0, 0}, releasing())
+    has_error("luagpu: image:fill: attempt to use a released queue", im.fill, im,
+              {1, 0, 0, 0}, {1, 1}, {2, 2}, releasing())
+    has_error("luagpu: image:copy_to: attempt to use a released queue", im.copy_to, im,
+              other, {1, 1}, {1, 1}, {2, 2}, releasing())
+    has_error("luagpu: image:copy_to: attempt to use a released queue", im.copy_to, im, b,
+              releasing())
+    has_error("luagpu: image:copy_from: attempt to use a released queue", im.copy_from, im, b,
+              releasing())
+    has_error("luagpu: image:read: attempt to use a released queue", im.read, im, releasing())
+  end)
+
   it("raise on bad regions, buffers and offsets, with the numbers", function()
     local im = dev:image(R32F, {5, 4})
     local other = dev:image(R32F, {3, 3})
@@ -300,6 +323,10 @@ describe("dev:image", function()
               other, {1, 1}, {1, 1}, {1, 1}, {wiat = {}})
     has_error("luagpu: image:fill: argument #4: unknown option 'queu'", im.fill, im,
               {1, 0, 0, 0}, {1, 1}, {1, 1}, {queu = 1})
+    -- an origin and a region whose sum would wrap
+    has_error("luagpu: image:fill: region out of range: dimension 1: pixels "
+              .. "9223372036854775807..18446744073709551613 of 5", im.fill, im, {1, 0, 0, 0},
+              {math.maxinteger, 1}, {math.maxinteger, 1})
     local gone = dev:buffer("float", 20)
     gone:release()
     has_error("luagpu: image:copy_from: argument #1: attempt to use a released buffer",
@@ -364,6 +391,35 @@ describe("images and samplers as kernel arguments", function()
     has_error("luagpu: kernel cp: argument #3: expected a luagpu.Sampler for parameter 's', "
               .. "got number", k, i2, o2, 1)
   end)
+
+  it("refuse a sampler of another context (issue 27 item 39)", function()
+    -- a sub-device's context is another one: the only other context PoCL gives
+    local ok, subs = pcall(dev.partition, dev, {equally = 1})
+    if not ok then return pending("no other context here: " .. tostring(subs)) end
+    local k = dev:build([[
+      kernel void cp(read_only image2d_t a, write_only image2d_t b, sampler_t s) {
+        int2 p = (int2)(get_global_id(0), get_global_id(1));
+        write_imagef(b, p, read_imagef(a, s, p));
+      }]]).cp
+    local foreign = subs[1]:sampler()
+    local i2 = dev:image(R32F, {4, 4}, {access = "in"})
+    local o2 = dev:image(R32F, {4, 4}, {access = "out"})
+    has_error("luagpu: kernel cp: argument #3: (s): the sampler is on " .. subs[1].name
+              .. ", of another context", k, i2, o2, foreign)
+    has_error("luagpu: kernel cp: argument #1: (a): the image is on " .. subs[1].name
+              .. ", of another context", k, subs[1]:image(R32F, {4, 4}, {access = "in"}), o2,
+              dev:sampler())
+    -- a kernel of the sub-device's own context takes it (bound, not run: PoCL aborts
+    -- on images of sub-devices)
+    local si = subs[1]:image(R32F, {4, 4}, {access = "in"})
+    local so = subs[1]:image(R32F, {4, 4}, {access = "out"})
+    local call = subs[1]:build([[
+      kernel void cp(read_only image2d_t a, write_only image2d_t b, sampler_t s) {
+        int2 p = (int2)(get_global_id(0), get_global_id(1));
+        write_imagef(b, p, read_imagef(a, s, p));
+      }]]).cp(si, so, foreign)
+    assert.equal("Call", gpu.type(call))
+  end)
 end)
 
 describe("images", function()
@@ -398,6 +454,35 @@ describe("images", function()
               {address = "wrap"})
     has_error("luagpu: dev:image_formats: argument #1: expected 1, 2 or 3 dimensions, got 4",
               dev.image_formats, dev, 4)
+  end)
+
+  it("raise for sizes past the device's limits, naming the limit (issue 27 item 36)", function()
+    local w2, h2 = dev:info("image2d_max_width"), dev:info("image2d_max_height")
+    local w3, h3 = dev:info("image3d_max_width"), dev:info("image3d_max_height")
+    local d3, layers = dev:info("image3d_max_depth"), dev:info("image_max_array_size")
+    local function past(pos, word, value, kind, query, limit, size, opts)
+      has_error("luagpu: dev:image: argument #2: size[" .. pos .. "]: " .. word .. " " .. value
+                .. " is more than " .. dev.name .. " allows for a " .. kind .. " image ("
+                .. query .. ": " .. limit .. ")", dev.image, dev, R32F, size, opts)
+    end
+    past(1, "width", w2 + 1, "1-D", "image2d_max_width", w2, {w2 + 1})
+    past(1, "width", w2 + 1, "2-D", "image2d_max_width", w2, {w2 + 1, 1})
+    past(2, "height", h2 + 1, "2-D", "image2d_max_height", h2, {1, h2 + 1})
+    past(1, "width", w3 + 1, "3-D", "image3d_max_width", w3, {w3 + 1, 1, 1})
+    past(2, "height", h3 + 1, "3-D", "image3d_max_height", h3, {1, h3 + 1, 1})
+    past(3, "depth", d3 + 1, "3-D", "image3d_max_depth", d3, {1, 1, d3 + 1})
+    past(2, "layers", layers + 1, "1-D array", "image_max_array_size", layers, {1, layers + 1},
+         {array = true})
+    past(3, "layers", layers + 1, "2-D array", "image_max_array_size", layers,
+         {1, 1, layers + 1}, {array = true})
+    -- sizes no int holds: named as given, not as 0
+    past(1, "width", 1 << 40, "2-D", "image2d_max_width", w2, {1 << 40, 1 << 40})
+    past(2, "height", math.maxinteger, "2-D", "image2d_max_height", h2, {1, math.maxinteger})
+    -- at the limits themselves (a narrow image: little memory) it is made
+    local edge = dev:image(R32F, {w2, 1})
+    assert.equal(w2, edge.width)
+    local tall = dev:image(R32F, {1, h2})
+    assert.equal(h2, tall.height)
   end)
 end)
 

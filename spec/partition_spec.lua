@@ -178,6 +178,9 @@ describe("dev:partition", function()
     local lua1, rss1 = collectgarbage("count"), rss_kib()
     -- before the fix: 8.5 MiB of Lua objects and 20 MiB of process memory kept
     assert.is_true(lua1 - lua0 < 256, "Lua kept " .. (lua1 - lua0) .. " KiB")
-    assert.is_true(rss1 - rss0 < 4096, "the process kept " .. (rss1 - rss0) .. " KiB")
+    -- under AddressSanitizer freed memory waits in its quarantine: the process grows anyway
+    if not os.getenv("ASAN") then
+      assert.is_true(rss1 - rss0 < 4096, "the process kept " .. (rss1 - rss0) .. " KiB")
+    end
   end)
 end)
