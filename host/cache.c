@@ -6,7 +6,8 @@
 ** with sha256.c and includes.c). An entry is written to a temporary
 ** file and renamed into place, so concurrent processes never read half of
 ** one; a checksum at its end catches truncated or damaged entries, which
-** then read as absent. LUAGPU_NO_CACHE=1 turns the cache off. At the end,
+** then read as absent, and a PoCL binary that PoCL could not load (it
+** aborts on some) is neither stored nor loaded. LUAGPU_NO_CACHE=1 turns the cache off. At the end,
 ** the lock that keeps processes sharing PoCL's own cache out of each other's
 ** way.
 */
@@ -75,6 +76,62 @@ static uint64_t get_u64(const unsigned char *p) {
   return v;
 }
 
+/* ------------------------------------------------ PoCL's binary format */
+
+/* PoCL 3.1's binaries ("poclbin", format 9) are a header, then the files of
+** the program's cache folder (program.bc) and, per kernel, a record of its
+** metadata and the files of its folder; each file is a name and a content,
+** each with a 32-bit length. PoCL loads one without checking it: a program
+** folder that was missing while PoCL serialised it gives an empty entry,
+** and loading that aborts the process (pocl_binary.c, "len > 0"). So a
+** PoCL binary is stored, and a stored one loaded, only when its structure
+** is whole: every length within the binary, no empty entry or name, and the
+** parts adding up to its size. Other drivers' binaries pass unchecked. */
+
+#define POCL_ID "poclbin"                      /* 8 bytes with its NUL */
+#define POCL_HEADER (8 + 8 + 4 + 4 + 8 + 4 + 41)
+
+static uint32_t get_u32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* True when b[0, n) is a whole sequence of files (name, content). */
+static int pocl_files_whole(const unsigned char *b, uint64_t n) {
+  uint64_t at = 0, len;
+  while (at < n) {
+    if (n - at < 4 || (len = get_u32(b + at)) == 0 || len > n - at - 4) return 0;
+    at += 4 + len;                                     /* the name */
+    if (n - at < 4 || (len = get_u32(b + at)) > n - at - 4) return 0;
+    at += 4 + len;                                     /* the content */
+  }
+  return 1;
+}
+
+static int pocl_binary_whole(const unsigned char *b, size_t n) {
+  uint64_t at = POCL_HEADER, len, files;
+  uint32_t i, kernels, roots;
+  if (n < 8 || memcmp(b, POCL_ID, 8) != 0) return 1;   /* not PoCL's */
+  if (n < POCL_HEADER) return 0;
+  kernels = get_u32(b + 20);
+  roots = get_u32(b + 32);
+  if (kernels == 0 || roots == 0) return 0;
+  for (i = 0; i < roots; i++) {                        /* program.bc */
+    if (n - at < 8 || (len = get_u64(b + at)) == 0 || len > n - at - 8 ||
+        !pocl_files_whole(b + at + 8, len))
+      return 0;
+    at += 8 + len;
+  }
+  for (i = 0; i < kernels; i++) {
+    /* struct_size (the whole record), binaries_size (its files, at its end) */
+    if (n - at < 20 || (len = get_u64(b + at)) < 20 || len > n - at ||
+        (files = get_u64(b + at + 8)) > len - 20 ||
+        !pocl_files_whole(b + at + len - files, files))
+      return 0;
+    at += len;
+  }
+  return at == n;
+}
+
 int lg_cache_load(lua_State *L, const char *key, lg_CacheEntry *e) {
   char dir[PATH_MAX], path[PATH_MAX + 80];
   unsigned char *p, sum[32];
@@ -102,7 +159,8 @@ int lg_cache_load(lua_State *L, const char *key, lg_CacheEntry *e) {
   lg_hash_init(&h);
   lg_hash_update(&h, p, size - 32);
   lg_hash_final(&h, sum);
-  if (memcmp(sum, p + size - 32, 32) != 0) goto bad;
+  if (memcmp(sum, p + size - 32, 32) != 0 || !pocl_binary_whole(p + HEADER, (size_t)nb))
+    goto bad;
   e->binary = p + HEADER;
   e->binary_size = (size_t)nb;
   e->log = (const char *)p + HEADER + nb;
@@ -129,7 +187,8 @@ void lg_cache_store(const char *key, const lg_CacheEntry *e) {
   lg_Hash h;
   FILE *f;
   int fd, ok;
-  if (!lg_cache_enabled() || !cache_dir(dir, sizeof dir, 1) ||
+  if (!lg_cache_enabled() || !pocl_binary_whole(e->binary, e->binary_size) ||
+      !cache_dir(dir, sizeof dir, 1) ||
       snprintf(path, sizeof path, "%s/%s.bin", dir, key) >= (int)sizeof path ||
       snprintf(tmp, sizeof tmp, "%s/%s.tmp.%ld.%u", dir, key, (long)getpid(),
                counter++) >= (int)sizeof tmp)

@@ -71,7 +71,7 @@ void lg_step_begin(Capture *c, lg_Device *d) {
   struct sigaction sa;
   int i;
   pthread_mutex_lock(&step_mutex);
-  c->lock = lg_pocl_lock(d->platform);
+  if (c->lock < 0) c->lock = lg_pocl_lock(d->platform);
   c->saved = -1;
   if (c->fd < 0) c->fd = temp_file();
   fflush(stderr);
@@ -90,7 +90,7 @@ void lg_step_begin(Capture *c, lg_Device *d) {
 }
 
 /* Ends the step begun by step_begin: fd 2 and the signals as they were,
-** the lock released. */
+** the lock released (unless c->hold keeps it until the capture closes). */
 void lg_step_end(Capture *c) {
   int i;
   if (c->saved >= 0) {
@@ -101,8 +101,10 @@ void lg_step_end(Capture *c) {
     close(c->saved);
     c->saved = -1;
   }
-  lg_pocl_unlock(c->lock);
-  c->lock = -1;
+  if (!c->hold) {
+    lg_pocl_unlock(c->lock);
+    c->lock = -1;
+  }
   pthread_mutex_unlock(&step_mutex);
 }
 
@@ -110,12 +112,15 @@ static int capture_gc(lua_State *L) {
   Capture *c = luaL_checkudata(L, 1, CAPTURE_MT);
   if (c->fd >= 0) close(c->fd);
   c->fd = -1;
+  lg_pocl_unlock(c->lock);   /* held from step to step (c->hold) */
+  c->lock = -1;
   return 0;
 }
 
 Capture *lg_push_capture(lua_State *L) {
   Capture *c = lua_newuserdatauv(L, sizeof *c, 0);
   c->fd = c->saved = c->lock = -1;
+  c->hold = 0;
   c->taken = 0;
   luaL_setmetatable(L, CAPTURE_MT);
   return c;

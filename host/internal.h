@@ -637,6 +637,9 @@ typedef struct Capture {
   off_t taken;                 /* bytes already pushed by lg_push_captured */
   int saved;                   /* the real fd 2 during a step, else -1 */
   int lock;                    /* the PoCL lock during a step, else -1 */
+  int hold;                    /* set: the lock stays from step to step until
+                                  the capture closes (a build, its checks and
+                                  its extraction see one state of PoCL's cache) */
 } Capture;
 /* A build step (clBuildProgram, a load from a binary, a binary
 ** extraction) runs between lg_step_begin and lg_step_end: the PoCL cache

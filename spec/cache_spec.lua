@@ -128,6 +128,39 @@ describe("the program cache", function()
     end
   end)
 
+  -- An entry whose PoCL binary has an empty program.bc part (what PoCL
+  -- serialises when the program's folder in its cache lacks program.bc)
+  -- made PoCL abort every later process that loaded it. Such a binary is
+  -- neither loaded nor stored: the program is built again, the entry replaced.
+  it("rebuilds over an entry whose PoCL binary PoCL could not load, and replaces it", function()
+    local probe = child(home, 'print(dev.platform .. " 0 0")')
+    if not probe.output:find("Portable Computing Language", 1, true) then
+      return pending("PoCL's binary format only")
+    end
+    local good = read_file(entry_11)
+    local nb = string.unpack("<I8", good, 81)
+    local bin = good:sub(105, 104 + nb)
+    assert.equal("poclbin\0", bin:sub(1, 8))
+    local root = string.unpack("<I8", bin, 78)          -- after the 77-byte header
+    assert.is_true(root > 0)
+    local bad_bin = bin:sub(1, 77) .. string.pack("<I8", 0) .. bin:sub(86 + root)
+    local body = good:sub(1, 80) .. string.pack("<I8", #bad_bin) .. good:sub(89, 104)
+                 .. bad_bin .. good:sub(105 + nb, #good - 32)
+    local tmp = os.tmpname()
+    write_file(tmp, body)
+    local hex = io.popen("sha256sum " .. sh_quote(tmp)):read("l"):match("^(%x+)")
+    os.remove(tmp)
+    write_file(entry_11, body .. hex:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end))
+    local r = child(home, [[
+      report("bad", dev:build(SRC, {defines = {VALUE = 11}}))
+      report("fixed", dev:build(SRC, {defines = {VALUE = 11}}))
+    ]])
+    assert.same({cached = false, value = 11}, r.bad, r.output)
+    assert.same({cached = true, value = 11}, r.fixed, r.output)
+    local now = read_file(entry_11)
+    assert.is_true(string.unpack("<I8", now, 105 + 77) > 0, "the entry was not replaced")
+  end)
+
   it("keys on the content of included files, nested ones too", function()
     local src = tmpdir()
     write_file(src .. "/main.cl", '#include "a.h"\n'
@@ -213,6 +246,65 @@ describe("the program cache", function()
     for _, f in ipairs(files) do assert.matches("^%x+%.bin$", f) end
     local r = child(home, 'report("after", dev:build(SRC, {defines = {VALUE = 51}}))')
     assert.same({cached = true, value = 51}, r.after, r.output)
+  end)
+
+  -- Many processes at once over one cache folder (luagpu's and PoCL's own):
+  -- a key-value sort of uint keys (the case that once left an entry PoCL
+  -- aborted on) and small programs; then a fresh process, with PoCL's cache
+  -- empty, loads every entry, and none is rebuilt or replaced.
+  it("leaves only loadable entries after many processes share one cache at once", function()
+    local box = tmpdir()
+    write_file(box .. "/work.lua", [==[
+      package.cpath = os.getenv("LUAGPU_BUILD") .. "/?.so;" .. package.cpath
+      package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+      local gpu = require "luagpu"
+      local algo = require "luagpu.algo"
+      local dev = gpu.device()
+      local n = 3000 + 7 * tonumber(arg[1])
+      local keys, vals = {}, {}
+      for i = 1, n do keys[i] = math.random(0, 4294967295); vals[i] = i end
+      local kb = dev:buffer("uint", n, {host = keys})
+      local vb = dev:buffer("int", n, {host = vals})
+      algo.sort(kb, {values = vb})
+      local k, v = kb:get(), vb:get()
+      for i = 1, n do
+        assert(k[i] == keys[v[i]], "values moved with their keys")
+        assert(i == 1 or k[i - 1] <= k[i], "sorted")
+      end
+      local cached = 0
+      for value = 60, 62 do
+        local p = dev:build("__kernel void f(__global int *o) { o[0] = VALUE; }",
+                            {defines = {VALUE = value}})
+        local o = dev:buffer("int", 1)
+        p.f(o):run({1}):wait()
+        assert(o:get()[1] == value)
+        if p.cached then cached = cached + 1 end
+      end
+      print("ok " .. arg[1] .. " " .. cached)]==])
+    local env = string.format("LUAGPU_BUILD=%s XDG_CACHE_HOME=%s", sh_quote(BUILD), sh_quote(box))
+    local cmds = {}
+    for i = 1, 6 do cmds[i] = env .. " lua5.4 " .. sh_quote(box .. "/work.lua") .. " " .. i .. " &" end
+    local p = io.popen("(" .. table.concat(cmds, " ") .. " wait) 2>&1")
+    local out = p:read("a")
+    p:close()
+    for i = 1, 6 do assert.matches("ok " .. i .. " %d\n", out) end
+    local function entries()
+      local p = io.popen("ls -i " .. sh_quote(box .. "/luagpu"))   -- a replaced entry: a new inode
+      local text = p:read("a")
+      p:close()
+      return text
+    end
+    local before = entries()
+    assert.matches("%.bin", before)
+    assert(os.execute("mkdir " .. sh_quote(box .. "/empty")))
+    p = io.popen(env .. " POCL_CACHE_DIR=" .. sh_quote(box .. "/empty") .. " lua5.4 "
+                 .. sh_quote(box .. "/work.lua") .. " 7 2>&1")
+    out = p:read("a")
+    p:close()
+    local after = entries()
+    os.execute("rm -rf " .. sh_quote(box))
+    assert.equal("ok 7 3\n", out)
+    assert.equal(before, after)
   end)
 
   -- PoCL 3.1 keeps its own cache, one folder per program shared by every
