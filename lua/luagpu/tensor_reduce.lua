@@ -33,6 +33,32 @@ local LIMITS = {
   float = {"-INFINITY", "INFINITY"}, double = {"-(double)INFINITY", "(double)INFINITY"},
 }
 
+-- Floats: min and max skip NaNs (fmin, fmax), and give NaN when every
+-- element is NaN: NaN is their neutral element. argmin and argmax skip
+-- NaNs too (a number beats a NaN) and give the first position when every
+-- element is NaN (NaNs are then the same value): x[argmin] is min.
+local NAN = {float = "NAN", double = "((double)NAN)"}
+
+local function arg_spec(t, cmp, limit)
+  local spec = {acc = t, out = "long", ARG = true, FINAL = "((long)(i) + 1)", empty = true}
+  if FLOATS[t] then
+    spec.NEUTRAL = NAN[t]
+    spec.BETTER = format("((a) %s (b) || (isnan(b) && !isnan(a)))", cmp)
+    spec.SAME = "((a) == (b) || (isnan(a) && isnan(b)))"
+  else
+    spec.NEUTRAL = LIMITS[t][limit]
+    spec.BETTER = format("((a) %s (b))", cmp)
+    spec.SAME = "((a) == (b))"
+  end
+  return spec
+end
+
+-- The types whose whole mean is luagpu.reduce's sum over n: exact long
+-- sums, and float summed in double. long and ulong sums would wrap: their
+-- mean, as double's, accumulates in double (the kernel of the dims).
+local MEAN_BY_SUM = {char = true, uchar = true, short = true, ushort = true, int = true,
+                     uint = true, float = true}
+
 -- The accumulator of sums and products of t.
 local function sum_acc(t)
   if FLOATS[t] then return t end
@@ -55,21 +81,15 @@ local SPECS = {
             FINAL = "((a) / (ACC)(n))"}
   end,
   min = function(t)
-    return {acc = t, out = t, NEUTRAL = LIMITS[t][2],
-            OP = FLOATS[t] and "fmin(a, b)" or "min(a, b)", empty = true}
+    if FLOATS[t] then return {acc = t, out = t, NEUTRAL = NAN[t], OP = "fmin(a, b)", empty = true} end
+    return {acc = t, out = t, NEUTRAL = LIMITS[t][2], OP = "min(a, b)", empty = true}
   end,
   max = function(t)
-    return {acc = t, out = t, NEUTRAL = LIMITS[t][1],
-            OP = FLOATS[t] and "fmax(a, b)" or "max(a, b)", empty = true}
+    if FLOATS[t] then return {acc = t, out = t, NEUTRAL = NAN[t], OP = "fmax(a, b)", empty = true} end
+    return {acc = t, out = t, NEUTRAL = LIMITS[t][1], OP = "max(a, b)", empty = true}
   end,
-  argmin = function(t)
-    return {acc = t, out = "long", NEUTRAL = LIMITS[t][2], BETTER = "((a) < (b))", ARG = true,
-            FINAL = "((long)(i) + 1)", empty = true}
-  end,
-  argmax = function(t)
-    return {acc = t, out = "long", NEUTRAL = LIMITS[t][1], BETTER = "((a) > (b))", ARG = true,
-            FINAL = "((long)(i) + 1)", empty = true}
-  end,
+  argmin = function(t) return arg_spec(t, "<", 2) end,
+  argmax = function(t) return arg_spec(t, ">", 1) end,
   any = function()
     return {acc = "uchar", out = "uchar", NEUTRAL = "0", OP = "((a) | (b))",
             MAP = "((uchar)((x) != 0))"}
@@ -106,6 +126,7 @@ local function program(fn, dev, op, t)
   if spec.ARG then
     lines[#lines + 1] = "#define ARG"
     lines[#lines + 1] = "#define BETTER(a, b) " .. spec.BETTER
+    lines[#lines + 1] = "#define SAME(a, b) " .. spec.SAME
   else
     lines[#lines + 1] = "#define OP(a, b) " .. spec.OP
   end
@@ -233,7 +254,7 @@ function R.install(C)
       return op == "prod" and (FLOATS[spec.out] and 1.0 or 1) or (FLOATS[spec.out] and 0.0 or 0)
     end
     x = x:contiguous()
-    if op == "sum" or op == "min" or op == "max" or (op == "mean" and x._type ~= "double") then
+    if op == "sum" or op == "min" or op == "max" or (op == "mean" and MEAN_BY_SUM[x._type]) then
       reduce_helper = reduce_helper or require "luagpu.reduce"
       local b = C.elements_of(x)
       if op == "mean" then
