@@ -95,3 +95,86 @@ describe("tensor interop", function()
     end
   end)
 end)
+
+describe("tensors sharing memory, against NumPy", function()
+  local dev = gpu.device()
+  math.randomseed(271)
+  local algo_ok, algo = pcall(require, "luagpu.algo")
+  local has_sort = algo_ok and type(algo.sort) == "function" and type(algo.scan) == "function"
+
+  local function random_ints(n, lo, hi)
+    local v = {}
+    for i = 1, n do v[i] = math.random(lo, hi) end
+    return v
+  end
+
+  -- tensor x as a NumPy input: its type, shape and values
+  local function np_of(x)
+    return {type = x.type, shape = x.shape, data = x:get():totable()}
+  end
+
+  local it_sort = has_sort and it or pending
+  it("a block whose Buffer the script holds never goes back to the pool (issue 27 item 7)", function()
+    local k = dev:build("kernel void seven(global float* a) { a[get_global_id(0)] = 7; }").seven
+    for _, how in ipairs{"buffer", "view", "call"} do
+      local x = dev:tensor("float", {1000}, 1)
+      if how == "view" then x = dev:tensor("float", {1500}, 1):slice(1, 1, 1000) end
+      local b, call
+      if how == "call" then call = k(x) else b = x.buffer end
+      x = nil
+      collectgarbage()
+      collectgarbage()
+      local ys = {}
+      for i = 1, 4 do ys[i] = dev:tensor("float", {1000}, 2) end
+      if call then call:run{1000} else b:fill(7) end
+      dev:finish()
+      for i = 1, 4 do assert.equal(2000, ys[i]:sum(), how) end
+    end
+    -- the block is released with its Buffer; the pool's count leaves it
+    collectgarbage()
+    local m0 = dev:memory()
+    local x = dev:tensor("float", {1 << 14})
+    local b = x.buffer
+    assert.equal(m0.used, dev:memory().used)
+    b, x = nil, nil
+    collectgarbage()
+    assert.equal(m0.used, dev:memory().used)
+    assert.equal(m0.pooled, dev:memory().pooled)
+  end)
+
+  it("writing a tensor that shares its buffer with the one read copies through a temporary (issue 27 item 8)", function()
+    if not S.need_numpy(assert, pending) then return end
+    for _, n in ipairs{5, 64} do
+      local vals = random_ints(n * n, -1000, 1000)
+      -- a tensor over a tensor's own Buffer
+      local x = dev:tensor("float", {n, n}, vals)
+      local y = dev:tensor("float", {n, n}, x.buffer)
+      local ref = S.numpy("out = [a.T, a.T * 2 + 1]", {a = np_of(x)})
+      x:set(y:t())
+      S.check(assert, x, ref[1])
+      x:set(dev:tensor("float", {n, n}, vals))
+      x:set(y:t() * 2 + 1)                        -- a lazy expression reading it
+      S.check(assert, x, ref[2])
+      -- two tensors over one user Buffer, one through a view of it
+      local buf = dev:buffer("int", n * n)
+      buf:write(gpu.array("int", vals))
+      local u = dev:tensor("int", {n, n}, buf)
+      local w = dev:tensor("int", {n, n}, buf:sub(1, n * n))
+      u:set(w:t())
+      S.check(assert, u, ref[1])
+      -- overlapping ranges: a[1:n+1] = a[0:n], through Buffer views
+      local z = dev:tensor("int", {2 * n}, random_ints(2 * n, -50, 50))
+      local zr = S.numpy(("b = a.copy(); b[1:%d] = a[0:%d]; out = b"):format(n + 1, n),
+                         {a = np_of(z)})
+      local src = dev:tensor("int", {n}, z.buffer:sub(1, n))
+      z:slice(1, 2, n + 1):set(src)
+      S.check(assert, z, zr)
+    end
+    -- a cube permuted into itself
+    local c = dev:arange("double", 27):reshape{3, 3, 3}:eval()
+    local ref = S.numpy("out = np.transpose(a, (2, 1, 0))", {a = np_of(c)})
+    c:set(dev:tensor("double", {3, 3, 3}, c.buffer):permute{3, 2, 1})
+    S.check(assert, c, ref)
+  end)
+
+end)

@@ -241,6 +241,7 @@ function C.expose(s)
   if not s.exposed then
     C.flush_readers(s)
     s.exposed = true
+    memory.expose(s)
   end
 end
 

@@ -45,6 +45,14 @@ function I.install(C)
 
   MT.__tobuffer = function(x) return buffer_of("tensor", x) end
 
+  -- The Buffer of the elements of contiguous, non-empty x for luagpu's own
+  -- helpers (matmul, algo), which keep no reference the script can reach:
+  -- x's storage is not exposed, its block stays in the pool.
+  local function own_buffer(x)
+    if x._expr then C.realize(x) end
+    return C.elements_of(x)
+  end
+
   ---------------------------------------------------------------- mm
 
   local matmul
@@ -54,16 +62,15 @@ function I.install(C)
   -- dims have the strides of a contiguous layout's transpose (b:t(), or
   -- x:transpose(2, 3) of a contiguous 3-D one) is passed as its base storage
   -- with trans_a / trans_b: no copy. Any other layout is copied once.
-  local function mm_operand(fn, x)
-    if x._expr or Tensor.is_contiguous(x) then return buffer_of(fn, x), false end
+  local function mm_operand(x)
+    if x._expr or Tensor.is_contiguous(x) then return own_buffer(x), false end
     local shape, st, nd = x._shape, x._strides, #x._shape
     local r, c = shape[nd - 1], shape[nd]
     if (st[nd - 1] == 1 or r == 1) and (st[nd] == r or c == 1)
        and (nd == 2 or st[1] == r * c or shape[1] == 1) then
-      C.expose(x._st)
       return x._st.buf:sub(x._off + 1, x._off + x._n), true
     end
-    return buffer_of(fn, x:contiguous()), false
+    return own_buffer(x:contiguous()), false
   end
 
   -- x:mm(y): the matrix product of 2-D tensors of float (or double), or a
@@ -101,10 +108,10 @@ function I.install(C)
     local out = C.empty(fn, x._dev, x._type, nb and {nb, m, n} or {m, n})
     if out._n == 0 then return out end
     if k == 0 then return out:set(0) end
-    local a, ta = mm_operand(fn, x)
-    local b, tb = mm_operand(fn, y)
+    local a, ta = mm_operand(x)
+    local b, tb = mm_operand(y)
     matmul = matmul or require "luagpu.matmul"
-    matmul(a, b, buffer_of(fn, out), {m = m, n = n, k = k, trans_a = ta, trans_b = tb,
+    matmul(a, b, own_buffer(out), {m = m, n = n, k = k, trans_a = ta, trans_b = tb,
                                       batch = nb})
     return out
   end
