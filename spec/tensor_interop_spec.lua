@@ -114,6 +114,39 @@ describe("tensors sharing memory, against NumPy", function()
   end
 
   local it_sort = has_sort and it or pending
+  it_sort("sort, argsort and cumsum along any dim of any view leave their input as it was (issue 27 item 5)", function()
+    if not S.need_numpy(assert, pending) then return end
+    -- the cases of the report: moving the dim last gives a contiguous layout
+    local b = dev:tensor("int", {2, 3}, {3, 1, 2, 9, 7, 8})
+    assert.same({{3, 1, 2}, {9, 7, 8}}, b:t():sort(1):t():totable() and b:totable())
+    local c = dev:tensor("int", {3, 1}, {3, 1, 2})
+    assert.same({{1}, {2}, {3}}, c:sort(1):totable())
+    assert.same({{3}, {1}, {2}}, c:totable())
+    local perms = {{1, 2, 3}, {2, 1, 3}, {3, 2, 1}, {2, 3, 1}, {1, 3, 2}, {3, 1, 2}}
+    for case = 1, 12 do
+      local t = case % 2 == 0 and "float" or "int"
+      local shape = {math.random(1, 4), math.random(1, 4), math.random(1, 5)}
+      if case == 1 then shape = {1, 3, 1} end
+      local n = S.numel(shape)
+      local vals = random_ints(n, -6, 6)          -- ties: argsort must be stable
+      local x = dev:tensor(t, shape, vals)
+      local v = x:permute(perms[(case - 1) % #perms + 1])
+      local lines = {"out = []"}
+      for d = 1, 3 do
+        lines[#lines + 1] = ("out += [np.sort(a, axis=%d), np.argsort(a, axis=%d, kind='stable') + 1, " ..
+                             "np.cumsum(a, axis=%d, dtype=a.dtype)]"):format(d - 1, d - 1, d - 1)
+      end
+      local ref = S.numpy(table.concat(lines, "\n"), {a = np_of(v)})
+      for d = 1, 3 do
+        S.check(assert, v:sort(d), ref[3 * d - 2])
+        assert.same(vals, x:get():totable(), "sort changed its input")
+        S.check(assert, v:argsort(d), ref[3 * d - 1])
+        S.check(assert, v:cumsum(d), ref[3 * d])
+        assert.same(vals, x:get():totable(), "argsort or cumsum changed its input")
+      end
+    end
+  end)
+
   it("a block whose Buffer the script holds never goes back to the pool (issue 27 item 7)", function()
     local k = dev:build("kernel void seven(global float* a) { a[get_global_id(0)] = 7; }").seven
     for _, how in ipairs{"buffer", "view", "call"} do

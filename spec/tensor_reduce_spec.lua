@@ -404,4 +404,49 @@ def arg(a, axis, greater):
     end
   end)
 
+  it("dim-wise operations of empty tensors keep NumPy's shapes (issue 27 item 11)", function()
+    if not S.need_numpy(assert, pending) then return end
+    local shapes = {{0}, {0, 3}, {3, 0}, {2, 0, 4}, {0, 0}, {1, 0, 2}}
+    local ops = {"cumsum", "sort", "argsort", "sum", "prod", "mean", "min", "max", "argmin",
+                 "argmax", "any", "all"}
+    local NP = {cumsum = "np.cumsum(a, axis=%d)", sort = "np.sort(a, axis=%d)",
+                argsort = "np.argsort(a, axis=%d)", sum = "np.sum(a, axis=%d)",
+                prod = "np.prod(a, axis=%d)", mean = "np.mean(a, axis=%d)",
+                min = "np.min(a, axis=%d)", max = "np.max(a, axis=%d)",
+                argmin = "np.argmin(a, axis=%d)", argmax = "np.argmax(a, axis=%d)",
+                any = "np.any(a, axis=%d)", all = "np.all(a, axis=%d)"}
+    local lines = {"def shape(f):", "    try: return list(f().shape)",
+                   "    except Exception: return None", "out = []"}
+    for _, shape in ipairs(shapes) do
+      lines[#lines + 1] = string.format("a = np.zeros((%s), dtype=np.float32)",
+                                        table.concat(shape, ",") .. (#shape == 1 and "," or ""))
+      for d = 1, #shape do
+        for _, op in ipairs(ops) do
+          lines[#lines + 1] = "out.append(shape(lambda: " .. NP[op]:format(d - 1) .. "))"
+        end
+      end
+    end
+    lines[#lines + 1] = "out = [np.array(s) if s is not None else np.array([-1, -1, -1]) for s in out]"
+    local ref = S.numpy(table.concat(lines, "\n"))
+    local k = 0
+    for _, shape in ipairs(shapes) do
+      local x = dev:tensor("float", shape)
+      for d = 1, #shape do
+        for _, op in ipairs(ops) do
+          k = k + 1
+          local want = ref[k].data
+          local ok, r = pcall(x[op], x, d)
+          local what = op .. " of " .. table.concat(shape, "x") .. " along " .. d
+          if #want == 3 and want[1] == -1 then
+            assert.is_false(ok, what .. " should raise")
+            assert.matches("is undefined", r, 1, true)
+          else
+            assert.is_true(ok, what .. ": " .. tostring(r))
+            assert.same(want, r.shape, what)
+          end
+        end
+      end
+    end
+  end)
+
 end)

@@ -157,16 +157,23 @@ function I.install(C)
     return A
   end
 
-  -- x with dim d moved last, contiguous (a copy when d is not last), and
-  -- the permutation that moves it back.
-  local function dim_last(x, d)
+  -- x with dim d moved last, contiguous, and the permutation that moves it
+  -- back (nil when d is last). With copy, always a new tensor of its own
+  -- (to be written); else possibly x or a view of x's storage (when the
+  -- moved layout is already contiguous: {n, 1} along 1, b:t() along 1).
+  local function dim_last(x, d, copy)
     local nd = #x._shape
-    if d == nd then return x:contiguous(), nil end
-    local order, back = {}, {}
-    for i = 1, nd do if i ~= d then order[#order + 1] = i end end
-    order[nd] = d
-    for i, o in ipairs(order) do back[o] = i end
-    return x:permute(order):contiguous(), back
+    local moved, back = x, nil
+    if d ~= nd then
+      local order = {}
+      back = {}
+      for i = 1, nd do if i ~= d then order[#order + 1] = i end end
+      order[nd] = d
+      for i, o in ipairs(order) do back[o] = i end
+      moved = x:permute(order)
+    end
+    if copy then return Tensor.clone(moved), back end
+    return moved:contiguous(), back
   end
 
   local function check_dim_arg(fn, x, dim)
@@ -181,11 +188,11 @@ function I.install(C)
     C.check(fn, 0, x)
     local d = check_dim_arg(fn, x, dim)
     local A = algo(fn, "scan")
+    if x._n == 0 then return C.empty(fn, x._dev, x._type, x._shape) end
     local src, back = dim_last(x, d)
     local out = C.empty(fn, x._dev, x._type, src._shape)
-    if x._n == 0 then return out end
     local L = src._shape[#src._shape]
-    A.scan(buffer_of(fn, src), {row_length = L, out = buffer_of(fn, out)})
+    A.scan(own_buffer(src), {row_length = L, out = own_buffer(out)})
     return back and out:permute(back) or out
   end
 
@@ -208,11 +215,10 @@ function I.install(C)
     C.check(fn, 0, x)
     local d, desc = sort_args(fn, x, dim, opts)
     local A = algo(fn, "sort")
-    local src, back = dim_last(x, d)
-    local out = src == x and Tensor.clone(x) or src
-    if x._n == 0 then return out end
+    if x._n == 0 then return C.empty(fn, x._dev, x._type, x._shape) end
+    local out, back = dim_last(x, d, true)   -- sorted in place: a copy of its own
     local L = out._shape[#out._shape]
-    A.sort(buffer_of(fn, out), {row_length = L, descending = desc})
+    A.sort(own_buffer(out), {row_length = L, descending = desc})
     return back and out:permute(back) or out
   end
 
@@ -223,10 +229,10 @@ function I.install(C)
     C.check(fn, 0, x)
     local d, desc = sort_args(fn, x, dim, opts)
     local A = algo(fn, "argsort")
-    local src, back = dim_last(x, d)
     if x._n == 0 then return C.empty(fn, x._dev, "long", x._shape) end
+    local src, back = dim_last(x, d)
     local L = src._shape[#src._shape]
-    local idx = A.argsort(buffer_of(fn, src), {row_length = L, descending = desc, base = 1})
+    local idx = A.argsort(own_buffer(src), {row_length = L, descending = desc, base = 1})
     local t = C.new_tensor(x._dev, idx.type, src._shape, idx)
     local pos = t:astype("long")          -- algo gives 1-based positions
     return back and pos:permute(back) or pos

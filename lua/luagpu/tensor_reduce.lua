@@ -282,10 +282,13 @@ function R.install(C)
       if i ~= d then rshape[#rshape + 1] = shape[i]
       elseif keepdim then rshape[#rshape + 1] = 1 end
     end
+    -- an empty dim raises even when the result is empty (as NumPy)
+    if L == 0 and spec.empty then
+      empty_error(fn, op, "an empty dim", format(" (dim %d has size 0)", d))
+    end
     local res = C.empty(fn, x._dev, spec.out, rshape)
     if res._n == 0 then return res end
     if L == 0 then
-      if spec.empty then empty_error(fn, op, "an empty dim", format(" (dim %d has size 0)", d)) end
       return res:set(op == "prod" and 1 or op == "all" and 1 or op == "mean" and 0 / 0 or 0)
     end
     x = x:contiguous()
