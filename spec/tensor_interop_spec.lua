@@ -210,4 +210,40 @@ describe("tensors sharing memory, against NumPy", function()
     S.check(assert, c, ref)
   end)
 
+  it("0-d tensors save as shape () and load back 0-d; x[i] raises (issue 27 item 43)", function()
+    if not S.need_numpy(assert, pending) then return end
+    local tmp = os.tmpname()
+    local path = tmp .. ".npy"                    -- np.save adds .npy to other names
+    for _, shape in ipairs{{}, {1}, {2, 0, 3}, {3, 1}} do
+      local n = S.numel(shape)
+      local x = dev:tensor("double", shape, random_ints(n, -9, 9))
+      x:save(path)
+      local ref = S.numpy(("out = np.load(%q)"):format(path))
+      S.check(assert, x, ref)
+      local y = gpu.load(path, dev)
+      assert.same(shape, y.shape)
+      assert.same(x:totable(), y:totable())
+    end
+    S.numpy(("np.save(%q, np.float32(2.5)); out = 0"):format(path))
+    local y = gpu.load(path, dev)
+    assert.equal(0, y.ndim)
+    assert.equal(2.5, y:item())
+    local a, fshape = gpu.load(path)
+    assert.same({1}, a.shape)
+    assert.same({}, fshape)
+    has_error("luagpu: array:save: argument #2: the shape does not hold the array's 2 elements",
+              a.save, gpu.array("float", 2), path, {3})
+    has_error("luagpu: array:save: argument #2: size 2: expected an integer >= 0",
+              a.save, gpu.array("float", 2), path, {1, -2})
+    os.remove(path)
+    os.remove(tmp)
+    -- indexing is not there yet: it raises, methods and fields still work
+    local x = dev:tensor("float", {2, 2})
+    has_error("luagpu: tensor: x[1]: indexing a tensor is not supported yet (use x:select(dim, i), " ..
+              "x:slice(dim, first, last), x:item() or x:get())", function() return x[1] end)
+    has_error("x[-1]: indexing a tensor is not supported yet", function() return x[-1] end)
+    has_error("luagpu: tensor: no field or method 'lenght'", function() return x.lenght end)
+    assert.same({2, 2}, x.shape)
+    assert.equal(0, x:sum())
+  end)
 end)

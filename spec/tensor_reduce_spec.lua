@@ -449,4 +449,15 @@ def arg(a, axis, greater):
     end
   end)
 
+  it("several dims at once raise a clear error (issue 27 item 43)", function()
+    local x = dev:tensor("float", {2, 3})
+    for _, op in ipairs{"sum", "mean", "min", "argmax", "all"} do
+      has_error("luagpu: tensor:" .. op .. ": argument #1: expected an integer dim, got a table " ..
+                "(reducing several dims at once is not supported yet)", x[op], x, {1, 2})
+    end
+    has_error("luagpu: tensor:cumsum: argument #1: expected an integer dim, got a table " ..
+              "(several dims at once are not supported yet)", x.cumsum, x, {1, 2})
+    has_error("luagpu: tensor:sort: argument #1: expected an integer dim, got a table " ..
+              "(several dims at once are not supported yet)", x.sort, x, {1, 2}, {})
+  end)
 end)

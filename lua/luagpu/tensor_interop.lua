@@ -129,7 +129,7 @@ function I.install(C)
       fail("tensor:save", "argument #1: expected a path, got %s", typename(path))
     end
     local a = x:get()
-    local ok, e = pcall(a.save, a, path)
+    local ok, e = pcall(a.save, a, path, x._shape)   -- a 0-d tensor: shape ()
     if not ok then fail("tensor:save", "%s", tostring(e):gsub("^luagpu: array:save: ", "")) end
     return x
   end
@@ -137,14 +137,13 @@ function I.install(C)
   -- gpu.load(path, dev [, type]): the .npy file as a tensor on dev.
   function M.load(path, dev, t)
     local fn = "gpu.load"
-    local ok, a = pcall(gpu.load, path, t)
+    local ok, a, fshape = pcall(gpu.load, path, t)
     if not ok then fail(fn, "%s", tostring(a):gsub("^luagpu: gpu.load: ", "")) end
     if not H.SCALAR_SIZES[a.type] then
       fail(fn, "%s: expected scalar elements, got %s", path, a.type)
     end
-    local shape = a.shape
-    if #a == 1 and #shape == 1 and shape[1] == 1 then shape = {1} end
-    return C.new_tensor(dev, a.type, shape, a)
+    -- a 0-d file gives a 0-d tensor (its host array has shape {1})
+    return C.new_tensor(dev, a.type, #fshape == 0 and {} or a.shape, a)
   end
 
   ---------------------------------------------------------------- algo
@@ -179,6 +178,10 @@ function I.install(C)
   local function check_dim_arg(fn, x, dim)
     if #x._shape == 0 then fail(fn, "expected a tensor of at least 1 dim, got a 0-d one") end
     if dim == nil then return #x._shape end
+    if type(dim) == "table" then
+      fail(fn, "argument #1: expected an integer dim, got a table (several dims at once are " ..
+           "not supported yet)")
+    end
     return C.check_dim(fn, "argument #1", x, dim)
   end
 

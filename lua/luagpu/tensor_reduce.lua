@@ -306,6 +306,10 @@ function R.install(C)
       if x._type == "double" then C.check_device_type(fn, x._dev, "double") end
       if (op == "mean") and x._type ~= "float" then C.check_device_type(fn, x._dev, "double") end
       if dim == nil then return reduce_all(fn, op, x) end
+      if type(dim) == "table" then
+        fail(fn, "argument #1: expected an integer dim, got a table (reducing several dims " ..
+             "at once is not supported yet)")
+      end
       local d = C.check_dim(fn, "argument #1", x, dim)
       return reduce_dim(fn, op, x, d, keepdim)
     end
