@@ -15,9 +15,6 @@
 #define ALIGN 64
 #define SHOW 8          /* scalars tostring shows */
 
-/* The most bytes of data one array may hold: half of what Lua could address. */
-#define MAX_BYTES (((size_t)LUA_MAXINTEGER < SIZE_MAX ? (size_t)LUA_MAXINTEGER : SIZE_MAX) / 2)
-
 /* ------------------------------------------------------------ creation */
 
 static int alloc_ud(lua_State *L) {
@@ -40,7 +37,7 @@ static void add_shape(luaL_Buffer *b, int ndim, const size_t *shape) {
 
 size_t lg_shape_count(lua_State *L, lg_Type t, int ndim, const size_t *shape,
                       const char *fn) {
-  size_t max = MAX_BYTES / lg_type_size(t), count = 1;
+  size_t max = LG_MAX_BYTES / lg_type_size(t), count = 1;
   int i;
   for (i = 0; i < ndim; i++)
     if (shape[i] == 0) return 0;

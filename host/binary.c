@@ -72,29 +72,35 @@ typedef struct Parts {
 /* Reads a container (s, n bytes) into *x; returns 0 when it is none or
 ** damaged. Every length is checked against what is there. */
 static int read_container(const char *s, size_t n, Parts *x) {
-  unsigned long long len[4];
-  const char *p, *nl;
+  size_t len[4];
+  const char *p, *nl, *q;
   size_t left, i;
-  char head[128];
   if (n < MAGIC_LEN || memcmp(s, MAGIC, MAGIC_LEN) != 0) return 0;
   p = s + MAGIC_LEN;
   left = n - MAGIC_LEN;
-  nl = memchr(p, '\n', left < sizeof head ? left : sizeof head);
+  nl = memchr(p, '\n', left < 128 ? left : 128);
   if (nl == NULL) return 0;
-  memcpy(head, p, (size_t)(nl - p));
-  head[nl - p] = '\0';
-  if (sscanf(head, "%llu %llu %llu %llu", &len[0], &len[1], &len[2], &len[3]) != 4) return 0;
+  for (q = p, i = 0; i < 4; i++) {      /* four decimals, one space apart, none past n */
+    int digits = 0;
+    if (i > 0 && *q++ != ' ') return 0;
+    for (len[i] = 0; q < nl && *q >= '0' && *q <= '9'; q++, digits++) {
+      if (len[i] > (n - (size_t)(*q - '0')) / 10) return 0;
+      len[i] = len[i] * 10 + (size_t)(*q - '0');
+    }
+    if (digits == 0) return 0;
+  }
+  if (q != nl) return 0;
   left -= (size_t)(nl - p) + 1;
   p = nl + 1;
   for (i = 0; i < 4; i++) {
     if (len[i] > left) return 0;
-    left -= (size_t)len[i];
+    left -= len[i];
   }
   if (left != 0 || len[3] == 0) return 0;
-  x->name = p;                     x->nname = (size_t)len[0];
-  x->options = p + len[0];         x->noptions = (size_t)len[1];
-  x->meta = x->options + len[1];   x->nmeta = (size_t)len[2];
-  x->bin = x->meta + len[2];       x->nbin = (size_t)len[3];
+  x->name = p;                     x->nname = len[0];
+  x->options = p + len[0];         x->noptions = len[1];
+  x->meta = x->options + len[1];   x->nmeta = len[2];
+  x->bin = x->meta + len[2];       x->nbin = len[3];
   return 1;
 }
 
@@ -138,6 +144,8 @@ static int dev_build_binary(lua_State *L) {
     x.bin = s;
     x.nbin = n;
     x.options = "";
+  } else if (!lg_meta_ok(x.meta, x.nmeta)) {
+    return lg_argerror(L, fn, 1, "a damaged binary: its kernel metadata is malformed");
   } else if (x.nname != strlen(d->name) || memcmp(x.name, d->name, x.nname) != 0) {
     lua_pushlstring(L, x.name, x.nname);
     return lg_argerror(L, fn, 1, "the binary was built for %s, not for %s", lua_tostring(L, -1),

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -169,7 +170,9 @@ void lg_cache_store(const char *key, const lg_CacheEntry *e) {
 ** So every build, load from a binary and binary extraction luagpu asks of
 ** PoCL runs under an exclusive flock on luagpu.lock in PoCL's cache folder:
 ** the one file that every process sharing that folder agrees on, whatever
-** its own luagpu cache or its LUAGPU_NO_CACHE. */
+** its own luagpu cache or its LUAGPU_NO_CACHE. A build never waits for it
+** silently or forever: lg_pocl_lock names the holder after a while and
+** goes on without the lock after LUAGPU_LOCK_TIMEOUT seconds. */
 
 static int is_pocl(cl_platform_id p) {
   char name[64];
@@ -196,19 +199,102 @@ static int pocl_dir(cl_platform_id p, char *dir, size_t size) {
   return n > 0 && (size_t)n < size;
 }
 
+/* Who holds the flock on the file of fd, from /proc/locks: "process PID
+** (NAME)" into buf, or "another process" when that cannot be told. */
+static void lock_holder(int fd, char *buf, size_t size) {
+  char line[256], name[64], path[64];
+  struct stat st;
+  long pid = 0;
+  FILE *f;
+  snprintf(buf, size, "another process");
+  if (fstat(fd, &st) != 0 || (f = fopen("/proc/locks", "r")) == NULL) return;
+  while (pid == 0 && fgets(line, sizeof line, f) != NULL) {
+    char kind[16], mode[16], access[16], id[64], *ino;
+    long who;
+    /* "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; waiters have "->" */
+    if (strstr(line, "->") != NULL ||
+        sscanf(line, "%*s %15s %15s %15s %ld %63s", kind, mode, access, &who, id) != 5 ||
+        strcmp(kind, "FLOCK") != 0 || (ino = strrchr(id, ':')) == NULL)
+      continue;
+    if (strtoull(ino + 1, NULL, 10) == (unsigned long long)st.st_ino) pid = who;
+  }
+  fclose(f);
+  if (pid <= 0) return;
+  snprintf(path, sizeof path, "/proc/%ld/comm", pid);
+  name[0] = '\0';
+  if ((f = fopen(path, "r")) != NULL) {
+    if (fgets(name, sizeof name, f) == NULL) name[0] = '\0';
+    fclose(f);
+  }
+  name[strcspn(name, "\n")] = '\0';
+  if (name[0] != '\0') snprintf(buf, size, "process %ld (%s)", pid, name);
+  else snprintf(buf, size, "process %ld", pid);
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Seconds a build waits for the lock before it goes on without it:
+** LUAGPU_LOCK_TIMEOUT, else 60 (a legitimate rival build of a large
+** program on a busy machine can hold it for tens of seconds). After
+** NOTE_AFTER seconds (or half the timeout, when shorter) the wait is
+** reported on stderr once, naming the holder. */
+#define DEFAULT_TIMEOUT 60.0
+#define NOTE_AFTER 10.0
+
+static double lock_timeout(void) {
+  const char *v = getenv("LUAGPU_LOCK_TIMEOUT");
+  char *end;
+  double t;
+  if (v == NULL || v[0] == '\0') return DEFAULT_TIMEOUT;
+  t = strtod(v, &end);
+  return *end == '\0' && t >= 0 && t < 1e9 ? t : DEFAULT_TIMEOUT;
+}
+
 int lg_pocl_lock(cl_platform_id p) {
-  char dir[PATH_MAX], path[PATH_MAX + 16];
-  int fd;
+  char dir[PATH_MAX], path[PATH_MAX + 16], who[128];
+  double start, waited, timeout, note, pause = 0.005;
+  int fd, noted = 0;
   if (!pocl_dir(p, dir, sizeof dir) || !make_dirs(dir) ||
       snprintf(path, sizeof path, "%s/luagpu.lock", dir) >= (int)sizeof path)
     return -1;
   fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (fd < 0) fd = open(path, O_RDONLY | O_CLOEXEC);   /* another user's folder */
   if (fd < 0) return -1;
-  while (flock(fd, LOCK_EX) != 0) {
-    if (errno != EINTR) { close(fd); return -1; }
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+  timeout = lock_timeout();
+  note = timeout / 2 < NOTE_AFTER ? timeout / 2 : NOTE_AFTER;
+  start = now_s();
+  for (;;) {
+    struct timespec t;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+    if (errno != EWOULDBLOCK && errno != EINTR) break;
+    waited = now_s() - start;
+    if (waited >= timeout) {
+      lock_holder(fd, who, sizeof who);
+      fprintf(stderr, "luagpu: gave up waiting for PoCL's cache lock %s after %.0f s "
+              "(held by %s): building without it\n", path, waited, who);
+      fflush(stderr);
+      break;
+    }
+    if (!noted && waited >= note) {
+      noted = 1;
+      lock_holder(fd, who, sizeof who);
+      fprintf(stderr, "luagpu: waiting for PoCL's cache lock %s, held by %s "
+              "(going on without it after %.0f s; LUAGPU_LOCK_TIMEOUT sets that)\n",
+              path, who, timeout);
+      fflush(stderr);
+    }
+    t.tv_sec = 0;
+    t.tv_nsec = (long)(pause * 1e9);
+    nanosleep(&t, NULL);
+    if (pause < 0.1) pause *= 2;
   }
-  return fd;
+  close(fd);
+  return -1;
 }
 
 void lg_pocl_unlock(int fd) {

@@ -66,7 +66,9 @@ void lg_account_alloc(lua_State *L, lg_Context *c, size_t bytes) {
 }
 
 lg_Context *lg_push_borrowed_context(lua_State *L, cl_context ctx, cl_platform_id p) {
-  lg_Context *c = lua_newuserdatauv(L, sizeof *c, 0);     /* released state until retained */
+  /* released state until retained; its user value: what must outlive the cl_context (the
+  ** sub-device ids of partition.c), finalized after it */
+  lg_Context *c = lua_newuserdatauv(L, sizeof *c, 1);
   memset(c, 0, sizeof *c);
   c->platform = p;
   luaL_setmetatable(L, LG_CONTEXT_MT);

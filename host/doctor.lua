@@ -202,11 +202,8 @@ local function check_cache(r)
     r.note(dir .. " does not exist yet (it is made on the first build)")
     return
   end
-  local probe_file = dir .. "/.doctor-probe"
-  local f, err = io.open(probe_file, "w")
-  if f then
-    f:close()
-    os.remove(probe_file)
+  local ok, err = probe.canwrite(dir)
+  if ok then
     local names = probe.listdir(dir) or {}
     r.ok(string.format("%s: writable, %d entries", dir, #names))
   else

@@ -9,6 +9,7 @@ H.module = {
   version = "gpu.version: the version string, \"x.y.z\"",
   now = "gpu.now(): monotonic wall-clock seconds (a float)",
   root = "gpu.root: the checkout or install folder of the helpers and kernels (nil if none)",
+  code_dir = "gpu.code_dir: the folder of luagpu.so (or of the program linking luagpu in)",
   platforms = "gpu.platforms(): {Platform, ...}, tables with name, vendor, version, devices",
   devices = "gpu.devices([kind]): {Device, ...}; kind \"gpu\", \"cpu\", \"accelerator\" or \"all\"",
   device = "gpu.device([spec]): one Device: $LUAGPU_DEVICE, else the first GPU, else the first CPU",

@@ -157,6 +157,10 @@ lg_Array *lg_table_to_array(lua_State *L, int idx, lg_Type t, size_t expect_coun
 ** zero-filled only when zero is set. ndim 0 means {1}. */
 lg_Array *lg_newarray_for(lua_State *L, lg_Type t, int ndim, const size_t *shape,
                           const char *fn, int zero);
+/* The most bytes a host array (and any size luagpu computes from Lua's
+** numbers) may span: half of what both size_t and lua_Integer hold. */
+#define LG_MAX_BYTES \
+  (((size_t)LUA_MAXINTEGER < SIZE_MAX ? (size_t)LUA_MAXINTEGER : SIZE_MAX) / 2)
 /* The product of shape, raising "luagpu: FN: too large: ..." when an array of
 ** that many elements of t could not exist. */
 size_t lg_shape_count(lua_State *L, lg_Type t, int ndim, const size_t *shape,
@@ -492,6 +496,11 @@ lg_Kernel *lg_newkernel(lua_State *L, int progidx, const char *name, const char 
 ** program cache, since drivers need not report argument info for programs
 ** loaded from binaries. Raises naming fn on CL failures. */
 void lg_program_meta(lua_State *L, cl_program prog, const char *fn);
+/* 1 when meta (n bytes, from a binary or a cache file) is well formed as
+** lg_program_meta writes it: each kernel's argument count a decimal below
+** LG_MAX_KERNEL_ARGS followed by that many argument lines. */
+#define LG_MAX_KERNEL_ARGS 65536
+int lg_meta_ok(const char *meta, size_t n);
 /* Sets fields.names (the table at index fields) to the kernel names of its
 ** meta string ("kernel\tNAME\t..." lines), in their order. */
 void lg_program_names(lua_State *L, int fields);
@@ -646,6 +655,9 @@ void lg_open_capture(lua_State *L);
 /* The folder the module was loaded from, resolved to the checkout or the
 ** install prefix: where lua/ and kernels/ are looked up. Set at open. */
 const char *lg_root_dir(void);
+/* The folder of the file this code was loaded from: luagpu.so's, or the
+** program's that links it in (NULL when unknown). */
+const char *lg_code_dir(void);
 /* Finds the root, puts its lua/ on package.path, and adds the searcher of
 ** the embedded helpers after package.searchers' own. */
 void lg_find_helpers(lua_State *L);

@@ -281,6 +281,56 @@ static char *field(char **p) {
   return s;
 }
 
+/* The argument count of the "kernel\tNAME\tN" line whose N starts at p, when
+** N is a plain decimal below LG_MAX_KERNEL_ARGS ending its line; else -1. */
+static long meta_count(const char *p) {
+  long n = 0;
+  int digits = 0;
+  for (; *p >= '0' && *p <= '9'; p++, digits++) {
+    n = n * 10 + (*p - '0');
+    if (n >= LG_MAX_KERNEL_ARGS) return -1;
+  }
+  return digits > 0 && (*p == '\n' || *p == '\0') ? n : -1;
+}
+
+/* 1 when [s, e) holds exactly n lines "arg\t" + five more tab-separated
+** fields each, as lg_program_meta writes them. */
+static int meta_args_ok(const char *s, const char *e, long n) {
+  long lines = 0;
+  while (s < e) {
+    const char *eol = memchr(s, '\n', (size_t)(e - s));
+    int tabs = 0;
+    if (eol == NULL) eol = e;
+    if ((size_t)(eol - s) < 4 || strncmp(s, "arg\t", 4) != 0) return 0;
+    for (; s < eol; s++) tabs += *s == '\t';
+    if (tabs != 5) return 0;
+    lines++;
+    s = eol + 1;
+  }
+  return lines == n;
+}
+
+int lg_meta_ok(const char *meta, size_t n) {
+  const char *m = meta, *e = meta + n;
+  if (memchr(meta, '\0', n) != NULL) return 0;
+  while (m < e) {
+    const char *tab, *eol, *next;
+    long na;
+    if ((size_t)(e - m) < 7 || strncmp(m, "kernel\t", 7) != 0) return 0;
+    eol = memchr(m, '\n', (size_t)(e - m));
+    if (eol == NULL) return 0;
+    tab = memchr(m + 7, '\t', (size_t)(eol - m - 7));
+    if (tab == NULL || tab == m + 7 || (na = meta_count(tab + 1)) < 0) return 0;
+    for (next = eol + 1; next < e && strncmp(next, "kernel\t", 7) != 0;) {
+      const char *nl = memchr(next, '\n', (size_t)(e - next));
+      next = nl != NULL ? nl + 1 : e;
+    }
+    if (!meta_args_ok(eol + 1, next, na)) return 0;
+    m = next;
+  }
+  return 1;
+}
+
 lg_Kernel *lg_newkernel(lua_State *L, int progidx, const char *name, const char *fn) {
   lg_Program *p = lg_checkprogram(L, progidx);
   const char *meta, *start = NULL, *end, *m;
@@ -288,8 +338,8 @@ lg_Kernel *lg_newkernel(lua_State *L, int progidx, const char *name, const char 
   lg_ArgInfo *args;
   char *pool;
   size_t nlen = strlen(name);
-  unsigned long nargs = 0;
-  cl_uint i;
+  long nargs = 0;
+  cl_uint i, real = 0;
   cl_int err;
   int kidx;
   progidx = lua_absindex(L, progidx);
@@ -302,25 +352,27 @@ lg_Kernel *lg_newkernel(lua_State *L, int progidx, const char *name, const char 
       break;
     }
   if (start == NULL) lg_error(L, fn, "no kernel named '%s'", name);
-  nargs = strtoul(start + 8 + nlen, NULL, 10);
+  nargs = meta_count(start + 8 + nlen);
   start = strchr(start, '\n') != NULL ? strchr(start, '\n') + 1 : start + strlen(start);
   for (end = start; *end && strncmp(end, "kernel\t", 7) != 0;)
     end = strchr(end, '\n') ? strchr(end, '\n') + 1 : end + strlen(end);
+  if (nargs < 0 || !meta_args_ok(start, end, nargs))   /* from a binary or a cache file */
+    lg_error(L, fn, "damaged kernel metadata for '%s'", name);
 
   k = lua_newuserdatauv(L, sizeof *k, 2);    /* released until clCreateKernel */
   memset(k, 0, sizeof *k);
   k->dev = p->dev;
   luaL_setmetatable(L, LG_KERNEL_MT);
   kidx = lua_gettop(L);
-  args = lua_newuserdatauv(L, nargs * sizeof *args + nlen + 1 + (size_t)(end - start) + 1, 0);
+  args = lua_newuserdatauv(L, (size_t)nargs * sizeof *args + nlen + 1 + (size_t)(end - start)
+                             + 1, 0);
   pool = (char *)(args + nargs);
   memcpy(pool, name, nlen + 1);
   k->name = pool;
   pool += nlen + 1;
   memcpy(pool, start, (size_t)(end - start));
   pool[end - start] = '\0';
-  for (i = 0; i < nargs; i++) {
-    if (strncmp(pool, "arg\t", 4) != 0) lg_error(L, fn, "damaged kernel metadata for '%s'", name);
+  for (i = 0; i < (cl_uint)nargs; i++) {
     field(&pool);
     args[i].address = field(&pool);
     args[i].access = field(&pool);
@@ -340,6 +392,10 @@ lg_Kernel *lg_newkernel(lua_State *L, int progidx, const char *name, const char 
     k->k = NULL;
     lg_clerror(L, lua_pushfstring(L, "%s: clCreateKernel", fn), err, "kernel '%s'", name);
   }
+  if (clGetKernelInfo(k->k, CL_KERNEL_NUM_ARGS, sizeof real, &real, NULL) == CL_SUCCESS &&
+      real != (cl_uint)nargs)
+    lg_error(L, fn, "damaged kernel metadata for '%s' (%d arguments, the kernel has %d)", name,
+             (int)nargs, (int)real);
   if (clGetKernelWorkGroupInfo(k->k, p->dev->id, CL_KERNEL_WORK_GROUP_SIZE,
                                sizeof k->work_group_size, &k->work_group_size, NULL) != CL_SUCCESS)
     k->work_group_size = p->dev->max_work_group_size;

@@ -16,6 +16,10 @@
 ** buffer, the Mapping and the queue; the Mapping retains the map's cl_event,
 ** which every unmap of it (b:unmap, the __gc) waits for, so an unmap never
 ** overtakes its map, even on an out-of-order queue or another queue.
+**
+** The whole of an empty buffer maps to an empty array: nothing is mapped
+** (OpenCL maps no 0 bytes); a marker stands in for the map and the unmap,
+** as for empty transfers.
 */
 #include <string.h>
 
@@ -27,7 +31,7 @@ typedef struct Mapping {
   int gone;                    /* unmapped (or never mapped) */
   cl_command_queue q;          /* retained */
   cl_mem mem;                  /* retained: the root buffer's */
-  void *ptr;
+  void *ptr;                   /* NULL: an empty buffer's (nothing mapped) */
   cl_event mapped;             /* retained: the map command (non-blocking maps only) */
 } Mapping;
 
@@ -56,6 +60,9 @@ static const cl_map_flags mode_flags[] = {
   CL_MAP_READ, CL_MAP_WRITE, CL_MAP_READ | CL_MAP_WRITE, CL_MAP_WRITE_INVALIDATE_REGION
 };
 
+/* The data of the array of an empty mapping: no byte of it is read. */
+static const char empty_data[1];
+
 static lua_Integer position(lua_State *L, int idx, int argno, lua_Integer n) {
   int ok;
   lua_Integer v = lua_tointegerx(L, idx, &ok);
@@ -75,7 +82,7 @@ static int buf_map(lua_State *L) {
   lua_Integer n = (lua_Integer)b->count, first = 1, last = n;
   size_t esize = lg_type_size(b->type);
   const char *mode = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : NULL;
-  int i, optsidx = 3, whole, blocking = 1, qidx, midx, keep[3];
+  int i, optsidx = 3, whole, blocking = 1, qidx, midx, keep[3], empty;
   cl_event ev = NULL;
   lg_Opts o;
   Mapping *m;
@@ -96,7 +103,8 @@ static int buf_map(lua_State *L) {
       optsidx = 5;
     }
   }
-  if (first < 1 || first > last || last > n)
+  empty = n == 0 && optsidx == 3;   /* the whole of an empty buffer, no positions given */
+  if (!empty && (first < 1 || first > last || last > n))
     lg_error(L, fn, "expected 1 <= first <= last <= %I, got first = %I, last = %I "
              "(negative positions count from the end)", n, first, last);
   if (b->access == LG_IN && (mode_flags[i] & CL_MAP_READ))
@@ -127,11 +135,23 @@ static int buf_map(lua_State *L) {
   if (!lg_buffer_live(b)) lg_error(L, fn, "attempt to use a released buffer");
   if (o.queue->q == NULL) lg_error(L, fn, "attempt to use a released queue");
   midx = lua_gettop(L);
-  ptr = clEnqueueMapBuffer(o.queue->q, b->root->mem, blocking ? CL_TRUE : CL_FALSE,
-                           mode_flags[i], (b->offset + (size_t)(first - 1)) * esize,
-                           (size_t)(last - first + 1) * esize, o.nwait, o.wait,
-                           blocking ? NULL : &ev, &err);
-  if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueMapBuffer", err, NULL);
+  if (empty) {
+    ptr = NULL;
+    err = clEnqueueMarkerWithWaitList(o.queue->q, o.nwait, o.wait, &ev);
+    if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueMarkerWithWaitList", err, NULL);
+    if (blocking) {            /* as a blocking map: after the wait list */
+      err = clWaitForEvents(1, &ev);
+      clReleaseEvent(ev);
+      ev = NULL;
+      if (err != CL_SUCCESS) lg_clerror(L, "clWaitForEvents", err, NULL);
+    }
+  } else {
+    ptr = clEnqueueMapBuffer(o.queue->q, b->root->mem, blocking ? CL_TRUE : CL_FALSE,
+                             mode_flags[i], (b->offset + (size_t)(first - 1)) * esize,
+                             (size_t)(last - first + 1) * esize, o.nwait, o.wait,
+                             blocking ? NULL : &ev, &err);
+    if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueMapBuffer", err, NULL);
+  }
   if (ev != NULL) {            /* the Mapping owns one reference, the Event below the other */
     clRetainEvent(ev);
     m->mapped = ev;
@@ -145,14 +165,14 @@ static int buf_map(lua_State *L) {
   a = lua_newuserdatauv(L, sizeof *a, 2);
   memset(a, 0, sizeof *a);
   a->type = b->type;
-  a->count = (size_t)(last - first + 1);
+  a->count = empty ? 0 : (size_t)(last - first + 1);
   a->nscalars = a->count * (size_t)b->type.width;
   whole = a->count == b->count && b->ndim >= 1;
   a->ndim = whole ? b->ndim : 1;
   if (whole) memcpy(a->shape, b->shape, sizeof(size_t) * (size_t)b->ndim);
   else a->shape[0] = a->count;
   a->bytes = a->count * esize;
-  a->data = ptr;
+  a->data = empty ? (void *)empty_data : ptr;
   a->gone = &m->gone;
   lua_pushvalue(L, -2);
   lua_setiuservalue(L, -2, 1);
@@ -203,9 +223,14 @@ static int buf_unmap(lua_State *L) {
   wait = lua_newuserdatauv(L, sizeof *wait * (nwait ? nwait : 1), 0);
   if (o.nwait > 0) memcpy(wait, o.wait, sizeof *wait * o.nwait);
   if (m->mapped != NULL) wait[o.nwait] = m->mapped;
-  err = clEnqueueUnmapMemObject(o.queue->q, m->mem, m->ptr, nwait, nwait ? wait : NULL, &ev);
+  if (m->ptr == NULL)          /* an empty buffer's: nothing was mapped */
+    err = clEnqueueMarkerWithWaitList(o.queue->q, nwait, nwait ? wait : NULL, &ev);
+  else
+    err = clEnqueueUnmapMemObject(o.queue->q, m->mem, m->ptr, nwait, nwait ? wait : NULL, &ev);
   lua_pop(L, 1);
-  if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueUnmapMemObject", err, NULL);
+  if (err != CL_SUCCESS)
+    lg_clerror(L, m->ptr == NULL ? "clEnqueueMarkerWithWaitList" : "clEnqueueUnmapMemObject",
+               err, NULL);
   m->gone = 1;
   keep[0] = 1;
   keep[1] = 2;

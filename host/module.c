@@ -137,6 +137,10 @@ LUAGPU_API int luaopen_luagpu(lua_State *L) {
     lua_pushstring(L, lg_root_dir());
     lua_setfield(L, -2, "root");
   }
+  if (lg_code_dir() != NULL) {
+    lua_pushstring(L, lg_code_dir());
+    lua_setfield(L, -2, "code_dir");
+  }
   lg_open_context(L);
   lg_open_device(L);
   lg_open_queue(L);

@@ -112,9 +112,32 @@ static Data to_data(lua_State *L, const char *fn, int arg) {
   return d;
 }
 
+/* The integer at arg, raising "luagpu: mpi.FN: argument #ARG: expected a
+** WHAT (an integer), got ..." (luaL_checkinteger's message names no
+** luagpu call). */
+static lua_Integer integer_arg(lua_State *L, const char *fn, int arg, const char *what) {
+  int ok = 0;
+  lua_Integer v = lua_tointegerx(L, arg, &ok);
+  if (!ok || lua_type(L, arg) != LUA_TNUMBER)
+    fail(L, fn, "argument #%d: expected %s (an integer), got %s", arg, what,
+         lua_type(L, arg) == LUA_TNUMBER ? lua_tostring(L, arg) : luaL_typename(L, arg));
+  return v;
+}
+
+/* The index in names of the string at arg (what: what it names). */
+static int option_arg(lua_State *L, const char *fn, int arg, const char *const names[],
+                      const char *what) {
+  const char *s = lua_type(L, arg) == LUA_TSTRING ? lua_tostring(L, arg) : NULL;
+  int i;
+  for (i = 0; s != NULL && names[i] != NULL; i++)
+    if (strcmp(names[i], s) == 0) return i;
+  return fail(L, fn, "argument #%d: expected %s, got %s", arg, what,
+              s != NULL ? lua_pushfstring(L, "\"%s\"", s) : luaL_typename(L, arg));
+}
+
 static int check_rank(lua_State *L, const char *fn, int arg, const char *what) {
   int size;
-  lua_Integer r = luaL_checkinteger(L, arg);
+  lua_Integer r = integer_arg(L, fn, arg, "a rank");
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (r < 0 || r >= size)
     fail(L, fn, "argument #%d: %s %I is out of range (0 to %d)", arg, what, r, size - 1);
@@ -126,7 +149,7 @@ static int check_tag(lua_State *L, const char *fn, int arg, int dflt) {
   lua_Integer t;
   int *ub, flag = 0;
   if (lua_isnoneornil(L, arg)) return dflt;
-  t = luaL_checkinteger(L, arg);
+  t = integer_arg(L, fn, arg, "a tag");
   MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
   if (t < 0 || t > (flag ? *ub : 32767))
     fail(L, fn, "argument #%d: tag %I is out of range (0 to %d)", arg, t, flag ? *ub : 32767);
@@ -190,9 +213,10 @@ static int m_send(lua_State *L) {
 /* probe(type, source|nil, tag|nil): waits for a message; returns its count
 ** of values of type, its source and its tag. */
 static int m_probe(lua_State *L) {
-  int type = luaL_checkoption(L, 1, NULL, type_names), src, tag, count = 0;
+  int type, src, tag, count = 0;
   MPI_Status st;
   check_live(L, "recv");
+  type = option_arg(L, "recv", 1, type_names, "a scalar type name (\"float\", \"int\", ...)");
   src = lua_isnoneornil(L, 2) ? MPI_ANY_SOURCE : check_rank(L, "recv", 2, "source rank");
   tag = check_tag(L, "recv", 3, MPI_ANY_TAG);
   check(L, "recv", "MPI_Probe", MPI_Probe(src, tag, MPI_COMM_WORLD, &st));
@@ -249,7 +273,7 @@ static int reduce(lua_State *L, const char *fn, int all) {
   int op, root = 0, rank;
   check_live(L, fn);
   d = to_data(L, fn, 1);
-  op = luaL_checkoption(L, 2, NULL, op_names);
+  op = option_arg(L, fn, 2, op_names, "\"sum\", \"prod\", \"min\" or \"max\"");
   if (!all) root = check_rank(L, fn, 4, "root rank");
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (all || rank == root) o = check_out(L, fn, 3, &d, d.n);
@@ -295,7 +319,7 @@ static int m_allgather(lua_State *L) { return gather(L, "allgather", 1); }
 
 /* abort([code]): ends every rank of the job. */
 static int m_abort(lua_State *L) {
-  lua_Integer code = luaL_optinteger(L, 1, 1);
+  lua_Integer code = lua_isnoneornil(L, 1) ? 1 : integer_arg(L, "abort", 1, "an exit code");
   check_live(L, "abort");
   MPI_Abort(MPI_COMM_WORLD, (int)(code & 0xff));
   return 0;

@@ -6,7 +6,7 @@
 ** as 3: the padding lane is not written); gpu.load(path, "float4") takes
 ** that dimension back as the vector.
 */
-#define _XOPEN_SOURCE 700   /* realpath */
+#define _XOPEN_SOURCE 700   /* lstat, readlink, mkstemp */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -102,18 +102,68 @@ static int write_npy(FILE *f, const char *header, size_t padded, const lg_Array 
   return ok;
 }
 
+/* The file a write to path reaches: path with its chain of symbolic links
+** followed, also to a name that does not exist yet (a dangling link is
+** written through, as open(2) would, never replaced). Returns a malloc'd
+** path, or NULL with errno set (ELOOP for a chain of 40 links or more). */
+static char *follow_links(const char *path) {
+  char *p = malloc(strlen(path) + 1), *link, *next, *slash;
+  struct stat st;
+  ssize_t n;
+  int hops;
+  if (p == NULL) return NULL;
+  strcpy(p, path);
+  for (hops = 0; hops < 40; hops++) {
+    if (lstat(p, &st) != 0 || !S_ISLNK(st.st_mode)) return p;
+    link = malloc((size_t)st.st_size + PATH_MAX + 1);
+    n = link != NULL ? readlink(p, link, (size_t)st.st_size + PATH_MAX) : -1;
+    if (n < 0) {
+      int err = link != NULL ? errno : ENOMEM;
+      free(link);
+      free(p);
+      errno = err;
+      return NULL;
+    }
+    link[n] = '\0';
+    slash = strrchr(p, '/');
+    if (link[0] == '/' || slash == NULL) {
+      next = link;
+    } else {             /* relative: from the folder of the link */
+      next = malloc((size_t)(slash - p) + 2 + (size_t)n);
+      if (next != NULL) {
+        memcpy(next, p, (size_t)(slash - p) + 1);
+        strcpy(next + (slash - p) + 1, link);
+      }
+      free(link);
+      if (next == NULL) {
+        free(p);
+        errno = ENOMEM;
+        return NULL;
+      }
+    }
+    free(p);
+    p = next;
+  }
+  free(p);
+  errno = ELOOP;
+  return NULL;
+}
+
 /* Writes the file at path without ever removing what it did not create: a
 ** regular file (or a new one) is written to a temporary file beside it,
 ** then renamed over it, so a failed write leaves the old file whole;
 ** anything else (/dev/null, /dev/full, a FIFO) is written in place. A
-** symbolic link is followed. Returns 0 with errno set on failure. */
+** symbolic link is followed, a dangling one too (its target is created):
+** the link itself is never replaced. Returns 0 with errno set on failure. */
 static int save_file(const char *path, const char *header, size_t padded, const lg_Array *a) {
   struct stat st;
-  char *real = realpath(path, NULL), *tmp;
-  const char *target = real != NULL ? real : path;
-  int exists = stat(target, &st) == 0, fd, ok, err;
+  char *real = follow_links(path), *tmp;
+  const char *target = real;
+  int exists, fd, ok, err;
   mode_t mode;
   FILE *f;
+  if (real == NULL) return 0;
+  exists = stat(target, &st) == 0;
   if (exists && !S_ISREG(st.st_mode)) {
     f = fopen(target, "wb");
     ok = f != NULL && write_npy(f, header, padded, a);

@@ -7,18 +7,17 @@
 **
 ** The sub-devices of one call share a new Context over them (a buffer of
 ** one is usable by its siblings, not by the parent: OpenCL contexts hold a
-** fixed list of devices). Each Device is cached by its cl_device_id as
-** device.c caches root devices, and its fields gain `parent` (the Device it
-** was cut from, kept alive). The sub-device ids are released by a holder
-** made before the Context, so finalized after it at lua_close.
+** fixed list of devices). Each Device's fields gain `parent` (the Device it
+** was cut from, kept alive). The sub-device ids are released by a holder,
+** the Context's user value, made before the Context, so finalized after it
+** in the same collection (or at lua_close). Nothing else keeps them: once a
+** script drops the sub-devices and what it made on them, all is freed.
 */
 #include <string.h>
 
 #include "internal.h"
 
 #define SUBDEVICES_MT "luagpu.SubDevices"
-#define HOLDERS_KEY "luagpu.subdevice_holders"
-#define DEVICE_CACHE "luagpu.device_cache"     /* device.c's: cl_device_id -> Device */
 
 typedef struct Holder {
   cl_uint n;
@@ -125,7 +124,7 @@ static int dev_partition(lua_State *L) {
   Holder *h;
   char list[64];
   cl_int err;
-  int np = 0, equally, ctxidx, k, given;
+  int np = 0, equally, ctxidx, k, given, holder;
   if (!lua_istable(L, 2))
     return lg_typeerror(L, fn, 1, 2, "a table {equally = n}, {counts = {...}} or "
                         "{affinity = domain}");
@@ -168,9 +167,14 @@ static int dev_partition(lua_State *L) {
       return lg_argerror(L, fn, 1, "counts: expected 1 to 64 counts, got %d", len);
     props[np++] = CL_DEVICE_PARTITION_BY_COUNTS;
     for (k = 1; k <= len; k++) {
+      lua_Integer v;
       lua_rawgeti(L, 4, k);
-      sum += check_units(L, -1, "counts", k);
-      props[np++] = (cl_device_partition_property)lua_tointeger(L, -1);
+      v = check_units(L, -1, "counts", k);
+      if (v > (lua_Integer)units)      /* each at most units: the sum cannot wrap */
+        return lg_argerror(L, fn, 1, "counts[%d]: %I compute units, the device has %d", k, v,
+                           (int)units);
+      sum += v;
+      props[np++] = (cl_device_partition_property)v;
       lua_pop(L, 1);
     }
     if (sum > (lua_Integer)units)
@@ -182,12 +186,10 @@ static int dev_partition(lua_State *L) {
   err = clCreateSubDevices(d->id, props, 0, NULL, &n);
   if (err != CL_SUCCESS) return lg_clerror(L, "clCreateSubDevices", err, NULL);
   /* the holder first: from here on an error leaks nothing */
-  lua_getfield(L, LUA_REGISTRYINDEX, HOLDERS_KEY);
   h = lua_newuserdatauv(L, sizeof(Holder) + sizeof(cl_device_id) * n, 0);
   h->n = 0;
   luaL_setmetatable(L, SUBDEVICES_MT);
-  lua_pushvalue(L, -1);
-  lua_rawseti(L, -3, (lua_Integer)lua_rawlen(L, -3) + 1);
+  holder = lua_gettop(L);
   err = clCreateSubDevices(d->id, props, n, h->ids, NULL);
   if (err != CL_SUCCESS) return lg_clerror(L, "clCreateSubDevices", err, NULL);
   h->n = n;
@@ -198,12 +200,13 @@ static int dev_partition(lua_State *L) {
   if (ctx == NULL) return lg_clerror(L, "clCreateContext", err, NULL);
   c = lg_push_borrowed_context(L, ctx, d->platform);   /* retains it */
   clReleaseContext(ctx);
+  lua_pushvalue(L, holder);
+  lua_setiuservalue(L, -2, 1);
   c->gc_threshold = d->global_mem_size / 4 < ((size_t)1 << 30)
                         ? (size_t)(d->global_mem_size / 4) : ((size_t)1 << 30);
   if (c->gc_threshold == 0) c->gc_threshold = (size_t)256 << 20;
   ctxidx = lua_gettop(L);
   lua_createtable(L, (int)n, 0);
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, DEVICE_CACHE);
   for (i = 0; i < n; i++) {
     lg_Device *s = lg_newdevice(L, h->ids[i]);
     s->context = c;
@@ -214,11 +217,8 @@ static int dev_partition(lua_State *L) {
     lua_pushvalue(L, 1);
     lua_setfield(L, -2, "parent");
     lua_setiuservalue(L, -2, 3);
-    lua_pushvalue(L, -1);
-    lua_rawsetp(L, -3, h->ids[i]);
-    lua_rawseti(L, -3, (lua_Integer)i + 1);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
-  lua_pop(L, 1);
   return 1;
 }
 
@@ -230,11 +230,6 @@ void lg_open_partition(lua_State *L) {
   luaL_newmetatable(L, SUBDEVICES_MT);
   lua_pushcfunction(L, holder_gc);
   lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
-  if (lua_getfield(L, LUA_REGISTRYINDEX, HOLDERS_KEY) == LUA_TNIL) {
-    lua_newtable(L);                     /* kept when the module is opened again */
-    lua_setfield(L, LUA_REGISTRYINDEX, HOLDERS_KEY);
-  }
   lua_pop(L, 1);
   lg_add_methods(L, LG_DEVICE_MT, device_methods);
 }

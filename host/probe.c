@@ -1,6 +1,7 @@
 /*
 ** probe.c: what `luagpu --doctor` asks the system that Lua's standard
-** library cannot: the names in a folder, whether a shared library loads
+** library cannot: the names in a folder, whether a folder takes a new file
+** (without touching what is there), whether a shared library loads
 ** (and why not), which libOpenCL the program uses, and the raw result of
 ** clGetPlatformIDs. Linked into the program only, never into the module.
 */
@@ -8,9 +9,12 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "probe.h"
@@ -47,6 +51,34 @@ static int pr_isdir(lua_State *L) {
   struct stat st;
   if (stat(luaL_checkstring(L, 1), &st) != 0) luaL_pushfail(L);
   else lua_pushstring(L, S_ISDIR(st.st_mode) ? "folder" : "file");
+  return 1;
+}
+
+/* canwrite(dir): true when a file can be created in folder dir, else nil
+** and the reason. The probe file is new (O_EXCL: an existing name, a
+** symbolic link included, is never opened, so nothing that was there is
+** truncated or followed) and removed again. */
+static int pr_canwrite(lua_State *L) {
+  const char *dir = luaL_checkstring(L, 1);
+  char path[PATH_MAX];
+  int i, fd = -1, err = EEXIST;
+  for (i = 0; i < 100 && fd < 0 && err == EEXIST; i++) {
+    if (snprintf(path, sizeof path, "%s/.doctor-probe.%ld.%d", dir, (long)getpid(), i) >=
+        (int)sizeof path) {
+      err = ENAMETOOLONG;
+      break;
+    }
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) err = errno;
+  }
+  if (fd < 0) {
+    luaL_pushfail(L);
+    lua_pushstring(L, strerror(err));
+    return 2;
+  }
+  close(fd);
+  unlink(path);   /* ours: just made with O_EXCL */
+  lua_pushboolean(L, 1);
   return 1;
 }
 
@@ -90,7 +122,8 @@ static int pr_platforms(lua_State *L) {
 
 void lg_push_probes(lua_State *L) {
   static const luaL_Reg probes[] = {
-    {"listdir", pr_listdir}, {"isdir", pr_isdir}, {"canload", pr_canload},
+    {"listdir", pr_listdir}, {"isdir", pr_isdir}, {"canwrite", pr_canwrite},
+    {"canload", pr_canload},
     {"loader", pr_loader}, {"platforms", pr_platforms}, {NULL, NULL}
   };
   luaL_newlib(L, probes);

@@ -7,7 +7,8 @@
 
 #include <lua.h>
 
-/* Pushes a table of functions: listdir, isdir, canload, loader, platforms. */
+/* Pushes a table of functions: listdir, isdir, canwrite,
+** canload, loader, platforms. */
 void lg_push_probes(lua_State *L);
 
 #endif

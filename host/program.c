@@ -10,6 +10,7 @@
 */
 #define _XOPEN_SOURCE 700   /* realpath, mkstemp */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -443,6 +444,7 @@ static int dev_build_file(lua_State *L) {
   struct stat st;
   luaL_Buffer b;
   size_t n;
+  int fd;
   lg_checkdevice(L, 1);
   if (lua_type(L, 2) != LUA_TSTRING)
     return lg_typeerror(L, "dev:build_file", 1, 2, "a file name");
@@ -456,13 +458,15 @@ static int dev_build_file(lua_State *L) {
       if (realpath(alt, real) == NULL) snprintf(alt, sizeof alt, "%s", path);
     }
   }
-  f = fopen(alt, "rb");
-  if (f != NULL && (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))) {
-    fclose(f);
+  /* opened without blocking, then checked: a FIFO (or a device) would
+  ** block a plain open until a writer came */
+  fd = open(alt, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return lg_argerror(L, "dev:build_file", 1, "cannot open '%s': %s", path, strerror(errno));
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (f = fdopen(fd, "rb")) == NULL) {
+    close(fd);
     return lg_argerror(L, "dev:build_file", 1, "'%s' is not a file", path);
   }
-  if (f == NULL)
-    return lg_argerror(L, "dev:build_file", 1, "cannot open '%s': %s", path, strerror(errno));
   luaL_buffinit(L, &b);
   do {
     n = fread(luaL_prepbuffer(&b), 1, LUAL_BUFFERSIZE, f);

@@ -6,6 +6,7 @@
 ** side is a host array of the region's shape unless opts.host_shape (and
 ** opts.host_origin) place the region inside a larger one.
 */
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -56,15 +57,45 @@ static size_t product(const size_t *s, int nd) {
   return p;
 }
 
+/* The number of elements of shape s (nd dimensions), or 0 when it would
+** pass max: the caller raises. No product here wraps. */
+static size_t count_upto(const size_t *s, int nd, size_t max) {
+  size_t p = 1;
+  int i;
+  for (i = 0; i < nd; i++) {
+    if (s[i] > max / p) return 0;
+    p *= s[i];
+  }
+  return p;
+}
+
+/* Pushes shape s as "{a, b, c}". */
+static const char *push_shape(lua_State *L, const size_t *s, int nd) {
+  luaL_Buffer b;
+  int i;
+  luaL_buffinit(L, &b);
+  luaL_addchar(&b, '{');
+  for (i = 0; i < nd; i++) {
+    if (i > 0) luaL_addstring(&b, ", ");
+    lua_pushfstring(L, "%I", (lua_Integer)s[i]);
+    luaL_addvalue(&b);
+  }
+  luaL_addchar(&b, '}');
+  luaL_pushresult(&b);
+  return lua_tostring(L, -1);
+}
+
 /* Raises unless the box of region at origin lies inside shape. */
 static void check_inside(lua_State *L, const Box *b, const size_t *region, const char *fn,
                          const char *side) {
   int i;
   for (i = 0; i < b->nd; i++)
-    if (b->origin[i] + region[i] > b->shape[i])
-      lg_error(L, fn, "region out of range: %s dimension %d: elements %I..%I of %I", side,
-               i + 1, (lua_Integer)b->origin[i] + 1, (lua_Integer)(b->origin[i] + region[i]),
-               (lua_Integer)b->shape[i]);
+    if (region[i] > b->shape[i] || b->origin[i] > b->shape[i] - region[i]) {
+      char last[32];   /* origin + region may pass lua_Integer: printed unsigned */
+      snprintf(last, sizeof last, "%zu", b->origin[i] + region[i]);
+      lg_error(L, fn, "region out of range: %s dimension %d: elements %I..%s of %I", side,
+               i + 1, (lua_Integer)b->origin[i] + 1, last, (lua_Integer)b->shape[i]);
+    }
 }
 
 /* The buffer's side: its shape (or opts[key]) over its elements. */
@@ -74,7 +105,10 @@ static void buffer_box(lua_State *L, const lg_Buffer *b, int optsidx, const char
     size_t n;
     x->nd = read_dims(L, -1, 0, x->shape, 1, fn, argno, key);
     lua_pop(L, 1);
-    n = product(x->shape, x->nd);
+    n = count_upto(x->shape, x->nd, LG_MAX_BYTES);
+    if (n == 0)
+      lg_argerror(L, fn, argno, "%s: %s is more elements than the buffer's %I", key,
+                  push_shape(L, x->shape, x->nd), (lua_Integer)b->count);
     if (n > b->count)
       lg_argerror(L, fn, argno, "%s: %I elements, more than the buffer's %I", key,
                   (lua_Integer)n, (lua_Integer)b->count);
@@ -116,7 +150,7 @@ static void read_box(lua_State *L, Box *x, int oidx, int oarg, size_t *region, i
 
 /* The host side: opts.host_shape and opts.host_origin, else the region. */
 static void host_box(lua_State *L, int optsidx, const Box *dev, const size_t *region, Box *h,
-                     const char *fn, int argno) {
+                     size_t esize, const char *fn, int argno) {
   int i;
   h->nd = dev->nd;
   memcpy(h->shape, region, sizeof(size_t) * (size_t)h->nd);
@@ -129,6 +163,10 @@ static void host_box(lua_State *L, int optsidx, const Box *dev, const size_t *re
     for (i = 0; i < h->nd; i++) h->origin[i]--;
   }
   lua_pop(L, 2);
+  if (count_upto(h->shape, h->nd, LG_MAX_BYTES / esize) == 0)
+    lg_argerror(L, fn, argno, "host_shape: %s is too large (at most %I elements of %I bytes)",
+                push_shape(L, h->shape, h->nd), (lua_Integer)(LG_MAX_BYTES / esize),
+                (lua_Integer)esize);
   check_inside(L, h, region, fn, "host");
 }
 
@@ -179,7 +217,7 @@ static int rw_rect(lua_State *L, int write) {
   buffer_box(L, b, optsidx, "shape", &dev, fn, 4);
   read_box(L, &dev, 2, 1, region, 3, 2, fn);
   check_inside(L, &dev, region, fn, "buffer");
-  host_box(L, optsidx, &dev, region, &host, fn, 4);
+  host_box(L, optsidx, &dev, region, &host, esize, fn, 4);
   if (write && lua_istable(L, 4) && lg_testarray(L, 4) == NULL) {
     a = lg_table_to_array(L, 4, b->type, product(host.shape, host.nd), fn, 3);
   } else if (!lua_isnil(L, 4)) {

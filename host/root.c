@@ -16,9 +16,10 @@
 
 #include "internal.h"
 
-static char root_dir[PATH_MAX];
+static char root_dir[PATH_MAX], code_dir[PATH_MAX];
 
 const char *lg_root_dir(void) { return root_dir[0] ? root_dir : NULL; }
+const char *lg_code_dir(void) { return code_dir[0] ? code_dir : NULL; }
 
 static int is_dir(const char *path) {
   struct stat st;
@@ -49,6 +50,7 @@ static void find_root(void) {
     here[n > 0 ? n : 0] = '\0';
   }
   if (here[0] == '\0' || !cut_last(here)) return;
+  snprintf(code_dir, sizeof code_dir, "%s", here);
   for (up = 0; up < 4; up++) {
     snprintf(probe, sizeof probe, "%s/host/luagpu.h", here);
     if (access(probe, R_OK) == 0) { snprintf(root_dir, sizeof root_dir, "%s", here); return; }

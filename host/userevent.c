@@ -278,15 +278,17 @@ static int mod_await(lua_State *L) {
 
 /* A task: {co, ev} (ev: what it awaits, nil when it can run), with its
 ** first arguments already on co's stack (nargs in field 3). */
-static void add_task(lua_State *L, int loopidx, int first, int last) {
+static void add_task(lua_State *L, int loopidx, int first, int last, const char *fn) {
   lua_State *co;
-  int i;
+  int i, n = last - first + 1;
   luaL_checktype(L, first, LUA_TFUNCTION);
+  if (!lua_checkstack(L, n + 3)) lg_error(L, fn, "too many arguments (%d)", n - 1);
   lua_createtable(L, 3, 0);
   co = lua_newthread(L);
   lua_rawseti(L, -2, 1);
+  if (!lua_checkstack(co, n + 1)) lg_error(L, fn, "too many arguments (%d)", n - 1);
   for (i = first; i <= last; i++) lua_pushvalue(L, i);
-  lua_xmove(L, co, last - first + 1);
+  lua_xmove(L, co, n);
   lua_pushinteger(L, last - first);
   lua_rawseti(L, -2, 3);
   lua_rawseti(L, loopidx, (lua_Integer)lua_rawlen(L, loopidx) + 1);
@@ -297,7 +299,7 @@ static int mod_spawn(lua_State *L) {
   if (lua_getfield(L, LUA_REGISTRYINDEX, LOOP_KEY) != LUA_TTABLE)
     return lg_error(L, "gpu.spawn", "no gpu.run_loop is running");
   if (!lua_isfunction(L, 1)) return lg_typeerror(L, "gpu.spawn", 1, 1, "a function");
-  add_task(L, lua_gettop(L), 1, lua_gettop(L) - 1);
+  add_task(L, lua_gettop(L), 1, lua_gettop(L) - 1, "gpu.spawn");
   return 0;
 }
 
@@ -315,6 +317,7 @@ static int resume(lua_State *L, int ti) {
     st = lua_pcall(L, 1, 1, 0);
     lua_pushboolean(L, st == LUA_OK);
     lua_insert(L, -2);
+    if (!lua_checkstack(co, 2)) lg_error(L, "gpu.run_loop", "a task's stack is full");
     lua_xmove(L, co, 2);
     nargs = 2;
     lua_pushnil(L);
@@ -436,7 +439,7 @@ static int mod_run_loop(lua_State *L) {
   lua_pop(L, 1);
   lua_pushcfunction(L, loop);
   lua_newtable(L);
-  add_task(L, lua_gettop(L), 1, lua_gettop(L) - 2);
+  add_task(L, lua_gettop(L), 1, lua_gettop(L) - 2, "gpu.run_loop");
   lua_pushvalue(L, -1);
   lua_setfield(L, LUA_REGISTRYINDEX, LOOP_KEY);
   st = lua_pcall(L, 1, 0, 0);

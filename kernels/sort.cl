@@ -18,8 +18,9 @@
 **                 them, and their indices when carried, to their places.
 ** Keys are compared as unsigned bit patterns (lg_bits): signed integers
 ** with the sign bit flipped, floats with the sign bit flipped when
-** positive and all bits when negative (so -0.0 comes before +0.0), NaNs
-** as all ones (last); descending sorts use the complement. Row passes
+** positive and all bits when negative, both zeros as +0.0 (-0.0 and +0.0
+** compare equal, so they keep their order), NaNs as all ones (last, in
+** their order); descending sorts use the complement. Row passes
 ** (mode 1) sort by the row of the carried original index instead, after
 ** the key passes, so that each row ends up sorted on its own.
 **
@@ -47,6 +48,7 @@ inline U lg_bits(K k, int descending) {
   u = as_uint(k);
 #endif
   if (isnan(k)) u = ~(U)0;
+  else if (k == (K)0) u = (U)1 << (BITS - 1);     /* -0.0 as +0.0: equal keys */
   else u ^= (u >> (BITS - 1)) ? ~(U)0 : (U)1 << (BITS - 1);
 #elif KIND == 1
   u = (U)k ^ ((U)1 << (BITS - 1));

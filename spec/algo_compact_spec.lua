@@ -4,6 +4,7 @@ local gpu = require "luagpu"
 local algo = require "luagpu.algo"
 local support = require "support"
 local has_error = support.has_error
+local numpy = require "algo_numpy"
 
 local dev = gpu.device()
 
@@ -136,6 +137,146 @@ describe("algo.histogram", function()
   end)
 end)
 
+describe("algo.histogram over ranges", function()
+  -- double and int buffers (the arithmetic in double) against
+  -- numpy.histogram: random ranges and bins, elements on the edges NumPy
+  -- computes, at lo and hi and just outside, NaN and infinities
+  local GEN = [==[
+import sys, numpy as np
+d, seed = sys.argv[1], int(sys.argv[2])
+rng = np.random.default_rng(seed)
+cases = []
+for case in range(12):
+    lo = rng.uniform(-100, 100)
+    hi = lo + (rng.uniform(1e-3, 1) if case % 3 == 0 else rng.uniform(1, 500))
+    bins = int(rng.integers(1, 300)) if case != 5 else 10000
+    edges = np.linspace(lo, hi, bins + 1)
+    x = np.concatenate([rng.uniform(lo - (hi - lo) / 8, hi + (hi - lo) / 8, 5000),
+                        rng.choice(edges, 500), [lo, hi, np.nextafter(lo, -np.inf),
+                        np.nextafter(hi, np.inf), np.nan, np.inf, -np.inf]])
+    rng.shuffle(x)
+    if case % 4 == 3:      # integer elements, a range around them
+        x = rng.integers(-1000, 1000, 5000).astype(np.int32)
+        lo, hi = rng.uniform(-1200, 0), rng.uniform(1, 1200)
+    np.save(f"{d}/x{case}.npy", x)
+    cases.append(f"{case} {lo!r} {hi!r} {bins}")
+print("\n".join(cases))
+]==]
+  local CHECK = [==[
+import sys, numpy as np
+d = sys.argv[1]
+bad = []
+for line in sys.argv[2:]:
+    case, lo, hi, bins = line.split()
+    x = np.load(f"{d}/x{case}.npy")
+    want, _ = np.histogram(x[~np.isnan(x)] if x.dtype.kind == "f" else x, int(bins),
+                           (float(lo), float(hi)))
+    got = np.load(f"{d}/c{case}.npy")
+    if not (got == want).all():
+        k = np.nonzero(got != want)[0][0]
+        bad.append(f"case {case} ({lo}, {hi}, bins {bins}): bin {k} is {got[k]}, "
+                   f"expected {want[k]}")
+print("\n".join(bad) if bad else "ok")
+]==]
+
+  it("count as numpy.histogram does (double and int elements)", function()
+    if not numpy.python() then
+      pending("python3 with numpy not found: not checked against NumPy")
+      return
+    end
+    if not dev.fp64 then pending("no fp64 on " .. dev.name) return end
+    local dir = numpy.tmpdir(finally)
+    local cases = {}
+    for line in numpy.run(GEN, dir, tostring(math.random(1, 1 << 30))):gmatch("[^\n]+") do
+      cases[#cases + 1] = line
+      local case, lo, hi, bins = line:match("^(%d+) (%S+) (%S+) (%d+)$")
+      local x = gpu.load(("%s/x%s.npy"):format(dir, case))
+      local b = dev:buffer(x.type, #x)
+      b:write(x):wait()
+      local counts = algo.histogram(b, {bins = tonumber(bins), range = {tonumber(lo),
+                                                                         tonumber(hi)}})
+      counts:get():save(("%s/c%s.npy"):format(dir, case))
+    end
+    assert.equal("ok\n", numpy.run(CHECK, dir, table.unpack(cases)))
+  end)
+
+  -- ranges wider than the element type's numbers (hi - lo overflows), with
+  -- edges exact in double, against the edges compared in plain Lua
+  local P1023 = 2.0 ^ 1023
+  local WIDE = {
+    {"double", {-P1023, P1023}, 4}, {"double", {-P1023, P1023}, 1024},
+    {"double", {-P1023, 1.5 * P1023}, 5}, {"double", {-0x1.fffffffffffffp1023,
+                                                      0x1.fffffffffffffp1023}, 2},
+    {"float", {-2.0 ^ 127, 2.0 ^ 127}, 8}, {"float", {-2.0 ^ 128, 2.0 ^ 128}, 16},
+    {"float", {-1e39, 1e39}, 4}, {"float", {-1e308, 1e308}, 2},
+    {"long", {-P1023, P1023}, 2}, {"int", {-2.0 ^ 200, 2.0 ^ 201}, 3},
+  }
+  -- n random elements of type t spread over its magnitudes, both signs,
+  -- with its extremes, zeros and infinities
+  local function wide_values(t, n)
+    local v = {}
+    for i = 1, n do
+      if t == "long" or t == "int" then
+        local m = t == "long" and 62 or 30
+        v[i] = math.random(-(1 << math.random(0, m)), 1 << math.random(0, m))
+      else
+        -- no subnormal floats: devices may flush them to zero
+        local e = t == "float" and math.random(-125, 127) or math.random(-1060, 1023)
+        v[i] = (math.random() + 0.5) * 2.0 ^ e * (math.random(2) == 1 and -1 or 1)
+        if t == "float" then v[i] = string.unpack("<f", string.pack("<f", v[i])) end
+      end
+    end
+    local ext = t == "long" and {math.mininteger, math.maxinteger, 0, -1}
+                or t == "int" and {-2147483648, 2147483647, 0, -1}
+                or t == "float" and {-0x1.fffffep127, 0x1.fffffep127, 0.0, -0.0, 1 / 0, -1 / 0,
+                                     2.0 ^ -126, -(2.0 ^ -126)}
+                or {-0x1.fffffffffffffp1023, 0x1.fffffffffffffp1023, 0.0, -0.0, 1 / 0, -1 / 0,
+                    2.0 ^ -1074, -(2.0 ^ -1074)}
+    for k, e in ipairs(ext) do v[k] = e end
+    return v
+  end
+
+  it("count a range wider than the element type's numbers (hi - lo overflows)", function()
+    for _, c in ipairs(WIDE) do
+      local t, lo, hi, bins = c[1], c[2][1], c[2][2], c[3]
+      if t == "double" and not dev.fp64 then goto next end
+      do
+        local v = wide_values(t, 20000)
+        -- bin k holds edge k <= x < edge k + 1 (the last also hi); the
+        -- edges lo + k * w with w = (hi - lo) / bins, exact here
+        local w = (hi / 2 - lo / 2) / bins * 2
+        local want = {}
+        for k = 1, bins do want[k] = 0 end
+        for _, x in ipairs(v) do
+          if x >= lo and x <= hi then
+            local k = bins
+            while k > 1 and x < (lo / 2 + (k - 1) * (w / 2)) * 2 do k = k - 1 end
+            want[k] = want[k] + 1
+          end
+        end
+        local got = get((algo.histogram(buffer(t, v), {bins = bins, range = {lo, hi}})))
+        same(want, got, ("%s over {%g, %g}, %d bins"):format(t, lo, hi, bins))
+      end
+      ::next::
+    end
+    if not dev.fp64 then pending("no fp64 on " .. dev.name .. ": double elements not checked") end
+  end)
+
+  it("count the ends of a float range near float's largest numbers", function()
+    -- the ends rounded to float (as NumPy compares float32 elements), so
+    -- 3e38 itself is in the last bin
+    local b = buffer("float", {3e38, -3e38, 0.0, -1.0, 1e38, 3.4e38, -3.4e38})
+    same({1, 1, 2, 1}, get((algo.histogram(b, {bins = 4, range = {-3e38, 3e38}}))),
+         "{-3e38, 3e38}")
+    same({3, 4}, get((algo.histogram(b, {bins = 2, range = {-1e39, 1e39}}))), "{-1e39, 1e39}")
+    same({0, 0}, get((algo.histogram(b, {bins = 2, range = {1e39, 1e40}}))),
+         "a range past float's numbers")
+    has_error("luagpu: algo.histogram: argument #2: option range: {1, 1.000000000001} is too " ..
+              "narrow for float arithmetic (both ends round to 1.0)", algo.histogram, b,
+              {bins = 4, range = {1, 1 + 1e-12}})
+  end)
+end)
+
 describe("algo compaction and histogram errors", function()
   local b = dev:buffer("int", 10)
   it("name what was expected and what was given", function()
@@ -145,6 +286,18 @@ describe("algo compaction and histogram errors", function()
               "empty string", algo.copy_if, b, " ")
     has_error("luagpu: algo.copy_if: predicate 'x >' for int do not compile", algo.copy_if, b,
               "x >")
+    -- a NUL would end the source where the driver reads it; other control
+    -- characters are no C either
+    for _, bad in ipairs {{"x > 0\0 || 1", 0, 6}, {"\1x", 1, 1}, {"x\27[0m > 0", 27, 2},
+                          {"x > \127", 127, 5}} do
+      for _, f in ipairs {algo.copy_if, algo.partition} do
+        has_error(("argument #2: expected an OpenCL C expression, got a control character " ..
+                   "(byte %d) at position %d"):format(bad[2], bad[3]), f, b, bad[1])
+      end
+    end
+    local kept, n = algo.copy_if(buffer("int", {1, 2, 3}), "x\t>\f1 &&\r\nx < 9")
+    assert.equal(2, n)
+    same({2, 3}, get(kept), "tabs, form feeds and line breaks")
     has_error("argument #3: option out: expected a buffer of int, got float", algo.copy_if, b,
               "x > 0", {out = dev:buffer("float", 10)})
     local ones = buffer("int", {1, 1, 1, 1, 1, 1, 1, 1, 1, 1})
@@ -179,6 +332,52 @@ describe("algo compaction and histogram errors", function()
               {bins = 4, out = dev:buffer("int", 4)})
     has_error("argument #2: option accumulate needs option out", algo.histogram, b,
               {bins = 4, accumulate = true})
+  end)
+end)
+
+describe("algo compaction and histogram outputs", function()
+  it("are checked, and refused when they overlap the input, before anything is written",
+     function()
+    local function check(what, text, data, f, ...)
+      has_error(text, f, ...)
+      same(data.want, get(data.b), what .. ": the buffer is left as it was")
+    end
+    local v = {1, 2, 3, 0, 1, 1, 1, 1}
+    local d = {b = buffer("uint", v), want = v}
+    local b = d.b
+    check("histogram into its input", "luagpu: algo.histogram: argument #2: option out: the " ..
+          "output is the input (give another buffer)", d, algo.histogram, b, {bins = 8, out = b})
+    check("histogram into a view", "luagpu: algo.histogram: argument #2: option out: expected " ..
+          "a whole buffer, got a view", d, algo.histogram, b, {bins = 4, out = b:sub(5, 8)})
+    check("histogram of a view into its parent", "luagpu: algo.histogram: argument #2: option " ..
+          "out: the output overlaps the input (give a buffer apart from it)", d, algo.histogram,
+          b:sub(5, 8), {bins = 8, out = b})
+    check("histogram with an accumulate that needs out", "option accumulate needs option out",
+          d, algo.histogram, b, {bins = 8, accumulate = true})
+    -- apart in one buffer: the keys 1, 1, 1, 1 counted into its first four
+    algo.histogram(b:sub(5, 8), {bins = 4, out = b:sub(1, 4)})
+    same({0, 4, 0, 0, 1, 1, 1, 1}, get(b), "histogram into the same buffer, apart")
+
+    local w = {5, -1, 7, 0, 9, 2, -3, 4, 6, 8}
+    local e = {b = buffer("int", w), want = w}
+    local c = e.b
+    check("copy_if into its input", "luagpu: algo.copy_if: argument #3: option out: the output " ..
+          "is the input (give another buffer)", e, algo.copy_if, c, "x > 0", {out = c})
+    check("copy_if into an overlapping view", "luagpu: algo.copy_if: argument #3: option out: " ..
+          "the output overlaps the input (give a buffer apart from it)", e, algo.copy_if,
+          c:sub(1, 5), "x > 0", {out = c:sub(3, 10)})
+    check("partition into its input", "luagpu: algo.partition: argument #3: option out: the " ..
+          "output is the input (give another buffer)", e, algo.partition, c, "x > 0", {out = c})
+    check("nonzero into its input", "luagpu: algo.nonzero: argument #2: option out: the " ..
+          "output is the input (give another buffer)", e, algo.nonzero, c, {out = c})
+    check("nonzero into an overlapping view", "luagpu: algo.nonzero: argument #2: option out: " ..
+          "the output overlaps the input (give a buffer apart from it)", e, algo.nonzero,
+          c:sub(1, 6), {out = c:sub(6, 10), base = 0})
+    -- apart in one buffer
+    local out, count = algo.copy_if(c:sub(1, 5), "x > 0", {out = c:sub(6, 10)})
+    assert.equal(3, count)
+    assert.equal(5, #out)
+    same({5, -1, 7, 0, 9, 5, 7, 9, 6, 8}, get(c), "copy_if into the same buffer, apart")
   end)
 end)
 

@@ -87,7 +87,7 @@ end
 describe("algo.scan", function()
   for _, t in ipairs(SCALARS) do
     it("sums " .. t .. " buffers, inclusive and exclusive, of random lengths", function()
-      if t == "double" and not dev.fp64 then return end
+      if t == "double" and not dev.fp64 then return pending("no fp64 on " .. dev.name .. ": double not checked") end
       for _, n in ipairs(lengths(t)) do
         local v = random_values(t, n)
         local b = buffer(t, v)
@@ -248,8 +248,11 @@ describe("algo.scan errors", function()
               {out = dev:buffer("int", 11)})
     has_error("argument #2: option out: expected a buffer of int, got float", algo.scan, b,
               {out = dev:buffer("float", 10), acc = "int"})
-    has_error("argument #2: option out: the output overlaps the input", algo.scan,
-              b:sub(1, 5), {out = b:sub(2, 6)})
+    has_error("argument #2: option out: the output overlaps the input (give the same buffer, " ..
+              "or one apart)", algo.scan, b:sub(1, 5), {out = b:sub(2, 6)})
+    local f = dev:buffer("int", 11)
+    has_error("argument #2: option out: the output overlaps option flags (give the same " ..
+              "buffer, or one apart)", algo.scan, b, {flags = f:sub(2, 11), out = f:sub(1, 10)})
     has_error("argument #2: option op: expected \"sum\", \"prod\", \"min\" or \"max\", got \"avg\"",
               algo.scan, b, {op = "avg"})
     has_error("argument #2: option acc: expected a scalar element type (char .. double), got 'int3'",
@@ -274,6 +277,13 @@ describe("algo.scan errors", function()
               algo.scanner, {type = "vec", op = "a", neutral = 0})
     has_error("map '(x', op 'a + b', neutral '0' for int -> int do not compile",
               algo.scanner, {type = "int", map = "(x", op = "a + b", neutral = 0, device = dev})
+    for _, field in ipairs {"map", "op", "neutral"} do
+      local def = {type = "int", map = "x", op = "a + b", neutral = "0"}
+      def[field] = def[field] .. "\0 junk"
+      has_error(("luagpu: algo.scanner: field '%s': expected an OpenCL C expression, got a " ..
+                 "control character (byte 0) at position %d"):format(field, #def[field] - 5),
+                algo.scanner, def)
+    end
     local s = algo.scanner{type = "int", op = "a + b", neutral = 0}
     has_error("luagpu: scanner: argument #1: expected a buffer of int, got float", s,
               dev:buffer("float", 3))

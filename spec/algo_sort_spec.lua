@@ -6,6 +6,7 @@ local gpu = require "luagpu"
 local algo = require "luagpu.algo"
 local support = require "support"
 local has_error = support.has_error
+local numpy = require "algo_numpy"
 
 local dev = gpu.device()
 
@@ -45,11 +46,10 @@ end
 local function get(b) return #b > 0 and b:get():totable() or {} end
 
 -- The order of x: class 1 for NaN (above everything), else class 0 and
--- the value, with -0.0 below +0.0 (tie).
+-- the value (-0.0 and +0.0 equal, as NumPy compares them).
 local function order(x)
-  if x ~= x then return 1, 0, 0 end
-  if x == 0 then return 0, 0, (1 / x < 0) and 0 or 1 end
-  return 0, x, 0
+  if x ~= x then return 1, 0 end
+  return 0, x
 end
 
 -- The 1-based positions of v in stable sorted order (descending: the
@@ -57,14 +57,13 @@ end
 -- row of rl sorted on its own.
 local function reference(v, desc, rl)
   rl = rl or #v
-  local cls, val, tie = {}, {}, {}
-  for i = 1, #v do cls[i], val[i], tie[i] = order(v[i]) end
+  local cls, val = {}, {}
+  for i = 1, #v do cls[i], val[i] = order(v[i]) end
   local p = {}
   for i = 1, #v do p[i] = i end
   local function less(a, c)
     if cls[a] ~= cls[c] then return cls[a] < cls[c] end
-    if val[a] ~= val[c] then return val[a] < val[c] end
-    return tie[a] < tie[c]
+    return val[a] < val[c]
   end
   table.sort(p, function(a, c)
     local ra, rc = (a - 1) // rl, (c - 1) // rl
@@ -103,7 +102,7 @@ local function check_sorted(v, keys, pos, desc, what)
   assert.equal(n, #keys, what .. ": length")
   assert.equal(n, #pos, what .. ": values' length")
   local seen = {}
-  local cls, val, tie = {}, {}, {}
+  local cls, val = {}, {}
   for i = 1, n do
     local p = pos[i]
     if math.type(p) ~= "integer" or p < 1 or p > n or seen[p] then
@@ -114,14 +113,13 @@ local function check_sorted(v, keys, pos, desc, what)
     local ok = want == g and (want ~= 0 or 1 / want == 1 / g) or (want ~= want and g ~= g)
     if not ok then error(("%s: key %d is %s, expected %s"):format(what, i, tostring(g),
                                                                tostring(want)), 2) end
-    cls[i], val[i], tie[i] = order(g)
+    cls[i], val[i] = order(g)
   end
   for i = 2, n do
     local a, c = i - 1, i
     if desc then a, c = c, a end
-    local lt = cls[a] < cls[c] or cls[a] == cls[c] and (val[a] < val[c] or
-               val[a] == val[c] and tie[a] < tie[c])
-    local eq = cls[a] == cls[c] and val[a] == val[c] and tie[a] == tie[c]
+    local lt = cls[a] < cls[c] or cls[a] == cls[c] and val[a] < val[c]
+    local eq = cls[a] == cls[c] and val[a] == val[c]
     if not (lt or eq and pos[i - 1] < pos[i]) then
       error(("%s: keys %d and %d (%s, %s) out of order"):format(what, i - 1, i,
             tostring(keys[i - 1]), tostring(keys[i])), 2)
@@ -156,7 +154,7 @@ end
 describe("algo.sort", function()
   for _, t in ipairs(SCALARS) do
     it("sorts " .. t .. " keys with their edge values, both ways, with values", function()
-      if t == "double" and not dev.fp64 then return end
+      if t == "double" and not dev.fp64 then return pending("no fp64 on " .. dev.name .. ": double not checked") end
       local sizes = {0, 1, 2, 3, 100, math.random(2000, 40000)}
       if t == "float" or t == "uint" then sizes[#sizes + 1] = math.random(200000, 1 << 20) end
       for _, n in ipairs(sizes) do
@@ -216,7 +214,7 @@ describe("algo.sort", function()
     local view = big:sub(5, 20004)
     local dv = {}
     for i = 1, 20000 do dv[i] = i / 4 end
-    if not dev.fp64 then return end
+    if not dev.fp64 then return pending("no fp64 on " .. dev.name .. ": double views not checked") end
     local dbuf = dev:buffer("double", 25000)
     dbuf:sub(3, 20002):write(dv):wait()
     local ooo = dev:queue{out_of_order = true}
@@ -234,6 +232,96 @@ describe("algo.sort", function()
     same(reference(get(view), true), get(out), "argsort into out")
     local tensorish = setmetatable({}, {__tobuffer = function() return buffer("int", sub) end})
     same(reference(sub, false), get((algo.argsort(tensorish))), "a value with __tobuffer")
+  end)
+end)
+
+describe("algo.sort of equal floats", function()
+  -- keys drawn from -0.0, +0.0, NaNs of either sign and other payloads,
+  -- infinities and a few numbers: -0.0 and +0.0 compare equal and NaNs
+  -- go last, so each keeps its input order, as numpy.argsort(kind =
+  -- "stable"); the keys themselves move bit for bit (-0.0 stays -0.0, a
+  -- NaN keeps its payload)
+  local GEN = [[
+import sys, numpy as np
+d, seed = sys.argv[1], int(sys.argv[2])
+rng = np.random.default_rng(seed)
+for t, ut in (("float32", "uint32"), ("float64", "uint64")):
+    nan = np.array([np.nan] * 3, t).view(ut)
+    sign = np.array([-0.0], t).view(ut)[0]
+    pool = np.array([0.0, -0.0, 0.0, -0.0, np.inf, -np.inf, 1.5, -1.5, 2.0, np.nan, -np.nan],
+                    t)
+    pool = np.concatenate([pool, (nan | np.array([1, 5, 12345], ut) | np.array([0, sign, 0], ut)).view(t)])
+    for case, (rows, rl) in enumerate(((1, 4), (1, 3000), (37, 41), (300, 7))):
+        np.save(f"{d}/{t}_{case}.npy", pool[rng.integers(0, len(pool), rows * rl)])
+        open(f"{d}/{t}_{case}.rl", "w").write(str(rl))
+]]
+  local CHECK = [[
+import sys, glob, numpy as np
+d = sys.argv[1]
+bad = []
+for f in sorted(glob.glob(d + "/*.rl")):
+    name = f[:-3]
+    if not glob.glob(name + "_arg0.npy"): continue
+    rl = int(open(f).read())
+    x = np.load(name + ".npy").reshape(-1, rl)
+    ut = "uint32" if x.dtype == np.float32 else "uint64"
+    for desc in (0, 1):
+        if desc:   # NaNs first, then the greatest; stable (lexsort is)
+            want = np.array([np.lexsort((-np.nan_to_num(r, nan=0), ~np.isnan(r))) for r in x])
+        else:
+            want = np.argsort(x, axis=1, kind="stable")
+        got = np.load(f"{name}_arg{desc}.npy").reshape(-1, rl) - 1
+        if not (got == want).all(): bad.append(f"{name} argsort descending={desc}")
+        keys = np.load(f"{name}_keys{desc}.npy").reshape(-1, rl)
+        vals = np.load(f"{name}_vals{desc}.npy").reshape(-1, rl)
+        wantv = want + np.arange(x.shape[0])[:, None] * rl
+        if not (vals == wantv).all(): bad.append(f"{name} sort values descending={desc}")
+        if not (keys.view(ut) == np.take_along_axis(x, want, 1).view(ut)).all():
+            bad.append(f"{name} sorted keys (bits) descending={desc}")
+print("\n".join(bad) if bad else "ok")
+]]
+
+  it("keeps -0.0 and +0.0, and NaNs, in their input order (argsort and sort, rows, " ..
+     "descending), as numpy.argsort(kind = 'stable')", function()
+    if not numpy.python() then
+      pending("python3 with numpy not found: not checked against NumPy")
+      return
+    end
+    local dir = numpy.tmpdir(finally)
+    numpy.run(GEN, dir, tostring(math.random(1, 1 << 30)))
+    for _, t in ipairs(dev.fp64 and {"float", "double"} or {"float"}) do
+      for case = 0, 3 do
+        local name = ("%s/%s_%d"):format(dir, t == "float" and "float32" or "float64", case)
+        local x = gpu.load(name .. ".npy")
+        local rl = tonumber(support.read_file(name .. ".rl"))
+        local n = #x
+        for desc = 0, 1 do
+          local keys = dev:buffer(t, n)
+          keys:write(x):wait()
+          local pos = algo.argsort(keys, {row_length = rl, descending = desc == 1})
+          pos:get():save(("%s_arg%d.npy"):format(name, desc))
+          local idx = {}
+          for i = 1, n do idx[i] = i - 1 end
+          local vals = buffer("int", idx)
+          local _, ev = algo.sort(keys, {values = vals, row_length = rl, descending = desc == 1})
+          ev:wait()
+          keys:get():save(("%s_keys%d.npy"):format(name, desc))
+          vals:get():save(("%s_vals%d.npy"):format(name, desc))
+        end
+      end
+    end
+    assert.equal("ok\n", numpy.run(CHECK, dir))
+    if not dev.fp64 then pending("no fp64 on " .. dev.name .. ": double keys not checked") end
+  end)
+
+  it("keeps -0.0 and +0.0 in order in the documented example", function()
+    local keys = buffer("float", {0.0, -0.0, 0.0, -0.0})
+    same({1, 2, 3, 4}, get((algo.argsort(keys))), "argsort")
+    same({1, 2, 3, 4}, get((algo.argsort(keys, {descending = true}))), "argsort descending")
+    local vals = buffer("int", {1, 2, 3, 4})
+    algo.sort(keys, {values = vals})
+    same({1, 2, 3, 4}, get(vals), "values")
+    same_keys({0.0, -0.0, 0.0, -0.0}, {1, 2, 3, 4}, get(keys), "keys")
   end)
 end)
 

@@ -233,7 +233,9 @@ describe("gpu.array", function()
               .. "double4", gpu.array, "double4", 1 << 40, 1 << 40, 4)
     has_error("luagpu: gpu.array: too large", gpu.array, "char16", {shape = {1 << 62}})
     assert.equal(0, #gpu.array("float", 1 << 62, 0))     -- an empty dimension: nothing
-    if os.getenv("ASAN") then return end                  -- ASan aborts on such a malloc
+    if os.getenv("ASAN") then                 -- ASan aborts on such a malloc
+      return pending("under ASan: a failed malloc of 2^61 bytes not checked")
+    end
     has_error("luagpu: gpu.array: not enough memory for a host array of 2305843009213693952 bytes",
               gpu.array, "uchar", 1 << 61)
   end)

@@ -281,4 +281,55 @@ describe("the program cache", function()
     os.execute("rm -rf " .. sh_quote(box))
     assert.matches("built 16\nexit 0\n", out, 1, true)
   end)
+
+  -- A build once waited forever, silently, while another process kept the
+  -- lock. It names the holder, then goes on without the lock after
+  -- LUAGPU_LOCK_TIMEOUT seconds; a lock let go in time is simply waited for.
+  it("names the process that keeps PoCL's cache lock, and goes on without it", function()
+    if not io.popen("command -v python3"):read("l") then return pending("no python3") end
+    local probe = child(home, 'print(dev.platform .. " 0 0")')
+    if not probe.output:find("Portable Computing Language", 1, true) then
+      return pending("PoCL's cache lock only")
+    end
+    local box = tmpdir()
+    local kcache = box .. "/kcache"
+    assert(os.execute("mkdir -p " .. sh_quote(kcache)))
+    write_file(box .. "/holder.py", "import fcntl, sys, time\n"
+               .. "f = open(sys.argv[1] + '/luagpu.lock', 'a')\n"
+               .. "fcntl.flock(f, fcntl.LOCK_EX)\n"
+               .. "print('locked', flush=True)\n"
+               .. "time.sleep(float(sys.argv[2]))\n")
+    write_file(box .. "/builder.lua", PRELUDE .. [[
+      local p = dev:build("__kernel void f(__global int *o) { o[0] = 72; } // " .. arg[1])
+      report("built", p)]])
+    -- runs the builder while the holder keeps the lock for hold seconds
+    local function race(hold, n, env)
+      local held = box .. "/held" .. n
+      local cmd = string.format(
+        "python3 %s %s %s >%s & h=$!; while ! grep -qs locked %s; do sleep 0.05; done; "
+        .. "echo \"holder $h\"; LUAGPU_BUILD=%s XDG_CACHE_HOME=%s POCL_CACHE_DIR=%s %s "
+        .. "timeout 25 lua5.4 %s %d; echo \"exit $?\"; kill $h 2>/dev/null; wait",
+        sh_quote(box .. "/holder.py"), sh_quote(kcache), hold, sh_quote(held), sh_quote(held),
+        sh_quote(BUILD), sh_quote(box), sh_quote(kcache), env, sh_quote(box .. "/builder.lua"), n)
+      local p = io.popen("(" .. cmd .. ") 2>&1")
+      local out = p:read("a")
+      p:close()
+      return out, out:match("holder (%d+)")
+    end
+    local lock = kcache .. "/luagpu.lock"
+    local t0 = os.time()
+    local out, pid = race(30, 1, "LUAGPU_LOCK_TIMEOUT=2")
+    assert.matches("built false 72\nexit 0\n", out, 1, true)
+    assert.is_true(os.time() - t0 < 20, out)
+    assert.matches("luagpu: waiting for PoCL's cache lock " .. lock .. ", held by process "
+                   .. pid .. " (python3) (going on without it after 2 s; LUAGPU_LOCK_TIMEOUT "
+                   .. "sets that)\n", out, 1, true)
+    assert.matches("luagpu: gave up waiting for PoCL's cache lock " .. lock .. " after 2 s "
+                   .. "(held by process " .. pid .. " (python3)): building without it\n",
+                   out, 1, true)
+    -- held for a second and a half: waited for, and nothing said
+    out = race(1.5, 2, "")
+    os.execute("rm -rf " .. sh_quote(box))
+    assert.matches("^holder %d+\nbuilt false 72\nexit 0\n$", out)
+  end)
 end)

@@ -83,6 +83,32 @@ describe("luagpu --doctor", function()
     assert.matches("1 problem found\n$", out)
   end)
 
+  -- The writability probe once opened ".doctor-probe" for writing: through
+  -- a symbolic link left there it truncated the link's target.
+  it("probes the cache folder without following or truncating what is there", function()
+    local home = tmpdir()
+    local dir = home .. "/luagpu"
+    assert(os.execute("mkdir " .. shell_quote(dir)))
+    local target = home .. "/precious.txt"
+    write_file(target, "keep me\n")
+    assert(os.execute("ln -s " .. shell_quote(target) .. " " .. shell_quote(dir .. "/.doctor-probe")))
+    local out, code = doctor("XDG_CACHE_HOME=" .. shell_quote(home))
+    assert.equals(0, code, out)
+    assert.matches("ok    " .. dir:gsub("%p", "%%%0") .. ": writable, %d+ entries", out)
+    local f = assert(io.open(target, "rb"))
+    assert.equals("keep me\n", f:read("a"))
+    f:close()
+    local p = io.popen("readlink " .. shell_quote(dir .. "/.doctor-probe"))
+    assert.equals(target, p:read("l"))
+    p:close()
+    p = io.popen("ls -A " .. shell_quote(dir))
+    local names = p:read("a")   -- the probe removed its own file only
+    p:close()
+    assert.matches("^%.doctor%-probe\n", names)
+    assert.not_matches("doctor%-probe%.", names)
+    os.execute("rm -rf " .. shell_quote(home))
+  end)
+
   it("says when the program cache is off", function()
     local out, code = doctor("LUAGPU_NO_CACHE=1")
     assert.equals(0, code, out)

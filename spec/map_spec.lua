@@ -75,6 +75,34 @@ describe("b:map", function()
     has_error(msg, tostring, a)
   end)
 
+  it("maps the whole of an empty buffer to an empty array, blocking or not", function()
+    for _, shape in ipairs {0, {0}} do
+      local b = dev:buffer("float", shape)
+      local a = b:map("read_write")
+      assert.equal(0, #a)
+      assert.same({0}, a.shape)
+      assert.same({}, a:totable())
+      assert.equal(nil, b:unmap(a):wait())
+      has_error("luagpu: attempt to use a host array of b:map after b:unmap",
+                function() return #a end)
+      -- after a wait list, returning the array from the Event too
+      local u = gpu.user_event(dev)
+      local c, ev = b:map("read", {blocking = false, wait = {u}})
+      assert.equal("Event", gpu.type(ev))
+      assert.equal(0, #c)
+      u:complete()
+      assert.equal(c, ev:wait())
+      assert.equal(0, #c)
+      b:unmap(c, {wait = {ev}}):wait()
+      local d = b:map("write")
+      d = nil
+      collectgarbage()            -- collected still mapped: nothing to unmap
+      -- positions given on an empty buffer are out of range as on any other
+      has_error("luagpu: buffer:map: expected 1 <= first <= last <= 0, got first = 1, last = 1",
+                b.map, b, "read", 1, 1)
+    end
+  end)
+
   it("raises on bad input", function()
     local b = dev:buffer("int", 16)
     has_error('luagpu: buffer:map: argument #1: expected "read", "write", "read_write" or '

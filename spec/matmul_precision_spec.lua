@@ -134,19 +134,52 @@ describe("matmul precision", function()
     with({bm = 64, bn = 64, bk = 8, wm = 16, wn = 16, stages = 2},
          'luagpu: matmul: matmul_mma.params["tf32"]: the 512 work-items of a group must copy ' ..
          'whole float4s of a step (bm * bk / 4 = 128 and bn * bk / 4 = 128)')
-    with({bm = 512, bn = 512, bk = 512, wm = 16, wn = 16, stages = 2},
-         'luagpu: matmul: matmul_mma.params["tf32"]: 32768 work-items per group, ' .. dev.name ..
-         ' takes at most ' .. dev.max_work_group_size)
     with({bm = 64, bn = 64, bk = 16, wm = 32, wn = 32, stages = 2, maxrreg = 2 ^ 40},
          'luagpu: matmul: matmul_mma.params["tf32"].maxrreg: expected false or an integer from ' ..
          '16 to 255, got 1099511627776.0')
     with({bm = 64, bn = 64, bk = 16, wm = 32, wn = 32, stages = 2, maxrreg = "96"},
          'matmul_mma.params["tf32"].maxrreg: expected false or an integer from 16 to 255, got "96"')
-    with({bm = 1024, bn = 1024, bk = 64, wm = 1024, wn = 256, stages = 2},
-         'luagpu: matmul: matmul_mma.params["tf32"]: the tiles need 1048576 bytes of local ' ..
-         'memory, ' .. dev.name .. ' has ' .. dev.local_mem_size)
     assert.equals(saved, mma.params.tf32)
     matmul(A, A, {precision = "tf32"}):get()   -- the defaults again
+  end)
+
+  -- Sizes past the device's limits come from its own fields: a tiling of
+  -- more work-items than max_work_group_size, and one (of one warp per
+  -- group) whose tiles need more than local_mem_size.
+  local function refused(p, msg)
+    local saved = mma.params.tf32
+    mma.params.tf32 = p
+    local ok, err = pcall(matmul, dev:buffer("float", {8, 8}), dev:buffer("float", {8, 8}),
+                          {precision = "tf32"})
+    mma.params.tf32 = saved
+    assert.is_false(ok)
+    assert.matches(msg, tostring(err), 1, true)
+  end
+
+  it("refuses a tiling of more work-items than the device takes", function()
+    local side = 16                  -- wm = wn = 16: 32 * (side / 16)^2 work-items
+    while 32 * (side // 16) ^ 2 <= dev.max_work_group_size and side < 4096 do side = side * 2 end
+    local nt = 32 * (side // 16) * (side // 16)
+    if nt <= dev.max_work_group_size then
+      return pending("max_work_group_size " .. dev.max_work_group_size .. ": no tiling is larger")
+    end
+    refused({bm = side, bn = side, bk = 512, wm = 16, wn = 16, stages = 2},
+            'luagpu: matmul: matmul_mma.params["tf32"]: ' .. nt .. ' work-items per group, '
+            .. dev.name .. ' takes at most ' .. dev.max_work_group_size)
+  end)
+
+  it("refuses tiles larger than the device's local memory", function()
+    -- bm = bn = 4096, 4 stages: 4 * 4 bytes * (bm + bn) * bk, bk the least multiple of 8
+    -- past local_mem_size
+    local bk = (dev.local_mem_size // (4 * 4 * 8192) // 8 + 1) * 8
+    if bk > 4096 or dev.max_work_group_size < 32 then
+      return pending("local_mem_size " .. dev.local_mem_size .. ": no tf32 tiling is larger")
+    end
+    local bytes = 4 * 4 * 8192 * bk
+    assert.is_true(bytes > dev.local_mem_size)
+    refused({bm = 4096, bn = 4096, bk = bk, wm = 4096, wn = 4096, stages = 4},
+            'luagpu: matmul: matmul_mma.params["tf32"]: the tiles need ' .. bytes .. ' bytes of '
+            .. 'local memory, ' .. dev.name .. ' has ' .. dev.local_mem_size)
   end)
 
   local reference = require("support").matmul_reference

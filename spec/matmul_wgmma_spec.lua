@@ -123,9 +123,26 @@ describe("matmul on wgmma", function()
     with({bn = 16, bk = 8, wgs = 1, stages = 2, wait = 1},
          'bn 16, bk 8, stages 2, wait 1 do not make a tiling')
     with({bn = 16, bk = 8, wgs = 1, stages = 1}, 'stages 1, wait 0 do not make a tiling')
-    with({bn = 256, bk = 256, wgs = 4, stages = 8},
-         prefix .. ': the tiles need 4194304 bytes of local memory, ' .. dev.name .. ' has ' ..
-         dev.local_mem_size)
+  end)
+
+  -- The largest tiles the limits allow (as many warp groups as the device
+  -- takes) need stages * 4 bytes * (64 * wgs + bn) * bk: more than this
+  -- device's local memory, or the check cannot be made here.
+  it("refuses tiles larger than the device's local memory", function()
+    local wgs = math.min(4, dev.max_work_group_size // 128)
+    local bytes = 8 * 4 * (64 * wgs + 256) * 256
+    if wgs < 1 or bytes <= dev.local_mem_size then
+      return pending("local_mem_size " .. dev.local_mem_size .. ": no wgmma tiling is larger")
+    end
+    local A = dev:buffer("float", {8, 8})
+    local p = {bn = 256, bk = 256, wgs = wgs, stages = 8}
+    emulated({tf32 = p, ["3xtf32"] = p}, function()
+      local ok, err = pcall(matmul, A, A, {precision = "tf32"})
+      assert.is_false(ok)
+      assert.matches('luagpu: matmul: matmul_wgmma.params["tf32"]: the tiles need ' .. bytes
+                     .. ' bytes of local memory, ' .. dev.name .. ' has ' .. dev.local_mem_size,
+                     tostring(err), 1, true)
+    end)
   end)
 
   it("says the defaults fit the local memory they are made for", function()

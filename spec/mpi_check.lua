@@ -152,6 +152,73 @@ if rank == size - 1 then
          mpi.recv, gpu.array("float", 4), 0, 9)
   mpi.recv(gpu.array("float", 3), 0, 9)                 -- the message is still there
 end
+-- issue 27 item 32: a target that cannot take the message is refused before
+-- the message is received; it stays for the next recv
+if rank == 0 then
+  mpi.send(data("int", 0, 4), size - 1, 10)
+  mpi.send(data("int", 0, 4), size - 1, 11)
+end
+if rank == size - 1 then
+  local out = dev:buffer("int", 4, {access = "out"})
+  raises('mpi.recv: argument #1: the buffer has access "out" (device to host only): it cannot '
+         .. "receive from the host", mpi.recv, out, 0, 10)
+  raises("rank 0 sent 4 values of int (tag 10), expected 5; the message is left unreceived",
+         mpi.recv, dev:buffer("int", 5), 0, 10)
+  raises("rank 0 sent 4 values of int (tag 10), expected 6; the message is left unreceived",
+         mpi.recv, dev:tensor("int", {2, 3}), 0, 10)
+  raises("rank 0 sent 2 values of double (tag 10), expected 3; the message is left unreceived",
+         mpi.recv, dev:buffer("double", 3), 0, 10)
+  local into = dev:buffer("int", 4, {access = "in"})    -- never read: "in" receives
+  mpi.recv(into, 0, 10)
+  local t = dev:tensor("int", {2, 2})
+  mpi.recv(t, 0, 11)
+  local copy = dev:buffer("int", 4)
+  into:copy_to(copy):wait()
+  local got, tgot = copy:get(), t:get()
+  for i = 1, 4 do
+    check(got[i] == value("int", 0, i), "recv into an \"in\" buffer [%d]", i)
+    check(tgot[i] == value("int", 0, i), "recv into a tensor [%d]", i)
+  end
+end
+-- issue 27 item 34: every argument error is luagpu's, at the script's line
+local function at_line(pattern, f, ...)
+  local args = table.pack(...)
+  local line = debug.getinfo(1, "l").currentline + 1
+  local ok, err = pcall(function() f(table.unpack(args, 1, args.n)) end)
+  check(not ok and tostring(err):find("mpi_check.lua:" .. line .. ": luagpu: " .. pattern, 1,
+                                      true), "expected %q at line %d, got %s", pattern, line,
+        tostring(err))
+end
+at_line("mpi.send: argument #2: expected a destination rank (an integer), got \"x\"", mpi.send,
+        gpu.array("int", 1), "x")
+at_line("mpi.send: argument #2: expected a destination rank (an integer), got nil", mpi.send,
+        gpu.array("int", 1))
+at_line("mpi.send: argument #3: expected a tag (an integer), got 1.5", mpi.send,
+        gpu.array("int", 1), 0, 1.5)
+at_line("mpi.send: argument #3: tag 9223372036854775807 is out of range (0 to ", mpi.send,
+        gpu.array("int", 1), 0, math.maxinteger)
+at_line("mpi.recv: argument #2: expected a source rank (an integer), got table", mpi.recv,
+        "int", {})
+at_line("mpi.recv: argument #2: source rank " .. size .. " is out of range", mpi.recv, "int",
+        size)
+at_line("mpi.recv: argument #3: tag -1 is out of range (0 or more)", mpi.recv, "int", 0, -1)
+at_line("mpi.bcast: argument #2: expected a root rank (an integer), got 0.5", mpi.bcast, 1, 0.5)
+at_line("mpi.gather: argument #2: root rank -1 is out of range", mpi.gather, 1, -1)
+at_line("mpi.abort: argument #1: expected an exit code (an integer), got \"now\"", mpi.abort,
+        "now")
+-- the C half's own checks, for scripts that use it directly
+local core = require "luagpu_mpi"
+raises("luagpu: mpi.send: argument #2: expected a rank (an integer), got string", core.send,
+       gpu.array("int", 1), "x")
+raises("luagpu: mpi.send: argument #3: expected a tag (an integer), got 1.5", core.send,
+       gpu.array("int", 1), 0, 1.5)
+raises("luagpu: mpi.recv: argument #1: expected a scalar type name (\"float\", \"int\", ...), "
+       .. "got \"floaty\"", core.probe, "floaty")
+raises("luagpu: mpi.allreduce: argument #2: expected \"sum\", \"prod\", \"min\" or \"max\", "
+       .. "got no value", core.allreduce, gpu.array("int", 1))
+raises("luagpu: mpi.abort: argument #1: expected an exit code (an integer), got table",
+       core.abort, {})
+
 local released = dev:buffer("float", 2)
 released:release()
 raises("attempt to use a released buffer", mpi.allreduce, released, "sum")

@@ -74,6 +74,23 @@ describe("luagpu.mpi", function()
     end
   end)
 
+  it("loads from luagpu -e and the REPL, in any folder (issue 27 item 34)", function()
+    if not needs_mpi() then return end
+    local prog = PROG:sub(1, 1) == "/" and PROG or os.getenv("PWD") .. "/" .. PROG
+    -- no $LUAGPU_BUILD, no arg[-1], another folder: the module's own place finds it
+    local out, code = mpirun(1, "env -u LUAGPU_BUILD sh -c " .. shell_quote(
+      "cd / && " .. shell_quote(prog) .. " -e " .. shell_quote(
+        "local mpi = require 'luagpu.mpi'; print('size ' .. mpi.size .. ' rank ' .. mpi.rank)")))
+    assert.equal(0, code, out)
+    assert.matches("size 1 rank 0", out, 1, true)
+    out, code = mpirun(1, "env -u LUAGPU_BUILD sh -c " .. shell_quote(
+      "cd / && printf 'mpi = require \"luagpu.mpi\"\\nprint(\"ranks \" .. mpi.size)\\n' | "
+      .. shell_quote(prog)))
+    assert.equal(0, code, out)
+    assert.matches("ranks 1", out, 1, true)
+    assert.not_matches("not built", out, 1, true)
+  end)
+
   it("ends a job whose rank fails, and one that calls os.exit, without hanging", function()
     if not needs_mpi() then return end
     local path = os.tmpname()

@@ -248,6 +248,40 @@ describe("a:save and gpu.load", function()
               function() a:save() end)
   end)
 
+  -- A save through a dangling link once replaced the link with a regular
+  -- file. It writes through, as a plain write does: the target is created
+  -- and every link in the chain stays a link.
+  it("writes through symbolic links, dangling ones too, and keeps the links", function()
+    local function is_link(p) return os.execute("test -L " .. p) == true end
+    local sub = tmp("links")
+    assert(os.execute("mkdir -p " .. sub))
+    -- a relative dangling link, and a chain of two links to it
+    assert(os.execute("cd " .. sub .. " && ln -s target.npy dangling.npy && "
+                      .. "ln -s dangling.npy chain.npy"))
+    local a = gpu.array("int", {7, 8, 9})
+    a:save(sub .. "/chain.npy")
+    assert.is_true(is_link(sub .. "/chain.npy"))
+    assert.is_true(is_link(sub .. "/dangling.npy"))
+    assert.is_false(is_link(sub .. "/target.npy"))
+    assert.same({7, 8, 9}, gpu.load(sub .. "/target.npy"):totable())
+    -- a link to an existing file: the file changes, the link stays
+    gpu.array("int", {1, 2}):save(sub .. "/dangling.npy")
+    assert.is_true(is_link(sub .. "/dangling.npy"))
+    assert.same({1, 2}, gpu.load(sub .. "/target.npy"):totable())
+    -- an absolute dangling link into a missing folder: an error, nothing made
+    assert(os.execute("ln -s " .. sub .. "/none/x.npy " .. sub .. "/nowhere.npy"))
+    has_error("luagpu: array:save: " .. sub .. "/nowhere.npy: No such file or directory",
+              function() a:save(sub .. "/nowhere.npy") end)
+    assert.is_true(is_link(sub .. "/nowhere.npy"))
+    -- a loop of links: an error; the links stay
+    assert(os.execute("cd " .. sub .. " && ln -s loop2.npy loop1.npy && ln -s loop1.npy loop2.npy"))
+    has_error("luagpu: array:save: " .. sub .. "/loop1.npy: Too many levels of symbolic links",
+              function() a:save(sub .. "/loop1.npy") end)
+    assert.is_true(is_link(sub .. "/loop1.npy") and is_link(sub .. "/loop2.npy"))
+    local names = io.popen("ls " .. sub):read("a")
+    assert.equals("chain.npy\ndangling.npy\nloop1.npy\nloop2.npy\nnowhere.npy\ntarget.npy\n", names)
+  end)
+
   it("never removes what it did not create: a failed write leaves the old file whole", function()
     -- a link to /dev/full: the write fails; the link (and the device) stay
     local link = tmp("full.npy")

@@ -390,6 +390,31 @@ describe("dev:build_file", function()
     has_error("luagpu: dev:build_file: argument #1: '" .. d .. "' is not a file",
               dev.build_file, dev, d)
   end)
+
+  -- A FIFO (no writer) once blocked the open forever; the check runs in a
+  -- child process under `timeout` so that a hang fails instead of hanging.
+  it("refuses a FIFO or a device without blocking, and --precompile does too", function()
+    local d = tmpdir()
+    local fifo = d .. "/pipe.cl"
+    assert(os.execute("mkfifo " .. sh_quote(fifo)))
+    local prog = BUILD .. "/luagpu"
+    local function run(args)
+      local p = io.popen("timeout 20 " .. sh_quote(prog) .. " " .. args .. " 2>&1")
+      local out = p:read("a")
+      local _, _, code = p:close()
+      return out, code
+    end
+    for _, path in ipairs({fifo, "/dev/null"}) do
+      local script = "local gpu = require 'luagpu'; local ok, e = pcall(gpu.device().build_file, "
+                     .. "gpu.device(), " .. string.format("%q", path) .. "); print(ok, e)"
+      local out, code = run("-e " .. sh_quote(script))
+      assert.equal(0, code, out)
+      assert.equal("false\tluagpu: dev:build_file: argument #1: '" .. path .. "' is not a file\n", out)
+    end
+    local out, code = run("--precompile " .. sh_quote(fifo))
+    assert.equal(1, code, out)
+    assert.matches("dev:build_file: argument #1: '" .. fifo .. "' is not a file", out, 1, true)
+  end)
 end)
 
 describe("prog:release", function()

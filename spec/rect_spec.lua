@@ -48,6 +48,16 @@ end
 
 local function random_ints(n) return support.random_ints(n, -1000000, 1000000) end
 
+-- Runs code in a child `luagpu -e` (a crash there is not ours); returns its
+-- output and exit code.
+local function child(code)
+  local prog = (os.getenv("LUAGPU_BUILD") or "build") .. "/luagpu"
+  local p = io.popen(prog .. " -e " .. support.shell_quote(code) .. " 2>&1")
+  local out = p:read("a")
+  local _, _, rc = p:close()
+  return out, rc
+end
+
 describe("b:read_rect and b:write_rect", function()
   for _, shape in ipairs({{37}, {13, 29}, {5, 7, 11}}) do
     it("move random boxes of a buffer of shape {" .. table.concat(shape, ", ") .. "}", function()
@@ -162,6 +172,25 @@ describe("b:copy_rect_to", function()
 end)
 
 describe("rectangular transfers", function()
+  it("refuse a host_shape whose count would wrap (issue 27 item 17), in a child", function()
+    for _, call in ipairs({
+      "b:read_rect({1, 1}, {1, 4}, gpu.array(\"int\", 4), {host_shape = {(1 << 62) + 1, 4}, "
+        .. "host_origin = {(1 << 62) + 1, 1}})",
+      "b:write_rect({1, 1}, {1, 4}, {1, 2, 3, 4}, {host_shape = {(1 << 62) + 1, 4}, "
+        .. "host_origin = {(1 << 62) + 1, 1}})",
+      "b:read_rect({1, 1}, {1, 4}, {host_shape = {(1 << 62) + 1, 4}, "
+        .. "host_origin = {(1 << 62) + 1, 1}})",
+    }) do
+      local out, rc = child("local gpu = require \"luagpu\"; local b = gpu.device():buffer("
+                            .. "\"int\", {4, 4}); " .. call .. ":wait()")
+      assert.equal(1, rc, out)
+      local fn = call:match("^b:([%w_]+)")
+      assert.matches("luagpu: buffer:" .. fn .. ": argument #4: host_shape: "
+                     .. "{4611686018427387905, 4} is too large (at most 1152921504606846975 "
+                     .. "elements of 4 bytes)", out, 1, true)
+    end
+  end)
+
   it("raise on bad input, with the numbers", function()
     local b = dev:buffer("int", {5, 7})
     has_error("luagpu: buffer:read_rect: region out of range: buffer dimension 1: "
@@ -206,6 +235,25 @@ describe("rectangular transfers", function()
     local i = dev:buffer("int", 4, {access = "in"})
     has_error("luagpu: buffer:read_rect: the buffer has access \"in\"", i.read_rect, i,
               {1}, {1})
+    -- issue 27 item 15: counts that would wrap name the shape, not row 1
+    local big = (1 << 60) + 1
+    local f = dev:buffer("int", 16)
+    has_error("luagpu: buffer:read_rect: argument #4: shape: {1152921504606846977, 16} is "
+              .. "more elements than the buffer's 16", f.read_rect, f, {big, 1}, {1, 16},
+              {shape = {big, 16}})
+    has_error("luagpu: buffer:write_rect: argument #4: shape: {1152921504606846977, 16} is "
+              .. "more elements than the buffer's 16", f.write_rect, f, {big, 1}, {1, 16},
+              support.random_ints(16, 1, 9), {shape = {big, 16}})
+    has_error("luagpu: buffer:copy_rect_to: argument #5: dst_shape: {16, 1152921504606846977} "
+              .. "is more elements than the buffer's 16", f.copy_rect_to, f, f, {1, 1},
+              {1, big}, {1, 1}, {shape = {16, 1}, dst_shape = {16, big}})
+    has_error("luagpu: buffer:read_rect: argument #4: shape: {4, 4, 1152921504606846977} is "
+              .. "more elements than the buffer's 16", f.read_rect, f, {1, 1, big}, {1, 1, 1},
+              {shape = {4, 4, big}})
+    -- an origin and a region whose sum would wrap
+    has_error("luagpu: buffer:read_rect: region out of range: buffer dimension 1: "
+              .. "elements 9223372036854775807..18446744073709551613 of 16", f.read_rect, f, {math.maxinteger},
+              {math.maxinteger})
     b:release()
     has_error("luagpu: buffer:read_rect: attempt to use a released buffer", b.read_rect, b,
               {1, 1}, {1, 1})

@@ -277,6 +277,35 @@ describe("gpu.await and gpu.run_loop", function()
     assert.matches("stack traceback:", e, 1, true)
   end)
 
+  it("passes hundreds of arguments to run_loop's and spawn's tasks (issue 27 item 18)",
+     function()
+    -- in a child: before the fix the task's stack overflowed
+    local out = run_script([[
+      local args = {}
+      for i = 1, 5000 do args[i] = math.random(1, 1000) end
+      local want = 0
+      for i = 1, #args do want = want + args[i] * i end
+      local function weigh(...)
+        local s = 0
+        for i = 1, select("#", ...) do s = s + select(i, ...) * i end
+        return s
+      end
+      for _, n in ipairs({250, 1000, #args}) do
+        local got = {}
+        gpu.run_loop(function(...)
+          got[1] = select("#", ...) .. " " .. weigh(...)
+          gpu.spawn(function(...)
+            got[2] = select("#", ...) .. " " .. weigh(...)
+          end, table.unpack(args, 1, n))
+        end, table.unpack(args, 1, n))
+        local w = 0
+        for i = 1, n do w = w + args[i] * i end
+        print(n, got[1] == n .. " " .. w, got[2] == n .. " " .. w)
+      end
+    ]])
+    assert.equal("250\ttrue\ttrue\n1000\ttrue\ttrue\n5000\ttrue\ttrue\nexit 0\n", out)
+  end)
+
   it("raises on bad input and when no task can go on", function()
     has_error("luagpu: gpu.run_loop: every task awaits a user event that no one can complete "
               .. "(2 tasks)", gpu.run_loop, function()

@@ -208,12 +208,19 @@ function B.row_length(fn, arg, opts, n)
   return r
 end
 
--- Checks that two buffers (root, offset, count) do not overlap unless
--- they are the same elements; where names the second.
-function B.check_overlap(fn, where, r1, o1, n1, r2, o2, n2)
-  if r1 == r2 and not (o1 == o2 and n1 == n2) and o1 < o2 + n2 and o2 < o1 + n1 then
-    fail(fn, "%s: the output overlaps the input (give the same buffer, or one apart)", where)
+-- Checks that two buffers (root, offset, count), an input and an output
+-- (where names it), share no element; with same_ok they may also be the
+-- same elements (an operation that works in place). input names the input
+-- in the message ("the input" when nil).
+function B.check_overlap(fn, where, r1, o1, n1, r2, o2, n2, same_ok, input)
+  if r1 ~= r2 or n1 == 0 or n2 == 0 or not (o1 < o2 + n2 and o2 < o1 + n1) then return end
+  input = input or "the input"
+  if o1 == o2 and n1 == n2 then
+    if same_ok then return end
+    fail(fn, "%s: the output is %s (give another buffer)", where, input)
   end
+  fail(fn, "%s: the output overlaps %s (give %s)", where, input,
+       same_ok and "the same buffer, or one apart" or "a buffer apart from it")
 end
 
 -- A scalar element type given as field or option name.
@@ -225,8 +232,23 @@ function B.element_type(fn, where, t)
   return t
 end
 
--- An OpenCL C expression from field field of def (helper.lua).
-B.expression = H.expression
+-- Checks text, an OpenCL C expression pasted into generated source (what
+-- names it in a message): it holds no control character but tabs, line
+-- breaks and form feeds (a NUL would end the source where the driver reads
+-- it). Returns text.
+function B.check_source(fn, what, text)
+  local at = text:find("[%z\1-\8\14-\31\127]")
+  if at then
+    fail(fn, "%s: expected an OpenCL C expression, got a control character (byte %d) at " ..
+         "position %d", what, text:byte(at), at)
+  end
+  return text
+end
+
+-- An OpenCL C expression from field field of def (helper.lua), checked.
+function B.expression(fn, def, field, default)
+  return B.check_source(fn, ("field '%s'"):format(field), H.expression(fn, def, field, default))
+end
 
 ------------------------------------------------------------------ programs
 

@@ -45,12 +45,53 @@ local function predicate(fn, arg, p)
     fail(fn, "argument #%d: expected a predicate (an OpenCL C expression in x and i), got %s",
          arg, type(p) == "string" and "an empty string" or typename(p))
   end
+  B.check_source(fn, ("argument #%d"):format(arg), p)
   return (p:gsub("[\r\n]", " "))
 end
 
--- Runs the scan of the predicate and reads the count: returns the count,
--- the positions (uint buffer), the sequence and the entry.
-local function count(fn, b, pred, o, it)
+-- Runs the scan of the predicate over the n elements of type t at (root,
+-- off) on dev (positions of type it) and reads the count: returns the
+-- count, the positions (uint buffer), the sequence and the entry.
+local function count(fn, pred, o, t, root, off, n, dev, it)
+  local q = o.queue
+  local e = entry_for(fn, dev, t, pred, it or "long")
+  local waits = o.wait
+  H.wait_for_last_user(e, q, dev, waits)
+  local seq = B.sequence(q, waits)
+  if n == 0 then return 0, nil, seq, e end
+  local pos = H.scratch_buffer(e, dev, "pos", "uint", n)
+  seq.last = S.run(fn, {spec = e.spec, x = root, xoff = off, n = n, rowlen = 0, out = pos,
+                        ooff = 0, exclusive = false, queue = q, wait = waits})
+  local c = pos:sub(n, n):read(seq:opts() or {}):wait()[1]
+  H.set_last_user(e, nil, q, dev)
+  return c, pos, seq, e
+end
+
+-- Checks the out option (argument #arg) before anything runs: a buffer of
+-- type t (nil: any integer type) on dev's platform, apart from the input
+-- (root, off, n) it is written from while read. Returns its root, offset
+-- and the buffer.
+local function check_out(fn, arg, out, t, dev, root, off, n)
+  local where = ("argument #%d: option out"):format(arg)
+  local ot, oroot, ooff, ob = B.check_buffer_option(fn, arg, out, "out")
+  if ot ~= t then fail(fn, "%s: expected a buffer of %s, got %s", where, t, ot) end
+  B.check_platform(fn, where, oroot, dev)
+  B.check_overlap(fn, where, root, off, n, oroot, ooff, #ob)
+  return oroot, ooff, ob
+end
+
+-- Checks that out (argument #arg) holds need elements (exactly need when
+-- exact).
+local function check_length(fn, arg, ob, need, exact)
+  if exact and #ob ~= need or #ob < need then
+    fail(fn, "argument #%d: option out: expected %s%d elements, got %d", arg,
+         exact and "" or "at least ", need, #ob)
+  end
+end
+
+-- The input of a compaction (argument #1): its type, root, offset, count
+-- and device (the queue's when one is given).
+local function check_input(fn, b, o)
   local t, root, off, buf = B.check_buffer(fn, 1, b)
   local n = #buf
   if n > MAX_COUNT then fail(fn, "argument #1: %d elements are too many (at most 2^32 - 1)", n) end
@@ -58,30 +99,7 @@ local function count(fn, b, pred, o, it)
   local dev = q and q.device or root.device
   if q then B.check_platform(fn, "argument #1", root, dev) end
   B.check_fp64(fn, dev, t)
-  local e = entry_for(fn, dev, t, pred, it or "long")
-  local waits = o.wait
-  H.wait_for_last_user(e, q, dev, waits)
-  local seq = B.sequence(q, waits)
-  if n == 0 then return 0, nil, seq, e, dev, root, off, n, t end
-  local pos = H.scratch_buffer(e, dev, "pos", "uint", n)
-  seq.last = S.run(fn, {spec = e.spec, x = root, xoff = off, n = n, rowlen = 0, out = pos,
-                        ooff = 0, exclusive = false, queue = q, wait = waits})
-  local c = pos:sub(n, n):read(seq:opts() or {}):wait()[1]
-  H.set_last_user(e, nil, q, dev)
-  return c, pos, seq, e, dev, root, off, n, t
-end
-
--- Checks the out option: a buffer of type t with at least need elements
--- (exactly need when exact); returns its root and offset.
-local function check_out(fn, arg, out, t, need, exact, dev)
-  local ot, oroot, ooff, ob = B.check_buffer_option(fn, arg, out, "out")
-  if ot ~= t then fail(fn, "argument #%d: option out: expected a buffer of %s, got %s", arg, t, ot) end
-  if exact and #ob ~= need or #ob < need then
-    fail(fn, "argument #%d: option out: expected %s%d elements, got %d", arg,
-         exact and "" or "at least ", need, #ob)
-  end
-  B.check_platform(fn, ("argument #%d: option out"):format(arg), oroot, dev)
-  return oroot, ooff
+  return t, root, off, n, dev
 end
 
 local COPY_OPTIONS = H.option_names{"out", "wait", "queue"}
@@ -91,12 +109,12 @@ function M.copy_if(b, pred, opts)
   local fn = "algo.copy_if"
   pred = predicate(fn, 2, pred)
   local o = H.check_options(fn, 3, opts, COPY_OPTIONS)
-  local c, pos, seq, e, dev, root, off, n, t = count(fn, b, pred, o)
-  local out = o.out
-  local oroot, ooff
-  if out ~= nil then oroot, ooff = check_out(fn, 3, out, t, c, false, dev)
+  local t, root, off, n, dev = check_input(fn, b, o)
+  local out, oroot, ooff, ob = o.out
+  if out ~= nil then oroot, ooff, ob = check_out(fn, 3, out, t, dev, root, off, n) end
+  local c, pos, seq, e = count(fn, pred, o, t, root, off, n, dev)
+  if ob then check_length(fn, 3, ob, c, false)
   else out = dev:buffer(t, c); oroot, ooff = out, 0 end
-  B.check_overlap(fn, "argument #3: option out", root, off, n, oroot, ooff, c)
   if c > 0 then seq:run(e.values(root, off, pos, n, oroot, ooff), {n}) end
   H.set_last_user(e, seq.last, o.queue, dev)
   return out, c, seq.last
@@ -122,13 +140,14 @@ function M.nonzero(b, opts)
   if base ~= 0 and base ~= 1 then
     fail(fn, "argument #2: option base: expected 0 or 1, got %s", show(base))
   end
-  local c, pos, seq, e, dev, root, off, n = count(fn, b, "x != 0", o, it)
+  local t, root, off, n, dev = check_input(fn, b, o)
   if n + base - 1 > (1 << (SIZES[it] * 8 - 1)) - 1 and SIZES[it] < 8 then
     fail(fn, "argument #2: option type: %s cannot hold positions up to %d", it, n + base - 1)
   end
-  local out = o.out
-  local oroot, ooff
-  if out ~= nil then oroot, ooff = check_out(fn, 2, out, it, c, false, dev)
+  local out, oroot, ooff, ob = o.out
+  if out ~= nil then oroot, ooff, ob = check_out(fn, 2, out, it, dev, root, off, n) end
+  local c, pos, seq, e = count(fn, "x != 0", o, t, root, off, n, dev, it)
+  if ob then check_length(fn, 2, ob, c, false)
   else out = dev:buffer(it, c); oroot, ooff = out, 0 end
   if c > 0 then seq:run(e.positions(root, off, pos, n, oroot, ooff, base), {n}) end
   H.set_last_user(e, seq.last, o.queue, dev)
@@ -140,15 +159,14 @@ function M.partition(b, pred, opts)
   local fn = "algo.partition"
   pred = predicate(fn, 2, pred)
   local o = H.check_options(fn, 3, opts, COPY_OPTIONS)
-  local c, pos, seq, e, dev, root, off, n, t = count(fn, b, pred, o)
-  local out = o.out
-  local oroot, ooff
-  if out ~= nil then oroot, ooff = check_out(fn, 3, out, t, n, true, dev)
-  else out = dev:buffer(t, n); oroot, ooff = out, 0 end
-  B.check_overlap(fn, "argument #3: option out", root, off, n, oroot, ooff, n)
-  if oroot == root and ooff == off and n > 0 then
-    fail(fn, "argument #3: option out: the output is the input (give another buffer)")
+  local t, root, off, n, dev = check_input(fn, b, o)
+  local out, oroot, ooff, ob = o.out
+  if out ~= nil then
+    oroot, ooff, ob = check_out(fn, 3, out, t, dev, root, off, n)
+    check_length(fn, 3, ob, n, true)
   end
+  local c, pos, seq, e = count(fn, pred, o, t, root, off, n, dev)
+  if not ob then out = dev:buffer(t, n); oroot, ooff = out, 0 end
   if n > 0 then seq:run(e.partition(root, off, pos, n, oroot, ooff), {n}) end
   H.set_last_user(e, seq.last, o.queue, dev)
   return out, c, seq.last

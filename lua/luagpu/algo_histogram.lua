@@ -5,7 +5,8 @@ local gpu = require "luagpu"
 local H = require "luagpu.helper"
 local B = require "luagpu.algo_base"
 
-local type, min, max = type, math.min, math.max
+local type, ipairs, min, max = type, ipairs, math.min, math.max
+local pack, unpack = string.pack, string.unpack
 local fail, show, typename = H.fail, H.show, H.typename
 
 local M = {}
@@ -23,15 +24,15 @@ local function floor_pow2(n)
   return p
 end
 
--- The histogram kernels for type t on dev, by range or by integer keys.
-local function entry_for(fn, dev, t, ranged)
+-- The histogram kernels for type t on dev, by range (its arithmetic in
+-- ft) or by integer keys.
+local function entry_for(fn, dev, t, ranged, ft)
   local cls, sig = B.device_class(fn, dev)
   local entries = H.device_entries(cache, dev, sig)
-  local key = "hist " .. t .. (ranged and " range" or " keys")
+  local key = "hist " .. t .. (ranged and " range " .. ft or " keys")
   local e = entries[key]
   if e then return e end
   B.check_fp64(fn, dev, t)
-  local ft = (t == "double" or (not B.FLOATS[t] and dev.fp64)) and "double" or "float"
   local prog = B.build(fn, dev, {{"T", t}, {"FT", ft}, {"RANGE", ranged and 1 or 0},
                                  {"SIGNED", SIGNED[t] and 1 or 0}}, "histogram.cl")
   local L = floor_pow2(min(cls.hist_local, dev.max_work_group_size,
@@ -64,10 +65,65 @@ local function check_range(fn, r)
   return lo, hi
 end
 
+------------------------------------------------------------------ range arithmetic
+
+-- The largest finite float and double.
+local BIG = {float = 0x1.fffffep127, double = 0x1.fffffffffffffp1023}
+local PACK = {float = "<f", double = "<d"}
+-- The least scale p of a range (a normal number: devices may flush
+-- subnormal floats to zero); 1 / p is then an ft too.
+local MIN_P = {float = 2.0 ^ -126, double = 2.0 ^ -1022}
+
+-- x (a Lua number within ft's finite range) rounded to the nearest ft.
+local function nearest(ft, x)
+  return (unpack(PACK[ft], pack(PACK[ft], x + 0.0)))
+end
+
+-- The type of the range arithmetic for elements of type t on dev: double
+-- for double and for integers (where dev has fp64), and for float elements
+-- in a range past float's numbers (where dev has fp64); else float.
+local function arithmetic(t, dev, lo, hi)
+  if t == "double" then return "double" end
+  if not dev.fp64 then return "float" end
+  if t ~= "float" then return "double" end
+  return (lo < -BIG.float or hi > BIG.float) and "double" or "float"
+end
+
+-- The range arithmetic of {lo, hi} in ft (histogram.cl): the range rounded
+-- to ft (the elements counted are those in it, as NumPy compares; ends
+-- beyond ft's finite numbers are its largest, so infinities never count),
+-- the power of two p (and 1 / p) that keeps hi * p - lo * p finite in ft,
+-- and lo * p and hi * p rounded (the bins: those of the range as given).
+-- Returns nil when no finite ft lies in the range.
+local function range_args(fn, dev, ft, lo, hi)
+  local big = BIG[ft]
+  if lo > big or hi < -big then return nil end
+  local clo, chi = nearest(ft, max(lo, -big)), nearest(ft, min(hi, big))
+  local p, plo, phi = 1.0
+  while true do
+    local a, b = lo * p, hi * p
+    if a >= -big and b <= big then
+      plo, phi = nearest(ft, a), nearest(ft, b)
+      if phi - plo <= big then break end
+    end
+    p = p / 2
+  end
+  if p < MIN_P[ft] then     -- 1 / p would not be a (finite) ft
+    fail(fn, "argument #2: option range: {%s, %s} is too wide for %s arithmetic (%s has no " ..
+         "fp64)", show(lo), show(hi), ft, dev.name)
+  end
+  if not (plo < phi) then
+    fail(fn, "argument #2: option range: {%s, %s} is too narrow for %s arithmetic (both " ..
+         "ends round to %s)", show(lo), show(hi), ft, show(clo))
+  end
+  return {clo, chi, p, 1 / p, plo, phi}
+end
+
 local OPTIONS = H.option_names{"bins", "range", "out", "accumulate", "wait", "queue"}
 
 -- algo.histogram(b, {bins = n [, range = {lo, hi}] [, out =] [, accumulate =]})
---   -> counts (uint, bins elements), Event
+--   -> counts (uint, bins elements), Event. Everything is checked before
+-- the first command.
 function M.histogram(b, opts)
   local fn = "algo.histogram"
   local o = H.check_options(fn, 2, opts, OPTIONS)
@@ -80,7 +136,7 @@ function M.histogram(b, opts)
     fail(fn, "argument #2: option bins: expected an integer from 1 to %d, got %s", MAX_BINS,
          show(bins))
   end
-  local lo, hi = 0, 1
+  local lo, hi
   local ranged = o.range ~= nil
   if ranged then
     lo, hi = check_range(fn, o.range)
@@ -92,39 +148,44 @@ function M.histogram(b, opts)
   local q = o.queue
   local dev = q and q.device or root.device
   if q then B.check_platform(fn, "argument #1", root, dev) end
-  local out = o.out
+  local out, counts = o.out
   if out ~= nil then
-    local ot, oroot, _, ob = B.check_buffer_option(fn, 2, out, "out")
-    if ot ~= "uint" then fail(fn, "argument #2: option out: expected a buffer of uint, got %s", ot) end
+    local where = "argument #2: option out"
+    local ot, oroot, ooff, ob = B.check_buffer_option(fn, 2, out, "out")
+    if ot ~= "uint" then fail(fn, "%s: expected a buffer of uint, got %s", where, ot) end
     if #ob ~= nb then
-      fail(fn, "argument #2: option out: expected %d elements (one per bin), got %d", nb, #ob)
+      fail(fn, "%s: expected %d elements (one per bin), got %d", where, nb, #ob)
     end
-    out = ob
-    B.check_platform(fn, "argument #2: option out", oroot, dev)
+    if ooff ~= 0 then     -- the kernels add to out from its root's first element
+      fail(fn, "%s: expected a whole buffer, got a view", where)
+    end
+    B.check_platform(fn, where, oroot, dev)
+    -- the input is read while the counts are written
+    B.check_overlap(fn, where, root, off, n, oroot, ooff, nb)
+    out, counts = ob, oroot
   elseif accumulate then
     fail(fn, "argument #2: option accumulate needs option out (the counts to add to)")
-  else
-    out = dev:buffer("uint", nb)
   end
-  local e = entry_for(fn, dev, t, ranged)
+  local ft = ranged and arithmetic(t, dev, lo, hi)
+  local args = {0, 0, 1, 1, 0, 1}     -- integer keys: not read
+  if ranged then args = range_args(fn, dev, ft, lo, hi) end
+  local e = entry_for(fn, dev, t, ranged, ft or "float")
+  if out == nil then out = dev:buffer("uint", nb); counts = out end
   local seq = B.sequence(q, o.wait)
   if not accumulate and o.out ~= nil then seq:cmd(out, "fill", 0) end
-  if n == 0 then
+  if n == 0 or not args then      -- nothing to count
     if not seq.last then seq:marker(dev) end
     return out, seq.last
   end
   local L = e.L
   local groups = min(e.groups, (n + L - 1) // L)
-  local scale = nb / (hi - lo)
-  local oroot, ooff = out.root, out.offset
-  if ooff ~= 0 then     -- kernels add to out from its first element: use a view's root
-    fail(fn, "argument #2: option out: expected a whole buffer, got a view")
-  end
+  local lo_, hi_, p, ip, plo, phi = table.unpack(args)
   if nb <= e.local_bins then
-    seq:run(e.hist_local(root, off, n, lo, hi, scale, nb, oroot, gpu.localmem("uint", nb)),
-            {groups * L}, {L})
+    seq:run(e.hist_local(root, off, n, lo_, hi_, p, ip, plo, phi, nb, counts,
+                         gpu.localmem("uint", nb)), {groups * L}, {L})
   else
-    seq:run(e.hist_global(root, off, n, lo, hi, scale, nb, oroot), {groups * L}, {L})
+    seq:run(e.hist_global(root, off, n, lo_, hi_, p, ip, plo, phi, nb, counts),
+            {groups * L}, {L})
   end
   return out, seq.last
 end

@@ -293,7 +293,11 @@ local function check_scan(fn, b, opts, names, acc_of)
       fail(fn, "argument #2: option out: expected %d elements, got %d", n, #ob)
     end
     B.check_platform(fn, "argument #2: option out", oroot, dev)
-    B.check_overlap(fn, "argument #2: option out", xroot, xoff, n, oroot, ooff, n)
+    B.check_overlap(fn, "argument #2: option out", xroot, xoff, n, oroot, ooff, n, true)
+    if r.flags then     -- the flags are read as the input is (so in place too)
+      B.check_overlap(fn, "argument #2: option out", r.flags, r.foff, n, oroot, ooff, n, true,
+                      "option flags")
+    end
     r.out, r.ooff = oroot, ooff
   end
   local acc = acc_of(t, ot, o)

@@ -224,10 +224,10 @@ function M.sort(keys, opts)
            n, #vb)
     end
     B.check_platform(fn, "argument #2: option values", vroot, dev)
-    B.check_overlap(fn, "argument #2: option values", root, off, n, vroot, voff, n)
-    if vroot == root and voff == off then
+    if vroot == root and voff == off and n > 0 then
       fail(fn, "argument #2: option values: the values are the keys")
     end
+    B.check_overlap(fn, "argument #2: option values", root, off, n, vroot, voff, n)
     if r.rowlen == 0 then r.values = {root = vroot, offset = voff, type = vt}
     else r.carry = true end
   end
@@ -283,7 +283,8 @@ function M.argsort(keys, opts)
     it = ot
     if #ob ~= n then fail(fn, "argument #2: option out: expected %d elements, got %d", n, #ob) end
     B.check_platform(fn, "argument #2: option out", oroot, dev)
-    B.check_overlap(fn, "argument #2: option out", root, off, n, oroot, ooff, n)
+    -- argsort sorts a copy of the keys: out may be the keys themselves
+    B.check_overlap(fn, "argument #2: option out", root, off, n, oroot, ooff, n, true)
   end
   it = it or "long"
   if not B.INTEGERS[it] then

@@ -18,16 +18,23 @@ local gpu = require "luagpu"
 local H = require "luagpu.helper"
 
 local type, error, ipairs, tostring = type, error, ipairs, tostring
-local mtype, tointeger = math.type, math.tointeger
+local mtype = math.type
 local fail, typename = H.fail, H.typename
 
--- The C half: found on package.cpath, else beside the running program
--- (build/luagpu_mpi.so for build/luagpu) or in $LUAGPU_BUILD.
+-- The C half: found on package.cpath, else in $LUAGPU_BUILD, beside
+-- luagpu's own code (build/luagpu_mpi.so for build/luagpu or build/luagpu.so,
+-- whether a script, -e or the REPL runs), in an install's lib/lua/5.4, or
+-- beside the running program (arg[-1]).
 local function load_core()
   local ok, core = pcall(require, "luagpu_mpi")
   if ok then return core end
-  local dirs = {os.getenv("LUAGPU_BUILD")}
-  local prog = arg and arg[-1]
+  local dirs = {}
+  dirs[#dirs + 1] = os.getenv("LUAGPU_BUILD")
+  dirs[#dirs + 1] = gpu.code_dir
+  if gpu.root then
+    dirs[#dirs + 1] = gpu.root .. "/../../lib/lua/" .. _VERSION:match("%d+%.%d+")
+  end
+  local prog = type(arg) == "table" and arg[-1]
   if type(prog) == "string" then dirs[#dirs + 1] = prog:match("^(.*)/[^/]*$") or "." end
   for _, dir in ipairs(dirs) do
     local open = package.loadlib(dir .. "/luagpu_mpi.so", "luaopen_luagpu_mpi")
@@ -43,7 +50,49 @@ end
 local core = load_core()
 
 local M = {rank = core.rank, size = core.size, processor_name = core.processor_name,
-           barrier = core.barrier, wtime = core.wtime, abort = core.abort}
+           wtime = core.wtime}
+
+-- Calls the C half's f(...): what it raises ("luagpu: mpi.recv: ...") is
+-- raised again at the script's line, as every luagpu error is.
+local function call(f, ...)
+  local ok, a, b, c = pcall(f, ...)
+  if ok then return a, b, c end
+  local fn, msg = tostring(a):match("^luagpu: (mpi%.%w+): (.*)$")
+  if fn then fail(fn, "%s", msg) end
+  error(a, 0)
+end
+
+-- A rank (what: "destination rank", ...) at argument #arg: an integer of
+-- 0 to size - 1.
+local function check_rank(fn, arg, r, what)
+  local v = H.integer(r)
+  if v == nil then
+    fail(fn, "argument #%d: expected a %s (an integer), got %s", arg, what, H.show(r))
+  end
+  if v < 0 or v >= M.size then
+    fail(fn, "argument #%d: %s %d is out of range (0 to %d)", arg, what, v, M.size - 1)
+  end
+  return v
+end
+
+-- An optional tag at argument #arg: nil, or an integer >= 0 (the C half
+-- checks MPI's upper bound).
+local function check_tag(fn, arg, t)
+  if t == nil then return nil end
+  local v = H.integer(t)
+  if v == nil then fail(fn, "argument #%d: expected a tag (an integer), got %s", arg, H.show(t)) end
+  if v < 0 then fail(fn, "argument #%d: tag %d is out of range (0 or more)", arg, v) end
+  return v
+end
+
+function M.barrier() call(core.barrier) end
+
+function M.abort(code)
+  if code ~= nil and H.integer(code) == nil then
+    fail("mpi.abort", "argument #1: expected an exit code (an integer), got %s", H.show(code))
+  end
+  call(core.abort, code)
+end
 
 local OPS = {sum = true, prod = true, min = true, max = true}
 
@@ -104,44 +153,56 @@ local function write_back(kind, x, a)
 end
 
 local function check_root(fn, arg, root)
-  local r = tointeger(root)
-  if r == nil or mtype(root) == nil then
-    fail(fn, "argument #%d: expected a rank (an integer), got %s", arg, typename(root))
-  end
-  if r < 0 or r >= M.size then
-    fail(fn, "argument #%d: root rank %d is out of range (0 to %d)", arg, r, M.size - 1)
-  end
-  return r
+  return check_rank(fn, arg, root, "root rank")
 end
 
 ------------------------------------------------------------------ calls
 
 function M.send(x, dest, tag)
   local kind = kind_of("mpi.send", 1, x)
-  core.send(to_host(kind, x), dest, tag)
+  dest = check_rank("mpi.send", 2, dest, "destination rank")
+  tag = check_tag("mpi.send", 3, tag)
+  call(core.send, to_host(kind, x), dest, tag)
 end
 
 -- recv(x, ...) fills x (a host array, buffer or tensor) and returns it;
 -- recv(type, ...) returns a new 1-D host array of what was sent. Both
--- then give the source rank and the tag.
+-- then give the source rank and the tag. Everything that could refuse x is
+-- checked before the message is taken: a message that does not fit stays.
 function M.recv(x, source, tag)
+  local fn = "mpi.recv"
+  if source ~= nil then source = check_rank(fn, 2, source, "source rank") end
+  tag = check_tag(fn, 3, tag)
   if type(x) == "string" then
     if not H.SCALAR_SIZES[x] then
-      fail("mpi.recv", "argument #1: expected a scalar type name (\"float\", \"int\", ...), " ..
+      fail(fn, "argument #1: expected a scalar type name (\"float\", \"int\", ...), " ..
            "got \"%s\"", x)
     end
-    local n, src, t = core.probe(x, source, tag)
+    local n, src, t = call(core.probe, x, source, tag)
     local a = gpu.array(x, n)
-    core.recv(a, src, t)
+    call(core.recv, a, src, t)
     return a, src, t
   end
-  local kind = kind_of("mpi.recv", 1, x)
+  local kind = kind_of(fn, 1, x)
   if kind == "number" then
-    fail("mpi.recv", "argument #1: expected a host array, a Buffer, a Tensor or a type name, " ..
+    fail(fn, "argument #1: expected a host array, a Buffer, a Tensor or a type name, " ..
          "got number")
   end
-  local a = kind == "array" and x or to_host(kind, x)
-  local src, t = core.recv(a, source, tag)
+  local a = x
+  if kind == "buffer" then
+    -- staged in a new array (never read: an "in" buffer takes messages too);
+    -- one the host cannot write is refused before anything is received
+    if x.access == "out" then
+      fail(fn, "argument #1: the buffer has access \"out\" (device to host only): it cannot " ..
+           "receive from the host (make it with access = \"mixed\")")
+    end
+    a = gpu.array(x.type, x.count)
+  elseif kind == "tensor" then
+    local n = 1
+    for _, d in ipairs(x.shape) do n = n * d end
+    a = gpu.array(x.type, n)
+  end
+  local src, t = call(core.recv, a, source, tag)
   write_back(kind, x, a)
   return x, src, t
 end
@@ -150,7 +211,7 @@ function M.bcast(x, root)
   local kind = kind_of("mpi.bcast", 1, x)
   root = check_root("mpi.bcast", 2, root)
   local a = to_host(kind, x)
-  core.bcast(a, root)
+  call(core.bcast, a, root)
   if kind == "number" then return a[1] end
   write_back(kind, x, a)
   return x
@@ -176,7 +237,7 @@ function M.allreduce(x, op)
   local a = to_host(kind, x)
   local shape = shape_of(kind, x, a)
   local out = array_like(a, a.shape)
-  core.allreduce(a, op, out)
+  call(core.allreduce, a, op, out)
   return from_host(kind, x, out, shape)
 end
 
@@ -187,7 +248,7 @@ function M.reduce(x, op, root)
   local a = to_host(kind, x)
   local shape = shape_of(kind, x, a)
   local out = M.rank == root and array_like(a, a.shape) or nil
-  core.reduce(a, op, out, root)
+  call(core.reduce, a, op, out, root)
   if out then return from_host(kind, x, out, shape) end
 end
 
@@ -209,7 +270,7 @@ function M.allgather(x)
   local kind = kind_of("mpi.allgather", 1, x)
   local a = to_host(kind, x)
   local out = array_like(a, gathered("array", a, a))
-  core.allgather(a, out)
+  call(core.allgather, a, out)
   if kind == "number" then return numbers(out) end
   return from_host(kind, x, out, gathered(kind, x, a))
 end
@@ -219,7 +280,7 @@ function M.gather(x, root)
   root = check_root("mpi.gather", 2, root)
   local a = to_host(kind, x)
   local out = M.rank == root and array_like(a, gathered("array", a, a)) or nil
-  core.gather(a, out, root)
+  call(core.gather, a, out, root)
   if not out then return nil end
   if kind == "number" then return numbers(out) end
   return from_host(kind, x, out, gathered(kind, x, a))

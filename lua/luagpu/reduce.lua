@@ -413,7 +413,9 @@ local function builtin(kind, t, acc)
     if FLOATS[t] then s.acc = acc or t
     elseif t == "ulong" then s.acc = "ulong"
     else s.acc = "long" end
-    s.op, s.neutral = "a + b", "0"
+    -- long sums wrap (computed as ulong: signed overflow is undefined)
+    s.op = s.acc == "long" and "(long)((ulong)(a) + (ulong)(b))" or "a + b"
+    s.neutral = "0"
   else
     s.acc = t
     if FLOATS[t] then

@@ -63,11 +63,26 @@ local HELPERS = {
   end,
 }
 
+-- The type integer + - * of t compute in: unsigned, as wide as t and at
+-- least as int (narrower operands are promoted to int, whose overflow is
+-- undefined: ushort * ushort can pass INT_MAX), so results wrap as C's
+-- unsigned arithmetic does and the cast back gives t's two's complement.
+local WRAP = {char = "uint", uchar = "uint", short = "uint", ushort = "uint", int = "uint",
+              uint = "uint", long = "ulong", ulong = "ulong"}
+G.WRAP = WRAP
+
+-- a op b (both of type t) for op + - *, wrapping for integers.
+local function arith(t, op, a, b)
+  local u = WRAP[t]
+  if not u then return format("((%s)(%s %s %s))", t, a, op, b) end
+  return format("((%s)((%s)(%s) %s (%s)(%s)))", t, u, a, op, u, b)
+end
+
 -- Binary ops: the C expression of a and b (both of type t).
 local BINARY = {
-  add = function(t, a, b) return format("((%s)(%s + %s))", t, a, b) end,
-  sub = function(t, a, b) return format("((%s)(%s - %s))", t, a, b) end,
-  mul = function(t, a, b) return format("((%s)(%s * %s))", t, a, b) end,
+  add = function(t, a, b) return arith(t, "+", a, b) end,
+  sub = function(t, a, b) return arith(t, "-", a, b) end,
+  mul = function(t, a, b) return arith(t, "*", a, b) end,
   div = function(_, a, b) return format("(%s / %s)", a, b) end,
   pow = function(_, a, b) return format("pow(%s, %s)", a, b) end,
   mod = function(t, a, b, need) need["mod_" .. t] = HELPERS.mod(t)
@@ -86,10 +101,16 @@ local BINARY = {
 G.BINARY = BINARY
 
 local UNARY = {
-  neg = function(t, a) return format("((%s)(-%s))", t, a) end,
+  neg = function(t, a)
+    if FLOATS[t] then return format("(-%s)", a) end
+    return format("((%s)(0 - (%s)(%s)))", t, WRAP[t], a)
+  end,
   abs = function(t, a)
     if FLOATS[t] then return format("fabs(%s)", a) end
-    if SIGNED[t] then return format("((%s)(%s < 0 ? -%s : %s))", t, a, a, a) end
+    if SIGNED[t] then
+      local u = WRAP[t]
+      return format("((%s)(%s < 0 ? 0 - (%s)(%s) : (%s)(%s)))", t, a, u, a, u, a)
+    end
     return a
   end,
   floor = function(t, a) return FLOATS[t] and format("floor(%s)", a) or a end,
@@ -167,7 +188,8 @@ local function walk(e, w)
                        concat(params, ", "), e.ct, e.expr)
     code = format("lg_map%d(%s)", k, concat(args, ", "))
   elseif e.op == "where" then
-    code = format("((%s) != 0 ? %s : %s)", args[1], args[2], args[3])
+    -- ?: promotes char and short to int: cast back
+    code = format("((%s)((%s) != 0 ? %s : %s))", e.ct, args[1], args[2], args[3])
   elseif e.op == "cast" then
     code = convert(args[1], e.args[1].type, e.type)
   elseif BINARY[e.op] then

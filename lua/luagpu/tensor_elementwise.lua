@@ -121,16 +121,25 @@ function E.install(C)
     end
   end
 
+  -- Tree a as an operand of a result of shape: a tree that reads positions
+  -- (arange) is realized first when the result broadcasts it, since a
+  -- kernel's position is the result's; returns the node to use.
+  local function positioned(dev, a, shape)
+    if a.has_index and not same_shape(a.shape, shape) then
+      return leaf(realize(lazy(dev, a)))
+    end
+    return a
+  end
+
   -- A tensor of tree e on dev (made by fn): lazy when allowed, else
-  -- realized now. Operands whose trees read positions (arange) are
-  -- realized first when e broadcasts them: a position is the result's.
+  -- realized now.
   local function result(dev, e, fn)
     e.fn = fn
     if e.args then
       for i, a in ipairs(e.args) do
-        if a.has_index and not same_shape(a.shape, e.shape) then
-          local t = realize(lazy(dev, a))
-          e.args[i] = leaf(t)
+        local p = positioned(dev, a, e.shape)
+        if p ~= a then
+          e.args[i] = p
           e.size = e.size - a.size + 1
         elseif a.has_index or a.kind == "index" then
           e.has_index = true
@@ -264,8 +273,10 @@ function E.install(C)
         r[x] = true
         return x
       end
+      -- both checked by number: ipairs would stop at a nil
+      check_operand(fn, 1, a)
+      check_operand(fn, 2, b)
       local vals = {a, b}
-      for i, v in ipairs(vals) do check_operand(fn, i, v) end
       local ct = combined_type(vals)
       if floatify then ct = floating(ct) end
       return apply(fn, name, vals, rtype, ct)
@@ -303,12 +314,21 @@ function E.install(C)
   local emin, emax = binary_method("min"), binary_method("max")
   C.elementwise_min, C.elementwise_max = emin, emax
 
+  -- x:clamp(lo, hi): max(x, lo) then min(.., hi); a nil bound is not
+  -- applied (x:clamp(lo) is a lower bound only, x:clamp(nil, hi) an upper
+  -- one), as PyTorch's clamp(min=, max=).
   function Tensor.clamp(x, lo, hi)
     local fn = "tensor:clamp"
     C.check(fn, 0, x, true)
-    local vals = {x, lo, hi}
-    for i, v in ipairs(vals) do check_operand(fn, i, v) end
-    return emin(emax(x, lo), hi)
+    if lo == nil and hi == nil then
+      fail(fn, "expected a lower bound (argument #1), an upper bound (argument #2) or both, " ..
+           "got neither")
+    end
+    if lo ~= nil then check_operand(fn, 1, lo) end
+    if hi ~= nil then check_operand(fn, 2, hi) end
+    if lo ~= nil then x = emax(x, lo) end
+    if hi ~= nil then x = emin(x, hi) end
+    return x
   end
 
   function Tensor.pow(x, y) return MT.__pow(x, y) end
@@ -439,7 +459,7 @@ function E.install(C)
         fail(fn, "argument #1: shape %s does not broadcast to %s", show_shape(v._shape),
              show_shape(x._shape))
       end
-      e = node_of(v)
+      e = positioned(x._dev, node_of(v), x._shape)
       if reads(e, x._st) then
         -- reading what is written: evaluate v apart first
         e = node_of(v._expr and realize(v) or v)
@@ -477,7 +497,9 @@ function E.install(C)
     C.check_device_type(fn, dev, t)
     if last == nil then first, last = 1, first end
     step = step == nil and 1 or step
-    for i, v in ipairs{first, last, step} do
+    local bounds = {first, last, step}
+    for i = 1, 3 do
+      local v = bounds[i]
       if type(v) ~= "number" or v ~= v then
         fail(fn, "argument #%d: expected a number, got %s", i + 1, show(v))
       end

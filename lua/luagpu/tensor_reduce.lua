@@ -69,11 +69,14 @@ end
 local SPECS = {
   sum = function(t)
     local a = sum_acc(t)
-    return {acc = a, out = a, NEUTRAL = "0", OP = "((a) + (b))"}
+    -- long sums wrap (computed as ulong: signed overflow is undefined)
+    return {acc = a, out = a, NEUTRAL = "0",
+            OP = a == "long" and "((long)((ulong)(a) + (ulong)(b)))" or "((a) + (b))"}
   end,
   prod = function(t)
     local a = sum_acc(t)
-    return {acc = a, out = a, NEUTRAL = "1", OP = "((a) * (b))"}
+    return {acc = a, out = a, NEUTRAL = "1",
+            OP = a == "long" and "((long)((ulong)(a) * (ulong)(b)))" or "((a) * (b))"}
   end,
   mean = function(t)
     local a = t == "float" and "float" or "double"

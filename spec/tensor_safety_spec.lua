@@ -1,0 +1,243 @@
+-- luagpu.tensor: what generated kernels and their operands must never do
+-- (issue 27): integer arithmetic wraps as C's unsigned arithmetic (no
+-- undefined behaviour the compiler can exploit), lazy positions under
+-- broadcasting, nil and out-of-range operands refused at the call, map
+-- expressions that could reach the preprocessor refused, and kernels that
+-- never touch memory past their buffers whatever a script writes into a
+-- tensor's table. Numeric results are checked against NumPy.
+local gpu = require "luagpu"
+local support = require "support"
+
+local has_error, errmsg = support.has_error, support.errmsg
+
+-- python3 with NumPy, or nil.
+local PY
+for _, py in ipairs{"python3", "/usr/bin/python3"} do
+  if os.execute(py .. ' -c "import numpy" >/dev/null 2>&1') then PY = py; break end
+end
+
+local NP = {char = "int8", uchar = "uint8", short = "int16", ushort = "uint16",
+            int = "int32", uint = "uint32", long = "int64", ulong = "uint64",
+            float = "float32", double = "float64"}
+
+-- The flat values NumPy prints for the Python expression expr, in which
+-- a(name, t, shape, values) stands for a NumPy array; integers as Lua
+-- integers (uint64 as their two's complement, as luagpu reads them back).
+local function numpy(expr, arrays)
+  assert(PY or not os.getenv("CI"), "python3 with numpy not found under CI")
+  if not PY then return nil end
+  local lines = {"import numpy as np", "np.seterr(all='ignore')"}
+  for name, a in pairs(arrays) do
+    local vals = {}
+    for i, v in ipairs(a.values) do vals[i] = string.format("%d", v) end
+    lines[#lines + 1] = string.format("%s = np.array([%s], dtype=np.%s).reshape(%s)", name,
+      table.concat(vals, ","), NP[a.type],
+      #a.shape == 0 and "()" or "(" .. table.concat(a.shape, ",") .. ",)")
+  end
+  lines[#lines + 1] = "r = np.asarray(" .. expr .. ")"
+  lines[#lines + 1] = "if r.dtype == np.uint64: r = r.view(np.int64)"
+  lines[#lines + 1] = "print(' '.join(repr(int(v)) if r.dtype.kind in 'iub' else repr(float(v)) " ..
+                      "for v in r.ravel()))"
+  local path = os.tmpname()
+  support.write_file(path, table.concat(lines, "\n") .. "\n")
+  local p = io.popen(PY .. " " .. path)
+  local out = p:read("a")
+  p:close()
+  os.remove(path)
+  local vals = {}
+  for w in out:gmatch("%S+") do vals[#vals + 1] = math.tointeger(w) or tonumber(w) end
+  return vals
+end
+
+local function need_numpy()
+  if not PY then pending("python3 with numpy not found: NumPy references not checked") end
+  return PY ~= nil
+end
+
+local function flat(x)
+  return x:get():totable()
+end
+
+describe("tensor safety", function()
+  local dev = gpu.device()
+  math.randomseed(27)
+
+  local LIMITS = {char = {-128, 127}, uchar = {0, 255}, short = {-32768, 32767},
+                  ushort = {0, 65535}, int = {-2147483648, 2147483647},
+                  uint = {0, 4294967295}, long = {math.mininteger, math.maxinteger},
+                  ulong = {0, math.maxinteger}}
+
+  -- n values of t, many of them at or near the type's limits.
+  local function edge_values(t, n)
+    local lo, hi = LIMITS[t][1], LIMITS[t][2]
+    local pool = {lo, lo + 1, hi, hi - 1, 0, 1, -1, 2, -2, 3, hi // 2, hi // 2 + 1, lo // 2,
+                  lo // 3, hi // 3 + 7}
+    local vals = {}
+    for i = 1, n do
+      local v = pool[math.random(#pool)]
+      if v < lo or v > hi then v = 0 end
+      vals[i] = v
+    end
+    return vals
+  end
+
+  describe("integer arithmetic (item 4)", function()
+    it("wraps x + c > x instead of folding it to c > 0", function()
+      local x = dev:tensor("int", {4}, {5, 6, 7, 8})
+      assert.same({0, 0, 0, 0}, flat((x + 2147483647):gt(x)))
+      assert.same({1, 1, 1, 1}, flat((x - 2147483647 - 1):lt(x) + (x * 0)))
+      local y = dev:tensor("long", {3}, {1, 2, 3})
+      assert.same({0, 0, 0}, flat((y + math.maxinteger):gt(y)))
+      if not need_numpy() then return end
+      local a = {x = {type = "int", shape = {4}, values = {5, 6, 7, 8}},
+                 c = {type = "int", shape = {}, values = {2147483647}}}
+      assert.same(numpy("(x + c > x).astype(np.uint8)", a), flat((x + 2147483647):gt(x)))
+    end)
+
+    it("wraps a transposed multiply before astype, as the contiguous case does", function()
+      if not need_numpy() then return end
+      local vals = {3, 5, 7, 11}
+      local x = dev:tensor("int", {2, 2}, vals)
+      local a = {x = {type = "int", shape = {2, 2}, values = vals},
+                 c = {type = "int", shape = {}, values = {1073741824}}}
+      assert.same(numpy("(x.T * c).astype(np.int64)", a), flat((x:t() * 1073741824):astype("long")))
+      assert.same(numpy("(x * c).astype(np.int64)", a), flat((x * 1073741824):astype("long")))
+    end)
+
+    it("+ - * unary - and abs of every integer type wrap as NumPy's, in every layout", function()
+      if not need_numpy() then return end
+      for _, t in ipairs{"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong"} do
+        local va, vb = edge_values(t, 12), edge_values(t, 12)
+        local a = dev:tensor(t, {3, 4}, va)
+        local b = dev:tensor(t, {3, 4}, vb)
+        local arrays = {a = {type = t, shape = {3, 4}, values = va},
+                        b = {type = t, shape = {3, 4}, values = vb}}
+        local at, bt = a:t(), b:t():contiguous()
+        local cases = {
+          {"a + b", a + b}, {"a - b", a - b}, {"a * b", a * b},
+          {"a.T * b.T", at * bt}, {"a.T + b.T - a.T", at + bt - at},
+          {"(a * b + a) * b", (a * b + a) * b},
+          {"(a.T * b.T).astype(np.int64)", (at * bt):astype("long")},
+          {"a[::2] * b[::2]", a:slice(1, 1, -1, 2) * b:slice(1, 1, -1, 2)},
+          {"a * b[0]", a * b:select(1, 1)},
+        }
+        if not t:match("^u") then
+          cases[#cases + 1] = {"-a", -a}
+          cases[#cases + 1] = {"-(a.T)", -at}
+          cases[#cases + 1] = {"np.abs(a)", a:abs()}
+          cases[#cases + 1] = {"np.abs(a * b)", (a * b):abs()}
+        end
+        for _, c in ipairs(cases) do
+          assert.same(numpy(c[1], arrays), flat(c[2]), t .. ": " .. c[1])
+        end
+        -- the same, evaluated eagerly (one kernel per op)
+        local tensor = require "luagpu.tensor"
+        tensor.lazy = false
+        local ok, e = pcall(function()
+          assert.same(numpy("a * b - b", arrays), flat(a * b - b), t .. ": eager")
+        end)
+        tensor.lazy = true
+        assert(ok, e)
+      end
+    end)
+
+    it("long sums and products wrap, whole and per dim", function()
+      local M = math.maxinteger
+      local x = dev:tensor("long", {3}, {M, M, 1})
+      assert.equal(-1, x:sum())
+      assert.same({-1}, flat(x:reshape{1, 3}:sum(2)))
+      assert.equal(-1, require("luagpu.reduce").sum(x.buffer))
+      local p = dev:tensor("long", {2}, {1 << 62, 4})
+      assert.equal(0, p:prod())
+    end)
+
+    it("arange wraps as its type's arithmetic", function()
+      local x = dev:arange("int", 2147483640, 2147483647)
+      assert.same({2147483640, 2147483641, 2147483642, 2147483643, 2147483644, 2147483645,
+                   2147483646, 2147483647}, flat(x))
+      assert.same({0, 0, 0, 0, 0, 0, 0, 1}, flat((x + 1):lt(x)))
+    end)
+  end)
+
+  describe("lazy positions under broadcasting (item 6)", function()
+    it("x:set(arange) broadcast reads arange's own positions", function()
+      local x = dev:tensor("int", {4})
+      x:set(dev:arange("int", 5, 5))
+      assert.same({5, 5, 5, 5}, flat(x))
+      local m = dev:tensor("float", {2, 3})
+      m:set(dev:arange("float", 3) * 2)
+      local mt = dev:tensor("float", {3, 2})
+      mt:t():set(dev:arange("float", 3) * 2 + 1)
+      local w = dev:tensor("long", {2, 3, 4})
+      w:slice(3, 1, -1, 2):set(dev:arange("long", 2):reshape{2, 1, 1} * 10 - 3)
+      local u = dev:tensor("int", {3, 2})
+      local where_r = gpu.where(u:eq(0), dev:arange("int", 2), 0)
+      local map_r = u:map("x + y", {y = dev:arange("int", 3):reshape{3, 1}})
+      local lazy_r = dev:tensor("int", {2, 3}) + dev:arange("int", 3) * 3
+      if not need_numpy() then return end
+      assert.same(numpy("np.broadcast_to(np.arange(1, 4) * 2, (2, 3))", {}), flat(m))
+      assert.same(numpy("np.broadcast_to(np.arange(1, 4) * 2 + 1, (2, 3)).T", {}), flat(mt))
+      assert.same(numpy("np.where(np.arange(24).reshape(2, 3, 4) % 2 == 0, " ..
+                        "(np.arange(1, 3) * 10 - 3).reshape(2, 1, 1), 0)", {}), flat(w))
+      assert.same(numpy("np.broadcast_to(np.arange(1, 3), (3, 2))", {}), flat(where_r))
+      assert.same(numpy("np.broadcast_to(np.arange(1, 4).reshape(3, 1), (3, 2))", {}),
+                  flat(map_r))
+      assert.same(numpy("np.broadcast_to(np.arange(1, 4) * 3, (2, 3))", {}), flat(lazy_r))
+    end)
+  end)
+
+  describe("nil operands (item 22)", function()
+    it("raise at the call, naming the operand", function()
+      local x = dev:tensor("float", {3}, {1, 5, 9})
+      has_error("luagpu: tensor:add: argument #2: expected a tensor or a number, got nil",
+                function() return x + nil end)
+      has_error("luagpu: tensor:add: argument #1: expected a tensor or a number, got nil",
+                function() return nil + x end)
+      has_error("luagpu: tensor:sub: argument #1: expected a tensor or a number, got nil",
+                function() return nil - x end)
+      has_error("luagpu: tensor:mul: argument #2: expected a tensor or a number, got nil",
+                x.mul, x)
+      has_error("luagpu: tensor:lt: argument #2: expected a tensor or a number, got nil",
+                x.lt, x, nil)
+      has_error("luagpu: tensor:eq: argument #2: expected a tensor or a number, got nil",
+                x.eq, x)
+      has_error("luagpu: tensor:pow: argument #2: expected a tensor or a number, got nil",
+                function() return x ^ nil end)
+      has_error("luagpu: tensor:idiv: argument #2: expected a tensor or a number, got nil",
+                function() return (x * 2) // nil end)
+      has_error("luagpu: tensor:clamp: expected a lower bound (argument #1), an upper bound " ..
+                "(argument #2) or both, got neither", x.clamp, x)
+      has_error("luagpu: tensor:clamp: argument #2: expected a tensor or a number, got boolean",
+                x.clamp, x, 1, false)
+      has_error("luagpu: gpu.where: argument #3: expected a tensor or a number, got nil",
+                gpu.where, x, 1)
+      has_error("luagpu: device:arange: argument #3: expected a number, got nil",
+                dev.arange, dev, "int")
+    end)
+
+    it("clamp with one bound is one-sided", function()
+      local x = dev:tensor("float", {3}, {1, 5, 9})
+      assert.same({4, 5, 9}, flat(x:clamp(4.0)))
+      assert.same({1, 2, 2}, flat(x:clamp(nil, 2)))
+      assert.same({2, 5, 6}, flat(x:clamp(2, 6)))
+      local lo = dev:tensor("float", {3}, {3, 6, 0})
+      assert.same({3, 6, 9}, flat(x:clamp(lo)))
+      assert.same({1, 5, 0}, flat(x:clamp(nil, lo)))
+    end)
+  end)
+
+  describe("where of narrow types (item 41)", function()
+    it("feeds min, max and clamp for char, uchar, short and ushort", function()
+      for _, t in ipairs{"char", "uchar", "short", "ushort"} do
+        local m = dev:tensor("uchar", {4}, {1, 0, 1, 0})
+        local a = dev:tensor(t, {4}, {1, 2, 3, 4})
+        local b = dev:tensor(t, {4}, {10, 20, 30, 40})
+        local w = gpu.where(m, a, b)
+        assert.same({1, 20, 3, 40}, flat(w:max(a)), t)
+        assert.same({1, 2, 3, 4}, flat(w:min(a)), t)
+        assert.same({2, 5, 3, 5}, flat(w:clamp(2, 5)), t)
+        assert.same({1, 20, 3, 40}, flat(gpu.where(m, a, b):max(gpu.where(m, a, b))), t)
+      end
+    end)
+  end)
+end)
