@@ -235,6 +235,10 @@ describe("tensors sharing memory, against NumPy", function()
               a.save, gpu.array("float", 2), path, {3})
     has_error("luagpu: array:save: argument #2: size 2: expected an integer >= 0",
               a.save, gpu.array("float", 2), path, {1, -2})
+    has_error("luagpu: array:save: argument #2: expected a shape (a table of sizes), got number",
+              a.save, gpu.array("float", 2), path, 2)
+    has_error("luagpu: array:save: argument #2: 9 dimensions are too many (at most 8)",
+              a.save, gpu.array("float", 1), path, {1, 1, 1, 1, 1, 1, 1, 1, 1})
     os.remove(path)
     os.remove(tmp)
     -- indexing is not there yet: it raises, methods and fields still work
