@@ -209,23 +209,57 @@ static int save_file(const char *path, const char *header, size_t padded, const 
   return ok;
 }
 
-/* a:save(path): writes a as a .npy file (format 1.0) */
+/* The shape that a:save writes, into shape (LG_MAXDIM sizes); returns its
+** dimension count. Argument 3, when given, is a table of at most LG_MAXDIM
+** sizes (read raw) whose product is a's element count ({} for a 0-d file
+** of one element); else a's own shape. */
+static int save_shape(lua_State *L, const char *fn, const lg_Array *a, size_t *shape) {
+  lua_Integer n, i, v;
+  size_t count = 1;
+  int isint, zero = 0, over = 0;
+  if (lua_isnoneornil(L, 3)) {
+    memcpy(shape, a->shape, (size_t)a->ndim * sizeof *shape);
+    return a->ndim;
+  }
+  if (lua_type(L, 3) != LUA_TTABLE) return lg_typeerror(L, fn, 2, 3, "a shape (a table of sizes)");
+  n = (lua_Integer)lua_rawlen(L, 3);
+  if (n > LG_MAXDIM)
+    return lg_argerror(L, fn, 2, "%I dimensions are too many (at most %d)", n, LG_MAXDIM);
+  for (i = 1; i <= n; i++) {
+    lua_rawgeti(L, 3, i);
+    v = lua_tointegerx(L, -1, &isint);
+    lua_pop(L, 1);
+    if (!isint || v < 0) return lg_argerror(L, fn, 2, "size %I: expected an integer >= 0", i);
+    shape[i - 1] = (size_t)v;
+    if (v == 0) zero = 1;
+    else if (count > a->count / (size_t)v) over = 1;    /* more than a's count */
+    else count *= (size_t)v;
+  }
+  if (zero ? a->count != 0 : (over || count != a->count))
+    return lg_argerror(L, fn, 2, "the shape does not hold the array's %I elements",
+                       (lua_Integer)a->count);
+  return (int)n;
+}
+
+/* a:save(path [, shape]): writes a as a .npy file (format 1.0), of a's
+** shape or the one given (save_shape) */
 static int npy_save(lua_State *L) {
   static const char *const fn = "array:save";
   lg_Array *a = lg_checkarray(L, 1);
   const char *path;
   char header[1024], descr[8], *p;
-  size_t len, padded;
-  int d;
+  size_t len, padded, shape[LG_MAXDIM];
+  int d, ndim;
   if (lua_type(L, 2) != LUA_TSTRING) return lg_typeerror(L, fn, 1, 2, "a file path");
   path = lua_tostring(L, 2);
+  ndim = save_shape(L, fn, a, shape);
   write_descr(a->type.scalar, descr);
   p = header + 10;
   p += sprintf(p, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
-  for (d = 0; d < a->ndim; d++)
-    p += sprintf(p, "%s%zu", d > 0 ? ", " : "", a->shape[d]);
-  if (a->type.width > 1) p += sprintf(p, ", %d", a->type.width);
-  p += sprintf(p, "%s), }", a->ndim == 1 && a->type.width == 1 ? "," : "");
+  for (d = 0; d < ndim; d++)
+    p += sprintf(p, "%s%zu", d > 0 ? ", " : "", shape[d]);
+  if (a->type.width > 1) p += sprintf(p, "%s%d", ndim > 0 ? ", " : "", a->type.width);
+  p += sprintf(p, "%s), }", ndim + (a->type.width > 1) == 1 ? "," : "");
   len = (size_t)(p - header) + 1;                       /* with the final '\n' */
   padded = (len + 63) / 64 * 64;
   memset(p, ' ', padded - len);
@@ -429,9 +463,11 @@ static const char *push_tuple(lua_State *L, const Header *h) {
   return lua_tostring(L, -1);
 }
 
-/* gpu.load(path [, type]): the array in a .npy file. With a vector type the
-** last dimension of the file must be its width; with a scalar type other
-** than the file's, the values are converted with the usual checks. */
+/* gpu.load(path [, type]): the array in a .npy file, and the file's shape
+** (a table: {} for a 0-d file, whose array has shape {1}). With a vector
+** type the last dimension of the file must be its width; with a scalar
+** type other than the file's, the values are converted with the usual
+** checks. */
 static int npy_load(lua_State *L) {
   static const char *const fn = "gpu.load";
   const char *path, *pfn;
@@ -500,7 +536,13 @@ static int npy_load(lua_State *L) {
     a = lg_newarray_for(L, want, ndim, shape, pfn, want.width == 3);
     lg_array_convert(L, a, raw, pfn, "");
   }
-  return 1;        /* the file is closed with slot 3 when this returns */
+  lua_createtable(L, h.ndim, 0);
+  for (ndim = 0; ndim < h.ndim; ndim++) {
+    if (h.shape[ndim] <= (size_t)LUA_MAXINTEGER) lua_pushinteger(L, (lua_Integer)h.shape[ndim]);
+    else lua_pushnumber(L, (lua_Number)h.shape[ndim]);    /* beside a size 0 */
+    lua_rawseti(L, -2, ndim + 1);
+  }
+  return 2;        /* the file is closed with slot 3 when this returns */
 }
 
 void lg_open_npy(lua_State *L) {

@@ -6,7 +6,9 @@
 ** FINAL(a, count) (the result from the accumulator of count elements),
 ** LS (work-items per group of rows, a power of two), CX x CY (a group of
 ** cols, CY a power of two); ARG when the result is the 1-based position of
-** the best element, BETTER(a, b) true when a beats b.
+** the best element, BETTER(a, b) true when a beats b, SAME(a, b) true when
+** they tie (the first position wins; a work-item that saw no element holds
+** NEUTRAL at position LONG_MAX, so it loses every tie).
 **
 ** rows:  inner == 1. Group g reduces part g % nsplit of row g / nsplit.
 ** cols:  inner > 1. Work-item x is a column; the CY rows of a group share
@@ -16,7 +18,7 @@
 ** over the accumulators of a first pass (positions in pidx).
 */
 #ifdef ARG
-#define STEP(acc, ai, v, vi) if (BETTER(v, acc) || (v == acc && vi < ai)) { acc = v; ai = vi; }
+#define STEP(acc, ai, v, vi) if (BETTER(v, acc) || (SAME(v, acc) && vi < ai)) { acc = v; ai = vi; }
 #define COMBINE(acc, ai, v, vi) STEP(acc, ai, v, vi)
 #else
 #define STEP(acc, ai, v, vi) acc = OP(acc, v)
@@ -28,7 +30,7 @@
   uint lid = get_local_id(0);                                                    \
   ulong start = p * chunk, end = min(L, start + chunk);                          \
   ulong base = off + row * L;                                                    \
-  ACC acc = NEUTRAL; long ai = 0;                                                \
+  ACC acc = NEUTRAL; long ai = LONG_MAX;                                         \
   VECTOR_LOOP                                                                    \
   for (ulong j = start + lid; j < end; j += LS) { ACC v = LOAD(base + j); STEP(acc, ai, v, LOADI(base + j, j)); } \
   local ACC la[LS]; local long li[LS];                                           \
@@ -87,7 +89,7 @@ kernel void rows2(global const ACC* restrict in, global const long* restrict iid
   uint ly = get_local_id(1), lx = get_local_id(0);                               \
   ulong gy = get_group_id(1), o = gy / nsplit, p = gy % nsplit;                  \
   ulong start = p * chunk, end = min(L, start + chunk);                          \
-  ACC acc = NEUTRAL; long ai = 0;                                                \
+  ACC acc = NEUTRAL; long ai = LONG_MAX;                                         \
   if (x < inner) {                                                               \
     ulong base = off + o * L * inner + x;                                        \
     for (ulong l = start + ly; l < end; l += CY) { ACC v = LOAD(base + l * inner); STEP(acc, ai, v, LOADI(base + l * inner, l)); } \

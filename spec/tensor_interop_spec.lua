@@ -95,3 +95,159 @@ describe("tensor interop", function()
     end
   end)
 end)
+
+describe("tensors sharing memory, against NumPy", function()
+  local dev = gpu.device()
+  math.randomseed(271)
+  local algo_ok, algo = pcall(require, "luagpu.algo")
+  local has_sort = algo_ok and type(algo.sort) == "function" and type(algo.scan) == "function"
+
+  local function random_ints(n, lo, hi)
+    local v = {}
+    for i = 1, n do v[i] = math.random(lo, hi) end
+    return v
+  end
+
+  -- tensor x as a NumPy input: its type, shape and values
+  local function np_of(x)
+    return {type = x.type, shape = x.shape, data = x:get():totable()}
+  end
+
+  local it_sort = has_sort and it or pending
+  it_sort("sort, argsort and cumsum along any dim of any view leave their input as it was (issue 27 item 5)", function()
+    if not S.need_numpy(assert, pending) then return end
+    -- the cases of the report: moving the dim last gives a contiguous layout
+    local b = dev:tensor("int", {2, 3}, {3, 1, 2, 9, 7, 8})
+    assert.same({{3, 1, 2}, {9, 7, 8}}, b:t():sort(1):t():totable() and b:totable())
+    local c = dev:tensor("int", {3, 1}, {3, 1, 2})
+    assert.same({{1}, {2}, {3}}, c:sort(1):totable())
+    assert.same({{3}, {1}, {2}}, c:totable())
+    local perms = {{1, 2, 3}, {2, 1, 3}, {3, 2, 1}, {2, 3, 1}, {1, 3, 2}, {3, 1, 2}}
+    for case = 1, 12 do
+      local t = case % 2 == 0 and "float" or "int"
+      local shape = {math.random(1, 4), math.random(1, 4), math.random(1, 5)}
+      if case == 1 then shape = {1, 3, 1} end
+      local n = S.numel(shape)
+      local vals = random_ints(n, -6, 6)          -- ties: argsort must be stable
+      local x = dev:tensor(t, shape, vals)
+      local v = x:permute(perms[(case - 1) % #perms + 1])
+      local lines = {"out = []"}
+      for d = 1, 3 do
+        lines[#lines + 1] = ("out += [np.sort(a, axis=%d), np.argsort(a, axis=%d, kind='stable') + 1, " ..
+                             "np.cumsum(a, axis=%d, dtype=a.dtype)]"):format(d - 1, d - 1, d - 1)
+      end
+      local ref = S.numpy(table.concat(lines, "\n"), {a = np_of(v)})
+      for d = 1, 3 do
+        S.check(assert, v:sort(d), ref[3 * d - 2])
+        assert.same(vals, x:get():totable(), "sort changed its input")
+        S.check(assert, v:argsort(d), ref[3 * d - 1])
+        S.check(assert, v:cumsum(d), ref[3 * d])
+        assert.same(vals, x:get():totable(), "argsort or cumsum changed its input")
+      end
+    end
+  end)
+
+  it("a block whose Buffer the script holds never goes back to the pool (issue 27 item 7)", function()
+    local k = dev:build("kernel void seven(global float* a) { a[get_global_id(0)] = 7; }").seven
+    for _, how in ipairs{"buffer", "view", "call"} do
+      local x = dev:tensor("float", {1000}, 1)
+      if how == "view" then x = dev:tensor("float", {1500}, 1):slice(1, 1, 1000) end
+      local b, call
+      if how == "call" then call = k(x) else b = x.buffer end
+      x = nil
+      collectgarbage()
+      collectgarbage()
+      local ys = {}
+      for i = 1, 4 do ys[i] = dev:tensor("float", {1000}, 2) end
+      if call then call:run{1000} else b:fill(7) end
+      dev:finish()
+      for i = 1, 4 do assert.equal(2000, ys[i]:sum(), how) end
+    end
+    -- the block is released with its Buffer; the pool's count leaves it
+    collectgarbage()
+    local m0 = dev:memory()
+    local x = dev:tensor("float", {1 << 14})
+    local b = x.buffer
+    assert.equal(m0.used, dev:memory().used)
+    b, x = nil, nil
+    collectgarbage()
+    assert.equal(m0.used, dev:memory().used)
+    assert.equal(m0.pooled, dev:memory().pooled)
+  end)
+
+  it("writing a tensor that shares its buffer with the one read copies through a temporary (issue 27 item 8)", function()
+    if not S.need_numpy(assert, pending) then return end
+    for _, n in ipairs{5, 64} do
+      local vals = random_ints(n * n, -1000, 1000)
+      -- a tensor over a tensor's own Buffer
+      local x = dev:tensor("float", {n, n}, vals)
+      local y = dev:tensor("float", {n, n}, x.buffer)
+      local ref = S.numpy("out = [a.T, a.T * 2 + 1]", {a = np_of(x)})
+      x:set(y:t())
+      S.check(assert, x, ref[1])
+      x:set(dev:tensor("float", {n, n}, vals))
+      x:set(y:t() * 2 + 1)                        -- a lazy expression reading it
+      S.check(assert, x, ref[2])
+      -- two tensors over one user Buffer, one through a view of it
+      local buf = dev:buffer("int", n * n)
+      buf:write(gpu.array("int", vals))
+      local u = dev:tensor("int", {n, n}, buf)
+      local w = dev:tensor("int", {n, n}, buf:sub(1, n * n))
+      u:set(w:t())
+      S.check(assert, u, ref[1])
+      -- overlapping ranges: a[1:n+1] = a[0:n], through Buffer views
+      local z = dev:tensor("int", {2 * n}, random_ints(2 * n, -50, 50))
+      local zr = S.numpy(("b = a.copy(); b[1:%d] = a[0:%d]; out = b"):format(n + 1, n),
+                         {a = np_of(z)})
+      local src = dev:tensor("int", {n}, z.buffer:sub(1, n))
+      z:slice(1, 2, n + 1):set(src)
+      S.check(assert, z, zr)
+    end
+    -- a cube permuted into itself
+    local c = dev:arange("double", 27):reshape{3, 3, 3}:eval()
+    local ref = S.numpy("out = np.transpose(a, (2, 1, 0))", {a = np_of(c)})
+    c:set(dev:tensor("double", {3, 3, 3}, c.buffer):permute{3, 2, 1})
+    S.check(assert, c, ref)
+  end)
+
+  it("0-d tensors save as shape () and load back 0-d; x[i] raises (issue 27 item 43)", function()
+    if not S.need_numpy(assert, pending) then return end
+    local tmp = os.tmpname()
+    local path = tmp .. ".npy"                    -- np.save adds .npy to other names
+    for _, shape in ipairs{{}, {1}, {2, 0, 3}, {3, 1}} do
+      local n = S.numel(shape)
+      local x = dev:tensor("double", shape, random_ints(n, -9, 9))
+      x:save(path)
+      local ref = S.numpy(("out = np.load(%q)"):format(path))
+      S.check(assert, x, ref)
+      local y = gpu.load(path, dev)
+      assert.same(shape, y.shape)
+      assert.same(x:totable(), y:totable())
+    end
+    S.numpy(("np.save(%q, np.float32(2.5)); out = 0"):format(path))
+    local y = gpu.load(path, dev)
+    assert.equal(0, y.ndim)
+    assert.equal(2.5, y:item())
+    local a, fshape = gpu.load(path)
+    assert.same({1}, a.shape)
+    assert.same({}, fshape)
+    has_error("luagpu: array:save: argument #2: the shape does not hold the array's 2 elements",
+              a.save, gpu.array("float", 2), path, {3})
+    has_error("luagpu: array:save: argument #2: size 2: expected an integer >= 0",
+              a.save, gpu.array("float", 2), path, {1, -2})
+    has_error("luagpu: array:save: argument #2: expected a shape (a table of sizes), got number",
+              a.save, gpu.array("float", 2), path, 2)
+    has_error("luagpu: array:save: argument #2: 9 dimensions are too many (at most 8)",
+              a.save, gpu.array("float", 1), path, {1, 1, 1, 1, 1, 1, 1, 1, 1})
+    os.remove(path)
+    os.remove(tmp)
+    -- indexing is not there yet: it raises, methods and fields still work
+    local x = dev:tensor("float", {2, 2})
+    has_error("luagpu: tensor: x[1]: indexing a tensor is not supported yet (use x:select(dim, i), " ..
+              "x:slice(dim, first, last), x:item() or x:get())", function() return x[1] end)
+    has_error("x[-1]: indexing a tensor is not supported yet", function() return x[-1] end)
+    has_error("luagpu: tensor: no field or method 'lenght'", function() return x.lenght end)
+    assert.same({2, 2}, x.shape)
+    assert.equal(0, x:sum())
+  end)
+end)

@@ -260,3 +260,204 @@ describe("tensor memory", function()
     assert.equal(0, dev:memory().pooled)
   end)
 end)
+
+describe("tensor reductions against NumPy", function()
+  local dev = gpu.device()
+  math.randomseed(27)
+
+  -- Python: the 1-based position of the first least (greatest) non-NaN
+  -- value along axis (every element when None), 1 when all are NaN.
+  local ARG = [[
+def arg(a, axis, greater):
+    m = a.reshape(1, -1) if axis is None else np.moveaxis(a, axis, -1)
+    rows = m.reshape(-1, m.shape[-1])
+    res = []
+    for row in rows:
+        best = None
+        for i, v in enumerate(row):
+            if v == v and (best is None or (v > row[best] if greater else v < row[best])):
+                best = i
+        res.append((best or 0) + 1)
+    return np.array(res, dtype=np.int64).reshape(m.shape[:-1])
+]]
+
+  -- Random values of a float type: numbers (never 0, so that fmin's choice
+  -- between -0.0 and 0.0 does not matter), NaNs (about nan_share of them)
+  -- and infinities.
+  local function nan_values(n, nan_share)
+    local vals = {}
+    for i = 1, n do
+      local u = math.random()
+      if u < nan_share then vals[i] = 0 / 0
+      elseif u < nan_share + 0.05 then vals[i] = math.random(2) == 1 and math.huge or -math.huge
+      else vals[i] = (math.random(-999, 999) + 0.5) / 8 end
+    end
+    return vals
+  end
+
+  local function same_number(want, got, what)
+    if want ~= want then
+      assert.is_true(got ~= got, what .. ": expected NaN, got " .. tostring(got))
+    else
+      assert.equal(want, got, what)
+    end
+  end
+
+  it("min and max skip NaNs and give NaN when all are NaN; argmin and argmax agree (issue 27 item 9)", function()
+    if not S.need_numpy(assert, pending) then return end
+    local types = dev.fp64 and {"float", "double"} or {"float"}
+    local shapes = {{1}, {3}, {4, 3}, {2, 5, 3}, {1, 3000}, {3000, 2}, {2, 700, 4}, {9, 1, 2}}
+    for _, t in ipairs(types) do
+      for case, shape in ipairs(shapes) do
+        local n = S.numel(shape)
+        -- small tensors: mostly NaN (rows of NaN only); large ones: a few
+        local vals = nan_values(n, n <= 30 and 0.6 or (case % 2 == 0 and 1 or 0.3))
+        if case == 5 then vals[n] = -2.5 end      -- one number after 2999 NaNs
+        local x = dev:tensor(t, shape, vals)
+        local code = {ARG, "out = ["}
+        for d = 0, #shape do
+          local axis = d == 0 and "None" or tostring(d - 1)
+          code[#code + 1] = string.format("np.fmin.reduce(a, axis=%s), np.fmax.reduce(a, " ..
+                                          "axis=%s), arg(a, %s, False), arg(a, %s, True),",
+                                          d == 0 and "None" or axis, axis, axis, axis)
+        end
+        code[#code + 1] = "]"
+        local ref = S.numpy(table.concat(code, "\n"), {a = {type = t, shape = shape, data = vals}})
+        local what = t .. " " .. table.concat(shape, "x")
+        same_number(ref[1].data[1], x:min(), what .. " min")
+        same_number(ref[2].data[1], x:max(), what .. " max")
+        assert.equal(ref[3].data[1], x:argmin(), what .. " argmin")
+        assert.equal(ref[4].data[1], x:argmax(), what .. " argmax")
+        for d = 1, #shape do
+          local r = 4 * d
+          S.check(assert, x:min(d), ref[r + 1])
+          S.check(assert, x:max(d), ref[r + 2])
+          S.check(assert, x:argmin(d), ref[r + 3])
+          S.check(assert, x:argmax(d), ref[r + 4])
+        end
+        -- x[argmin] is min, x[argmax] is max
+        local flat = x:reshape{n}
+        same_number(x:min(), flat:slice(1, x:argmin(), x:argmin()):item(), what .. " x[argmin]")
+        same_number(x:max(), flat:slice(1, x:argmax(), x:argmax()):item(), what .. " x[argmax]")
+      end
+    end
+    -- the cases of the report
+    assert.equal(2, dev:tensor("float", {2}, {0 / 0, math.huge}):argmin())
+    assert.equal(2, dev:tensor("float", {2}, {0 / 0, 1}):argmin())
+    assert.equal(1, dev:tensor("float", {2}, {0 / 0, 0 / 0}):argmin())
+    assert.equal(2, dev:tensor("float", {2}, {0 / 0, -math.huge}):argmax())
+    -- luagpu.reduce on buffers, and over a list of buffers
+    local reduce = require "luagpu.reduce"
+    for _, t in ipairs(types) do
+      for _, n in ipairs{1, 7, 100, 5000} do
+        for _, share in ipairs{1, 0.5} do
+          local vals = nan_values(n, share)
+          local b = dev:buffer(t, n)
+          b:write(gpu.array(t, vals))
+          local ref = S.numpy("out = [np.fmin.reduce(a), np.fmax.reduce(a)]",
+                              {a = {type = t, shape = {n}, data = vals}})
+          same_number(ref[1].data[1], reduce.min(b), t .. " reduce.min of " .. n)
+          same_number(ref[2].data[1], reduce.max(b), t .. " reduce.max of " .. n)
+        end
+      end
+      local nan, num = dev:buffer(t, 3), dev:buffer(t, 2)
+      nan:fill(0 / 0)
+      num:write(gpu.array(t, {4, -3}))
+      assert.equal(-3, reduce.min({nan, num}))
+      assert.equal(4, reduce.max({nan, num}))
+      assert.equal(-3, reduce.min({num, nan}))
+      local both = reduce.min({nan, nan})
+      assert.is_true(both ~= both)
+    end
+  end)
+
+  it("the whole mean of every integer type accumulates in double, as NumPy's (issue 27 item 10)", function()
+    if not S.need_numpy(assert, pending) then return end
+    local mi, ma = math.mininteger, math.maxinteger
+    assert.equal(6.148914691236517e18, dev:tensor("long", {3}, {ma, ma, 1}):mean())
+    assert.equal(6.148914691236517e18,
+                 dev:tensor("long", {3}, {-1, 2, 3}):astype("ulong"):mean())
+    local RANGE = {char = {-128, 127}, uchar = {0, 255}, short = {-32768, 32767},
+                   ushort = {0, 65535}, int = {-(1 << 31), (1 << 31) - 1},
+                   uint = {0, (1 << 32) - 1}, long = {mi, ma}, ulong = {mi, ma}}
+    for _, t in ipairs(S.INTS) do
+      for _, n in ipairs{1, 3, 1000, 40000} do
+        local lo, hi = RANGE[t][1], RANGE[t][2]
+        local span = (hi - lo >= 0 and hi - lo < 1000) and hi - lo or 1000
+        local vals = {}
+        for i = 1, n do
+          -- mostly near the top of the range (where sums wrap), some anywhere
+          vals[i] = math.random(3) == 1 and math.random(lo, hi) or hi - math.random(0, span)
+        end
+        -- ulong values past 2^63 are negative Lua integers: cast from long
+        local x = t == "ulong" and dev:tensor("long", {n}, vals):astype("ulong")
+                  or dev:tensor(t, {n}, vals)
+        local ref = S.numpy("out = [np.mean(a, dtype=np.float64), np.abs(a.astype(np.float64)).max()]",
+                            {a = {type = t, shape = {n}, data = vals}})
+        local want, got = ref[1].data[1], x:mean()
+        assert.is_true(math.abs(got - want) <= 1e-12 * math.max(1, ref[2].data[1]),
+                       string.format("%s mean of %d: NumPy %.17g, got %.17g", t, n, want, got))
+        -- the same along the dim
+        local d = x:reshape{1, n}:mean(2):item()
+        assert.is_true(math.abs(d - want) <= 1e-12 * math.max(1, ref[2].data[1]))
+      end
+    end
+  end)
+
+  it("dim-wise operations of empty tensors keep NumPy's shapes (issue 27 item 11)", function()
+    if not S.need_numpy(assert, pending) then return end
+    local shapes = {{0}, {0, 3}, {3, 0}, {2, 0, 4}, {0, 0}, {1, 0, 2}}
+    local ops = {"cumsum", "sort", "argsort", "sum", "prod", "mean", "min", "max", "argmin",
+                 "argmax", "any", "all"}
+    local NP = {cumsum = "np.cumsum(a, axis=%d)", sort = "np.sort(a, axis=%d)",
+                argsort = "np.argsort(a, axis=%d)", sum = "np.sum(a, axis=%d)",
+                prod = "np.prod(a, axis=%d)", mean = "np.mean(a, axis=%d)",
+                min = "np.min(a, axis=%d)", max = "np.max(a, axis=%d)",
+                argmin = "np.argmin(a, axis=%d)", argmax = "np.argmax(a, axis=%d)",
+                any = "np.any(a, axis=%d)", all = "np.all(a, axis=%d)"}
+    local lines = {"def shape(f):", "    try: return list(f().shape)",
+                   "    except Exception: return None", "out = []"}
+    for _, shape in ipairs(shapes) do
+      lines[#lines + 1] = string.format("a = np.zeros((%s), dtype=np.float32)",
+                                        table.concat(shape, ",") .. (#shape == 1 and "," or ""))
+      for d = 1, #shape do
+        for _, op in ipairs(ops) do
+          lines[#lines + 1] = "out.append(shape(lambda: " .. NP[op]:format(d - 1) .. "))"
+        end
+      end
+    end
+    lines[#lines + 1] = "out = [np.array(s) if s is not None else np.array([-1, -1, -1]) for s in out]"
+    local ref = S.numpy(table.concat(lines, "\n"))
+    local k = 0
+    for _, shape in ipairs(shapes) do
+      local x = dev:tensor("float", shape)
+      for d = 1, #shape do
+        for _, op in ipairs(ops) do
+          k = k + 1
+          local want = ref[k].data
+          local ok, r = pcall(x[op], x, d)
+          local what = op .. " of " .. table.concat(shape, "x") .. " along " .. d
+          if #want == 3 and want[1] == -1 then
+            assert.is_false(ok, what .. " should raise")
+            assert.matches("is undefined", r, 1, true)
+          else
+            assert.is_true(ok, what .. ": " .. tostring(r))
+            assert.same(want, r.shape, what)
+          end
+        end
+      end
+    end
+  end)
+
+  it("several dims at once raise a clear error (issue 27 item 43)", function()
+    local x = dev:tensor("float", {2, 3})
+    for _, op in ipairs{"sum", "mean", "min", "argmax", "all"} do
+      has_error("luagpu: tensor:" .. op .. ": argument #1: expected an integer dim, got a table " ..
+                "(reducing several dims at once is not supported yet)", x[op], x, {1, 2})
+    end
+    has_error("luagpu: tensor:cumsum: argument #1: expected an integer dim, got a table " ..
+              "(several dims at once are not supported yet)", x.cumsum, x, {1, 2})
+    has_error("luagpu: tensor:sort: argument #1: expected an integer dim, got a table " ..
+              "(several dims at once are not supported yet)", x.sort, x, {1, 2}, {})
+  end)
+end)

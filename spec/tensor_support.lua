@@ -148,4 +148,94 @@ function S.check(assert, x, r, tol)
   end
 end
 
+------------------------------------------------------------------ NumPy
+
+-- The command of python3 with NumPy, or false.
+local python
+function S.python()
+  if python == nil then
+    python = false
+    for _, py in ipairs{"python3", "/usr/bin/python3"} do
+      if os.execute(py .. ' -c "import numpy" >/dev/null 2>&1') then python = py; break end
+    end
+  end
+  return python
+end
+
+-- Whether NumPy can be used; else marks the test pending (a failure under
+-- CI, where make test installs python3-numpy).
+function S.need_numpy(assert, pending)
+  if S.python() then return true end
+  assert(not os.getenv("CI"), "python3 with numpy not found under CI")
+  pending("python3 with numpy not found: not checked against NumPy")
+  return false
+end
+
+local PY_PRELUDE = [[
+import math, warnings, numpy as np
+warnings.simplefilter('ignore'); np.seterr(all='ignore')
+DT = dict(char=np.int8, uchar=np.uint8, short=np.int16, ushort=np.uint16, int=np.int32,
+          uint=np.uint32, long=np.int64, ulong=np.uint64, float=np.float32, double=np.float64)
+def A(t, shape, vals):
+    dt = np.dtype(DT[t])
+    if dt.kind == 'u': vals = [v % (1 << (8 * dt.itemsize)) for v in vals]
+    return np.array(vals, dtype=dt).reshape(shape)
+def num(v, kind):
+    if kind == 'f':
+        v = float(v)
+        if v != v: return '(0/0)'
+        if v == math.inf: return 'math.huge'
+        if v == -math.inf: return '-math.huge'
+        return repr(v)
+    v = int(v)
+    if v >= 1 << 63: v -= 1 << 64
+    return 'math.mininteger' if v == -(1 << 63) else str(v)
+def lua(v):
+    if v is None: return 'nil'
+    if isinstance(v, bool): return 'true' if v else 'false'
+    if isinstance(v, (list, tuple)): return '{' + ','.join(lua(x) for x in v) + '}'
+    a = np.asarray(v)
+    if a.dtype.kind == 'b': a = a.astype(np.uint8)
+    return '{shape={%s},data={%s}}' % (','.join(str(d) for d in a.shape),
+                                       ','.join(num(x, a.dtype.kind) for x in a.ravel()))
+]]
+
+local function py_value(t, v)
+  if t == "float" or t == "double" then
+    if v ~= v then return "math.nan" end
+    if v == math.huge then return "math.inf" elseif v == -math.huge then return "-math.inf" end
+    return string.format("%.17g", v)
+  end
+  return string.format("%d", v)
+end
+
+-- Runs Python code under NumPy. vars: {name = {type =, shape =, data =}},
+-- each bound to its name as an array of that type (ulong data as Lua
+-- integers, wrapped). The code sets `out`: an array or number (returned as
+-- a reference {shape =, data =}; a NumPy scalar has shape {}), or a list
+-- of them (a list of references). Integers come back as Lua integers
+-- (uint64 wrapped), floats as floats, NaN and infinities included.
+function S.numpy(code, vars)
+  local lines = {PY_PRELUDE}
+  for name, r in pairs(vars or {}) do
+    local vals = {}
+    for i, v in ipairs(r.data) do vals[i] = py_value(r.type, v) end
+    lines[#lines + 1] = string.format("%s = A(%q, (%s), [%s])", name, r.type,
+                                      table.concat(r.shape, ",") .. (#r.shape == 1 and "," or ""),
+                                      table.concat(vals, ","))
+  end
+  lines[#lines + 1] = code
+  lines[#lines + 1] = "print('return ' + lua(out))"
+  local path = os.tmpname()
+  local f = assert(io.open(path, "w"))
+  f:write(table.concat(lines, "\n"), "\n")
+  f:close()
+  local p = assert(io.popen(assert(S.python(), "no python3 with numpy") .. " " .. path .. " 2>&1"))
+  local text = p:read("a")
+  local ok = p:close()
+  os.remove(path)
+  assert(ok, "python failed:\n" .. text)
+  return assert(load(text, "=numpy", "t", {math = math}))()
+end
+
 return S

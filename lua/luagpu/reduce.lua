@@ -69,7 +69,6 @@ local LIMITS = {
   short = {"SHRT_MIN", "SHRT_MAX"}, ushort = {"0", "USHRT_MAX"},
   int = {"INT_MIN", "INT_MAX"}, uint = {"0", "UINT_MAX"},
   long = {"LONG_MIN", "LONG_MAX"}, ulong = {"0", "ULONG_MAX"},
-  float = {"-INFINITY", "INFINITY"}, double = {"-(double)INFINITY", "(double)INFINITY"},
 }
 
 ------------------------------------------------------------------ checks
@@ -419,9 +418,15 @@ local function builtin(kind, t, acc)
     s.neutral = "0"
   else
     s.acc = t
-    local f = FLOATS[t] and "f" or ""
-    s.op = format("%s%s(a, b)", f, kind)
-    s.neutral = LIMITS[t][kind == "min" and 2 or 1]
+    if FLOATS[t] then
+      -- fmin/fmax skip NaNs; NaN, their neutral element, stays when every
+      -- element is NaN
+      s.op = format("f%s(a, b)", kind)
+      s.neutral = t == "float" and "NAN" or "((double)NAN)"
+    else
+      s.op = format("%s(a, b)", kind)
+      s.neutral = LIMITS[t][kind == "min" and 2 or 1]
+    end
   end
   builtin_specs[key] = s
   return s

@@ -254,14 +254,15 @@ end
 
 ------------------------------------------------------------------ reduce
 
--- Folds the numbers got of kind "sum", "min" or "max".
+-- Folds the numbers got of kind "sum", "min" or "max" (min and max skip
+-- NaNs, as fmin and fmax: NaN only when every part gave NaN).
 local function combine(kind, got)
   local r = got[1]
   for i = 2, #got do
     local v = got[i]
     if kind == "sum" then r = r + v
-    elseif kind == "min" then if v < r then r = v end
-    elseif v > r then r = v end
+    elseif kind == "min" then if v < r or r ~= r then r = v end
+    elseif v > r or r ~= r then r = v end
   end
   return r
 end

@@ -35,12 +35,17 @@ local FIELDS = {}
 local MT = {__name = "luagpu.Tensor"}
 C.MT = MT
 
+-- Methods, then fields; any other key raises (x[i] is not indexing yet).
 MT.__index = function(t, k)
   local m = Tensor[k]
   if m ~= nil then return m end
   local f = FIELDS[k]
   if f then return f(t) end
-  return nil
+  if type(k) == "number" then
+    fail("tensor", "x[%s]: indexing a tensor is not supported yet (use x:select(dim, i), " ..
+         "x:slice(dim, first, last), x:item() or x:get())", show(k))
+  end
+  fail("tensor", "no field or method %s", type(k) == "string" and "'" .. k .. "'" or show(k))
 end
 
 MT.__newindex = function(_, k)
@@ -241,6 +246,7 @@ function C.expose(s)
   if not s.exposed then
     C.flush_readers(s)
     s.exposed = true
+    memory.expose(s)
   end
 end
 

@@ -45,6 +45,14 @@ function I.install(C)
 
   MT.__tobuffer = function(x) return buffer_of("tensor", x) end
 
+  -- The Buffer of the elements of contiguous, non-empty x for luagpu's own
+  -- helpers (matmul, algo), which keep no reference the script can reach:
+  -- x's storage is not exposed, its block stays in the pool.
+  local function own_buffer(x)
+    if x._expr then C.realize(x) end
+    return C.elements_of(x)
+  end
+
   ---------------------------------------------------------------- mm
 
   local matmul
@@ -54,16 +62,15 @@ function I.install(C)
   -- dims have the strides of a contiguous layout's transpose (b:t(), or
   -- x:transpose(2, 3) of a contiguous 3-D one) is passed as its base storage
   -- with trans_a / trans_b: no copy. Any other layout is copied once.
-  local function mm_operand(fn, x)
-    if x._expr or Tensor.is_contiguous(x) then return buffer_of(fn, x), false end
+  local function mm_operand(x)
+    if x._expr or Tensor.is_contiguous(x) then return own_buffer(x), false end
     local shape, st, nd = x._shape, x._strides, #x._shape
     local r, c = shape[nd - 1], shape[nd]
     if (st[nd - 1] == 1 or r == 1) and (st[nd] == r or c == 1)
        and (nd == 2 or st[1] == r * c or shape[1] == 1) then
-      C.expose(x._st)
       return x._st.buf:sub(x._off + 1, x._off + x._n), true
     end
-    return buffer_of(fn, x:contiguous()), false
+    return own_buffer(x:contiguous()), false
   end
 
   -- x:mm(y): the matrix product of 2-D tensors of float (or double), or a
@@ -101,10 +108,10 @@ function I.install(C)
     local out = C.empty(fn, x._dev, x._type, nb and {nb, m, n} or {m, n})
     if out._n == 0 then return out end
     if k == 0 then return out:set(0) end
-    local a, ta = mm_operand(fn, x)
-    local b, tb = mm_operand(fn, y)
+    local a, ta = mm_operand(x)
+    local b, tb = mm_operand(y)
     matmul = matmul or require "luagpu.matmul"
-    matmul(a, b, buffer_of(fn, out), {m = m, n = n, k = k, trans_a = ta, trans_b = tb,
+    matmul(a, b, own_buffer(out), {m = m, n = n, k = k, trans_a = ta, trans_b = tb,
                                       batch = nb})
     return out
   end
@@ -122,7 +129,7 @@ function I.install(C)
       fail("tensor:save", "argument #1: expected a path, got %s", typename(path))
     end
     local a = x:get()
-    local ok, e = pcall(a.save, a, path)
+    local ok, e = pcall(a.save, a, path, x._shape)   -- a 0-d tensor: shape ()
     if not ok then fail("tensor:save", "%s", tostring(e):gsub("^luagpu: array:save: ", "")) end
     return x
   end
@@ -130,14 +137,13 @@ function I.install(C)
   -- gpu.load(path, dev [, type]): the .npy file as a tensor on dev.
   function M.load(path, dev, t)
     local fn = "gpu.load"
-    local ok, a = pcall(gpu.load, path, t)
+    local ok, a, fshape = pcall(gpu.load, path, t)
     if not ok then fail(fn, "%s", tostring(a):gsub("^luagpu: gpu.load: ", "")) end
     if not H.SCALAR_SIZES[a.type] then
       fail(fn, "%s: expected scalar elements, got %s", path, a.type)
     end
-    local shape = a.shape
-    if #a == 1 and #shape == 1 and shape[1] == 1 then shape = {1} end
-    return C.new_tensor(dev, a.type, shape, a)
+    -- a 0-d file gives a 0-d tensor (its host array has shape {1})
+    return C.new_tensor(dev, a.type, #fshape == 0 and {} or a.shape, a)
   end
 
   ---------------------------------------------------------------- algo
@@ -150,21 +156,32 @@ function I.install(C)
     return A
   end
 
-  -- x with dim d moved last, contiguous (a copy when d is not last), and
-  -- the permutation that moves it back.
-  local function dim_last(x, d)
+  -- x with dim d moved last, contiguous, and the permutation that moves it
+  -- back (nil when d is last). With copy, always a new tensor of its own
+  -- (to be written); else possibly x or a view of x's storage (when the
+  -- moved layout is already contiguous: {n, 1} along 1, b:t() along 1).
+  local function dim_last(x, d, copy)
     local nd = #x._shape
-    if d == nd then return x:contiguous(), nil end
-    local order, back = {}, {}
-    for i = 1, nd do if i ~= d then order[#order + 1] = i end end
-    order[nd] = d
-    for i, o in ipairs(order) do back[o] = i end
-    return x:permute(order):contiguous(), back
+    local moved, back = x, nil
+    if d ~= nd then
+      local order = {}
+      back = {}
+      for i = 1, nd do if i ~= d then order[#order + 1] = i end end
+      order[nd] = d
+      for i, o in ipairs(order) do back[o] = i end
+      moved = x:permute(order)
+    end
+    if copy then return Tensor.clone(moved), back end
+    return moved:contiguous(), back
   end
 
   local function check_dim_arg(fn, x, dim)
     if #x._shape == 0 then fail(fn, "expected a tensor of at least 1 dim, got a 0-d one") end
     if dim == nil then return #x._shape end
+    if type(dim) == "table" then
+      fail(fn, "argument #1: expected an integer dim, got a table (several dims at once are " ..
+           "not supported yet)")
+    end
     return C.check_dim(fn, "argument #1", x, dim)
   end
 
@@ -174,11 +191,11 @@ function I.install(C)
     C.check(fn, 0, x)
     local d = check_dim_arg(fn, x, dim)
     local A = algo(fn, "scan")
+    if x._n == 0 then return C.empty(fn, x._dev, x._type, x._shape) end
     local src, back = dim_last(x, d)
     local out = C.empty(fn, x._dev, x._type, src._shape)
-    if x._n == 0 then return out end
     local L = src._shape[#src._shape]
-    A.scan(buffer_of(fn, src), {row_length = L, out = buffer_of(fn, out)})
+    A.scan(own_buffer(src), {row_length = L, out = own_buffer(out)})
     return back and out:permute(back) or out
   end
 
@@ -201,11 +218,10 @@ function I.install(C)
     C.check(fn, 0, x)
     local d, desc = sort_args(fn, x, dim, opts)
     local A = algo(fn, "sort")
-    local src, back = dim_last(x, d)
-    local out = src == x and Tensor.clone(x) or src
-    if x._n == 0 then return out end
+    if x._n == 0 then return C.empty(fn, x._dev, x._type, x._shape) end
+    local out, back = dim_last(x, d, true)   -- sorted in place: a copy of its own
     local L = out._shape[#out._shape]
-    A.sort(buffer_of(fn, out), {row_length = L, descending = desc})
+    A.sort(own_buffer(out), {row_length = L, descending = desc})
     return back and out:permute(back) or out
   end
 
@@ -216,10 +232,10 @@ function I.install(C)
     C.check(fn, 0, x)
     local d, desc = sort_args(fn, x, dim, opts)
     local A = algo(fn, "argsort")
-    local src, back = dim_last(x, d)
     if x._n == 0 then return C.empty(fn, x._dev, "long", x._shape) end
+    local src, back = dim_last(x, d)
     local L = src._shape[#src._shape]
-    local idx = A.argsort(buffer_of(fn, src), {row_length = L, descending = desc, base = 1})
+    local idx = A.argsort(own_buffer(src), {row_length = L, descending = desc, base = 1})
     local t = C.new_tensor(x._dev, idx.type, src._shape, idx)
     local pos = t:astype("long")          -- algo gives 1-based positions
     return back and pos:permute(back) or pos

@@ -6,7 +6,11 @@
 --                              its buffer goes back to the pool when the
 --                              storage is collected
 --   M.shared(buf)              the storage of a Buffer given by the user
---                              (never pooled; one per root buffer)
+--                              (never pooled; one per root buffer, the
+--                              storage of an exposed tensor for its own)
+--   M.expose(s)                storage s is reachable from the script (its
+--                              Buffer was handed out): its block leaves the
+--                              pool for good
 --   M.memory(dev)              {used =, pooled =, buffers =, made =}
 --   M.trim(dev)                releases every pooled buffer of dev
 --
@@ -174,7 +178,27 @@ function M.storage(fn, dev, t, n)
                        bytes = bytes}, STORAGE)
 end
 
+-- Per root Buffer (weak keys): the one storage over it. Tensors over the
+-- same OpenCL buffer share a storage, so that writing one while reading
+-- another is seen as aliasing (tensor:set copies through a temporary).
 local shared = setmetatable({}, WEAK_KEYS)
+
+-- Takes the block of storage s out of the pool when the script can reach
+-- its Buffer (x.buffer, a kernel argument, reduce, algo): the block is
+-- never handed to another tensor, and is released by the Buffer's own
+-- collection once neither the script nor a tensor holds it. A Buffer over
+-- it given to dev:tensor finds s again (M.shared).
+function M.expose(s)
+  local p, buf = s.pool, s.buf
+  if p and p.owned[buf] then
+    p.owned[buf] = nil
+    p.buffers = p.buffers - 1
+    p.out[s.key] = (p.out[s.key] or 1) - 1
+    p.used = p.used - s.bytes
+  end
+  s.pool = nil
+  if not shared[buf] then shared[buf] = s end
+end
 
 function M.shared(buf)
   local root = buf.root

@@ -33,6 +33,32 @@ local LIMITS = {
   float = {"-INFINITY", "INFINITY"}, double = {"-(double)INFINITY", "(double)INFINITY"},
 }
 
+-- Floats: min and max skip NaNs (fmin, fmax), and give NaN when every
+-- element is NaN: NaN is their neutral element. argmin and argmax skip
+-- NaNs too (a number beats a NaN) and give the first position when every
+-- element is NaN (NaNs are then the same value): x[argmin] is min.
+local NAN = {float = "NAN", double = "((double)NAN)"}
+
+local function arg_spec(t, cmp, limit)
+  local spec = {acc = t, out = "long", ARG = true, FINAL = "((long)(i) + 1)", empty = true}
+  if FLOATS[t] then
+    spec.NEUTRAL = NAN[t]
+    spec.BETTER = format("((a) %s (b) || (isnan(b) && !isnan(a)))", cmp)
+    spec.SAME = "((a) == (b) || (isnan(a) && isnan(b)))"
+  else
+    spec.NEUTRAL = LIMITS[t][limit]
+    spec.BETTER = format("((a) %s (b))", cmp)
+    spec.SAME = "((a) == (b))"
+  end
+  return spec
+end
+
+-- The types whose whole mean is luagpu.reduce's sum over n: exact long
+-- sums, and float summed in double. long and ulong sums would wrap: their
+-- mean, as double's, accumulates in double (the kernel of the dims).
+local MEAN_BY_SUM = {char = true, uchar = true, short = true, ushort = true, int = true,
+                     uint = true, float = true}
+
 -- The accumulator of sums and products of t.
 local function sum_acc(t)
   if FLOATS[t] then return t end
@@ -58,21 +84,15 @@ local SPECS = {
             FINAL = "((a) / (ACC)(n))"}
   end,
   min = function(t)
-    return {acc = t, out = t, NEUTRAL = LIMITS[t][2],
-            OP = FLOATS[t] and "fmin(a, b)" or "min(a, b)", empty = true}
+    if FLOATS[t] then return {acc = t, out = t, NEUTRAL = NAN[t], OP = "fmin(a, b)", empty = true} end
+    return {acc = t, out = t, NEUTRAL = LIMITS[t][2], OP = "min(a, b)", empty = true}
   end,
   max = function(t)
-    return {acc = t, out = t, NEUTRAL = LIMITS[t][1],
-            OP = FLOATS[t] and "fmax(a, b)" or "max(a, b)", empty = true}
+    if FLOATS[t] then return {acc = t, out = t, NEUTRAL = NAN[t], OP = "fmax(a, b)", empty = true} end
+    return {acc = t, out = t, NEUTRAL = LIMITS[t][1], OP = "max(a, b)", empty = true}
   end,
-  argmin = function(t)
-    return {acc = t, out = "long", NEUTRAL = LIMITS[t][2], BETTER = "((a) < (b))", ARG = true,
-            FINAL = "((long)(i) + 1)", empty = true}
-  end,
-  argmax = function(t)
-    return {acc = t, out = "long", NEUTRAL = LIMITS[t][1], BETTER = "((a) > (b))", ARG = true,
-            FINAL = "((long)(i) + 1)", empty = true}
-  end,
+  argmin = function(t) return arg_spec(t, "<", 2) end,
+  argmax = function(t) return arg_spec(t, ">", 1) end,
   any = function()
     return {acc = "uchar", out = "uchar", NEUTRAL = "0", OP = "((a) | (b))",
             MAP = "((uchar)((x) != 0))"}
@@ -109,6 +129,7 @@ local function program(fn, dev, op, t)
   if spec.ARG then
     lines[#lines + 1] = "#define ARG"
     lines[#lines + 1] = "#define BETTER(a, b) " .. spec.BETTER
+    lines[#lines + 1] = "#define SAME(a, b) " .. spec.SAME
   else
     lines[#lines + 1] = "#define OP(a, b) " .. spec.OP
   end
@@ -236,7 +257,7 @@ function R.install(C)
       return op == "prod" and (FLOATS[spec.out] and 1.0 or 1) or (FLOATS[spec.out] and 0.0 or 0)
     end
     x = x:contiguous()
-    if op == "sum" or op == "min" or op == "max" or (op == "mean" and x._type ~= "double") then
+    if op == "sum" or op == "min" or op == "max" or (op == "mean" and MEAN_BY_SUM[x._type]) then
       reduce_helper = reduce_helper or require "luagpu.reduce"
       local b = C.elements_of(x)
       if op == "mean" then
@@ -264,10 +285,13 @@ function R.install(C)
       if i ~= d then rshape[#rshape + 1] = shape[i]
       elseif keepdim then rshape[#rshape + 1] = 1 end
     end
+    -- an empty dim raises even when the result is empty (as NumPy)
+    if L == 0 and spec.empty then
+      empty_error(fn, op, "an empty dim", format(" (dim %d has size 0)", d))
+    end
     local res = C.empty(fn, x._dev, spec.out, rshape)
     if res._n == 0 then return res end
     if L == 0 then
-      if spec.empty then empty_error(fn, op, "an empty dim", format(" (dim %d has size 0)", d)) end
       return res:set(op == "prod" and 1 or op == "all" and 1 or op == "mean" and 0 / 0 or 0)
     end
     x = x:contiguous()
@@ -285,6 +309,10 @@ function R.install(C)
       if x._type == "double" then C.check_device_type(fn, x._dev, "double") end
       if (op == "mean") and x._type ~= "float" then C.check_device_type(fn, x._dev, "double") end
       if dim == nil then return reduce_all(fn, op, x) end
+      if type(dim) == "table" then
+        fail(fn, "argument #1: expected an integer dim, got a table (reducing several dims " ..
+             "at once is not supported yet)")
+      end
       local d = C.check_dim(fn, "argument #1", x, dim)
       return reduce_dim(fn, op, x, d, keepdim)
     end
