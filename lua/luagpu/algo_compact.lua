@@ -45,6 +45,7 @@ local function predicate(fn, arg, p)
     fail(fn, "argument #%d: expected a predicate (an OpenCL C expression in x and i), got %s",
          arg, type(p) == "string" and "an empty string" or typename(p))
   end
+  H.check_expression(fn, "argument #" .. arg, p)
   return (p:gsub("[\r\n]", " "))
 end
 

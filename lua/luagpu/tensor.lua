@@ -15,6 +15,8 @@
 local gpu = require "luagpu"
 local H = require "luagpu.helper"
 local memory = require "luagpu.tensor_memory"
+-- C.check_bounds(fn, x): x's fields against its Buffer, before any launch
+local check_bounds = require("luagpu.tensor_codegen").check_bounds
 
 local type, ipairs, tostring, rawget, rawlen = type, ipairs, tostring, rawget, rawlen
 local setmetatable, pcall = setmetatable, pcall
@@ -34,6 +36,7 @@ C.Tensor = Tensor
 local FIELDS = {}
 local MT = {__name = "luagpu.Tensor"}
 C.MT = MT
+require("luagpu.tensor_codegen").MT = MT   -- what check_bounds knows tensors by
 
 MT.__index = function(t, k)
   local m = Tensor[k]
@@ -54,6 +57,8 @@ C.MAX_DIMS = MAX_DIMS
 -- Largest element count: below 2^53, so counts stay exact everywhere.
 local MAX_ELEMENTS = 1 << 53
 C.MAX_ELEMENTS = MAX_ELEMENTS
+
+C.check_bounds = check_bounds
 
 function C.is_tensor(v)
   return type(v) == "table" and rawget(v, TAG) == true
@@ -116,6 +121,7 @@ function C.check(fn, arg, x, lazy_ok)
     fail(fn, "argument #%d: expected a tensor, got %s", arg, typename(x))
   end
   if not lazy_ok and x._expr then C.realize(x) end
+  if not x._expr then check_bounds(fn, x) end
   return x
 end
 
