@@ -371,6 +371,51 @@ print(ok, e)
     end)
   end)
 
+  describe("number operands follow the storing rules (item 42)", function()
+    it("ulong takes floats from 2^63 to below 2^64, as the constructor does", function()
+      local u = dev:tensor("ulong", {2})
+      local big = {2.0^63, 2.0^63 + 4096, 2.0^64 - 2048}
+      for _, v in ipairs(big) do
+        local want = numpy and need_numpy() and
+          numpy(string.format("np.full(2, %.0f, dtype=np.uint64)", v), {})
+        local got1 = flat(u:set(v))
+        local got2 = flat(dev:tensor("ulong", {2}, v))
+        local got3 = flat(dev:tensor("ulong", {2}, {v, v}))
+        assert.same(got3, got1)
+        assert.same(got3, got2)
+        if want then assert.same(want, got1) end
+      end
+    end)
+
+    it("refuses what does not fit, at the call, as the constructor does", function()
+      local u = dev:tensor("ulong", {2})
+      local i = dev:tensor("int", {2})
+      local cases = {
+        {u, -1.0, "-1.0 does not fit ulong (0 to 2^64 - 1)"},
+        {u, -1, "-1 does not fit ulong (0 to 2^64 - 1)"},
+        {u, 2.0^64, "1.844674407371e+19 does not fit ulong (0 to 2^64 - 1)"},
+        {u, 1 / 0, "inf does not fit ulong (0 to 2^64 - 1)"},
+        {u, 0 / 0, "nan is not an integer (ulong holds integers)"},
+        {u, 2.5, "2.5 is not an integer (ulong holds integers)"},
+        {i, 2.0^31, "2147483648.0 does not fit int (-2147483648 to 2147483647)"},
+        {i, -2.0^40, "-1099511627776.0 does not fit int (-2147483648 to 2147483647)"},
+        {dev:tensor("long", {2}), 2.0^63,
+         "9.2233720368548e+18 does not fit long (-9223372036854775808 to 9223372036854775807)"},
+      }
+      for _, c in ipairs(cases) do
+        local x, v, why = c[1], c[2], c[3]
+        has_error("luagpu: tensor:set: argument #1: " .. why, x.set, x, v)
+        has_error("luagpu: device:tensor: argument #3: " .. why, dev.tensor, dev, x.type, {2}, v)
+        if math.type(v) == "integer" then   -- a float makes an integer map float
+          has_error("luagpu: tensor:map: argument #2: c: " .. why, x.map, x, "x + c", {c = v})
+        end
+      end
+      has_error("luagpu: tensor:add: argument #2: -1 does not fit ulong (0 to 2^64 - 1)",
+                function() return u + (-1) end)
+      assert.same({-2, -2}, flat(i:set(-2.0)))
+    end)
+  end)
+
   describe("set's shape message (item 43)", function()
     it("names the value's shape and the target's", function()
       local x = dev:tensor("int", {2, 2})

@@ -15,6 +15,7 @@
 local gpu = require "luagpu"
 local H = require "luagpu.helper"
 local memory = require "luagpu.tensor_memory"
+local TY = require "luagpu.tensor_types"
 -- C.check_bounds(fn, x): x's fields against its Buffer, before any launch
 local check_bounds = require("luagpu.tensor_codegen").check_bounds
 
@@ -317,9 +318,9 @@ local function new_tensor(dev, t, shape, init)
   if init == nil then
     if n > 0 then x._st.buf:sub(1, n):fill(0) end
   elseif type(init) == "number" then
-    if t ~= "float" and t ~= "double" and not integer(init) then
-      fail(fn, "argument #3: %s is not an integer (%s holds integers)", show(init), t)
-    end
+    -- the rules of scalar operands (x:set(v), x + v) and of tables alike
+    local why = TY.fits(t, init)
+    if why then fail(fn, "argument #3: %s", why) end
     if n > 0 then
       local ok, e = pcall(x._st.buf.fill, x._st.buf:sub(1, n), init)
       if not ok then fail(fn, "argument #3: %s", tostring(e):gsub("^.-: .-: ", "")) end
