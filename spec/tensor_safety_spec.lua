@@ -256,6 +256,8 @@ describe("tensor safety", function()
         has_error("luagpu: reduce.new: field 'op': " .. MSG .. q, reduce.new,
                   {type = "int", op = expr, neutral = "0"})
         has_error("luagpu: algo.copy_if: argument #2: " .. MSG .. q, algo.copy_if, b, expr)
+        has_error("luagpu: algo.scanner: field 'neutral': " .. MSG .. q, algo.scanner,
+                  {type = "int", op = "a + b", neutral = expr})
       end
       assert.equal(4, reduce.new{type = "int", map = "x % 3", op = "a + b", neutral = "0"}(b))
     end)
