@@ -8,7 +8,7 @@
 local gpu = require "luagpu"
 local support = require "support"
 
-local has_error, errmsg = support.has_error, support.errmsg
+local has_error = support.has_error
 
 -- python3 with NumPy, or nil.
 local PY
