@@ -87,12 +87,10 @@ function H.typename(v)
 end
 local typename = H.typename
 
--- v for a message: numbers and booleans as Lua writes them (NaN as "nan",
--- whatever its sign: C libraries print "-nan"), strings quoted, anything
--- else by its type.
+-- v for a message: numbers and booleans as Lua writes them, strings quoted,
+-- anything else by its type.
 function H.show(v)
   local t = type(v)
-  if v ~= v then return "nan" end
   if t == "number" or t == "boolean" then return tostring(v) end
   if t == "string" then return format("%q", v) end
   return typename(v)
