@@ -8,7 +8,7 @@
 local gpu = require "luagpu"
 local support = require "support"
 
-local has_error, errmsg = support.has_error, support.errmsg
+local has_error = support.has_error
 
 -- python3 with NumPy, or nil.
 local PY
@@ -223,6 +223,213 @@ describe("tensor safety", function()
       local lo = dev:tensor("float", {3}, {3, 6, 0})
       assert.same({3, 6, 9}, flat(x:clamp(lo)))
       assert.same({1, 5, 0}, flat(x:clamp(nil, lo)))
+    end)
+  end)
+
+  describe("expressions pasted into kernels (item 35)", function()
+    local MSG = "expected one expression (no ';', braces, comments, directives, backslashes, " ..
+                "digraphs, trigraphs or NUL bytes), got "
+    local BAD = {"x %:define", '%:include "file"', "x ??= 1", "x <% 1 %>", "x<:0:>", "x %:%: y",
+                 "x ??( 0 ??)", "x ??< ??>", "x ??/\n+ 1", "x ??' 1", "x ??! 1", "??- x",
+                 "x /\\\n/ 1", "x \\\n+ 1", "x # 1", "x; }", "x /* c */", "x // c", "x\0 + 1"}
+
+    it("x:map refuses every form that reaches the preprocessor or ends the expression", function()
+      local x = dev:tensor("int", {3}, {1, 2, 3})
+      for _, s in ipairs(BAD) do
+        local expr = s
+        has_error("luagpu: tensor:map: argument #1: " .. MSG .. string.format("%q", expr),
+                  x.map, x, expr)
+      end
+      assert.same({3, 3, 7}, flat(x:map("x < 2 ? 3 : x % 2 + 2 * x + (x > 2) - 1")))
+    end)
+
+    it("reduce.new, algo.scan's custom ops and copy_if's predicate refuse them too", function()
+      local reduce = require "luagpu.reduce"
+      local algo = require "luagpu.algo"
+      local b = dev:buffer("int", 4)
+      b:fill(1)
+      for _, s in ipairs(BAD) do
+        local expr = s
+        local q = string.format("%q", expr)
+        has_error("luagpu: reduce.new: field 'map': " .. MSG .. q, reduce.new,
+                  {type = "int", map = expr, op = "a + b", neutral = "0"})
+        has_error("luagpu: reduce.new: field 'op': " .. MSG .. q, reduce.new,
+                  {type = "int", op = expr, neutral = "0"})
+        has_error("luagpu: algo.copy_if: argument #2: " .. MSG .. q, algo.copy_if, b, expr)
+        has_error("luagpu: algo.scanner: field 'neutral': " .. MSG .. q, algo.scanner,
+                  {type = "int", op = "a + b", neutral = expr})
+      end
+      assert.equal(4, reduce.new{type = "int", map = "x % 3", op = "a + b", neutral = "0"}(b))
+    end)
+  end)
+
+  describe("fields rewritten with rawset (item 20)", function()
+    local MSG = "the tensor's fields were changed ("
+
+    it("never makes a kernel write past its block (the issue's script, in a process)", function()
+      local prog = (os.getenv("LUAGPU_BUILD") or "build") .. "/luagpu"
+      local script = os.tmpname()
+      support.write_file(script, [[
+local gpu = require "luagpu"
+local x = gpu.device():tensor("float", {64})
+rawset(x, "_n", 1 << 26); rawset(x, "_shape", {1 << 26})
+local ok, e = pcall(x.set, x, 1)
+print(ok, e)
+]])
+      local p = io.popen(support.shell_quote(prog) .. " " .. script .. " 2>&1")
+      local out = p:read("a")
+      local ok, how, code = p:close()
+      os.remove(script)
+      assert.same({true, "exit", 0}, {ok, how, code}, out)
+      assert.matches("false\t.*luagpu: tensor:set: " .. MSG:gsub("%p", "%%%0") ..
+                     "its elements reach past its buffer of 64%): no kernel runs over it", out)
+    end)
+
+    -- A fresh float tensor {4, 4} (or t, shape) with field k set to v.
+    local function bent(k, v, t, shape)
+      local x = dev:tensor(t or "float", shape or {4, 4})
+      rawset(x, k, v)
+      return x
+    end
+
+    it("is refused by every launch path, naming the field", function()
+      local big = {1 << 20, 1 << 20}
+      local cases = {
+        {"its elements reach past its buffer of ", function()
+          local x = bent("_shape", {8, 9}); rawset(x, "_strides", {9, 1}); rawset(x, "_n", 72)
+          return x end},
+        {"count", function() return bent("_n", 1 << 26) end},
+        {"its elements reach past its buffer of ", function()
+          local x = bent("_shape", {1 << 26}); rawset(x, "_strides", {1}); rawset(x, "_n", 1 << 26)
+          return x end},
+        {"its elements reach past its buffer of ", function() return bent("_strides", {40, 2}) end},
+        {"its elements reach past its buffer of ", function()
+          return bent("_strides", {1 << 62, 1}) end},
+        {"shape", function()
+          local x = bent("_shape", big); rawset(x, "_strides", {0, 0}); rawset(x, "_n", 1 << 40)
+          rawset(x, "_shape", {1 << 40, 1 << 40}); return x end},
+        {"shape or strides", function() return bent("_strides", {-4, 1}) end},
+        {"shape or strides", function() return bent("_strides", {4.5, 1}) end},
+        {"shape or strides", function() return bent("_strides", {4}) end},
+        {"shape, strides or offset", function() return bent("_off", -1) end},
+        {"its elements reach past its buffer of ", function() return bent("_off", 49 + 4096) end},
+        {"shape, strides or offset", function() return bent("_shape", "x") end},
+        {"type double over a buffer of float", function() return bent("_type", "double") end},
+        {"type nil over a buffer of float", function() return bent("_type", nil) end, true},
+        {"no storage", function() return bent("_st", 1) end, true},
+        {"its storage holds no buffer", function() return bent("_st", {buf = {}}) end, true},
+        {"its elements reach past its buffer of 2)", function()
+          local x = dev:tensor("float", {4, 4})
+          rawset(rawget(x, "_st"), "buf", dev:buffer("float", 2))
+          return x end},
+        {"type float over a buffer of int", function()
+          local x = dev:tensor("float", {4, 4})
+          rawset(x, "_st", rawget(dev:tensor("int", {64}), "_st"))
+          return x end},
+        {"device is not its buffer's", function() return bent("_dev", {}) end, true},
+      }
+      local launches = {
+        {"tensor:set", function(x) return x:set(1) end},
+        {"tensor:set", function(x) return dev:tensor("float", {4, 4}):set(x) end},
+        {"tensor:add", function(x) return (x + 1):get() end, true},
+        {"tensor:mul", function(x)   -- the leaf changed after the lazy result was made
+          local keys = {"_shape", "_strides", "_n", "_off", "_type", "_st", "_dev"}
+          local y = dev:tensor("float", {4, 4})
+          local r = y * y
+          for _, k in ipairs(keys) do rawset(y, k, rawget(x, k)) end
+          return r:get() end},
+        {"tensor:sum", function(x) return x:sum() end},
+        {"tensor:max", function(x) return x:max(1) end},
+        {"tensor:get", function(x) return x:get() end},
+        {"tensor:clone", function(x) return x:clone() end},
+        {"tensor:cumsum", function(x) return x:cumsum() end},
+        {"tensor:sort", function(x) return x:sort() end},
+        {"tensor:mm", function(x) return x:mm(dev:tensor("float", {4, 4})) end},
+        {"tensor:slice", function(x) return x:slice(1, 1, 2) end},
+      }
+      for _, c in ipairs(cases) do
+        for _, l in ipairs(launches) do
+          local x = c[2]()
+          local ok, e = pcall(l[2], x)
+          local want = "luagpu: " .. l[1] .. ": " .. MSG .. c[1]
+          -- an operator only builds a lazy node: fields that are not even
+          -- of the right kind (no type, no storage) may fail there in Lua
+          if c[3] and l[3] then want = "" end
+          assert(not ok and tostring(e):find(want, 1, true),
+                 string.format("%s with %s: got %s", l[1], c[1], tostring(e)))
+        end
+      end
+    end)
+
+    it("leaves the good cases alone", function()
+      local x = dev:tensor("float", {4, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
+      -- a layout a script sets that stays inside the buffer is just another view
+      rawset(x, "_shape", {2, 2}); rawset(x, "_strides", {8, 2}); rawset(x, "_n", 4)
+      assert.same({1, 3, 9, 11}, flat(x))
+      rawset(x, "_shape", {}); rawset(x, "_strides", {}); rawset(x, "_n", 1); rawset(x, "_off", 15)
+      assert.equal(16, x:item())
+      local e = dev:tensor("int", {0, 3})
+      assert.same({}, flat(e:set(1)))
+    end)
+  end)
+
+  describe("number operands follow the storing rules (item 42)", function()
+    it("ulong takes floats from 2^63 to below 2^64, as the constructor does", function()
+      local u = dev:tensor("ulong", {2})
+      local big = {2.0^63, 2.0^63 + 4096, 2.0^64 - 2048}
+      for _, v in ipairs(big) do
+        local want = numpy and need_numpy() and
+          numpy(string.format("np.full(2, %.0f, dtype=np.uint64)", v), {})
+        local got1 = flat(u:set(v))
+        local got2 = flat(dev:tensor("ulong", {2}, v))
+        local got3 = flat(dev:tensor("ulong", {2}, {v, v}))
+        assert.same(got3, got1)
+        assert.same(got3, got2)
+        if want then assert.same(want, got1) end
+      end
+    end)
+
+    it("refuses what does not fit, at the call, as the constructor does", function()
+      local u = dev:tensor("ulong", {2})
+      local i = dev:tensor("int", {2})
+      local cases = {
+        {u, -1.0, "-1.0 does not fit ulong (0 to 2^64 - 1)"},
+        {u, -1, "-1 does not fit ulong (0 to 2^64 - 1)"},
+        {u, 2.0^64, "1.844674407371e+19 does not fit ulong (0 to 2^64 - 1)"},
+        {u, 1 / 0, "inf does not fit ulong (0 to 2^64 - 1)"},
+        {u, 0 / 0, "nan is not an integer (ulong holds integers)"},
+        {u, 2.5, "2.5 is not an integer (ulong holds integers)"},
+        {i, 2.0^31, "2147483648.0 does not fit int (-2147483648 to 2147483647)"},
+        {i, -2.0^40, "-1099511627776.0 does not fit int (-2147483648 to 2147483647)"},
+        {dev:tensor("long", {2}), 2.0^63,
+         "9.2233720368548e+18 does not fit long (-9223372036854775808 to 9223372036854775807)"},
+      }
+      for _, c in ipairs(cases) do
+        local x, v, why = c[1], c[2], c[3]
+        has_error("luagpu: tensor:set: argument #1: " .. why, x.set, x, v)
+        has_error("luagpu: device:tensor: argument #3: " .. why, dev.tensor, dev, x.type, {2}, v)
+        if math.type(v) == "integer" then   -- a float makes an integer map float
+          has_error("luagpu: tensor:map: argument #2: c: " .. why, x.map, x, "x + c", {c = v})
+        end
+      end
+      has_error("luagpu: tensor:add: argument #2: -1 does not fit ulong (0 to 2^64 - 1)",
+                function() return u + (-1) end)
+      assert.same({-2, -2}, flat(i:set(-2.0)))
+    end)
+  end)
+
+  describe("set's shape message (item 43)", function()
+    it("names the value's shape and the target's", function()
+      local x = dev:tensor("int", {2, 2})
+      has_error("luagpu: tensor:set: argument #1: shape {2, 3} does not broadcast to {2, 2}",
+                x.set, x, dev:tensor("int", {2, 3}))
+      has_error("luagpu: tensor:set: argument #1: shape {1, 1, 2} does not broadcast to {2, 2}",
+                x.set, x, dev:tensor("int", {1, 1, 2}))
+      has_error("luagpu: tensor:set: argument #1: shape {3} does not broadcast to {}",
+                x.set, dev:tensor("int", {}), dev:tensor("int", {3}))
+      has_error("luagpu: tensor:set: argument #1: shape {2, 3} does not broadcast to {2, 2}",
+                x.set, x, dev:tensor("int", {2, 3}) + 1)
+      assert.same({7, 8, 7, 8}, flat(x:set(dev:tensor("int", {1, 2}, {7, 8}))))
     end)
   end)
 

@@ -46,6 +46,7 @@ local function predicate(fn, arg, p)
          arg, type(p) == "string" and "an empty string" or typename(p))
   end
   B.check_source(fn, ("argument #%d"):format(arg), p)
+  H.check_expression(fn, "argument #" .. arg, p)
   return (p:gsub("[\r\n]", " "))
 end
 

@@ -6,7 +6,7 @@
 --                  the helpers' folder)
 --   values         H.class_of, H.typename, H.show, H.integer
 --   arguments      H.check_object, H.to_buffer, H.check_buffer, H.check_keys,
---                  H.expression
+--                  H.expression, H.check_expression
 --   options        H.option_names, H.check_options, H.check_wait
 --   enqueueing     H.in_order, H.events_wanted, H.after
 --   caches         H.device_cache, H.device_entries, H.scratch_buffer,
@@ -153,6 +153,25 @@ function H.check_keys(fn, where, t, known, noun)
   end
 end
 
+-- What may not appear in an expression pasted into generated source: all
+-- that ends it or reaches the preprocessor, also through digraphs (%: is #,
+-- <% %> braces), trigraphs (??= is #, ??/ a backslash) and line splicing
+-- (a backslash before a newline can make "/\<newline>/" a comment).
+local NOT_IN_EXPRESSION = {";", "{", "}", "#", "\\", "/*", "//", "<%", "%>", "<:", ":>",
+                           "%:", "??", "\0"}
+
+-- Checks the string s to be one OpenCL C expression that cannot leave its
+-- place in generated source (where: "argument #1", "field 'map'"); returns s.
+function H.check_expression(fn, where, s)
+  for i = 1, #NOT_IN_EXPRESSION do
+    if s:find(NOT_IN_EXPRESSION[i], 1, true) then
+      fail(fn, "%s: expected one expression (no ';', braces, comments, directives, " ..
+           "backslashes, digraphs, trigraphs or NUL bytes), got %q", where, s)
+    end
+  end
+  return s
+end
+
 -- An OpenCL C expression from field field of def, a helper's definition
 -- table (default when absent): a string, or a finite number.
 function H.expression(fn, def, field, default)
@@ -172,6 +191,7 @@ function H.expression(fn, def, field, default)
     fail(fn, "field '%s': expected an OpenCL C expression (a string), got %s", field,
          type(v) == "string" and "an empty string" or H.typename(v))
   end
+  H.check_expression(fn, "field '" .. field .. "'", v)
   return (v:gsub("[\r\n]", " "))
 end
 

@@ -15,6 +15,9 @@
 local gpu = require "luagpu"
 local H = require "luagpu.helper"
 local memory = require "luagpu.tensor_memory"
+local TY = require "luagpu.tensor_types"
+-- C.check_bounds(fn, x): x's fields against its Buffer, before any launch
+local check_bounds = require("luagpu.tensor_codegen").check_bounds
 
 local type, ipairs, tostring, rawget, rawlen = type, ipairs, tostring, rawget, rawlen
 local setmetatable, pcall = setmetatable, pcall
@@ -34,6 +37,7 @@ C.Tensor = Tensor
 local FIELDS = {}
 local MT = {__name = "luagpu.Tensor"}
 C.MT = MT
+require("luagpu.tensor_codegen").MT = MT   -- what check_bounds knows tensors by
 
 -- Methods, then fields; any other key raises (x[i] is not indexing yet).
 MT.__index = function(t, k)
@@ -59,6 +63,8 @@ C.MAX_DIMS = MAX_DIMS
 -- Largest element count: below 2^53, so counts stay exact everywhere.
 local MAX_ELEMENTS = 1 << 53
 C.MAX_ELEMENTS = MAX_ELEMENTS
+
+C.check_bounds = check_bounds
 
 function C.is_tensor(v)
   return type(v) == "table" and rawget(v, TAG) == true
@@ -121,6 +127,7 @@ function C.check(fn, arg, x, lazy_ok)
     fail(fn, "argument #%d: expected a tensor, got %s", arg, typename(x))
   end
   if not lazy_ok and x._expr then C.realize(x) end
+  if not x._expr then check_bounds(fn, x) end
   return x
 end
 
@@ -317,9 +324,9 @@ local function new_tensor(dev, t, shape, init)
   if init == nil then
     if n > 0 then x._st.buf:sub(1, n):fill(0) end
   elseif type(init) == "number" then
-    if t ~= "float" and t ~= "double" and not integer(init) then
-      fail(fn, "argument #3: %s is not an integer (%s holds integers)", show(init), t)
-    end
+    -- the rules of scalar operands (x:set(v), x + v) and of tables alike
+    local why = TY.fits(t, init)
+    if why then fail(fn, "argument #3: %s", why) end
     if n > 0 then
       local ok, e = pcall(x._st.buf.fill, x._st.buf:sub(1, n), init)
       if not ok then fail(fn, "argument #3: %s", tostring(e):gsub("^.-: .-: ", "")) end

@@ -21,7 +21,8 @@ local TY = require "luagpu.tensor_types"
 
 local format, concat = string.format, table.concat
 local ipairs, pairs, tostring, pcall, unpack = ipairs, pairs, tostring, pcall, table.unpack
-local setmetatable = setmetatable
+local setmetatable, getmetatable, type, rawget = setmetatable, getmetatable, type, rawget
+local gpu_type = require("luagpu").type
 local min, mathtype = math.min, math.type
 local fail = H.fail
 local FLOATS, SIGNED, UNSIGNED_OF = TY.FLOATS, TY.SIGNED, TY.UNSIGNED_OF
@@ -343,6 +344,75 @@ local function source(w, mode, nd, idx, out_type)
   return concat(lines, "\n")
 end
 
+------------------------------------------------------------------ bounds
+
+-- What a Buffer is, by the Buffer itself (its length, type and device come
+-- from the C object, which no script can change), learned once per buffer.
+local CAP_N = setmetatable({}, {__mode = "k"})
+local CAP_T = setmetatable({}, {__mode = "k"})
+local CAP_D = setmetatable({}, {__mode = "k"})
+local MAX_DIMS, MAX_ELEMENTS = 8, 1 << 53
+
+local function bad(fn, why)
+  fail(fn, "the tensor's fields were changed (%s): no kernel runs over it", why)
+end
+
+-- Checks realized tensor x (fn's) against its storage's Buffer before a
+-- kernel or a copy uses it: x's fields live in a Lua table a script can
+-- write with rawset, so every position its shape, strides and offset reach
+-- must lie in the Buffer, and its type, count and device must be the
+-- Buffer's. Every launch over a tensor calls this (O(ndim), no allocation).
+-- Returns the Buffer's element count.
+function G.check_bounds(fn, x)
+  -- with luagpu's metatable, a field missing from x reads nil, as it will
+  -- at launch; the shape and strides tables must have none (no __index or
+  -- __len that could answer differently later); the storage is read raw
+  if getmetatable(x) ~= G.MT then bad(fn, "metatable") end
+  local s = x._st
+  if type(s) ~= "table" then bad(fn, "no storage") end
+  local buf = rawget(s, "buf")
+  local cap = CAP_N[buf]
+  if not cap then
+    if gpu_type(buf) ~= "Buffer" then bad(fn, "its storage holds no buffer") end
+    cap = #buf
+    CAP_N[buf], CAP_T[buf], CAP_D[buf] = cap, buf.type, buf.device
+  end
+  local t = x._type
+  if CAP_T[buf] ~= t then
+    bad(fn, format("type %s over a buffer of %s", tostring(t), CAP_T[buf]))
+  end
+  if CAP_D[buf] ~= x._dev then bad(fn, "device is not its buffer's") end
+  local shape, st, off = x._shape, x._strides, x._off
+  if type(shape) ~= "table" or type(st) ~= "table" or getmetatable(shape) ~= nil or
+     getmetatable(st) ~= nil or mathtype(off) ~= "integer" or off < 0 then
+    bad(fn, "shape, strides or offset")
+  end
+  local nd = #shape
+  if nd > MAX_DIMS or #st ~= nd then bad(fn, "shape or strides") end
+  local n, last, over = 1, off, false
+  for i = 1, nd do
+    local d, k = shape[i], st[i]
+    if mathtype(d) ~= "integer" or mathtype(k) ~= "integer" or d < 0 or k < 0 then
+      bad(fn, "shape or strides")
+    end
+    if d > 1 then
+      if n > MAX_ELEMENTS // d then bad(fn, "shape") end
+      n = n * d
+      if k > 0 and not over then
+        if d - 1 > (cap - 1 - last) // k then over = true else last = last + (d - 1) * k end
+      end
+    elseif d == 0 then
+      n = 0
+    end
+  end
+  if x._n ~= n then bad(fn, "count") end
+  if n > 0 and (over or last >= cap) then
+    bad(fn, format("its elements reach past its buffer of %d", cap))
+  end
+  return cap
+end
+local check_bounds = G.check_bounds
+
 ------------------------------------------------------------------ run
 
 local cache = H.device_cache()
@@ -439,12 +509,13 @@ local FAST = {}
 local LEAF_SIG, SCALAR_SIG, SAME_SIG = {}, {}, "="
 for t in pairs(H.SCALAR_SIZES) do LEAF_SIG[t] = "L" .. t; SCALAR_SIG[t] = "S" .. t end
 
-local function fast_sig(a, first, n, shape)
+local function fast_sig(fn, a, first, n, shape)
   local kind = a.kind
   if kind == "scalar" then return SCALAR_SIG[a.type] end
   if kind ~= "leaf" then return nil end
   local x = a.x
   if first and x == first then return SAME_SIG end
+  check_bounds(fn, x)
   if x._st.count >= BIG or not plain(x, shape, n) then return nil end
   return LEAF_SIG[x._type]
 end
@@ -458,7 +529,7 @@ end
 
 -- The nested FAST table for e into out and the mode, or nil when e does
 -- not take the fast path.
-local function fast_slot(e, out, n)
+local function fast_slot(fn, e, out, n)
   local args = e.args
   if e.kind ~= "op" or not args or #args > 2 or e.op == "where" or e.op == "cast" or
      out._type ~= e.type or n >= BIG or out._st.count >= BIG then
@@ -467,11 +538,11 @@ local function fast_slot(e, out, n)
   local shape = out._shape
   if not plain(out, shape, n) then return nil end
   local a1, a2 = args[1], args[2]
-  local s1 = fast_sig(a1, nil, n, shape)
+  local s1 = fast_sig(fn, a1, nil, n, shape)
   if not s1 then return nil end
   local s2 = "-"
   if a2 then
-    s2 = fast_sig(a2, a1.kind == "leaf" and a1.x, n, shape)
+    s2 = fast_sig(fn, a2, a1.kind == "leaf" and a1.x, n, shape)
     if not s2 then return nil end
   end
   local aligned = out._off % VW == 0
@@ -549,13 +620,15 @@ local function run_fast(fn, e, out, n, slot, mode)
 end
 
 function G.run(fn, e, out)
+  check_bounds(fn, out)
   local n = out._n
   if n == 0 then return end
-  local slot, slot_mode = fast_slot(e, out, n)
+  local slot, slot_mode = fast_slot(fn, e, out, n)
   if slot and run_fast(fn, e, out, n, slot, slot_mode) then return end
   local w = W
   clear(w)
   walk(e, w)
+  for _, x in ipairs(w.leaves) do check_bounds(fn, x) end
   local shape = out._shape
   local sshape, ssets
   local fast = plain(out, shape, n)

@@ -383,10 +383,7 @@ function E.install(C)
     if type(expr) ~= "string" then
       fail(fn, "argument #1: expected an OpenCL C expression, got %s", typename(expr))
     end
-    if expr:find("[;{}]") or expr:find("/%*") or expr:find("//") or expr:find("#") then
-      fail(fn, "argument #1: expected one expression (no ';', braces, comments or " ..
-           "directives), got %q", expr)
-    end
+    H.check_expression(fn, "argument #1", expr)
     if vars ~= nil and type(vars) ~= "table" then
       fail(fn, "argument #2: expected a table of variables, got %s", typename(vars))
     end
@@ -436,6 +433,17 @@ function E.install(C)
     return false
   end
 
+  -- Whether shape a broadcasts to shape b (b unchanged).
+  local function broadcasts_to(a, b)
+    local na, nb = #a, #b
+    if na > nb then return false end
+    for i = 1, na do
+      local da = a[i]
+      if da ~= 1 and da ~= b[i + nb - na] then return false end
+    end
+    return true
+  end
+
   -- x:set(v): v (a number, or a tensor broadcast to x's shape) written into
   -- x's elements (a view writes its base). v's type must promote to x's
   -- (an int view takes int or narrower, not double: astype first).
@@ -448,14 +456,14 @@ function E.install(C)
       if why then fail(fn, "argument #1: %s", why) end
       e = {kind = "scalar", value = v, type = x._type, shape = {}, size = 1}
     elseif is_tensor(v) then
+      C.check(fn, 1, v, true)
       C.check_same_device(fn, 1, v, x._dev)
       if promote(x._type, v._type) ~= x._type then
         fail(fn, "argument #1: cannot write %s values into a %s tensor without a loss " ..
              "(%s and %s promote to %s): convert with :astype(%q)", v._type, x._type,
              x._type, v._type, promote(x._type, v._type), x._type)
       end
-      local b = broadcast(fn, x._shape, v._shape)
-      if #b ~= #x._shape or show_shape(b) ~= show_shape(x._shape) then
+      if not broadcasts_to(v._shape, x._shape) then
         fail(fn, "argument #1: shape %s does not broadcast to %s", show_shape(v._shape),
              show_shape(x._shape))
       end

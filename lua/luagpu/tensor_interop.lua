@@ -19,6 +19,7 @@ function I.install(C)
   -- covers only part. The script may write it: x's storage is exposed.
   local function buffer_of(fn, x)
     if x._expr then C.realize(x) end
+    C.check_bounds(fn, x)
     if not Tensor.is_contiguous(x) then
       fail(fn, "the tensor is not contiguous: call :contiguous()")
     end

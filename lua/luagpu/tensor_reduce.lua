@@ -168,6 +168,7 @@ function R.install(C)
   -- Reduces contiguous x ([outer, L, inner]) into res (outer * inner
   -- elements of the op's out type).
   local function reduce_into(fn, op, x, outer, L, inner, res)
+    C.check_bounds(fn, x); C.check_bounds(fn, res)
     local dev, t = x._dev, x._type
     local p = program(fn, dev, op, t)
     local spec, sz = p.spec, p.sz

@@ -8,7 +8,7 @@
 
 local H = require "luagpu.helper"
 
-local mtype, format = math.type, string.format
+local mtype, format, floor, pairs = math.type, string.format, math.floor, pairs
 
 local T = {}
 
@@ -26,6 +26,11 @@ T.RANGES = {
   int = {-2147483648, 2147483647}, uint = {0, 4294967295},
   long = {math.mininteger, math.maxinteger}, ulong = {0, math.maxinteger},
 }
+
+local RANGE_TEXT = {ulong = "0 to 2^64 - 1"}
+for t, r in pairs(T.RANGES) do
+  RANGE_TEXT[t] = RANGE_TEXT[t] or format("%d to %d", r[1], r[2])
+end
 
 -- The promotion of two tensor types (docs/API.md, "Type promotion"):
 -- double beats float beats every integer; two integers of one signedness
@@ -58,22 +63,25 @@ function T.floating(t)
   return "float"
 end
 
--- nil when the Lua number v is a value of type t, else the reason.
+-- nil when the Lua number v is a value of type t, else the reason. The
+-- rules of storing into arrays and buffers (docs/API.md, "Storing checks
+-- every value"): integral floats count as integers; ulong takes integers
+-- from 0 and floats from 2^63 up to below 2^64 (the binding of a kernel's
+-- ulong argument converts those); nothing negative fits an unsigned type.
 function T.fits(t, v)
   if FLOATS[t] then return nil end
   local i = H.integer(v)
   if not i then
-    return format("%s is not an integer (%s holds integers)", H.show(v), t)
+    if mtype(v) == "float" and v == floor(v) then
+      if t == "ulong" and v >= 2.0^63 and v < 2.0^64 then return nil end
+      return format("%s does not fit %s (%s)", H.show(v), t, RANGE_TEXT[t])
+    end
+    -- NaN as "nan" (C libraries print "-nan")
+    return format("%s is not an integer (%s holds integers)", v ~= v and "nan" or H.show(v), t)
   end
   local r = T.RANGES[t]
-  if t == "ulong" then
-    if i < 0 and mtype(v) == "integer" then
-      return format("%s does not fit ulong (0 to 2^64 - 1)", H.show(v))
-    end
-    return nil
-  end
-  if i < r[1] or i > r[2] then
-    return format("%s does not fit %s (%d to %d)", H.show(v), t, r[1], r[2])
+  if i < r[1] or (t ~= "ulong" and i > r[2]) then
+    return format("%s does not fit %s (%s)", H.show(v), t, RANGE_TEXT[t])
   end
   return nil
 end
