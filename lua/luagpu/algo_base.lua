@@ -232,24 +232,6 @@ function B.element_type(fn, where, t)
   return t
 end
 
--- Checks text, an OpenCL C expression pasted into generated source (what
--- names it in a message): it holds no control character but tabs, line
--- breaks and form feeds (a NUL would end the source where the driver reads
--- it). Returns text.
-function B.check_source(fn, what, text)
-  local at = text:find("[%z\1-\8\14-\31\127]")
-  if at then
-    fail(fn, "%s: expected an OpenCL C expression, got a control character (byte %d) at " ..
-         "position %d", what, text:byte(at), at)
-  end
-  return text
-end
-
--- An OpenCL C expression from field field of def (helper.lua), checked.
-function B.expression(fn, def, field, default)
-  return B.check_source(fn, ("field '%s'"):format(field), H.expression(fn, def, field, default))
-end
-
 ------------------------------------------------------------------ programs
 
 -- The program of source on dev (defines: {name = value}, in order as a

@@ -390,9 +390,9 @@ function S.scanner(def)
   if def.type == nil then fail(fn, "missing field 'type' (an element type such as \"float\")") end
   local t = B.element_type(fn, "field 'type'", def.type)
   local acc = B.element_type(fn, "field 'acc'", def.acc or t)
-  local map = B.expression(fn, def, "map", "x")
-  local op = B.expression(fn, def, "op")
-  local neutral = B.expression(fn, def, "neutral")
+  local map = H.expression(fn, def, "map", "x")
+  local op = H.expression(fn, def, "op")
+  local neutral = H.expression(fn, def, "neutral")
   local s = setmetatable({type = t, acc = acc, map = map, op = op, neutral = neutral}, Scanner)
   s.spec = {type = t, acc = acc, map = map, op = op, neutral = neutral, custom = true,
             key = concat({"custom", t, acc, map, op, neutral}, "\0")}

@@ -158,15 +158,22 @@ end
 -- <% %> braces), trigraphs (??= is #, ??/ a backslash) and line splicing
 -- (a backslash before a newline can make "/\<newline>/" a comment).
 local NOT_IN_EXPRESSION = {";", "{", "}", "#", "\\", "/*", "//", "<%", "%>", "<:", ":>",
-                           "%:", "??", "\0"}
+                           "%:", "??"}
 
 -- Checks the string s to be one OpenCL C expression that cannot leave its
 -- place in generated source (where: "argument #1", "field 'map'"); returns s.
 function H.check_expression(fn, where, s)
+  -- a NUL would end the source where the driver reads it; other control
+  -- characters but tabs, line breaks and form feeds are no C either
+  local at = s:find("[%z\1-\8\14-\31\127]")
+  if at then
+    fail(fn, "%s: expected an OpenCL C expression, got a control character (byte %d) at " ..
+         "position %d", where, s:byte(at), at)
+  end
   for i = 1, #NOT_IN_EXPRESSION do
     if s:find(NOT_IN_EXPRESSION[i], 1, true) then
       fail(fn, "%s: expected one expression (no ';', braces, comments, directives, " ..
-           "backslashes, digraphs, trigraphs or NUL bytes), got %q", where, s)
+           "backslashes, digraphs or trigraphs), got %q", where, s)
     end
   end
   return s
