@@ -6,7 +6,11 @@
 ** arguments and the Lua line that launched it; a kernel that wrote into the
 ** guard zone of a buffer argument raises "kernel K wrote past the end of
 ** argument #2 (y) at element N". Transfers wait too, and name their line
-** when they fail. Off, the launch path pays one test of lg_debug_on.
+** when they fail. Off, the launch path pays one test of the state's
+** debug_on (debug mode is per Lua state). While a user event of
+** gpu.user_event's is unset, a command not yet done is not waited for (it
+** may wait for that event, which only the script can set): its checks are
+** skipped, and a failure shows when its Event is waited for.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +19,17 @@
 
 #define CANARY_BYTE 0xCB
 
-int lg_debug_on = 0;
+int lg_debugging(lua_State *L) { return lg_state(L)->debug_on; }
+
+/* Whether the check of a command must be skipped: it is not done and a
+** user event is unset (waiting might never end). */
+static int may_block(lua_State *L, cl_event ev) {
+  cl_int st = CL_COMPLETE;
+  if (lg_user_events_unset(L) == 0) return 0;
+  if (ev == NULL) return 1;
+  clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
+  return st > CL_COMPLETE;
+}
 
 size_t lg_debug_guard_bytes(size_t bytes) {
   size_t g = bytes / 8;                    /* 1/8 of the data, 256 B to 64 KiB */
@@ -114,6 +128,7 @@ void lg_debug_after_launch(lua_State *L, const lg_Call *c, cl_command_queue q, c
   char where[160];
   cl_int st = CL_COMPLETE, err;
   cl_uint i;
+  if (may_block(L, ev)) return;
   lg_lua_where(L, where, sizeof where);
   err = ev != NULL ? clWaitForEvents(1, &ev) : clFinish(q);
   if (ev != NULL)
@@ -124,9 +139,9 @@ void lg_debug_after_launch(lua_State *L, const lg_Call *c, cl_command_queue q, c
     if (c->args[i].buf != NULL) check_guard(L, k, c, i, q, where);
 }
 
-cl_int lg_debug_after_transfer(cl_event ev) {
+cl_int lg_debug_after_transfer(lua_State *L, cl_event ev) {
   cl_int st = CL_COMPLETE;
-  if (ev == NULL) return 0;
+  if (ev == NULL || may_block(L, ev)) return 0;
   clWaitForEvents(1, &ev);
   clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
   return st < 0 ? st : 0;
@@ -142,11 +157,12 @@ void lg_debug_transfer_error(lua_State *L, const char *command, cl_int st) {
 /* gpu.debug([on]): with a boolean, turns the debug mode on or off; returns
 ** whether it was on. */
 static int mod_debug(lua_State *L) {
-  int was = lg_debug_on;
+  lg_State *s = lg_state(L);
+  int was = s->debug_on;
   if (!lua_isnoneornil(L, 1)) {
     if (!lua_isboolean(L, 1))
       return lg_argerror(L, "gpu.debug", 1, "expected a boolean, got %s", luaL_typename(L, 1));
-    lg_debug_on = lua_toboolean(L, 1);
+    s->debug_on = lua_toboolean(L, 1);
   }
   lua_pushboolean(L, was);
   return 1;
@@ -154,8 +170,7 @@ static int mod_debug(lua_State *L) {
 
 static const luaL_Reg debug_functions[] = {{"debug", mod_debug}, {NULL, NULL}};
 
+/* LUAGPU_DEBUG is read when the state's context is made (context.c). */
 void lg_open_debug(lua_State *L) {
-  const char *v = getenv("LUAGPU_DEBUG");
-  if (v != NULL && v[0] != '\0' && strcmp(v, "0") != 0) lg_debug_on = 1;
   luaL_setfuncs(L, debug_functions, 0);
 }
