@@ -298,8 +298,8 @@ int lg_finish_all(lua_State *L, int (*interrupted)(void), void (*say)(const char
         cl_int st = CL_COMPLETE;
         clGetEventInfo(marks[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
         if (st <= CL_COMPLETE) continue;
-        lua_pushfstring(L, "%s%s queue of %s", nleft++ > 0 ? ", the " : "the ",
-                        queues[i]->dev->queue == queues[i]->q ? "default" : "a",
+        lua_pushfstring(L, "%s%s queue of %s", nleft++ > 0 ? ", " : "",
+                        queues[i]->dev->queue == queues[i]->q ? "the default" : "a",
                         queues[i]->dev->name);
         luaL_addvalue(&b);
       }
