@@ -336,6 +336,7 @@ static int launch(lua_State *L, const Launch *a) {
   cl_int err;
   int has_local = !lua_isnoneornil(L, a->lidx), argno = a->argno;
   lg_Event *pre = NULL;        /* the Event, made before the enqueue */
+  int evidx = 0;               /* its place on the stack */
   const lg_State *st = lg_state(L);
   if (k->k == NULL) lg_error(L, fn, "attempt to use a released kernel");
   if (q == NULL) lg_error(L, fn, "attempt to use a released queue");
@@ -396,8 +397,10 @@ static int launch(lua_State *L, const Launch *a) {
   ** without waiting: a waiting __gc would throttle a launch loop to the
   ** device's pace); an explicit queue it keeps, for its flush and
   ** profiling. */
-  if (!a->no_event)
+  if (!a->no_event) {
     pre = a->qidx == 0 ? lg_newevent(L, k->command) : lg_newevent_on(L, k->command, a->qidx);
+    evidx = lua_gettop(L);
+  }
   err = clEnqueueNDRangeKernel(q, k->k, dims, a->off, g, has_local ? l : NULL,
                                a->nwait, a->wait, a->no_event && !st->trace_on ? NULL : &ev);
   if (lg_is_oom(err)) {       /* dead buffers may hold the memory: collect, retry once */
@@ -416,7 +419,8 @@ static int launch(lua_State *L, const Launch *a) {
     return 0;
   }
   lg_event_start(L, pre, ev);
-  if (st->debug_on) lg_debug_after_launch(L, c, q, ev);   /* may raise: the Event owns ev */
+  if (st->debug_on && lg_debug_after_launch(L, c, q, ev))   /* may raise: the Event owns ev */
+    lg_debug_later(L, evidx, a->callidx);                  /* skipped: checked when waited */
   return 1;
 }
 

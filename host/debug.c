@@ -123,20 +123,93 @@ static void check_guard(lua_State *L, const lg_Kernel *k, const lg_Call *c, cl_u
   }
 }
 
-void lg_debug_after_launch(lua_State *L, const lg_Call *c, cl_command_queue q, cl_event ev) {
-  const lg_Kernel *k = c->kernel;
+static void check_launch(lua_State *L, const lg_Call *c, cl_command_queue q, cl_int st,
+                         const char *where);
+
+/* check_launch(call, queue, status, where) under lua_pcall: the temporary
+** queue is released whatever it raises. */
+static int check_later_protected(lua_State *L) {
+  check_launch(L, lua_touserdata(L, 1), lua_touserdata(L, 2), (cl_int)lua_tointeger(L, 3),
+               lua_tostring(L, 4));
+  return 0;
+}
+
+/* The checks of a launch that is done (st its status): raises naming a
+** failed kernel, or a write into a guard zone (read through q). */
+static void check_launch(lua_State *L, const lg_Call *c, cl_command_queue q, cl_int st,
+                         const char *where) {
+  cl_uint i;
+  if (st < 0) launch_failed(L, c->kernel, c, st, where);
+  for (i = 0; i < c->nargs; i++)
+    if (c->args[i].buf != NULL) check_guard(L, c->kernel, c, i, q, where);
+}
+
+int lg_debug_after_launch(lua_State *L, const lg_Call *c, cl_command_queue q, cl_event ev) {
   char where[160];
   cl_int st = CL_COMPLETE, err;
-  cl_uint i;
-  if (may_block(L, ev)) return;
+  if (may_block(L, ev)) return 1;
   lg_lua_where(L, where, sizeof where);
   err = ev != NULL ? clWaitForEvents(1, &ev) : clFinish(q);
   if (ev != NULL)
     clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
-  if (st < 0 || (err != CL_SUCCESS && err != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST))
-    launch_failed(L, k, c, st < 0 ? st : err, where);
-  for (i = 0; i < c->nargs; i++)
-    if (c->args[i].buf != NULL) check_guard(L, k, c, i, q, where);
+  if (st >= 0 && err != CL_SUCCESS && err != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+    st = err;
+  check_launch(L, c, q, st, where);
+  return 0;
+}
+
+void lg_debug_later(lua_State *L, int evidx, int callidx) {
+  lg_Event *e = lua_touserdata(L, evidx);
+  char where[160];
+  evidx = lua_absindex(L, evidx);
+  callidx = lua_absindex(L, callidx);
+  lg_lua_where(L, where, sizeof where);
+  lua_createtable(L, 2, 0);
+  lua_pushvalue(L, callidx);
+  lua_rawseti(L, -2, 1);
+  lua_pushstring(L, where);
+  lua_rawseti(L, -2, 2);
+  lua_setiuservalue(L, evidx, 3);
+  e->debug_later = 1;
+}
+
+void lg_debug_check_later(lua_State *L, int evidx, lg_Event *e, cl_int st) {
+  const lg_Call *c;
+  cl_command_queue q = NULL, own;
+  cl_context ctx = NULL;
+  cl_device_id dev = NULL;
+  cl_int err;
+  int top = lua_gettop(L);
+  e->debug_later = 0;
+  if (lua_getiuservalue(L, evidx, 3) != LUA_TTABLE) {
+    lua_settop(L, top);
+    return;
+  }
+  lua_pushnil(L);
+  lua_setiuservalue(L, evidx, 3);
+  lua_rawgeti(L, -1, 1);
+  lua_rawgeti(L, -2, 2);
+  c = lua_touserdata(L, -2);
+  /* the guard zones are read through a queue of its own: the command's may
+  ** hold later commands that wait for another unset user event */
+  clGetEventInfo(e->ev, CL_EVENT_COMMAND_QUEUE, sizeof q, &q, NULL);
+  clGetEventInfo(e->ev, CL_EVENT_CONTEXT, sizeof ctx, &ctx, NULL);
+  if (q != NULL) clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof dev, &dev, NULL);
+  own = ctx != NULL && dev != NULL ? clCreateCommandQueue(ctx, dev, 0, &err) : NULL;
+  if (own == NULL) {             /* no queue to read with: the status is all it can tell */
+    if (st < 0) launch_failed(L, c->kernel, c, st, lua_tostring(L, -1));
+    lua_settop(L, top);
+    return;
+  }
+  lua_pushcfunction(L, check_later_protected);
+  lua_pushlightuserdata(L, (void *)c);
+  lua_pushlightuserdata(L, own);
+  lua_pushinteger(L, st);
+  lua_pushvalue(L, -5);          /* where */
+  err = lua_pcall(L, 4, 0, 0);
+  clReleaseCommandQueue(own);
+  if (err != LUA_OK) lua_error(L);
+  lua_settop(L, top);
 }
 
 cl_int lg_debug_after_transfer(lua_State *L, cl_event ev) {

@@ -78,7 +78,7 @@ lg_Event *lg_pushevent(lua_State *L, cl_event ev, const char *command,
 }
 
 lg_Event *lg_newevent(lua_State *L, const char *command) {
-  lg_Event *e = lua_newuserdatauv(L, sizeof *e, 2);
+  lg_Event *e = lua_newuserdatauv(L, sizeof *e, 3);
   memset(e, 0, sizeof *e);
   e->profiling = -1;
   strncpy(e->command, command, sizeof e->command - 1);
@@ -168,6 +168,7 @@ static void wait_ok(lua_State *L, int idx, lg_Event *e, const char *fn) {
   cl_int st;
   if (lg_state(L)->wait_interrupted != NULL) wait_interruptible(L, e);
   st = wait_event(L, idx, e);
+  if (e->debug_later && st <= CL_COMPLETE) lg_debug_check_later(L, idx, e, st);
   if (st < 0) {
     if (e->user && lua_getiuservalue(L, idx, 2) == LUA_TSTRING)   /* ev:fail(msg) */
       lg_error(L, fn, "%s failed: %s", e->command, lua_tostring(L, -1));

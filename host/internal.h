@@ -325,9 +325,11 @@ typedef struct lg_Event {
   char command[48];            /* "write", "read", "kernel saxpy", ... */
   lg_Queue *queue;             /* the kept Queue (flushed before waiting), or NULL */
   int user;                    /* made by gpu.user_event: fails when collected unset */
+  int debug_later;             /* uservalue 3 holds debug checks to run once it is done */
 } lg_Event;
 /* Event uservalues: 1 what it keeps alive (a table; nil once the command
-** is known to be done), 2 the result. The Queue among the kept values
+** is known to be done), 2 the result, 3 debug mode's checks put off
+** ({call, where}, debug.c). The Queue among the kept values
 ** tells whether the event can be profiled: keep it (keep[] of lg_pushevent). */
 
 /* ------------------------------------------------------------- trace.c */
@@ -611,7 +613,14 @@ void lg_open_image_transfer(lua_State *L);
 int lg_debugging(lua_State *L);
 size_t lg_debug_guard_bytes(size_t bytes);
 cl_int lg_debug_fill_guard(cl_command_queue q, cl_mem mem, size_t offset, size_t guard);
-void lg_debug_after_launch(lua_State *L, const lg_Call *c, cl_command_queue q, cl_event ev);
+/* lg_debug_after_launch returns 1 when it skipped the checks (the command
+** may wait for an unset user event); lg_debug_later then has the Event at
+** evidx keep the Call at callidx and the Lua line, and wait_ok (event.c)
+** calls lg_debug_check_later with the command's final status once it is
+** done: the checks run then, raising as at the launch. */
+int lg_debug_after_launch(lua_State *L, const lg_Call *c, cl_command_queue q, cl_event ev);
+void lg_debug_later(lua_State *L, int evidx, int callidx);
+void lg_debug_check_later(lua_State *L, int evidx, lg_Event *e, cl_int st);
 cl_int lg_debug_after_transfer(lua_State *L, cl_event ev);
 void lg_debug_transfer_error(lua_State *L, const char *command, cl_int st);
 void lg_open_debug(lua_State *L);

@@ -110,6 +110,12 @@ local ok, e = pcall(function()
   dev:build("kernel void past(global float *y) { y[get_global_id(0) + 1] = 1; }").past(y):run({10})
 end)
 print(ok, e:match("wrote past the end of argument #1 %(y%) at element 11") ~= nil)
+-- a gated launch is checked when its Event is waited for
+local u2 = gpu.user_event(dev)
+local past = dev:build("kernel void past2(global float *y) { y[get_global_id(0) + 2] = 1; }")
+local k2 = past.past2(y):run({10}, nil, {queue = q, wait = u2})
+u2:complete()
+print(pcall(k2.wait, k2))
 ]])
     local function run(cmd)
       local p = io.popen("LUAGPU_DEBUG=1 timeout 20 " .. cmd .. " 2>&1; echo \"exit $?\"")
@@ -119,7 +125,9 @@ print(ok, e:match("wrote past the end of argument #1 %(y%) at element 11") ~= ni
     end
     local out = run(support.shell_quote(PROG) .. " " .. support.shell_quote(path))
     os.remove(path)
-    assert.equals("true\ttrue\n2.0 4.0 6.0 8.0\nfalse\ttrue\nexit 0\n", out)
+    assert.equals("true\ttrue\n2.0 4.0 6.0 8.0\nfalse\ttrue\nfalse\tluagpu: debug: kernel "
+                  .. "past2 wrote past the end of argument #1 (y) at element 11 (it has 10 "
+                  .. "elements of float; launched at " .. path .. ":21)\nexit 0\n", out)
     out = run(support.shell_quote(PROG) .. " examples/gated_pipeline.lua 4 1000")
     assert.matches("every chunk checked\nexit 0\n$", out)
   end)
