@@ -61,7 +61,7 @@ static cl_int zero_fill(lua_State *L, int devidx, lg_Buffer *b, size_t bytes) {
   err = clEnqueueFillBuffer(q->q, b->mem, zeros, lg_type_size(b->type), 0, bytes, 0, NULL,
                             &ev);
   if (err != CL_SUCCESS) return err;
-  if (lg_trace_on) lg_trace_add(L, q->q, ev, "fill", "zero-fill", 0, NULL, NULL, bytes, 0, NULL);
+  if (lg_tracing(L)) lg_trace_add(L, q->q, ev, "fill", "zero-fill", 0, NULL, NULL, bytes, 0, NULL);
   err = clWaitForEvents(1, &ev);
   if (err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) {
     cl_int st = CL_SUCCESS;
@@ -120,7 +120,7 @@ static lg_Buffer *new_root(lua_State *L, int devidx, lg_Type t, int ndim, const 
   d = lg_checkdevice(L, devidx);
   count = shape_count(L, t, ndim, shape, fn);
   bytes = count * esize;
-  if (lg_debug_on && !use_host) {   /* a guard zone after the data, when it fits */
+  if (lg_debugging(L) && !use_host) {   /* a guard zone after the data, when it fits */
     size_t g = lg_debug_guard_bytes(bytes);
     if ((cl_ulong)bytes + g <= d->max_alloc_size) guard = g;
   }

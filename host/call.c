@@ -13,8 +13,6 @@
 
 #define SLOT 16   /* scalar values are stored 16-byte aligned: double16 is 128 */
 
-static uint64_t next_serial = 1;
-
 /* ------------------------------------------------------------ localmem */
 
 /* gpu.localmem(type, count) */
@@ -160,8 +158,7 @@ static void bind_scalar(lua_State *L, lg_Kernel *k, const lg_ArgInfo *a, int i, 
   ca->value = slot;
 }
 
-int (*lg_bind_other)(lua_State *L, const lg_ArgInfo *a, lg_Device *kdev, int idx,
-                     const char *fn, int argno, void *slot, size_t *size) = NULL;
+
 
 lg_Call *lg_bindcall(lua_State *L, int kidx, int first, int last) {
   lg_Kernel *k = luaL_checkudata(L, kidx, LG_KERNEL_MT);
@@ -207,8 +204,7 @@ lg_Call *lg_bindcall(lua_State *L, int kidx, int first, int last) {
         p += (lg_type_size(a->type) + SLOT - 1) / SLOT * SLOT;
         break;
       default:   /* images and samplers: image.c's */
-        if (lg_bind_other == NULL ||
-            !lg_bind_other(L, a, k->dev, idx, k->command, i + 1, p, &c->args[i].size))
+        if (!lg_bind_image_arg(L, a, k->dev, idx, k->command, i + 1, p, &c->args[i].size))
           lg_argerror(L, k->command, i + 1, "parameter '%s' has a type luagpu cannot pass",
                       param(L, a));
         c->args[i].value = p;
@@ -224,7 +220,7 @@ lg_Call *lg_bindcall(lua_State *L, int kidx, int first, int last) {
                                             : lua_pushfstring(L, "%I", (lua_Integer)local),
              (lua_Integer)k->dev->local_mem_size);
   lua_setiuservalue(L, -2, 2);
-  c->serial = next_serial++;
+  c->serial = lg_state(L)->next_serial++;   /* per state: a kernel is one state's */
   return c;
 }
 
@@ -279,7 +275,7 @@ static int empty_launch(lua_State *L, cl_command_queue q, int qidx, cl_uint nwai
   int keep[1];
   cl_int err = clEnqueueMarkerWithWaitList(q, nwait, wait, &ev);
   if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueMarkerWithWaitList", err, NULL);
-  if (lg_trace_on)            /* command is "kernel NAME" */
+  if (lg_tracing(L))          /* command is "kernel NAME" */
     lg_trace_add(L, q, ev, "kernel", command + 7, 0, NULL, NULL, 0, nwait, wait);
   keep[0] = qidx;
   lg_pushevent(L, ev, command, keep, qidx != 0 ? 1 : 0);
@@ -340,6 +336,8 @@ static int launch(lua_State *L, const Launch *a) {
   cl_int err;
   int has_local = !lua_isnoneornil(L, a->lidx), argno = a->argno;
   lg_Event *pre = NULL;        /* the Event, made before the enqueue */
+  int evidx = 0;               /* its place on the stack */
+  const lg_State *st = lg_state(L);
   if (k->k == NULL) lg_error(L, fn, "attempt to use a released kernel");
   if (q == NULL) lg_error(L, fn, "attempt to use a released queue");
   dims = get_sizes(L, a->gidx, g, 0, fn, argno, "global size");
@@ -399,27 +397,30 @@ static int launch(lua_State *L, const Launch *a) {
   ** without waiting: a waiting __gc would throttle a launch loop to the
   ** device's pace); an explicit queue it keeps, for its flush and
   ** profiling. */
-  if (!a->no_event)
+  if (!a->no_event) {
     pre = a->qidx == 0 ? lg_newevent(L, k->command) : lg_newevent_on(L, k->command, a->qidx);
+    evidx = lua_gettop(L);
+  }
   err = clEnqueueNDRangeKernel(q, k->k, dims, a->off, g, has_local ? l : NULL,
-                               a->nwait, a->wait, a->no_event && !lg_trace_on ? NULL : &ev);
+                               a->nwait, a->wait, a->no_event && !st->trace_on ? NULL : &ev);
   if (lg_is_oom(err)) {       /* dead buffers may hold the memory: collect, retry once */
     lua_gc(L, LUA_GCCOLLECT);
     err = clEnqueueNDRangeKernel(q, k->k, dims, a->off, g, has_local ? l : NULL,
-                                 a->nwait, a->wait, a->no_event && !lg_trace_on ? NULL : &ev);
+                                 a->nwait, a->wait, a->no_event && !st->trace_on ? NULL : &ev);
   }
   if (err != CL_SUCCESS) lg_clerror(L, ENQ, err, NULL);
-  if (lg_trace_on) {          /* the trace's own event when no Event was asked for */
+  if (st->trace_on) {         /* the trace's own event when no Event was asked for */
     lg_trace_add(L, q, ev, "kernel", k->name, dims, g, has_local ? l : NULL, 0, a->nwait,
                  a->wait);
     if (a->no_event) clReleaseEvent(ev);
   }
   if (a->no_event) {
-    if (lg_debug_on) lg_debug_after_launch(L, c, q, NULL);
+    if (st->debug_on) lg_debug_after_launch(L, c, q, NULL);
     return 0;
   }
   lg_event_start(L, pre, ev);
-  if (lg_debug_on) lg_debug_after_launch(L, c, q, ev);   /* may raise: the Event owns ev */
+  if (st->debug_on && lg_debug_after_launch(L, c, q, ev))   /* may raise: the Event owns ev */
+    lg_debug_later(L, evidx, a->callidx);                  /* skipped: checked when waited */
   return 1;
 }
 

@@ -6,7 +6,11 @@
 ** arguments and the Lua line that launched it; a kernel that wrote into the
 ** guard zone of a buffer argument raises "kernel K wrote past the end of
 ** argument #2 (y) at element N". Transfers wait too, and name their line
-** when they fail. Off, the launch path pays one test of lg_debug_on.
+** when they fail. Off, the launch path pays one test of the state's
+** debug_on (debug mode is per Lua state). While a user event of
+** gpu.user_event's is unset, a command not yet done is not waited for (it
+** may wait for that event, which only the script can set): its checks are
+** skipped, and a failure shows when its Event is waited for.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +19,17 @@
 
 #define CANARY_BYTE 0xCB
 
-int lg_debug_on = 0;
+int lg_debugging(lua_State *L) { return lg_state(L)->debug_on; }
+
+/* Whether the check of a command must be skipped: it is not done and a
+** user event is unset (waiting might never end). */
+static int may_block(lua_State *L, cl_event ev) {
+  cl_int st = CL_COMPLETE;
+  if (lg_user_events_unset(L) == 0) return 0;
+  if (ev == NULL) return 1;
+  clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
+  return st > CL_COMPLETE;
+}
 
 size_t lg_debug_guard_bytes(size_t bytes) {
   size_t g = bytes / 8;                    /* 1/8 of the data, 256 B to 64 KiB */
@@ -109,24 +123,98 @@ static void check_guard(lua_State *L, const lg_Kernel *k, const lg_Call *c, cl_u
   }
 }
 
-void lg_debug_after_launch(lua_State *L, const lg_Call *c, cl_command_queue q, cl_event ev) {
-  const lg_Kernel *k = c->kernel;
+static void check_launch(lua_State *L, const lg_Call *c, cl_command_queue q, cl_int st,
+                         const char *where);
+
+/* check_launch(call, queue, status, where) under lua_pcall: the temporary
+** queue is released whatever it raises. */
+static int check_later_protected(lua_State *L) {
+  check_launch(L, lua_touserdata(L, 1), lua_touserdata(L, 2), (cl_int)lua_tointeger(L, 3),
+               lua_tostring(L, 4));
+  return 0;
+}
+
+/* The checks of a launch that is done (st its status): raises naming a
+** failed kernel, or a write into a guard zone (read through q). */
+static void check_launch(lua_State *L, const lg_Call *c, cl_command_queue q, cl_int st,
+                         const char *where) {
+  cl_uint i;
+  if (st < 0) launch_failed(L, c->kernel, c, st, where);
+  for (i = 0; i < c->nargs; i++)
+    if (c->args[i].buf != NULL) check_guard(L, c->kernel, c, i, q, where);
+}
+
+int lg_debug_after_launch(lua_State *L, const lg_Call *c, cl_command_queue q, cl_event ev) {
   char where[160];
   cl_int st = CL_COMPLETE, err;
-  cl_uint i;
+  if (may_block(L, ev)) return 1;
   lg_lua_where(L, where, sizeof where);
   err = ev != NULL ? clWaitForEvents(1, &ev) : clFinish(q);
   if (ev != NULL)
     clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
-  if (st < 0 || (err != CL_SUCCESS && err != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST))
-    launch_failed(L, k, c, st < 0 ? st : err, where);
-  for (i = 0; i < c->nargs; i++)
-    if (c->args[i].buf != NULL) check_guard(L, k, c, i, q, where);
+  if (st >= 0 && err != CL_SUCCESS && err != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+    st = err;
+  check_launch(L, c, q, st, where);
+  return 0;
 }
 
-cl_int lg_debug_after_transfer(cl_event ev) {
+void lg_debug_later(lua_State *L, int evidx, int callidx) {
+  lg_Event *e = lua_touserdata(L, evidx);
+  char where[160];
+  evidx = lua_absindex(L, evidx);
+  callidx = lua_absindex(L, callidx);
+  lg_lua_where(L, where, sizeof where);
+  lua_createtable(L, 2, 0);
+  lua_pushvalue(L, callidx);
+  lua_rawseti(L, -2, 1);
+  lua_pushstring(L, where);
+  lua_rawseti(L, -2, 2);
+  lua_setiuservalue(L, evidx, 3);
+  e->debug_later = 1;
+}
+
+void lg_debug_check_later(lua_State *L, int evidx, lg_Event *e, cl_int st) {
+  const lg_Call *c;
+  cl_command_queue q = NULL, own;
+  cl_context ctx = NULL;
+  cl_device_id dev = NULL;
+  cl_int err;
+  int top = lua_gettop(L);
+  e->debug_later = 0;
+  if (lua_getiuservalue(L, evidx, 3) != LUA_TTABLE) {
+    lua_settop(L, top);
+    return;
+  }
+  lua_pushnil(L);
+  lua_setiuservalue(L, evidx, 3);
+  lua_rawgeti(L, -1, 1);
+  lua_rawgeti(L, -2, 2);
+  c = lua_touserdata(L, -2);
+  /* the guard zones are read through a queue of its own: the command's may
+  ** hold later commands that wait for another unset user event */
+  clGetEventInfo(e->ev, CL_EVENT_COMMAND_QUEUE, sizeof q, &q, NULL);
+  clGetEventInfo(e->ev, CL_EVENT_CONTEXT, sizeof ctx, &ctx, NULL);
+  if (q != NULL) clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof dev, &dev, NULL);
+  own = ctx != NULL && dev != NULL ? clCreateCommandQueue(ctx, dev, 0, &err) : NULL;
+  if (own == NULL) {             /* no queue to read with: the status is all it can tell */
+    if (st < 0) launch_failed(L, c->kernel, c, st, lua_tostring(L, -1));
+    lua_settop(L, top);
+    return;
+  }
+  lua_pushcfunction(L, check_later_protected);
+  lua_pushlightuserdata(L, (void *)c);
+  lua_pushlightuserdata(L, own);
+  lua_pushinteger(L, st);
+  lua_pushvalue(L, -5);          /* where */
+  err = lua_pcall(L, 4, 0, 0);
+  clReleaseCommandQueue(own);
+  if (err != LUA_OK) lua_error(L);
+  lua_settop(L, top);
+}
+
+cl_int lg_debug_after_transfer(lua_State *L, cl_event ev) {
   cl_int st = CL_COMPLETE;
-  if (ev == NULL) return 0;
+  if (ev == NULL || may_block(L, ev)) return 0;
   clWaitForEvents(1, &ev);
   clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
   return st < 0 ? st : 0;
@@ -142,11 +230,12 @@ void lg_debug_transfer_error(lua_State *L, const char *command, cl_int st) {
 /* gpu.debug([on]): with a boolean, turns the debug mode on or off; returns
 ** whether it was on. */
 static int mod_debug(lua_State *L) {
-  int was = lg_debug_on;
+  lg_State *s = lg_state(L);
+  int was = s->debug_on;
   if (!lua_isnoneornil(L, 1)) {
     if (!lua_isboolean(L, 1))
       return lg_argerror(L, "gpu.debug", 1, "expected a boolean, got %s", luaL_typename(L, 1));
-    lg_debug_on = lua_toboolean(L, 1);
+    s->debug_on = lua_toboolean(L, 1);
   }
   lua_pushboolean(L, was);
   return 1;
@@ -154,8 +243,7 @@ static int mod_debug(lua_State *L) {
 
 static const luaL_Reg debug_functions[] = {{"debug", mod_debug}, {NULL, NULL}};
 
+/* LUAGPU_DEBUG is read when the state's context is made (context.c). */
 void lg_open_debug(lua_State *L) {
-  const char *v = getenv("LUAGPU_DEBUG");
-  if (v != NULL && v[0] != '\0' && strcmp(v, "0") != 0) lg_debug_on = 1;
   luaL_setfuncs(L, debug_functions, 0);
 }

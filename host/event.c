@@ -13,7 +13,10 @@
 
 #include "internal.h"
 
-int (*lg_wait_interrupted)(void) = NULL;
+#define USER_EVENTS_KEY "luagpu.user_events"   /* weak set of gpu.user_event's Events */
+
+/* Runs the on_complete callbacks of commands now done (userevent.c). */
+void (*const lg_event_after_wait)(lua_State *L) = lg_run_callbacks;
 
 lg_Event *lg_testevent(lua_State *L, int idx) {
   return luaL_testudata(L, idx, LG_EVENT_MT);
@@ -75,7 +78,7 @@ lg_Event *lg_pushevent(lua_State *L, cl_event ev, const char *command,
 }
 
 lg_Event *lg_newevent(lua_State *L, const char *command) {
-  lg_Event *e = lua_newuserdatauv(L, sizeof *e, 2);
+  lg_Event *e = lua_newuserdatauv(L, sizeof *e, 3);
   memset(e, 0, sizeof *e);
   e->profiling = -1;
   strncpy(e->command, command, sizeof e->command - 1);
@@ -141,7 +144,7 @@ static cl_int wait_event(lua_State *L, int idx, lg_Event *e) {
   return st;
 }
 
-/* With lg_wait_interrupted set: polls the command (sleeping 20 us, doubling
+/* With the program's wait_interrupted set: polls the command (sleeping 20 us, doubling
 ** to 2 ms) until it is done, and raises when the program says so. The
 ** Event keeps what the command uses, so it goes on safely. */
 static void wait_interruptible(lua_State *L, lg_Event *e) {
@@ -152,7 +155,7 @@ static void wait_interruptible(lua_State *L, lg_Event *e) {
     clFlush(q);
   while (exec_status(e->ev) > CL_COMPLETE) {
     struct timespec ts;
-    if (lg_wait_interrupted()) luaL_error(L, "interrupted! (the %s command goes on)", e->command);
+    if (lg_wait_interrupted(L)) luaL_error(L, "interrupted! (the %s command goes on)", e->command);
     ts.tv_sec = 0;
     ts.tv_nsec = ns;
     nanosleep(&ts, NULL);
@@ -163,8 +166,9 @@ static void wait_interruptible(lua_State *L, lg_Event *e) {
 /* Waits and raises when the command failed. */
 static void wait_ok(lua_State *L, int idx, lg_Event *e, const char *fn) {
   cl_int st;
-  if (lg_wait_interrupted != NULL) wait_interruptible(L, e);
+  if (lg_state(L)->wait_interrupted != NULL) wait_interruptible(L, e);
   st = wait_event(L, idx, e);
+  if (e->debug_later && st <= CL_COMPLETE) lg_debug_check_later(L, idx, e, st);
   if (st < 0) {
     if (e->user && lua_getiuservalue(L, idx, 2) == LUA_TSTRING)   /* ev:fail(msg) */
       lg_error(L, fn, "%s failed: %s", e->command, lua_tostring(L, -1));
@@ -250,6 +254,7 @@ static int sweep(lua_State *L, int all) {
 int lg_event_sweep(lua_State *L) { return sweep(L, 0); }
 
 static int parked_gc(lua_State *L) {
+  lg_fail_user_events(L);   /* lua_close: nothing can set them now */
   sweep(L, 1);
   return 0;
 }
@@ -276,13 +281,13 @@ static int ev_free(lua_State *L) {
   return 0;
 }
 
-void (*lg_event_after_wait)(lua_State *L) = NULL;
-
+/* ev:wait(): the result is taken before the callbacks run (one of them
+** may release the Event). */
 static int ev_wait(lua_State *L) {
   lg_Event *e = lg_checkevent(L, 1);
   wait_ok(L, 1, e, "event:wait");
-  if (lg_event_after_wait != NULL) lg_event_after_wait(L);
   push_result(L, 1, e);
+  lg_event_after_wait(L);
   return 1;
 }
 
@@ -312,8 +317,7 @@ static void get_times(lua_State *L, lg_Event *e, const char *fn, cl_ulong t[4]) 
   int i;
   check_profiling(L, e, fn);
   wait_ok(L, 1, e, fn);
-  if (lg_event_after_wait != NULL) lg_event_after_wait(L);
-  for (i = 0; i < 4; i++) {
+  for (i = 0; i < 4; i++) {   /* before the callbacks, which may release the Event */
     cl_int err = clGetEventProfilingInfo(e->ev, what[i], sizeof t[i], &t[i], NULL);
     if (err == CL_PROFILING_INFO_NOT_AVAILABLE) {
       e->profiling = 0;
@@ -321,6 +325,7 @@ static void get_times(lua_State *L, lg_Event *e, const char *fn, cl_ulong t[4]) 
     }
     if (err != CL_SUCCESS) lg_clerror(L, "clGetEventProfilingInfo", err, NULL);
   }
+  lg_event_after_wait(L);
 }
 
 /* ev:profile(): {queued=, submit=, start=, ["end"]=, duration=} in ns. */
@@ -411,10 +416,47 @@ static int mod_wait(lua_State *L) {
     if (e->ev == NULL) lg_error(L, "gpu.wait", "event #%d was released while waiting", i);
     wait_ok(L, list + i, e, "gpu.wait");
   }
-  if (lg_event_after_wait != NULL) lg_event_after_wait(L);
   for (i = 1; i <= n; i++) push_result(L, list + i, lua_touserdata(L, list + i));
+  lg_event_after_wait(L);   /* after the results: a callback may release an Event */
   return n;
 }
+
+/* ----------------------------------------------------------- user events */
+
+void lg_event_note_user(lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
+  lua_getfield(L, LUA_REGISTRYINDEX, USER_EVENTS_KEY);
+  lua_pushvalue(L, idx);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+}
+
+/* Calls f on each unset user event of the state's; returns how many. */
+static int each_unset(lua_State *L, void (*f)(lg_Event *e)) {
+  int n = 0;
+  if (lua_getfield(L, LUA_REGISTRYINDEX, USER_EVENTS_KEY) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    lg_Event *e = lua_touserdata(L, -2);
+    lua_pop(L, 1);
+    if (e != NULL && e->user && e->ev != NULL && exec_status(e->ev) > CL_COMPLETE) {
+      n++;
+      if (f != NULL) f(e);
+    }
+  }
+  lua_pop(L, 1);
+  return n;
+}
+
+static void fail_one(lg_Event *e) { clSetUserEventStatus(e->ev, -1); }
+
+int lg_user_events_unset(lua_State *L) { return each_unset(L, NULL); }
+
+void lg_fail_user_events(lua_State *L) { each_unset(L, fail_one); }
 
 static const luaL_Reg event_methods[] = {
   {"wait", ev_wait}, {"profile", ev_profile}, {"release", ev_free}, {NULL, NULL}
@@ -438,6 +480,15 @@ void lg_open_event(lua_State *L) {
     lua_setfield(L, -2, "__gc");
     lua_setmetatable(L, -2);
     lua_setfield(L, LUA_REGISTRYINDEX, PARKED_KEY);
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, USER_EVENTS_KEY) == LUA_TNIL) {
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, USER_EVENTS_KEY);
   }
   lua_pop(L, 1);
   luaL_setfuncs(L, module_functions, 0);

@@ -3,7 +3,7 @@
 ** dev:image_formats([dims]), dev:sampler{...}; the Image class (its
 ** transfers, img:write, img:read, img:fill, img:copy_to, img:copy_from, are
 ** in image_transfer.c); images and samplers as kernel arguments (call.c
-** asks lg_bind_other), with the parameter's read_only/write_only checked
+** asks lg_bind_image_arg), with the parameter's read_only/write_only checked
 ** against the image's access.
 **
 ** Pixels reach the host as host arrays of the channel type's scalar
@@ -392,7 +392,7 @@ static int sampler_gc(lua_State *L) {
 }
 
 /* call.c's hook for parameters of kind LG_ARG_OTHER: images and samplers. */
-static int bind_other(lua_State *L, const lg_ArgInfo *a, lg_Device *kdev, int idx,
+int lg_bind_image_arg(lua_State *L, const lg_ArgInfo *a, lg_Device *kdev, int idx,
                       const char *fn, int argno, void *slot, size_t *size) {
   lg_Image *im = luaL_testudata(L, idx, LG_IMAGE_MT);
   Sampler *s = luaL_testudata(L, idx, LG_SAMPLER_MT);
@@ -458,5 +458,4 @@ void lg_open_image(lua_State *L) {
   lg_newclass(L, LG_IMAGE_MT, NULL, image_meta);   /* methods: image_transfer.c */
   lg_newclass(L, LG_SAMPLER_MT, NULL, sampler_meta);
   lg_add_methods(L, LG_DEVICE_MT, device_methods);
-  lg_bind_other = bind_other;
 }

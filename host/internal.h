@@ -220,6 +220,31 @@ void lg_split_words(lua_State *L);
 const char *lg_device_type_name(cl_device_type t);
 void lg_load_device_fields(lua_State *L, lg_Device *d);
 
+/* The per-state context: everything luagpu keeps for one Lua state (one per
+** state, a userdata in the registry, made when the module first opens in
+** it, finalized last at lua_close), so that states run independently, in
+** one thread or several. Only the state's own thread touches it; OpenCL
+** callbacks on driver threads never do (userevent.c's reach a refcounted
+** block of their own). */
+struct lg_TraceRecord;
+typedef struct lg_State {
+  int trace_on;                /* gpu.trace records: enqueue paths call lg_trace_add */
+  int debug_on;                /* gpu.debug, LUAGPU_DEBUG */
+  uint64_t next_serial;        /* of bound calls (call.c) */
+  int (*wait_interrupted)(void);  /* set by a program: waits poll it (lg_wait_interrupted) */
+  struct lg_TraceRecord *records;  /* trace.c's record */
+  size_t nrecords, cap, dropped;
+  cl_event *waits;             /* the records' wait lists, retained */
+  size_t nwaits, capwaits;
+  cl_command_queue *finish;    /* queues whose finish waits for lua_close (queue.c) */
+  size_t nfinish, capfinish;
+} lg_State;
+
+/* The state's context (made on first use; raises only for lack of memory). */
+lg_State *lg_state(lua_State *L);
+/* True when the program (lg_State.wait_interrupted) says a wait must stop. */
+int lg_wait_interrupted(lua_State *L);
+
 /* context.c: pushes the Context of platform p (one per platform, cached;
 ** made over all its devices), or a new one borrowing an application's ctx
 ** (retained). lg_account_alloc tells the collector that bytes of device
@@ -255,6 +280,15 @@ lg_Queue *lg_checkqueue(lua_State *L, int idx);
 lg_Queue *lg_testqueue(lua_State *L, int idx);
 /* Pushes a new Queue on the device at devidx. */
 lg_Queue *lg_newqueue(lua_State *L, int devidx, int profiling, int out_of_order);
+/* The finish of a collected queue q (lua_close included): now, or while a
+** user event is unset (a command may wait for it) at lua_close, after
+** unset user events fail. */
+void lg_finish_collected(lua_State *L, cl_command_queue q);
+/* For a program at its end: fails unset user events, then waits for the
+** commands of every queue of the state (up to 64), calling say once with
+** what it waits for when that takes over half a second; returns 1 when
+** interrupted() stopped the wait, 0 when all are done. */
+int lg_finish_all(lua_State *L, int (*interrupted)(void), void (*say)(const char *msg));
 /* Pushes a Queue on the device at devidx wrapping cq (an embedding
 ** application's; the Queue takes over one reference). */
 lg_Queue *lg_wrapqueue(lua_State *L, int devidx, cl_command_queue cq);
@@ -297,20 +331,26 @@ typedef struct lg_Event {
   char command[48];            /* "write", "read", "kernel saxpy", ... */
   lg_Queue *queue;             /* the kept Queue (flushed before waiting), or NULL */
   int user;                    /* made by gpu.user_event: fails when collected unset */
+  int debug_later;             /* uservalue 3 holds debug checks to run once it is done */
 } lg_Event;
 /* Event uservalues: 1 what it keeps alive (a table; nil once the command
-** is known to be done), 2 the result. The Queue among the kept values
+** is known to be done), 2 the result, 3 debug mode's checks put off
+** ({call, where}, debug.c). The Queue among the kept values
 ** tells whether the event can be profiled: keep it (keep[] of lg_pushevent). */
 
 /* ------------------------------------------------------------- trace.c */
 
-/* Set while gpu.trace records: the enqueue paths then call lg_trace_add
-** with each command just enqueued (ev and q are retained by the trace;
-** dims 0 and NULL sizes for transfers; local NULL when none was given). */
-extern int lg_trace_on;
+/* While gpu.trace records in the state (lg_tracing), the enqueue paths call
+** lg_trace_add with each command just enqueued (ev, q and the wait list are
+** retained by the trace; dims 0 and NULL sizes for transfers; local NULL
+** when none was given). lg_trace_clear lets a record go; lg_trace_check_path
+** is a lua_CFunction raising unless a trace may be written at the path at 1. */
+int lg_tracing(lua_State *L);
 void lg_trace_add(lua_State *L, cl_command_queue q, cl_event ev, const char *kind,
                   const char *name, cl_uint dims, const size_t *global, const size_t *local,
                   size_t bytes, cl_uint nwait, const cl_event *wait);
+void lg_trace_clear(lg_State *s);
+int lg_trace_check_path(lua_State *L);
 void lg_open_trace(lua_State *L);
 /* query.c: dev:info(name), platform:info(name). */
 void lg_open_query(lua_State *L);
@@ -318,10 +358,10 @@ void lg_open_query(lua_State *L);
 void lg_lua_where(lua_State *L, char *buf, size_t size);
 
 
-/* Set by a program (the luagpu REPL) that wants waits to stop on Ctrl-C:
-** ev:wait and gpu.wait then poll the command and raise "interrupted!" when
-** it answers true (the command goes on). NULL: waits block in OpenCL. */
-extern int (*lg_wait_interrupted)(void);
+/* A program (the luagpu REPL) that wants waits to stop on Ctrl-C sets
+** lg_state(L)->wait_interrupted: ev:wait and gpu.wait then poll the command
+** and raise "interrupted!" when it answers true (the command goes on).
+** NULL: waits block in OpenCL. */
 
 /* Pushes a new Event owning ev (which must not be NULL; it is released if
 ** pushing fails). The nkeep values at stack indices keep[] (buffers, host
@@ -344,12 +384,21 @@ lg_Event *lg_newevent_on(lua_State *L, const char *command, int qidx);
 void lg_event_start(lua_State *L, lg_Event *e, cl_event ev);
 lg_Event *lg_checkevent(lua_State *L, int idx);
 lg_Event *lg_testevent(lua_State *L, int idx);
-/* Set by userevent.c: runs the on_complete callbacks of commands now done
+/* The user events of gpu.user_event's (a weak set in the registry):
+** lg_event_note_user adds the Event at idx; lg_user_events_unset counts
+** those still unset; lg_fail_user_events fails them (at lua_close: nothing
+** can set them any more). */
+void lg_event_note_user(lua_State *L, int idx);
+int lg_user_events_unset(lua_State *L);
+void lg_fail_user_events(lua_State *L);
+/* lg_run_callbacks (userevent.c; lg_event_after_wait points to it): runs
+** the on_complete callbacks of commands now done
 ** (raising a callback's error); called after every blocking wait luagpu
 ** does: ev:wait, gpu.wait, ev:profile (event.c), q:finish and dev:finish
 ** (queue.c), b:get (transfer.c), a blocking b:map (map.c), img:read and
 ** img:write with {blocking = true} (image.c). */
-extern void (*lg_event_after_wait)(lua_State *L);
+void lg_run_callbacks(lua_State *L);
+extern void (*const lg_event_after_wait)(lua_State *L);
 /* Releases what parked Events kept for commands now done (event.c parks
 ** what an Event collected before its command ended keeps, rather than
 ** blocking the collector). Returns how many commands are still parked. */
@@ -534,11 +583,11 @@ typedef struct lg_Call {
 ** at kidx and pushes the Call. */
 lg_Call *lg_bindcall(lua_State *L, int kidx, int first, int last);
 void lg_open_call(lua_State *L);   /* called by lg_open_kernel */
-/* Set by image.c: binds a parameter of kind LG_ARG_OTHER (an image or a
-** sampler) from the value at idx into slot (16 bytes), setting *size;
-** returns 0 when it does not know the parameter's type. */
-extern int (*lg_bind_other)(lua_State *L, const lg_ArgInfo *a, lg_Device *kdev, int idx,
-                            const char *fn, int argno, void *slot, size_t *size);
+/* image.c: binds a parameter of kind LG_ARG_OTHER (an image or a sampler)
+** from the value at idx into slot (16 bytes), setting *size; returns 0 when
+** it does not know the parameter's type. */
+int lg_bind_image_arg(lua_State *L, const lg_ArgInfo *a, lg_Device *kdev, int idx,
+                      const char *fn, int argno, void *slot, size_t *size);
 /* image.c: dev:image, dev:image_formats, dev:sampler, the Image class. */
 #define LG_IMAGE_MT "luagpu.Image"
 typedef struct lg_Image {
@@ -565,18 +614,25 @@ void lg_open_image_transfer(lua_State *L);
 
 /* ------------------------------------------------------------- debug.c */
 
-/* Set in debug mode (gpu.debug(true), LUAGPU_DEBUG=1): buffers get a guard
+/* In debug mode (lg_debugging: gpu.debug(true), LUAGPU_DEBUG=1) buffers get a guard
 ** zone of lg_debug_guard_bytes(bytes) after their data, filled by
 ** lg_debug_fill_guard; call.c then calls lg_debug_after_launch (waits,
 ** raises naming a failed kernel, its arguments and line, or a write past
 ** the end of a buffer argument), transfer.c lg_debug_after_transfer (waits;
 ** returns the command's failure status, 0 when it did not fail) and
 ** lg_debug_transfer_error. */
-extern int lg_debug_on;
+int lg_debugging(lua_State *L);
 size_t lg_debug_guard_bytes(size_t bytes);
 cl_int lg_debug_fill_guard(cl_command_queue q, cl_mem mem, size_t offset, size_t guard);
-void lg_debug_after_launch(lua_State *L, const lg_Call *c, cl_command_queue q, cl_event ev);
-cl_int lg_debug_after_transfer(cl_event ev);
+/* lg_debug_after_launch returns 1 when it skipped the checks (the command
+** may wait for an unset user event); lg_debug_later then has the Event at
+** evidx keep the Call at callidx and the Lua line, and wait_ok (event.c)
+** calls lg_debug_check_later with the command's final status once it is
+** done: the checks run then, raising as at the launch. */
+int lg_debug_after_launch(lua_State *L, const lg_Call *c, cl_command_queue q, cl_event ev);
+void lg_debug_later(lua_State *L, int evidx, int callidx);
+void lg_debug_check_later(lua_State *L, int evidx, lg_Event *e, cl_int st);
+cl_int lg_debug_after_transfer(lua_State *L, cl_event ev);
 void lg_debug_transfer_error(lua_State *L, const char *command, cl_int st);
 void lg_open_debug(lua_State *L);
 

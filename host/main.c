@@ -440,6 +440,28 @@ static int wait_interrupted(void) {
   return 1;
 }
 
+static void say(const char *msg) { message(msg); }
+
+static int sigint_seen(void) { return got_sigint; }
+
+/* At the end of the REPL: waits for the commands still running, saying so
+** when that takes a while; Ctrl-C ends the program at once (the commands
+** are abandoned: lua_close would wait for them). */
+static void finish_all(lua_State *L) {
+  const char *oldprogname = progname;
+  int stopped;
+  progname = PROGNAME;
+  got_sigint = 0;
+  catch_sigint(1);
+  stopped = lg_finish_all(L, sigint_seen, say);
+  catch_sigint(0);
+  if (stopped) {
+    message("interrupted: exiting without waiting for the commands");
+    _exit(130);
+  }
+  progname = oldprogname;
+}
+
 /* The REPL: on a terminal with prompts, line editing and history; fed
 ** through a pipe, without prompts but with the results printed. */
 static void repl(lua_State *L) {
@@ -451,7 +473,7 @@ static void repl(lua_State *L) {
   line_editing = stdin_tty && lg_line_start(L, push_main_lua);
   if (push_main_lua(L, "help") == LUA_OK) lua_pushcclosure(L, help, 1);
   lua_setglobal(L, "help");   /* nil (no help) if main.lua failed */
-  lg_wait_interrupted = wait_interrupted;
+  lg_state(L)->wait_interrupted = wait_interrupted;
   while ((status = read_chunk(L)) != -1) {
     if (status == -2) continue;   /* Ctrl-C at the prompt: a fresh one */
     if (status == LUA_OK) {
@@ -462,10 +484,11 @@ static void repl(lua_State *L) {
     }
     report(L, status);
   }
-  lg_wait_interrupted = NULL;
+  lg_state(L)->wait_interrupted = NULL;
   if (stdin_tty) fputs("\n", stdout);
   fflush(stdout);
   progname = oldprogname;
+  finish_all(L);
 }
 
 /* ----------------------------------------------------------------- main */
@@ -553,14 +576,23 @@ static const char *trace_path(char **argv, int script) {
 }
 
 /* gpu.trace(arg): "true" starts the trace, a path stops it and writes it
-** there. Reports an error. */
+** there. Reports an error (its message alone: the script's line means
+** nothing here). */
 static int trace(lua_State *L, const char *arg) {
   lua_getglobal(L, "gpu");
   lua_getfield(L, -1, "trace");
   lua_remove(L, -2);
   if (strcmp(arg, "true") == 0) lua_pushboolean(L, 1);
   else lua_pushstring(L, arg);
-  return report(L, docall(L, 1, 0));
+  return report(L, lua_pcall(L, 1, 0, 0));
+}
+
+/* Refuses a --trace file that must not be written (a script, a file that
+** is no trace, a link, a folder) before anything runs. Reports an error. */
+static int check_trace(lua_State *L, const char *path) {
+  lua_pushcfunction(L, lg_trace_check_path);
+  lua_pushstring(L, path);
+  return report(L, lua_pcall(L, 1, 0, 0));
 }
 
 /* Everything runs in protected mode: argc and argv come as light userdata
@@ -612,19 +644,25 @@ static int pmain(lua_State *L) {
     return 1;
   }
   if (flags & HAS_V) print_version(L, stdout, "");
-  if (flags & HAS_TRACE) trace(L, "true");
+  if (flags & HAS_TRACE) {
+    if (check_trace(L, trace_path(argv, script)) != LUA_OK) {
+      lua_pushinteger(L, EXIT_FAILURE);
+      return 1;
+    }
+    trace(L, "true");
+  }
   if ((!(flags & HAS_BIG_E) && handle_init(L) != LUA_OK) || !run_args(L, argv, script) ||
       (script < argc && handle_script(L, argv, argc, script) != LUA_OK)) {
     if (flags & HAS_TRACE) trace(L, trace_path(argv, script));
     lua_pushinteger(L, EXIT_FAILURE);
     return 1;
   }
+  if ((flags & HAS_I) || (script == argc && !(flags & (HAS_E | HAS_V))))
+    repl(L);   /* the trace covers the session too: written when it ends */
   if ((flags & HAS_TRACE) && trace(L, trace_path(argv, script)) != LUA_OK) {
     lua_pushinteger(L, EXIT_FAILURE);
     return 1;
   }
-  if ((flags & HAS_I) || (script == argc && !(flags & (HAS_E | HAS_V))))
-    repl(L);
   lua_pushinteger(L, EXIT_SUCCESS);
   return 1;
 }

@@ -40,7 +40,7 @@ static int slab_gc(lua_State *L) {
   Slab *s = luaL_checkudata(L, 1, SLAB_MT);
   if (s->mem != NULL) {
     if (clEnqueueUnmapMemObject(s->q, s->mem, s->base, 0, NULL, NULL) == CL_SUCCESS)
-      clFinish(s->q);
+      lg_finish_collected(L, s->q);   /* not while a user event may hold the queue */
     clReleaseMemObject(s->mem);
     clReleaseCommandQueue(s->q);
     s->mem = NULL;

@@ -6,8 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
+
+#define QUEUES_KEY "luagpu.queues"   /* weak set of the state's Queues */
 
 /* ------------------------------------------------------------ queues */
 
@@ -32,6 +35,12 @@ static lg_Queue *push_queue(lua_State *L, int devidx) {
   luaL_setmetatable(L, LG_QUEUE_MT);
   lua_pushvalue(L, devidx);
   lua_setiuservalue(L, -2, 1);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, QUEUES_KEY) == LUA_TTABLE) {
+    lua_pushvalue(L, -2);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+  }
+  lua_pop(L, 1);
   return q;
 }
 
@@ -103,10 +112,34 @@ static int q_free(lua_State *L, int collecting) {
   /* A collected queue (lua_close included) waits for its commands: the
   ** process may end right after, and a driver still working on them then
   ** (PoCL compiling a kernel on its own thread) crashes in its teardown. */
-  if (collecting && !q->borrowed) clFinish(q->q);
+  if (collecting && !q->borrowed) lg_finish_collected(L, q->q);
   clReleaseCommandQueue(q->q);   /* flushes: pending commands still complete */
   q->q = NULL;
   return 0;
+}
+
+/* While a user event is unset, a command of q may wait for it, and only
+** the script could set it: the finish waits for lua_close, where unset
+** user events fail first (the state's context finishes q then). */
+void lg_finish_collected(lua_State *L, cl_command_queue q) {
+  lg_State *s = lg_state(L);
+  if (lg_user_events_unset(L) == 0) {
+    clFinish(q);
+    return;
+  }
+  if (s->nfinish == s->capfinish) {
+    size_t ncap = s->capfinish == 0 ? 8 : s->capfinish * 2;
+    cl_command_queue *nf = realloc(s->finish, ncap * sizeof *nf);
+    if (nf == NULL) {                 /* no room to remember it: it still completes */
+      clFlush(q);
+      return;
+    }
+    s->finish = nf;
+    s->capfinish = ncap;
+  }
+  clFlush(q);
+  clRetainCommandQueue(q);
+  s->finish[s->nfinish++] = q;
 }
 
 static int q_gc(lua_State *L) { return q_free(L, 1); }
@@ -221,6 +254,72 @@ static int dev_default_queue(lua_State *L) {
   return 1;
 }
 
+/* -------------------------------------------- waiting for every queue */
+
+static double seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int lg_finish_all(lua_State *L, int (*interrupted)(void), void (*say)(const char *msg)) {
+  cl_event marks[64];
+  const lg_Queue *queues[64];
+  int n = 0, i, said = 0, left;
+  long ns = 100000;
+  double t0 = seconds();
+  lg_fail_user_events(L);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, QUEUES_KEY) == LUA_TTABLE) {
+    lua_pushnil(L);
+    while (lua_next(L, -2) && n < 64) {
+      lg_Queue *q = lua_touserdata(L, -2);
+      lua_pop(L, 1);
+      if (q != NULL && q->q != NULL &&
+          clEnqueueMarkerWithWaitList(q->q, 0, NULL, &marks[n]) == CL_SUCCESS) {
+        clFlush(q->q);
+        queues[n++] = q;
+      }
+    }
+  }
+  lua_pop(L, 1);
+  for (;;) {
+    luaL_Buffer b;
+    int nleft = 0;
+    for (i = 0, left = 0; i < n; i++) {
+      cl_int st = CL_COMPLETE;
+      clGetEventInfo(marks[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
+      if (st > CL_COMPLETE) left = 1;
+    }
+    if (!left || (interrupted != NULL && interrupted())) break;
+    if (!said && say != NULL && seconds() - t0 >= 0.5) {
+      said = 1;
+      luaL_buffinit(L, &b);
+      for (i = 0; i < n; i++) {
+        cl_int st = CL_COMPLETE;
+        clGetEventInfo(marks[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
+        if (st <= CL_COMPLETE) continue;
+        lua_pushfstring(L, "%s%s queue of %s", nleft++ > 0 ? ", " : "",
+                        queues[i]->dev->queue == queues[i]->q ? "the default" : "a",
+                        queues[i]->dev->name);
+        luaL_addvalue(&b);
+      }
+      luaL_pushresult(&b);
+      say(lua_pushfstring(L, "waiting for the commands still running on %s (Ctrl-C aborts)",
+                          lua_tostring(L, -1)));
+      lua_pop(L, 2);
+    }
+    {
+      struct timespec ts;
+      ts.tv_sec = 0;
+      ts.tv_nsec = ns;
+      nanosleep(&ts, NULL);
+      if (ns < 10000000) ns *= 2;
+    }
+  }
+  for (i = 0; i < n; i++) clReleaseEvent(marks[i]);
+  return left;
+}
+
 /* ------------------------------------------------------------- open */
 
 static const luaL_Reg queue_methods[] = {
@@ -240,5 +339,14 @@ static const luaL_Reg device_methods[] = {
 
 void lg_open_queue(lua_State *L) {
   lg_newclass(L, LG_QUEUE_MT, queue_methods, queue_meta);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, QUEUES_KEY) == LUA_TNIL) {
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, QUEUES_KEY);
+  }
+  lua_pop(L, 1);
   lg_add_methods(L, LG_DEVICE_MT, device_methods);
 }

@@ -245,7 +245,7 @@ static int rw_rect(lua_State *L, int write) {
                                   bslice, hrow, hslice, a->data, o.nwait, o.wait, &ev);
   if (err != CL_SUCCESS)
     lg_clerror(L, write ? "clEnqueueWriteBufferRect" : "clEnqueueReadBufferRect", err, NULL);
-  if (lg_trace_on)
+  if (lg_tracing(L))
     lg_trace_add(L, o.queue->q, ev, write ? "write" : "read", NULL, 0, NULL, NULL,
                  product(region, dev.nd) * esize, o.nwait, o.wait);
   push_event(L, ev, write ? "write_rect" : "read_rect", 1, arr, qidx);
@@ -299,7 +299,7 @@ static int buf_copy_rect_to(lua_State *L) {
   if (err == CL_MEM_COPY_OVERLAP)
     lg_clerror(L, "clEnqueueCopyBufferRect", err, "source and destination regions overlap");
   if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueCopyBufferRect", err, NULL);
-  if (lg_trace_on)
+  if (lg_tracing(L))
     lg_trace_add(L, o.queue->q, ev, "copy", NULL, 0, NULL, NULL,
                  product(region, src.nd) * esize, o.nwait, o.wait);
   push_event(L, ev, "copy_rect", 1, 2, qidx);

@@ -47,7 +47,8 @@ static void add_event(lua_State *L, WaitList *w, int idx, cl_context ctx, const 
   if (e->ev == NULL) lg_error(L, fn, "%s: attempt to use a released event", where);
   if (clGetEventInfo(e->ev, CL_EVENT_CONTEXT, sizeof ectx, &ectx, NULL) == CL_SUCCESS &&
       ectx != ctx)
-    lg_error(L, fn, "%s: the event belongs to another context (another platform's device)",
+    lg_error(L, fn, "%s: the event belongs to another context (another "
+             "platform's device, or a sub-device of dev:partition)",
              where);
   if (clGetEventInfo(e->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL) ==
           CL_SUCCESS && st < 0) {   /* drivers differ on what follows: refuse it here */
@@ -192,7 +193,7 @@ static int q_sync(lua_State *L, int barrier) {
   if (err != CL_SUCCESS)
     lg_clerror(L, barrier ? "clEnqueueBarrierWithWaitList" : "clEnqueueMarkerWithWaitList",
                err, NULL);
-  if (lg_trace_on)
+  if (lg_tracing(L))
     lg_trace_add(L, q->q, ev, barrier ? "barrier" : "marker", NULL, 0, NULL, NULL, 0, o.nwait,
                  o.wait);
   keep[0] = 1;

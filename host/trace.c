@@ -1,26 +1,28 @@
 /*
 ** trace.c: the command trace behind gpu.trace and `luagpu --trace`. While
-** lg_trace_on is set, every enqueueing call (call.c, transfer.c, sync.c)
+** tracing is on in a Lua state, every enqueueing call (call.c, transfer.c, sync.c)
 ** hands its command here: the cl_event (retained), the queue (retained), the
 ** kind, kernel name, sizes, bytes, wait list and the Lua file:line of the
 ** user's code that enqueued it. gpu.trace(false) waits for the recorded
 ** commands, reads their profiling timestamps and returns the record as Lua
 ** tables; luagpu.trace (lua/luagpu/trace.lua) writes it as Chrome
 ** trace-event JSON or an SVG timeline. When tracing is off the enqueue paths
-** pay one branch on lg_trace_on.
+** pay one test of the state's trace_on. The record belongs to the Lua state
+** (lg_State): states trace independently.
 */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
-#define MAX_WAITS 8
 #define MAX_RECORDS ((size_t)1 << 20)
 
-int lg_trace_on = 0;
-
-typedef struct Record {
+typedef struct lg_TraceRecord {
   cl_event ev;
   cl_command_queue q;
   char kind[12];               /* "kernel", "write", "read", "fill", "copy", "marker", ... */
@@ -30,12 +32,9 @@ typedef struct Record {
   size_t global[3], local[3];  /* local[0] == 0: none given */
   size_t bytes;
   cl_ulong host_ns;            /* CLOCK_MONOTONIC at the enqueue */
-  cl_uint nwait;               /* up to MAX_WAITS kept of them */
-  cl_event wait[MAX_WAITS];
+  size_t wait0;                /* its wait list: waits[wait0 .. wait0 + nwait - 1] of the state */
+  cl_uint nwait;
 } Record;
-
-static Record *records = NULL;
-static size_t nrecords = 0, cap = 0, dropped = 0;
 
 static cl_ulong now_ns(void) {
   struct timespec ts;
@@ -43,17 +42,21 @@ static cl_ulong now_ns(void) {
   return (cl_ulong)ts.tv_sec * 1000000000u + (cl_ulong)ts.tv_nsec;
 }
 
-/* Lets every record go. */
-static void clear(void) {
+void lg_trace_clear(lg_State *s) {
   size_t i;
-  for (i = 0; i < nrecords; i++) {
-    clReleaseEvent(records[i].ev);
-    clReleaseCommandQueue(records[i].q);
+  for (i = 0; i < s->nrecords; i++) {
+    clReleaseEvent(s->records[i].ev);
+    clReleaseCommandQueue(s->records[i].q);
   }
-  free(records);
-  records = NULL;
-  nrecords = cap = dropped = 0;
+  for (i = 0; i < s->nwaits; i++) clReleaseEvent(s->waits[i]);
+  free(s->records);
+  free(s->waits);
+  s->records = NULL;
+  s->waits = NULL;
+  s->nrecords = s->cap = s->dropped = s->nwaits = s->capwaits = 0;
 }
+
+int lg_tracing(lua_State *L) { return lg_state(L)->trace_on; }
 
 /* The first caller up the stack that is not one of luagpu's own Lua
 ** helpers (their source names a "luagpu/" file): "file.lua:12" (the
@@ -71,20 +74,39 @@ void lg_lua_where(lua_State *L, char *buf, size_t size) {
   }
 }
 
+/* Room for one more record and nwait more waits; 0 when there is none. */
+static int reserve(lg_State *s, cl_uint nwait) {
+  if (s->nrecords == s->cap) {
+    size_t ncap = s->cap == 0 ? 256 : s->cap * 2;
+    Record *nr = ncap <= MAX_RECORDS ? realloc(s->records, ncap * sizeof *nr) : NULL;
+    if (nr == NULL) return 0;
+    s->records = nr;
+    s->cap = ncap;
+  }
+  if (nwait > s->capwaits - s->nwaits) {
+    size_t ncap = s->capwaits == 0 ? 256 : s->capwaits;
+    cl_event *nw;
+    while (ncap - s->nwaits < nwait && ncap <= MAX_RECORDS * 64) ncap *= 2;
+    nw = ncap - s->nwaits >= nwait ? realloc(s->waits, ncap * sizeof *nw) : NULL;
+    if (nw == NULL) return 0;
+    s->waits = nw;
+    s->capwaits = ncap;
+  }
+  return 1;
+}
+
 void lg_trace_add(lua_State *L, cl_command_queue q, cl_event ev, const char *kind,
                   const char *name, cl_uint dims, const size_t *global, const size_t *local,
                   size_t bytes, cl_uint nwait, const cl_event *wait) {
+  lg_State *s = lg_state(L);
   Record *r;
   cl_uint i;
   if (ev == NULL || q == NULL) return;
-  if (nrecords == cap) {
-    size_t ncap = cap == 0 ? 256 : cap * 2;
-    Record *nr = ncap <= MAX_RECORDS ? realloc(records, ncap * sizeof *nr) : NULL;
-    if (nr == NULL) { dropped++; return; }
-    records = nr;
-    cap = ncap;
+  if (!reserve(s, nwait)) {
+    s->dropped++;
+    return;
   }
-  r = &records[nrecords++];
+  r = &s->records[s->nrecords++];
   memset(r, 0, sizeof *r);
   clRetainEvent(ev);
   clRetainCommandQueue(q);
@@ -100,8 +122,12 @@ void lg_trace_add(lua_State *L, cl_command_queue q, cl_event ev, const char *kin
     r->local[i] = local != NULL ? local[i] : 0;
   }
   r->bytes = bytes;
-  r->nwait = nwait > MAX_WAITS ? MAX_WAITS : nwait;
-  for (i = 0; i < r->nwait; i++) r->wait[i] = wait[i];
+  r->wait0 = s->nwaits;
+  r->nwait = nwait;
+  for (i = 0; i < nwait; i++) {
+    clRetainEvent(wait[i]);
+    s->waits[s->nwaits++] = wait[i];
+  }
 }
 
 /* ------------------------------------------------------ the record in Lua */
@@ -131,24 +157,78 @@ static void push_device_name(lua_State *L, cl_command_queue q) {
   lua_pushstring(L, name);
 }
 
-/* One record as a table: {seq, queue, device, kind, name, global, local,
-** bytes, where, host, queued, submit, start, end, waits, status}. Queues
-** are numbered in order of first use. */
-static void push_record(lua_State *L, size_t i, cl_command_queue *queues, size_t *nq) {
+static cl_int exec_status(cl_event ev) {
+  cl_int st = CL_COMPLETE;
+  cl_int err = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
+  return err != CL_SUCCESS ? err : st;
+}
+
+static int is_user_event(cl_event ev) {
+  cl_command_type t = 0;
+  return clGetEventInfo(ev, CL_EVENT_COMMAND_TYPE, sizeof t, &t, NULL) == CL_SUCCESS &&
+         t == CL_COMMAND_USER;
+}
+
+/* The index of the record of ev before record i; i when there is none. */
+static size_t record_of(const lg_State *s, cl_event ev, size_t i) {
+  size_t j;
+  for (j = i; j-- > 0;)
+    if (s->records[j].ev == ev) return j;
+  return i;
+}
+
+/* What the record needs besides the records: qn[i] the number of record
+** i's queue (from 0, in order of first use; *nq of them, queues[] their
+** handles); blocked[i] set when record i is not done and may wait for an
+** unset user event: it waits for one, for a blocked record or a command
+** not in the record that is not done, or comes after a blocked record on
+** an in-order queue. Only called while the state has an unset user event:
+** waiting for a blocked command would never end. */
+static void find_blocked(const lg_State *s, const size_t *qn, const cl_command_queue *queues,
+                         size_t nq, char *blocked) {
+  char *qblocked = calloc(nq + 1, 1);
+  size_t i;
+  for (i = 0; i < s->nrecords; i++) {
+    const Record *r = &s->records[i];
+    int b = 0;
+    cl_uint w;
+    if (exec_status(r->ev) <= CL_COMPLETE) continue;
+    if (qblocked == NULL || qblocked[qn[i]]) b = 1;
+    for (w = 0; w < r->nwait && !b; w++) {
+      cl_event e = s->waits[r->wait0 + w];
+      size_t j;
+      if (exec_status(e) <= CL_COMPLETE) continue;
+      j = is_user_event(e) ? i : record_of(s, e, i);
+      b = j == i || blocked[j];
+    }
+    blocked[i] = (char)b;
+    if (b && qblocked != NULL) {
+      cl_command_queue_properties props = 0;
+      clGetCommandQueueInfo(queues[qn[i]], CL_QUEUE_PROPERTIES, sizeof props, &props, NULL);
+      if (!(props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)) qblocked[qn[i]] = 1;
+    }
+  }
+  free(qblocked);
+}
+
+/* Record i as a table: {seq, queue, device, kind, name, global, local,
+** bytes, where, host, queued, submit, start, end, waits, status}. A record
+** not blocked is waited for; a blocked one has status "pending" and no
+** device times. */
+static void push_record(lua_State *L, const lg_State *s, size_t i, size_t qn, int blocked) {
   static const cl_profiling_info what[4] = {
     CL_PROFILING_COMMAND_QUEUED, CL_PROFILING_COMMAND_SUBMIT,
     CL_PROFILING_COMMAND_START, CL_PROFILING_COMMAND_END
   };
   static const char *const names[4] = {"queued", "submit", "start", "end"};
-  const Record *r = &records[i];
-  size_t qn, j;
+  const Record *r = &s->records[i];
   cl_int st = CL_COMPLETE;
   cl_uint w;
   int k;
-  for (qn = 0; qn < *nq && queues[qn] != r->q; qn++) {}
-  if (qn == *nq) queues[(*nq)++] = r->q;
-  clWaitForEvents(1, &r->ev);
-  clGetEventInfo(r->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
+  if (!blocked) {
+    clWaitForEvents(1, &r->ev);
+    st = exec_status(r->ev);
+  }
   lua_createtable(L, 0, 16);
   set_int(L, "seq", (lua_Integer)i + 1);
   set_int(L, "queue", (lua_Integer)qn + 1);
@@ -166,62 +246,215 @@ static void push_record(lua_State *L, size_t i, cl_command_queue *queues, size_t
   lua_pushstring(L, r->where);
   lua_setfield(L, -2, "where");
   set_int(L, "host", (lua_Integer)r->host_ns);
-  lua_pushstring(L, st == CL_COMPLETE ? "complete" : "error");
+  lua_pushstring(L, blocked ? "pending" : st == CL_COMPLETE ? "complete" : "error");
   lua_setfield(L, -2, "status");
-  for (k = 0; k < 4; k++) {
+  for (k = 0; k < 4 && !blocked; k++) {
     cl_ulong t = 0;
     if (clGetEventProfilingInfo(r->ev, what[k], sizeof t, &t, NULL) != CL_SUCCESS) break;
     set_int(L, names[k], (lua_Integer)t);
   }
   lua_newtable(L);
-  for (w = 0, k = 0; w < r->nwait; w++)   /* the earlier records it waited for */
-    for (j = 0; j < i; j++)
-      if (records[j].ev == r->wait[w]) {
-        lua_pushinteger(L, (lua_Integer)j + 1);
-        lua_rawseti(L, -2, ++k);
-      }
+  for (w = 0, k = 0; w < r->nwait; w++) {   /* the earlier records it waited for */
+    size_t j = record_of(s, s->waits[r->wait0 + w], i);
+    if (j < i) {
+      lua_pushinteger(L, (lua_Integer)j + 1);
+      lua_rawseti(L, -2, ++k);
+    }
+  }
   lua_setfield(L, -2, "waits");
 }
 
-/* Waits for the recorded commands and pushes the record: a list of tables
-** (push_record), with n = its length and dropped = the commands not kept
-** (past 2^20 or out of memory). Clears the trace. */
+/* Waits for the recorded commands (but those blocked by an unset user
+** event) and pushes the record: a list of tables (push_record), with n =
+** its length and dropped = the commands not kept (past 2^20 or out of
+** memory). Clears the trace. */
 static void push_trace(lua_State *L) {
-  size_t i, nq = 0;
-  cl_command_queue *queues = malloc((nrecords + 1) * sizeof *queues);
-  if (queues == NULL) {
-    clear();
+  lg_State *s = lg_state(L);
+  size_t i, j, nq = 0, n = s->nrecords;
+  cl_command_queue *queues = malloc((n + 1) * sizeof *queues);
+  size_t *qn = malloc((n + 1) * sizeof *qn);
+  char *blocked = calloc(n + 1, 1);
+  if (queues == NULL || qn == NULL || blocked == NULL) {
+    free(queues);
+    free(qn);
+    free(blocked);
+    lg_trace_clear(s);
     luaL_error(L, "luagpu: gpu.trace: out of memory");
   }
-  lua_createtable(L, (int)(nrecords < 1000000 ? nrecords : 1000000), 2);
-  for (i = 0; i < nrecords; i++) {
-    push_record(L, i, queues, &nq);
+  for (i = 0; i < n; i++) {           /* queues numbered in order of first use */
+    for (j = 0; j < nq && queues[j] != s->records[i].q; j++) {}
+    if (j == nq) {
+      queues[nq++] = s->records[i].q;
+      clFlush(s->records[i].q);
+    }
+    qn[i] = j;
+  }
+  if (lg_user_events_unset(L) > 0) find_blocked(s, qn, queues, nq, blocked);
+  lua_createtable(L, (int)(n < 1000000 ? n : 1000000), 2);
+  for (i = 0; i < n; i++) {
+    push_record(L, s, i, qn[i], blocked[i]);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
-  set_int(L, "n", (lua_Integer)nrecords);
-  set_int(L, "dropped", (lua_Integer)dropped);
+  set_int(L, "n", (lua_Integer)n);
+  set_int(L, "dropped", (lua_Integer)s->dropped);
   free(queues);
-  clear();
+  free(qn);
+  free(blocked);
+  lg_trace_clear(s);
+}
+
+/* ----------------------------------------------------- the trace's file */
+
+static int ends_with(const char *s, const char *tail) {
+  size_t n = strlen(s), m = strlen(tail), i;
+  if (n < m) return 0;
+  for (i = 0; i < m; i++)
+    if ((s[n - m + i] | 0x20) != tail[i]) return 0;
+  return 1;
+}
+
+/* Whether the regular file at path is empty or starts as a trace of ours. */
+static int looks_like_trace(const char *path) {
+  static const char *const heads[] = {
+    "{\"displayTimeUnit\"", "<svg xmlns=\"http://www.w3.org/2000/svg\"", NULL
+  };
+  char head[64];
+  ssize_t got;
+  int i, fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return 0;
+  got = read(fd, head, sizeof head - 1);
+  close(fd);
+  if (got < 0) return 0;
+  head[got] = '\0';
+  if (got == 0) return 1;
+  for (i = 0; heads[i] != NULL; i++)
+    if (strncmp(head, heads[i], strlen(heads[i])) == 0) return 1;
+  return 0;
+}
+
+/* trace_file.check(path [, fn]): raises unless a trace may be written at
+** path: refused are a name ending in .lua, a symbolic link, a folder, and a
+** file that is neither empty nor a trace of ours. Returns true when the
+** trace is written straight into path (a device or pipe, /dev/stdout),
+** false when through a new file renamed over it. */
+static int tf_check(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  const char *fn = luaL_optstring(L, 2, "trace.write");
+  struct stat st;
+  if (path[0] == '\0') return lg_error(L, fn, "expected a file path, got an empty string");
+  if (ends_with(path, ".lua"))
+    return lg_error(L, fn, "refusing to write a trace over %s (a Lua script): give the "
+                    "trace its own file (out.json, or out.svg)", path);
+  if (lstat(path, &st) != 0) {
+    if (errno == ENOENT) {            /* a new file: its folder must take it */
+      const char *slash = strrchr(path, '/');
+      const char *dir = slash == NULL ? "." : slash == path ? "/"
+                        : lua_pushlstring(L, path, (size_t)(slash - path));
+      if (access(dir, W_OK | X_OK) != 0)
+        return lg_error(L, fn, "cannot write %s: %s", path, strerror(errno));
+      lua_pushboolean(L, 0);
+      return 1;
+    }
+    return lg_error(L, fn, "cannot write %s: %s", path, strerror(errno));
+  }
+  if (S_ISLNK(st.st_mode))
+    return lg_error(L, fn, "refusing to write a trace through the symbolic link %s: give "
+                    "the file itself", path);
+  if (S_ISDIR(st.st_mode)) return lg_error(L, fn, "cannot write %s: it is a folder", path);
+  if (S_ISREG(st.st_mode)) {
+    if (!looks_like_trace(path))
+      return lg_error(L, fn, "refusing to overwrite %s: it is not a trace luagpu wrote "
+                      "(give a new file, such as out.json)", path);
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* Writes all of text to fd; returns 0, or the errno of the failure. */
+static int write_all(int fd, const char *text, size_t len) {
+  while (len > 0) {
+    ssize_t n = write(fd, text, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    text += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+/* trace_file.write(path, text, direct [, fn]): writes text at path. Direct
+** (a device or pipe): into it; else into a new file of the same folder,
+** renamed over path once all is written, so that path is never truncated
+** before the record is ready. Raises naming path and the system's reason
+** on any failed write, close or rename. */
+static int tf_write(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  size_t len, n;
+  const char *text = luaL_checklstring(L, 2, &len);
+  int direct = lua_toboolean(L, 3), fd, err;
+  const char *fn = luaL_optstring(L, 4, "trace.write");
+  const char *slash = strrchr(path, '/');
+  char *tmp;
+  if (direct) {
+    fd = open(path, O_WRONLY | O_NOFOLLOW | O_NOCTTY);
+    if (fd < 0) return lg_error(L, fn, "cannot write %s: %s", path, strerror(errno));
+    err = write_all(fd, text, len);
+    if (close(fd) != 0 && err == 0) err = errno;
+    if (err != 0) return lg_error(L, fn, "cannot write %s: %s", path, strerror(err));
+    return 0;
+  }
+  n = slash != NULL ? (size_t)(slash - path) + 1 : 0;
+  tmp = lua_newuserdatauv(L, n + strlen(path + n) + 16, 0);
+  memcpy(tmp, path, n);
+  sprintf(tmp + n, ".%s.XXXXXX", path + n);
+  fd = mkstemp(tmp);
+  if (fd < 0) return lg_error(L, fn, "cannot write %s: %s", path, strerror(errno));
+  fchmod(fd, 0644);
+  err = write_all(fd, text, len);
+  if (close(fd) != 0 && err == 0) err = errno;
+  if (err == 0 && rename(tmp, path) != 0) err = errno;
+  if (err != 0) {
+    unlink(tmp);
+    return lg_error(L, fn, "cannot write %s: %s", path, strerror(err));
+  }
+  return 0;
+}
+
+/* Raises unless a trace may be written at the path at index 1 (the
+** program's --trace checks its file before the script runs). */
+int lg_trace_check_path(lua_State *L) {
+  lua_settop(L, 1);
+  lua_pushliteral(L, "--trace");
+  return tf_check(L);
 }
 
 /* gpu.trace(true): starts recording (dropping an earlier record);
-** gpu.trace(false): stops and returns the record; gpu.trace(path): stops
-** and writes it (luagpu.trace: Chrome JSON, or SVG for a path ending in
-** .svg), and returns it. */
+** gpu.trace(false): stops and returns the record; gpu.trace(path): checks
+** path, stops and writes it (luagpu.trace: Chrome JSON, or SVG for a path
+** ending in .svg), and returns it. */
 static int mod_trace(lua_State *L) {
+  lg_State *s = lg_state(L);
   int t = lua_type(L, 1);
   if (t == LUA_TBOOLEAN && lua_toboolean(L, 1)) {
-    clear();
-    lg_trace_on = 1;
+    lg_trace_clear(s);
+    s->trace_on = 1;
     return 0;
   }
   if (t != LUA_TBOOLEAN && t != LUA_TSTRING)
     return lg_argerror(L, "gpu.trace", 1, "expected true, false or a file path, got %s",
                        luaL_typename(L, 1));
-  if (!lg_trace_on && t == LUA_TSTRING)
+  if (!s->trace_on && t == LUA_TSTRING)
     return lg_error(L, "gpu.trace", "not tracing: call gpu.trace(true) first");
-  lg_trace_on = 0;
   lua_settop(L, 1);
+  if (t == LUA_TSTRING) {              /* a refused path leaves the trace recording */
+    lua_pushcfunction(L, tf_check);
+    lua_pushvalue(L, 1);
+    lua_pushliteral(L, "gpu.trace");
+    lua_call(L, 2, 0);
+  }
+  s->trace_on = 0;
   push_trace(L);
   if (t == LUA_TSTRING) {
     lua_getglobal(L, "require");
@@ -230,7 +463,8 @@ static int mod_trace(lua_State *L) {
     lua_getfield(L, -1, "write");
     lua_pushvalue(L, 2);
     lua_pushvalue(L, 1);
-    lua_call(L, 2, 0);
+    lua_pushliteral(L, "gpu.trace");
+    lua_call(L, 3, 0);
     lua_pop(L, 1);
   }
   return 1;
@@ -238,29 +472,24 @@ static int mod_trace(lua_State *L) {
 
 /* gpu.tracing(): true while a trace records. */
 static int mod_tracing(lua_State *L) {
-  lua_pushboolean(L, lg_trace_on);
+  lua_pushboolean(L, lg_state(L)->trace_on);
   return 1;
-}
-
-/* The __gc of a sentinel in the registry: at lua_close, a trace still
-** recording lets its events and queues go. */
-static int trace_gc(lua_State *L) {
-  (void)L;
-  lg_trace_on = 0;
-  clear();
-  return 0;
 }
 
 static const luaL_Reg trace_functions[] = {
   {"trace", mod_trace}, {"tracing", mod_tracing}, {NULL, NULL}
 };
 
+static const luaL_Reg file_functions[] = {
+  {"check", tf_check}, {"write", tf_write}, {NULL, NULL}
+};
+
+/* Also makes package.loaded["luagpu.trace_file"], the file half of
+** luagpu.trace: check(path) and write(path, text, direct). */
 void lg_open_trace(lua_State *L) {
   luaL_setfuncs(L, trace_functions, 0);
-  lua_newuserdatauv(L, 1, 0);
-  lua_newtable(L);
-  lua_pushcfunction(L, trace_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_setmetatable(L, -2);
-  lua_setfield(L, LUA_REGISTRYINDEX, "luagpu.trace_sentinel");
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  luaL_newlib(L, file_functions);
+  lua_setfield(L, -2, "luagpu.trace_file");
+  lua_pop(L, 1);
 }

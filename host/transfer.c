@@ -41,6 +41,7 @@ static const char *const enqueue_names[] = {
   "clEnqueueWriteBuffer", "clEnqueueReadBuffer", "clEnqueueFillBuffer", "clEnqueueCopyBuffer"
 };
 
+/* ev is NULL for a blocking read that needs no event. */
 static cl_int enqueue_once(const Transfer *t, const lg_Opts *o, cl_event *ev) {
   size_t esize = lg_type_size(t->b->type), off = t->b->offset * esize;
   size_t bytes = t->b->count * esize;
@@ -51,8 +52,7 @@ static cl_int enqueue_once(const Transfer *t, const lg_Opts *o, cl_event *ev) {
                                   o->wait, ev);
     case READ:
       return clEnqueueReadBuffer(o->queue->q, mem, t->blocking ? CL_TRUE : CL_FALSE, off,
-                                 bytes, t->host, o->nwait, o->wait,
-                                 t->blocking && !lg_trace_on ? NULL : ev);
+                                 bytes, t->host, o->nwait, o->wait, ev);
     case FILL:
       return clEnqueueFillBuffer(o->queue->q, mem, t->host, esize, off, bytes, o->nwait,
                                  o->wait, ev);
@@ -68,18 +68,19 @@ static cl_int enqueue_once(const Transfer *t, const lg_Opts *o, cl_event *ev) {
 ** collection (dead buffers may hold it). */
 static cl_event enqueue(lua_State *L, const Transfer *t, const lg_Opts *o) {
   cl_event ev = NULL;
+  cl_event *evp = t->blocking && !lg_tracing(L) ? NULL : &ev;
   cl_int err;
   if (t->b->count == 0) {
     err = clEnqueueMarkerWithWaitList(o->queue->q, o->nwait, o->wait, &ev);
   } else {
-    err = enqueue_once(t, o, &ev);
+    err = enqueue_once(t, o, evp);
     if (lg_is_oom(err)) {
       lua_gc(L, LUA_GCCOLLECT, 0);
-      err = enqueue_once(t, o, &ev);
+      err = enqueue_once(t, o, evp);
     }
   }
   if (err != CL_SUCCESS) lg_clerror(L, enqueue_names[t->kind], err, NULL);
-  if (lg_trace_on) {          /* a blocking read gets an event for the trace only */
+  if (lg_tracing(L)) {          /* a blocking read gets an event for the trace only */
     static const char *const kinds[] = {"write", "read", "fill", "copy"};
     lg_trace_add(L, o->queue->q, ev, kinds[t->kind], NULL, 0, NULL, NULL,
                  t->b->count * lg_type_size(t->b->type), o->nwait, o->wait);
@@ -88,7 +89,7 @@ static cl_event enqueue(lua_State *L, const Transfer *t, const lg_Opts *o) {
       ev = NULL;
     }
   }
-  if (lg_debug_on && ev != NULL && (err = lg_debug_after_transfer(ev)) != 0) {
+  if (lg_debugging(L) && ev != NULL && (err = lg_debug_after_transfer(L, ev)) != 0) {
     static const char *const kinds[] = {"write", "read", "fill", "copy"};
     clReleaseEvent(ev);
     lg_debug_transfer_error(L, kinds[t->kind], err);

@@ -94,6 +94,7 @@ static int mod_user_event(lua_State *L) {
   if (err != CL_SUCCESS) return lg_clerror(L, "clCreateUserEvent", err, NULL);
   e = lg_pushevent(L, ev, "user event", NULL, 0);
   e->user = 1;
+  lg_event_note_user(L, -1);   /* failed at lua_close before any queue is finished */
   return 1;
 }
 
@@ -224,7 +225,7 @@ static int drain(lua_State *L) {
   return lg_error(L, "on_complete", "%s", lua_tostring(L, -1));
 }
 
-static void after_wait(lua_State *L) {
+void lg_run_callbacks(lua_State *L) {
   drain(L);
 }
 
@@ -417,7 +418,7 @@ static int loop(lua_State *L) {
       if (stuck(L, 1))
         lg_error(L, "gpu.run_loop", "every task awaits a user event that no one can complete "
                  "(%d tasks)", (int)lua_rawlen(L, 1));
-      if (lg_wait_interrupted != NULL && lg_wait_interrupted())
+      if (lg_wait_interrupted(L))
         luaL_error(L, "interrupted! (gpu.run_loop)");
       ts.tv_sec = 0;
       ts.tv_nsec = ns;
@@ -464,7 +465,6 @@ void lg_open_userevent(lua_State *L) {
   Block *b;
   lg_add_methods(L, LG_EVENT_MT, event_methods);
   luaL_setfuncs(L, module_functions, 0);
-  lg_event_after_wait = after_wait;
   if (get_block(L) != NULL) return;   /* opened again (a second require): keep the state's */
   b = malloc(sizeof *b);
   if (b == NULL) luaL_error(L, "luagpu: not enough memory");

@@ -89,4 +89,46 @@ describe("debug mode", function()
     assert.matches(":9: luagpu: debug: kernel shifted wrote past the end of argument #2 (y) "
                    .. "at element 11 (it has 10 elements of float; launched at ", out, 1, true)
   end)
+
+  it("does not hang a transfer or kernel gated on a user event completed later", function()
+    local path = os.tmpname()
+    support.write_file(path, [[
+local dev = gpu.device()
+local q = dev:queue()
+local u = gpu.user_event(dev)
+local b = dev:buffer("float", 4)
+local w = b:write(gpu.array("float", {1, 2, 3, 4}), {queue = q, wait = u})
+local p = dev:build("kernel void twice(global float *x) { x[get_global_id(0)] *= 2; }")
+local k = p.twice(b):run({4}, nil, {queue = q, wait = w})
+local r = b:read(nil, {queue = q, wait = k})
+print(gpu.debug(), r.status ~= "complete")
+u:complete()
+print(table.concat(r:wait():totable(), " "))
+-- with the gate open again, launches are checked at once as before
+local y = dev:buffer("float", 10)
+local ok, e = pcall(function()
+  dev:build("kernel void past(global float *y) { y[get_global_id(0) + 1] = 1; }").past(y):run({10})
+end)
+print(ok, e:match("wrote past the end of argument #1 %(y%) at element 11") ~= nil)
+-- a gated launch is checked when its Event is waited for
+local u2 = gpu.user_event(dev)
+local past = dev:build("kernel void past2(global float *y) { y[get_global_id(0) + 2] = 1; }")
+local k2 = past.past2(y):run({10}, nil, {queue = q, wait = u2})
+u2:complete()
+print(pcall(k2.wait, k2))
+]])
+    local function run(cmd)
+      local p = io.popen("LUAGPU_DEBUG=1 timeout 20 " .. cmd .. " 2>&1; echo \"exit $?\"")
+      local out = p:read("a")
+      p:close()
+      return out
+    end
+    local out = run(support.shell_quote(PROG) .. " " .. support.shell_quote(path))
+    os.remove(path)
+    assert.equals("true\ttrue\n2.0 4.0 6.0 8.0\nfalse\ttrue\nfalse\tluagpu: debug: kernel "
+                  .. "past2 wrote past the end of argument #1 (y) at element 11 (it has 10 "
+                  .. "elements of float; launched at " .. path .. ":21)\nexit 0\n", out)
+    out = run(support.shell_quote(PROG) .. " examples/gated_pipeline.lua 4 1000")
+    assert.matches("every chunk checked\nexit 0\n$", out)
+  end)
 end)

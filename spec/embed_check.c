@@ -4,7 +4,8 @@
 ** check and exits 1 if any failed. What it checks: reference counts of the
 ** application's context, queue, buffers and events after every way of
 ** letting go; errors returned (never raised) for bad handles; views handed
-** back with their byte range; user events; teardown without hangs.
+** back with their byte range; user events; teardown without hangs; two
+** Lua states that trace and debug independently.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -461,8 +462,40 @@ static void check_teardown(void) {
      "lua_close lets go of everything in the app's context", detail);
 }
 
+/* Two Lua states at once: tracing, debug mode and their teardown belong to
+** each state (issue 27 item 45). */
+static void check_two_states(void) {
+  static const char *const work =
+    "local d = gpu.device() local b = d:buffer('float', 64) "
+    "b:fill(1.5):wait() return 0";
+  lua_State *A = new_state(), *B = new_state();
+  expect(A, "state A starts a trace", "gpu.trace(true) return gpu.tracing()", "true");
+  expect(B, "state B does not trace when A does", "return gpu.tracing()", "false");
+  expect(B, "state B's commands", work, "0");
+  expect(B, "state B traces on its own", "gpu.trace(true) return gpu.tracing()", "true");
+  expect(A, "state A's commands", "local d = gpu.device() d:buffer('float', 64):fill(2):wait() "
+         "return 0", "0");
+  expect(B, "state B's trace holds only B's commands",
+         "local r = gpu.trace(false) return #r", "0");
+  expect(A, "state A's trace lacks B's commands",
+         "local r = gpu.trace(false) local n = 0 "
+         "for _, c in ipairs(r) do if c.bytes == 256 then n = n + 1 end end "
+         "return #r .. ' ' .. n", "2 2");
+  expect(A, "debug mode off in A", "return tostring(gpu.debug())", "false");
+  expect(B, "gpu.debug(true) in B", "gpu.debug(true) return tostring(gpu.debug())", "true");
+  expect(A, "B's debug mode leaves A's off", "return tostring(gpu.debug())", "false");
+  expect(A, "A traces again", "gpu.trace(true) return tostring(gpu.tracing())", "true");
+  lua_close(B);
+  expect(A, "closing B leaves A's trace recording", "return tostring(gpu.tracing())", "true");
+  expect(A, "A's trace after B closed",
+         "local d = gpu.device() d:buffer('float', 8):fill(3):wait() "
+         "local r = gpu.trace(false) return #r .. ' ' .. r[#r].kind", "2 fill");
+  lua_close(A);
+}
+
 int main(void) {
   setup();
+  check_two_states();
   check_devices();
   check_errors();
   check_buffers();

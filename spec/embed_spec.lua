@@ -40,12 +40,21 @@ describe("embedding", function()
                    .. "values, got 3", out)
   end)
 
-  it("reference counts, errors returned not raised, views, events, teardown (C checks)", function()
+  it("reference counts, errors returned not raised, views, events, teardown, two states "
+     .. "(C checks)", function()
     local out, status = run(BUILD .. "/embed_check")
     assert.equal(0, status, out)
     assert.not_matches("not ok", out, 1, true)
     local n = select(2, out:gsub("\nok %- ", "\n")) + (out:match("^ok %- ") and 1 or 0)
     assert.matches("\n" .. n .. " checks, 0 failed\n", out, 1, true)
     assert.is_true(n >= 40, out)
+    -- two Lua states at once trace and debug independently (issue 27 item 45)
+    for _, name in ipairs {"state B does not trace when A does",
+                           "state A's trace lacks B's commands",
+                           "B's debug mode leaves A's off",
+                           "closing B leaves A's trace recording",
+                           "A's trace after B closed"} do
+      assert.matches("\nok %- " .. name:gsub("%p", "%%%0") .. "\n", out)
+    end
   end)
 end)

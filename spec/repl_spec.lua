@@ -153,6 +153,24 @@ describe("the REPL on a terminal", function()
     assert.matches("\nprint(ev.status ~= 'complete', 6 * 7)\n#", hist, 1, true)
     assert.matches("\nos%.exit%(0%)\n$", hist)
   end)
+
+  it("on Ctrl-D says which queues it waits for, and Ctrl-C then ends it at once", function()
+    local home = tmpdir()
+    local out, status = session(home, {
+      {prompts = 1, keys = "dev = gpu.device() p = dev:build[[kernel void spin(global uint *x, "
+                           .. "uint n) { uint s = 1; for (uint i = 0; i < n; i++) s = s * "
+                           .. "1664525u + i; x[0] = s; }]] b = dev:buffer('uint', 1) "
+                           .. "p.spin(b, 1):run({1}):wait()\n"},
+      {prompts = 2, keys = "q = dev:queue() ev = p.spin(b, 4000000000):run({1}, nil, {queue = q})\n"},
+      {prompts = 3, keys = "\4"},
+      {text = "(Ctrl-C aborts)", keys = "\3"},
+    })
+    os.execute("rm -r " .. shell_quote(home))
+    assert.equals("rc 130\n", status)
+    assert.matches("luagpu: waiting for the commands still running on a queue of "
+                   .. "[^\n]+ %(Ctrl%-C aborts%)\n", out)
+    assert.matches("luagpu: interrupted: exiting without waiting for the commands\n", out, 1, true)
+  end)
 end)
 
 describe("the REPL's help and printer", function()

@@ -195,7 +195,9 @@ describe("gpu.trace", function()
       "luagpu: trace.write: argument #2: expected a file path, got number")
     gpu.trace(true)
     assert.has_error(function() gpu.trace("/nonexistent/dir/t.json") end,
-      "luagpu: trace.write: /nonexistent/dir/t.json: No such file or directory")
+      "luagpu: gpu.trace: cannot write /nonexistent/dir/t.json: No such file or directory")
+    assert.is_true(gpu.tracing())      -- a path refused up front: the trace goes on
+    gpu.trace(false)
     assert.is_false(gpu.tracing())
   end)
 
@@ -246,5 +248,136 @@ for b in bars: print(b)
     for _, name in ipairs {"write write", "kernel scale", "kernel add_next", "read read"} do
       assert.matches(name .. " #%d+: [%d.]+ us at [%d.]+ us, examples/pipeline.lua:%d+", text)
     end
+  end)
+end)
+
+describe("the trace's file", function()
+  -- Runs the program with a time limit; returns its output and exit code.
+  local function prog(args)
+    return sh("timeout 20 " .. shell_quote(PROG) .. " " .. args)
+  end
+
+  it("--trace ends with a command still waiting for a user event, and marks it pending",
+     function()
+    local script, json = tmppath(".lua"), tmppath(".json")
+    write_file(script, [[
+local dev = gpu.device()
+local q = dev:queue()
+local u = gpu.user_event(dev)
+local b = dev:buffer("float", 16)
+local r = b:read(nil, {queue = q, wait = u})
+local k = dev:build("kernel void k(global float *x) { x[0] = 1; }").k(b):run({1}, nil, {queue = q})
+print("end")
+]])
+    local out, code = prog("--trace " .. shell_quote(json) .. " " .. shell_quote(script))
+    os.remove(script)
+    assert.equals(0, code, out)                 -- 124 when it hangs
+    assert.equals("end\n", out)
+    local rec = read_file(json)
+    os.remove(json)
+    -- the zero-fill completed; the gated read and the kernel behind it on q are pending
+    local statuses = {}
+    for name, status in rec:gmatch('"name":"([%w%-]+)".-"status":"(%a+)"') do
+      statuses[#statuses + 1] = name .. "=" .. status
+    end
+    assert.same({"zero-fill=complete", "read=pending", "k=pending"}, statuses)
+  end)
+
+  it("gpu.trace(false) does not wait for a gated command; it waits for the others", function()
+    local script = tmppath(".lua")
+    write_file(script, [[
+local dev = gpu.device()
+local q = dev:queue()
+local u = gpu.user_event(dev)
+local b = dev:buffer("float", 1024)
+gpu.trace(true)
+local f = b:fill(2, {queue = q})
+local r = b:read(nil, {queue = q, wait = u})
+local c = dev:buffer("float", 4)
+local rec = gpu.trace(false)
+print(rec[1].kind, rec[2].kind, rec[3].kind)
+print(rec[1].status, rec[2].status, rec[3].status, rec[2].start)
+u:complete()
+print(r:wait()[1024])
+]])
+    local out, code = prog(shell_quote(script))
+    os.remove(script)
+    assert.equals(0, code, out)                 -- 124 when it hangs
+    assert.equals("fill\tread\tfill\ncomplete\tpending\tcomplete\tnil\n2.0\n", out)
+  end)
+
+  it("--trace refuses a Lua script, a file that is no trace, a link, a folder: untouched",
+     function()
+    local script = tmppath(".lua")
+    write_file(script, "print('ran')\n")
+    local out, code = prog("--trace " .. shell_quote(script) .. " " .. shell_quote(script))
+    assert.equals(1, code)
+    assert.equals("luagpu: --trace: refusing to write a trace over " .. script
+                  .. " (a Lua script): give the trace its own file (out.json, or out.svg)\n", out)
+    assert.equals("print('ran')\n", read_file(script))
+    local notes = tmppath(".json")
+    write_file(notes, "my notes\n")
+    out, code = prog("--trace " .. shell_quote(notes) .. " " .. shell_quote(script))
+    assert.equals(1, code)
+    assert.equals("luagpu: --trace: refusing to overwrite " .. notes .. ": it is not a trace "
+                  .. "luagpu wrote (give a new file, such as out.json)\n", out)
+    assert.equals("my notes\n", read_file(notes))
+    local link = tmppath(".json")
+    assert(os.execute("ln -s " .. shell_quote(notes) .. " " .. shell_quote(link)))
+    out, code = prog("--trace " .. shell_quote(link) .. " -e 'print(1)'")
+    assert.equals(1, code)
+    assert.equals("luagpu: --trace: refusing to write a trace through the symbolic link "
+                  .. link .. ": give the file itself\n", out)
+    assert.equals("my notes\n", read_file(notes))
+    out, code = prog("--trace /tmp -e 'print(1)'")
+    assert.equals(1, code)
+    assert.equals("luagpu: --trace: cannot write /tmp: it is a folder\n", out)
+    -- gpu.trace checks before it stops: refused, the trace goes on
+    gpu.trace(true)
+    assert.has_error(function() gpu.trace(notes) end, "luagpu: gpu.trace: refusing to "
+                     .. "overwrite " .. notes .. ": it is not a trace luagpu wrote (give a new "
+                     .. "file, such as out.json)")
+    assert.is_true(gpu.tracing())
+    gpu.trace(false)
+    assert.has_error(function() require("luagpu.trace").write({}, script) end,
+      "luagpu: trace.write: refusing to write a trace over " .. script .. " (a Lua script): "
+      .. "give the trace its own file (out.json, or out.svg)")
+    assert.equals("my notes\n", read_file(notes))
+    -- a trace of ours is replaced, and only once the new one is whole
+    local json = tmppath(".json")
+    out, code = prog("--trace " .. shell_quote(json) .. " " .. shell_quote(script))
+    assert.equals(0, code, out)
+    out, code = prog("--trace " .. shell_quote(json) .. " -e 'gpu.device():buffer(\"int\", 4)'")
+    assert.equals(0, code, out)
+    assert.matches('"name":"zero-fill"', read_file(json), 1, true)
+    for _, p in ipairs {script, notes, link, json} do os.remove(p) end
+  end)
+
+  it("--trace with the REPL writes the trace when the session ends, not before", function()
+    local json = tmppath(".json")
+    local input = tmppath(".txt")
+    write_file(input, string.format("print(io.open(%q) == nil)\ngpu.device():buffer('int', 4)\n",
+                                    json))
+    local out, code = sh("timeout 20 " .. shell_quote(PROG) .. " < " .. shell_quote(input)
+                         .. " --trace " .. shell_quote(json) .. " 2>/dev/null")
+    assert.equals(0, code, out)
+    assert.matches("\ntrue\nluagpu.Buffer: int[4]", out, 1, true)   -- no file while it runs
+    assert.matches('"name":"zero-fill"', read_file(json), 1, true)
+    os.remove(json)
+    os.remove(input)
+  end)
+
+  it("a trace that cannot be written raises, and --trace exits 1", function()
+    local out, code = prog("--trace /dev/full -e 'gpu.device():buffer(\"int\", 4)'")
+    assert.equals(1, code)
+    assert.equals("luagpu: gpu.trace: cannot write /dev/full: No space left on device\n", out)
+    gpu.trace(true)
+    gpu.device():buffer("int", 4)
+    assert.has_error(function() gpu.trace("/dev/full") end,
+                     "luagpu: gpu.trace: cannot write /dev/full: No space left on device")
+    assert.has_error(function() require("luagpu.trace").write({}, "/dev/full") end,
+                     "luagpu: trace.write: cannot write /dev/full: No space left on device")
+    out, code = prog("--trace /dev/null -e 'gpu.device():buffer(\"int\", 4)'")
+    assert.equals(0, code, out)
   end)
 end)

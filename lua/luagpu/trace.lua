@@ -5,7 +5,7 @@
 -- commands as arrows.
 --   local trace = require "luagpu.trace"
 --   trace.json(record) -> string     trace.svg(record) -> string
---   trace.write(record, path)        -- .svg: the picture, else the JSON
+--   trace.write(record, path)        -- .svg: the picture, else the JSON (checked, see M.write)
 local M = {}
 
 -- Each command's times in microseconds from the first command: start and
@@ -168,16 +168,23 @@ function M.svg(record, opts)
 end
 
 -- Writes the record to path: the SVG timeline for a path ending in .svg,
--- else the Chrome JSON.
-function M.write(record, path)
+-- else the Chrome JSON. Refuses a path ending in .lua, a symbolic link, a
+-- folder and a file that is neither empty nor a trace; writes into a new
+-- file renamed over path once complete (a device such as /dev/stdout
+-- directly), and raises when any write, close or rename fails. fn names the
+-- caller in messages ("trace.write" when not given).
+function M.write(record, path, fn)
+  fn = fn or "trace.write"
   if type(path) ~= "string" then
-    error("luagpu: trace.write: argument #2: expected a file path, got " .. type(path), 2)
+    error("luagpu: " .. fn .. ": argument #2: expected a file path, got " .. type(path), 2)
   end
+  require "luagpu"                          -- makes luagpu.trace_file
+  local file = require "luagpu.trace_file"
   local text = path:lower():match("%.svg$") and M.svg(record) or M.json(record)
-  local f, err = io.open(path, "w")
-  if not f then error("luagpu: trace.write: " .. err, 2) end
-  f:write(text)
-  f:close()
+  local ok, err = pcall(function() file.write(path, text, file.check(path, fn), fn) end)
+  if not ok then   -- the message at the line that called trace.write (or gpu.trace)
+    error(tostring(err):gsub("^[^\n]-:%d+: (luagpu: )", "%1"), fn == "gpu.trace" and 3 or 2)
+  end
 end
 
 return M
