@@ -95,4 +95,36 @@ describe("packaging", function()
     end
     assert.is_true(n >= 10, usage)
   end)
+
+  it("embeds every helper, kernel and program file as written (no '??' read as a trigraph)", function()
+    -- a C program linked with the generated files prints what the build holds
+    local dir = tmpdir()
+    local c = dir .. "/dump.c"
+    local f = assert(io.open(c, "w"))
+    f:write([[
+#include <stdio.h>
+typedef struct lg_EmbeddedFile { const char *name; const char *text; } lg_EmbeddedFile;
+extern const lg_EmbeddedFile lg_embedded_kernels[], lg_embedded_helpers[], lg_embedded_main[];
+static void dump(const lg_EmbeddedFile *f, const char *dir) {
+  for (; f->name != NULL; f++) printf("%s/%s\n%s%c", dir, f->name, f->text, 0);
+}
+int main(void) {
+  dump(lg_embedded_kernels, "kernels"); dump(lg_embedded_helpers, "lua");
+  dump(lg_embedded_main, "host"); return 0;
+}
+]])
+    f:close()
+    local out, code = sh("env -u LD_PRELOAD cc -std=c99 -w -Ihost -I" .. shell_quote(BUILD) ..
+      " $(pkg-config --cflags lua5.4 OpenCL 2>/dev/null) -o " .. shell_quote(dir .. "/dump") ..
+      " " .. shell_quote(c) .. " " .. table.concat({BUILD .. "/kernels.c", BUILD .. "/helpers.c",
+      BUILD .. "/main_lua.c"}, " ") .. " && " .. shell_quote(dir .. "/dump"))
+    assert.equal(0, code, out)
+    local n = 0
+    for path, text in out:gmatch("([^\n%z]+)\n(%Z*)%z") do
+      assert.equal(support.read_file(path), text, path)
+      n = n + 1
+    end
+    assert.is_true(n >= 40, "embedded files found: " .. n)
+    os.execute("rm -rf " .. shell_quote(dir))
+  end)
 end)

@@ -2,6 +2,8 @@
 # Writes a C file embedding text files as an array of lg_EmbeddedFile:
 #   sh tools/embed.sh ARRAY DIR FILE... > out.c
 # Each entry is named by its path below DIR ("reduce.cl", "luagpu/reduce.lua").
+# Backslashes, quotes and question marks are escaped (two "?" in a row would
+# otherwise be read as a trigraph by the C compiler).
 array=$1
 dir=$2
 shift 2
@@ -10,7 +12,7 @@ echo '#include "internal.h"'
 echo "const lg_EmbeddedFile $array[] = {"
 for f in "$@"; do
   printf '  {"%s",\n' "${f#$dir/}"
-  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/   "/' -e 's/$/\\n"/' "$f"
+  sed -e 's/\\/\\\\/g' -e 's/?/\\?/g' -e 's/"/\\"/g' -e 's/^/   "/' -e 's/$/\\n"/' "$f"
   echo '  },'
 done
 echo '  {NULL, NULL}'
