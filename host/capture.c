@@ -22,7 +22,9 @@
 ** runs with the PoCL cache lock held (cache.c says why) and fd 2 going to a
 ** temporary file: PoCL's compiler prints "1 error generated." and the like
 ** there, which belong in the build log. No Lua function is called inside a
-** step, so no error can leave the lock or the redirection behind; a mutex
+** step, so no error can leave the lock or the redirection behind (a build
+** sets c->hold to keep the lock from step to step: then closing the capture,
+** by its to-be-closed slot or __gc, lets it go); a mutex
 ** keeps two threads from redirecting fd 2 at once, and a crash inside a
 ** step first puts what the step printed on the real stderr. */
 
@@ -71,7 +73,8 @@ void lg_step_begin(Capture *c, lg_Device *d) {
   struct sigaction sa;
   int i;
   pthread_mutex_lock(&step_mutex);
-  if (c->lock < 0) c->lock = lg_pocl_lock(d->platform);
+  if (c->lock == -1) c->lock = lg_pocl_lock(d->platform);
+  if (c->lock < 0 && c->hold) c->lock = -2;   /* none to be had: the next steps ask no more */
   c->saved = -1;
   if (c->fd < 0) c->fd = temp_file();
   fflush(stderr);

@@ -692,7 +692,8 @@ typedef struct Capture {
   int fd;                      /* -1 until the first step (or when none) */
   off_t taken;                 /* bytes already pushed by lg_push_captured */
   int saved;                   /* the real fd 2 during a step, else -1 */
-  int lock;                    /* the PoCL lock during a step, else -1 */
+  int lock;                    /* the PoCL lock during a step, else -1 (-2:
+                                  none to be had, with hold) */
   int hold;                    /* set: the lock stays from step to step until
                                   the capture closes (a build, its checks and
                                   its extraction see one state of PoCL's cache) */

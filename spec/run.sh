@@ -17,11 +17,11 @@
 # past 1 GiB (random test sources add entries run after run).
 BUILD=${1:-build}
 export LUAGPU_BUILD="$BUILD"
-export XDG_CACHE_HOME="$(cd "$BUILD" && pwd)/spec-cache"
-if [ -d "$XDG_CACHE_HOME" ] && [ "$(du -sm "$XDG_CACHE_HOME" | cut -f1)" -gt 1024 ]; then
-  rm -rf "$XDG_CACHE_HOME"
+mkdir -p "$BUILD/spec-cache"
+export XDG_CACHE_HOME="$(cd "$BUILD/spec-cache" && pwd)"
+if [ "$(du -sm "$XDG_CACHE_HOME" | cut -f1)" -gt 1024 ]; then
+  rm -rf "$XDG_CACHE_HOME" && mkdir -p "$XDG_CACHE_HOME"
 fi
-mkdir -p "$XDG_CACHE_HOME"
 times="$BUILD/spec-times"
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
