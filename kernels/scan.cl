@@ -120,8 +120,9 @@ inline carry lg_item(SCAN_ARGS, ulong base, uint c, LOCALS) {
 ** folded and scanned as CHAINS runs of SUB consecutive elements side by
 ** side (independent chains that the core overlaps, where one chain would
 ** wait on each operation before the next). With VECTORIZE (the built-in
-** operators, which are commutative and also take vectors: the helper
-** defines ACCV, the 8-wide vector of ACC, and convert_ACCV) they are read
+** operators, which are commutative and take vectors: the helper defines
+** ACCV and ACC4, the 8- and 4-wide vectors of ACC, convert_ACCV, and
+** VOP8 and VOP4 where OP's text does not take vectors) they are read
 ** 8 at a time instead: folded lane by lane, and scanned in the vector's
 ** lanes (three shifted operations) from the running prefix. */
 #ifndef VECTORIZE
@@ -131,8 +132,18 @@ inline carry lg_item(SCAN_ARGS, ulong base, uint c, LOCALS) {
 #define CHAINS 8
 #define SUB (IPT / CHAINS)
 #if VECTORIZE
-inline ACCV lg_vop(ACCV a, ACCV b) { return (OP); }
-inline ACC4 lg_vop4(ACC4 a, ACC4 b) { return (OP); }
+/* OP on vectors, where its text does not take them: the helper defines
+** VOP8 and VOP4 for integer sums and products, whose OP casts to a scalar
+** unsigned type (no signed overflow); signed vectors are computed in the
+** unsigned vector of the same width (as_uint8 ...) and cast back */
+#ifndef VOP8
+#define VOP8 OP
+#endif
+#ifndef VOP4
+#define VOP4 OP
+#endif
+inline ACCV lg_vop(ACCV a, ACCV b) { return (VOP8); }
+inline ACC4 lg_vop4(ACC4 a, ACC4 b) { return (VOP4); }
 #endif
 
 /* The folds of the CHAINS runs of the elements from g0 into a. */

@@ -1,6 +1,7 @@
 -- luagpu.algo scans: every scalar type against plain Lua on random lengths
 -- up to 2^20, both ways of chaining tiles (look-back and three passes),
--- segments from flags and rows, custom operators, views, queues, and the
+-- segments from flags and rows, signed sums and products that wrap (every
+-- path; NumPy for cumsum), custom operators, views, queues, and the
 -- error messages.
 local gpu = require "luagpu"
 local algo = require "luagpu.algo"
@@ -219,6 +220,170 @@ describe("algo.scan", function()
     local built = algo.stats.programs_built
     for _ = 1, 3 do algo.scan(b, {exclusive = true}) end
     assert.equal(built, algo.stats.programs_built)
+  end)
+end)
+
+-- Signed sums and products past the type's limits wrap modulo 2^bits
+-- (issue 27 item 4): computed in the unsigned type of the same width, on
+-- every path (three passes, look-back, the CPU's vectors, segments, rows).
+describe("algo.scan of signed integers", function()
+  local TOP = {char = 127, short = 32767, int = 2147483647, long = math.maxinteger}
+  local SIGNED_TYPES = {"char", "short", "int", "long"}
+  local function mul(a, b) return a * b end  -- long: Lua's integers wrap as two's complement
+
+  -- n values of t near its limits: for sums the extremes and their
+  -- neighbours among random ones; for products odd ones (never 0 modulo 2^bits).
+  local function near_limits(t, n, prod)
+    local top, v = TOP[t], {}
+    local low = -top - 1
+    local picks = prod and {top, top - 2, low + 1, low + 3, -1, 3, -3}
+                         or {top, top - 1, low, low + 1, -1, 1}
+    for i = 1, n do
+      local x
+      if math.random(1, 3) == 1 then
+        x = math.random(low // 2, top // 2) * 2 + 1   -- odd, anywhere
+        if not prod and math.random(1, 2) == 1 then x = x - 1 end
+      else
+        x = picks[math.random(1, #picks)]
+      end
+      v[i] = x
+    end
+    return v
+  end
+
+  for _, t in ipairs(SIGNED_TYPES) do
+    it("wraps " .. t .. " sums and products near the limits on every path", function()
+      local conv = function(x) return wrap(t, x) end
+      for _, op in ipairs {"sum", "prod"} do
+        local f, neutral = op == "sum" and add or mul, op == "sum" and 0 or 1
+        for _, n in ipairs {5, 4097, 70007} do
+          local v = near_limits(t, n, op == "prod")
+          local b = buffer(t, v)
+          local fl = {}
+          for i = 1, n do fl[i] = math.random(1, 50) == 1 and 1 or 0 end
+          local flags = buffer("uchar", fl)
+          local rl = n == 4097 and 241 or n == 70007 and 10001 or 5
+          for _, lookback in ipairs {false, true} do
+            for _, ex in ipairs {false, true} do
+              local what = ("%s %s n=%d lookback=%s exclusive=%s"):format(t, op, n, lookback, ex)
+              local o = {op = op, exclusive = ex, lookback = lookback}
+              same(reference(v, f, neutral, ex, nil, conv), get((algo.scan(b, o))), what)
+              o.flags = flags
+              same(reference(v, f, neutral, ex, function(i) return fl[i] ~= 0 end, conv),
+                   get((algo.scan(b, o))), what .. " flags")
+              o.flags, o.row_length = nil, rl
+              same(reference(v, f, neutral, ex, function(i) return (i - 1) % rl == 0 end, conv),
+                   get((algo.scan(b, o))), what .. " rows of " .. rl)
+            end
+          end
+        end
+      end
+    end)
+  end
+
+  it("agrees with NumPy's wrapping cumsum in x:cumsum of int and long tensors", function()
+    local np = require "algo_numpy"
+    if not np.python() then return pending("python3 with numpy not found: not checked") end
+    for _, t in ipairs {"int", "long"} do
+      local v = near_limits(t, 3 * 4000, false)
+      local x = dev:tensor(t, {3, 4000}, v)
+      local nt = t == "int" and "int32" or "int64"
+      local file = os.tmpname()
+      support.write_file(file, table.concat(v, " "))
+      local out = np.run(([[
+import sys, numpy as np
+a = np.array([int(w) for w in open(sys.argv[1]).read().split()], dtype=np.int64).astype(np.%s)
+a = a.reshape(3, 4000)
+print(' '.join(str(int(w)) for w in np.cumsum(a, axis=1, dtype=np.%s).ravel()))
+print(' '.join(str(int(w)) for w in np.cumsum(a, axis=0, dtype=np.%s).ravel()))
+]]):format(nt, nt, nt), file)
+      os.remove(file)
+      local lines = {}
+      for line in out:gmatch("[^\n]+") do
+        local vals = {}
+        for w in line:gmatch("%S+") do vals[#vals + 1] = math.tointeger(w) end
+        lines[#lines + 1] = vals
+      end
+      same(lines[1], x:cumsum():get():totable(), t .. " cumsum along dim 2")
+      same(lines[2], x:cumsum(1):get():totable(), t .. " cumsum along dim 1")
+    end
+  end)
+
+  it("computes built-in sums and products in the unsigned type (nothing to assume away)", function()
+    -- The numbers above come out right on PoCL even with a signed + (its
+    -- compiler does not exploit that overflow in a scan), so this checks
+    -- the operators every scan program is built with: compiled on dev
+    -- within scan.cl, op(MAX, 1) > MAX and op(MAX, 2) / 2 == MAX are 0
+    -- (a signed + or * lets the compiler fold them to 1); and their text.
+    local B = require "luagpu.algo_base"
+    local name = algo.classes[dev.type] and dev.type or "gpu"
+    local cls = algo.classes[name]
+    local built, build, saved = {}, B.build, cls.scan_groups_per_cu
+    finally(function() B.build, cls.scan_groups_per_cu = build, saved end)
+    B.build = function(fn, d, defines, file, custom)
+      if file == "scan.cl" then built[#built + 1] = defines end
+      return build(fn, d, defines, file, custom)
+    end
+    cls.scan_groups_per_cu = saved % 1000 + 1       -- a new class: every program built again
+    for _, t in ipairs(SIGNED_TYPES) do
+      local b = buffer(t, {1, 2, 3, 4, 5, 6, 7, 8, 9})
+      for _, op in ipairs {"sum", "prod"} do
+        for _, lookback in ipairs {false, true} do
+          algo.scan(b, {op = op, lookback = lookback})
+          algo.scan(b, {op = op, lookback = lookback, row_length = 3})
+        end
+      end
+    end
+    B.build, cls.scan_groups_per_cu = build, saved
+    local probe = [[
+__kernel void lg_probe(__global const ACC *x, __global int *r) {
+  ACC a = x[0];
+  r[0] = IS_SUM ? lg_op(a, (ACC)1) > a : lg_op(a, (ACC)2) / (ACC)2 == a;
+#if defined(SUB) && VECTORIZE   /* scan.cl defined lg_vop */
+  {
+    ACCV v = vload8(0, x);
+    r[1] = IS_SUM ? any(lg_vop(v, (ACCV)(1)) > v) : any(lg_vop(v, (ACCV)(2)) / (ACCV)(2) == v);
+  }
+#else
+  r[1] = 0;
+#endif
+}]]
+    local seen = {}
+    for _, defines in ipairs(built) do
+      local d, lines = {}, {}
+      for _, kv in ipairs(defines) do
+        d[kv[1]] = tostring(kv[2])
+        lines[#lines + 1] = ("#define %s %s"):format(kv[1], kv[2])
+      end
+      local t = d.ACC
+      if TOP[t] then
+        local sum = d.NEUTRAL == "0"
+        local sym = sum and "+" or "*"
+        seen[t .. sym] = true
+        local u = t == "long" and "ulong" or "uint"
+        local us = t == "long" and "ulong" or "u" .. t
+        lines[#lines + 1] = "#define IS_SUM " .. (sum and 1 or 0)
+        lines[#lines + 1] = "#line 1"
+        lines[#lines + 1] = gpu.kernel_source("scan.cl")
+        lines[#lines + 1] = probe
+        local p = dev:build(table.concat(lines, "\n"))
+        local x = buffer(t, {TOP[t], TOP[t], TOP[t], TOP[t], TOP[t], TOP[t], TOP[t], TOP[t]})
+        local r = dev:buffer("int", 2)
+        p.lg_probe(x, r):run({1}):wait()
+        same({0, 0}, get(r), ("%s %s (SEGMENTED %s LOOKBACK %s)"):format(t, sym, d.SEGMENTED,
+                                                                       d.LOOKBACK))
+        -- the vectors: PoCL's compiler gives signed vectors wrapping
+        -- arithmetic, so only their text shows it
+        assert.equal(("as_%s8(as_%s8(a) %s as_%s8(b))"):format(t, us, sym, us), d.VOP8,
+                     t .. " VOP8")
+        assert.equal(("as_%s4(as_%s4(a) %s as_%s4(b))"):format(t, us, sym, us), d.VOP4,
+                     t .. " VOP4")
+        assert.equal(("(%s)((%s)(a) %s (%s)(b))"):format(t, u, sym, u), d.OP, t .. " OP")
+      end
+    end
+    for _, t in ipairs(SIGNED_TYPES) do
+      assert.is_true(seen[t .. "+"] and seen[t .. "*"], t .. ": programs built")
+    end
   end)
 end)
 

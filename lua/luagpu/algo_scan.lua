@@ -159,6 +159,10 @@ local function kernels_for(fn, dev, e, kind)
       defines[#defines + 1] = {"ACCV", spec.acc .. "8"}
       defines[#defines + 1] = {"ACC4", spec.acc .. "4"}
       defines[#defines + 1] = {"convert_ACCV", "convert_" .. spec.acc .. "8"}
+      if spec.vop8 then
+        defines[#defines + 1] = {"VOP8", spec.vop8}
+        defines[#defines + 1] = {"VOP4", spec.vop4}
+      end
     end
     if word then
       defines[#defines + 1] = {"AS_BITS", word[1]}
@@ -315,7 +319,34 @@ end
 
 ------------------------------------------------------------------ algo.scan
 
-local OPS = {sum = "a + b", prod = "a * b"}
+local OPS = {sum = "+", prod = "*"}
+
+-- The unsigned type integer sums and products of acc compute in: as wide
+-- as acc and at least uint (C promotes char and short to int, whose
+-- overflow is undefined: ushort * ushort can pass INT_MAX). Cast back, the
+-- result wraps modulo 2^bits as the docs promise, and the compiler never
+-- sees a signed overflow it may assume away.
+local WRAP = {char = "uint", uchar = "uint", short = "uint", ushort = "uint", int = "uint",
+              uint = "uint", long = "ulong", ulong = "ulong"}
+-- Vectors are not promoted: a signed one is reinterpreted (as_<type>N) as
+-- the unsigned vector of the same width.
+local UNSIGNED = {char = "uchar", short = "ushort", int = "uint", long = "ulong"}
+
+-- The operator a OP b of a built-in sum or product in acc: the scalar
+-- expression, and for integers those of its 8- and 4-wide vectors
+-- (scan.cl's VOP8, VOP4; nil: OP takes vectors as it is).
+local function arith(sym, acc)
+  local u = WRAP[acc]
+  local plain = format("a %s b", sym)
+  if not u then return plain end
+  local op = format("(%s)((%s)(a) %s (%s)(b))", acc, u, sym, u)
+  local us = UNSIGNED[acc]
+  if not us then return op, plain, plain end
+  local function vec(w)
+    return format("as_%s%d(as_%s%d(a) %s as_%s%d(b))", acc, w, us, w, sym, us, w)
+  end
+  return op, vec(8), vec(4)
+end
 
 -- The spec of a built-in scan: op "sum", "prod", "min" or "max" over t,
 -- accumulated in acc.
@@ -328,7 +359,8 @@ local function builtin(op, t, acc)
   -- VECTORIZE)
   s = {type = t, acc = acc, map = "x", key = key, vector = true}
   if OPS[op] then
-    s.op, s.neutral = OPS[op], op == "sum" and "0" or "1"
+    s.op, s.vop8, s.vop4 = arith(OPS[op], acc)
+    s.neutral = op == "sum" and "0" or "1"
   else
     s.op = format("%s%s(a, b)", FLOATS[acc] and "f" or "", op)
     s.neutral = LIMITS[acc][op == "min" and 2 or 1]
