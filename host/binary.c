@@ -151,6 +151,8 @@ static int dev_build_binary(lua_State *L) {
     return lg_argerror(L, fn, 1, "the binary was built for %s, not for %s", lua_tostring(L, -1),
                        d->name);
   }
+  if (!lg_binary_whole((const unsigned char *)x.bin, x.nbin))
+    return lg_argerror(L, fn, 1, "a damaged or cut-short binary (%I bytes)", (lua_Integer)n);
   p = lua_newuserdatauv(L, sizeof *p, 3);   /* released until the build succeeds */
   memset(p, 0, sizeof *p);
   p->dev = d;

@@ -107,7 +107,7 @@ static int pocl_files_whole(const unsigned char *b, uint64_t n) {
   return 1;
 }
 
-static int pocl_binary_whole(const unsigned char *b, size_t n) {
+int lg_binary_whole(const unsigned char *b, size_t n) {
   uint64_t at = POCL_HEADER, len, files;
   uint32_t i, kernels, roots;
   if (n < 8 || memcmp(b, POCL_ID, 8) != 0) return 1;   /* not PoCL's */
@@ -159,7 +159,7 @@ int lg_cache_load(lua_State *L, const char *key, lg_CacheEntry *e) {
   lg_hash_init(&h);
   lg_hash_update(&h, p, size - 32);
   lg_hash_final(&h, sum);
-  if (memcmp(sum, p + size - 32, 32) != 0 || !pocl_binary_whole(p + HEADER, (size_t)nb))
+  if (memcmp(sum, p + size - 32, 32) != 0 || !lg_binary_whole(p + HEADER, (size_t)nb))
     goto bad;
   e->binary = p + HEADER;
   e->binary_size = (size_t)nb;
@@ -187,7 +187,7 @@ void lg_cache_store(const char *key, const lg_CacheEntry *e) {
   lg_Hash h;
   FILE *f;
   int fd, ok;
-  if (!lg_cache_enabled() || !pocl_binary_whole(e->binary, e->binary_size) ||
+  if (!lg_cache_enabled() || !lg_binary_whole(e->binary, e->binary_size) ||
       !cache_dir(dir, sizeof dir, 1) ||
       snprintf(path, sizeof path, "%s/%s.bin", dir, key) >= (int)sizeof path ||
       snprintf(tmp, sizeof tmp, "%s/%s.tmp.%ld.%u", dir, key, (long)getpid(),

@@ -660,6 +660,9 @@ int lg_hash_includes(lg_Hash *s, const char *source, size_t len,
 /* The on-disk program cache (cache.c): SHA-256 keyed entries under
 ** $XDG_CACHE_HOME/luagpu (else ~/.cache/luagpu), off with LUAGPU_NO_CACHE=1. */
 int lg_cache_enabled(void);
+/* 1 unless b (n bytes) is a PoCL binary with a part missing or cut short,
+** which PoCL would abort on rather than refuse (cache.c). */
+int lg_binary_whole(const unsigned char *b, size_t n);
 /* One entry: the binary, the build log and the argument metadata. */
 typedef struct lg_CacheEntry {
   const unsigned char *binary;

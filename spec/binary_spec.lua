@@ -120,6 +120,32 @@ describe("program binaries", function()
     end
   end)
 
+  it("refuses a PoCL binary whose program.bc part is empty (PoCL would abort on it)", function()
+    local prog = dev:build(SOURCE, {defines = {K = 1}})
+    local at = prog.binary:find("poclbin\0", 1, true)
+    if not at then return pending(dev.name .. " does not give PoCL binaries") end
+    local bin = prog.binary:sub(at)                     -- the driver's own, last in prog.binary
+    local root = string.unpack("<I8", bin, 78)          -- after the 77-byte header
+    assert.is_true(root > 0)
+    local bad = bin:sub(1, 77) .. string.pack("<I8", 0) .. bin:sub(86 + root)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "wb"))
+    f:write(bad)
+    f:close()
+    -- in a child: before the check, PoCL aborted the process
+    local out, code = sh(shell_quote(PROG) .. " -e " .. shell_quote(([[
+      local gpu = require "luagpu"
+      local f = assert(io.open(%q, "rb"))
+      local bad = f:read("a")
+      f:close()
+      local ok, err = pcall(gpu.device().build_binary, gpu.device(), bad)
+      print(ok, err)]]):format(path)))
+    os.remove(path)
+    assert.equals(0, code, out)
+    assert.matches("false\tluagpu: device:build_binary: argument #1: a damaged or cut%-short " ..
+                   "binary %(" .. #bad .. " bytes%)", out, 1)
+  end)
+
   it("luagpu --precompile fills the program cache, with build options", function()
     local cache = os.tmpname()
     os.remove(cache)
