@@ -10,7 +10,7 @@ local D = require "differential.gen"
 local support = require "support"
 
 -- The fixed run: its families (each a few kernels to build) and programs.
-local SEED, PROGRAMS, FAMILIES = 27, 240, 36
+local SEED, PROGRAMS, FAMILIES = 27, 240, 30
 
 local function find_python()
   for _, py in ipairs{"python3", "/usr/bin/python3"} do

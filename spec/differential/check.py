@@ -112,11 +112,13 @@ def fits(t, v):
     "numbers must fit"; ulong takes 0 .. 2^64 - 1, also from floats)."""
     if t in FLOATS:
         return
+    lo, hi = RANGE[t]
     if is_float(v):
         if not math.isfinite(v) or v != math.floor(v):
             raise Expected("is not an integer")
+        if v < lo or v > hi:
+            raise Expected("does not fit", "is not an integer")   # no Lua integer either
         v = int(v)
-    lo, hi = RANGE[t]
     if v < lo or v > hi:
         raise Expected("does not fit")
 
@@ -231,6 +233,10 @@ def finish(r, ct, prop, op, inputs_finite):
         e = np.where(edge, np.inf, e)
     if op in ("sin", "cos", "tanh", "exp", "pow"):
         e = e + 4 * EPS[ct]
+    # a subnormal result may be flushed to zero (and a zero may have been
+    # one): what follows from it is not judged
+    sub = (rf > 0) & (rf < TINY[ct])
+    e = np.where(sub, np.maximum(e, TINY[ct]), e)
     return e
 
 

@@ -223,6 +223,13 @@ local function template(fam, depth)
       if op == "div" or op == "pow" then ct = floating(ct) end
       return {op = op, args = {a, b}}, ct
     elseif r < 0.5 then
+      if chance(0.3) then
+        -- x + c against x itself: a compiler that takes signed overflow for
+        -- impossible folds it to c > 0
+        local l, tl = leaf()
+        local a = {op = pick{"add", "sub", "mul"}, args = {l, {op = "num", kind = "int"}}}
+        return {op = pick(CMP), args = {a, l}}, "uchar"
+      end
       local a, ta = node(d - 1)
       if a.op == "num" then a, ta = leaf() end
       local b, tb
@@ -263,20 +270,24 @@ local function template(fam, depth)
   return node(depth)
 end
 
--- A family: its kind (elem, reduce, cumsum, sort, argsort, set), element
--- types, template and options.
+-- The kinds of families in turn (so that a short run has some of each),
+-- reductions by op in turn.
+local KINDS = {"elem", "reduce", "set", "elem", "sort", "reduce", "argsort", "elem", "set",
+               "reduce", "cumsum", "elem"}
+
+-- Family number id: its kind (elem, reduce, cumsum, sort, argsort, set),
+-- element types, template and options.
 local function family(id)
   local fam = {id = id, slots = {}}
   local ntypes = int(1, 3)
   fam.types = {}
   for i = 1, ntypes do fam.types[i] = pick(TYPES) end
-  local r = uniform()
-  if r < 0.42 then fam.kind = "elem"
-  elseif r < 0.64 then fam.kind = "reduce"; fam.op = pick(REDUCE)
-  elseif r < 0.70 then fam.kind = "cumsum"
-  elseif r < 0.76 then fam.kind = "sort"
-  elseif r < 0.82 then fam.kind = "argsort"
-  else fam.kind = "set" end
+  fam.kind = KINDS[(id - 1) % #KINDS + 1]
+  if fam.kind == "reduce" then
+    local k = 0
+    for i = 1, id do if KINDS[(i - 1) % #KINDS + 1] == "reduce" then k = k + 1 end end
+    fam.op = REDUCE[(k - 1) % #REDUCE + 1]
+  end
   if fam.kind == "set" then
     fam.target = pick(TYPES)
     -- values of types that promote to the target, mostly
@@ -505,7 +516,9 @@ local function program(fam)
       return name, {op = "leaf", operand = tonumber(name:sub(2))}
     elseif e.op == "num" then
       local v = number(e.kind, ct or "long")
-      return lua_number(v), {op = "num", v = v}
+      local text = lua_number(v)
+      if text:sub(1, 1) == "-" then text = "(" .. text .. ")" end   -- -2 ^ x is -(2 ^ x)
+      return text, {op = "num", v = v}
     elseif e.op == "self" then
       return e.name, {op = "leaf", operand = e.operand}
     end
@@ -650,7 +663,9 @@ function D.run(opts)
     local names = {}
     for k = 1, #desc.inputs do names[k] = "a" .. k end
     local chunk = assert(load(HEAD .. body .. format(TAIL, concat(names, ", ")), "=program", "t"))
+    local c0 = os.clock()
     local ok, out, ins = pcall(chunk, gpu, dev)
+    if opts.times then desc.cpu = os.clock() - c0 end
     desc.id = i
     desc.lua = body
     if ok then
@@ -661,6 +676,7 @@ function D.run(opts)
         for k, a in ipairs(ins) do
           if desc.inputs[k].vals or desc.inputs[k].alias then desc.post[k] = values(a) end
         end
+        if opts.times then desc.cpu = os.clock() - c0 end
       else
         desc.error = tostring(r)
         errors = errors + 1

@@ -5,6 +5,7 @@ package.path = dir .. "/?.lua;" .. package.path
 local D = require "gen"
 local n, seed, out, families = tonumber(arg[1]), tonumber(arg[2]), arg[3], tonumber(arg[4])
 local t0 = os.time()
-local count, errors = D.run{n = n, seed = seed, out = out, families = families, progress = true}
+local count, errors = D.run{n = n, seed = seed, out = out, families = families, progress = true,
+                              times = os.getenv("DIFFERENTIAL_TIMES") ~= nil}
 io.stderr:write(string.format("differential: %d programs (seed %d, %d raised) in %d s\n",
                               count, seed, errors, os.time() - t0))
