@@ -818,10 +818,11 @@ def compare_tensor(what, want, res, lines):
     got = got_values(res)
     bad = differ(want.a, got, want.t, want.err)
     if bad.any():
-        idx = list(zip(*np.nonzero(bad)))
+        idx = [()] if bad.ndim == 0 else list(zip(*np.nonzero(bad)))
         shown = []
         for i in idx[:4]:
-            e = "" if want.err is None else " (+-%g)" % float(np.broadcast_to(want.err, want.a.shape)[i])
+            e = 0.0 if want.err is None else float(np.broadcast_to(want.err, want.a.shape)[i])
+            e = " (+-%g)" % e if e > 0 else ""
             shown.append("at %s: %s, NumPy %s%s" % ([int(j) + 1 for j in i],
                                                    fmt(got[i].item()), fmt(want.a[i].item()), e))
         raise Mismatch("%s: %d of %d elements differ: %s" % (what, len(idx), bad.size,
