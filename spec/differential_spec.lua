@@ -10,8 +10,10 @@ local D = require "differential.gen"
 local support = require "support"
 
 -- The fixed run: its seed, programs and families (each family costs a few
--- kernel builds; its programs vary shapes, views and values).
-local SEED, PROGRAMS, FAMILIES = 27, 300, 30
+-- kernel builds; its programs vary shapes, views and values). On the code
+-- before issue 27's fixes this seed finds items 5 (sort in place), 11 (the
+-- shape of an empty sort / cumsum) and 41 (where of char into clamp).
+local SEED, PROGRAMS, FAMILIES = 113, 300, 30
 
 local function find_python()
   for _, py in ipairs{"python3", "/usr/bin/python3"} do
@@ -69,8 +71,8 @@ describe("tensors against NumPy", function()
       error("no program to spoil for " .. pattern)
     end
     -- an integer element of a result off by one
-    spoil('"kind":"elem".-"result":{"shape":%[[%d,]+%],"t":"[lsi]', function(l)
-      return (l:gsub('("result":{"shape":%[[%d,]+%],"t":"%a+","vals":%[)(%-?%d+)', function(h, v)
+    spoil('"result":{"shape":%[[%d,]*%],"t":"%a+","vals":%[%-?%d', function(l)
+      return (l:gsub('("result":{"shape":%[[%d,]*%],"t":"%a+","vals":%[)(%-?%d+)', function(h, v)
         return h .. tostring(math.tointeger(v) ~ 1)
       end, 1))
     end)
