@@ -92,7 +92,8 @@ describe("tensors against NumPy", function()
     -- a number that does not fit raised nothing
     local raised
     for _, line in ipairs(lines) do
-      if line:find('"error":"program:%d+: luagpu: tensor:%a+: argument #%d: %-?%d+ does not fit') then
+      local fits = '"error":"program:%d+: luagpu: tensor:%a+: argument #%d: %-?%d+ does not fit'
+      if line:find(fits) then
         raised = line
         break
       end

@@ -466,7 +466,7 @@ def view(a, views):
             i = i + n + 1 if i < 0 else i
             idx = [slice(None)] * nd
             idx[d - 1] = i - 1
-            a = a[tuple(idx)]
+            a = a[tuple(idx) + (Ellipsis,)]     # a 0-d view, not a copied scalar
         else:
             raise ValueError(k)
     return a
@@ -527,11 +527,7 @@ class Program:
         args = [self.eval(a) for a in n["args"]]
         if op in ("add", "sub", "mul", "div", "idiv", "mod", "pow", "lt", "le", "gt", "ge",
                   "eq", "ne", "min", "max"):
-            for a in args:
-                if not isinstance(a, V) and math.isnan(float(a)) and False:
-                    pass
-            x = binary(op, args[0], args[1])
-            return x
+            return binary(op, args[0], args[1])
         if op == "clamp":
             # tensor:clamp(lo, hi) is max(x, lo), then min(., hi)
             return binary("min", binary("max", args[0], args[1]), args[2])
@@ -543,7 +539,8 @@ class Program:
 
 
 def copy_v(v):
-    return V(np.array(v.a), v.t, None if v.err is None else np.array(np.broadcast_to(v.err, v.a.shape)))
+    err = None if v.err is None else np.array(np.broadcast_to(v.err, v.a.shape))
+    return V(np.array(v.a), v.t, err)
 
 
 # ---------------------------------------------------------------- reductions
@@ -807,7 +804,7 @@ class Mismatch(Exception):
     pass
 
 
-def compare_tensor(what, want, res, lines):
+def compare_tensor(what, want, res):
     if res is None or "t" not in res:
         raise Mismatch("%s: expected a %s tensor of shape %s, got %s" %
                        (what, want.t, list(want.a.shape), json.dumps(res)))
@@ -923,7 +920,7 @@ def run(p):
             if isinstance(want, tuple):
                 compare_number("result", want[1], want[2], want[3], res)
             else:
-                compare_tensor("result", want, res, None)
+                compare_tensor("result", want, res)
             # every input after the program: as made, or as set wrote it
             for k, inp in enumerate(prog.p["inputs"]):
                 got = p.get("post", [])
@@ -933,7 +930,7 @@ def run(p):
                 e = prog.errs[k]
                 compare_tensor("input a%d afterwards" % (k + 1),
                                V(arr, inp["t"], e if e.any() else None),
-                               {"t": inp["t"], "shape": list(arr.shape), "vals": got[k]}, None)
+                               {"t": inp["t"], "shape": list(arr.shape), "vals": got[k]})
         except Mismatch as m:
             return str(m)
     return None

@@ -18,10 +18,9 @@
 
 local D = {}
 
-local format, concat, rep = string.format, table.concat, string.rep
+local format, concat = string.format, table.concat
 local mtype = math.type
 
-local INTS = {"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong"}
 local TYPES = {"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float",
                "double"}
 local FLOATS = {float = true, double = true}
@@ -293,7 +292,9 @@ local function family(id)
     -- values of types that promote to the target, mostly
     fam.types = {}
     for _, t in ipairs(TYPES) do
-      if promote(t, fam.target) == fam.target or chance(0.05) then fam.types[#fam.types + 1] = t end
+      if promote(t, fam.target) == fam.target or chance(0.05) then
+        fam.types[#fam.types + 1] = t
+      end
     end
     fam.number = chance(0.3) and (chance(0.7) and "int" or "float")
     fam.self = not fam.number and chance(0.4) and pick{"self", "t", "alias"}
@@ -306,7 +307,7 @@ local function family(id)
     end
   else
     local depth = fam.kind == "elem" and int(1, 3) or int(0, 2)
-    fam.tree, fam.type = template(fam, depth)
+    fam.tree = template(fam, depth)
   end
   return fam
 end
@@ -471,7 +472,9 @@ local function program(fam)
     if alias_of then
       -- the same memory as input alias_of, under this base shape when the
       -- counts agree
-      if count(base) ~= count(inputs[alias_of].shape) then base = inputs[alias_of].shape; list = {} end
+      if count(base) ~= count(inputs[alias_of].shape) then
+        base, list = inputs[alias_of].shape, {}
+      end
     end
     local a = input(t, base, alias_of)
     local text, vdesc = {a}, {}
@@ -492,7 +495,8 @@ local function program(fam)
       local t = s.t
       local r = RANGE[t]
       local first = FLOATS[t] and int(-4, 4) * 0.5 or int(math.max(r[1], -5), 5)
-      local step = FLOATS[t] and pick{0.5, -1.5, 2.0} or (SIGNED[t] and pick{1, 2, -1, -3} or pick{1, 3})
+      local step = FLOATS[t] and pick{0.5, -1.5, 2.0} or
+                   (SIGNED[t] and pick{1, 2, -1, -3} or pick{1, 3})
       local last = first + (n - 1) * step
       if not FLOATS[t] and (last < r[1] or last > r[2]) then step = 1; last = first + n - 1 end
       local k = #desc.operands + 1
