@@ -891,6 +891,16 @@ def run(p):
                 x = prog.eval(p["tree"])
                 if not isinstance(x, V):
                     raise Skip("a tree without a tensor")
+                if "write" in p:
+                    # an input written after the expression was made: the
+                    # expression keeps the values before (API.md, Fusion:
+                    # results always equal eager evaluation); a view sees
+                    # the write
+                    if p["tree"]["op"] != "leaf":
+                        x = copy_v(x)
+                    w = p["write"]
+                    arr = prog.arrays[w["input"] - 1]
+                    arr[...] = number_as(w["v"], p["inputs"][w["input"] - 1]["t"])
                 if kind == "elem":
                     want = x
                 elif kind == "reduce":

@@ -320,6 +320,11 @@ local function count(shape) local n = 1 for _, d in ipairs(shape) do n = n * d e
 local function random_shape(nd)
   local s = {}
   for i = 1, nd do s[i] = chance(0.08) and 0 or int(1, 5) end
+  if nd > 0 and chance(0.05) then
+    -- one long dim: reductions cut into parts, sorts of several tiles
+    for i = 1, nd do s[i] = math.min(s[i], 2) end
+    s[int(1, nd)] = int(64, 2100)
+  end
   return s
 end
 
@@ -597,6 +602,16 @@ local function program(fam)
                    operand = tonumber(n:sub(2))}, {op = "num", v = 0}}}, tree}}
     end
     lines[#lines + 1] = "local r = " .. text
+    -- a write into an input that r (maybe lazy) reads: r must keep the
+    -- values it had (results equal eager evaluation)
+    local real = {}
+    for k, inp in ipairs(inputs) do if inp.vals then real[#real + 1] = k end end
+    if #real > 0 and chance(0.2) then
+      local k = pick(real)
+      local v = int(0, 3)
+      desc.write = {input = k, v = v}
+      lines[#lines + 1] = format("a%d:set(%d)", k, v)
+    end
     if fam.kind == "elem" then
       lines[#lines + 1] = "local out = r"
     elseif fam.kind == "reduce" then
