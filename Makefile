@@ -4,6 +4,8 @@
 #   make          build/luagpu.so (the module) and build/luagpu (the program)
 #   make asan     build with -fsanitize=address,undefined and run the specs
 #   make fuzz     the fuzzer under the sanitizers (CALLS=20000 SEED=)
+#   make fuzz-numpy  random tensor programs checked against NumPy (N=2000 SEED=
+#                 FAMILIES=; spec/differential/, docs/ARCHITECTURE.md "Testing")
 #   make valgrind valgrind memcheck over a subset of specs and programs
 #   make install  PREFIX=/usr/local DESTDIR=  (also luagpu.pc and the man page)
 
@@ -52,7 +54,7 @@ READLINE_LIBS := $(RL_STATIC) $(TI_STATIC)
 READLINE_DEF  := -DLUAGPU_READLINE
 endif
 
-.PHONY: all mpi deps deps-bench deps-valgrind demo test asan asan-build fuzz valgrind install install-rock clean bench
+.PHONY: all mpi deps deps-bench deps-valgrind demo test asan asan-build fuzz fuzz-numpy valgrind install install-rock clean bench
 
 all: $(BUILD)/luagpu.so $(BUILD)/luagpu $(BUILD)/embed_demo $(BUILD)/embed_check $(MPI_MODULE)
 
@@ -150,6 +152,17 @@ fuzz: asan-build
 	ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:allocator_may_return_null=1" \
 	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
 	    build/asan/luagpu bench/fuzz.lua $(CALLS) $(SEED)
+
+# The differential test of tensors against NumPy, longer than the fixed run
+# of spec/differential_spec.lua: make fuzz-numpy [N=2000] [SEED=n] [FAMILIES=]
+# (FAMILIES: kernel families, default N/6; each costs a few PoCL builds).
+N ?= 2000
+FAMILIES ?=
+PYTHON_NUMPY = $(firstword $(foreach p,python3 /usr/bin/python3,$(shell $(p) -c 'import numpy' 2>/dev/null && echo $(p))))
+fuzz-numpy: all
+	@seed=$(SEED); seed=$${seed:-$$(date +%s)}; out=$(BUILD)/differential-$$seed.jsonl; \
+	$(BUILD)/luagpu spec/differential/run.lua $(N) $$seed $$out $(FAMILIES) && \
+	$(or $(PYTHON_NUMPY),python3) spec/differential/check.py $$out
 
 # valgrind memcheck over a representative subset (slow: not part of CI);
 # tools/valgrind.supp says why each suppressed report is not ours.

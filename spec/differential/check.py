@@ -1,0 +1,988 @@
+#!/usr/bin/env python3
+"""The NumPy half of the differential test of luagpu tensors (gen.lua writes
+the programs and luagpu's results, one JSON line each).
+
+Replays each program in NumPy under the rules docs/API.md promises (where
+they differ from NumPy's, the rule is emulated here, with the doc cited) and
+compares: integers, masks and positions exactly; floats within a bound
+carried through the expression (each operation adds the error OpenCL
+allows it, and passes on its operands' errors scaled by its derivative);
+NaN where NaN. A program that must raise (a number that does not fit, shapes
+that do not broadcast, the min of an empty tensor...) must raise with the
+documented words. Each mismatch prints the program as a Lua snippet.
+
+usage: check.py FILE [--max N]   (exit status 1 on any mismatch)
+"""
+import json
+import re
+import math
+import sys
+
+import numpy as np
+
+NP = {"char": np.int8, "uchar": np.uint8, "short": np.int16, "ushort": np.uint16,
+      "int": np.int32, "uint": np.uint32, "long": np.int64, "ulong": np.uint64,
+      "float": np.float32, "double": np.float64}
+FLOATS = ("float", "double")
+SIGNED = ("char", "short", "int", "long")
+SIZE = {"char": 1, "uchar": 1, "short": 2, "ushort": 2, "int": 4, "uint": 4, "long": 8,
+        "ulong": 8, "float": 4, "double": 8}
+RANGE = {t: (int(np.iinfo(NP[t]).min), int(np.iinfo(NP[t]).max))
+         for t in NP if t not in FLOATS}
+EPS = {"float": 2.0 ** -23, "double": 2.0 ** -52}
+FMAX = {"float": float(np.finfo(np.float32).max), "double": float(np.finfo(np.float64).max)}
+TINY = {"float": 2.0 ** -126, "double": 2.0 ** -1022}
+M64 = (1 << 64) - 1
+
+# The error OpenCL C allows each function, in ulps (OpenCL 1.2, 7.4; single
+# precision, which bounds double's too). add/sub are exact; mul 1 for the
+# compiler's contraction of a * b + c into fma.
+ULPS = {"add": 0, "sub": 0, "mul": 1, "div": 3, "sqrt": 3, "exp": 4, "log": 4, "sin": 4,
+        "cos": 4, "tanh": 5, "pow": 16}
+
+
+class Expected(Exception):
+    """luagpu must raise here, with one of these phrases in the message."""
+
+    def __init__(self, *phrases):
+        super().__init__(" / ".join(phrases))
+        self.phrases = phrases
+
+
+class Skip(Exception):
+    """A case the checker does not judge."""
+
+
+def lua_num(v):
+    """A JSON value of gen.lua as the Lua number it stands for."""
+    if isinstance(v, str):
+        if "nan" in v:
+            return math.nan
+        return float.fromhex(v)
+    return v
+
+
+def is_float(v):
+    return isinstance(v, float)
+
+
+# ---------------------------------------------------------------- types
+
+def promote(a, b):
+    """docs/API.md, "Type promotion" (not NumPy's: ulong + long is long,
+    uchar + char is short, float + long is float)."""
+    if a == b:
+        return a
+    if "double" in (a, b):
+        return "double"
+    if "float" in (a, b):
+        return "float"
+    sa, sb = a in SIGNED, b in SIGNED
+    if sa == sb:
+        return a if SIZE[a] >= SIZE[b] else b
+    s, u = (b, a) if sb else (a, b)
+    if SIZE[s] > SIZE[u]:
+        return s
+    return {1: "short", 2: "int", 4: "long", 8: "long"}[SIZE[u]]
+
+
+def floating(t):
+    """API.md: / ^ sqrt ... give float for float and integers up to 32 bits,
+    double for double, long and ulong."""
+    if t in FLOATS:
+        return t
+    return "double" if SIZE[t] == 8 else "float"
+
+
+def combined(vals):
+    """The type operands combine to (API.md: promote over the tensors; a Lua
+    float makes an integer tensor's result float)."""
+    t = None
+    for v in vals:
+        if isinstance(v, V):
+            t = v.t if t is None else promote(t, v.t)
+    for v in vals:
+        if not isinstance(v, V) and is_float(v) and t not in FLOATS:
+            t = "float"
+    return t
+
+
+def fits(t, v):
+    """Raises Expected when the Lua number v is not a value of t (API.md:
+    "numbers must fit"; ulong takes 0 .. 2^64 - 1, also from floats)."""
+    if t in FLOATS:
+        return
+    lo, hi = RANGE[t]
+    if is_float(v):
+        if not math.isfinite(v) or v != math.floor(v):
+            raise Expected("is not an integer")
+        if v < lo or v > hi:
+            raise Expected("does not fit", "is not an integer")   # no Lua integer either
+        v = int(v)
+    if v < lo or v > hi:
+        raise Expected("does not fit")
+
+
+def number_as(v, t):
+    """The Lua number v as a value of type t (as a kernel argument: a C
+    conversion, int64 -> float directly)."""
+    if t in FLOATS:
+        if is_float(v):
+            return np.array(v, np.float64).astype(NP[t])
+        return np.array(v, np.int64).astype(NP[t])
+    if is_float(v):
+        v = int(v)
+    return np.array(v & M64 if v < 0 and t == "ulong" else v).astype(NP[t])
+
+
+# ---------------------------------------------------------------- values
+
+class V:
+    """A tensor value: array a (of type t's dtype), err (float64 array: the
+    bound on |luagpu - a|; inf where unsure; None: exact)."""
+
+    def __init__(self, a, t, err=None):
+        self.a, self.t, self.err = a, t, err
+
+    def e(self):
+        if self.err is None:
+            return np.zeros(self.a.shape)
+        return np.broadcast_to(self.err, self.a.shape)
+
+
+def cast(a, frm, to):
+    """API.md astype: C casts, but float to integer saturates and truncates
+    toward zero, NaN giving 0."""
+    if frm == to:
+        return a
+    if frm in FLOATS and to not in FLOATS:
+        lo, hi = RANGE[to]
+        x = a.astype(np.float64)
+        r = np.zeros(x.shape, dtype=object)
+        for i, v in np.ndenumerate(x):
+            if math.isnan(v):
+                r[i] = 0
+            elif v >= hi:
+                r[i] = hi
+            elif v <= lo:
+                r[i] = lo
+            else:
+                r[i] = int(v)
+        return np.array(r.tolist(), dtype=NP[to]).reshape(a.shape)
+    return a.astype(NP[to])
+
+
+def as_ct(x, ct):
+    """Operand x (V or Lua number) converted to the compute type ct: V."""
+    if isinstance(x, V):
+        err = x.err
+        if err is not None and x.t in FLOATS and ct in FLOATS and x.t != ct:
+            err = err + EPS[ct] * np.abs(x.a.astype(np.float64))
+        return V(cast(x.a, x.t, ct), ct, err)
+    fits(ct, x)
+    return V(number_as(x, ct), ct)
+
+
+def wrap(values, t, shape):
+    """Python ints wrapped to integer type t (C's two's complement)."""
+    bits = 8 * SIZE[t]
+    out = []
+    for v in values:
+        v &= (1 << bits) - 1
+        if t in SIGNED and v >= 1 << (bits - 1):
+            v -= 1 << bits
+        out.append(v)
+    return np.array(out, dtype=NP[t]).reshape(shape)
+
+
+def ints(a):
+    return [int(v) for v in a.reshape(-1)]
+
+
+def f64(a):
+    return a.astype(np.float64)
+
+
+def unsure_int(*vs):
+    """The err of an integer result: inf where any operand is unsure."""
+    errs = [v.err for v in vs if v.err is not None]
+    if not errs:
+        return None
+    e = np.zeros(np.broadcast_shapes(*[v.a.shape for v in vs]))
+    for v in vs:
+        if v.err is not None:
+            e = np.where(np.broadcast_to(v.err, e.shape) > 0, np.inf, e)
+    return e
+
+
+def finish(r, ct, prop, op, inputs_finite):
+    """The error bound of float result r (array of ct) from the operands'
+    propagated error prop and op's allowance."""
+    ulps = ULPS.get(op, 0)
+    rf = np.abs(f64(r))
+    e = prop + ulps * EPS[ct] * np.where(np.isfinite(rf), rf, 0)
+    e = e + np.where(prop > 0, EPS[ct] * np.where(np.isfinite(rf), rf, 0), 0)
+    e = e + (TINY[ct] * 4 if ulps else 0)
+    # non-finite results: sure only from exact operands, and not at the edge
+    # of overflow (functions with ulps may round to or from inf)
+    nonfinite = ~np.isfinite(f64(r))
+    e = np.where(nonfinite & (prop > 0), np.inf, e)
+    if ulps:
+        edge = np.isfinite(rf) & (rf > FMAX[ct] * (1 - 64 * EPS[ct]))
+        edge |= nonfinite & inputs_finite
+        e = np.where(edge, np.inf, e)
+    if op in ("sin", "cos", "tanh", "exp", "pow"):
+        e = e + 4 * EPS[ct]
+    # a subnormal result may be flushed to zero (and a zero may have been
+    # one): what follows from it is not judged
+    sub = (rf > 0) & (rf < TINY[ct])
+    e = np.where(sub, np.maximum(e, TINY[ct]), e)
+    return e
+
+
+# ---------------------------------------------------------------- elementwise
+
+def binary(op, x, y):
+    """x op y, x and y V or Lua numbers (one at least a V)."""
+    ct = combined([x, y])
+    if op in ("div", "pow"):
+        ct = floating(ct)
+    a, b = as_ct(x, ct), as_ct(y, ct)
+    A, B = a.a, b.a
+    shape = np.broadcast_shapes(A.shape, B.shape)
+    A, B = np.broadcast_to(A, shape), np.broadcast_to(B, shape)
+    if op in ("lt", "le", "gt", "ge", "eq", "ne"):
+        # API.md: comparisons compute in the promoted type and give uchar
+        f = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+             "eq": np.equal, "ne": np.not_equal}[op]
+        r = f(A, B).astype(np.uint8)
+        err = None
+        if ct in FLOATS and (a.err is not None or b.err is not None):
+            gap = np.abs(f64(A) - f64(B))
+            tol = a.e() + b.e()
+            err = np.where((tol > 0) & ~(gap > tol), np.inf, 0.0)
+        elif ct not in FLOATS:
+            err = unsure_int(a, b)
+        return V(r, "uchar", err)
+    if ct not in FLOATS:
+        return V(int_binary(op, A, B, ct), ct, unsure_int(a, b))
+    ea, eb = a.e(), b.e()
+    fa, fb = f64(A), f64(B)
+    finite = np.isfinite(fa) & np.isfinite(fb)
+    if op == "add":
+        r, prop = A + B, ea + eb
+    elif op == "sub":
+        r, prop = A - B, ea + eb
+    elif op == "mul":
+        r, prop = A * B, ea * np.abs(fb) + eb * np.abs(fa) + ea * eb
+    elif op == "div":
+        r = A / B
+        room = np.abs(fb) - eb
+        prop = np.where(room > 0, ea / np.where(room > 0, room, 1) +
+                        np.abs(fa) * eb / np.where(room > 0, room, 1) ** 2, np.inf)
+        prop = np.where((ea == 0) & (eb == 0), 0.0, prop)
+    elif op == "pow":
+        r = np.power(A, B)
+        lg = np.log(np.abs(np.where(fa == 0, 1, fa)))
+        prop = np.abs(f64(r)) * (np.abs(fb) * ea / np.where(fa == 0, np.inf, np.abs(fa)) +
+                                 np.abs(lg) * eb)
+        prop = np.where((ea == 0) & (eb == 0), 0.0, np.where(np.isfinite(prop), prop, np.inf))
+    elif op == "min" or op == "max":
+        # API.md: min/max of floats use fmin/fmax (a NaN loses to a number)
+        r = (np.fmin if op == "min" else np.fmax)(A, B)
+        prop = np.maximum(ea, eb)
+        zeros = (fa == 0) & (fb == 0) & (np.signbit(fa) != np.signbit(fb))
+        prop = np.where(zeros, np.maximum(prop, 5e-324), prop)   # either zero
+    elif op == "idiv":
+        # API.md: // is floor division, as Lua's: floor(a / b) for floats
+        q = A / B
+        r = np.floor(q)
+        fq = f64(q)
+        eq = np.where(np.isfinite(fq), np.abs(fq) * 4 * EPS[ct], 0)
+        if a.err is not None or b.err is not None:
+            room = np.abs(fb) - eb
+            eq = eq + np.where(room > 0, (ea + np.abs(fq) * eb) / np.where(room > 0, room, 1),
+                               np.inf)
+        cross = np.floor(fq - eq) != np.floor(fq + eq)
+        prop = np.where(cross, np.inf, 0.0)
+        return V(r, ct, prop if cross.any() else None)
+    elif op == "mod":
+        # API.md: % is Lua's modulo, the result with the divisor's sign:
+        # fmod, then + b when the signs differ (Lua 5.4's luai_nummod)
+        m = np.fmod(A, B)
+        r = np.where((m != 0) & ((m < 0) != (B < 0)), m + B, m).astype(NP[ct])
+        prop = ea + eb * (np.abs(fa / np.where(fb == 0, 1, fb)) + 1)
+        fr = f64(r)
+        near = (prop > 0) & ((np.abs(fr) <= prop) | (np.abs(np.abs(fr) - np.abs(fb)) <= prop))
+        prop = np.where(near, np.inf, prop)
+        return V(r, ct, prop if (prop > 0).any() else None)
+    else:
+        raise ValueError(op)
+    r = np.asarray(r).astype(NP[ct])
+    e = finish(r, ct, prop, op, finite)
+    return V(r, ct, e)
+
+
+def int_binary(op, A, B, t):
+    """Integer ops of API.md: + - * wrap (C's two's complement); x // 0 and
+    x % 0 give 0; MIN // -1 wraps; % has the divisor's sign; min/max."""
+    xs, ys = ints(A), ints(B)
+    out = []
+    for x, y in zip(xs, ys):
+        if op == "add":
+            out.append(x + y)
+        elif op == "sub":
+            out.append(x - y)
+        elif op == "mul":
+            out.append(x * y)
+        elif op == "idiv":
+            out.append(0 if y == 0 else x // y)
+        elif op == "mod":
+            out.append(0 if y == 0 else x % y)
+        elif op == "min":
+            out.append(min(x, y))
+        elif op == "max":
+            out.append(max(x, y))
+        else:
+            raise ValueError(op)
+    return wrap(out, t, A.shape)
+
+
+def unary(op, x):
+    ct = floating(x.t) if op in ("sqrt", "exp", "log", "sin", "cos", "tanh") else x.t
+    a = as_ct(x, ct)
+    A = a.a
+    if ct not in FLOATS:
+        if op == "neg":
+            return V(wrap([-v for v in ints(A)], ct, A.shape), ct, a.err)
+        if op == "abs":   # (t)(a < 0 ? -a : a): abs(MIN) wraps to MIN
+            return V(wrap([abs(v) for v in ints(A)], ct, A.shape), ct, a.err)
+        return V(A.copy(), ct, a.err)          # floor, ceil of integers
+    ea = a.e()
+    fa = f64(A)
+    finite = np.isfinite(fa)
+    if op == "neg":
+        return V(-A, ct, a.err)
+    if op == "abs":
+        return V(np.abs(A), ct, a.err)
+    if op in ("floor", "ceil"):
+        f = np.floor if op == "floor" else np.ceil
+        r = f(A)
+        if a.err is None:
+            return V(r, ct)
+        jump = f(fa - ea) != f(fa + ea)
+        return V(r, ct, np.where(jump, ea + 1, ea))
+    f = {"sqrt": np.sqrt, "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos,
+         "tanh": np.tanh}[op]
+    r = f(A).astype(NP[ct])
+    fr = f64(r)
+    if op == "sqrt":
+        lo = fa - ea
+        prop = np.where(ea == 0, 0.0, np.where(lo > 0, ea / (2 * np.sqrt(np.maximum(lo, 1e-300))),
+                                               np.inf))
+    elif op == "exp":
+        prop = np.where(ea == 0, 0.0, np.abs(fr) * np.expm1(np.minimum(ea, 700)))
+    elif op == "log":
+        lo = fa - ea
+        prop = np.where(ea == 0, 0.0, np.where(lo > 0, ea / np.where(lo > 0, lo, 1), np.inf))
+    else:
+        prop = ea
+    prop = np.where(np.isnan(prop), np.inf, prop)
+    if op in ("sin", "cos") and ct == "float":
+        # large arguments: allow the reduction's error relative to |x|
+        prop = prop + np.where(np.abs(fa) > 1e4, np.abs(fa) * EPS[ct], 0)
+    return V(r, ct, finish(r, ct, prop, op, finite))
+
+
+def where(m, x, y):
+    """gpu.where: a where mask is not 0, else b; two numbers make a 0-d
+    tensor of long (or float) first (tensor_elementwise.lua, as documented:
+    tensors or numbers, broadcast)."""
+    if not isinstance(x, V) and not isinstance(y, V):
+        t = "float" if (is_float(x) or is_float(y)) else "long"
+        x = as_ct(x, t)
+    ct = combined([x, y])
+    a, b = as_ct(x, ct), as_ct(y, ct)
+    shape = np.broadcast_shapes(m.a.shape, a.a.shape, b.a.shape)
+    mask = np.broadcast_to(m.a != 0, shape)
+    r = np.where(mask, np.broadcast_to(a.a, shape), np.broadcast_to(b.a, shape)).astype(NP[ct])
+    err = None
+    if a.err is not None or b.err is not None or m.err is not None:
+        err = np.where(mask, np.broadcast_to(a.e(), shape), np.broadcast_to(b.e(), shape))
+        if m.err is not None:
+            err = np.where(np.broadcast_to(m.e(), shape) > 0, np.inf, err)
+    return V(r, ct, err)
+
+
+def astype(x, t):
+    r = cast(x.a, x.t, t)
+    if x.err is None:
+        return V(r, t)
+    if x.t in FLOATS and t not in FLOATS:
+        fa, ea = f64(x.a), x.e()
+        lo, hi = np.trunc(fa - ea), np.trunc(fa + ea)
+        return V(r, t, np.where((ea > 0) & (lo != hi), np.inf, 0.0))
+    if t in FLOATS and x.t in FLOATS:
+        return V(r, t, x.e() + EPS[t] * np.abs(f64(r)))
+    return V(r, t, np.where(x.e() > 0, np.inf, 0.0))
+
+
+# ---------------------------------------------------------------- programs
+
+def view(a, views):
+    """The NumPy view of a through gen.lua's views (1-based, inclusive)."""
+    for v in views:
+        k = v[0]
+        nd = a.ndim
+        if k == "slice":
+            d, first, last, step = v[1], v[2], v[3], v[4]
+            d = d + nd + 1 if d < 0 else d
+            n = a.shape[d - 1]
+            first = first + n + 1 if first < 0 else first
+            last = last + n + 1 if last < 0 else last
+            idx = [slice(None)] * nd
+            idx[d - 1] = slice(first - 1, last, step)
+            a = a[tuple(idx)]
+        elif k == "transpose":
+            d1, d2 = v[1], v[2]
+            a = np.swapaxes(a, d1 - 1, d2 - 1)
+        elif k == "permute":
+            a = np.transpose(a, [p - 1 for p in v[1]])
+        elif k == "expand":
+            arg = list(v[1])
+            shift = len(arg) - nd
+            for i in range(len(arg)):
+                if arg[i] == -1:
+                    arg[i] = a.shape[i - shift]
+            a = np.broadcast_to(a, arg)
+        elif k == "reshape":
+            # API.md: a view whenever the strides allow, else a copy (NumPy's
+            # rule too)
+            a = a.reshape(v[1])
+        elif k == "select":
+            d, i = v[1], v[2]
+            d = d + nd + 1 if d < 0 else d
+            n = a.shape[d - 1]
+            i = i + n + 1 if i < 0 else i
+            idx = [slice(None)] * nd
+            idx[d - 1] = i - 1
+            a = a[tuple(idx) + (Ellipsis,)]     # a 0-d view, not a copied scalar
+        else:
+            raise ValueError(k)
+    return a
+
+
+def arange(t, first, last, step):
+    """dev:arange(type, first, last, step): first + (i - 1) * step in type
+    while not past last."""
+    for v in (first, step):
+        fits(t, v)
+    n = 0 if (last - first) / step < 0 else int(math.floor((last - first) / step)) + 1
+    if t in FLOATS:
+        i = np.arange(n, dtype=np.float64).astype(NP[t])
+        r = number_as(first, t) + i * number_as(step, t)
+        return V(r.astype(NP[t]), t)
+    return V(wrap([first + i * step for i in range(n)], t, (n,)), t)
+
+
+class Program:
+    def __init__(self, p):
+        self.p = p
+        self.arrays = []
+        self.errs = []      # per input: the error bound of each element (set writes it)
+        for inp in p["inputs"]:
+            t = inp["t"]
+            if "alias" in inp:
+                # dev:tensor(t, shape, x.buffer): the same memory
+                self.arrays.append(self.arrays[inp["alias"] - 1].reshape(inp["shape"]))
+                self.errs.append(self.errs[inp["alias"] - 1].reshape(inp["shape"]))
+            else:
+                self.errs.append(np.zeros(inp["shape"]))
+                vals = [lua_num(v) for v in inp["vals"]]
+                if t == "ulong":
+                    vals = [v & M64 for v in vals]
+                self.arrays.append(np.array(vals, dtype=NP[t]).reshape(inp["shape"]))
+        self.operands = {}
+
+    def operand(self, k):
+        if k not in self.operands:
+            o = self.p["operands"][k - 1]
+            if "arange" in o:
+                t, first, last, step = o["arange"]
+                self.operands[k] = arange(t, lua_num(first), lua_num(last), lua_num(step))
+            else:
+                inp = self.p["inputs"][o["input"] - 1]
+                self.operands[k] = V(view(self.arrays[o["input"] - 1], o["views"]), inp["t"])
+        return self.operands[k]
+
+    def eval(self, n):
+        op = n["op"]
+        if op == "leaf":
+            v = self.operand(n["operand"])
+            if n.get("t"):
+                return V(v.a.T, v.t, v.err)
+            return v
+        if op == "num":
+            return lua_num(n["v"])
+        args = [self.eval(a) for a in n["args"]]
+        if op in ("add", "sub", "mul", "div", "idiv", "mod", "pow", "lt", "le", "gt", "ge",
+                  "eq", "ne", "min", "max"):
+            return binary(op, args[0], args[1])
+        if op == "clamp":
+            # tensor:clamp(lo, hi) is max(x, lo), then min(., hi)
+            return binary("min", binary("max", args[0], args[1]), args[2])
+        if op == "where":
+            return where(args[0], args[1], args[2])
+        if op == "astype":
+            return astype(args[0], n["t"])
+        return unary(op, args[0])
+
+
+def copy_v(v):
+    err = None if v.err is None else np.array(np.broadcast_to(v.err, v.a.shape))
+    return V(np.array(v.a), v.t, err)
+
+
+# ---------------------------------------------------------------- reductions
+
+def reduce_type(op, t):
+    """API.md, Reductions: sum/prod give long for char .. long and uint, ulong
+    for ulong, the type for floats; mean float for float, double otherwise;
+    argmin/argmax long."""
+    if op in ("sum", "prod"):
+        if t in FLOATS:
+            return t
+        return "ulong" if t == "ulong" else "long"
+    if op == "mean":
+        return "float" if t == "float" else "double"
+    if op in ("argmin", "argmax"):
+        return "long"
+    return t
+
+
+def reduce_row(op, t, vals, errs):
+    """op over one row (a 1-D array of type t and its errors): (value,
+    err) as Python numbers; err inf when unsure."""
+    n = len(vals)
+    rt = reduce_type(op, t)
+    unsure = bool(np.any(errs > 0))
+    if t not in FLOATS:
+        xs = ints(vals)
+        if op in ("min", "max", "argmin", "argmax") and n == 0:
+            raise Expected("is undefined")
+        if op == "sum":
+            v = int(wrap([sum(xs)], rt, ())[()])
+        elif op == "prod":
+            p = 1
+            for x in xs:
+                p = (p * x) & M64
+            v = int(wrap([p], rt, ())[()])
+        elif op == "mean":
+            # decided: mean of integer types accumulates in double
+            v = math.fsum(float(x) for x in xs) / n if n else math.nan
+            return v, (n + 2) * EPS["double"] * math.fsum(abs(float(x)) for x in xs) / max(n, 1) \
+                + (math.inf if unsure else 0)
+        elif op == "min":
+            v = min(xs)
+        elif op == "max":
+            v = max(xs)
+        elif op == "argmin":
+            v = xs.index(min(xs)) + 1
+        elif op == "argmax":
+            v = xs.index(max(xs)) + 1
+        return v, (math.inf if unsure else 0)
+    fs = [float(x) for x in vals]
+    es = [float(e) for e in errs]
+    if op in ("min", "max", "argmin", "argmax"):
+        if n == 0:
+            raise Expected("is undefined")
+        good = [i for i in range(n) if not math.isnan(fs[i])]
+        if not good:
+            # decided: min/max of all NaN give NaN; argmin/argmax give 1
+            return (math.nan if op in ("min", "max") else 1), (math.inf if unsure else 0)
+        best = good[0]
+        for i in good:
+            if (fs[i] < fs[best]) if op in ("min", "argmin") else (fs[i] > fs[best]):
+                best = i
+        if op in ("min", "max"):
+            e = max(es) if es else 0
+            zeros = [fs[i] for i in good if fs[i] == 0]
+            if fs[best] == 0 and len(set(math.copysign(1, z) for z in zeros)) > 1:
+                e = max(e, 5e-324)     # which zero comes out is not promised
+            return fs[best], e
+        # decided: skip NaN, the first position of the least / greatest
+        if unsure:
+            for i in good:
+                if i != best and abs(fs[i] - fs[best]) <= es[i] + es[best]:
+                    return best + 1, math.inf
+            if any(math.isnan(f) for f in fs) and any(e > 0 for e in es):
+                return best + 1, math.inf
+        return best + 1, 0
+    # sum, prod, mean of floats
+    acc = rt
+    if any(math.isnan(f) for f in fs):
+        return math.nan, (math.inf if unsure else 0)
+    infs = [f for f in fs if math.isinf(f)]
+    if op == "prod":
+        if any(f == 0 for f in fs) and infs:
+            return math.nan, (math.inf if unsure else 0)
+        mags = [abs(f) for f in fs if f != 0]
+        sign = -1.0 if sum(1 for f in fs if math.copysign(1, f) < 0) % 2 else 1.0
+        if any(f == 0 for f in fs):
+            if unsure:
+                return 0.0, math.inf
+            return sign * 0.0, 5e-324   # the sign of a zero product: either
+        if infs:
+            return sign * math.inf, (math.inf if unsure else 0)
+        lg = sum(math.log2(m) for m in mags)
+        big = sum(math.log2(m) for m in mags if m > 1)
+        small = sum(math.log2(m) for m in mags if m < 1)
+        if big > math.log2(FMAX[t]) - 1 or small < math.log2(TINY[t]) + 24:
+            raise Skip("a product near overflow or underflow: its order decides")
+        v = sign * 2.0 ** lg
+        v = float(np.array(v).astype(NP[t]))
+        e = (n + 2) * 2 * EPS[t] * abs(v) + (math.inf if unsure else 0)
+        return v, e
+    pos = any(f == math.inf for f in infs)
+    neg = any(f == -math.inf for f in infs)
+    if pos and neg:
+        return math.nan, (math.inf if unsure else 0)
+    if infs:
+        return (math.inf if pos else -math.inf), (math.inf if unsure else 0)
+    mag = math.fsum(abs(f) for f in fs)
+    if mag > FMAX[acc] / 4:
+        raise Skip("a sum near overflow: its order decides")
+    s = math.fsum(fs)
+    e = (n + 2) * EPS[acc] * mag + math.fsum(es) + TINY[acc] * n
+    if op == "mean":
+        if n == 0:
+            return math.nan, 0   # API.md: the mean of an empty input is NaN
+        return s / n, e / n
+    return (s if n else 0.0), e
+
+
+def reduce_dim(op, x, d, keepdim):
+    """x:op(d [, keepdim]) as tensor_reduce.lua and API.md: the dim gone (size
+    1 with keepdim); an empty dim raises for min/max/arg* unless the result
+    itself is empty."""
+    a, e = x.a, x.e()
+    rt = reduce_type(op, x.t)
+    moved = np.moveaxis(a, d, -1)
+    emoved = np.moveaxis(e, d, -1)
+    outshape = moved.shape[:-1]
+    L = a.shape[d]
+    rows = int(np.prod(outshape))
+    vals, errs = [], []
+    if rows > 0:
+        m2, e2 = moved.reshape(rows, L), emoved.reshape(rows, L)
+        for i in range(rows):
+            v, er = reduce_row(op, x.t, m2[i], e2[i])
+            vals.append(v)
+            errs.append(er)
+    if rt in FLOATS:
+        r = np.array(vals, dtype=np.float64).astype(NP[rt]).reshape(outshape)
+    else:
+        r = wrap(vals, rt, outshape)
+    err = np.array(errs, dtype=np.float64).reshape(outshape)
+    if keepdim:
+        r = np.expand_dims(r, d)
+        err = np.expand_dims(err, d)
+    return V(r, rt, err)
+
+
+def check_dim(x, dim):
+    nd = x.a.ndim
+    if nd == 0:
+        raise Expected("has no dims", "out of range", "at least 1 dim")
+    d = dim + nd + 1 if dim < 0 else dim
+    if d < 1 or d > nd:
+        raise Expected("out of range")
+    return d - 1
+
+
+def sort_key(t, descending):
+    """decided: stable; -0.0 and +0.0 equal; NaNs last. descending: the
+    order of distinct keys reversed, NaNs first (algo.sort in API.md, as
+    PyTorch)."""
+    if t in FLOATS:
+        if descending:
+            return lambda v: (0, 0.0) if math.isnan(v) else (1, -v)
+        return lambda v: (1, 0.0) if math.isnan(v) else (0, v)
+    if descending:
+        return lambda v: -v
+    return lambda v: v
+
+
+def scan(kind, x, dim, descending):
+    if x.a.ndim == 0:
+        raise Expected("at least 1 dim")
+    d = x.a.ndim - 1 if dim is None else check_dim(x, dim)
+    a, e = x.a, x.e()
+    moved, emoved = np.moveaxis(a, d, -1), np.moveaxis(e, d, -1)
+    L = a.shape[d]
+    rows = int(np.prod(moved.shape[:-1]))
+    rt = "long" if kind == "argsort" else x.t
+    out = np.zeros(moved.shape, dtype=NP[rt])
+    err = np.zeros(moved.shape)
+    if rows > 0 and L > 0:
+        m2, e2 = moved.reshape(rows, L), emoved.reshape(rows, L)
+        o2, oe = out.reshape(rows, L), err.reshape(rows, L)
+        for i in range(rows):
+            row = m2[i]
+            erow = e2[i]
+            if kind == "cumsum":
+                if x.t in FLOATS:
+                    s, mag, acc = [], 0.0, []
+                    fs = [float(v) for v in row]
+                    for j in range(L):
+                        acc.append(fs[j])
+                        s.append(float(np.array(math.fsum(acc) if all(map(math.isfinite, acc))
+                                                else sum(acc)).astype(NP[x.t])))
+                        mag += abs(fs[j]) if math.isfinite(fs[j]) else 0
+                        if mag > FMAX[x.t] / 4:
+                            raise Skip("a sum near overflow")
+                        oe[i, j] = (j + 3) * EPS[x.t] * mag + float(np.sum(erow[:j + 1])) + \
+                            TINY[x.t] * (j + 1)
+                    o2[i] = s
+                else:
+                    c, s = 0, []
+                    for v in ints(row):
+                        c += v
+                        s.append(c)
+                    o2[i] = wrap(s, x.t, (L,))
+                    if np.any(erow > 0):
+                        oe[i] = np.inf
+            else:
+                vals = [float(v) for v in row] if x.t in FLOATS else ints(row)
+                order = sorted(range(L), key=lambda j: sort_key(x.t, descending)(vals[j]))
+                if kind == "sort":
+                    o2[i] = row[order]
+                    oe[i] = float(np.max(erow)) if L else 0
+                else:
+                    o2[i] = np.array(order, dtype=np.int64) + 1
+                    if np.any(erow > 0):
+                        oe[i] = np.inf
+    r = np.moveaxis(out, -1, d)
+    return V(r, rt, np.moveaxis(err, -1, d))
+
+
+# ---------------------------------------------------------------- comparing
+
+def got_values(res):
+    t = res["t"]
+    vals = [lua_num(v) for v in res["vals"]]
+    if t not in FLOATS:
+        vals = [v & M64 if v < 0 and t == "ulong" else v for v in vals]
+    return np.array(vals, dtype=NP[t]).reshape(res["shape"])
+
+
+def differ(want, got, t, err):
+    """The positions where got is not want within err: a bool array."""
+    if t not in FLOATS:
+        bad = want.astype(object) != got.astype(object) if t in ("ulong", "long") else \
+            want != got
+        if err is not None:
+            bad = bad & ~(np.broadcast_to(err, want.shape) > 0)
+        return np.asarray(bad)
+    w, g = f64(want), f64(got)
+    e = np.zeros(w.shape) if err is None else np.broadcast_to(err, w.shape)
+    both_nan = np.isnan(w) & np.isnan(g)
+    same = (w == g) & ((w != 0) | (np.signbit(w) == np.signbit(g)) | (e > 0))
+    close = np.abs(w - g) <= 2 * e
+    return ~(both_nan | same | close | np.isinf(e) | np.isnan(e))
+
+
+def fmt(v):
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        return repr(v)
+    return str(v)
+
+
+class Mismatch(Exception):
+    pass
+
+
+def compare_tensor(what, want, res):
+    if res is None or "t" not in res:
+        raise Mismatch("%s: expected a %s tensor of shape %s, got %s" %
+                       (what, want.t, list(want.a.shape), json.dumps(res)))
+    if res["t"] != want.t:
+        raise Mismatch("%s: type %s, expected %s" % (what, res["t"], want.t))
+    if list(res["shape"]) != list(want.a.shape):
+        raise Mismatch("%s: shape %s, expected %s" % (what, res["shape"], list(want.a.shape)))
+    got = got_values(res)
+    bad = differ(want.a, got, want.t, want.err)
+    if bad.any():
+        idx = [()] if bad.ndim == 0 else list(zip(*np.nonzero(bad)))
+        shown = []
+        for i in idx[:4]:
+            e = 0.0 if want.err is None else float(np.broadcast_to(want.err, want.a.shape)[i])
+            e = " (+-%g)" % e if e > 0 else ""
+            shown.append("at %s: %s, NumPy %s%s" % ([int(j) + 1 for j in i],
+                                                   fmt(got[i].item()), fmt(want.a[i].item()), e))
+        raise Mismatch("%s: %d of %d elements differ: %s" % (what, len(idx), bad.size,
+                                                             "; ".join(shown)))
+
+
+def compare_number(what, want, err, t, res):
+    if res is None or "number" not in res:
+        raise Mismatch("%s: expected a number, got %s" % (what, json.dumps(res)))
+    g = lua_num(res["number"])
+    if t not in FLOATS:
+        if isinstance(g, float):
+            raise Mismatch("%s: %r is a float, expected an integer" % (what, g))
+        if err and err > 0:
+            return
+        if (g - want) % (1 << 64) != 0:
+            raise Mismatch("%s: %s, NumPy %s" % (what, g, want))
+        return
+    if isinstance(want, float) and math.isnan(want):
+        if not (isinstance(g, float) and math.isnan(g)) and not math.isinf(err):
+            raise Mismatch("%s: %s, NumPy nan" % (what, fmt(g)))
+        return
+    if math.isinf(err) or math.isnan(err):
+        return
+    if isinstance(g, float) and math.isnan(g):
+        raise Mismatch("%s: nan, NumPy %s" % (what, fmt(want)))
+    if g == want or abs(g - want) <= 2 * err:
+        return
+    raise Mismatch("%s: %s, NumPy %s (+-%g)" % (what, fmt(g), fmt(want), err))
+
+
+def run(p):
+    """Replays program p; returns None when luagpu agrees, else the reason."""
+    prog = Program(p)
+    kind = p["kind"]
+    with np.errstate(all="ignore"):
+        try:
+            if kind == "set":
+                tgt = prog.operand(p["target"])
+                value = prog.eval(p["value"])
+                target = tgt.a
+                if isinstance(value, V):
+                    # API.md, set: v's type must promote to x's, its shape
+                    # broadcast to x's
+                    if promote(tgt.t, value.t) != tgt.t:
+                        raise Expected("without a loss")
+                    try:
+                        b = np.broadcast_shapes(target.shape, value.a.shape)
+                    except ValueError:
+                        b = None
+                    if b != target.shape:
+                        raise Expected("does not broadcast to")
+                    v = copy_v(value)        # v is read before x is written
+                    src = cast(v.a, v.t, tgt.t)
+                    err = v.err
+                else:
+                    fits(tgt.t, value)
+                    src = number_as(value, tgt.t)
+                    err = None
+                if not target.flags.writeable:
+                    raise Skip("a write into a broadcast view")
+                target[...] = src
+                want = V(target, tgt.t, None if err is None else
+                         np.broadcast_to(err, target.shape))
+                if err is not None:
+                    o = p["operands"][p["target"] - 1]
+                    view(prog.errs[o["input"] - 1], o["views"])[...] = err
+            else:
+                x = prog.eval(p["tree"])
+                if not isinstance(x, V):
+                    raise Skip("a tree without a tensor")
+                if "write" in p:
+                    # an input written after the expression was made: the
+                    # expression keeps the values before (API.md, Fusion:
+                    # results always equal eager evaluation); a view sees
+                    # the write
+                    if p["tree"]["op"] != "leaf":
+                        x = copy_v(x)
+                    w = p["write"]
+                    arr = prog.arrays[w["input"] - 1]
+                    arr[...] = number_as(w["v"], p["inputs"][w["input"] - 1]["t"])
+                if kind == "elem":
+                    want = x
+                elif kind == "reduce":
+                    op = p["op"]
+                    if p.get("dim") is None:
+                        flat = V(x.a.reshape(-1), x.t, x.e().reshape(-1))
+                        v, e = reduce_row(op, x.t, flat.a, flat.err)
+                        want = ("number", v, e, reduce_type(op, x.t))
+                    else:
+                        d = check_dim(x, p["dim"])
+                        want = reduce_dim(op, x, d, p.get("keepdim"))
+                else:
+                    want = scan(kind, x, p.get("dim"), p.get("descending"))
+        except Expected as ex:
+            if "error" not in p:
+                return "luagpu gave a result where it must raise (%s)" % ex
+            msg = re.sub(r"^program:\d+: ", "", p["error"])   # raised at the caller's line
+            if not msg.startswith("luagpu:") or "traceback" in msg or \
+                    not any(ph in msg for ph in ex.phrases):
+                return "luagpu raised %r; expected a 'luagpu: ...' error saying %s" % (msg, ex)
+            return None
+        if "error" in p:
+            msg = p["error"]
+            return "luagpu raised %r" % (msg if len(msg) < 400 else msg[:400] + "...")
+        res = p.get("result")
+        try:
+            if isinstance(want, tuple):
+                compare_number("result", want[1], want[2], want[3], res)
+            else:
+                compare_tensor("result", want, res)
+            # every input after the program: as made, or as set wrote it
+            for k, inp in enumerate(prog.p["inputs"]):
+                got = p.get("post", [])
+                if k >= len(got) or got[k] is None:
+                    continue
+                arr = prog.arrays[k]
+                e = prog.errs[k]
+                compare_tensor("input a%d afterwards" % (k + 1),
+                               V(arr, inp["t"], e if e.any() else None),
+                               {"t": inp["t"], "shape": list(arr.shape), "vals": got[k]})
+        except Mismatch as m:
+            return str(m)
+    return None
+
+
+def reproducer(p, why):
+    return ("-- program %d (family %d, %s): %s\nlocal gpu = require \"luagpu\"\n"
+            "local dev = gpu.devices()[1]\n%s\nprint(out)" %
+            (p["id"], p["family"], p["kind"], why, p["lua"]))
+
+
+def main(argv):
+    path = argv[1]
+    most = 20
+    if "--max" in argv:
+        most = int(argv[argv.index("--max") + 1])
+    total = bad = raised = skipped = 0
+    shown = set()
+    with open(path) as f:
+        for line in f:
+            p = json.loads(line)
+            total += 1
+            try:
+                why = run(p)
+            except Skip:
+                skipped += 1
+                continue
+            except Exception as ex:     # the checker's own failure: a mismatch too
+                why = "check.py failed: %r" % ex
+            if "error" in p and why is None:
+                raised += 1
+            if why:
+                bad += 1
+                key = (p["family"], why.split(":")[0])
+                if "--all" in argv or (len(shown) < most and key not in shown):
+                    shown.add(key)
+                    print(reproducer(p, why))
+                    print()
+    print("differential: %d programs, %d mismatches, %d raised as expected, %d skipped" %
+          (total, bad, raised, skipped))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,714 @@
+-- The Lua half of the differential test of tensors against NumPy
+-- (spec/differential_spec.lua, `make fuzz-numpy`): draws random tensor
+-- programs from a seed, runs each in luagpu and writes one JSON line per
+-- program (what it does, its inputs, luagpu's results or error) for
+-- spec/differential/check.py, which replays it in NumPy and compares.
+--
+-- A program is Lua source (run as it is, and printed as the reproducer of
+-- a mismatch) plus a description of the same program for the checker.
+-- Programs come in families: a family fixes what a generated kernel is
+-- keyed on (the expression's operations, its element types, which leaves
+-- are one tensor, whether a number is an integer or a float), and its
+-- programs vary the rest (shapes with size-1 and size-0 dims, views, values,
+-- numbers, dims), so a run builds few kernels: PoCL takes 0.1-1 s a build.
+--
+--   D.run{n =, seed =, families =, out = path, device =}
+--     draws n programs from `families` families (default n / 6) and writes
+--     them to path; returns the number of programs and of errors raised
+
+local D = {}
+
+local format, concat = string.format, table.concat
+local mtype = math.type
+
+local TYPES = {"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float",
+               "double"}
+local FLOATS = {float = true, double = true}
+local SIGNED = {char = true, short = true, int = true, long = true}
+local SIZE = {char = 1, uchar = 1, short = 2, ushort = 2, int = 4, uint = 4, long = 8,
+              ulong = 8, float = 4, double = 8}
+local RANGE = {char = {-128, 127}, uchar = {0, 255}, short = {-32768, 32767},
+               ushort = {0, 65535}, int = {-2147483648, 2147483647}, uint = {0, 4294967295},
+               long = {math.mininteger, math.maxinteger}, ulong = {0, math.maxinteger}}
+
+------------------------------------------------------------------ random
+
+-- xorshift64*: the same programs from a seed on every machine, apart from
+-- math.random (which busted and luagpu may use).
+local state = 88172645463325252
+local function seed(s) state = (s * 2654435761 + 88172645463325252) | 1 end
+local function bits()
+  state = state ~ (state >> 12)
+  state = state ~ (state << 25)
+  state = state ~ (state >> 27)
+  return state * 2685821657736338717
+end
+local function int(lo, hi) return lo + ((bits() >> 1) % (hi - lo + 1)) end
+local function chance(p) return ((bits() >> 11) / 2.0^53) < p end
+local function pick(list) return list[int(1, #list)] end
+local function uniform() return (bits() >> 11) / 2.0^53 end
+
+------------------------------------------------------------------ types
+
+-- docs/API.md's promotion table (only to draw programs that mostly make
+-- sense: check.py derives every type on its own).
+local SIGNED_OF = {[1] = "char", [2] = "short", [4] = "int", [8] = "long"}
+local function promote(a, b)
+  if a == b then return a end
+  if a == "double" or b == "double" then return "double" end
+  if a == "float" or b == "float" then return "float" end
+  local sa, sb = SIGNED[a] or false, SIGNED[b] or false
+  if sa == sb then return SIZE[a] >= SIZE[b] and a or b end
+  local s, u = a, b
+  if sb then s, u = b, a end
+  if SIZE[s] > SIZE[u] then return s end
+  return SIGNED_OF[SIZE[u] * 2] or "long"
+end
+local function floating(t)
+  if FLOATS[t] then return t end
+  return SIZE[t] == 8 and "double" or "float"
+end
+
+------------------------------------------------------------------ values
+
+local function f32(v) return (string.unpack("f", string.pack("f", v))) end
+local FMAX = {float = f32(3.4028234663852886e38), double = 1.7976931348623157e308}
+local FTINY = {float = 2.0^-126, double = 2.0^-1022}
+
+-- Values come in modes, drawn per input: small integers (many ties: sorts
+-- must be stable), the type's limits, special floats (NaN, inf, -0.0),
+-- random values over the type's range, or a mix.
+local MODES = {"small", "small", "limits", "special", "random", "mixed", "mixed"}
+
+-- One element of type t in mode.
+local function value(t, mode)
+  if mode == "mixed" then mode = pick{"small", "small", "small", "limits", "special", "random"} end
+  if FLOATS[t] then
+    local v
+    if mode == "special" then
+      v = pick{0.0, -0.0, 0.0, -0.0, 1.0 / 0, -1.0 / 0, 0 / 0, 0 / 0, 1.0, -1.0}
+    elseif mode == "limits" then
+      v = pick{FMAX[t], -FMAX[t], FTINY[t], -FTINY[t], 2.0^31 - 1, 2.0^63, -2.0^63, 2.0^64,
+               1e-30, 2.0^24 + 1, 2.0^53 + 1, -0.0, 0.5, 2.0^32}
+    elseif mode == "random" then
+      v = (uniform() - 0.5) * 2.0^int(-8, 40)
+    else
+      v = int(-12, 12) / 4
+    end
+    return t == "float" and f32(v) or v
+  end
+  local r = RANGE[t]
+  if mode == "limits" or mode == "special" then
+    local v = pick{r[1], r[2], r[1] + 1, r[2] - 1, 0, 1, 2}
+    if t == "ulong" and chance(0.5) then v = pick{-1, -2, math.mininteger} end  -- >= 2^63
+    return v
+  elseif mode == "random" then
+    if SIZE[t] == 8 then return bits() end   -- ulongs from 2^63 up read negative
+    return int(r[1], r[2])
+  end
+  local lo = r[1] < -3 and -3 or r[1]
+  return int(lo, 3)
+end
+
+-- A Lua number for an operand of a node computing in ct: "int" or "float".
+local function number(kind, ct)
+  if kind == "float" then
+    return pick{0.5, -0.0, 2.0^63, 1.0 / 0, -1.0 / 0, 0 / 0, 1e10, -2.5, 3.0, 2.0^31 - 1,
+                0.1, 7.0, -1.0}
+  end
+  local r = RANGE[ct]
+  local list = {int(-3, 9), int(-3, 9), math.maxinteger, math.mininteger, 2147483647,
+                -2147483648, 0, 1, -1, 255}
+  if r then
+    list[#list + 1] = r[1]
+    list[#list + 1] = r[2]
+    if chance(0.9) then   -- mostly numbers that fit; the rest must raise
+      local ok = {}
+      for _, v in ipairs(list) do if v >= r[1] and v <= r[2] then ok[#ok + 1] = v end end
+      list = ok
+    end
+  end
+  return pick(list)
+end
+
+------------------------------------------------------------------ Lua text
+
+local function lua_number(v)
+  if mtype(v) == "integer" then
+    if v == math.mininteger then return "math.mininteger" end
+    return format("%d", v)
+  end
+  if v ~= v then return "(0/0)" end
+  if v == 1 / 0 then return "math.huge" end
+  if v == -1 / 0 then return "-math.huge" end
+  if v == 0 and 1 / v < 0 then return "-0.0" end
+  local s = format("%.17g", v)
+  if not s:find("[%.eEn]") then s = s .. ".0" end
+  return s
+end
+
+local function lua_list(t)
+  local parts = {}
+  for i, v in ipairs(t) do parts[i] = lua_number(v) end
+  return "{" .. concat(parts, ", ") .. "}"
+end
+
+------------------------------------------------------------------ JSON
+
+local function json(v)
+  local tv = type(v)
+  if tv == "number" then
+    if mtype(v) == "integer" then return format("%d", v) end
+    return '"' .. format("%a", v) .. '"'    -- floats as C99 hex: exact, with inf and nan
+  elseif tv == "string" then
+    return '"' .. v:gsub('[%c"\\]', function(c) return format("\\u%04x", c:byte()) end) .. '"'
+  elseif tv == "boolean" then
+    return tostring(v)
+  elseif tv == "nil" then
+    return "null"
+  end
+  if v[1] ~= nil or next(v) == nil then
+    local parts = {}
+    for i = 1, #v do parts[i] = json(v[i]) end
+    return "[" .. concat(parts, ",") .. "]"
+  end
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = k end
+  table.sort(keys)
+  local parts = {}
+  for i, k in ipairs(keys) do parts[i] = json(k) .. ":" .. json(v[k]) end
+  return "{" .. concat(parts, ",") .. "}"
+end
+D.json = json
+
+------------------------------------------------------------------ families
+
+local UNARY = {"neg", "abs", "floor", "ceil"}
+local FUNCS = {"sqrt", "exp", "log", "sin", "cos", "tanh"}
+local ARITH = {"add", "sub", "mul", "div", "idiv", "mod", "pow"}
+local CMP = {"lt", "le", "gt", "ge", "eq", "ne"}
+local REDUCE = {"sum", "prod", "mean", "min", "max", "argmin", "argmax"}
+
+-- A random expression template over the family's leaf slots; returns the
+-- node, its type. Nodes: {op = "leaf", slot =}, {op = "num", kind =},
+-- {op = name, args = {...}} (+ t for astype).
+local function template(fam, depth)
+  local function leaf()
+    if #fam.slots > 0 and chance(0.35) then  -- the same tensor again
+      local s = pick(fam.slots)
+      return {op = "leaf", slot = s.id}, s.t
+    end
+    local t = pick(fam.types)
+    local s = {id = #fam.slots + 1, t = t, arange = chance(0.06)}
+    fam.slots[#fam.slots + 1] = s
+    return {op = "leaf", slot = s.id}, t
+  end
+  local function num(ct)
+    return {op = "num", kind = chance(0.7) and "int" or "float"}, ct
+  end
+  local function node(d)
+    if d == 0 or chance(0.2) then return leaf() end
+    local r = uniform()
+    if r < 0.35 then
+      local a, ta = node(d - 1)
+      local b, tb
+      if chance(0.4) then b, tb = num(ta) else b, tb = node(d - 1) end
+      if chance(0.3) then a, b, ta, tb = b, a, tb, ta end
+      if a.op == "num" and b.op == "num" then b, tb = leaf() end
+      local op = pick(ARITH)
+      local ct = a.op == "num" and tb or b.op == "num" and ta or promote(ta, tb)
+      if (a.op == "num" or b.op == "num") and ((a.op == "num" and a or b).kind == "float") and
+         not FLOATS[ct] then ct = "float" end
+      if op == "div" or op == "pow" then ct = floating(ct) end
+      return {op = op, args = {a, b}}, ct
+    elseif r < 0.5 then
+      if chance(0.3) then
+        -- x + c against x itself: a compiler that takes signed overflow for
+        -- impossible folds it to c > 0
+        local l, tl = leaf()
+        local a = {op = pick{"add", "sub", "mul"}, args = {l, {op = "num", kind = "int"}}}
+        return {op = pick(CMP), args = {a, l}}, "uchar"
+      end
+      local a, ta = node(d - 1)
+      if a.op == "num" then a, ta = leaf() end
+      local b, tb
+      if chance(0.4) then b, tb = num(ta) else b, tb = node(d - 1) end
+      return {op = pick(CMP), args = {a, b}}, "uchar"
+    elseif r < 0.62 then
+      local a, ta = node(d - 1)
+      if a.op == "num" then a, ta = leaf() end
+      local op = chance(0.5) and pick(UNARY) or pick(FUNCS)
+      return {op = op, args = {a}}, (op == "neg" or op == "abs" or op == "floor" or
+                                     op == "ceil") and ta or floating(ta)
+    elseif r < 0.72 then
+      local a, ta = node(d - 1)
+      local b, tb = node(d - 1)
+      if a.op == "num" then a, ta = leaf() end
+      if b.op == "num" then b, tb = leaf() end
+      return {op = chance(0.5) and "min" or "max", args = {a, b}}, promote(ta, tb)
+    elseif r < 0.8 then
+      local a, ta = node(d - 1)
+      if a.op == "num" then a, ta = leaf() end
+      local lo = chance(0.6) and num(ta) or node(d - 1)
+      local hi = chance(0.6) and num(ta) or node(d - 1)
+      return {op = "clamp", args = {a, lo, hi}}, ta
+    elseif r < 0.9 then
+      local m = node(d - 1)
+      if m.op == "num" then m = leaf() end
+      local a, ta, b, tb
+      if chance(0.3) then a, ta = num("long") else a, ta = node(d - 1) end
+      if chance(0.3) then b, tb = num(ta) else b, tb = node(d - 1) end
+      return {op = "where", args = {m, a, b}}, (a.op == "num" and b.op == "num") and "long" or
+             promote(ta, tb)
+    end
+    local a = node(d - 1)
+    if a.op == "num" then a = leaf() end
+    local t = pick(TYPES)
+    return {op = "astype", t = t, args = {a}}, t
+  end
+  return node(depth)
+end
+
+-- The kinds of families in turn (so that a short run has some of each),
+-- reductions by op in turn.
+local KINDS = {"elem", "reduce", "set", "elem", "sort", "reduce", "argsort", "elem", "set",
+               "reduce", "cumsum", "elem"}
+
+-- Family number id: its kind (elem, reduce, cumsum, sort, argsort, set),
+-- element types, template and options.
+local function family(id)
+  local fam = {id = id, slots = {}}
+  local ntypes = int(1, 3)
+  fam.types = {}
+  for i = 1, ntypes do fam.types[i] = pick(TYPES) end
+  fam.kind = KINDS[(id - 1) % #KINDS + 1]
+  if fam.kind == "reduce" then
+    local k = 0
+    for i = 1, id do if KINDS[(i - 1) % #KINDS + 1] == "reduce" then k = k + 1 end end
+    fam.op = REDUCE[(k - 1) % #REDUCE + 1]
+  end
+  if fam.kind == "set" then
+    fam.target = pick(TYPES)
+    -- values of types that promote to the target, mostly
+    fam.types = {}
+    for _, t in ipairs(TYPES) do
+      if promote(t, fam.target) == fam.target or chance(0.05) then
+        fam.types[#fam.types + 1] = t
+      end
+    end
+    fam.number = chance(0.3) and (chance(0.7) and "int" or "float")
+    fam.self = not fam.number and chance(0.4) and pick{"self", "t", "alias"}
+    if not fam.number then
+      local vt
+      fam.tree, vt = template(fam, int(0, 2))
+      if promote(vt, fam.target) ~= fam.target and chance(0.85) then
+        fam.tree = {op = "astype", t = fam.target, args = {fam.tree}}
+      end
+    end
+  else
+    local depth = fam.kind == "elem" and int(1, 3) or int(0, 2)
+    fam.tree = template(fam, depth)
+  end
+  return fam
+end
+
+------------------------------------------------------------------ shapes and views
+
+local function copy(t) local c = {} for i, v in ipairs(t) do c[i] = v end return c end
+local function count(shape) local n = 1 for _, d in ipairs(shape) do n = n * d end return n end
+
+local function random_shape(nd)
+  local s = {}
+  for i = 1, nd do s[i] = chance(0.08) and 0 or int(1, 5) end
+  if nd > 0 and chance(0.05) then
+    -- one long dim: reductions cut into parts, sorts of several tiles
+    for i = 1, nd do s[i] = math.min(s[i], 2) end
+    s[int(1, nd)] = int(64, 2100)
+  end
+  return s
+end
+
+-- A shape that broadcasts to s: leading dims dropped, some sizes 1.
+local function broadcastable(s)
+  local drop = chance(0.3) and int(0, #s) or 0
+  local out = {}
+  for i = drop + 1, #s do out[#out + 1] = (chance(0.2) and 1) or s[i] end
+  return out
+end
+
+local function shape_text(s) return "{" .. concat(s, ", ") .. "}" end
+
+-- Views that make a tensor of shape want from a base: returns the base's
+-- shape and the views (Lua method calls and their descriptions).
+local function views(want, depth, expand)
+  if depth == 0 or chance(0.35) then return copy(want), {} end
+  local nd = #want
+  local kinds = {"reshape", "select"}
+  if nd >= 1 then kinds[#kinds + 1] = "slice"; kinds[#kinds + 1] = "slice" end
+  if nd >= 2 then kinds[#kinds + 1] = "transpose"; kinds[#kinds + 1] = "permute" end
+  if expand and nd >= 1 then kinds[#kinds + 1] = "expand" end
+  local k = pick(kinds)
+  local pre, v = copy(want), nil
+  if k == "slice" then
+    local d = int(1, nd)
+    local step, first = int(1, 3), int(1, 2)
+    local n = want[d]
+    local last
+    if n == 0 then
+      pre[d] = first - 1 + int(0, 2)
+      last = first - 1
+    else
+      local lo = first + (n - 1) * step
+      pre[d] = lo + int(0, step)
+      local hi = math.min(pre[d], first + n * step - 1)
+      last = int(lo, hi)
+    end
+    local sf, sl = first, last
+    if chance(0.3) and first <= pre[d] then sf = first - pre[d] - 1 end
+    if chance(0.4) and last >= 1 then sl = last - pre[d] - 1 end
+    local dd = chance(0.2) and d - nd - 1 or d
+    if step == 1 and chance(0.3) and sl == -1 then
+      v = {text = format(":slice(%d, %d)", dd, sf), desc = {"slice", dd, sf, -1, 1}}
+    else
+      v = {text = format(":slice(%d, %d, %d, %d)", dd, sf, sl, step),
+           desc = {"slice", dd, sf, sl, step}}
+    end
+  elseif k == "transpose" then
+    local d1, d2 = int(1, nd), int(1, nd - 1)
+    if d2 >= d1 then d2 = d2 + 1 end
+    pre[d1], pre[d2] = want[d2], want[d1]
+    if nd == 2 and chance(0.5) then
+      v = {text = ":t()", desc = {"transpose", 1, 2}}
+    else
+      v = {text = format(":transpose(%d, %d)", d1, d2), desc = {"transpose", d1, d2}}
+    end
+  elseif k == "permute" then
+    local p = {}
+    for i = 1, nd do p[i] = i end
+    for i = nd, 2, -1 do local j = int(1, i); p[i], p[j] = p[j], p[i] end
+    for i = 1, nd do pre[p[i]] = want[i] end
+    v = {text = ":permute" .. shape_text(p), desc = {"permute", p}}
+  elseif k == "expand" then
+    local drop = chance(0.3) and int(0, nd) or 0
+    pre = {}
+    local arg = {}
+    for i = 1, nd do
+      if i <= drop then arg[i] = want[i]
+      else
+        local one = chance(0.5)
+        pre[#pre + 1] = one and 1 or want[i]
+        arg[i] = (not one and chance(0.3)) and -1 or want[i]
+      end
+    end
+    v = {text = ":expand" .. shape_text(arg), desc = {"expand", arg}}
+  elseif k == "select" then
+    local d = int(1, nd + 1)
+    local m = int(1, 3)
+    table.insert(pre, d, m)
+    local i = int(1, m)
+    if chance(0.3) then i = i - m - 1 end
+    v = {text = format(":select(%d, %d)", d, i), desc = {"select", d, i}}
+  else -- reshape: the same elements under another shape
+    local n = count(want)
+    if n == 0 or chance(0.3) then
+      pre = {}
+      for i, d in ipairs(want) do pre[i] = d end
+      if #pre < 4 then table.insert(pre, int(1, #pre + 1), 1) end
+    elseif chance(0.5) then
+      pre = {n}
+    else
+      local a = n
+      local f = {}
+      for q = 2, a do if a % q == 0 then f[#f + 1] = q end end
+      local q = #f > 0 and pick(f) or 1
+      pre = {q, n // q}
+    end
+    local arg = copy(want)
+    if n > 0 and nd > 0 and chance(0.3) then arg[int(1, nd)] = -1 end
+    v = {text = ":reshape" .. shape_text(arg), desc = {"reshape", arg}}
+  end
+  local base, list = views(pre, depth - 1, expand)
+  list[#list + 1] = v
+  return base, list
+end
+
+------------------------------------------------------------------ programs
+
+-- One program of family fam: returns its Lua body and description.
+local function program(fam)
+  local nd = pick{0, 1, 1, 2, 2, 2, 3, 3, 4}
+  if fam.kind == "cumsum" or fam.kind == "sort" or fam.kind == "argsort" then
+    nd = math.max(nd, 1)
+  end
+  local S = random_shape(nd)
+  local lines, inputs = {}, {}
+  local desc = {family = fam.id, kind = fam.kind, inputs = inputs, operands = {}}
+
+  -- an input tensor of type t and shape s: its Lua name
+  local function input(t, s, alias_of)
+    local k = #inputs + 1
+    local name = "a" .. k
+    if alias_of then
+      local a = inputs[alias_of]
+      inputs[k] = {t = a.t, shape = s, alias = alias_of}
+      lines[#lines + 1] = format("local %s = dev:tensor(%q, %s, a%d.buffer)", name, a.t,
+                                 shape_text(s), alias_of)
+      return name
+    end
+    local vals = {}
+    local mode = pick(MODES)
+    for i = 1, count(s) do vals[i] = value(t, mode) end
+    inputs[k] = {t = t, shape = s, vals = vals}
+    local big = false
+    if t == "ulong" then for _, v in ipairs(vals) do if v < 0 then big = true end end end
+    if big then   -- ulongs from 2^63 up: written as longs, converted (a C cast)
+      lines[#lines + 1] = format("local %s = dev:tensor(\"long\", %s, gpu.array(\"long\", %s))" ..
+                                 ":astype(\"ulong\"):eval()", name, shape_text(s), lua_list(vals))
+    else
+      lines[#lines + 1] = format("local %s = dev:tensor(%q, %s, gpu.array(%q, %s))", name, t,
+                                 shape_text(s), t, lua_list(vals))
+    end
+    return name
+  end
+
+  -- an operand of shape s: an input seen through views
+  local function operand(t, s, expand, alias_of)
+    local base, list = views(s, int(0, 3), expand)
+    if alias_of then
+      -- the same memory as input alias_of, under this base shape when the
+      -- counts agree
+      if count(base) ~= count(inputs[alias_of].shape) then
+        base, list = inputs[alias_of].shape, {}
+      end
+    end
+    local a = input(t, base, alias_of)
+    local text, vdesc = {a}, {}
+    for i, v in ipairs(list) do text[#text + 1] = v.text; vdesc[i] = v.desc end
+    local k = #desc.operands + 1
+    desc.operands[k] = {input = #inputs, views = vdesc}
+    lines[#lines + 1] = format("local x%d = %s", k, concat(text))
+    return "x" .. k, k
+  end
+
+  local slot_names = {}
+  local function slot(s)
+    if slot_names[s.id] then return slot_names[s.id] end
+    local name
+    if s.arange then
+      local n = S[#S] or 1
+      if chance(0.2) then n = 1 end
+      local t = s.t
+      local r = RANGE[t]
+      local first = FLOATS[t] and int(-4, 4) * 0.5 or int(math.max(r[1], -5), 5)
+      local step = FLOATS[t] and pick{0.5, -1.5, 2.0} or
+                   (SIGNED[t] and pick{1, 2, -1, -3} or pick{1, 3})
+      local last = first + (n - 1) * step
+      if not FLOATS[t] and (last < r[1] or last > r[2]) then step = 1; last = first + n - 1 end
+      local k = #desc.operands + 1
+      name = "x" .. k
+      desc.operands[k] = {arange = {t, first, last, step}}
+      lines[#lines + 1] = format("local %s = dev:arange(%q, %s, %s, %s)", name, t,
+                                 lua_number(first), lua_number(last), lua_number(step))
+    else
+      name = operand(s.t, broadcastable(S), true)
+    end
+    slot_names[s.id] = name
+    return name
+  end
+
+  -- the Lua expression and description of template node e (ct: the type
+  -- its numbers are drawn for)
+  local function expr(e, ct)
+    if e.op == "leaf" then
+      local s = fam.slots[e.slot]
+      local name = slot(s)
+      return name, {op = "leaf", operand = tonumber(name:sub(2))}
+    elseif e.op == "num" then
+      local v = number(e.kind, ct or "long")
+      local text = lua_number(v)
+      if text:sub(1, 1) == "-" then text = "(" .. text .. ")" end   -- -2 ^ x is -(2 ^ x)
+      return text, {op = "num", v = v}
+    elseif e.op == "self" then
+      return e.name, {op = "leaf", operand = e.operand}
+    end
+    local args, d = {}, {}
+    local at = ct
+    for i, a in ipairs(e.args) do
+      if a.op == "leaf" then at = fam.slots[a.slot].t end
+    end
+    for i, a in ipairs(e.args) do args[i], d[i] = expr(a, at) end
+    local desc_node = {op = e.op, args = d, t = e.t}
+    local op = e.op
+    local text
+    local SYM = {add = "+", sub = "-", mul = "*", div = "/", idiv = "//", mod = "%", pow = "^"}
+    if SYM[op] then
+      text = format("(%s %s %s)", args[1], SYM[op], args[2])
+    elseif op == "neg" then
+      text = chance(0.5) and format("(-%s)", args[1]) or format("%s:neg()", args[1])
+    elseif op == "where" then
+      text = format("gpu.where(%s, %s, %s)", args[1], args[2], args[3])
+    elseif op == "astype" then
+      text = format("%s:astype(%q)", args[1], e.t)
+    elseif op == "clamp" then
+      text = format("%s:clamp(%s, %s)", args[1], args[2], args[3])
+    elseif #args == 1 then
+      text = format("%s:%s()", args[1], op)
+    else
+      text = format("%s:%s(%s)", args[1], op, args[2])
+    end
+    return text, desc_node
+  end
+
+  local function dim_arg(n)
+    local d = int(1, n)
+    if chance(0.3) then d = d - n - 1 end
+    return d
+  end
+
+  if fam.kind == "set" then
+    local name, k = operand(fam.target, S, false)
+    desc.target = k
+    local vtext, vdesc
+    if fam.number then
+      local v = number(fam.number, fam.target)
+      if fam.target == "ulong" and chance(0.3) then v = pick{2.0^63, -1.0, 2.0^64 - 2048, 3.0} end
+      vtext, vdesc = lua_number(v), {op = "num", v = v}
+    else
+      local tree = fam.tree
+      if fam.self == "self" then
+        tree = {op = "add", args = {{op = "self", name = name, operand = k}, tree}}
+      elseif fam.self == "t" and #S == 2 and S[1] == S[2] then
+        tree = {op = "self", name = name .. ":t()", operand = k}
+        vdesc = {op = "leaf", operand = k, t = true}
+      elseif fam.self == "alias" and #S == 2 and S[1] == S[2] then
+        local alias = operand(fam.target, S, false, desc.operands[k].input)
+        local ak = tonumber(alias:sub(2))
+        tree = {op = "self", name = alias .. ":t()", operand = ak}
+        vdesc = {op = "leaf", operand = ak, t = true}
+      end
+      local d
+      vtext, d = expr(tree, fam.target)
+      vdesc = vdesc or d
+    end
+    lines[#lines + 1] = format("local out = %s:set(%s)", name, vtext)
+    desc.value = vdesc
+  else
+    local text, tree = expr(fam.tree)
+    desc.tree = tree
+    if tree.op == "num" then   -- a tree of one number: on a tensor
+      local n = operand(fam.types[1], S, true)
+      text = format("(%s * 0 + %s)", n, text)
+      desc.tree = {op = "add", args = {{op = "mul", args = {{op = "leaf",
+                   operand = tonumber(n:sub(2))}, {op = "num", v = 0}}}, tree}}
+    end
+    lines[#lines + 1] = "local r = " .. text
+    -- a write into an input that r (maybe lazy) reads: r must keep the
+    -- values it had (results equal eager evaluation)
+    local real = {}
+    for k, inp in ipairs(inputs) do if inp.vals then real[#real + 1] = k end end
+    if #real > 0 and chance(0.2) then
+      local k = pick(real)
+      local v = int(0, 3)
+      desc.write = {input = k, v = v}
+      lines[#lines + 1] = format("a%d:set(%d)", k, v)
+    end
+    if fam.kind == "elem" then
+      lines[#lines + 1] = "local out = r"
+    elseif fam.kind == "reduce" then
+      local whole = chance(0.4)
+      desc.op = fam.op
+      if whole then
+        lines[#lines + 1] = format("local out = r:%s()", fam.op)
+      else
+        -- the result's dims are known only to the checker: a dim that may
+        -- be out of range is fine (an error it must predict)
+        local n = #S
+        if n == 0 then n = 1 end
+        desc.dim = dim_arg(n)
+        desc.keepdim = chance(0.3) or nil
+        lines[#lines + 1] = format("local out = r:%s(%d%s)", fam.op, desc.dim,
+                                   desc.keepdim and ", true" or "")
+      end
+    else
+      local n = math.max(#S, 1)
+      local args = {}
+      if chance(0.7) then desc.dim = dim_arg(n); args[#args + 1] = tostring(desc.dim) end
+      if fam.kind ~= "cumsum" and chance(0.3) then
+        desc.descending = true
+        args[#args + 1] = "{descending = true}"
+      end
+      lines[#lines + 1] = format("local out = r:%s(%s)", fam.kind, concat(args, ", "))
+    end
+  end
+  return concat(lines, "\n"), desc
+end
+
+------------------------------------------------------------------ running
+
+-- Every value of tensor x, row-major (ulongs from 2^63 read negative).
+local function values(x)
+  local a = x:get()
+  local t = {}
+  for i = 1, #a do t[i] = a[i] end
+  return t
+end
+
+local function result(v, is_tensor)
+  if type(v) == "number" then return {number = v} end
+  if type(v) == "boolean" then return {boolean = v} end
+  if is_tensor(v) then return {t = v.type, shape = v.shape, vals = values(v)} end
+  return {other = tostring(v)}
+end
+
+local HEAD = "local gpu, dev = ...\n"
+local TAIL = "\nreturn out, {%s}"
+
+function D.run(opts)
+  local gpu = require "luagpu"
+  local dev = opts.device or gpu.devices()[1]
+  local tensor_mt = getmetatable(dev:tensor("int", {}))
+  local function is_tensor(v) return type(v) == "table" and getmetatable(v) == tensor_mt end
+  local n = opts.n or 100
+  seed(opts.seed or 1)
+  local nfam = opts.families or math.max(1, n // 6)
+  local fams = {}
+  for i = 1, nfam do fams[i] = family(i) end
+  seed(opts.seed * 7919 + 17)     -- programs from a stream of their own
+  local f = assert(io.open(opts.out, "w"))
+  local errors = 0
+  for i = 1, n do
+    local fam = fams[(i - 1) % nfam + 1]
+    local body, desc = program(fam)
+    local names = {}
+    for k = 1, #desc.inputs do names[k] = "a" .. k end
+    local chunk = assert(load(HEAD .. body .. format(TAIL, concat(names, ", ")), "=program", "t"))
+    local c0 = os.clock()
+    local ok, out, ins = pcall(chunk, gpu, dev)
+    if opts.times then desc.cpu = os.clock() - c0 end
+    desc.id = i
+    desc.lua = body
+    if ok then
+      local ok2, r = pcall(result, out, is_tensor)
+      if ok2 then
+        desc.result = r
+        desc.post = {}
+        for k, a in ipairs(ins) do
+          if desc.inputs[k].vals or desc.inputs[k].alias then desc.post[k] = values(a) end
+        end
+        if opts.times then desc.cpu = os.clock() - c0 end
+      else
+        desc.error = tostring(r)
+        errors = errors + 1
+      end
+    else
+      desc.error = tostring(out)
+      errors = errors + 1
+    end
+    f:write(json(desc), "\n")
+    if opts.progress and i % 50 == 0 then io.stderr:write(format("%d programs\n", i)) end
+  end
+  f:close()
+  return n, errors
+end
+
+return D

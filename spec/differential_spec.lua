@@ -1,0 +1,109 @@
+-- The differential test of tensors against NumPy, fixed seed: random
+-- programs (spec/differential/gen.lua: element types, broadcast shapes with
+-- size-1 and size-0 dims, views, operator trees with numbers at the type
+-- limits, reductions, cumsum/sort/argsort, set into views) run in luagpu and
+-- are replayed in NumPy by spec/differential/check.py under the rules of
+-- docs/API.md. A mismatch fails with the program as a Lua snippet.
+-- `make fuzz-numpy N= SEED=` runs more of them.
+local gpu = require "luagpu"
+local D = require "differential.gen"
+local support = require "support"
+
+-- The fixed run: its seed, programs and families (each family costs a few
+-- kernel builds; its programs vary shapes, views and values). On the code
+-- before issue 27's fixes this seed finds items 5 (sort in place), 11 (the
+-- shape of an empty sort / cumsum) and 41 (where of char into clamp).
+local SEED, PROGRAMS, FAMILIES = 113, 300, 30
+
+local function find_python()
+  for _, py in ipairs{"python3", "/usr/bin/python3"} do
+    if os.execute(py .. ' -c "import numpy" >/dev/null 2>&1') then return py end
+  end
+end
+
+local py, lines
+
+-- check.py's report on the given JSON lines, and whether it passed.
+local function check(list)
+  local path = os.tmpname()
+  support.write_file(path, table.concat(list, "\n") .. "\n")
+  local p = io.popen(py .. " spec/differential/check.py " .. support.shell_quote(path) .. " 2>&1")
+  local report = p:read("a")
+  local ok = p:close()
+  os.remove(path)
+  return report, ok
+end
+
+setup(function()
+  py = find_python()
+end)
+
+describe("tensors against NumPy", function()
+  it("agree on " .. PROGRAMS .. " random programs (seed " .. SEED .. ")", function()
+    -- make test installs python3-numpy: under CI a missing NumPy is a failure
+    assert(py or not os.getenv("CI"), "python3 with numpy not found under CI")
+    if not py then return pending("python3 with numpy not found: nothing to compare with") end
+    local out = os.tmpname()
+    local ok, e = pcall(D.run, {n = PROGRAMS, seed = SEED, families = FAMILIES, out = out,
+                                device = gpu.devices()[1]})
+    if not ok then os.remove(out); error(e, 0) end
+    lines = {}
+    for line in io.lines(out) do lines[#lines + 1] = line end
+    os.remove(out)
+    local report, done = check(lines)
+    assert.matches("differential: " .. PROGRAMS .. " programs, 0 mismatches", report, 1, true)
+    assert(done, report)
+  end)
+
+  it("the checker finds a wrong value, a wrong shape, a changed input and a missing error",
+     function()
+    if not py then return pending("python3 with numpy not found: nothing to compare with") end
+    if not lines then return pending("the random programs did not run") end
+    -- one program of each case, its recorded result spoiled as a defect would
+    local spoiled = {}
+    local function spoil(pattern, edit)
+      for _, line in ipairs(lines) do
+        if line:find(pattern) and not line:find('"error"') then
+          local bad = edit(line)
+          if bad and bad ~= line then spoiled[#spoiled + 1] = bad; return end
+        end
+      end
+      error("no program to spoil for " .. pattern)
+    end
+    -- an integer element of a result off by one
+    spoil('"result":{"shape":%[[%d,]*%],"t":"%a+","vals":%[%-?%d', function(l)
+      return (l:gsub('("result":{"shape":%[[%d,]*%],"t":"%a+","vals":%[)(%-?%d+)', function(h, v)
+        return h .. tostring(math.tointeger(v) ~ 1)
+      end, 1))
+    end)
+    -- a result's shape with its dims reversed, of a sort along a dim
+    spoil('"kind":"sort".-"result":{"shape":%[%d+,%d+', function(l)
+      return (l:gsub('"result":{"shape":%[(%d+),(%d+)', function(a, b)
+        if a == b then return nil end
+        return '"result":{"shape":[' .. b .. "," .. a
+      end, 1))
+    end)
+    -- an input that reads back changed
+    spoil('"post":%[%[%-?%d+', function(l)
+      return (l:gsub('("post":%[%[)(%-?%d+)', function(h, v)
+        return h .. tostring(math.tointeger(v) ~ 2)
+      end, 1))
+    end)
+    -- a number that does not fit raised nothing
+    local raised
+    for _, line in ipairs(lines) do
+      local fits = '"error":"program:%d+: luagpu: tensor:%a+: argument #%d: %-?%d+ does not fit'
+      if line:find(fits) then
+        raised = line
+        break
+      end
+    end
+    if raised then
+      spoiled[#spoiled + 1] = raised:gsub('"error":"[^"]*"', '"result":{"number":0}', 1)
+    end
+    local report, ok = check(spoiled)
+    assert.is_not_true(ok, report)
+    assert.matches(("differential: %d programs, %d mismatches"):format(#spoiled, #spoiled),
+                   report, 1, true)
+  end)
+end)
