@@ -1,9 +1,7 @@
 /*
 ** context.c: the per-platform OpenCL contexts that the devices of a
-** platform share (one luagpu.Context each, cached in the registry), the
-** accounting that runs the collector when device memory piles up, and the
-** per-state context (lg_State: tracing, debug mode, hooks, serial numbers),
-** one per Lua state as luv keeps its loop context.
+** platform share (one luagpu.Context each, cached in the registry), and the
+** accounting that runs the collector when device memory piles up.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -11,62 +9,6 @@
 #include "internal.h"
 
 #define CONTEXT_CACHE "luagpu.context_cache"   /* cl_platform_id -> Context */
-#define STATE_MT "luagpu.State"
-
-static const char STATE_KEY = 's';   /* its address keys the lg_State in the registry */
-
-/* ------------------------------------------------- the per-state context */
-
-/* At lua_close (the context is made before anything else of luagpu's, so
-** its finalizer runs after theirs): unset user events fail, the queues
-** whose finish was put off (lg_finish_collected) are finished, and the
-** trace still recording lets its events and queues go. */
-static int state_gc(lua_State *L) {
-  lg_State *s = luaL_checkudata(L, 1, STATE_MT);
-  size_t i;
-  lg_fail_user_events(L);
-  for (i = 0; i < s->nfinish; i++) {
-    clFinish(s->finish[i]);
-    clReleaseCommandQueue(s->finish[i]);
-  }
-  free(s->finish);
-  s->finish = NULL;
-  s->nfinish = s->capfinish = 0;
-  s->trace_on = 0;
-  lg_trace_clear(s);
-  return 0;
-}
-
-lg_State *lg_state(lua_State *L) {
-  lg_State *s;
-  const char *v;
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &STATE_KEY) == LUA_TUSERDATA) {
-    s = lua_touserdata(L, -1);
-    lua_pop(L, 1);
-    return s;
-  }
-  lua_pop(L, 1);
-  s = lua_newuserdatauv(L, sizeof *s, 0);
-  memset(s, 0, sizeof *s);
-  s->next_serial = 1;
-  v = getenv("LUAGPU_DEBUG");
-  s->debug_on = v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
-  if (luaL_newmetatable(L, STATE_MT)) {
-    lua_pushcfunction(L, state_gc);
-    lua_setfield(L, -2, "__gc");
-  }
-  lua_setmetatable(L, -2);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &STATE_KEY);
-  return s;
-}
-
-int lg_wait_interrupted(lua_State *L) {
-  lg_State *s = lg_state(L);
-  return s->wait_interrupted != NULL && s->wait_interrupted();
-}
-
-/* ------------------------------------------------------ OpenCL contexts */
-
 
 static int ctx_gc(lua_State *L) {
   lg_Context *c = luaL_checkudata(L, 1, LG_CONTEXT_MT);
@@ -139,6 +81,8 @@ static const luaL_Reg context_meta[] = {
   {"__gc", ctx_gc}, {NULL, NULL}
 };
 
+/* Makes the state's context first (state.c), so that its finalizer runs
+** after those of everything luagpu makes. */
 void lg_open_context(lua_State *L) {
   lg_state(L);
   lg_newclass(L, LG_CONTEXT_MT, NULL, context_meta);

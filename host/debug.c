@@ -243,7 +243,7 @@ static int mod_debug(lua_State *L) {
 
 static const luaL_Reg debug_functions[] = {{"debug", mod_debug}, {NULL, NULL}};
 
-/* LUAGPU_DEBUG is read when the state's context is made (context.c). */
+/* LUAGPU_DEBUG is read when the state's context is made (state.c). */
 void lg_open_debug(lua_State *L) {
   luaL_setfuncs(L, debug_functions, 0);
 }

@@ -13,11 +13,6 @@
 
 #include "internal.h"
 
-#define USER_EVENTS_KEY "luagpu.user_events"   /* weak set of gpu.user_event's Events */
-
-/* Runs the on_complete callbacks of commands now done (userevent.c). */
-void (*const lg_event_after_wait)(lua_State *L) = lg_run_callbacks;
-
 lg_Event *lg_testevent(lua_State *L, int idx) {
   return luaL_testudata(L, idx, LG_EVENT_MT);
 }
@@ -287,7 +282,7 @@ static int ev_wait(lua_State *L) {
   lg_Event *e = lg_checkevent(L, 1);
   wait_ok(L, 1, e, "event:wait");
   push_result(L, 1, e);
-  lg_event_after_wait(L);
+  lg_after_wait(L);
   return 1;
 }
 
@@ -325,7 +320,7 @@ static void get_times(lua_State *L, lg_Event *e, const char *fn, cl_ulong t[4]) 
     }
     if (err != CL_SUCCESS) lg_clerror(L, "clGetEventProfilingInfo", err, NULL);
   }
-  lg_event_after_wait(L);
+  lg_after_wait(L);
 }
 
 /* ev:profile(): {queued=, submit=, start=, ["end"]=, duration=} in ns. */
@@ -417,46 +412,9 @@ static int mod_wait(lua_State *L) {
     wait_ok(L, list + i, e, "gpu.wait");
   }
   for (i = 1; i <= n; i++) push_result(L, list + i, lua_touserdata(L, list + i));
-  lg_event_after_wait(L);   /* after the results: a callback may release an Event */
+  lg_after_wait(L);   /* after the results: a callback may release an Event */
   return n;
 }
-
-/* ----------------------------------------------------------- user events */
-
-void lg_event_note_user(lua_State *L, int idx) {
-  idx = lua_absindex(L, idx);
-  lua_getfield(L, LUA_REGISTRYINDEX, USER_EVENTS_KEY);
-  lua_pushvalue(L, idx);
-  lua_pushboolean(L, 1);
-  lua_rawset(L, -3);
-  lua_pop(L, 1);
-}
-
-/* Calls f on each unset user event of the state's; returns how many. */
-static int each_unset(lua_State *L, void (*f)(lg_Event *e)) {
-  int n = 0;
-  if (lua_getfield(L, LUA_REGISTRYINDEX, USER_EVENTS_KEY) != LUA_TTABLE) {
-    lua_pop(L, 1);
-    return 0;
-  }
-  lua_pushnil(L);
-  while (lua_next(L, -2)) {
-    lg_Event *e = lua_touserdata(L, -2);
-    lua_pop(L, 1);
-    if (e != NULL && e->user && e->ev != NULL && exec_status(e->ev) > CL_COMPLETE) {
-      n++;
-      if (f != NULL) f(e);
-    }
-  }
-  lua_pop(L, 1);
-  return n;
-}
-
-static void fail_one(lg_Event *e) { clSetUserEventStatus(e->ev, -1); }
-
-int lg_user_events_unset(lua_State *L) { return each_unset(L, NULL); }
-
-void lg_fail_user_events(lua_State *L) { each_unset(L, fail_one); }
 
 static const luaL_Reg event_methods[] = {
   {"wait", ev_wait}, {"profile", ev_profile}, {"release", ev_free}, {NULL, NULL}
@@ -480,15 +438,6 @@ void lg_open_event(lua_State *L) {
     lua_setfield(L, -2, "__gc");
     lua_setmetatable(L, -2);
     lua_setfield(L, LUA_REGISTRYINDEX, PARKED_KEY);
-  }
-  lua_pop(L, 1);
-  if (lua_getfield(L, LUA_REGISTRYINDEX, USER_EVENTS_KEY) == LUA_TNIL) {
-    lua_newtable(L);
-    lua_createtable(L, 0, 1);
-    lua_pushliteral(L, "k");
-    lua_setfield(L, -2, "__mode");
-    lua_setmetatable(L, -2);
-    lua_setfield(L, LUA_REGISTRYINDEX, USER_EVENTS_KEY);
   }
   lua_pop(L, 1);
   luaL_setfuncs(L, module_functions, 0);

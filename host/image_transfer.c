@@ -147,7 +147,7 @@ static int img_rw(lua_State *L, int write) {
   if (err != CL_SUCCESS) lg_clerror(L, write ? "clEnqueueWriteImage" : "clEnqueueReadImage",
                                     err, NULL);
   if (blocking) {              /* done: the callbacks of commands done by now run, as after a wait */
-    if (lg_event_after_wait != NULL) lg_event_after_wait(L);
+    lg_after_wait(L);
     if (write) return 0;
     lua_pushvalue(L, arr);
     return 1;

@@ -59,6 +59,66 @@ size_t lg_checksize(lua_State *L, int idx, const char *fn, int arg, const char *
 ** free device memory held by dead userdata. */
 int lg_is_oom(cl_int err);
 
+/* ------------------------------------------------------------- state.c */
+
+/* The per-state context: everything luagpu keeps for one Lua state (one per
+** state, a userdata in the registry, made on first use (lg_open_context
+** makes it before anything else of luagpu's), finalized last at lua_close),
+** so that states run independently, in one thread or several. Only the
+** state's own thread touches it; OpenCL callbacks on driver threads never
+** do (userevent.c's reach a refcounted block of their own). state.c calls
+** no file above it: the hooks below are how it calls back, each set once,
+** at open, to a fixed function. */
+#define LG_CLOSE_HOOKS 4
+struct lg_TraceRecord;
+typedef struct lg_State {
+  int trace_on;                /* gpu.trace records: enqueue paths call lg_trace_add */
+  int debug_on;                /* gpu.debug, LUAGPU_DEBUG */
+  uint64_t next_serial;        /* of bound calls (call.c) */
+  /* A program (the luagpu REPL) that wants waits to stop on Ctrl-C sets this:
+  ** ev:wait, gpu.wait and gpu.run_loop then poll the command and raise
+  ** "interrupted!" when it answers true (the command goes on). NULL: waits
+  ** block in OpenCL. */
+  int (*wait_interrupted)(void);
+  void (*after_wait)(lua_State *L);   /* userevent.c's: runs the callbacks (lg_after_wait) */
+  void (*on_close[LG_CLOSE_HOOKS])(struct lg_State *s);   /* run at lua_close, in order */
+  int nclose;
+  struct lg_TraceRecord *records;  /* trace.c's record */
+  size_t nrecords, cap, dropped;
+  cl_event *waits;             /* the records' wait lists, retained */
+  size_t nwaits, capwaits;
+  cl_command_queue *finish;    /* queues whose finish waits for lua_close */
+  size_t nfinish, capfinish;
+} lg_State;
+
+/* The state's context (made on first use; raises only for lack of memory). */
+lg_State *lg_state(lua_State *L);
+/* Adds hook to what lua_close runs on the state, after unset user events
+** failed and the put-off finishes are done (once: a hook already there is
+** not added again when the module opens again). */
+void lg_state_on_close(lua_State *L, void (*hook)(lg_State *s));
+/* True when the program (lg_State.wait_interrupted) says a wait must stop. */
+int lg_wait_interrupted(lua_State *L);
+/* Runs the on_complete callbacks of commands now done (the state's
+** after_wait, which userevent.c sets; raising a callback's error): called
+** after every blocking wait luagpu does: ev:wait, gpu.wait, ev:profile
+** (event.c), q:finish and dev:finish (queue.c), b:get (transfer.c), a
+** blocking b:map (map.c), img:read and img:write with {blocking = true}. */
+void lg_after_wait(lua_State *L);
+/* The user events of gpu.user_event's (a weak set in the registry):
+** lg_event_note_user adds the Event at idx; lg_user_events_unset counts
+** those still unset; lg_fail_user_events fails them (at lua_close: nothing
+** can set them any more). */
+void lg_event_note_user(lua_State *L, int idx);
+int lg_user_events_unset(lua_State *L);
+void lg_fail_user_events(lua_State *L);
+/* The finish of a collected queue q (lua_close included): now, or while a
+** user event is unset (a command may wait for it) at lua_close, after
+** unset user events fail. */
+void lg_finish_collected(lua_State *L, cl_command_queue q);
+/* "file.lua:12": the first caller up the stack outside luagpu's helpers. */
+void lg_lua_where(lua_State *L, char *buf, size_t size);
+
 /* ------------------------------------------------------------- class.c */
 
 /* Adds the functions of fns to the methods (__index) table of metatable
@@ -220,31 +280,6 @@ void lg_split_words(lua_State *L);
 const char *lg_device_type_name(cl_device_type t);
 void lg_load_device_fields(lua_State *L, lg_Device *d);
 
-/* The per-state context: everything luagpu keeps for one Lua state (one per
-** state, a userdata in the registry, made when the module first opens in
-** it, finalized last at lua_close), so that states run independently, in
-** one thread or several. Only the state's own thread touches it; OpenCL
-** callbacks on driver threads never do (userevent.c's reach a refcounted
-** block of their own). */
-struct lg_TraceRecord;
-typedef struct lg_State {
-  int trace_on;                /* gpu.trace records: enqueue paths call lg_trace_add */
-  int debug_on;                /* gpu.debug, LUAGPU_DEBUG */
-  uint64_t next_serial;        /* of bound calls (call.c) */
-  int (*wait_interrupted)(void);  /* set by a program: waits poll it (lg_wait_interrupted) */
-  struct lg_TraceRecord *records;  /* trace.c's record */
-  size_t nrecords, cap, dropped;
-  cl_event *waits;             /* the records' wait lists, retained */
-  size_t nwaits, capwaits;
-  cl_command_queue *finish;    /* queues whose finish waits for lua_close (queue.c) */
-  size_t nfinish, capfinish;
-} lg_State;
-
-/* The state's context (made on first use; raises only for lack of memory). */
-lg_State *lg_state(lua_State *L);
-/* True when the program (lg_State.wait_interrupted) says a wait must stop. */
-int lg_wait_interrupted(lua_State *L);
-
 /* context.c: pushes the Context of platform p (one per platform, cached;
 ** made over all its devices), or a new one borrowing an application's ctx
 ** (retained). lg_account_alloc tells the collector that bytes of device
@@ -280,10 +315,6 @@ lg_Queue *lg_checkqueue(lua_State *L, int idx);
 lg_Queue *lg_testqueue(lua_State *L, int idx);
 /* Pushes a new Queue on the device at devidx. */
 lg_Queue *lg_newqueue(lua_State *L, int devidx, int profiling, int out_of_order);
-/* The finish of a collected queue q (lua_close included): now, or while a
-** user event is unset (a command may wait for it) at lua_close, after
-** unset user events fail. */
-void lg_finish_collected(lua_State *L, cl_command_queue q);
 /* For a program at its end: fails unset user events, then waits for the
 ** commands of every queue of the state (up to 64), calling say once with
 ** what it waits for when that takes over half a second; returns 1 when
@@ -343,25 +374,16 @@ typedef struct lg_Event {
 /* While gpu.trace records in the state (lg_tracing), the enqueue paths call
 ** lg_trace_add with each command just enqueued (ev, q and the wait list are
 ** retained by the trace; dims 0 and NULL sizes for transfers; local NULL
-** when none was given). lg_trace_clear lets a record go; lg_trace_check_path
-** is a lua_CFunction raising unless a trace may be written at the path at 1. */
+** when none was given). lg_trace_check_path is a lua_CFunction raising
+** unless a trace may be written at the path at 1. */
 int lg_tracing(lua_State *L);
 void lg_trace_add(lua_State *L, cl_command_queue q, cl_event ev, const char *kind,
                   const char *name, cl_uint dims, const size_t *global, const size_t *local,
                   size_t bytes, cl_uint nwait, const cl_event *wait);
-void lg_trace_clear(lg_State *s);
 int lg_trace_check_path(lua_State *L);
 void lg_open_trace(lua_State *L);
 /* query.c: dev:info(name), platform:info(name). */
 void lg_open_query(lua_State *L);
-/* "file.lua:12": the first caller up the stack outside luagpu's helpers. */
-void lg_lua_where(lua_State *L, char *buf, size_t size);
-
-
-/* A program (the luagpu REPL) that wants waits to stop on Ctrl-C sets
-** lg_state(L)->wait_interrupted: ev:wait and gpu.wait then poll the command
-** and raise "interrupted!" when it answers true (the command goes on).
-** NULL: waits block in OpenCL. */
 
 /* Pushes a new Event owning ev (which must not be NULL; it is released if
 ** pushing fails). The nkeep values at stack indices keep[] (buffers, host
@@ -384,21 +406,6 @@ lg_Event *lg_newevent_on(lua_State *L, const char *command, int qidx);
 void lg_event_start(lua_State *L, lg_Event *e, cl_event ev);
 lg_Event *lg_checkevent(lua_State *L, int idx);
 lg_Event *lg_testevent(lua_State *L, int idx);
-/* The user events of gpu.user_event's (a weak set in the registry):
-** lg_event_note_user adds the Event at idx; lg_user_events_unset counts
-** those still unset; lg_fail_user_events fails them (at lua_close: nothing
-** can set them any more). */
-void lg_event_note_user(lua_State *L, int idx);
-int lg_user_events_unset(lua_State *L);
-void lg_fail_user_events(lua_State *L);
-/* lg_run_callbacks (userevent.c; lg_event_after_wait points to it): runs
-** the on_complete callbacks of commands now done
-** (raising a callback's error); called after every blocking wait luagpu
-** does: ev:wait, gpu.wait, ev:profile (event.c), q:finish and dev:finish
-** (queue.c), b:get (transfer.c), a blocking b:map (map.c), img:read and
-** img:write with {blocking = true} (image.c). */
-void lg_run_callbacks(lua_State *L);
-extern void (*const lg_event_after_wait)(lua_State *L);
 /* Releases what parked Events kept for commands now done (event.c parks
 ** what an Event collected before its command ended keeps, rather than
 ** blocking the collector). Returns how many commands are still parked. */

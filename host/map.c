@@ -180,7 +180,7 @@ static int buf_map(lua_State *L) {
   lua_setiuservalue(L, -2, 2);
   luaL_setmetatable(L, LG_ARRAY_MT);
   if (blocking) {
-    if (lg_event_after_wait != NULL) lg_event_after_wait(L);   /* callbacks, as after a wait */
+    lg_after_wait(L);   /* callbacks, as after a wait */
     return 1;
   }
   keep[0] = 1;

@@ -118,30 +118,6 @@ static int q_free(lua_State *L, int collecting) {
   return 0;
 }
 
-/* While a user event is unset, a command of q may wait for it, and only
-** the script could set it: the finish waits for lua_close, where unset
-** user events fail first (the state's context finishes q then). */
-void lg_finish_collected(lua_State *L, cl_command_queue q) {
-  lg_State *s = lg_state(L);
-  if (lg_user_events_unset(L) == 0) {
-    clFinish(q);
-    return;
-  }
-  if (s->nfinish == s->capfinish) {
-    size_t ncap = s->capfinish == 0 ? 8 : s->capfinish * 2;
-    cl_command_queue *nf = realloc(s->finish, ncap * sizeof *nf);
-    if (nf == NULL) {                 /* no room to remember it: it still completes */
-      clFlush(q);
-      return;
-    }
-    s->finish = nf;
-    s->capfinish = ncap;
-  }
-  clFlush(q);
-  clRetainCommandQueue(q);
-  s->finish[s->nfinish++] = q;
-}
-
 static int q_gc(lua_State *L) { return q_free(L, 1); }
 static int q_release(lua_State *L) { return q_free(L, 0); }
 
@@ -150,7 +126,7 @@ static int q_release(lua_State *L) { return q_free(L, 0); }
 static int finish(lua_State *L, lg_Queue *q, int flush) {
   cl_int err = flush ? clFlush(q->q) : clFinish(q->q);
   if (err != CL_SUCCESS) lg_clerror(L, flush ? "clFlush" : "clFinish", err, NULL);
-  if (!flush && lg_event_after_wait != NULL) lg_event_after_wait(L);
+  if (!flush) lg_after_wait(L);
   return 0;
 }
 

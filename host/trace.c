@@ -42,7 +42,8 @@ static cl_ulong now_ns(void) {
   return (cl_ulong)ts.tv_sec * 1000000000u + (cl_ulong)ts.tv_nsec;
 }
 
-void lg_trace_clear(lg_State *s) {
+/* Lets the record go. */
+static void trace_clear(lg_State *s) {
   size_t i;
   for (i = 0; i < s->nrecords; i++) {
     clReleaseEvent(s->records[i].ev);
@@ -56,23 +57,14 @@ void lg_trace_clear(lg_State *s) {
   s->nrecords = s->cap = s->dropped = s->nwaits = s->capwaits = 0;
 }
 
-int lg_tracing(lua_State *L) { return lg_state(L)->trace_on; }
-
-/* The first caller up the stack that is not one of luagpu's own Lua
-** helpers (their source names a "luagpu/" file): "file.lua:12" (the
-** innermost Lua caller when all are helpers; "" when there is none). */
-void lg_lua_where(lua_State *L, char *buf, size_t size) {
-  lua_Debug ar;
-  int level;
-  buf[0] = '\0';
-  for (level = 1; level < 16 && lua_getstack(L, level, &ar); level++) {
-    if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
-    if (buf[0] == '\0' || strstr(ar.source, "luagpu/") == NULL) {
-      snprintf(buf, size, "%s:%d", ar.short_src, ar.currentline);
-      if (strstr(ar.source, "luagpu/") == NULL) return;
-    }
-  }
+/* At lua_close (a close hook of the state's): a trace still recording lets
+** its events and queues go. */
+static void trace_close(lg_State *s) {
+  s->trace_on = 0;
+  trace_clear(s);
 }
+
+int lg_tracing(lua_State *L) { return lg_state(L)->trace_on; }
 
 /* Room for one more record and nwait more waits; 0 when there is none. */
 static int reserve(lg_State *s, cl_uint nwait) {
@@ -278,7 +270,7 @@ static void push_trace(lua_State *L) {
     free(queues);
     free(qn);
     free(blocked);
-    lg_trace_clear(s);
+    trace_clear(s);
     luaL_error(L, "luagpu: gpu.trace: out of memory");
   }
   for (i = 0; i < n; i++) {           /* queues numbered in order of first use */
@@ -300,7 +292,7 @@ static void push_trace(lua_State *L) {
   free(queues);
   free(qn);
   free(blocked);
-  lg_trace_clear(s);
+  trace_clear(s);
 }
 
 /* ----------------------------------------------------- the trace's file */
@@ -438,7 +430,7 @@ static int mod_trace(lua_State *L) {
   lg_State *s = lg_state(L);
   int t = lua_type(L, 1);
   if (t == LUA_TBOOLEAN && lua_toboolean(L, 1)) {
-    lg_trace_clear(s);
+    trace_clear(s);
     s->trace_on = 1;
     return 0;
   }
@@ -488,6 +480,7 @@ static const luaL_Reg file_functions[] = {
 ** luagpu.trace: check(path) and write(path, text, direct). */
 void lg_open_trace(lua_State *L) {
   luaL_setfuncs(L, trace_functions, 0);
+  lg_state_on_close(L, trace_close);
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   luaL_newlib(L, file_functions);
   lua_setfield(L, -2, "luagpu.trace_file");

@@ -175,7 +175,7 @@ static int read_number(lua_State *L, lg_Buffer *b, int optsidx, int blocking) {
       clReleaseEvent(ev);
     }
     lg_push_scalar(L, b->type.scalar, t.host);
-    if (lg_event_after_wait != NULL) lg_event_after_wait(L);   /* callbacks, as after a wait */
+    lg_after_wait(L);   /* callbacks, as after a wait */
     return 1;
   }
   a = lg_push_pinned_array(L, b->dev->ctx, o.queue->q, b->type);
@@ -227,7 +227,7 @@ static int read_impl(lua_State *L, int blocking) {
       clWaitForEvents(1, &ev);
       clReleaseEvent(ev);
     }
-    if (lg_event_after_wait != NULL) lg_event_after_wait(L);   /* callbacks, as after a wait */
+    lg_after_wait(L);   /* callbacks, as after a wait */
     if (number) lg_push_scalar(L, b->type.scalar, a->data);
     else lua_pushvalue(L, arr);
     return 1;

@@ -225,7 +225,8 @@ static int drain(lua_State *L) {
   return lg_error(L, "on_complete", "%s", lua_tostring(L, -1));
 }
 
-void lg_run_callbacks(lua_State *L) {
+/* The state's after_wait hook (lg_after_wait): after every blocking wait. */
+static void after_wait(lua_State *L) {
   drain(L);
 }
 
@@ -465,6 +466,7 @@ void lg_open_userevent(lua_State *L) {
   Block *b;
   lg_add_methods(L, LG_EVENT_MT, event_methods);
   luaL_setfuncs(L, module_functions, 0);
+  lg_state(L)->after_wait = after_wait;
   if (get_block(L) != NULL) return;   /* opened again (a second require): keep the state's */
   b = malloc(sizeof *b);
   if (b == NULL) luaL_error(L, "luagpu: not enough memory");
