@@ -155,12 +155,6 @@ static cl_int exec_status(cl_event ev) {
   return err != CL_SUCCESS ? err : st;
 }
 
-static int is_user_event(cl_event ev) {
-  cl_command_type t = 0;
-  return clGetEventInfo(ev, CL_EVENT_COMMAND_TYPE, sizeof t, &t, NULL) == CL_SUCCESS &&
-         t == CL_COMMAND_USER;
-}
-
 /* The index of the record of ev before record i; i when there is none. */
 static size_t record_of(const lg_State *s, cl_event ev, size_t i) {
   size_t j;
@@ -169,45 +163,10 @@ static size_t record_of(const lg_State *s, cl_event ev, size_t i) {
   return i;
 }
 
-/* What the record needs besides the records: qn[i] the number of record
-** i's queue (from 0, in order of first use; *nq of them, queues[] their
-** handles); blocked[i] set when record i is not done and may wait for an
-** unset user event: it waits for one, for a blocked record or a command
-** not in the record that is not done, or comes after a blocked record on
-** an in-order queue. Only called while the state has an unset user event:
-** waiting for a blocked command would never end. */
-static void find_blocked(const lg_State *s, const size_t *qn, const cl_command_queue *queues,
-                         size_t nq, char *blocked) {
-  char *qblocked = calloc(nq + 1, 1);
-  size_t i;
-  for (i = 0; i < s->nrecords; i++) {
-    const Record *r = &s->records[i];
-    int b = 0;
-    cl_uint w;
-    if (exec_status(r->ev) <= CL_COMPLETE) continue;
-    if (qblocked == NULL || qblocked[qn[i]]) b = 1;
-    for (w = 0; w < r->nwait && !b; w++) {
-      cl_event e = s->waits[r->wait0 + w];
-      size_t j;
-      if (exec_status(e) <= CL_COMPLETE) continue;
-      j = is_user_event(e) ? i : record_of(s, e, i);
-      b = j == i || blocked[j];
-    }
-    blocked[i] = (char)b;
-    if (b && qblocked != NULL) {
-      cl_command_queue_properties props = 0;
-      clGetCommandQueueInfo(queues[qn[i]], CL_QUEUE_PROPERTIES, sizeof props, &props, NULL);
-      if (!(props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)) qblocked[qn[i]] = 1;
-    }
-  }
-  free(qblocked);
-}
-
 /* Record i as a table: {seq, queue, device, kind, name, global, local,
 ** bytes, where, host, queued, submit, start, end, waits, status}. A record
-** not blocked is waited for; a blocked one has status "pending" and no
-** device times. */
-static void push_record(lua_State *L, const lg_State *s, size_t i, size_t qn, int blocked) {
+** not pending is waited for; a pending one has no device times. */
+static void push_record(lua_State *L, const lg_State *s, size_t i, size_t qn, int pending) {
   static const cl_profiling_info what[4] = {
     CL_PROFILING_COMMAND_QUEUED, CL_PROFILING_COMMAND_SUBMIT,
     CL_PROFILING_COMMAND_START, CL_PROFILING_COMMAND_END
@@ -217,7 +176,7 @@ static void push_record(lua_State *L, const lg_State *s, size_t i, size_t qn, in
   cl_int st = CL_COMPLETE;
   cl_uint w;
   int k;
-  if (!blocked) {
+  if (!pending) {
     clWaitForEvents(1, &r->ev);
     st = exec_status(r->ev);
   }
@@ -238,9 +197,9 @@ static void push_record(lua_State *L, const lg_State *s, size_t i, size_t qn, in
   lua_pushstring(L, r->where);
   lua_setfield(L, -2, "where");
   set_int(L, "host", (lua_Integer)r->host_ns);
-  lua_pushstring(L, blocked ? "pending" : st == CL_COMPLETE ? "complete" : "error");
+  lua_pushstring(L, pending ? "pending" : st == CL_COMPLETE ? "complete" : "error");
   lua_setfield(L, -2, "status");
-  for (k = 0; k < 4 && !blocked; k++) {
+  for (k = 0; k < 4 && !pending; k++) {
     cl_ulong t = 0;
     if (clGetEventProfilingInfo(r->ev, what[k], sizeof t, &t, NULL) != CL_SUCCESS) break;
     set_int(L, names[k], (lua_Integer)t);
@@ -256,20 +215,22 @@ static void push_record(lua_State *L, const lg_State *s, size_t i, size_t qn, in
   lua_setfield(L, -2, "waits");
 }
 
-/* Waits for the recorded commands (but those blocked by an unset user
-** event) and pushes the record: a list of tables (push_record), with n =
-** its length and dropped = the commands not kept (past 2^20 or out of
-** memory). Clears the trace. */
+/* Waits for the recorded commands and pushes the record: a list of tables
+** (push_record), with n = its length and dropped = the commands not kept
+** (past 2^20 or out of memory). Clears the trace. While a user event of the
+** state's is unset nothing is waited for: a command not yet done may wait
+** for it, directly or through commands the record never saw (one enqueued
+** before gpu.trace(true) ahead of it on an in-order queue), and only the
+** script can set it; a command not done then is recorded "pending". */
 static void push_trace(lua_State *L) {
   lg_State *s = lg_state(L);
   size_t i, j, nq = 0, n = s->nrecords;
   cl_command_queue *queues = malloc((n + 1) * sizeof *queues);
   size_t *qn = malloc((n + 1) * sizeof *qn);
-  char *blocked = calloc(n + 1, 1);
-  if (queues == NULL || qn == NULL || blocked == NULL) {
+  int gated = lg_user_events_unset(L) > 0;
+  if (queues == NULL || qn == NULL) {
     free(queues);
     free(qn);
-    free(blocked);
     trace_clear(s);
     luaL_error(L, "luagpu: gpu.trace: out of memory");
   }
@@ -281,17 +242,15 @@ static void push_trace(lua_State *L) {
     }
     qn[i] = j;
   }
-  if (lg_user_events_unset(L) > 0) find_blocked(s, qn, queues, nq, blocked);
   lua_createtable(L, (int)(n < 1000000 ? n : 1000000), 2);
   for (i = 0; i < n; i++) {
-    push_record(L, s, i, qn[i], blocked[i]);
+    push_record(L, s, i, qn[i], gated && exec_status(s->records[i].ev) > CL_COMPLETE);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   set_int(L, "n", (lua_Integer)n);
   set_int(L, "dropped", (lua_Integer)s->dropped);
   free(queues);
   free(qn);
-  free(blocked);
   trace_clear(s);
 }
 
