@@ -171,8 +171,11 @@ static int traceback(lua_State *L) {
   return 1;
 }
 
+static void take_results(lua_State *L);
+
 /* Runs the callbacks whose events are done; raises their errors together.
-** Returns how many ran. */
+** Returns how many ran. The tasks of gpu.run_loop awaiting those events
+** take their results first: a callback may release its event. */
 static int drain(lua_State *L) {
   int i, n, ran = 0, nerr = 0, top = lua_gettop(L);
   luaL_Buffer errs;
@@ -187,27 +190,39 @@ static int drain(lua_State *L) {
   lua_pushvalue(L, -1);
   lua_setfield(L, LUA_REGISTRYINDEX, PENDING_KEY);
   lua_newtable(L);                              /* errors */
-  b->draining = 1;
+  lua_newtable(L);                              /* the callbacks to run now */
   for (i = 1; i <= n; i++) {
     lg_Event *e;
-    cl_int st;
     lua_rawgeti(L, top + 1, i);
     lua_rawgeti(L, -1, 1);
     e = lua_touserdata(L, -1);
-    st = e->ev == NULL ? CL_COMPLETE : exec_status(e->ev);
-    if (st > CL_COMPLETE) {                     /* not yet: keep it */
-      lua_pop(L, 1);
+    lua_pop(L, 1);
+    if (e->ev != NULL && exec_status(e->ev) > CL_COMPLETE)   /* not yet: keep it */
       lua_rawseti(L, top + 2, (lua_Integer)lua_rawlen(L, top + 2) + 1);
-      continue;
-    }
+    else
+      lua_rawseti(L, top + 4, (lua_Integer)lua_rawlen(L, top + 4) + 1);
+  }
+  n = (int)lua_rawlen(L, top + 4);
+  if (n == 0) {
+    lua_settop(L, top);
+    return 0;
+  }
+  b->draining = 1;
+  take_results(L);                              /* before any callback runs */
+  for (i = 1; i <= n; i++) {
+    lg_Event *e;
+    lua_rawgeti(L, top + 4, i);
+    lua_rawgeti(L, -1, 1);
+    e = lua_touserdata(L, -1);
     lua_pushcfunction(L, traceback);
     lua_rawgeti(L, -3, 2);
     lua_pushvalue(L, -3);
-    lua_pushstring(L, e->ev == NULL ? "released" : st == CL_COMPLETE ? "complete" : "error");
+    lua_pushstring(L, e->ev == NULL ? "released"
+                      : exec_status(e->ev) == CL_COMPLETE ? "complete" : "error");
     ran++;
     if (lua_pcall(L, 2, 0, -4) != LUA_OK)
       lua_rawseti(L, top + 3, ++nerr);
-    lua_settop(L, top + 3);
+    lua_settop(L, top + 4);
   }
   b->draining = 0;
   if (nerr == 0) {
@@ -259,6 +274,39 @@ static int wait_on(lua_State *L, int idx) {
 }
 
 static int wait_cf(lua_State *L) { return wait_on(L, 1); }
+
+/* For each task of the running loop whose awaited event is done: takes
+** ev:wait()'s outcome now (fields 4 and 5 of the task: ok, and the result
+** or the message), so that a callback releasing the event after does not
+** take it away. Called by drain with callbacks held back (ev:wait drains). */
+static void take_results(lua_State *L) {
+  int i, n, top = lua_gettop(L);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, LOOP_KEY) != LUA_TTABLE) {
+    lua_settop(L, top);
+    return;
+  }
+  n = (int)lua_rawlen(L, top + 1);
+  for (i = 1; i <= n; i++) {
+    lg_Event *e;
+    if (lua_rawgeti(L, top + 1, i) != LUA_TTABLE) {   /* an ended task */
+      lua_settop(L, top + 1);
+      continue;
+    }
+    lua_rawgeti(L, top + 2, 2);
+    e = lua_touserdata(L, -1);
+    if (e != NULL && e->ev != NULL && exec_status(e->ev) <= CL_COMPLETE) {
+      lua_pushcfunction(L, wait_cf);
+      lua_insert(L, -2);
+      lua_pushboolean(L, lua_pcall(L, 1, 1, 0) == LUA_OK);
+      lua_rawseti(L, top + 2, 4);
+      lua_rawseti(L, top + 2, 5);
+      lua_pushnil(L);
+      lua_rawseti(L, top + 2, 2);
+    }
+    lua_settop(L, top + 1);
+  }
+  lua_settop(L, top);
+}
 
 /* gpu.await(ev): in a task of gpu.run_loop, yields to the loop until the
 ** command is done, then gives ev:wait()'s result (raising as it does);
@@ -312,7 +360,16 @@ static int resume(lua_State *L, int ti) {
   lua_rawgeti(L, ti, 1);
   co = lua_tothread(L, -1);
   lua_pop(L, 1);
-  if (lua_rawgeti(L, ti, 2) != LUA_TNIL) {       /* the awaited event is done */
+  if (lua_rawgeti(L, ti, 4) != LUA_TNIL) {       /* its result, taken by drain */
+    lua_rawgeti(L, ti, 5);
+    if (!lua_checkstack(co, 2)) lg_error(L, "gpu.run_loop", "a task's stack is full");
+    lua_xmove(L, co, 2);
+    nargs = 2;
+    lua_pushnil(L);
+    lua_rawseti(L, ti, 4);
+    lua_pushnil(L);
+    lua_rawseti(L, ti, 5);
+  } else if (lua_rawgeti(L, ti, 2) != LUA_TNIL) {   /* the awaited event is done */
     int evidx = lua_gettop(L);
     lua_pushcfunction(L, wait_cf);
     lua_pushvalue(L, evidx);
@@ -385,7 +442,6 @@ static int loop(lua_State *L) {
   long ns = 20000;
   while (lua_rawlen(L, 1) > 0) {
     int i, n = (int)lua_rawlen(L, 1), progressed = 0, j = 0;
-    drain(L);
     for (i = 1; i <= n; i++) {
       lg_Event *e;
       lua_rawgeti(L, 1, i);
@@ -412,6 +468,8 @@ static int loop(lua_State *L) {
       lua_pushnil(L);
       lua_rawseti(L, 1, i);
     }
+    if (drain(L) > 0) progressed = 1;   /* after the tasks: one may await an event that a
+                                           callback releases (its result is taken first) */
     if (progressed) {
       ns = 20000;
     } else {

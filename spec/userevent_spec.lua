@@ -277,6 +277,44 @@ describe("gpu.await and gpu.run_loop", function()
     assert.matches("stack traceback:", e, 1, true)
   end)
 
+  it("await gives the result when the event's own on_complete releases it", function()
+    local n = 256
+    local ref = random_floats(n)
+    local b = dev:buffer("float", n, {host = ref})
+    -- gated: the loop sees it done only later, and drains its callback first
+    local u = gpu.user_event(dev)
+    local r1 = b:read(nil, {wait = u})
+    local r2 = b:read()
+    local r3 = b:read(nil, {wait = u})
+    local released = {}
+    local function release(e, status)
+      released[#released + 1] = status
+      e:release()
+    end
+    r1:on_complete(release)
+    r2:on_complete(release)
+    r3:on_complete(release)
+    local got = {}
+    gpu.run_loop(function()
+      gpu.spawn(function() got[2] = gpu.await(r2) end)
+      gpu.spawn(function() got[3] = gpu.await(r3) end)
+      gpu.spawn(function() u:complete() end)
+      got[1] = gpu.await(r1)
+    end)
+    for i = 1, 3 do
+      assert.equal("luagpu.Array<float>[256]", tostring(got[i]):match("^[^:]+"), i)
+      assert.same(ref, got[i]:totable())
+    end
+    assert.same({"complete", "complete", "complete"}, released)
+    for _, r in ipairs {r1, r2, r3} do assert.equal("luagpu.Event: read (released)", tostring(r)) end
+    -- not gated: the callback may run before the task first starts
+    local r4 = b:read()
+    r4:on_complete(function(e) e:release() end)
+    gpu.run_loop(function() got[4] = gpu.await(r4) end)
+    assert.same(ref, got[4]:totable())
+    assert.equal("luagpu.Event: read (released)", tostring(r4))
+  end)
+
   it("passes hundreds of arguments to run_loop's and spawn's tasks (issue 27 item 18)",
      function()
     -- in a child: before the fix the task's stack overflowed
