@@ -510,7 +510,7 @@ static int collect_args(char **argv, int argc, int *script, int *bad) {
     else if (strcmp(a, "--precompile") == 0) flags |= HAS_PRECOMPILE;
     else if (strcmp(a, "--trace") == 0) {
       flags |= HAS_TRACE;
-      if (++i >= argc) return -1;   /* no file */
+      if (++i >= argc || argv[i][0] == '-') return -1;   /* no file: an option, or none */
     }
     else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) flags |= HAS_HELP;
     else if (strcmp(a, "-i") == 0) flags |= HAS_I;
@@ -604,7 +604,11 @@ static int pmain(lua_State *L) {
   int flags = collect_args(argv, argc, &script, &bad);
   if (flags < 0) {
     const char *a = argv[bad];
-    if (a[1] == 'e' || a[1] == 'l' || strcmp(a, "--trace") == 0)
+    if (strcmp(a, "--trace") == 0 && bad + 1 < argc)   /* the script or an option next */
+      fprintf(stderr, PROGNAME ": '--trace' needs a file name before the script or option, "
+              "got '%s' (name a file that starts with '-' as ./%s)\n", argv[bad + 1],
+              argv[bad + 1]);
+    else if (a[1] == 'e' || a[1] == 'l' || strcmp(a, "--trace") == 0)
       fprintf(stderr, PROGNAME ": '%s' needs an argument\n", a);
     else fprintf(stderr, PROGNAME ": unrecognized option '%s'\n", a);
     print_usage(stderr);

@@ -222,6 +222,27 @@ describe("gpu.trace", function()
     assert.matches("^luagpu: '%-%-trace' needs an argument\nusage: ", out)
   end)
 
+  it("--trace followed by an option or - is refused; no file is written", function()
+    local dir = tmppath(".d")
+    assert(os.execute("mkdir " .. shell_quote(dir)))
+    local prog_path = PROG:sub(1, 1) == "/" and PROG or os.getenv("PWD") .. "/" .. PROG
+    for _, args in ipairs {"--trace -e 'print(1)'", "--trace -i", "--trace -", "--trace --",
+                           "--trace --trace t.json -e 'print(1)'"} do
+      local out, code = sh("cd " .. shell_quote(dir) .. " && timeout 20 "
+                           .. shell_quote(prog_path)
+                           .. " " .. args .. " </dev/null")
+      assert.equals(1, code, args)
+      local got = args:match("^%-%-trace (%S+)")
+      assert.equals("luagpu: '--trace' needs a file name before the script or option, got '"
+                    .. got .. "' (name a file that starts with '-' as ./" .. got .. ")",
+                    out:match("^[^\n]*"), args)
+      local p = io.popen("ls -A " .. shell_quote(dir))
+      assert.equals("", p:read("a"), args)      -- no file named -e (or anything) made
+      p:close()
+    end
+    os.remove(dir)
+  end)
+
   it("examples/pipeline.lua writes an SVG timeline: a lane, a bar per command, waits as arrows",
      function()
     local svg = tmppath(".svg")
