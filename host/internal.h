@@ -316,7 +316,7 @@ lg_Queue *lg_testqueue(lua_State *L, int idx);
 /* Pushes a new Queue on the device at devidx. */
 lg_Queue *lg_newqueue(lua_State *L, int devidx, int profiling, int out_of_order);
 /* For a program at its end: fails unset user events, then waits for the
-** commands of every queue of the state (up to 64), calling say once with
+** commands of every queue of the state (however many), calling say once with
 ** what it waits for when that takes over half a second; returns 1 when
 ** interrupted() stopped the wait, 0 when all are done. */
 int lg_finish_all(lua_State *L, int (*interrupted)(void), void (*say)(const char *msg));

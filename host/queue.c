@@ -3,6 +3,7 @@
 ** first use), q:finish, q:flush, dev:finish, dev:flush, release. How
 ** commands wait on each other (options, wait lists, markers) is sync.c.
 */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,30 +239,74 @@ static double seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The number of the queues whose marker is not done; pushes the message
+** naming them (the first three, with their count when there are more). */
+static int busy_queues(lua_State *L, const cl_event *marks, const lg_Queue *const *queues,
+                       int n) {
+  luaL_Buffer b;
+  int i, nleft = 0;
+  for (i = 0; i < n; i++) {
+    cl_int st = CL_COMPLETE;
+    clGetEventInfo(marks[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
+    if (st > CL_COMPLETE) nleft++;
+  }
+  luaL_buffinit(L, &b);
+  if (nleft > 3) lua_pushfstring(L, "%d queues (", nleft);
+  else lua_pushliteral(L, "");
+  luaL_addvalue(&b);
+  for (i = 0, nleft = 0; i < n; i++) {
+    cl_int st = CL_COMPLETE;
+    clGetEventInfo(marks[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
+    if (st <= CL_COMPLETE) continue;
+    if (++nleft > 3) {
+      luaL_addstring(&b, ", ...)");
+      break;
+    }
+    lua_pushfstring(L, "%s%s queue of %s", nleft > 1 ? ", " : "",
+                    queues[i]->dev->queue == queues[i]->q ? "the default" : "a",
+                    queues[i]->dev->name);
+    luaL_addvalue(&b);
+  }
+  luaL_pushresult(&b);
+  return nleft;
+}
+
+/* For a program at its end: unset user events fail, then a marker on every
+** queue of the state's (however many) is waited for, polling, with say
+** called once after half a second; interrupted() ends the wait. Returns 1
+** when it was interrupted with commands left. */
 int lg_finish_all(lua_State *L, int (*interrupted)(void), void (*say)(const char *msg)) {
-  cl_event marks[64];
-  const lg_Queue *queues[64];
-  int n = 0, i, said = 0, left;
+  cl_event *marks = NULL;
+  const lg_Queue **queues = NULL;
+  int n = 0, cap = 0, i, said = 0, left = 0, top = lua_gettop(L), keep;
   long ns = 100000;
   double t0 = seconds();
   lg_fail_user_events(L);
+  lua_newtable(L);                      /* the Queues, kept alive while they are waited for */
+  keep = lua_gettop(L);
   if (lua_getfield(L, LUA_REGISTRYINDEX, QUEUES_KEY) == LUA_TTABLE) {
     lua_pushnil(L);
-    while (lua_next(L, -2) && n < 64) {
-      lg_Queue *q = lua_touserdata(L, -2);
+    while (lua_next(L, -2)) {
       lua_pop(L, 1);
-      if (q != NULL && q->q != NULL &&
+      if (cap < INT_MAX / 2) cap++;
+    }
+    marks = lua_newuserdatauv(L, (size_t)(cap > 0 ? cap : 1) * sizeof *marks, 0);
+    queues = lua_newuserdatauv(L, (size_t)(cap > 0 ? cap : 1) * sizeof *queues, 0);
+    lua_pushnil(L);
+    while (lua_next(L, keep + 1)) {
+      lg_Queue *q = luaL_testudata(L, -2, LG_QUEUE_MT);
+      lua_pop(L, 1);
+      if (n < cap && q != NULL && q->q != NULL &&
           clEnqueueMarkerWithWaitList(q->q, 0, NULL, &marks[n]) == CL_SUCCESS) {
         clFlush(q->q);
         queues[n++] = q;
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, keep, n);
       }
     }
   }
-  lua_pop(L, 1);
   for (;;) {
-    luaL_Buffer b;
-    int nleft = 0;
-    for (i = 0, left = 0; i < n; i++) {
+    for (i = 0, left = 0; i < n && !left; i++) {
       cl_int st = CL_COMPLETE;
       clGetEventInfo(marks[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
       if (st > CL_COMPLETE) left = 1;
@@ -269,17 +314,7 @@ int lg_finish_all(lua_State *L, int (*interrupted)(void), void (*say)(const char
     if (!left || (interrupted != NULL && interrupted())) break;
     if (!said && say != NULL && seconds() - t0 >= 0.5) {
       said = 1;
-      luaL_buffinit(L, &b);
-      for (i = 0; i < n; i++) {
-        cl_int st = CL_COMPLETE;
-        clGetEventInfo(marks[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
-        if (st <= CL_COMPLETE) continue;
-        lua_pushfstring(L, "%s%s queue of %s", nleft++ > 0 ? ", " : "",
-                        queues[i]->dev->queue == queues[i]->q ? "the default" : "a",
-                        queues[i]->dev->name);
-        luaL_addvalue(&b);
-      }
-      luaL_pushresult(&b);
+      busy_queues(L, marks, queues, n);
       say(lua_pushfstring(L, "waiting for the commands still running on %s (Ctrl-C aborts)",
                           lua_tostring(L, -1)));
       lua_pop(L, 2);
@@ -293,6 +328,7 @@ int lg_finish_all(lua_State *L, int (*interrupted)(void), void (*say)(const char
     }
   }
   for (i = 0; i < n; i++) clReleaseEvent(marks[i]);
+  lua_settop(L, top);
   return left;
 }
 

@@ -173,6 +173,26 @@ describe("the REPL on a terminal", function()
   end)
 end)
 
+describe("the REPL's end", function()
+  it("waits for the commands of every queue, past 64 of them, and says how many", function()
+    -- a kernel of about a second on one queue, and 70 more queues each with a
+    -- marker waiting for it: 71 queues busy when the input ends
+    local out, err = piped("dev = gpu.device() p = dev:build[[kernel void spin(global uint *x, "
+      .. "uint n) { uint s = 1; for (uint i = 0; i < n; i++) s = s * 1664525u + i; x[0] = s; }]] "
+      .. "b = dev:buffer('uint', 1) p.spin(b, 1):run({1}):wait()\n"
+      .. "qs = {} for i = 1, 70 do qs[i] = dev:queue() end\n"
+      .. "a = dev:queue() ev = p.spin(b, 800000000):run({1}, nil, {queue = a}) "
+      .. "ms = {} for i = 1, 70 do ms[i] = qs[i]:marker{wait = {ev}} end print(#ms)\n")
+    assert.matches("\n?70\n", out)
+    local listed = err:match("luagpu: waiting for the commands still running on 71 queues "
+                             .. "%(([^\n]*), %.%.%.%) %(Ctrl%-C aborts%)\n")
+    assert.is_not_nil(listed, err)
+    local n = 0
+    for _ in (listed .. ", "):gmatch("a queue of [^,]+, ") do n = n + 1 end
+    assert.equals(3, n, listed)
+  end)
+end)
+
 describe("the REPL's help and printer", function()
   it("help() lists an object's methods, one line each, and the module's functions", function()
     local out = piped("help(gpu)\nhelp(gpu.device())\nhelp(gpu.array('int', 2))\n"
