@@ -10,15 +10,18 @@
 # whole output when it failed. LUAGPU_SPECS="spec/a_spec.lua ..." runs
 # those files only.
 #
-# The specs' program builds go to $BUILD/spec-cache (luagpu's cache and
-# PoCL's, both keyed by content), not to the user's ~/.cache, and stay
-# there: a second run loads what the first compiled. Specs that need an
-# empty cache make their own folder. The folder is emptied when it grows
-# past 1 GiB (random test sources add entries run after run).
+# The specs' program builds go to build/spec-cache (luagpu's cache and
+# PoCL's, both keyed by content; LUAGPU_SPEC_CACHE overrides), not to the
+# user's ~/.cache, and stay there: a second run loads what the first
+# compiled, and the sanitized run (build/asan) loads what the plain one
+# compiled. Specs that need an empty cache make their own folder. The
+# folder is emptied when it grows past 1 GiB (random test sources add
+# entries run after run).
 BUILD=${1:-build}
 export LUAGPU_BUILD="$BUILD"
-mkdir -p "$BUILD/spec-cache"
-export XDG_CACHE_HOME="$(cd "$BUILD/spec-cache" && pwd)"
+cache=${LUAGPU_SPEC_CACHE:-build/spec-cache}
+mkdir -p "$cache"
+export XDG_CACHE_HOME="$(cd "$cache" && pwd)"
 if [ "$(du -sm "$XDG_CACHE_HOME" | cut -f1)" -gt 1024 ]; then
   rm -rf "$XDG_CACHE_HOME" && mkdir -p "$XDG_CACHE_HOME"
 fi
