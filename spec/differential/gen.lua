@@ -12,9 +12,12 @@
 -- programs vary the rest (shapes with size-1 and size-0 dims, views, values,
 -- numbers, dims), so a run builds few kernels: PoCL takes 0.1-1 s a build.
 --
---   D.run{n =, seed =, families =, out = path, device =}
+--   D.run{n =, seed =, families =, out = path [, device =] [, progress =]
+--         [, times =]}
 --     draws n programs from `families` families (default n / 6) and writes
---     them to path; returns the number of programs and of errors raised
+--     them to path (progress: a line to stderr every 50; times: each
+--     program's CPU seconds in its record); returns the number of programs
+--     and of errors raised
 
 local D = {}
 
@@ -668,12 +671,12 @@ function D.run(opts)
   local dev = opts.device or gpu.devices()[1]
   local tensor_mt = getmetatable(dev:tensor("int", {}))
   local function is_tensor(v) return type(v) == "table" and getmetatable(v) == tensor_mt end
-  local n = opts.n or 100
-  seed(opts.seed or 1)
+  local n, s = opts.n or 100, opts.seed or 1
+  seed(s)
   local nfam = opts.families or math.max(1, n // 6)
   local fams = {}
   for i = 1, nfam do fams[i] = family(i) end
-  seed(opts.seed * 7919 + 17)     -- programs from a stream of their own
+  seed(s * 7919 + 17)     -- programs from a stream of their own
   local f = assert(io.open(opts.out, "w"))
   local errors = 0
   for i = 1, n do
