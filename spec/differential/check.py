@@ -628,6 +628,9 @@ def reduce_row(op, t, vals, errs):
             return math.nan, (math.inf if unsure else 0)
         mags = [abs(f) for f in fs if f != 0]
         sign = -1.0 if sum(1 for f in fs if math.copysign(1, f) < 0) % 2 else 1.0
+        big = sum(math.log2(m) for m in mags if m > 1 and not math.isinf(m))
+        if any(f == 0 for f in fs) and big > math.log2(FMAX[t]) - 1:
+            raise Skip("a product with 0 that may overflow first: its order decides")
         if any(f == 0 for f in fs):
             if unsure:
                 return 0.0, math.inf

@@ -280,8 +280,9 @@ local KINDS = {"elem", "reduce", "set", "elem", "sort", "reduce", "argsort", "el
                "reduce", "cumsum", "elem"}
 
 -- Family number id: its kind (elem, reduce, cumsum, sort, argsort, set),
--- element types, template and options.
-local function family(id)
+-- element types, template and options; reductions take REDUCE's ops in
+-- turn from position first.
+local function family(id, first)
   local fam = {id = id, slots = {}}
   local ntypes = int(1, 3)
   fam.types = {}
@@ -294,7 +295,7 @@ local function family(id)
   if fam.kind == "reduce" then
     local k = 0
     for i = 1, id do if KINDS[(i - 1) % #KINDS + 1] == "reduce" then k = k + 1 end end
-    fam.op = REDUCE[(k - 1) % #REDUCE + 1]
+    fam.op = REDUCE[(k - 2 + first) % #REDUCE + 1]
   end
   if fam.kind == "set" then
     fam.target = pick(TYPES)
@@ -680,7 +681,8 @@ function D.run(opts)
   seed(s)
   local nfam = opts.families or math.max(1, n // 6)
   local fams = {}
-  for i = 1, nfam do fams[i] = family(i) end
+  local first = int(1, #REDUCE)
+  for i = 1, nfam do fams[i] = family(i, first) end
   seed(s * 7919 + 17)     -- programs from a stream of their own
   local f = assert(io.open(opts.out, "w"))
   local errors = 0
