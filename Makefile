@@ -5,7 +5,7 @@
 #   make asan     build with -fsanitize=address,undefined and run the specs
 #   make fuzz     the fuzzer under the sanitizers (CALLS=20000 SEED=)
 #   make fuzz-numpy  random tensor programs checked against NumPy (N=2000 SEED=
-#                 FAMILIES=; spec/differential/, docs/ARCHITECTURE.md "Testing")
+#                 FAMILIES=; spec/differential/, docs/ARCHITECTURE.md)
 #   make valgrind valgrind memcheck over a subset of specs and programs
 #   make install  PREFIX=/usr/local DESTDIR=  (also luagpu.pc and the man page)
 

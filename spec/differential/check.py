@@ -114,7 +114,9 @@ def fits(t, v):
         return
     lo, hi = RANGE[t]
     if is_float(v):
-        if not math.isfinite(v) or v != math.floor(v):
+        if not math.isfinite(v):
+            raise Expected("is not an integer", "does not fit")
+        if v != math.floor(v):
             raise Expected("is not an integer")
         if v < lo or v > hi:
             raise Expected("does not fit", "is not an integer")   # no Lua integer either
@@ -628,6 +630,9 @@ def reduce_row(op, t, vals, errs):
             return math.nan, (math.inf if unsure else 0)
         mags = [abs(f) for f in fs if f != 0]
         sign = -1.0 if sum(1 for f in fs if math.copysign(1, f) < 0) % 2 else 1.0
+        big = sum(math.log2(m) for m in mags if m > 1 and not math.isinf(m))
+        if any(f == 0 for f in fs) and big > math.log2(FMAX[t]) - 1:
+            raise Skip("a product with 0 that may overflow first: its order decides")
         if any(f == 0 for f in fs):
             if unsure:
                 return 0.0, math.inf
@@ -649,7 +654,10 @@ def reduce_row(op, t, vals, errs):
         return math.nan, (math.inf if unsure else 0)
     if infs:
         return (math.inf if pos else -math.inf), (math.inf if unsure else 0)
-    mag = math.fsum(abs(f) for f in fs)
+    try:
+        mag = math.fsum(abs(f) for f in fs)
+    except OverflowError:
+        mag = math.inf
     if mag > FMAX[acc] / 4:
         raise Skip("a sum near overflow: its order decides")
     s = math.fsum(fs)
@@ -662,11 +670,13 @@ def reduce_row(op, t, vals, errs):
 
 
 def reduce_dim(op, x, d, keepdim):
-    """x:op(d [, keepdim]) as tensor_reduce.lua and API.md: the dim gone (size
-    1 with keepdim); an empty dim raises for min/max/arg* unless the result
-    itself is empty."""
+    """x:op(d [, keepdim]) as API.md, Reductions: the dim gone (size 1 with
+    keepdim); min/max/argmin/argmax of an empty dim raise, even when the
+    result is empty too (as NumPy)."""
     a, e = x.a, x.e()
     rt = reduce_type(op, x.t)
+    if a.shape[d] == 0 and op in ("min", "max", "argmin", "argmax"):
+        raise Expected("of an empty dim is undefined")
     moved = np.moveaxis(a, d, -1)
     emoved = np.moveaxis(e, d, -1)
     outshape = moved.shape[:-1]

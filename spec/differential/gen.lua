@@ -12,9 +12,12 @@
 -- programs vary the rest (shapes with size-1 and size-0 dims, views, values,
 -- numbers, dims), so a run builds few kernels: PoCL takes 0.1-1 s a build.
 --
---   D.run{n =, seed =, families =, out = path, device =}
+--   D.run{n =, seed =, families =, out = path [, device =] [, progress =]
+--         [, times =]}
 --     draws n programs from `families` families (default n / 6) and writes
---     them to path; returns the number of programs and of errors raised
+--     them to path (progress: a line to stderr every 50; times: each
+--     program's CPU seconds in its record); returns the number of programs
+--     and of errors raised
 
 local D = {}
 
@@ -199,7 +202,9 @@ local function template(fam, depth)
       return {op = "leaf", slot = s.id}, s.t
     end
     local t = pick(fam.types)
-    local s = {id = #fam.slots + 1, t = t, arange = chance(0.06)}
+    local s = {id = #fam.slots + 1, t = t, arange = chance(0.06), ones = {},
+               drop = chance(0.3) and int(0, fam.nd) or 0}
+    for i = 1, fam.nd do s.ones[i] = chance(0.2) end
     fam.slots[#fam.slots + 1] = s
     return {op = "leaf", slot = s.id}, t
   end
@@ -275,17 +280,22 @@ local KINDS = {"elem", "reduce", "set", "elem", "sort", "reduce", "argsort", "el
                "reduce", "cumsum", "elem"}
 
 -- Family number id: its kind (elem, reduce, cumsum, sort, argsort, set),
--- element types, template and options.
-local function family(id)
+-- element types, template and options; reductions take REDUCE's ops in
+-- turn from position first.
+local function family(id, first)
   local fam = {id = id, slots = {}}
   local ntypes = int(1, 3)
   fam.types = {}
   for i = 1, ntypes do fam.types[i] = pick(TYPES) end
   fam.kind = KINDS[(id - 1) % #KINDS + 1]
+  fam.nd = pick{0, 1, 1, 2, 2, 2, 3, 3, 4}      -- the dims of its programs' results
+  if fam.kind == "cumsum" or fam.kind == "sort" or fam.kind == "argsort" then
+    fam.nd = math.max(fam.nd, 1)
+  end
   if fam.kind == "reduce" then
     local k = 0
     for i = 1, id do if KINDS[(i - 1) % #KINDS + 1] == "reduce" then k = k + 1 end end
-    fam.op = REDUCE[(k - 1) % #REDUCE + 1]
+    fam.op = REDUCE[(k - 2 + first) % #REDUCE + 1]
   end
   if fam.kind == "set" then
     fam.target = pick(TYPES)
@@ -329,10 +339,12 @@ local function random_shape(nd)
 end
 
 -- A shape that broadcasts to s: leading dims dropped, some sizes 1.
-local function broadcastable(s)
-  local drop = chance(0.3) and int(0, #s) or 0
+-- A shape that broadcasts to s, as slot says (the family fixes which
+-- dims a leaf lacks, so that its programs share kernels): leading dims
+-- dropped, some sizes 1.
+local function broadcastable(s, slot)
   local out = {}
-  for i = drop + 1, #s do out[#out + 1] = (chance(0.2) and 1) or s[i] end
+  for i = slot.drop + 1, #s do out[#out + 1] = slot.ones[i] and 1 or s[i] end
   return out
 end
 
@@ -436,11 +448,7 @@ end
 
 -- One program of family fam: returns its Lua body and description.
 local function program(fam)
-  local nd = pick{0, 1, 1, 2, 2, 2, 3, 3, 4}
-  if fam.kind == "cumsum" or fam.kind == "sort" or fam.kind == "argsort" then
-    nd = math.max(nd, 1)
-  end
-  local S = random_shape(nd)
+  local S = random_shape(fam.nd)
   local lines, inputs = {}, {}
   local desc = {family = fam.id, kind = fam.kind, inputs = inputs, operands = {}}
 
@@ -471,21 +479,22 @@ local function program(fam)
     return name
   end
 
-  -- an operand of shape s: an input seen through views
-  local function operand(t, s, expand, alias_of)
-    local base, list = views(s, int(0, 3), expand)
+  -- an operand of shape s: an input seen through views (alias_of: the
+  -- memory of that input, seen through the views of operand `like`)
+  local operand_views = {}
+  local function operand(t, s, expand, alias_of, like)
+    local base, list
     if alias_of then
-      -- the same memory as input alias_of, under this base shape when the
-      -- counts agree
-      if count(base) ~= count(inputs[alias_of].shape) then
-        base, list = inputs[alias_of].shape, {}
-      end
+      base, list = inputs[alias_of].shape, operand_views[like]
+    else
+      base, list = views(s, int(0, 3), expand)
     end
     local a = input(t, base, alias_of)
     local text, vdesc = {a}, {}
     for i, v in ipairs(list) do text[#text + 1] = v.text; vdesc[i] = v.desc end
     local k = #desc.operands + 1
     desc.operands[k] = {input = #inputs, views = vdesc}
+    operand_views[k] = list
     lines[#lines + 1] = format("local x%d = %s", k, concat(text))
     return "x" .. k, k
   end
@@ -510,7 +519,7 @@ local function program(fam)
       lines[#lines + 1] = format("local %s = dev:arange(%q, %s, %s, %s)", name, t,
                                  lua_number(first), lua_number(last), lua_number(step))
     else
-      name = operand(s.t, broadcastable(S), true)
+      name = operand(s.t, broadcastable(S, s), true)
     end
     slot_names[s.id] = name
     return name
@@ -581,7 +590,7 @@ local function program(fam)
         tree = {op = "self", name = name .. ":t()", operand = k}
         vdesc = {op = "leaf", operand = k, t = true}
       elseif fam.self == "alias" and #S == 2 and S[1] == S[2] then
-        local alias = operand(fam.target, S, false, desc.operands[k].input)
+        local alias = operand(fam.target, S, false, desc.operands[k].input, k)
         local ak = tonumber(alias:sub(2))
         tree = {op = "self", name = alias .. ":t()", operand = ak}
         vdesc = {op = "leaf", operand = ak, t = true}
@@ -668,12 +677,13 @@ function D.run(opts)
   local dev = opts.device or gpu.devices()[1]
   local tensor_mt = getmetatable(dev:tensor("int", {}))
   local function is_tensor(v) return type(v) == "table" and getmetatable(v) == tensor_mt end
-  local n = opts.n or 100
-  seed(opts.seed or 1)
+  local n, s = opts.n or 100, opts.seed or 1
+  seed(s)
   local nfam = opts.families or math.max(1, n // 6)
   local fams = {}
-  for i = 1, nfam do fams[i] = family(i) end
-  seed(opts.seed * 7919 + 17)     -- programs from a stream of their own
+  local first = int(1, #REDUCE)
+  for i = 1, nfam do fams[i] = family(i, first) end
+  seed(s * 7919 + 17)     -- programs from a stream of their own
   local f = assert(io.open(opts.out, "w"))
   local errors = 0
   for i = 1, n do
