@@ -375,6 +375,128 @@ print(ok, e)
     end)
   end)
 
+  -- Runs the Lua script src in a child build/luagpu; returns its output and
+  -- how it ended (a crash must not take the spec run with it).
+  local function child(src)
+    local prog = (os.getenv("LUAGPU_BUILD") or "build") .. "/luagpu"
+    local script = os.tmpname()
+    support.write_file(script, src)
+    local p = io.popen(support.shell_quote(prog) .. " " .. script .. " 2>&1")
+    local out = p:read("a")
+    local ok, how, code = p:close()
+    os.remove(script)
+    return out, {ok, how, code}
+  end
+
+  describe("nodes of the lazy expression tree and custom specs (item 20)", function()
+    local MSG0 = "the tensor's fields were changed ("
+    local MSG = MSG0 .. "its expression's "
+
+    it("a map expression rewritten after the map never reaches the kernel (in a process)",
+       function()
+      local out, ended = child([[
+local gpu = require "luagpu"
+local x = gpu.device():tensor("float", {64})
+local y = x:map("x + 1")
+y._expr.expr = "x); }\nkernel void lg_ew(global float* restrict out, uint out_off, uint n, " ..
+  "global const float* restrict in1, uint off1) { if (get_global_id(0) == 0) " ..
+  "for (uint k = 0; k < (1u << 30); k += 4096) out[k] = 1; }\n" ..
+  "#define lg_ew lg_ew_orig\ninline float lg_z(float x) { return (x"
+print(pcall(y.get, y))
+]])
+      assert.same({true, "exit", 0}, ended, out)
+      assert.matches("false\t.*luagpu: tensor:map: " .. (MSG .. "map)"):gsub("%p", "%%%0"), out)
+    end)
+
+    it("checks every string it pastes, also when a kernel of that shape was built", function()
+      local x = dev:tensor("float", {8}, 2)
+      local i = dev:tensor("int", {8}, 3)
+      -- each case: a fresh lazy tensor, and what to change in its tree
+      local cases = {
+        {"its expression's map", function() local y = x:map("x + 1"); y._expr.expr = "x; }"; return y end},
+        {"its expression's map", function() local y = x:map("x + 1"); y._expr.expr = "x ??= 1"; return y end},
+        {"its expression's map", function() local y = x:map("x + 1"); y._expr.expr = "x\0"; return y end},
+        {"its expression's map", function() local y = x:map("x + 1"); y._expr.expr = 7; return y end},
+        {"its expression's map", function() local y = x:map("x + 1")
+          y._expr.names = {"x) { return 1; } float lg_q(float x"}; return y end},
+        {"its expression's map", function() local y = x:map("x + 1"); y._expr.names = {"x", "y"}; return y end},
+        {"its expression's types or operands", function() local y = x:map("x + 1")
+          y._expr.ct = "float x) { return 1; } float lg_q(float"; return y end},
+        {"its expression's types", function() local y = x:map("x + 1"); y._expr.type = "float*"; return y end},
+        {"its expression's types", function() local y = x + 1; y._expr.type = "float; }"; return y end},
+        {"its expression's types", function() local y = x + 1; y._expr.args[2].type = "float s1) {"; return y end},
+        {"its expression's types", function() local y = dev:tensor("float", {8}) + 1   -- (its own leaf)
+          y._expr.args[1].type = "double\n#x"; return y end},
+        {"its expression's types", function() local y = dev:arange("int", 8) * i
+          y._expr.args[1].args[2].args[1].type = "int)(0); }"; return y end},
+        {"its expression's types", function() local y = (x + 1):astype("int"); y._expr.type = "int; }"; return y end},
+        {"its expression's types or operands", function() local y = x * x; y._expr.ct = "uint;"; return y end},
+        {"its expression's ops", function() local y = x + 1; y._expr.op = "exp2"; return y end},
+        {"its expression's ops", function() local y = x + 1; y._expr.op = "neg"; return y end},
+        {"its expression's ops", function() local y = -x; y._expr.op = "sub"; return y end},
+        {"its expression's nodes", function() local y = x + 1; y._expr.kind = "macro"; return y end},
+        {"its expression's nodes", function() local y = x + 1; y._expr.args[2] = "1; }"; return y end},
+        {"its expression's nodes", function() local y = x + 1; setmetatable(y._expr, {}); return y end},
+        {"its expression's types or operands", function() local y = x + 1
+          y._expr.args = setmetatable({}, {__index = function() end}); return y end},
+        {"its expression's numbers", function() local y = x + 1; y._expr.args[2].value = "1; }"; return y end},
+        {"its expression's numbers", function() local y = (x + 1) * 2; y._expr.args[2].value = {}; return y end},
+        {"metatable", function() local y = dev:tensor("float", {8}) + 1
+          y._expr.args[1].x = {}; return y end},
+        {"its expression's nodes", function() local y = (x + 1) * 2
+          y._expr.args[1].args[1] = y._expr; return y end},
+      }
+      for round = 1, 2 do   -- the second round finds every good kernel built
+        for _, c in ipairs(cases) do
+          local y = c[2]()
+          local ok, e = pcall(y.get, y)
+          assert(not ok and tostring(e):find("luagpu: tensor:%a+: " .. MSG0:gsub("%p", "%%%0") ..
+                                              c[1]:gsub("%p", "%%%0") .. "%): no kernel runs"),
+                 c[1] .. ": " .. tostring(e))
+        end
+      end
+      -- the same trees unchanged still run, and a leaf's node changed to its
+      -- own values is no change
+      assert.same({3, 3, 3, 3, 3, 3, 3, 3}, flat(x:map("x + 1")))
+      assert.same({4, 4, 4, 4, 4, 4, 4, 4}, flat(x * x))
+      assert.same({3, 6, 9, 12, 15, 18, 21, 24}, flat(dev:arange("int", 8) * i))
+    end)
+
+    it("keeps reduce.new's and algo.scanner's definitions where no script reaches them",
+       function()
+      local reduce = require "luagpu.reduce"
+      local algo = require "luagpu.algo"
+      local b = dev:buffer("float", 100)
+      b:fill(1)
+      local r = reduce.new{type = "float", map = "x", op = "a + b", neutral = "0"}
+      local s = algo.scanner{type = "float", op = "a + b", neutral = "0"}
+      -- rewrite every string the objects show, and every table they hold
+      local function scribble(o)
+        for k, v in pairs(o) do
+          if type(v) == "string" then
+            o[k] = "x\n#error injected"
+          elseif type(v) == "table" then
+            for kk, vv in pairs(v) do if type(vv) == "string" then v[kk] = "x; }" end end
+          end
+        end
+        for _, k in ipairs{"spec", "map", "op", "neutral", "type", "acc", "key"} do
+          rawset(o, k, rawget(o, k) or "x\n#error injected")
+        end
+      end
+      scribble(r)
+      scribble(s)
+      assert.equal(100, r(b))
+      local out = s(b)
+      assert.same(100, out:get()[100])
+      local i = dev:buffer("int", 4)
+      i:fill(1)
+      local ri = reduce.new{type = "int", map = "x * 2", op = "a + b", neutral = "0",
+                            device = dev}
+      scribble(ri)
+      assert.equal(8, ri(i))
+    end)
+  end)
+
   describe("number operands follow the storing rules (item 42)", function()
     it("ulong takes floats from 2^63 to below 2^64, as the constructor does", function()
       local u = dev:tensor("ulong", {2})

@@ -141,8 +141,72 @@ local NUMS = {}
 for i = 0, 64 do NUMS[i] = tostring(i) end
 local function num(i) return NUMS[i] or tostring(i) end
 
-local function walk(e, w)
+-- The nodes are tables a script reaches (y._expr, x._leaf) and may write
+-- after the operation that made them checked its operands, so every string
+-- walk pastes into source is checked here, where the key is made (a node
+-- that changed makes another key): types against the one type table, ops
+-- against the op tables, map names as identifiers, map expressions as
+-- H.check_expression does (each distinct string once).
+local TYPES = H.SCALAR_SIZES
+local ARITY = {where = 3, cast = 1}
+for op in pairs(BINARY) do ARITY[op] = 2 end
+for op in pairs(UNARY) do ARITY[op] = 1 end
+local MAX_WALK = 4096
+local checked_expr = {}
+
+local function bad(fn, why)
+  fail(fn, "the tensor's fields were changed (%s): no kernel runs over it", why)
+end
+G.bad = bad
+
+local function bad_node(w, what)
+  bad(w.fn, "its expression's " .. what)
+end
+
+local function check_node(e, w)
+  if type(e) ~= "table" or getmetatable(e) ~= nil then bad_node(w, "nodes") end
+  w.count = w.count + 1
+  if w.count > MAX_WALK then bad_node(w, "nodes") end
+  if not TYPES[e.type] then bad_node(w, "types") end
   local kind = e.kind
+  if kind == "leaf" then
+    if getmetatable(e.x) ~= G.MT then bad_node(w, "operands") end
+    return kind
+  elseif kind == "scalar" then
+    if type(e.value) ~= "number" then bad_node(w, "numbers") end
+    return kind
+  elseif kind == "index" then
+    return kind
+  end
+  local ct, args = e.ct, e.args
+  if (ct ~= nil and not TYPES[ct]) or type(args) ~= "table" or getmetatable(args) ~= nil then
+    bad_node(w, "types or operands")
+  end
+  if kind == "op" then
+    if ARITY[e.op] ~= #args then bad_node(w, "ops") end
+  elseif kind == "map" then
+    local expr, names = e.expr, e.names
+    if not ct or type(names) ~= "table" or getmetatable(names) ~= nil or #names ~= #args or
+       type(expr) ~= "string" then
+      bad_node(w, "map")
+    end
+    for i = 1, #names do
+      local name = names[i]
+      if type(name) ~= "string" or not name:find("^[%a_][%w_]*$") then bad_node(w, "map") end
+    end
+    if not checked_expr[expr] then
+      local ok = pcall(H.check_expression, w.fn, "", expr)
+      if not ok then bad_node(w, "map") end
+      checked_expr[expr] = true
+    end
+  else
+    bad_node(w, "nodes")
+  end
+  return kind
+end
+
+local function walk(e, w)
+  local kind = check_node(e, w)
   if kind == "leaf" then
     local k = w.leaf_index[e.x]
     if not k then
@@ -168,11 +232,12 @@ local function walk(e, w)
   end
   local key = w.key
   key[#key + 1] = "("
-  key[#key + 1] = e.op or "map"
+  key[#key + 1] = kind == "map" and "map" or e.op
   key[#key + 1] = e.type
   key[#key + 1] = e.ct or ""
-  local args = {}
-  for i, a in ipairs(e.args) do
+  local args, list = {}, e.args
+  for i = 1, #list do
+    local a = list[i]
     local code = walk(a, w)
     if code and e.ct and not (i == 1 and e.op == "where") then code = convert(code, a.type, e.ct) end
     args[i] = code
@@ -353,10 +418,6 @@ local CAP_T = setmetatable({}, {__mode = "k"})
 local CAP_D = setmetatable({}, {__mode = "k"})
 local MAX_DIMS, MAX_ELEMENTS = 8, 1 << 53
 
-local function bad(fn, why)
-  fail(fn, "the tensor's fields were changed (%s): no kernel runs over it", why)
-end
-
 -- Checks realized tensor x (fn's) against its storage's Buffer before a
 -- kernel or a copy uses it: x's fields live in a Lua table a script can
 -- write with rawset, so every position its shape, strides and offset reach
@@ -483,7 +544,7 @@ local ONE, CONTIGUOUS = {1}, {{1}}
 
 -- The walk's tables, reused from call to call (G.run does not nest) and
 -- emptied after each, so they keep no tensor alive.
-local W = {leaves = {}, leaf_index = {}, scalars = {}, key = {}, maps = {}, need = {}}
+local W = {leaves = {}, leaf_index = {}, scalars = {}, key = {}, maps = {}, need = {}, count = 0}
 
 local function clear_list(t)
   for i = #t, 1, -1 do t[i] = nil end
@@ -496,7 +557,7 @@ local function clear(w)
   clear_list(w.maps)
   for k in pairs(w.leaf_index) do w.leaf_index[k] = nil end
   for k in pairs(w.need) do w.need[k] = nil end
-  w.gen, w.code, w.strides = nil, nil, nil
+  w.gen, w.code, w.strides, w.fn, w.count = nil, nil, nil, nil, 0
 end
 
 -- The fast path of G.run: an op over one or two operands that are leaves
@@ -510,6 +571,7 @@ local LEAF_SIG, SCALAR_SIG, SAME_SIG = {}, {}, "="
 for t in pairs(H.SCALAR_SIZES) do LEAF_SIG[t] = "L" .. t; SCALAR_SIG[t] = "S" .. t end
 
 local function fast_sig(fn, a, first, n, shape)
+  if type(a) ~= "table" or getmetatable(a) ~= nil then return nil end
   local kind = a.kind
   if kind == "scalar" then return SCALAR_SIG[a.type] end
   if kind ~= "leaf" then return nil end
@@ -530,9 +592,13 @@ end
 -- The nested FAST table for e into out and the mode, or nil when e does
 -- not take the fast path.
 local function fast_slot(fn, e, out, n)
-  local args = e.args
-  if e.kind ~= "op" or not args or #args > 2 or e.op == "where" or e.op == "cast" or
-     out._type ~= e.type or n >= BIG or out._st.count >= BIG then
+  -- a node a script changed is left to the walk (which raises); nodes and
+  -- operand lists without metatables read the same here and in run_fast
+  local args, ct = e.args, e.ct
+  if e.kind ~= "op" or getmetatable(e) ~= nil or type(args) ~= "table" or
+     getmetatable(args) ~= nil or ARITY[e.op] ~= #args or #args > 2 or e.op == "where" or
+     e.op == "cast" or (ct ~= nil and not TYPES[ct]) or out._type ~= e.type or n >= BIG or
+     out._st.count >= BIG then
     return nil
   end
   local shape = out._shape
@@ -550,7 +616,7 @@ local function fast_slot(fn, e, out, n)
   if a2 and a2.kind == "leaf" and a2.x._off % VW ~= 0 then aligned = false end
   local mode = (aligned and n >= VW) and "vec" or "flat"
   local t = FAST[e.op] or sub(FAST, e.op)
-  local ct = e.ct or ""
+  ct = ct or ""
   t = t[ct] or sub(t, ct)
   t = t[e.type] or sub(t, e.type)
   t = t[s1] or sub(t, s1)
@@ -586,7 +652,11 @@ local function run_fast(fn, e, out, n, slot, mode)
   local fixed = m           -- buffers and integers; then the scalars
   for i = 1, #list do
     local a = list[i]
-    if a.kind == "scalar" then m = m + 1; args[m] = a.value end
+    if a.kind == "scalar" then
+      local v = a.value
+      if type(v) ~= "number" then bad(fn, "its expression's numbers") end
+      m = m + 1; args[m] = v
+    end
   end
   for i = #args, m + 1, -1 do args[i] = nil end
   local call
@@ -627,6 +697,7 @@ function G.run(fn, e, out)
   if slot and run_fast(fn, e, out, n, slot, slot_mode) then return end
   local w = W
   clear(w)
+  w.fn = fn
   walk(e, w)
   for _, x in ipairs(w.leaves) do check_bounds(fn, x) end
   local shape = out._shape
@@ -680,7 +751,7 @@ function G.run(fn, e, out)
   local entry = entries and entries[key]
   if not entry then
     entry = kernel_for(fn, dev, key, function()
-      w.gen, w.key = true, {}
+      w.gen, w.key, w.count = true, {}, 0
       w.leaves, w.leaf_index, w.scalars = {}, {}, {}
       w.code = walk(e, w)
       return source(w, mode, nd, idx, out._type)

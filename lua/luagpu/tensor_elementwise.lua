@@ -22,6 +22,7 @@ local H = require "luagpu.helper"
 local TY = require "luagpu.tensor_types"
 local G = require "luagpu.tensor_codegen"
 local memory = require "luagpu.tensor_memory"
+local SIZES = H.SCALAR_SIZES
 
 local type, ipairs, pairs, next, tostring, rawget, rawlen = type, ipairs, pairs, next, tostring, rawget, rawlen
 local format, concat = string.format, table.concat
@@ -75,6 +76,8 @@ function E.install(C)
     local e = x._expr
     if not e then return x end
     local fn = e.fn or "tensor"
+    -- (the tree is a script's to write: G.run checks it, its type first)
+    if type(e) ~= "table" or not SIZES[e.type] then G.bad(fn, "its expression's types") end
     -- x (contiguous strides, offset 0) becomes the output: no other view
     x._st = memory.storage(fn, x._dev, e.type, x._n)
     G.run(fn, e, x)
