@@ -497,6 +497,49 @@ print(pcall(y.get, y))
     end)
   end)
 
+  describe("kernel calls kept for the next launch (issue 27 review)", function()
+    -- the signs of zeros, as 1 / x shows them
+    local function signs(x)
+      local r = {}
+      for i, v in ipairs(flat(x)) do r[i] = 1 / v end
+      return r
+    end
+    local function all(n, v)
+      local r = {}
+      for i = 1, n do r[i] = v end
+      return r
+    end
+
+    it("are not reused for -0.0 when made for 0.0, nor the other way", function()
+      local inf = 1 / 0
+      for _, t in ipairs{"float", "double"} do
+        local x = dev:tensor(t, {8})
+        for _, v in ipairs{0.0, -0.0, -0.0, 0.0, -0.0} do
+          x:set(v)
+          assert.same(all(8, 1 / v), signs(x), t)
+        end
+        local b = dev:tensor(t, {1000}, 2)
+        for _, v in ipairs{0.0, 0.0, -0.0, 0.0, -0.0} do
+          local r = b * v            -- results from the pool: calls are kept
+          assert.same(all(1000, 1 / v), signs(r), t)
+          r = nil
+          collectgarbage()
+        end
+        local a = dev:tensor(t, {8}, 1)
+        local o = dev:tensor(t, {8})
+        for _, v in ipairs{0.0, -0.0, 0.0} do
+          o:set(a * v)
+          assert.same(all(8, 1 / v), signs(o), t)
+        end
+        -- NaN binds afresh each time, and what follows it is right
+        x:set(0 / 0)
+        x:set(0 / 0)
+        for _, v in ipairs(flat(x)) do assert.is_true(v ~= v) end
+        assert.same(all(8, -inf), signs(x:set(-0.0)))
+      end
+    end)
+  end)
+
   describe("number operands follow the storing rules (item 42)", function()
     it("ulong takes floats from 2^63 to below 2^64, as the constructor does", function()
       local u = dev:tensor("ulong", {2})

@@ -499,6 +499,13 @@ local function kernel_for(fn, dev, key, make_source)
 end
 G.kernel_for = kernel_for
 
+-- Whether a kernel argument b binds as a did: the same value of the same
+-- Lua number type, and for zeros the same sign (0.0 == -0.0, yet 1 / x
+-- tells them apart); NaN is never the same (the call is made again).
+local function same_value(a, b)
+  return a == b and mathtype(a) == mathtype(b) and (a ~= 0 or 1 / a == 1 / b)
+end
+
 -- The bound call of entry's kernel with args: the one made last for the
 -- same output buffer when its arguments are the same values (binding checks
 -- and converts every argument: it costs more than the launch), else a new
@@ -512,7 +519,7 @@ local function bound_call(entry, mode, out, leaves, args)
     local old, same = c.args, #c.args == #args
     for i = 2, #args do
       if not same then break end
-      if old[i] ~= args[i] or mathtype(old[i]) ~= mathtype(args[i]) then same = false end
+      if not same_value(old[i], args[i]) then same = false end
     end
     if same then return c.call end
   end
@@ -669,8 +676,7 @@ local function run_fast(fn, e, out, n, slot, mode)
         if old[i] ~= args[i] then call = nil; break end
       end
       for i = fixed + 1, call and m or 0 do
-        local v = args[i]
-        if old[i] ~= v or mathtype(old[i]) ~= mathtype(v) then call = nil; break end
+        if not same_value(old[i], args[i]) then call = nil; break end
       end
     end
   end
