@@ -540,6 +540,57 @@ print(pcall(y.get, y))
     end)
   end)
 
+  describe("arange counts (issue 27 review)", function()
+    local MI, MX = math.mininteger, math.maxinteger
+
+    -- The values of Lua's `for v = first, last, step`, or nil past 1000.
+    local function lua_loop(first, last, step)
+      local r = {}
+      for v = first, last, step do
+        if #r == 1000 then return nil end
+        r[#r + 1] = v
+      end
+      return r
+    end
+
+    it("counts as Lua's for loop does, without wrapping, near the integer limits", function()
+      local cases = {{MI, MX, 1 << 62}, {0, MX, 1 << 62}, {MX, MI, -(1 << 62)}, {MI, MI, MI},
+                     {MX, MI, MI}, {MI, MX, MX}, {-5, MX, MX}, {MX - 3, MX, 1},
+                     {MI, MI + 3, 1}, {MX, MX - 3, -1}, {MI + 3, MI, MI}, {0, 1e300, 1 << 62},
+                     {0, -1e300, 1 << 62}, {0, -1e300, -(1 << 62)}, {0, 2.5, 1}, {0, -2.5, -1},
+                     {1, 0, 1}, {5, 5, 7}, {1, 10, 3}}
+      for _, c in ipairs(cases) do
+        local want = lua_loop(c[1], c[2], c[3])
+        local x = dev:arange("long", c[1], c[2], c[3])
+        local what = string.format("arange(long, %s, %s, %s)", c[1], c[2], c[3])
+        assert.equal(#want, #x, what)
+        assert.same(want, flat(x), what)
+      end
+      assert.same({0.0, 0.1, 0.2}, flat(dev:arange("double", 0, 0.3, 0.1)))
+      assert.same({0, 0.25, 0.5, 0.75, 1}, flat(dev:arange("float", 0, 1, 0.25)))
+    end)
+
+    it("refuses counts past 2^53 as other too large shapes", function()
+      local cases = {
+        {{MI, 5}, "-9223372036854775808 to 5 by 1: shape {9223372036854775814}"},
+        {{MI, MX, 1}, "-9223372036854775808 to 9223372036854775807 by 1: shape " ..
+                      "{18446744073709551616}"},
+        {{MX, MI, -1}, "9223372036854775807 to -9223372036854775808 by -1: shape " ..
+                       "{18446744073709551616}"},
+        {{0, 1 / 0}, "0 to inf by 1: shape {9223372036854775808}"},
+        {{0, 2^53}, "0 to 9.007199254741e+15 by 1: shape {9007199254740993}"},
+        {{0.0, 1e300, 1}, "0.0 to 1e+300 by 1: shape {1e+300}"},
+        {{1 / 0, 1 / 0}, "inf to inf by 1: shape {inf}", "double"},
+        {{0.0, 1 / 0, 1 / 0}, "0.0 to inf by inf: shape {inf}", "float"},
+      }
+      for _, c in ipairs(cases) do
+        has_error("luagpu: device:arange: " .. c[2] .. " is too large (at most 2^53 elements)",
+                  dev.arange, dev, c[3] or "long", table.unpack(c[1]))
+      end
+      assert.equal(1 << 20, #dev:arange("char", 1, 1 << 20, 0.0 + 1))
+    end)
+  end)
+
   describe("number operands follow the storing rules (item 42)", function()
     it("ulong takes floats from 2^63 to below 2^64, as the constructor does", function()
       local u = dev:tensor("ulong", {2})

@@ -91,7 +91,11 @@ local typename = H.typename
 -- anything else by its type.
 function H.show(v)
   local t = type(v)
-  if t == "number" or t == "boolean" then return tostring(v) end
+  if t == "number" then
+    -- NaN as "nan" whatever its sign bit (C libraries print "-nan")
+    return v ~= v and "nan" or tostring(v)
+  end
+  if t == "boolean" then return tostring(v) end
   if t == "string" then return format("%q", v) end
   return typename(v)
 end

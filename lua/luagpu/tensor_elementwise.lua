@@ -34,6 +34,64 @@ local promote, floating = TY.promote, TY.floating
 
 local E = {}
 
+------------------------------------------------------------------ loop counts
+
+local MAX_ELEMENTS = 1 << 53
+local ult, floor, ceil = math.ult, math.floor, math.ceil
+
+-- The unsigned quotient of the 64-bit words n and d (d ~= 0), as Lua's
+-- integers hold them.
+local function udiv(n, d)
+  if d < 0 then return ult(n, d) and 0 or 1 end
+  if n >= 0 then return n // d end
+  local q = ((n >> 1) // d) << 1
+  if not ult(n - q * d, d) then q = q + 1 end
+  return q
+end
+
+-- The unsigned 64-bit word n in decimal.
+local function udecimal(n)
+  if n >= 0 then return tostring(n) end
+  local q = udiv(n, 10)
+  return tostring(q) .. tostring(n - q * 10)
+end
+
+-- How many times Lua's `for v = first, last, step` runs (numbers, no NaN,
+-- step ~= 0): at most 2^53, else nil and the count in decimal. Integer
+-- first and step make an integer loop (last floored, or ceiled when step
+-- < 0, and clipped to the integers), counted as Lua counts it, in
+-- unsigned words that cannot wrap; else the loop is of floats, its
+-- elements first + (i - 1) * step not past last.
+local function loop_count(first, last, step)
+  if mtype(first) == "integer" and mtype(step) == "integer" then
+    if mtype(last) ~= "integer" then
+      local l = step > 0 and floor(last) or ceil(last)
+      if mtype(l) ~= "integer" then          -- beyond the integers
+        if (last > 0) == (step < 0) then return 0 end
+        l = last > 0 and math.maxinteger or math.mininteger
+      end
+      last = l
+    end
+    if (step > 0 and first > last) or (step < 0 and first < last) then return 0 end
+    local count = step > 0 and udiv(last - first, step) or udiv(first - last, -(step + 1) + 1)
+    if count >= 0 and count < MAX_ELEMENTS then return count + 1 end
+    return nil, count == -1 and "18446744073709551616" or udecimal(count + 1)
+  end
+  first, last, step = first + 0.0, last + 0.0, step + 0.0
+  local count = (last - first) / step
+  -- NaN: inf - inf, or inf / inf: a loop that never ends
+  if count ~= count then return nil, "inf" end
+  if count >= MAX_ELEMENTS then return nil, show(floor(count) + 1) end
+  if count < 0 then return 0 end
+  local n = floor(count) + 1
+  while n > 0 and ((step > 0 and first + (n - 1) * step > last) or
+                   (step < 0 and first + (n - 1) * step < last)) do n = n - 1 end
+  while n < MAX_ELEMENTS and ((step > 0 and first + n * step <= last) or
+                              (step < 0 and first + n * step >= last)) do n = n + 1 end
+  return n
+end
+E.loop_count = loop_count
+
 local MAX_NODES = 48
 local WEAK_KEYS = {__mode = "k"}
 
@@ -520,13 +578,11 @@ function E.install(C)
       local why = TY.fits(t, v)
       if why then fail(fn, "argument #%d: %s", i == 1 and 2 or 4, why) end
     end
-    local count = (last - first) / step
-    if count ~= count or count >= 2^53 then
-      fail(fn, "%s to %s by %s is too many elements", show(first), show(last), show(step))
+    local n, many = loop_count(first, last, step)
+    if not n then
+      fail(fn, "%s to %s by %s: shape {%s} is too large (at most 2^53 elements)", show(first),
+           show(last), show(step), many)
     end
-    local n = count < 0 and 0 or math.floor(count) + 1
-    while n > 0 and ((step > 0 and first + (n - 1) * step > last) or
-                     (step < 0 and first + (n - 1) * step < last)) do n = n - 1 end
     C.check_alloc(fn, dev, t, {n}, n)
     local shape = {n}
     local e = {kind = "op", op = "add", ct = t, type = t, shape = shape, size = 5, args = {
