@@ -591,6 +591,37 @@ print(pcall(y.get, y))
     end)
   end)
 
+  describe("slices with a huge step (issue 27 review)", function()
+    it("give the one element they select, as NumPy's x[first:last:step]", function()
+      local vals = {}
+      for i = 1, 16 do vals[i] = i end
+      local A = {a = {type = "int", shape = {4, 4}, values = vals}}
+      for _, step in ipairs{math.maxinteger, 1 << 62, (1 << 40) + 3, 5} do
+        local x = dev:tensor("int", {4, 4}, vals)
+        local cases = {
+          {x:slice(1, 1, 4, step), "a[0:4:%d]"},
+          {x:slice(2, 2, 4, step), "a[:, 1:4:%d]"},
+          {x:t():slice(1, 3, 4, step), "a.T[2:4:%d]"},
+          {x:slice(1, 2, 4, step):slice(2, 1, 4, step), "a[1:4:%d][:, 0:4:%d]"},
+          {x:slice(1, 1, 4, step):t():slice(1, 4, 4, step), "a[0:4:%d].T[3:4:%d]"},
+        }
+        for _, c in ipairs(cases) do
+          local expr = c[2]:format(step, step)
+          local want = need_numpy() and numpy(expr, A)
+          local got = flat(c[1])
+          if want then assert.same(want, got, expr) end
+          local sum = 0
+          for _, v in ipairs(got) do sum = sum + v end
+          assert.equal(sum, c[1]:sum(), expr)
+          assert.same(got, flat(c[1] + 0), expr)
+        end
+        x:slice(1, 2, 3, step):set(0)
+        local want = need_numpy() and numpy("np.where(np.arange(16).reshape(4, 4) // 4 == 1, 0, a)", A)
+        if want then assert.same(want, flat(x)) end
+      end
+    end)
+  end)
+
   describe("number operands follow the storing rules (item 42)", function()
     it("ulong takes floats from 2^63 to below 2^64, as the constructor does", function()
       local u = dev:tensor("ulong", {2})
