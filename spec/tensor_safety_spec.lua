@@ -622,6 +622,91 @@ print(pcall(y.get, y))
     end)
   end)
 
+  describe("clear errors for a released buffer, a changed type, a view (issue 27 review)",
+           function()
+    local errmsg = support.errmsg
+
+    it("a tensor whose buffer was released raises at the method, at the script's line", function()
+      local x, b
+      local calls = {
+        {"tensor:set", function() x:set(1); return 0 end},
+        {"tensor:max", function() local r = x:max(1); return r end},
+        {"tensor:sum", function() local r = x:sum(); return r end},
+        {"tensor:add", function() local r = (x + 1):get(); return r end},
+        {"tensor:get", function() local r = x:get(); return r end},
+        {"tensor:cumsum", function() local r = x:cumsum(); return r end},
+        {"tensor:sort", function() local r = x:sort(); return r end},
+        {"tensor:mm", function() local r = x:mm(x); return r end},
+      }
+      -- x.buffer of a pool block (its root, or a view when the block is
+      -- larger), of the script's own buffer, and of a view of one
+      local makers = {
+        function() local t = dev:tensor("float", {4, 4}, 1); return t, t.buffer end,
+        function() local t = dev:tensor("float", {64}, 1); return t:reshape({8, 8}), t.buffer end,
+        function() local t = dev:tensor("float", {3, 3}, 1); return t, t.buffer end,
+        function() local own = dev:buffer("float", 16)
+          return dev:tensor("float", {4, 4}, own), own end,
+        function() local own = dev:buffer("float", 20)
+          return dev:tensor("float", {4, 4}, own:sub(3, 18)), own end,
+      }
+      for _, make in ipairs(makers) do
+        x, b = make()
+        b:release()
+        for _, c in ipairs(calls) do
+          local e = errmsg(c[2])
+          assert.matches("tensor_safety_spec%.lua:%d+: luagpu: " .. c[1]:gsub("%p", "%%%0") ..
+                         ": the tensor's buffer was released$", e)
+        end
+      end
+    end)
+
+    it("a type written with rawset raises the fields message at the operator", function()
+      local x = dev:tensor("float", {4})
+      rawset(x, "_type", "bogus")
+      local lz = dev:tensor("float", {4}) + 1
+      rawset(lz, "_type", "bogus")
+      local MSG = "the tensor's fields were changed (type bogus"
+      for _, c in ipairs{
+          {"tensor:add", function() return x + 1 end}, {"tensor:add", function() return 1 + x end},
+          {"tensor:mul", function() return x * x end}, {"tensor:neg", function() return -x end},
+          {"tensor:lt", function() return x:lt(1) end}, {"tensor:sqrt", function() return x:sqrt() end},
+          {"tensor:add", function() return lz + 1 end}, {"tensor:mul", function() return lz * lz end},
+          {"tensor:sqrt", function() return lz:sqrt() end}} do
+        has_error("luagpu: " .. c[1] .. ": " .. MSG, c[2])
+      end
+    end)
+
+    it("algo and reduce name the argument a non-contiguous tensor was given as", function()
+      local algo = require "luagpu.algo"
+      local reduce = require "luagpu.reduce"
+      local t = dev:tensor("int", {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8})
+      local v = t:t()
+      local MSG = "the tensor is not contiguous: call :contiguous()"
+      local cases = {
+        {"algo.copy_if: argument #1", algo.copy_if, v, "x > 2"},
+        {"algo.copy_if: argument #3: option out", algo.copy_if, t, "x > 2", {out = v}},
+        {"algo.scan: argument #1", algo.scan, v},
+        {"algo.scan: argument #2: option out", algo.scan, t, {out = v}},
+        {"algo.sort: argument #1", algo.sort, v},
+        {"algo.sort: argument #2: option values", algo.sort, t, {values = v}},
+        {"algo.histogram: argument #1", algo.histogram, v, {bins = 4}},
+        {"algo.partition: argument #1", algo.partition, v, "x > 2"},
+        {"algo.nonzero: argument #1", algo.nonzero, v},
+        {"reduce.sum: argument #1", reduce.sum, v},
+      }
+      for _, c in ipairs(cases) do
+        has_error("luagpu: " .. c[1] .. ": " .. MSG, c[2], table.unpack(c, 3))
+      end
+    end)
+
+    it("a NaN dim shows as nan", function()
+      local x = dev:tensor("float", {2, 2})
+      has_error("luagpu: tensor:sum: argument #1: dim nan is out of range (1 to 2, or -2 to -1)",
+                x.sum, x, 0 / 0)
+      has_error("luagpu: tensor:sum: argument #1: dim nan is out of range", x.sum, x, -(0 / 0))
+    end)
+  end)
+
   describe("number operands follow the storing rules (item 42)", function()
     it("ulong takes floats from 2^63 to below 2^64, as the constructor does", function()
       local u = dev:tensor("ulong", {2})

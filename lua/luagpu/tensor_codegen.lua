@@ -433,8 +433,16 @@ function G.check_bounds(fn, x)
   if type(s) ~= "table" then bad(fn, "no storage") end
   local buf = rawget(s, "buf")
   local cap = CAP_N[buf]
+  local kind = gpu_type(buf)
+  if kind ~= "Buffer" then
+    -- x.buffer handed out, then released
+    if kind == "released Buffer" then fail(fn, "the tensor's buffer was released") end
+    bad(fn, "its storage holds no buffer")
+  end
+  -- x.buffer is the view of a pool block's elements when the block is larger
+  local view = rawget(s, "view")
+  if view and gpu_type(view) ~= "Buffer" then fail(fn, "the tensor's buffer was released") end
   if not cap then
-    if gpu_type(buf) ~= "Buffer" then bad(fn, "its storage holds no buffer") end
     cap = #buf
     CAP_N[buf], CAP_T[buf], CAP_D[buf] = cap, buf.type, buf.device
   end

@@ -252,7 +252,11 @@ function E.install(C)
   end
 
   local function check_operand(fn, arg, v)
-    if is_tensor(v) then return end
+    if is_tensor(v) then
+      -- a type a script wrote raises here, before the type rules see it
+      if not SIZES[v._type] then C.check(fn, arg, v, true) end
+      return
+    end
     if type(v) ~= "number" then
       fail(fn, "argument #%d: expected a tensor or a number, got %s", arg, typename(v))
     end
@@ -312,6 +316,8 @@ function E.install(C)
       if type(a) == "table" and type(b) == "table" and rawget(a, TAG) and rawget(b, TAG) and
          a._dev == b._dev then
         local ta, tb = a._type, b._type
+        if not SIZES[ta] then C.check(fn, 1, a, true) end
+        if not SIZES[tb] then C.check(fn, 2, b, true) end
         local ct = ta == tb and ta or promote(ta, tb)
         if floatify then ct = floating(ct) end
         local ea, eb = a._expr, b._expr
