@@ -592,8 +592,9 @@ local function fast_sig(fn, a, first, n, shape)
   if kind ~= "leaf" then return nil end
   local x = a.x
   if first and x == first then return SAME_SIG end
-  check_bounds(fn, x)
-  if x._st.count >= BIG or not plain(x, shape, n) then return nil end
+  -- (the index width follows the Buffer's own length, not the storage's
+  -- count a script could rewrite)
+  if check_bounds(fn, x) >= BIG or not plain(x, shape, n) then return nil end
   return LEAF_SIG[x._type]
 end
 
@@ -606,14 +607,14 @@ end
 
 -- The nested FAST table for e into out and the mode, or nil when e does
 -- not take the fast path.
-local function fast_slot(fn, e, out, n)
+local function fast_slot(fn, e, out, n, cap)
   -- a node a script changed is left to the walk (which raises); nodes and
   -- operand lists without metatables read the same here and in run_fast
   local args, ct = e.args, e.ct
   if e.kind ~= "op" or getmetatable(e) ~= nil or type(args) ~= "table" or
      getmetatable(args) ~= nil or ARITY[e.op] ~= #args or #args > 2 or e.op == "where" or
      e.op == "cast" or (ct ~= nil and not TYPES[ct]) or out._type ~= e.type or n >= BIG or
-     out._st.count >= BIG then
+     cap >= BIG then
     return nil
   end
   local shape = out._shape
@@ -704,16 +705,19 @@ local function run_fast(fn, e, out, n, slot, mode)
 end
 
 function G.run(fn, e, out)
-  check_bounds(fn, out)
+  local cap = check_bounds(fn, out)
   local n = out._n
   if n == 0 then return end
-  local slot, slot_mode = fast_slot(fn, e, out, n)
+  local slot, slot_mode = fast_slot(fn, e, out, n, cap)
   if slot and run_fast(fn, e, out, n, slot, slot_mode) then return end
   local w = W
   clear(w)
   w.fn = fn
   walk(e, w)
-  for _, x in ipairs(w.leaves) do check_bounds(fn, x) end
+  local big = n >= BIG or cap >= BIG
+  for _, x in ipairs(w.leaves) do
+    if check_bounds(fn, x) >= BIG then big = true end
+  end
   local shape = out._shape
   local sshape, ssets
   local fast = plain(out, shape, n)
@@ -731,10 +735,6 @@ function G.run(fn, e, out)
     sshape, ssets = simplify(shape, sets)
   end
   local nd = #sshape
-  local big = n >= BIG or out._st.count >= BIG
-  for _, x in ipairs(w.leaves) do
-    if x._st.count >= BIG then big = true end
-  end
   local idx = big and "ulong" or "uint"
   local mode = "nd"
   w.strides = {}
