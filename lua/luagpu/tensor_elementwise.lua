@@ -133,7 +133,7 @@ function E.install(C)
   local function realize(x)
     local e = x._expr
     if not e then return x end
-    local fn = e.fn or "tensor"
+    local fn = type(e) == "table" and type(e.fn) == "string" and e.fn or "tensor"
     -- (the tree is a script's to write: G.run checks it, its type first)
     if type(e) ~= "table" or not SIZES[e.type] then G.bad(fn, "its expression's types") end
     -- x (contiguous strides, offset 0) becomes the output: no other view
