@@ -375,6 +375,338 @@ print(ok, e)
     end)
   end)
 
+  -- Runs the Lua script src in a child build/luagpu; returns its output and
+  -- how it ended (a crash must not take the spec run with it).
+  local function child(src)
+    local prog = (os.getenv("LUAGPU_BUILD") or "build") .. "/luagpu"
+    local script = os.tmpname()
+    support.write_file(script, src)
+    local p = io.popen(support.shell_quote(prog) .. " " .. script .. " 2>&1")
+    local out = p:read("a")
+    local ok, how, code = p:close()
+    os.remove(script)
+    return out, {ok, how, code}
+  end
+
+  describe("nodes of the lazy expression tree and custom specs (item 20)", function()
+    local MSG0 = "the tensor's fields were changed ("
+    local MSG = MSG0 .. "its expression's "
+
+    it("a map expression rewritten after the map never reaches the kernel (in a process)",
+       function()
+      local out, ended = child([[
+local gpu = require "luagpu"
+local x = gpu.device():tensor("float", {64})
+local y = x:map("x + 1")
+y._expr.expr = "x); }\nkernel void lg_ew(global float* restrict out, uint out_off, uint n, " ..
+  "global const float* restrict in1, uint off1) { if (get_global_id(0) == 0) " ..
+  "for (uint k = 0; k < (1u << 30); k += 4096) out[k] = 1; }\n" ..
+  "#define lg_ew lg_ew_orig\ninline float lg_z(float x) { return (x"
+print(pcall(y.get, y))
+]])
+      assert.same({true, "exit", 0}, ended, out)
+      assert.matches("false\t.*luagpu: tensor:map: " .. (MSG .. "map)"):gsub("%p", "%%%0"), out)
+    end)
+
+    it("checks every string it pastes, also when a kernel of that shape was built", function()
+      local x = dev:tensor("float", {8}, 2)
+      local i = dev:tensor("int", {8}, 3)
+      -- each case: a fresh lazy tensor, and what to change in its tree
+      local cases = {
+        {"its expression's map", function() local y = x:map("x + 1"); y._expr.expr = "x; }"; return y end},
+        {"its expression's map", function() local y = x:map("x + 1"); y._expr.expr = "x ??= 1"; return y end},
+        {"its expression's map", function() local y = x:map("x + 1"); y._expr.expr = "x\0"; return y end},
+        {"its expression's map", function() local y = x:map("x + 1"); y._expr.expr = 7; return y end},
+        {"its expression's map", function() local y = x:map("x + 1")
+          y._expr.names = {"x) { return 1; } float lg_q(float x"}; return y end},
+        {"its expression's map", function() local y = x:map("x + 1"); y._expr.names = {"x", "y"}; return y end},
+        {"its expression's types or operands", function() local y = x:map("x + 1")
+          y._expr.ct = "float x) { return 1; } float lg_q(float"; return y end},
+        {"its expression's types", function() local y = x:map("x + 1"); y._expr.type = "float*"; return y end},
+        {"its expression's types", function() local y = x + 1; y._expr.type = "float; }"; return y end},
+        {"its expression's types", function() local y = x + 1; y._expr.args[2].type = "float s1) {"; return y end},
+        {"its expression's types", function() local y = dev:tensor("float", {8}) + 1   -- (its own leaf)
+          y._expr.args[1].type = "double\n#x"; return y end},
+        {"its expression's types", function() local y = dev:arange("int", 8) * i
+          y._expr.args[1].args[2].args[1].type = "int)(0); }"; return y end},
+        {"its expression's types", function() local y = (x + 1):astype("int"); y._expr.type = "int; }"; return y end},
+        {"its expression's types or operands", function() local y = x * x; y._expr.ct = "uint;"; return y end},
+        {"its expression's ops", function() local y = x + 1; y._expr.op = "exp2"; return y end},
+        {"its expression's ops", function() local y = x + 1; y._expr.op = "neg"; return y end},
+        {"its expression's ops", function() local y = -x; y._expr.op = "sub"; return y end},
+        {"its expression's nodes", function() local y = x + 1; y._expr.kind = "macro"; return y end},
+        {"its expression's nodes", function() local y = x + 1; y._expr.args[2] = "1; }"; return y end},
+        {"its expression's nodes", function() local y = x + 1; setmetatable(y._expr, {}); return y end},
+        {"its expression's types or operands", function() local y = x + 1
+          y._expr.args = setmetatable({}, {__index = function() end}); return y end},
+        {"its expression's numbers", function() local y = x + 1; y._expr.args[2].value = "1; }"; return y end},
+        {"its expression's numbers", function() local y = (x + 1) * 2; y._expr.args[2].value = {}; return y end},
+        {"metatable", function() local y = dev:tensor("float", {8}) + 1
+          y._expr.args[1].x = {}; return y end},
+        {"its expression's nodes", function() local y = (x + 1) * 2
+          y._expr.args[1].args[1] = y._expr; return y end},
+      }
+      for round = 1, 2 do   -- the second round finds every good kernel built
+        for _, c in ipairs(cases) do
+          local y = c[2]()
+          local ok, e = pcall(y.get, y)
+          assert(not ok and tostring(e):find("luagpu: tensor:%a+: " .. MSG0:gsub("%p", "%%%0") ..
+                                              c[1]:gsub("%p", "%%%0") .. "%): no kernel runs"),
+                 c[1] .. ": " .. tostring(e))
+        end
+      end
+      -- the same trees unchanged still run, and a leaf's node changed to its
+      -- own values is no change
+      assert.same({3, 3, 3, 3, 3, 3, 3, 3}, flat(x:map("x + 1")))
+      assert.same({4, 4, 4, 4, 4, 4, 4, 4}, flat(x * x))
+      assert.same({3, 6, 9, 12, 15, 18, 21, 24}, flat(dev:arange("int", 8) * i))
+    end)
+
+    it("keeps reduce.new's and algo.scanner's definitions where no script reaches them",
+       function()
+      local reduce = require "luagpu.reduce"
+      local algo = require "luagpu.algo"
+      local b = dev:buffer("float", 100)
+      b:fill(1)
+      local r = reduce.new{type = "float", map = "x", op = "a + b", neutral = "0"}
+      local s = algo.scanner{type = "float", op = "a + b", neutral = "0"}
+      -- rewrite every string the objects show, and every table they hold
+      local function scribble(o)
+        for k, v in pairs(o) do
+          if type(v) == "string" then
+            o[k] = "x\n#error injected"
+          elseif type(v) == "table" then
+            for kk, vv in pairs(v) do if type(vv) == "string" then v[kk] = "x; }" end end
+          end
+        end
+        for _, k in ipairs{"spec", "map", "op", "neutral", "type", "acc", "key"} do
+          rawset(o, k, rawget(o, k) or "x\n#error injected")
+        end
+      end
+      scribble(r)
+      scribble(s)
+      assert.equal(100, r(b))
+      local out = s(b)
+      assert.same(100, out:get()[100])
+      local i = dev:buffer("int", 4)
+      i:fill(1)
+      local ri = reduce.new{type = "int", map = "x * 2", op = "a + b", neutral = "0",
+                            device = dev}
+      scribble(ri)
+      assert.equal(8, ri(i))
+    end)
+  end)
+
+  describe("kernel calls kept for the next launch (issue 27 review)", function()
+    -- the signs of zeros, as 1 / x shows them
+    local function signs(x)
+      local r = {}
+      for i, v in ipairs(flat(x)) do r[i] = 1 / v end
+      return r
+    end
+    local function all(n, v)
+      local r = {}
+      for i = 1, n do r[i] = v end
+      return r
+    end
+
+    it("are not reused for -0.0 when made for 0.0, nor the other way", function()
+      local inf = 1 / 0
+      for _, t in ipairs{"float", "double"} do
+        local x = dev:tensor(t, {8})
+        for _, v in ipairs{0.0, -0.0, -0.0, 0.0, -0.0} do
+          x:set(v)
+          assert.same(all(8, 1 / v), signs(x), t)
+        end
+        local b = dev:tensor(t, {1000}, 2)
+        for _, v in ipairs{0.0, 0.0, -0.0, 0.0, -0.0} do
+          local r = b * v            -- results from the pool: calls are kept
+          assert.same(all(1000, 1 / v), signs(r), t)
+          r = nil
+          collectgarbage()
+        end
+        local a = dev:tensor(t, {8}, 1)
+        local o = dev:tensor(t, {8})
+        for _, v in ipairs{0.0, -0.0, 0.0} do
+          o:set(a * v)
+          assert.same(all(8, 1 / v), signs(o), t)
+        end
+        -- NaN binds afresh each time, and what follows it is right
+        x:set(0 / 0)
+        x:set(0 / 0)
+        for _, v in ipairs(flat(x)) do assert.is_true(v ~= v) end
+        assert.same(all(8, -inf), signs(x:set(-0.0)))
+      end
+    end)
+  end)
+
+  describe("arange counts (issue 27 review)", function()
+    local MI, MX = math.mininteger, math.maxinteger
+
+    -- The values of Lua's `for v = first, last, step`, or nil past 1000.
+    local function lua_loop(first, last, step)
+      local r = {}
+      for v = first, last, step do
+        if #r == 1000 then return nil end
+        r[#r + 1] = v
+      end
+      return r
+    end
+
+    it("counts as Lua's for loop does, without wrapping, near the integer limits", function()
+      local cases = {{MI, MX, 1 << 62}, {0, MX, 1 << 62}, {MX, MI, -(1 << 62)}, {MI, MI, MI},
+                     {MX, MI, MI}, {MI, MX, MX}, {-5, MX, MX}, {MX - 3, MX, 1},
+                     {MI, MI + 3, 1}, {MX, MX - 3, -1}, {MI + 3, MI, MI}, {0, 1e300, 1 << 62},
+                     {0, -1e300, 1 << 62}, {0, -1e300, -(1 << 62)}, {0, 2.5, 1}, {0, -2.5, -1},
+                     {1, 0, 1}, {5, 5, 7}, {1, 10, 3}}
+      for _, c in ipairs(cases) do
+        local want = lua_loop(c[1], c[2], c[3])
+        local x = dev:arange("long", c[1], c[2], c[3])
+        local what = string.format("arange(long, %s, %s, %s)", c[1], c[2], c[3])
+        assert.equal(#want, #x, what)
+        assert.same(want, flat(x), what)
+      end
+      assert.same({0.0, 0.1, 0.2}, flat(dev:arange("double", 0, 0.3, 0.1)))
+      assert.same({0, 0.25, 0.5, 0.75, 1}, flat(dev:arange("float", 0, 1, 0.25)))
+    end)
+
+    it("refuses counts past 2^53 as other too large shapes", function()
+      local cases = {
+        {{MI, 5}, "-9223372036854775808 to 5 by 1: shape {9223372036854775814}"},
+        {{MI, MX, 1}, "-9223372036854775808 to 9223372036854775807 by 1: shape " ..
+                      "{18446744073709551616}"},
+        {{MX, MI, -1}, "9223372036854775807 to -9223372036854775808 by -1: shape " ..
+                       "{18446744073709551616}"},
+        {{0, 1 / 0}, "0 to inf by 1: shape {9223372036854775808}"},
+        {{0, 2^53}, "0 to 9.007199254741e+15 by 1: shape {9007199254740993}"},
+        {{0.0, 1e300, 1}, "0.0 to 1e+300 by 1: shape {1e+300}"},
+        {{1 / 0, 1 / 0}, "inf to inf by 1: shape {inf}", "double"},
+        {{0.0, 1 / 0, 1 / 0}, "0.0 to inf by inf: shape {inf}", "float"},
+      }
+      for _, c in ipairs(cases) do
+        has_error("luagpu: device:arange: " .. c[2] .. " is too large (at most 2^53 elements)",
+                  dev.arange, dev, c[3] or "long", table.unpack(c[1]))
+      end
+      assert.equal(1 << 20, #dev:arange("char", 1, 1 << 20, 0.0 + 1))
+    end)
+  end)
+
+  describe("slices with a huge step (issue 27 review)", function()
+    it("give the one element they select, as NumPy's x[first:last:step]", function()
+      local vals = {}
+      for i = 1, 16 do vals[i] = i end
+      local A = {a = {type = "int", shape = {4, 4}, values = vals}}
+      for _, step in ipairs{math.maxinteger, 1 << 62, (1 << 40) + 3, 5} do
+        local x = dev:tensor("int", {4, 4}, vals)
+        local cases = {
+          {x:slice(1, 1, 4, step), "a[0:4:%d]"},
+          {x:slice(2, 2, 4, step), "a[:, 1:4:%d]"},
+          {x:t():slice(1, 3, 4, step), "a.T[2:4:%d]"},
+          {x:slice(1, 2, 4, step):slice(2, 1, 4, step), "a[1:4:%d][:, 0:4:%d]"},
+          {x:slice(1, 1, 4, step):t():slice(1, 4, 4, step), "a[0:4:%d].T[3:4:%d]"},
+        }
+        for _, c in ipairs(cases) do
+          local expr = c[2]:format(step, step)
+          local want = need_numpy() and numpy(expr, A)
+          local got = flat(c[1])
+          if want then assert.same(want, got, expr) end
+          local sum = 0
+          for _, v in ipairs(got) do sum = sum + v end
+          assert.equal(sum, c[1]:sum(), expr)
+          assert.same(got, flat(c[1] + 0), expr)
+        end
+        x:slice(1, 2, 3, step):set(0)
+        local want = need_numpy() and numpy("np.where(np.arange(16).reshape(4, 4) // 4 == 1, 0, a)", A)
+        if want then assert.same(want, flat(x)) end
+      end
+    end)
+  end)
+
+  describe("clear errors for a released buffer, a changed type, a view (issue 27 review)",
+           function()
+    local errmsg = support.errmsg
+
+    it("a tensor whose buffer was released raises at the method, at the script's line", function()
+      local x, b
+      local calls = {
+        {"tensor:set", function() x:set(1); return 0 end},
+        {"tensor:max", function() local r = x:max(1); return r end},
+        {"tensor:sum", function() local r = x:sum(); return r end},
+        {"tensor:add", function() local r = (x + 1):get(); return r end},
+        {"tensor:get", function() local r = x:get(); return r end},
+        {"tensor:cumsum", function() local r = x:cumsum(); return r end},
+        {"tensor:sort", function() local r = x:sort(); return r end},
+        {"tensor:mm", function() local r = x:mm(x); return r end},
+      }
+      -- x.buffer of a pool block (its root, or a view when the block is
+      -- larger), of the script's own buffer, and of a view of one
+      local makers = {
+        function() local t = dev:tensor("float", {4, 4}, 1); return t, t.buffer end,
+        function() local t = dev:tensor("float", {64}, 1); return t:reshape({8, 8}), t.buffer end,
+        function() local t = dev:tensor("float", {3, 3}, 1); return t, t.buffer end,
+        function() local own = dev:buffer("float", 16)
+          return dev:tensor("float", {4, 4}, own), own end,
+        function() local own = dev:buffer("float", 20)
+          return dev:tensor("float", {4, 4}, own:sub(3, 18)), own end,
+      }
+      for _, make in ipairs(makers) do
+        x, b = make()
+        b:release()
+        for _, c in ipairs(calls) do
+          local e = errmsg(c[2])
+          assert.matches("tensor_safety_spec%.lua:%d+: luagpu: " .. c[1]:gsub("%p", "%%%0") ..
+                         ": the tensor's buffer was released$", e)
+        end
+      end
+    end)
+
+    it("a type written with rawset raises the fields message at the operator", function()
+      local x = dev:tensor("float", {4})
+      rawset(x, "_type", "bogus")
+      local lz = dev:tensor("float", {4}) + 1
+      rawset(lz, "_type", "bogus")
+      local MSG = "the tensor's fields were changed (type bogus"
+      for _, c in ipairs{
+          {"tensor:add", function() return x + 1 end}, {"tensor:add", function() return 1 + x end},
+          {"tensor:mul", function() return x * x end}, {"tensor:neg", function() return -x end},
+          {"tensor:lt", function() return x:lt(1) end}, {"tensor:sqrt", function() return x:sqrt() end},
+          {"tensor:add", function() return lz + 1 end}, {"tensor:mul", function() return lz * lz end},
+          {"tensor:sqrt", function() return lz:sqrt() end}} do
+        has_error("luagpu: " .. c[1] .. ": " .. MSG, c[2])
+      end
+    end)
+
+    it("algo and reduce name the argument a non-contiguous tensor was given as", function()
+      local algo = require "luagpu.algo"
+      local reduce = require "luagpu.reduce"
+      local t = dev:tensor("int", {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8})
+      local v = t:t()
+      local MSG = "the tensor is not contiguous: call :contiguous()"
+      local cases = {
+        {"algo.copy_if: argument #1", algo.copy_if, v, "x > 2"},
+        {"algo.copy_if: argument #3: option out", algo.copy_if, t, "x > 2", {out = v}},
+        {"algo.scan: argument #1", algo.scan, v},
+        {"algo.scan: argument #2: option out", algo.scan, t, {out = v}},
+        {"algo.sort: argument #1", algo.sort, v},
+        {"algo.sort: argument #2: option values", algo.sort, t, {values = v}},
+        {"algo.histogram: argument #1", algo.histogram, v, {bins = 4}},
+        {"algo.partition: argument #1", algo.partition, v, "x > 2"},
+        {"algo.nonzero: argument #1", algo.nonzero, v},
+        {"reduce.sum: argument #1", reduce.sum, v},
+      }
+      for _, c in ipairs(cases) do
+        has_error("luagpu: " .. c[1] .. ": " .. MSG, c[2], table.unpack(c, 3))
+      end
+    end)
+
+    it("a NaN dim shows as nan", function()
+      local x = dev:tensor("float", {2, 2})
+      has_error("luagpu: tensor:sum: argument #1: dim nan is out of range (1 to 2, or -2 to -1)",
+                x.sum, x, 0 / 0)
+      has_error("luagpu: tensor:sum: argument #1: dim nan is out of range", x.sum, x, -(0 / 0))
+    end)
+  end)
+
   describe("number operands follow the storing rules (item 42)", function()
     it("ulong takes floats from 2^63 to below 2^64, as the constructor does", function()
       local u = dev:tensor("ulong", {2})

@@ -153,7 +153,7 @@ end
 -- returns its element type, root, offset and the buffer itself.
 function B.check_buffer_option(fn, arg, b, name)
   local where = format("argument #%d: option %s", arg, name)
-  if H.to_buffer then b = H.to_buffer(b) end
+  if H.to_buffer then b = H.to_buffer(b, fn, where) end
   local cls, released = H.class_of(b)
   if cls ~= "Buffer" then
     fail(fn, "%s: expected a buffer, got %s", where, typename(b))

@@ -128,7 +128,7 @@ function M.nonzero(b, opts)
   local o = H.check_options(fn, 2, opts, NONZERO_OPTIONS)
   local it = o.type
   if o.out ~= nil and it == nil then
-    local ob = H.to_buffer and H.to_buffer(o.out) or o.out
+    local ob = H.to_buffer and H.to_buffer(o.out, fn, "argument #2: option out") or o.out
     it = H.class_of(ob) == "Buffer" and ob.type or nil
   end
   it = it or "long"

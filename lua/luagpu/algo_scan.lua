@@ -395,13 +395,23 @@ local Scanner = {}
 Scanner.__index = Scanner
 Scanner.__name = "luagpu.Scanner"
 
+-- Each scanner's spec (weak keys), where no script reaches it: its strings
+-- are pasted into kernel source whenever a device first runs it, so they
+-- stay as algo.scanner checked them (the scanner's own fields are a copy
+-- to read).
+local specs = setmetatable({}, {__mode = "k"})
+
 function Scanner.__call(s, b, opts)
   local fn = "scanner"
+  local spec = specs[s]
+  if not spec then fail(fn, "argument #0: expected a luagpu.Scanner") end
   local r, out = check_scan(fn, b, opts, SCANNER_OPTIONS, function(t)
-    if t ~= s.type then fail(fn, "argument #1: expected a buffer of %s, got %s", s.type, t) end
-    return s.acc
+    if t ~= spec.type then
+      fail(fn, "argument #1: expected a buffer of %s, got %s", spec.type, t)
+    end
+    return spec.acc
   end)
-  r.spec = s.spec
+  r.spec = spec
   return out, S.run(fn, r)
 end
 
@@ -426,12 +436,13 @@ function S.scanner(def)
   local op = H.expression(fn, def, "op")
   local neutral = H.expression(fn, def, "neutral")
   local s = setmetatable({type = t, acc = acc, map = map, op = op, neutral = neutral}, Scanner)
-  s.spec = {type = t, acc = acc, map = map, op = op, neutral = neutral, custom = true,
-            key = concat({"custom", t, acc, map, op, neutral}, "\0")}
+  local spec = {type = t, acc = acc, map = map, op = op, neutral = neutral, custom = true,
+                key = concat({"custom", t, acc, map, op, neutral}, "\0")}
+  specs[s] = spec
   local dev = def.device
   if dev ~= nil then
     H.check_object(fn, "field 'device'", dev, "Device")
-    local e = entry_for(fn, dev, s.spec, false)
+    local e = entry_for(fn, dev, spec, false)
     kernels_for(fn, dev, e, e.use_lookback and (e.ptx and "warp" or "lookback") or "passes")
   end
   return s

@@ -91,7 +91,11 @@ local typename = H.typename
 -- anything else by its type.
 function H.show(v)
   local t = type(v)
-  if t == "number" or t == "boolean" then return tostring(v) end
+  if t == "number" then
+    -- NaN as "nan" whatever its sign bit (C libraries print "-nan")
+    return v ~= v and "nan" or tostring(v)
+  end
+  if t == "boolean" then return tostring(v) end
   if t == "string" then return format("%q", v) end
   return typename(v)
 end
@@ -117,11 +121,12 @@ end
 local check_object = H.check_object
 
 -- v, or the Buffer that v stands for when v's metatable has a __tobuffer
--- function (a Tensor: its buffer, or an error when it is not contiguous).
-function H.to_buffer(v)
+-- function (a Tensor: its buffer, or an error when it is not contiguous,
+-- naming fn and where, "argument #1", when given).
+function H.to_buffer(v, fn, where)
   local mt = getmetatable(v)
   local convert = type(mt) == "table" and rawget(mt, "__tobuffer")
-  if type(convert) == "function" then return convert(v) end
+  if type(convert) == "function" then return convert(v, fn, where) end
   return v
 end
 local to_buffer = H.to_buffer
@@ -130,8 +135,9 @@ local to_buffer = H.to_buffer
 -- a value H.to_buffer converts); returns its element type, its root buffer,
 -- its offset in the root (elements) and the buffer itself.
 function H.check_buffer(fn, arg, b)
-  b = to_buffer(b)
-  check_object(fn, "argument #" .. arg, b, "Buffer", "a buffer")
+  local where = "argument #" .. arg
+  b = to_buffer(b, fn, where)
+  check_object(fn, where, b, "Buffer", "a buffer")
   return b.type, b.root, b.offset, b
 end
 

@@ -552,10 +552,18 @@ local Reducer = {}
 Reducer.__index = Reducer
 Reducer.__name = "luagpu.Reducer"
 
+-- Each reducer's spec (weak keys), where no script reaches it: its strings
+-- are pasted into kernel source whenever a device first runs it, so they
+-- stay as reduce.new checked them (the reducer's own fields are a copy to
+-- read).
+local specs = setmetatable({}, {__mode = "k"})
+
 function Reducer.__call(r, x, y, opts)
-  if r.inputs == 1 then opts, y = y, nil end
-  opts = check_opts("reducer", r.inputs + 1, opts, OPTIONS)
-  return run("reducer", r.spec, x, y, opts)
+  local spec = specs[r]
+  if not spec then fail("reducer", "argument #0: expected a luagpu.Reducer") end
+  if spec.inputs == 1 then opts, y = y, nil end
+  opts = check_opts("reducer", spec.inputs + 1, opts, OPTIONS)
+  return run("reducer", spec, x, y, opts)
 end
 
 function Reducer.__tostring(r)
@@ -605,13 +613,14 @@ local function new(def)
   local inputs = input_count(fn, def.inputs, map)
   local r = setmetatable({type = t, acc = acc, map = map, op = op, neutral = neutral,
                           inputs = inputs}, Reducer)
-  r.spec = {type = t, acc = acc, map = map, op = op, neutral = neutral,
-            inputs = inputs, custom = true,
-            key = concat({"new", t, acc, inputs, map, op, neutral}, "\0")}
+  local spec = {type = t, acc = acc, map = map, op = op, neutral = neutral,
+                inputs = inputs, custom = true,
+                key = concat({"new", t, acc, inputs, map, op, neutral}, "\0")}
+  specs[r] = spec
   local dev = def.device
   if dev ~= nil then
     H.check_object(fn, "field 'device'", dev, "Device")
-    entry_for(fn, dev, r.spec)
+    entry_for(fn, dev, spec)
   end
   return r
 end

@@ -130,7 +130,12 @@ function C.check(fn, arg, x, lazy_ok)
     fail(fn, "argument #%d: expected a tensor, got %s", arg, typename(x))
   end
   if not lazy_ok and x._expr then C.realize(x) end
-  if not x._expr then check_bounds(fn, x) end
+  if not x._expr then
+    check_bounds(fn, x)
+  elseif not SIZES[x._type] then
+    -- a lazy tensor's type a script changed (its tree is checked when run)
+    require("luagpu.tensor_codegen").bad(fn, "type " .. tostring(x._type))
+  end
   return x
 end
 

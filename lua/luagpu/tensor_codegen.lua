@@ -141,8 +141,72 @@ local NUMS = {}
 for i = 0, 64 do NUMS[i] = tostring(i) end
 local function num(i) return NUMS[i] or tostring(i) end
 
-local function walk(e, w)
+-- The nodes are tables a script reaches (y._expr, x._leaf) and may write
+-- after the operation that made them checked its operands, so every string
+-- walk pastes into source is checked here, where the key is made (a node
+-- that changed makes another key): types against the one type table, ops
+-- against the op tables, map names as identifiers, map expressions as
+-- H.check_expression does (each distinct string once).
+local TYPES = H.SCALAR_SIZES
+local ARITY = {where = 3, cast = 1}
+for op in pairs(BINARY) do ARITY[op] = 2 end
+for op in pairs(UNARY) do ARITY[op] = 1 end
+local MAX_WALK = 4096
+local checked_expr = {}
+
+local function bad(fn, why)
+  fail(fn, "the tensor's fields were changed (%s): no kernel runs over it", why)
+end
+G.bad = bad
+
+local function bad_node(w, what)
+  bad(w.fn, "its expression's " .. what)
+end
+
+local function check_node(e, w)
+  if type(e) ~= "table" or getmetatable(e) ~= nil then bad_node(w, "nodes") end
+  w.count = w.count + 1
+  if w.count > MAX_WALK then bad_node(w, "nodes") end
+  if not TYPES[e.type] then bad_node(w, "types") end
   local kind = e.kind
+  if kind == "leaf" then
+    if getmetatable(e.x) ~= G.MT then bad_node(w, "operands") end
+    return kind
+  elseif kind == "scalar" then
+    if type(e.value) ~= "number" then bad_node(w, "numbers") end
+    return kind
+  elseif kind == "index" then
+    return kind
+  end
+  local ct, args = e.ct, e.args
+  if (ct ~= nil and not TYPES[ct]) or type(args) ~= "table" or getmetatable(args) ~= nil then
+    bad_node(w, "types or operands")
+  end
+  if kind == "op" then
+    if ARITY[e.op] ~= #args then bad_node(w, "ops") end
+  elseif kind == "map" then
+    local expr, names = e.expr, e.names
+    if not ct or type(names) ~= "table" or getmetatable(names) ~= nil or #names ~= #args or
+       type(expr) ~= "string" then
+      bad_node(w, "map")
+    end
+    for i = 1, #names do
+      local name = names[i]
+      if type(name) ~= "string" or not name:find("^[%a_][%w_]*$") then bad_node(w, "map") end
+    end
+    if not checked_expr[expr] then
+      local ok = pcall(H.check_expression, w.fn, "", expr)
+      if not ok then bad_node(w, "map") end
+      checked_expr[expr] = true
+    end
+  else
+    bad_node(w, "nodes")
+  end
+  return kind
+end
+
+local function walk(e, w)
+  local kind = check_node(e, w)
   if kind == "leaf" then
     local k = w.leaf_index[e.x]
     if not k then
@@ -168,11 +232,12 @@ local function walk(e, w)
   end
   local key = w.key
   key[#key + 1] = "("
-  key[#key + 1] = e.op or "map"
+  key[#key + 1] = kind == "map" and "map" or e.op
   key[#key + 1] = e.type
   key[#key + 1] = e.ct or ""
-  local args = {}
-  for i, a in ipairs(e.args) do
+  local args, list = {}, e.args
+  for i = 1, #list do
+    local a = list[i]
     local code = walk(a, w)
     if code and e.ct and not (i == 1 and e.op == "where") then code = convert(code, a.type, e.ct) end
     args[i] = code
@@ -353,10 +418,6 @@ local CAP_T = setmetatable({}, {__mode = "k"})
 local CAP_D = setmetatable({}, {__mode = "k"})
 local MAX_DIMS, MAX_ELEMENTS = 8, 1 << 53
 
-local function bad(fn, why)
-  fail(fn, "the tensor's fields were changed (%s): no kernel runs over it", why)
-end
-
 -- Checks realized tensor x (fn's) against its storage's Buffer before a
 -- kernel or a copy uses it: x's fields live in a Lua table a script can
 -- write with rawset, so every position its shape, strides and offset reach
@@ -372,8 +433,16 @@ function G.check_bounds(fn, x)
   if type(s) ~= "table" then bad(fn, "no storage") end
   local buf = rawget(s, "buf")
   local cap = CAP_N[buf]
+  local kind = gpu_type(buf)
+  if kind ~= "Buffer" then
+    -- x.buffer handed out, then released
+    if kind == "released Buffer" then fail(fn, "the tensor's buffer was released") end
+    bad(fn, "its storage holds no buffer")
+  end
+  -- x.buffer is the view of a pool block's elements when the block is larger
+  local view = rawget(s, "view")
+  if view and gpu_type(view) ~= "Buffer" then fail(fn, "the tensor's buffer was released") end
   if not cap then
-    if gpu_type(buf) ~= "Buffer" then bad(fn, "its storage holds no buffer") end
     cap = #buf
     CAP_N[buf], CAP_T[buf], CAP_D[buf] = cap, buf.type, buf.device
   end
@@ -438,6 +507,13 @@ local function kernel_for(fn, dev, key, make_source)
 end
 G.kernel_for = kernel_for
 
+-- Whether a kernel argument b binds as a did: the same value of the same
+-- Lua number type, and for zeros the same sign (0.0 == -0.0, yet 1 / x
+-- tells them apart); NaN is never the same (the call is made again).
+local function same_value(a, b)
+  return a == b and mathtype(a) == mathtype(b) and (a ~= 0 or 1 / a == 1 / b)
+end
+
 -- The bound call of entry's kernel with args: the one made last for the
 -- same output buffer when its arguments are the same values (binding checks
 -- and converts every argument: it costs more than the launch), else a new
@@ -451,7 +527,7 @@ local function bound_call(entry, mode, out, leaves, args)
     local old, same = c.args, #c.args == #args
     for i = 2, #args do
       if not same then break end
-      if old[i] ~= args[i] or mathtype(old[i]) ~= mathtype(args[i]) then same = false end
+      if not same_value(old[i], args[i]) then same = false end
     end
     if same then return c.call end
   end
@@ -483,7 +559,7 @@ local ONE, CONTIGUOUS = {1}, {{1}}
 
 -- The walk's tables, reused from call to call (G.run does not nest) and
 -- emptied after each, so they keep no tensor alive.
-local W = {leaves = {}, leaf_index = {}, scalars = {}, key = {}, maps = {}, need = {}}
+local W = {leaves = {}, leaf_index = {}, scalars = {}, key = {}, maps = {}, need = {}, count = 0}
 
 local function clear_list(t)
   for i = #t, 1, -1 do t[i] = nil end
@@ -496,7 +572,7 @@ local function clear(w)
   clear_list(w.maps)
   for k in pairs(w.leaf_index) do w.leaf_index[k] = nil end
   for k in pairs(w.need) do w.need[k] = nil end
-  w.gen, w.code, w.strides = nil, nil, nil
+  w.gen, w.code, w.strides, w.fn, w.count = nil, nil, nil, nil, 0
 end
 
 -- The fast path of G.run: an op over one or two operands that are leaves
@@ -510,13 +586,15 @@ local LEAF_SIG, SCALAR_SIG, SAME_SIG = {}, {}, "="
 for t in pairs(H.SCALAR_SIZES) do LEAF_SIG[t] = "L" .. t; SCALAR_SIG[t] = "S" .. t end
 
 local function fast_sig(fn, a, first, n, shape)
+  if type(a) ~= "table" or getmetatable(a) ~= nil then return nil end
   local kind = a.kind
   if kind == "scalar" then return SCALAR_SIG[a.type] end
   if kind ~= "leaf" then return nil end
   local x = a.x
   if first and x == first then return SAME_SIG end
-  check_bounds(fn, x)
-  if x._st.count >= BIG or not plain(x, shape, n) then return nil end
+  -- (the index width follows the Buffer's own length, not the storage's
+  -- count a script could rewrite)
+  if check_bounds(fn, x) >= BIG or not plain(x, shape, n) then return nil end
   return LEAF_SIG[x._type]
 end
 
@@ -529,10 +607,14 @@ end
 
 -- The nested FAST table for e into out and the mode, or nil when e does
 -- not take the fast path.
-local function fast_slot(fn, e, out, n)
-  local args = e.args
-  if e.kind ~= "op" or not args or #args > 2 or e.op == "where" or e.op == "cast" or
-     out._type ~= e.type or n >= BIG or out._st.count >= BIG then
+local function fast_slot(fn, e, out, n, cap)
+  -- a node a script changed is left to the walk (which raises); nodes and
+  -- operand lists without metatables read the same here and in run_fast
+  local args, ct = e.args, e.ct
+  if e.kind ~= "op" or getmetatable(e) ~= nil or type(args) ~= "table" or
+     getmetatable(args) ~= nil or ARITY[e.op] ~= #args or #args > 2 or e.op == "where" or
+     e.op == "cast" or (ct ~= nil and not TYPES[ct]) or out._type ~= e.type or n >= BIG or
+     cap >= BIG then
     return nil
   end
   local shape = out._shape
@@ -550,7 +632,7 @@ local function fast_slot(fn, e, out, n)
   if a2 and a2.kind == "leaf" and a2.x._off % VW ~= 0 then aligned = false end
   local mode = (aligned and n >= VW) and "vec" or "flat"
   local t = FAST[e.op] or sub(FAST, e.op)
-  local ct = e.ct or ""
+  ct = ct or ""
   t = t[ct] or sub(t, ct)
   t = t[e.type] or sub(t, e.type)
   t = t[s1] or sub(t, s1)
@@ -586,7 +668,11 @@ local function run_fast(fn, e, out, n, slot, mode)
   local fixed = m           -- buffers and integers; then the scalars
   for i = 1, #list do
     local a = list[i]
-    if a.kind == "scalar" then m = m + 1; args[m] = a.value end
+    if a.kind == "scalar" then
+      local v = a.value
+      if type(v) ~= "number" then bad(fn, "its expression's numbers") end
+      m = m + 1; args[m] = v
+    end
   end
   for i = #args, m + 1, -1 do args[i] = nil end
   local call
@@ -599,8 +685,7 @@ local function run_fast(fn, e, out, n, slot, mode)
         if old[i] ~= args[i] then call = nil; break end
       end
       for i = fixed + 1, call and m or 0 do
-        local v = args[i]
-        if old[i] ~= v or mathtype(old[i]) ~= mathtype(v) then call = nil; break end
+        if not same_value(old[i], args[i]) then call = nil; break end
       end
     end
   end
@@ -620,15 +705,19 @@ local function run_fast(fn, e, out, n, slot, mode)
 end
 
 function G.run(fn, e, out)
-  check_bounds(fn, out)
+  local cap = check_bounds(fn, out)
   local n = out._n
   if n == 0 then return end
-  local slot, slot_mode = fast_slot(fn, e, out, n)
+  local slot, slot_mode = fast_slot(fn, e, out, n, cap)
   if slot and run_fast(fn, e, out, n, slot, slot_mode) then return end
   local w = W
   clear(w)
+  w.fn = fn
   walk(e, w)
-  for _, x in ipairs(w.leaves) do check_bounds(fn, x) end
+  local big = n >= BIG or cap >= BIG
+  for _, x in ipairs(w.leaves) do
+    if check_bounds(fn, x) >= BIG then big = true end
+  end
   local shape = out._shape
   local sshape, ssets
   local fast = plain(out, shape, n)
@@ -646,10 +735,6 @@ function G.run(fn, e, out)
     sshape, ssets = simplify(shape, sets)
   end
   local nd = #sshape
-  local big = n >= BIG or out._st.count >= BIG
-  for _, x in ipairs(w.leaves) do
-    if x._st.count >= BIG then big = true end
-  end
   local idx = big and "ulong" or "uint"
   local mode = "nd"
   w.strides = {}
@@ -680,7 +765,7 @@ function G.run(fn, e, out)
   local entry = entries and entries[key]
   if not entry then
     entry = kernel_for(fn, dev, key, function()
-      w.gen, w.key = true, {}
+      w.gen, w.key, w.count = true, {}, 0
       w.leaves, w.leaf_index, w.scalars = {}, {}, {}
       w.code = walk(e, w)
       return source(w, mode, nd, idx, out._type)

@@ -22,6 +22,7 @@ local H = require "luagpu.helper"
 local TY = require "luagpu.tensor_types"
 local G = require "luagpu.tensor_codegen"
 local memory = require "luagpu.tensor_memory"
+local SIZES = H.SCALAR_SIZES
 
 local type, ipairs, pairs, next, tostring, rawget, rawlen = type, ipairs, pairs, next, tostring, rawget, rawlen
 local format, concat = string.format, table.concat
@@ -32,6 +33,64 @@ local FLOATS = TY.FLOATS
 local promote, floating = TY.promote, TY.floating
 
 local E = {}
+
+------------------------------------------------------------------ loop counts
+
+local MAX_ELEMENTS = 1 << 53
+local ult, floor, ceil = math.ult, math.floor, math.ceil
+
+-- The unsigned quotient of the 64-bit words n and d (d ~= 0), as Lua's
+-- integers hold them.
+local function udiv(n, d)
+  if d < 0 then return ult(n, d) and 0 or 1 end
+  if n >= 0 then return n // d end
+  local q = ((n >> 1) // d) << 1
+  if not ult(n - q * d, d) then q = q + 1 end
+  return q
+end
+
+-- The unsigned 64-bit word n in decimal.
+local function udecimal(n)
+  if n >= 0 then return tostring(n) end
+  local q = udiv(n, 10)
+  return tostring(q) .. tostring(n - q * 10)
+end
+
+-- How many times Lua's `for v = first, last, step` runs (numbers, no NaN,
+-- step ~= 0): at most 2^53, else nil and the count in decimal. Integer
+-- first and step make an integer loop (last floored, or ceiled when step
+-- < 0, and clipped to the integers), counted as Lua counts it, in
+-- unsigned words that cannot wrap; else the loop is of floats, its
+-- elements first + (i - 1) * step not past last.
+local function loop_count(first, last, step)
+  if mtype(first) == "integer" and mtype(step) == "integer" then
+    if mtype(last) ~= "integer" then
+      local l = step > 0 and floor(last) or ceil(last)
+      if mtype(l) ~= "integer" then          -- beyond the integers
+        if (last > 0) == (step < 0) then return 0 end
+        l = last > 0 and math.maxinteger or math.mininteger
+      end
+      last = l
+    end
+    if (step > 0 and first > last) or (step < 0 and first < last) then return 0 end
+    local count = step > 0 and udiv(last - first, step) or udiv(first - last, -(step + 1) + 1)
+    if count >= 0 and count < MAX_ELEMENTS then return count + 1 end
+    return nil, count == -1 and "18446744073709551616" or udecimal(count + 1)
+  end
+  first, last, step = first + 0.0, last + 0.0, step + 0.0
+  local count = (last - first) / step
+  -- NaN: inf - inf, or inf / inf: a loop that never ends
+  if count ~= count then return nil, "inf" end
+  if count >= MAX_ELEMENTS then return nil, show(floor(count) + 1) end
+  if count < 0 then return 0 end
+  local n = floor(count) + 1
+  while n > 0 and ((step > 0 and first + (n - 1) * step > last) or
+                   (step < 0 and first + (n - 1) * step < last)) do n = n - 1 end
+  while n < MAX_ELEMENTS and ((step > 0 and first + n * step <= last) or
+                              (step < 0 and first + n * step >= last)) do n = n + 1 end
+  return n
+end
+E.loop_count = loop_count
 
 local MAX_NODES = 48
 local WEAK_KEYS = {__mode = "k"}
@@ -74,7 +133,9 @@ function E.install(C)
   local function realize(x)
     local e = x._expr
     if not e then return x end
-    local fn = e.fn or "tensor"
+    local fn = type(e) == "table" and type(e.fn) == "string" and e.fn or "tensor"
+    -- (the tree is a script's to write: G.run checks it, its type first)
+    if type(e) ~= "table" or not SIZES[e.type] then G.bad(fn, "its expression's types") end
     -- x (contiguous strides, offset 0) becomes the output: no other view
     x._st = memory.storage(fn, x._dev, e.type, x._n)
     G.run(fn, e, x)
@@ -191,7 +252,11 @@ function E.install(C)
   end
 
   local function check_operand(fn, arg, v)
-    if is_tensor(v) then return end
+    if is_tensor(v) then
+      -- a type a script wrote raises here, before the type rules see it
+      if not SIZES[v._type] then C.check(fn, arg, v, true) end
+      return
+    end
     if type(v) ~= "number" then
       fail(fn, "argument #%d: expected a tensor or a number, got %s", arg, typename(v))
     end
@@ -251,6 +316,8 @@ function E.install(C)
       if type(a) == "table" and type(b) == "table" and rawget(a, TAG) and rawget(b, TAG) and
          a._dev == b._dev then
         local ta, tb = a._type, b._type
+        if not SIZES[ta] then C.check(fn, 1, a, true) end
+        if not SIZES[tb] then C.check(fn, 2, b, true) end
         local ct = ta == tb and ta or promote(ta, tb)
         if floatify then ct = floating(ct) end
         local ea, eb = a._expr, b._expr
@@ -517,13 +584,11 @@ function E.install(C)
       local why = TY.fits(t, v)
       if why then fail(fn, "argument #%d: %s", i == 1 and 2 or 4, why) end
     end
-    local count = (last - first) / step
-    if count ~= count or count >= 2^53 then
-      fail(fn, "%s to %s by %s is too many elements", show(first), show(last), show(step))
+    local n, many = loop_count(first, last, step)
+    if not n then
+      fail(fn, "%s to %s by %s: shape {%s} is too large (at most 2^53 elements)", show(first),
+           show(last), show(step), many)
     end
-    local n = count < 0 and 0 or math.floor(count) + 1
-    while n > 0 and ((step > 0 and first + (n - 1) * step > last) or
-                     (step < 0 and first + (n - 1) * step < last)) do n = n - 1 end
     C.check_alloc(fn, dev, t, {n}, n)
     local shape = {n}
     local e = {kind = "op", op = "add", ct = t, type = t, shape = shape, size = 5, args = {

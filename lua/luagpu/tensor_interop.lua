@@ -17,11 +17,12 @@ function I.install(C)
 
   -- The Buffer of contiguous x: its storage's root, or a view of it when x
   -- covers only part. The script may write it: x's storage is exposed.
-  local function buffer_of(fn, x)
+  local function buffer_of(fn, x, where)
     if x._expr then C.realize(x) end
     C.check_bounds(fn, x)
     if not Tensor.is_contiguous(x) then
-      fail(fn, "the tensor is not contiguous: call :contiguous()")
+      fail(fn, "%sthe tensor is not contiguous: call :contiguous()",
+           where and where .. ": " or "")
     end
     C.expose(x._st)
     if x._n == 0 then return x._dev:buffer(x._type, 0) end
@@ -44,7 +45,8 @@ function I.install(C)
     return buf:sub(x._off + 1, x._off + n)
   end
 
-  MT.__tobuffer = function(x) return buffer_of("tensor", x) end
+  -- (fn and where, when given, name the call and argument x was given to)
+  MT.__tobuffer = function(x, fn, where) return buffer_of(fn or "tensor", x, where) end
 
   -- The Buffer of the elements of contiguous, non-empty x for luagpu's own
   -- helpers (matmul, algo), which keep no reference the script can reach:

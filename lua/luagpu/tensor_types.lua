@@ -76,8 +76,7 @@ function T.fits(t, v)
       if t == "ulong" and v >= 2.0^63 and v < 2.0^64 then return nil end
       return format("%s does not fit %s (%s)", H.show(v), t, RANGE_TEXT[t])
     end
-    -- NaN as "nan" (C libraries print "-nan")
-    return format("%s is not an integer (%s holds integers)", v ~= v and "nan" or H.show(v), t)
+    return format("%s is not an integer (%s holds integers)", H.show(v), t)
   end
   local r = T.RANGES[t]
   if i < r[1] or (t ~= "ulong" and i > r[2]) then

@@ -46,7 +46,12 @@ function V.install(C)
     local shape, strides = copy_list(x._shape), copy_list(x._strides)
     local n = l >= f and (l - f) // s + 1 or 0
     local off = x._off + (n > 0 and (f - 1) * strides[d] or 0)
-    shape[d], strides[d] = n, strides[d] * s
+    -- a dim of one element (or none) keeps its stride: strides[d] * s may
+    -- pass the integers for a huge step, and is never walked; with two or
+    -- more elements s < size, so the product stays inside the buffer (C.check
+    -- checked x's layout against it)
+    shape[d] = n
+    if n > 1 then strides[d] = strides[d] * s end
     return reshaped(x, shape, strides, off)
   end
 
