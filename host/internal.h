@@ -684,12 +684,14 @@ int lg_cache_load(lua_State *L, const char *key, lg_CacheEntry *e);
 /* Writes the entry for key (temp file, then rename); failures are silent
 ** (the cache is an optimization). Raises nothing. */
 void lg_cache_store(const char *key, const lg_CacheEntry *e);
-/* On PoCL, takes the exclusive lock that every build step (build, load from
-** a binary, binary extraction) holds, so that processes sharing PoCL's own
-** cache folder never see each other's half-written files; returns the fd to
-** give lg_pocl_unlock, or -1 (other platforms, or no lock to be had). */
-int lg_pocl_lock(cl_platform_id p);
-void lg_pocl_unlock(int fd);
+/* Takes the lock that every build step (build, load from a binary, binary
+** extraction) holds: one per process (other threads wait; the same thread
+** may take it again), and on PoCL also the flock that keeps processes
+** sharing PoCL's own cache folder from seeing each other's half-written
+** files. lg_pocl_unlock lets one taking go; nothing in between may raise
+** unless something (a Capture) lets it go on the way out. */
+void lg_pocl_lock(cl_platform_id p);
+void lg_pocl_unlock(void);
 /* The longest kernel name PoCL can build (it names a file KERNEL.so in its
 ** cache folder), or 0 when the platform is not PoCL. */
 size_t lg_pocl_name_max(cl_platform_id p);
@@ -702,11 +704,10 @@ typedef struct Capture {
   int fd;                      /* -1 until the first step (or when none) */
   off_t taken;                 /* bytes already pushed by lg_push_captured */
   int saved;                   /* the real fd 2 during a step, else -1 */
-  int lock;                    /* the PoCL lock during a step, else -1 (-2:
-                                  none to be had, with hold) */
-  int hold;                    /* set: the lock stays from step to step until
-                                  the capture closes (a build, its checks and
-                                  its extraction see one state of PoCL's cache) */
+  int locked;                  /* set from the first step until the capture
+                                  closes: the build lock (lg_pocl_lock), so a
+                                  build, its checks and its extraction see one
+                                  state of PoCL's cache */
 } Capture;
 /* A build step (clBuildProgram, a load from a binary, a binary
 ** extraction) runs between lg_step_begin and lg_step_end: the PoCL cache

@@ -389,7 +389,6 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
   lua_pushstring(L, options);
   lua_setfield(L, fields, "options");
   c = lg_push_capture(L);
-  c->hold = 1;   /* PoCL's lock from the build to the binary's extraction, none between */
   lua_toclose(L, -1);                 /* its file and the lock close when build returns or raises */
 
   /* the source as the compiler sees it */
