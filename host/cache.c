@@ -141,15 +141,21 @@ int lg_cache_load(lua_State *L, const char *key, lg_CacheEntry *e) {
   size_t size;
   lg_Hash h;
   FILE *f;
+  int fd;
   if (!lg_cache_enabled() || !cache_dir(dir, sizeof dir, 0) ||
       snprintf(path, sizeof path, "%s/%s.bin", dir, key) >= (int)sizeof path ||
-      stat(path, &st) != 0 || st.st_size < HEADER + 32 || (size_t)st.st_size > MAX_ENTRY) {
+      stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < HEADER + 32 ||
+      (size_t)st.st_size > MAX_ENTRY) {
     lua_pushnil(L);
     return 0;
   }
   size = (size_t)st.st_size;
   p = lua_newuserdatauv(L, size + 1, 0);   /* may raise: nothing is held yet */
-  f = fopen(path, "rb");    /* a newer entry renamed in meanwhile must be as long */
+  /* a newer entry renamed in meanwhile must be as long; something not a
+  ** file put there (a FIFO) is refused without blocking */
+  fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  f = fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ? NULL : fdopen(fd, "rb");
+  if (f == NULL && fd >= 0) close(fd);
   if (f == NULL || fread(p, 1, size + 1, f) != size) size = 0;
   if (f != NULL) fclose(f);
   if (size == 0 || memcmp(p, MAGIC, 16) != 0 || memcmp(p + 16, key, 64) != 0) goto bad;

@@ -661,9 +661,11 @@ void lg_hash_final(lg_Hash *s, unsigned char out[32]);
 ** then every name in dirs[0..ndirs-1], the compiler's -I folders in its
 ** order (NULL entries skipped). Files not found are hashed by name. Returns
 ** 0 when it cannot be sure it saw every file (an #include of a macro,
-** trigraphs, ...): such a build must not be cached. */
+** trigraphs, ...): such a build must not be cached. An include that finds
+** something other than a file or folder (a FIFO, a device) is described in
+** bad (badsize bytes; "" when none): the compiler would block on it. */
 int lg_hash_includes(lg_Hash *s, const char *source, size_t len,
-                     const char *const *dirs, int ndirs);
+                     const char *const *dirs, int ndirs, char *bad, size_t badsize);
 /* The on-disk program cache (cache.c): SHA-256 keyed entries under
 ** $XDG_CACHE_HOME/luagpu (else ~/.cache/luagpu), off with LUAGPU_NO_CACHE=1. */
 int lg_cache_enabled(void);

@@ -317,21 +317,26 @@ static const char *push_options(lua_State *L, const char *srcdir, const char *de
   return lua_tostring(L, -1);
 }
 
-/* Pushes the cache key of the source at srcidx (nil when the build must
-** not be cached) and returns it. */
+/* Scans the includes of the source at srcidx, raising naming fn when one
+** is not a file (the compiler would open it, and a FIFO blocks it forever
+** with the build lock held). When cached is set, pushes the cache key (nil
+** when the build must not be cached) and returns it; else returns NULL. */
 static const char *push_key(lua_State *L, lg_Device *d, const char *options, int srcidx,
-                            const char *const *dirs, int ndirs) {
+                            const char *const *dirs, int ndirs, int cached, const char *fn) {
   lg_Hash h;
   size_t len;
   const char *src = lua_tolstring(L, srcidx, &len);
   unsigned char sum[32];
-  char hex[65];
-  int i;
+  char hex[65], bad[2 * PATH_MAX + 64];
+  int i, sure;
   lg_hash_init(&h);
   hash_device(&h, d);
   lg_hash_update(&h, options, strlen(options) + 1);
   lg_hash_update(&h, src, len);
-  if (!lg_hash_includes(&h, src, len, dirs, ndirs)) {
+  sure = lg_hash_includes(&h, src, len, dirs, ndirs, bad, sizeof bad);
+  if (bad[0] != '\0') lg_error(L, fn, "%s", bad);
+  if (!cached) return NULL;
+  if (!sure) {
     lua_pushnil(L);
     return NULL;
   }
@@ -407,7 +412,7 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
   lua_concat(L, 3);
   srcidx = lua_gettop(L);
 
-  if (lg_cache_enabled() && sure) key = push_key(L, d, options, srcidx, dirs, ndirs);
+  key = push_key(L, d, options, srcidx, dirs, ndirs, lg_cache_enabled() && sure, fn);
   if (key == NULL || !build_cached(L, p, key, options, fields, c))
     build_source(L, p, key, srcidx, options, fields, fn, file, c);
   if (p->from_cache) lg_program_names(L, fields);
