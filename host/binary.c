@@ -191,6 +191,8 @@ static int dev_build_binary(lua_State *L) {
   lua_setiuservalue(L, progidx, 2);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, progidx, 1);
+  if (x.meta != NULL) lg_check_kernels(L, progidx, fn);   /* metadata the driver did not give */
+  lua_settop(L, progidx);
   return 1;
 }
 

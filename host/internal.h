@@ -509,6 +509,10 @@ lg_Program *lg_checkprogram(lua_State *L, int idx);
 /* Pushes the Kernel of the Program at progidx named name, made on first
 ** use and cached; raises naming fn, listing the kernels, when there is none. */
 void lg_push_kernel(lua_State *L, int progidx, const char *name, const char *fn);
+/* Makes every kernel of the Program at progidx (kept in its kernel table),
+** so that metadata from a binary or a cache entry that disagrees with the
+** driver about an argument raises now, naming fn ("a damaged binary: ..."). */
+void lg_check_kernels(lua_State *L, int progidx, const char *fn);
 /* binary.c: dev:build_binary, and prog.binary: the Program metatable's
 ** __binary, which kernel.c calls with the Program (binary.c calls kernel.c,
 ** so kernel.c does not link to it). */

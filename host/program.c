@@ -345,6 +345,22 @@ static const char *push_key(lua_State *L, lg_Device *d, const char *options, int
   return lua_pushstring(L, hex);
 }
 
+static int check_kernels(lua_State *L) {
+  lg_check_kernels(L, 1, "dev:build");
+  return 0;
+}
+
+/* 1 when the metadata of the Program at progidx (from a cache entry)
+** agrees with the driver about every kernel's arguments (lg_check_kernels);
+** 0, with nothing left on the stack, when it does not. */
+static int kernels_agree(lua_State *L, int progidx) {
+  lua_pushcfunction(L, check_kernels);
+  lua_pushvalue(L, progidx);
+  if (lua_pcall(L, 1, 0, 0) == LUA_OK) return 1;
+  lua_pop(L, 1);
+  return 0;
+}
+
 /* The work of dev:build and dev:build_file: the device is at 1, the source
 ** text at srcidx, the options table at optidx; file is the path (or NULL)
 ** and srcdir the folder of relative includes. Pushes the Program. */
@@ -426,6 +442,15 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
   lua_setiuservalue(L, progidx, 2);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, progidx, 1);
+  if (p->from_cache && !kernels_agree(L, progidx)) {
+    /* an entry whose metadata the driver contradicts: built again, and replaced */
+    clReleaseProgram(p->prog);
+    p->prog = NULL;
+    p->from_cache = 0;
+    lua_newtable(L);
+    lua_setiuservalue(L, progidx, 2);   /* the kernels made from it go with it */
+    build_source(L, p, key, srcidx, options, fields, fn, file, c);
+  }
   lua_pushvalue(L, progidx);
   return 1;
 }
