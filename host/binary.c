@@ -18,21 +18,23 @@
 #define MAGIC "LUAGPU-BINARY-1\n"
 #define MAGIC_LEN (sizeof MAGIC - 1)
 
-/* Pushes the driver's binary of p (raising naming fn on failure). */
+/* Pushes the driver's binary of p (raising naming fn on failure). The
+** build lock is let go while Lua allocates (which may raise). */
 static void push_driver_binary(lua_State *L, lg_Program *p, const char *fn) {
   size_t size = 0;
   unsigned char *bin;
-  int lock;
   cl_int err;
-  lock = lg_pocl_lock(p->dev->platform);
+  lg_pocl_lock(p->dev->platform);
   err = clGetProgramInfo(p->prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL);
+  lg_pocl_unlock();
   if (err == CL_SUCCESS && size > 0) {
     bin = lua_newuserdatauv(L, size, 0);
+    lg_pocl_lock(p->dev->platform);
     err = clGetProgramInfo(p->prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL);
+    lg_pocl_unlock();
     if (err == CL_SUCCESS) lua_pushlstring(L, (const char *)bin, size);
     lua_remove(L, err == CL_SUCCESS ? -2 : -1);
   }
-  lg_pocl_unlock(lock);
   if (err != CL_SUCCESS) lg_clerror(L, lua_pushfstring(L, "%s: clGetProgramInfo", fn), err, NULL);
   if (size == 0) lg_error(L, fn, "the driver gave an empty binary");
 }
@@ -131,7 +133,7 @@ static int dev_build_binary(lua_State *L) {
   Parts x;
   lg_Program *p;
   cl_int err = CL_SUCCESS, status = CL_SUCCESS;
-  int progidx, fields, lock;
+  int progidx, fields;
   if (lua_type(L, 2) != LUA_TSTRING)
     return lg_argerror(L, fn, 1, "expected a binary string (prog.binary), got %s",
                        luaL_typename(L, 2));
@@ -163,14 +165,13 @@ static int dev_build_binary(lua_State *L) {
   lua_pushlstring(L, x.options, x.noptions);
   lua_setfield(L, fields, "options");
   bin = (const unsigned char *)x.bin;
-  lock = lg_pocl_lock(d->platform);
+  lua_pushlstring(L, x.options, x.noptions);   /* before the lock: it may raise */
+  lg_pocl_lock(d->platform);
   p->prog = clCreateProgramWithBinary(d->ctx, 1, &d->id, &x.nbin, &bin, &status, &err);
-  if (p->prog != NULL && err == CL_SUCCESS && status == CL_SUCCESS) {
-    lua_pushlstring(L, x.options, x.noptions);
+  if (p->prog != NULL && err == CL_SUCCESS && status == CL_SUCCESS)
     err = clBuildProgram(p->prog, 1, &d->id, lua_tostring(L, -1), NULL, NULL);
-    lua_pop(L, 1);
-  }
-  lg_pocl_unlock(lock);
+  lg_pocl_unlock();
+  lua_pop(L, 1);
   if (p->prog == NULL || err != CL_SUCCESS || status != CL_SUCCESS) {
     if (p->prog != NULL) clReleaseProgram(p->prog);
     p->prog = NULL;
@@ -190,6 +191,8 @@ static int dev_build_binary(lua_State *L) {
   lua_setiuservalue(L, progidx, 2);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, progidx, 1);
+  if (x.meta != NULL) lg_check_kernels(L, progidx, fn);   /* metadata the driver did not give */
+  lua_settop(L, progidx);
   return 1;
 }
 

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,15 +141,21 @@ int lg_cache_load(lua_State *L, const char *key, lg_CacheEntry *e) {
   size_t size;
   lg_Hash h;
   FILE *f;
+  int fd;
   if (!lg_cache_enabled() || !cache_dir(dir, sizeof dir, 0) ||
       snprintf(path, sizeof path, "%s/%s.bin", dir, key) >= (int)sizeof path ||
-      stat(path, &st) != 0 || st.st_size < HEADER + 32 || (size_t)st.st_size > MAX_ENTRY) {
+      stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < HEADER + 32 ||
+      (size_t)st.st_size > MAX_ENTRY) {
     lua_pushnil(L);
     return 0;
   }
   size = (size_t)st.st_size;
   p = lua_newuserdatauv(L, size + 1, 0);   /* may raise: nothing is held yet */
-  f = fopen(path, "rb");    /* a newer entry renamed in meanwhile must be as long */
+  /* a newer entry renamed in meanwhile must be as long; something not a
+  ** file put there (a FIFO) is refused without blocking */
+  fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  f = fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ? NULL : fdopen(fd, "rb");
+  if (f == NULL && fd >= 0) close(fd);
   if (f == NULL || fread(p, 1, size + 1, f) != size) size = 0;
   if (f != NULL) fclose(f);
   if (size == 0 || memcmp(p, MAGIC, 16) != 0 || memcmp(p + 16, key, 64) != 0) goto bad;
@@ -231,7 +238,15 @@ void lg_cache_store(const char *key, const lg_CacheEntry *e) {
 ** the one file that every process sharing that folder agrees on, whatever
 ** its own luagpu cache or its LUAGPU_NO_CACHE. A build never waits for it
 ** silently or forever: lg_pocl_lock names the holder after a while and
-** goes on without the lock after LUAGPU_LOCK_TIMEOUT seconds. */
+** goes on without the lock after LUAGPU_LOCK_TIMEOUT seconds.
+**
+** A flock belongs to an open file, so two threads of one process taking it
+** through two opens would wait for each other like two processes, and a
+** thread keeping it between the steps of a build would stall the other's
+** until the timeout. So the lock is one per process: a thread takes it
+** (waiting while another thread of the process holds it), then the flock,
+** once; the same thread may take it again inside (a finalizer's build
+** during a build) and the flock goes when the last taking is let go. */
 
 static int is_pocl(cl_platform_id p) {
   char name[64];
@@ -313,7 +328,9 @@ static double lock_timeout(void) {
   return *end == '\0' && t >= 0 && t < 1e9 ? t : DEFAULT_TIMEOUT;
 }
 
-int lg_pocl_lock(cl_platform_id p) {
+/* The flock on PoCL's cache folder of platform p: its fd, or -1 (another
+** platform, no lock to be had, or given up after the timeout). */
+static int take_flock(cl_platform_id p) {
   char dir[PATH_MAX], path[PATH_MAX + 16], who[128];
   double start, waited, timeout, note, pause = 0.005;
   int fd, noted = 0;
@@ -356,9 +373,37 @@ int lg_pocl_lock(cl_platform_id p) {
   return -1;
 }
 
-void lg_pocl_unlock(int fd) {
-  if (fd >= 0) close(fd);   /* closing releases the flock */
+/* The lock's state in this process: the thread that holds it and how
+** many times (0: free), and the flock it took. */
+static pthread_mutex_t guard = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t freed = PTHREAD_COND_INITIALIZER;
+static pthread_t owner;
+static int depth;
+static int flock_fd = -1;
+
+void lg_pocl_lock(cl_platform_id p) {
+  pthread_t self = pthread_self();
+  pthread_mutex_lock(&guard);
+  while (depth > 0 && !pthread_equal(owner, self)) pthread_cond_wait(&freed, &guard);
+  if (depth++ > 0) {                  /* a build inside a build (a finalizer's) */
+    pthread_mutex_unlock(&guard);
+    return;
+  }
+  owner = self;
+  pthread_mutex_unlock(&guard);
+  flock_fd = take_flock(p);           /* no other thread reads it until unlocked */
 }
+
+void lg_pocl_unlock(void) {
+  pthread_mutex_lock(&guard);
+  if (depth > 0 && --depth == 0) {
+    if (flock_fd >= 0) close(flock_fd);   /* closing releases the flock */
+    flock_fd = -1;
+    pthread_cond_signal(&freed);
+  }
+  pthread_mutex_unlock(&guard);
+}
+
 
 size_t lg_pocl_name_max(cl_platform_id p) {
   char dir[PATH_MAX];

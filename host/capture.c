@@ -6,7 +6,6 @@
 #define _XOPEN_SOURCE 700   /* mkstemp */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,18 +18,16 @@
 #define CAPTURE_MT "luagpu.capture"   /* internal: never reaches Lua code */
 
 /* A build step (clBuildProgram, a load from a binary, a binary extraction)
-** runs with the PoCL cache lock held (cache.c says why) and fd 2 going to a
+** runs with the build lock held (cache.c says why) and fd 2 going to a
 ** temporary file: PoCL's compiler prints "1 error generated." and the like
-** there, which belong in the build log. No Lua function is called inside a
-** step, so no error can leave the lock or the redirection behind (a build
-** sets c->hold to keep the lock from step to step: then closing the capture,
-** by its to-be-closed slot or __gc, lets it go); a mutex
-** keeps two threads from redirecting fd 2 at once, and a crash inside a
-** step first puts what the step printed on the real stderr. */
+** there, which belong in the build log. The lock is taken at a capture's
+** first step and kept from step to step until the capture closes (by its
+** to-be-closed slot, or __gc), so an error between steps cannot leave it
+** behind; no Lua function is called inside a step, so none leaves the
+** redirection behind. The lock is one per process, so it also keeps two
+** threads from redirecting fd 2 at once. A crash inside a step first puts
+** what the step printed on the real stderr. */
 
-
-
-static pthread_mutex_t step_mutex = PTHREAD_MUTEX_INITIALIZER;
 static const int crash_signals[] = {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 #define NCRASH ((int)(sizeof crash_signals / sizeof crash_signals[0]))
 static struct sigaction crash_old[NCRASH];
@@ -72,9 +69,10 @@ static int temp_file(void) {
 void lg_step_begin(Capture *c, lg_Device *d) {
   struct sigaction sa;
   int i;
-  pthread_mutex_lock(&step_mutex);
-  if (c->lock == -1) c->lock = lg_pocl_lock(d->platform);
-  if (c->lock < 0 && c->hold) c->lock = -2;   /* none to be had: the next steps ask no more */
+  if (!c->locked) {
+    lg_pocl_lock(d->platform);
+    c->locked = 1;
+  }
   c->saved = -1;
   if (c->fd < 0) c->fd = temp_file();
   fflush(stderr);
@@ -92,8 +90,8 @@ void lg_step_begin(Capture *c, lg_Device *d) {
   for (i = 0; i < NCRASH; i++) sigaction(crash_signals[i], &sa, &crash_old[i]);
 }
 
-/* Ends the step begun by step_begin: fd 2 and the signals as they were,
-** the lock released (unless c->hold keeps it until the capture closes). */
+/* Ends the step begun by step_begin: fd 2 and the signals as they were
+** (the lock stays until the capture closes). */
 void lg_step_end(Capture *c) {
   int i;
   if (c->saved >= 0) {
@@ -104,26 +102,21 @@ void lg_step_end(Capture *c) {
     close(c->saved);
     c->saved = -1;
   }
-  if (!c->hold) {
-    lg_pocl_unlock(c->lock);
-    c->lock = -1;
-  }
-  pthread_mutex_unlock(&step_mutex);
 }
 
 static int capture_gc(lua_State *L) {
   Capture *c = luaL_checkudata(L, 1, CAPTURE_MT);
   if (c->fd >= 0) close(c->fd);
   c->fd = -1;
-  lg_pocl_unlock(c->lock);   /* held from step to step (c->hold) */
-  c->lock = -1;
+  if (c->locked) lg_pocl_unlock();   /* held from step to step */
+  c->locked = 0;
   return 0;
 }
 
 Capture *lg_push_capture(lua_State *L) {
   Capture *c = lua_newuserdatauv(L, sizeof *c, 0);
-  c->fd = c->saved = c->lock = -1;
-  c->hold = 0;
+  c->fd = c->saved = -1;
+  c->locked = 0;
   c->taken = 0;
   luaL_setmetatable(L, CAPTURE_MT);
   return c;

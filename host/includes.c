@@ -4,11 +4,13 @@
 ** them.
 */
 #define _XOPEN_SOURCE 700   /* realpath */
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -16,7 +18,8 @@
 ** reads each file as the compiler's first phases do (trigraphs aside:
 ** backslash-newlines spliced, comments blanked, literals kept whole), then
 ** follows every #include "..." / <...> and __has_include operand through
-** the compiler's search order. What it cannot follow for sure (an #include
+** the compiler's search order, noting an include that is not a regular
+** file (a FIFO would block the compiler: the build is refused). What it cannot follow for sure (an #include
 ** of a macro, #include_next, trigraphs, digraph directives, a directive
 ** after a comment that spans lines, too many or too deep files) makes it
 ** unsure, and program.c then does not cache the build. */
@@ -31,14 +34,23 @@ typedef struct Scan {
   char *seen[MAX_INCLUDES];    /* real paths of the files hashed so far */
   int nseen;
   int unsure;                  /* met something it cannot follow */
+  char *bad;                   /* the first include that is not a file, or "" */
+  size_t badsize;
 } Scan;
 
-/* Reads a whole file (malloc'd, NUL-terminated); NULL when it cannot. */
+/* Reads a whole regular file (malloc'd, NUL-terminated); NULL when it
+** cannot. Opened without blocking: a FIFO put there meanwhile is refused. */
 static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  FILE *f;
   char *p = NULL;
   long n;
-  if (f == NULL) return NULL;
+  if (fd < 0) return NULL;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (f = fdopen(fd, "rb")) == NULL) {
+    close(fd);
+    return NULL;
+  }
   if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
       (p = malloc((size_t)n + 1)) != NULL) {
     *len = fread(p, 1, (size_t)n, f);
@@ -48,9 +60,15 @@ static char *read_file(const char *path, size_t *len) {
   return p;
 }
 
-static int is_file(const char *path) {
+/* True when path is a regular file. Something else that is not a folder
+** (a FIFO, a device) the compiler would open and read, and a FIFO blocks
+** it forever: the first such is noted in s->bad, for the build to refuse. */
+static int is_file(Scan *s, const char *name, const char *path) {
   struct stat st;
-  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+  if (stat(path, &st) != 0 || S_ISDIR(st.st_mode)) return 0;
+  if (!S_ISREG(st.st_mode) && s->bad[0] == '\0')
+    snprintf(s->bad, s->badsize, "the include \"%s\" finds %s, which is not a file", name, path);
+  return S_ISREG(st.st_mode);
 }
 
 static int is_blank(char c) {
@@ -146,10 +164,10 @@ static void scan(Scan *s, const char *src, size_t len, const char *curdir, int d
 
 /* Tries dir/name (name alone when dir is "") as a file; returns 1 and
 ** leaves it in path when it is one. */
-static int try_path(char *path, size_t size, const char *dir, const char *name) {
+static int try_path(Scan *s, char *path, size_t size, const char *dir, const char *name) {
   int n = dir == NULL ? -1 : dir[0] == '\0' ? snprintf(path, size, "%s", name)
                                             : snprintf(path, size, "%s/%s", dir, name);
-  return n >= 0 && (size_t)n < size && is_file(path);
+  return n >= 0 && (size_t)n < size && is_file(s, name, path);
 }
 
 /* Finds name as the compiler would (quoted: curdir first, then every -I
@@ -161,11 +179,11 @@ static void include_file(Scan *s, const char *name, int quoted, const char *curd
   size_t n = 0;
   int i, found = 0;
   if (name[0] == '/') {
-    found = try_path(path, sizeof path, "", name);   /* absolute */
+    found = try_path(s, path, sizeof path, "", name);   /* absolute */
   } else {
-    found = quoted && try_path(path, sizeof path, curdir, name);
+    found = quoted && try_path(s, path, sizeof path, curdir, name);
     for (i = 0; !found && i < s->ndirs; i++)
-      found = try_path(path, sizeof path, s->dirs[i], name);
+      found = try_path(s, path, sizeof path, s->dirs[i], name);
   }
   if (!found || realpath(path, real) == NULL) {
     lg_hash_update(s->h, "missing ", 8);
@@ -258,9 +276,12 @@ static void scan(Scan *s, const char *src, size_t len, const char *curdir, int d
 }
 
 int lg_hash_includes(lg_Hash *h, const char *source, size_t len,
-                     const char *const *dirs, int ndirs) {
+                     const char *const *dirs, int ndirs, char *bad, size_t badsize) {
   Scan s;
   int i;
+  bad[0] = '\0';
+  s.bad = bad;
+  s.badsize = badsize;
   s.h = h;
   s.dirs = dirs;
   s.ndirs = ndirs;

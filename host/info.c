@@ -3,16 +3,39 @@
 ** platform list, platform and device strings, word lists, and a device's
 ** limits and its table of fields. No Lua objects are made here.
 */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
+/* The first discovery of platforms and devices, once per process: PoCL
+** sets its devices up at the first clGetPlatformIDs or clGetDeviceIDs and
+** does not guard that against a second thread, which then sees no device
+** or crashes reading a half-made one (two Lua states opened at the same
+** moment in an embedding program). Every later call finds it done. */
+static pthread_once_t discovered = PTHREAD_ONCE_INIT;
+
+static void discover(void) {
+  cl_platform_id plats[16];
+  cl_device_id ids[64];
+  cl_uint np = 0, n, i, j;
+  char name[256];
+  if (clGetPlatformIDs(16, plats, &np) != CL_SUCCESS) return;
+  for (i = 0; i < np && i < 16; i++) {
+    n = 0;
+    if (clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 64, ids, &n) != CL_SUCCESS) continue;
+    for (j = 0; j < n && j < 64; j++)
+      clGetDeviceInfo(ids[j], CL_DEVICE_NAME, sizeof name, name, NULL);
+  }
+}
+
 /* Returns the platform ids (malloc'd; *n set), or NULL with *n = 0 when
 ** there is no platform at all. */
 cl_platform_id *lg_get_platforms(cl_uint *n) {
   cl_platform_id *ids;
+  pthread_once(&discovered, discover);
   *n = 0;
   if (clGetPlatformIDs(0, NULL, n) != CL_SUCCESS || *n == 0) { *n = 0; return NULL; }
   ids = malloc(sizeof(cl_platform_id) * *n);

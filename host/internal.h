@@ -509,6 +509,10 @@ lg_Program *lg_checkprogram(lua_State *L, int idx);
 /* Pushes the Kernel of the Program at progidx named name, made on first
 ** use and cached; raises naming fn, listing the kernels, when there is none. */
 void lg_push_kernel(lua_State *L, int progidx, const char *name, const char *fn);
+/* Makes every kernel of the Program at progidx (kept in its kernel table),
+** so that metadata from a binary or a cache entry that disagrees with the
+** driver about an argument raises now, naming fn ("a damaged binary: ..."). */
+void lg_check_kernels(lua_State *L, int progidx, const char *fn);
 /* binary.c: dev:build_binary, and prog.binary: the Program metatable's
 ** __binary, which kernel.c calls with the Program (binary.c calls kernel.c,
 ** so kernel.c does not link to it). */
@@ -661,9 +665,11 @@ void lg_hash_final(lg_Hash *s, unsigned char out[32]);
 ** then every name in dirs[0..ndirs-1], the compiler's -I folders in its
 ** order (NULL entries skipped). Files not found are hashed by name. Returns
 ** 0 when it cannot be sure it saw every file (an #include of a macro,
-** trigraphs, ...): such a build must not be cached. */
+** trigraphs, ...): such a build must not be cached. An include that finds
+** something other than a file or folder (a FIFO, a device) is described in
+** bad (badsize bytes; "" when none): the compiler would block on it. */
 int lg_hash_includes(lg_Hash *s, const char *source, size_t len,
-                     const char *const *dirs, int ndirs);
+                     const char *const *dirs, int ndirs, char *bad, size_t badsize);
 /* The on-disk program cache (cache.c): SHA-256 keyed entries under
 ** $XDG_CACHE_HOME/luagpu (else ~/.cache/luagpu), off with LUAGPU_NO_CACHE=1. */
 int lg_cache_enabled(void);
@@ -684,12 +690,14 @@ int lg_cache_load(lua_State *L, const char *key, lg_CacheEntry *e);
 /* Writes the entry for key (temp file, then rename); failures are silent
 ** (the cache is an optimization). Raises nothing. */
 void lg_cache_store(const char *key, const lg_CacheEntry *e);
-/* On PoCL, takes the exclusive lock that every build step (build, load from
-** a binary, binary extraction) holds, so that processes sharing PoCL's own
-** cache folder never see each other's half-written files; returns the fd to
-** give lg_pocl_unlock, or -1 (other platforms, or no lock to be had). */
-int lg_pocl_lock(cl_platform_id p);
-void lg_pocl_unlock(int fd);
+/* Takes the lock that every build step (build, load from a binary, binary
+** extraction) holds: one per process (other threads wait; the same thread
+** may take it again), and on PoCL also the flock that keeps processes
+** sharing PoCL's own cache folder from seeing each other's half-written
+** files. lg_pocl_unlock lets one taking go; nothing in between may raise
+** unless something (a Capture) lets it go on the way out. */
+void lg_pocl_lock(cl_platform_id p);
+void lg_pocl_unlock(void);
 /* The longest kernel name PoCL can build (it names a file KERNEL.so in its
 ** cache folder), or 0 when the platform is not PoCL. */
 size_t lg_pocl_name_max(cl_platform_id p);
@@ -702,11 +710,10 @@ typedef struct Capture {
   int fd;                      /* -1 until the first step (or when none) */
   off_t taken;                 /* bytes already pushed by lg_push_captured */
   int saved;                   /* the real fd 2 during a step, else -1 */
-  int lock;                    /* the PoCL lock during a step, else -1 (-2:
-                                  none to be had, with hold) */
-  int hold;                    /* set: the lock stays from step to step until
-                                  the capture closes (a build, its checks and
-                                  its extraction see one state of PoCL's cache) */
+  int locked;                  /* set from the first step until the capture
+                                  closes: the build lock (lg_pocl_lock), so a
+                                  build, its checks and its extraction see one
+                                  state of PoCL's cache */
 } Capture;
 /* A build step (clBuildProgram, a load from a binary, a binary
 ** extraction) runs between lg_step_begin and lg_step_end: the PoCL cache

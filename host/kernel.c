@@ -55,17 +55,22 @@ static void add_info(Text *t, cl_kernel k, cl_uint arg, cl_kernel_arg_info what)
   adds(t, n > 0 ? buf : "?");
 }
 
+/* The metadata's word for an address qualifier. */
+static const char *space_name(cl_kernel_arg_address_qualifier aq) {
+  return aq == CL_KERNEL_ARG_ADDRESS_GLOBAL ? "global"
+       : aq == CL_KERNEL_ARG_ADDRESS_LOCAL ? "local"
+       : aq == CL_KERNEL_ARG_ADDRESS_CONSTANT ? "constant" : "private";
+}
+
 static void add_arg(Text *t, cl_kernel k, cl_uint i) {
   cl_kernel_arg_address_qualifier aq = 0;
   cl_kernel_arg_access_qualifier acc = 0;
   cl_kernel_arg_type_qualifier tq = 0;
-  const char *space = "private", *access = "none";
+  const char *space, *access = "none";
   clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq, NULL);
   clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ACCESS_QUALIFIER, sizeof acc, &acc, NULL);
   clGetKernelArgInfo(k, i, CL_KERNEL_ARG_TYPE_QUALIFIER, sizeof tq, &tq, NULL);
-  if (aq == CL_KERNEL_ARG_ADDRESS_GLOBAL) space = "global";
-  else if (aq == CL_KERNEL_ARG_ADDRESS_LOCAL) space = "local";
-  else if (aq == CL_KERNEL_ARG_ADDRESS_CONSTANT) space = "constant";
+  space = space_name(aq);
   if (acc == CL_KERNEL_ARG_ACCESS_READ_ONLY) access = "read_only";
   else if (acc == CL_KERNEL_ARG_ACCESS_WRITE_ONLY) access = "write_only";
   else if (acc == CL_KERNEL_ARG_ACCESS_READ_WRITE) access = "read_write";
@@ -331,6 +336,38 @@ int lg_meta_ok(const char *meta, size_t n) {
   return 1;
 }
 
+/* Raises naming fn when the metadata of k (from a binary or a cache entry)
+** disagrees with the driver about an argument's address space or type:
+** they decide how a call binds it, and a pointer bound as a number would
+** let the kernel write anywhere. A driver that reports no argument info
+** for the program (CL_KERNEL_ARG_INFO_NOT_AVAILABLE) is taken at the
+** metadata's word: a binary is code that runs as given. */
+static void check_args(lua_State *L, lg_Kernel *k, const char *fn) {
+  char buf[256], *type;
+  cl_uint i;
+  for (i = 0; i < k->nargs; i++) {
+    const lg_ArgInfo *a = &k->args[i];
+    cl_kernel_arg_address_qualifier aq = 0;
+    size_t n = 0;
+    int same;
+    if (clGetKernelArgInfo(k->k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq, NULL)
+            != CL_SUCCESS ||
+        clGetKernelArgInfo(k->k, i, CL_KERNEL_ARG_TYPE_NAME, 0, NULL, &n) != CL_SUCCESS)
+      return;
+    type = n < sizeof buf ? buf : malloc(n + 1);
+    if (type == NULL) return;
+    if (clGetKernelArgInfo(k->k, i, CL_KERNEL_ARG_TYPE_NAME, n, type, NULL) != CL_SUCCESS) n = 0;
+    type[n] = '\0';
+    same = n == 0 || (strcmp(space_name(aq), a->address) == 0 && strcmp(type, a->type_name) == 0);
+    if (!same) lua_pushstring(L, type);
+    if (type != buf) free(type);
+    if (!same)
+      lg_error(L, fn, "a damaged binary: kernel %s's argument %d is %s %s in the binary, the "
+               "metadata says %s %s", k->name, (int)i + 1, space_name(aq), lua_tostring(L, -1),
+               a->address, a->type_name);
+  }
+}
+
 lg_Kernel *lg_newkernel(lua_State *L, int progidx, const char *name, const char *fn) {
   lg_Program *p = lg_checkprogram(L, progidx);
   const char *meta, *start = NULL, *end, *m;
@@ -396,6 +433,7 @@ lg_Kernel *lg_newkernel(lua_State *L, int progidx, const char *name, const char 
       real != (cl_uint)nargs)
     lg_error(L, fn, "damaged kernel metadata for '%s' (%d arguments, the kernel has %d)", name,
              (int)nargs, (int)real);
+  check_args(L, k, fn);
   if (clGetKernelWorkGroupInfo(k->k, p->dev->id, CL_KERNEL_WORK_GROUP_SIZE,
                                sizeof k->work_group_size, &k->work_group_size, NULL) != CL_SUCCESS)
     k->work_group_size = p->dev->max_work_group_size;
@@ -558,6 +596,20 @@ void lg_push_kernel(lua_State *L, int progidx, const char *name, const char *fn)
   lua_pushvalue(L, -1);
   lua_setfield(L, -3, name);
   lua_remove(L, -2);
+}
+
+void lg_check_kernels(lua_State *L, int progidx, const char *fn) {
+  lua_Integer i, n;
+  progidx = lua_absindex(L, progidx);
+  lua_getiuservalue(L, progidx, 3);
+  lua_getfield(L, -1, "names");
+  n = (lua_Integer)lua_rawlen(L, -1);
+  for (i = 1; i <= n; i++) {
+    lua_rawgeti(L, -1, i);
+    lg_push_kernel(L, progidx, lua_tostring(L, -1), fn);
+    lua_pop(L, 2);
+  }
+  lua_pop(L, 2);
 }
 
 /* prog:kernel(name) */

@@ -4,6 +4,7 @@
 ** functions: gpu.version, gpu.root, gpu.now, gpu.type, gpu.kernel_source,
 ** and the lazily loaded helpers gpu.reduce, gpu.matmul.
 */
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@ static int mod_kernel_source(lua_State *L) {
   char path[PATH_MAX + 64];
   struct stat st;
   FILE *fp;
+  int fd;
   luaL_Buffer b;
   if (lua_type(L, 1) != LUA_TSTRING)
     return lg_typeerror(L, "gpu.kernel_source", 1, 1, "a kernel file name");
@@ -44,13 +46,12 @@ static int mod_kernel_source(lua_State *L) {
     if (strcmp(f->name, name) == 0) { lua_pushstring(L, f->text); return 1; }
   }
   fp = NULL;
+  fd = -1;
   if (lg_root_dir() != NULL &&
       snprintf(path, sizeof path, "%s/kernels/%s", lg_root_dir(), name) < (int)sizeof path)
-    fp = fopen(path, "rb");
-  if (fp != NULL && (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode))) {
-    fclose(fp);
-    fp = NULL;
-  }
+    fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);   /* a FIFO would block a plain open */
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (fp = fdopen(fd, "rb")) == NULL))
+    close(fd);
   if (fp == NULL)
     return lg_argerror(L, "gpu.kernel_source", 1, "no kernel source named '%s'", name);
   luaL_buffinit(L, &b);

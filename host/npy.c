@@ -8,6 +8,7 @@
 */
 #define _XOPEN_SOURCE 700   /* lstat, readlink, mkstemp */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -478,8 +479,9 @@ static int npy_load(lua_State *L) {
   lg_Array *a;
   size_t nscalars, avail, shape[LG_MAXDIM], *fshape;
   off_t here, end;
-  int ndim, has_type = !lua_isnoneornil(L, 2);
+  int ndim, fd, has_type = !lua_isnoneornil(L, 2);
   char tname[LG_TYPENAME_MAX];
+  struct stat st;
   if (lua_type(L, 1) != LUA_TSTRING) return lg_typeerror(L, fn, 1, 1, "a file path");
   path = lua_tostring(L, 1);
   if (has_type) want = lg_checktype(L, 2, fn, 2);
@@ -488,8 +490,14 @@ static int npy_load(lua_State *L) {
   nf->f = NULL;
   luaL_setmetatable(L, NPYFILE_MT);
   lua_toclose(L, 3);
-  nf->f = fopen(path, "rb");
-  if (nf->f == NULL) return lg_error(L, fn, "%s: %s", path, strerror(errno));
+  /* opened without blocking, then checked: a FIFO (or a device) would block
+  ** a plain open until a writer came, and cannot be read as a .npy file */
+  fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return lg_error(L, fn, "%s: %s", path, strerror(errno));
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (nf->f = fdopen(fd, "rb")) == NULL) {
+    close(fd);
+    return lg_argerror(L, fn, 1, "'%s' is not a file", path);
+  }
   read_header(L, nf, path, &h);
   pfn = lua_pushfstring(L, "%s: %s", fn, path);      /* errors from here on name the file */
   file.scalar = h.s;

@@ -317,27 +317,48 @@ static const char *push_options(lua_State *L, const char *srcdir, const char *de
   return lua_tostring(L, -1);
 }
 
-/* Pushes the cache key of the source at srcidx (nil when the build must
-** not be cached) and returns it. */
+/* Scans the includes of the source at srcidx, raising naming fn when one
+** is not a file (the compiler would open it, and a FIFO blocks it forever
+** with the build lock held). When cached is set, pushes the cache key (nil
+** when the build must not be cached) and returns it; else returns NULL. */
 static const char *push_key(lua_State *L, lg_Device *d, const char *options, int srcidx,
-                            const char *const *dirs, int ndirs) {
+                            const char *const *dirs, int ndirs, int cached, const char *fn) {
   lg_Hash h;
   size_t len;
   const char *src = lua_tolstring(L, srcidx, &len);
   unsigned char sum[32];
-  char hex[65];
-  int i;
+  char hex[65], bad[2 * PATH_MAX + 64];
+  int i, sure;
   lg_hash_init(&h);
   hash_device(&h, d);
   lg_hash_update(&h, options, strlen(options) + 1);
   lg_hash_update(&h, src, len);
-  if (!lg_hash_includes(&h, src, len, dirs, ndirs)) {
+  sure = lg_hash_includes(&h, src, len, dirs, ndirs, bad, sizeof bad);
+  if (bad[0] != '\0') lg_error(L, fn, "%s", bad);
+  if (!cached) return NULL;
+  if (!sure) {
     lua_pushnil(L);
     return NULL;
   }
   lg_hash_final(&h, sum);
   for (i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", sum[i]);
   return lua_pushstring(L, hex);
+}
+
+static int check_kernels(lua_State *L) {
+  lg_check_kernels(L, 1, "dev:build");
+  return 0;
+}
+
+/* 1 when the metadata of the Program at progidx (from a cache entry)
+** agrees with the driver about every kernel's arguments (lg_check_kernels);
+** 0, with nothing left on the stack, when it does not. */
+static int kernels_agree(lua_State *L, int progidx) {
+  lua_pushcfunction(L, check_kernels);
+  lua_pushvalue(L, progidx);
+  if (lua_pcall(L, 1, 0, 0) == LUA_OK) return 1;
+  lua_pop(L, 1);
+  return 0;
 }
 
 /* The work of dev:build and dev:build_file: the device is at 1, the source
@@ -389,7 +410,6 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
   lua_pushstring(L, options);
   lua_setfield(L, fields, "options");
   c = lg_push_capture(L);
-  c->hold = 1;   /* PoCL's lock from the build to the binary's extraction, none between */
   lua_toclose(L, -1);                 /* its file and the lock close when build returns or raises */
 
   /* the source as the compiler sees it */
@@ -408,7 +428,7 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
   lua_concat(L, 3);
   srcidx = lua_gettop(L);
 
-  if (lg_cache_enabled() && sure) key = push_key(L, d, options, srcidx, dirs, ndirs);
+  key = push_key(L, d, options, srcidx, dirs, ndirs, lg_cache_enabled() && sure, fn);
   if (key == NULL || !build_cached(L, p, key, options, fields, c))
     build_source(L, p, key, srcidx, options, fields, fn, file, c);
   if (p->from_cache) lg_program_names(L, fields);
@@ -422,6 +442,15 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
   lua_setiuservalue(L, progidx, 2);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, progidx, 1);
+  if (p->from_cache && !kernels_agree(L, progidx)) {
+    /* an entry whose metadata the driver contradicts: built again, and replaced */
+    clReleaseProgram(p->prog);
+    p->prog = NULL;
+    p->from_cache = 0;
+    lua_newtable(L);
+    lua_setiuservalue(L, progidx, 2);   /* the kernels made from it go with it */
+    build_source(L, p, key, srcidx, options, fields, fn, file, c);
+  }
   lua_pushvalue(L, progidx);
   return 1;
 }

@@ -161,6 +161,34 @@ describe("the program cache", function()
     assert.is_true(string.unpack("<I8", now, 105 + 77) > 0, "the entry was not replaced")
   end)
 
+  -- Metadata that calls a pointer a private long let a call write where a number said
+  -- (dev:build_binary's crash): an entry whose metadata the driver contradicts is built
+  -- again and replaced, as a damaged one is.
+  it("rebuilds over an entry whose kernel metadata the driver contradicts", function()
+    local good = read_file(entry_11)
+    local nb, nl, nm = string.unpack("<I8<I8<I8", good, 81)
+    local at = 105 + nb + nl
+    local meta = good:sub(at, at + nm - 1)
+    assert.equal("kernel\tf\t1\narg\tglobal\tnone\t\tint*\to\n", meta)
+    local bad_meta = "kernel\tf\t1\narg\tprivate\tnone\t\tlong\to\n"
+    local body = good:sub(1, 96) .. string.pack("<I8", #bad_meta) .. good:sub(105, at - 1)
+                 .. bad_meta
+    local tmp = os.tmpname()
+    write_file(tmp, body)
+    local hex = io.popen("sha256sum " .. sh_quote(tmp)):read("l"):match("^(%x+)")
+    os.remove(tmp)
+    write_file(entry_11, body .. hex:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end))
+    local r = child(home, [[
+      report("bad", dev:build(SRC, {defines = {VALUE = 11}}))
+      report("fixed", dev:build(SRC, {defines = {VALUE = 11}}))
+    ]])
+    assert.same({cached = false, value = 11}, r.bad, r.output)
+    assert.same({cached = true, value = 11}, r.fixed, r.output)
+    local now = read_file(entry_11)
+    nb, nl, nm = string.unpack("<I8<I8<I8", now, 81)
+    assert.equal(meta, now:sub(105 + nb + nl, 104 + nb + nl + nm), "the entry was not replaced")
+  end)
+
   it("keys on the content of included files, nested ones too", function()
     local src = tmpdir()
     write_file(src .. "/main.cl", '#include "a.h"\n'

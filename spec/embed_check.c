@@ -5,8 +5,11 @@
 ** application's context, queue, buffers and events after every way of
 ** letting go; errors returned (never raised) for bad handles; views handed
 ** back with their byte range; user events; teardown without hangs; two
-** Lua states that trace and debug independently.
+** Lua states that trace and debug independently. "embed_check threads
+** SEED" instead opens states in several threads at the same moment, each
+** building kernels of its own (SEED makes them new to the caches).
 */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -493,7 +496,70 @@ static void check_two_states(void) {
   lua_close(A);
 }
 
-int main(void) {
+/* ------------------------------------------------ states in threads */
+
+#define NTHREADS 3
+
+static pthread_barrier_t start_line;
+static long seed;
+
+/* One thread: a state opened at the same moment as the others', its
+** device list, then four builds of kernels no other thread builds, with
+** the cache on; the result ("" or what went wrong) into arg's buffer. */
+static void *thread_main(void *arg) {
+  static const char *const code =
+    "local id, seed = ... local gpu = require 'luagpu' "
+    "local devs = gpu.devices() "
+    "if #devs == 0 then return 'no devices' end "
+    "if devs[1].name == '' then return 'a device without a name' end "
+    "local dev = devs[1] "
+    "for i = 1, 4 do "
+    "  local src = ('kernel void f%d_%d(global float *x) { float a = x[0]; "
+    "for (int k = 0; k < %d; k++) a = a * 1.0001f + %d.0f; x[get_global_id(0)] = a; }')"
+    "    :format(id, i, seed, i) "
+    "  local p = dev:build(src) assert(p['f' .. id .. '_' .. i]) "
+    "end return ''";
+  char *out = arg;
+  lua_State *L = luaL_newstate();
+  luaL_openlibs(L);
+  luaL_requiref(L, "luagpu", luaopen_luagpu, 0);   /* before the barrier: no CL call yet */
+  lua_pop(L, 1);
+  pthread_barrier_wait(&start_line);
+  if (luaL_loadstring(L, code) != LUA_OK ||
+      (lua_pushinteger(L, out[0]), lua_pushinteger(L, seed), lua_pcall(L, 2, 1, 0)) != LUA_OK)
+    snprintf(out, 512, "error: %s", lua_tostring(L, -1));
+  else
+    snprintf(out, 512, "%s", lua_tostring(L, -1));
+  lua_close(L);
+  return NULL;
+}
+
+/* States opened and building in NTHREADS threads at once (issue 27
+** follow-up): PoCL's first discovery raced (a crash, or a state seeing no
+** device) and two builds in one process waited for each other's hold on
+** PoCL's cache lock until its timeout. */
+static int check_threads(const char *arg) {
+  pthread_t t[NTHREADS];
+  char out[NTHREADS][512], name[64];
+  int i;
+  seed = atol(arg);
+  pthread_barrier_init(&start_line, NULL, NTHREADS);
+  for (i = 0; i < NTHREADS; i++) {
+    out[i][0] = (char)(i + 1);
+    pthread_create(&t[i], NULL, thread_main, out[i]);
+  }
+  for (i = 0; i < NTHREADS; i++) pthread_join(t[i], NULL);
+  pthread_barrier_destroy(&start_line);
+  for (i = 0; i < NTHREADS; i++) {
+    snprintf(name, sizeof name, "thread %d's state found a device and built", i + 1);
+    ok(out[i][0] == '\0', name, out[i]);
+  }
+  printf("%d checks, %d failed\n", checks, failures);
+  return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 2 && strcmp(argv[1], "threads") == 0) return check_threads(argv[2]);
   setup();
   check_two_states();
   check_devices();

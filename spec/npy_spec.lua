@@ -240,6 +240,22 @@ describe("a:save and gpu.load", function()
     has_error("luagpu: gpu.load: argument #1: expected a file path, got no value", gpu.load)
   end)
 
+  -- a FIFO once blocked the open forever: the load runs in a child under `timeout`
+  it("refuses a FIFO, a device or a folder without blocking", function()
+    local fifo = tmp("pipe.npy")
+    assert(os.execute("mkfifo '" .. fifo .. "'"))
+    local prog = (os.getenv("LUAGPU_BUILD") or "build") .. "/luagpu"
+    for _, path in ipairs({fifo, "/dev/null", dir}) do
+      local p = io.popen("timeout 20 " .. prog .. " -e \"print(pcall(require('luagpu').load, '"
+                         .. path .. "'))\" 2>&1")
+      local out = p:read("a")
+      local _, _, code = p:close()
+      assert.equal(0, code, out)
+      assert.equal("false\tluagpu: gpu.load: argument #1: '" .. path .. "' is not a file\n", out)
+    end
+    os.remove(fifo)
+  end)
+
   it("save raises on bad paths", function()
     local a = gpu.array("int", 3)
     has_error("luagpu: array:save: " .. tmp("no/such/dir.npy") .. ": No such file or directory",

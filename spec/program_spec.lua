@@ -415,6 +415,40 @@ describe("dev:build_file", function()
     assert.equal(1, code, out)
     assert.matches("dev:build_file: argument #1: '" .. fifo .. "' is not a file", out, 1, true)
   end)
+
+  -- An include that finds a FIFO once hung inside the compiler's open, holding PoCL's lock,
+  -- with the cache on or off; the build is now refused before the compiler runs
+  it("refuses a build whose include finds a FIFO or a device, with the cache on or off",
+     function()
+    local d = tmpdir()
+    local fifo = d .. "/fifo.h"
+    assert(os.execute("mkfifo " .. sh_quote(fifo)))
+    write_file(d .. "/k.cl", '#include "fifo.h"\nkernel void f(global int *x) { x[0] = 1; }\n')
+    local prog = BUILD .. "/luagpu"
+    local cases = {
+      {"dev:build", "d:build('#include \"fifo.h\"\\nkernel void f(global int *x) {}', "
+                    .. "{options = '-I " .. d .. "'})", "fifo.h", fifo},
+      {"dev:build", "d:build('#if __has_include(<fifo.h>)\\n#endif\\nkernel void f(global int *x) {}', "
+                    .. "{options = '-I " .. d .. "'})", "fifo.h", fifo},
+      {"dev:build_file", "d:build_file('" .. d .. "/k.cl')", "fifo.h", fifo},
+      {"dev:build", "d:build('#include \"/dev/null\"\\nkernel void f(global int *x) {}')",
+       "/dev/null", "/dev/null"},
+    }
+    for _, nocache in ipairs({"0", "1"}) do
+      for _, c in ipairs(cases) do
+        local script = "local gpu = require 'luagpu' local d = gpu.device() "
+                       .. "print(pcall(function() return " .. c[2] .. " end))"
+        local p = io.popen("LUAGPU_NO_CACHE=" .. nocache .. " timeout 20 " .. sh_quote(prog)
+                           .. " -e " .. sh_quote(script) .. " 2>&1")
+        local out = p:read("a")
+        local _, _, code = p:close()
+        assert.equal(0, code, out)
+        assert.matches("^false\t", out)
+        assert.matches("luagpu: " .. c[1] .. ": the include \"" .. c[3] .. "\" finds "
+                       .. c[4] .. ", which is not a file\n", out, 1, true)
+      end
+    end
+  end)
 end)
 
 describe("prog:release", function()
