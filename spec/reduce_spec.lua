@@ -479,7 +479,7 @@ describe("bad input", function()
       {"vector_bytes", 256, "a power of two from 1 to 128, got 256"},
       {"vector_bytes", "64", "a power of two from 1 to 128, got \"64\""},
       {"local_size", 0 / 0, "a power of two from 1 to 65536 (cut to the device's limit), " ..
-       "got " .. tostring(0 / 0)},
+       "got nan"},
       {"local_size", 48, "a power of two from 1 to 65536 (cut to the device's limit), got 48"},
       {"groups_per_cu", 0, "an integer from 1 to 1024, got 0"},
       {"groups_per_cu", 1 << 40, "an integer from 1 to 1024, got 1099511627776"},
