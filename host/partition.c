@@ -24,10 +24,45 @@ typedef struct Holder {
   cl_device_id ids[1];
 } Holder;
 
+/* Sub-device ids are released late: PoCL's worker threads may still touch
+** a sub-device just after its last command completes (a collection right
+** after `b:write(...):wait()` freed it under them: SIGSEGV in
+** POclReleaseEvent). A holder's ids go into the state's ring of LATE ids;
+** an id is released when LATE more have come after it, or at lua_close.
+** At most LATE ids wait: a few partitions' worth of memory. */
+#define LATE 256
+#define LATE_KEY "luagpu.subdevices_released_late"
+
+typedef struct Late {
+  cl_uint next, n;              /* the next slot to fill; how many are held */
+  cl_device_id ids[LATE];
+} Late;
+
+static int late_gc(lua_State *L) {
+  Late *r = lua_touserdata(L, 1);
+  cl_uint i;
+  for (i = 0; i < r->n; i++) clReleaseDevice(r->ids[i]);
+  r->n = r->next = 0;
+  return 0;
+}
+
 static int holder_gc(lua_State *L) {
   Holder *h = lua_touserdata(L, 1);
+  Late *r = NULL;
   cl_uint i;
-  for (i = 0; i < h->n; i++) clReleaseDevice(h->ids[i]);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, LATE_KEY) == LUA_TUSERDATA)
+    r = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  for (i = 0; i < h->n; i++) {
+    if (r == NULL) {                    /* none to wait in (the state is closing) */
+      clReleaseDevice(h->ids[i]);
+      continue;
+    }
+    if (r->n == LATE) clReleaseDevice(r->ids[r->next]);   /* the oldest goes now */
+    else r->n++;
+    r->ids[r->next] = h->ids[i];
+    r->next = (r->next + 1) % LATE;
+  }
   h->n = 0;
   return 0;
 }
@@ -230,6 +265,16 @@ void lg_open_partition(lua_State *L) {
   luaL_newmetatable(L, SUBDEVICES_MT);
   lua_pushcfunction(L, holder_gc);
   lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, LATE_KEY) == LUA_TNIL) {
+    Late *r = lua_newuserdatauv(L, sizeof *r, 0);   /* made before any holder: closed after */
+    r->n = r->next = 0;
+    lua_newtable(L);
+    lua_pushcfunction(L, late_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, LATE_KEY);
+  }
   lua_pop(L, 1);
   lg_add_methods(L, LG_DEVICE_MT, device_methods);
 }
