@@ -19,6 +19,16 @@ local function sh(cmd)
   return out, code
 end
 
+-- The parts of prog.binary's container: the four sizes, then the device name
+-- and options together, the kernel metadata, and the driver's own binary.
+local function container_parts(bin)
+  local sizes, rest = bin:match("^LUAGPU%-BINARY%-1\n(%d+ %d+ %d+ %d+)\n(.*)$")
+  local n = {}
+  for v in sizes:gmatch("%d+") do n[#n + 1] = tonumber(v) end
+  return n, rest:sub(1, n[1] + n[2]), rest:sub(n[1] + n[2] + 1, n[1] + n[2] + n[3]),
+         rest:sub(n[1] + n[2] + n[3] + 1)
+end
+
 describe("program binaries", function()
   local dev
   setup(function() dev = gpu.device() end)
@@ -71,12 +81,7 @@ describe("program binaries", function()
 
   it("refuses kernel metadata that claims more than it holds (issue 27 item 19)", function()
     local bin = dev:build(SOURCE, {defines = {K = 1}}).binary
-    local sizes, rest = bin:match("^LUAGPU%-BINARY%-1\n(%d+ %d+ %d+ %d+)\n(.*)$")
-    local n = {}
-    for v in sizes:gmatch("%d+") do n[#n + 1] = tonumber(v) end
-    local name = rest:sub(1, n[1] + n[2])
-    local meta = rest:sub(n[1] + n[2] + 1, n[1] + n[2] + n[3])
-    local driver = rest:sub(n[1] + n[2] + n[3] + 1)
+    local n, name, meta, driver = container_parts(bin)
     assert.equal(n[4], #driver)
     local function with_meta(m)
       return string.format("LUAGPU-BINARY-1\n%d %d %d %d\n", n[1], n[2], #m, #driver) .. name
@@ -126,12 +131,7 @@ describe("program binaries", function()
      function()
     local bin = dev:build("kernel void f(global float *x, int n) { "
                           .. "if (get_global_id(0) < n) x[get_global_id(0)] = 1; }").binary
-    local sizes, rest = bin:match("^LUAGPU%-BINARY%-1\n(%d+ %d+ %d+ %d+)\n(.*)$")
-    local n = {}
-    for v in sizes:gmatch("%d+") do n[#n + 1] = tonumber(v) end
-    local name = rest:sub(1, n[1] + n[2])
-    local meta = rest:sub(n[1] + n[2] + 1, n[1] + n[2] + n[3])
-    local driver = rest:sub(n[1] + n[2] + n[3] + 1)
+    local n, name, meta, driver = container_parts(bin)
     assert.equal("kernel\tf\t2\narg\tglobal\tnone\t\tfloat*\tx\narg\tprivate\tnone\t\tint\tn\n",
                  meta)
     if not dev.platform:find("Portable Computing Language", 1, true) then

@@ -76,6 +76,28 @@ local function child(home, script, env)
   return r
 end
 
+-- Writes body to path as a cache entry: followed by its SHA-256, as cache.c
+-- writes one (the checksum then holds whatever body a spec forged).
+local function write_entry(path, body)
+  local tmp = os.tmpname()
+  write_file(tmp, body)
+  local hex = io.popen("sha256sum " .. sh_quote(tmp)):read("l"):match("^(%x+)")
+  os.remove(tmp)
+  write_file(path, body .. hex:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end))
+end
+
+-- Builds the VALUE = 11 program twice in a child with the cache under home:
+-- the first build must not take the (bad) entry, the second the one it wrote.
+local function rebuilds_over_entry(home, what)
+  local r = child(home, [[
+    report("bad", dev:build(SRC, {defines = {VALUE = 11}}))
+    report("fixed", dev:build(SRC, {defines = {VALUE = 11}}))
+  ]])
+  what = what and what .. ": " or ""
+  assert.same({cached = false, value = 11}, r.bad, what .. r.output)
+  assert.same({cached = true, value = 11}, r.fixed, what .. r.output)
+end
+
 describe("the program cache", function()
   local home = tmpdir()
   local dir = home .. "/luagpu"
@@ -117,12 +139,7 @@ describe("the program cache", function()
     -- another key's entry under this key's name
     for i, bad in ipairs({damaged, good:sub(1, 200), "", read_file(entry_12)}) do
       write_file(entry_11, bad)
-      local r = child(home, [[
-        report("bad", dev:build(SRC, {defines = {VALUE = 11}}))
-        report("fixed", dev:build(SRC, {defines = {VALUE = 11}}))
-      ]])
-      assert.same({cached = false, value = 11}, r.bad, "case " .. i .. ": " .. r.output)
-      assert.same({cached = true, value = 11}, r.fixed, "case " .. i .. ": " .. r.output)
+      rebuilds_over_entry(home, "case " .. i)
       local now = read_file(entry_11)       -- replaced by a whole entry
       assert.is_true(now ~= bad and #now > 200, "case " .. i .. ": the entry was not replaced")
     end
@@ -146,17 +163,8 @@ describe("the program cache", function()
     local bad_bin = bin:sub(1, 77) .. string.pack("<I8", 0) .. bin:sub(86 + root)
     local body = good:sub(1, 80) .. string.pack("<I8", #bad_bin) .. good:sub(89, 104)
                  .. bad_bin .. good:sub(105 + nb, #good - 32)
-    local tmp = os.tmpname()
-    write_file(tmp, body)
-    local hex = io.popen("sha256sum " .. sh_quote(tmp)):read("l"):match("^(%x+)")
-    os.remove(tmp)
-    write_file(entry_11, body .. hex:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end))
-    local r = child(home, [[
-      report("bad", dev:build(SRC, {defines = {VALUE = 11}}))
-      report("fixed", dev:build(SRC, {defines = {VALUE = 11}}))
-    ]])
-    assert.same({cached = false, value = 11}, r.bad, r.output)
-    assert.same({cached = true, value = 11}, r.fixed, r.output)
+    write_entry(entry_11, body)
+    rebuilds_over_entry(home)
     local now = read_file(entry_11)
     assert.is_true(string.unpack("<I8", now, 105 + 77) > 0, "the entry was not replaced")
   end)
@@ -173,17 +181,8 @@ describe("the program cache", function()
     local bad_meta = "kernel\tf\t1\narg\tprivate\tnone\t\tlong\to\n"
     local body = good:sub(1, 96) .. string.pack("<I8", #bad_meta) .. good:sub(105, at - 1)
                  .. bad_meta
-    local tmp = os.tmpname()
-    write_file(tmp, body)
-    local hex = io.popen("sha256sum " .. sh_quote(tmp)):read("l"):match("^(%x+)")
-    os.remove(tmp)
-    write_file(entry_11, body .. hex:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end))
-    local r = child(home, [[
-      report("bad", dev:build(SRC, {defines = {VALUE = 11}}))
-      report("fixed", dev:build(SRC, {defines = {VALUE = 11}}))
-    ]])
-    assert.same({cached = false, value = 11}, r.bad, r.output)
-    assert.same({cached = true, value = 11}, r.fixed, r.output)
+    write_entry(entry_11, body)
+    rebuilds_over_entry(home)
     local now = read_file(entry_11)
     nb, nl, nm = string.unpack("<I8<I8<I8", now, 81)
     assert.equal(meta, now:sub(105 + nb + nl, 104 + nb + nl + nm), "the entry was not replaced")

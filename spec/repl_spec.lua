@@ -66,6 +66,13 @@ local function piped(input)
   return out, err
 end
 
+-- The first line of sessions that wait on a long kernel: p.spin(b, n) runs n
+-- steps on one work-item. PoCL links a kernel at its first launch, in a child
+-- process that a Ctrl-C would stop too: it is launched once here.
+local SPIN = "dev = gpu.device() p = dev:build[[kernel void spin(global uint *x, uint n) { "
+             .. "uint s = 1; for (uint i = 0; i < n; i++) s = s * 1664525u + i; x[0] = s; }]] "
+             .. "b = dev:buffer('uint', 1) p.spin(b, 1):run({1}):wait()\n"
+
 describe("the REPL on a terminal", function()
   it("completes globals, module fields, methods and fields with Tab", function()
     local home = tmpdir()
@@ -133,12 +140,7 @@ describe("the REPL on a terminal", function()
      function()
     local home = tmpdir()
     local out, status = session(home, {
-      {prompts = 1, keys = "dev = gpu.device() p = dev:build[[kernel void spin(global uint *x, "
-                           .. "uint n) { uint s = 1; for (uint i = 0; i < n; i++) s = s * "
-                           .. "1664525u + i; x[0] = s; }]] b = dev:buffer('uint', 1) "
-                           -- PoCL links a kernel at its first launch, in a child process
-                           -- that a Ctrl-C would stop too: launch it once before
-                           .. "p.spin(b, 1):run({1}):wait()\n"},
+      {prompts = 1, keys = SPIN},
       -- about 6 s of work on a CPU: far longer than the Ctrl-C takes to come
       {prompts = 2, keys = "ev = p.spin(b, 4000000000):run({1}) print('wai' .. 'ting') ev:wait()\n"},
       {text = "waiting", keys = "\3"},
@@ -157,10 +159,7 @@ describe("the REPL on a terminal", function()
   it("on Ctrl-D says which queues it waits for, and Ctrl-C then ends it at once", function()
     local home = tmpdir()
     local out, status = session(home, {
-      {prompts = 1, keys = "dev = gpu.device() p = dev:build[[kernel void spin(global uint *x, "
-                           .. "uint n) { uint s = 1; for (uint i = 0; i < n; i++) s = s * "
-                           .. "1664525u + i; x[0] = s; }]] b = dev:buffer('uint', 1) "
-                           .. "p.spin(b, 1):run({1}):wait()\n"},
+      {prompts = 1, keys = SPIN},
       {prompts = 2, keys = "q = dev:queue() ev = p.spin(b, 4000000000):run({1}, nil, {queue = q})\n"},
       {prompts = 3, keys = "\4"},
       {text = "(Ctrl-C aborts)", keys = "\3"},
