@@ -43,7 +43,12 @@ local A, B, C = dev:buffer("float", {256, 256}), dev:buffer("float", {256, 256})
 fill(A, 1):wait()
 fill(B, 2):wait()
 
+local ta, tb = dev:tensor("float", {16}, 1), dev:tensor("float", {16}, 2)
+local tm = dev:tensor("float", {32, 32}, 3)
 local cases = {
+  {"tensor_add_16", function() return (ta + tb):eval() end, function() dev:finish() end},
+  {"tensor_fused_sum_32x32", function() return ((tm * 2 + 1):exp()):sum(2) end,
+   function() dev:finish() end},
   {"sum_async_2^20", function() return reduce.sum(b, {async = true}) end,
    function(ev) ev:wait() end},
   {"sum_2^20", function() return reduce.sum(b) end, function() end},
