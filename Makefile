@@ -41,7 +41,9 @@ VERSION := $(shell sed -n 's/^\#define LG_VERSION "\(.*\)"/\1/p' host/internal.h
 MODULE_SRC := errors state class types info context root sha256 includes capture module device queue sync array npy event userevent buffer pinned transfer rect map partition image image_transfer trace debug query binary program kernel call cache embed
 MODULE_OBJ := $(MODULE_SRC:%=$(BUILD)/%.o) $(BUILD)/kernels.o $(BUILD)/helpers.o
 KERNELS := $(sort $(wildcard kernels/*.cl))
-HELPERS := $(sort $(wildcard lua/luagpu/*.lua))
+HELPERS := $(sort $(wildcard lua/luagpu/*.lua lua/luagpu/*/*.lua))
+# install-helpers DIR: every helper into DIR/luagpu/, keeping its folder
+install-helpers = for f in $(HELPERS); do install -D -m 644 $$f $(1)/$${f\#lua/}; done
 
 # luagpu.mpi's C half, a module of its own linked with Open MPI, built
 # where mpicc is found (lua/luagpu/mpi.lua is the half scripts require).
@@ -193,7 +195,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/lua/$(LUAV) $(DESTDIR)$(PREFIX)/share/lua/$(LUAV)/luagpu \
 	    $(DESTDIR)$(PREFIX)/share/luagpu/kernels $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(BUILD)/luagpu.so $(DESTDIR)$(PREFIX)/lib/lua/$(LUAV)/luagpu.so
-	install -m 644 $(HELPERS) $(DESTDIR)$(PREFIX)/share/lua/$(LUAV)/luagpu/
+	$(call install-helpers,$(DESTDIR)$(PREFIX)/share/lua/$(LUAV))
 	$(if $(KERNELS),install -m 644 $(KERNELS) $(DESTDIR)$(PREFIX)/share/luagpu/kernels/)
 	install -m 755 $(BUILD)/luagpu $(DESTDIR)$(PREFIX)/bin/luagpu
 	$(if $(MPI_MODULE),install -m 755 $(MPI_MODULE) $(DESTDIR)$(PREFIX)/lib/lua/$(LUAV)/)
@@ -211,7 +213,7 @@ ROCK_BINDIR ?= $(PREFIX)/bin
 install-rock: all
 	install -d $(ROCK_LIBDIR) $(ROCK_LUADIR)/luagpu $(ROCK_BINDIR)
 	install -m 755 $(BUILD)/luagpu.so $(ROCK_LIBDIR)/luagpu.so
-	install -m 644 $(HELPERS) $(ROCK_LUADIR)/luagpu/
+	$(call install-helpers,$(ROCK_LUADIR))
 	install -m 755 $(BUILD)/luagpu $(ROCK_BINDIR)/luagpu
 
 clean:

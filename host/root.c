@@ -80,28 +80,41 @@ static void extend_package_path(lua_State *L) {
   lua_pop(L, 2);
 }
 
+/* The embedded helper named path ("luagpu/reduce.lua"), or NULL. */
+static const lg_EmbeddedFile *embedded_helper(const char *path) {
+  const lg_EmbeddedFile *f;
+  for (f = lg_embedded_helpers; f->name != NULL; f++)
+    if (strcmp(f->name, path) == 0) return f;
+  return NULL;
+}
+
 /* The last of package.searchers: "luagpu.reduce" from the embedded copy of
-** lua/luagpu/reduce.lua. Returns the loader and its chunk name, or a
-** message saying there is no such embedded helper. */
+** lua/luagpu/reduce.lua, or of lua/luagpu/reduce/init.lua (a package).
+** Returns the loader and its chunk name, or a message saying there is no
+** such embedded helper. */
 static int search_embedded(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   const lg_EmbeddedFile *f;
   char path[256];
   size_t i, n = strlen(name);
-  if (n + 5 > sizeof path) return 0;
+  if (n + sizeof "/init.lua" > sizeof path) return 0;
   for (i = 0; i < n; i++) path[i] = name[i] == '.' ? '/' : name[i];
-  memcpy(path + n, ".lua", 5);
-  for (f = lg_embedded_helpers; f->name != NULL; f++) {
-    if (strcmp(f->name, path) == 0) {
-      lua_pushfstring(L, "@[luagpu built-in]/%s", path);
-      if (luaL_loadbuffer(L, f->text, strlen(f->text), lua_tostring(L, -1)) != LUA_OK)
-        return lua_error(L);
-      lua_insert(L, -2);    /* the loader, then its chunk name as loader data */
-      return 2;
-    }
+  memcpy(path + n, ".lua", sizeof ".lua");
+  f = embedded_helper(path);
+  if (f == NULL) {
+    memcpy(path + n, "/init.lua", sizeof "/init.lua");
+    f = embedded_helper(path);
   }
-  lua_pushfstring(L, "no built-in luagpu helper '%s'", path);
-  return 1;
+  if (f == NULL) {
+    path[n] = '\0';
+    lua_pushfstring(L, "no built-in luagpu helper '%s.lua' or '%s/init.lua'", path, path);
+    return 1;
+  }
+  lua_pushfstring(L, "@[luagpu built-in]/%s", path);
+  if (luaL_loadbuffer(L, f->text, strlen(f->text), lua_tostring(L, -1)) != LUA_OK)
+    return lua_error(L);
+  lua_insert(L, -2);    /* the loader, then its chunk name as loader data */
+  return 2;
 }
 
 /* Appends search_embedded to package.searchers, once. */

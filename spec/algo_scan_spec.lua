@@ -315,7 +315,7 @@ print(' '.join(str(int(w)) for w in np.cumsum(a, axis=0, dtype=np.%s).ravel()))
     -- the operators every scan program is built with: compiled on dev
     -- within scan.cl, op(MAX, 1) > MAX and op(MAX, 2) / 2 == MAX are 0
     -- (a signed + or * lets the compiler fold them to 1); and their text.
-    local B = require "luagpu.algo_base"
+    local B = require "luagpu.algo.base"
     local name = algo.classes[dev.type] and dev.type or "gpu"
     local cls = algo.classes[name]
     local built, build, saved = {}, B.build, cls.scan_groups_per_cu

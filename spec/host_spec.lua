@@ -154,7 +154,7 @@ describe("the luagpu program", function()
       p:close()
       os.execute("rm -r " .. shell_quote(dir))
       assert.equals("nil\t" .. 3 * n .. "\t7.0 10.0 15.0 22.0\n"
-                    .. "@[luagpu built-in]/luagpu/reduce.lua\n", out)
+                    .. "@[luagpu built-in]/luagpu/reduce/init.lua\n", out)
     end)
 
     it("reports a missing script file in one line, exit 1", function()
@@ -200,7 +200,7 @@ describe("the luagpu program", function()
       assert.equals(0, code)
       local dir = io.popen("cd " .. shell_quote(root) .. " && pwd -P"):read("l")
       assert.matches(dir .. "/lua/?.lua", out, 1, true)
-      if io.open(root .. "/lua/luagpu/reduce.lua") then
+      if io.open(root .. "/lua/luagpu/reduce/init.lua") then
         local abs = PROG:sub(1, 1) == "/" and PROG or root .. "/" .. PROG
         local p = io.popen("cd / && " .. shell_quote(abs)
                            .. " -e 'print(type(require \"luagpu.reduce\"))' 2>&1")

@@ -113,7 +113,7 @@ describe("matmul's BLAS options", function()
 
   -- first in this file (its own process): nothing of matmul's is built yet
   it("counts the BLAS kernels' builds in matmul.programs_built", function()
-    local blas = require "luagpu.matmul_blas"
+    local blas = require "luagpu.matmul.blas"
     local before, blas_before = matmul.programs_built, blas.programs_built
     check{m = 5, n = 7, k = 3, ta = true, tb = true, alpha = 2}
     check{m = 1, n = 1, k = 9, ta = true}           -- a matrix-vector product

@@ -9,7 +9,7 @@
 -- checks their results there).
 local gpu = require "luagpu"
 local matmul = require "luagpu.matmul"
-local mma = require "luagpu.matmul_mma"
+local mma = require "luagpu.matmul.mma"
 
 local dev = gpu.device()
 

@@ -1,4 +1,4 @@
--- luagpu.matmul_wgmma: "tf32" and "3xtf32" on Hopper's wgmma. PoCL has no
+-- luagpu.matmul.wgmma: "tf32" and "3xtf32" on Hopper's wgmma. PoCL has no
 -- tensor cores, so the spec checks the kernels (kernels/matmul_wgmma.cl:
 -- the packing into core matrices, the stages, the warpgroups' tiles, the
 -- 3xTF32 sums, transposes, alpha and beta) with each wgmma emulated from
@@ -7,8 +7,8 @@
 -- message. bench/gpu/mma.lua checks the real instructions on an H200.
 local gpu = require "luagpu"
 local matmul = require "luagpu.matmul"
-local mma = require "luagpu.matmul_mma"
-local wgmma = require "luagpu.matmul_wgmma"
+local mma = require "luagpu.matmul.mma"
+local wgmma = require "luagpu.matmul.wgmma"
 
 local dev = gpu.device()
 
@@ -195,7 +195,7 @@ describe("matmul on wgmma", function()
   end)
 
   it("compares a probe's product element by element", function()
-    local T = require "luagpu.matmul_tc"
+    local T = require "luagpu.matmul.tc"
     local a, b, want = T.probe_data(3, 2, 4)
     assert.same({17, -7, -11, 1, -6, -2}, want)
     assert.equals(12, #a)

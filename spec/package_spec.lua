@@ -69,7 +69,8 @@ describe("packaging", function()
     local out, code = sh(MAKE .. " " .. spec.build.install_target .. " " .. table.concat(vars, " "))
     assert.equals(0, code, out)
     out, code = sh(string.format("LUA_CPATH=%s LUA_PATH=%s lua5.4 -e %s",
-      shell_quote(dir .. "/LIBDIR/?.so"), shell_quote(dir .. "/LUADIR/?.lua"),
+      shell_quote(dir .. "/LIBDIR/?.so"),
+      shell_quote(dir .. "/LUADIR/?.lua;" .. dir .. "/LUADIR/?/init.lua"),   -- as luarocks' path
       shell_quote("local gpu = require 'luagpu' local r = require 'luagpu.reduce' "
                   .. "print(package.searchpath('luagpu.reduce', package.path) ~= nil, "
                   .. "r.sum(gpu.device():buffer('int', 10, {host = gpu.array('int', 10):fill(2)})))")))

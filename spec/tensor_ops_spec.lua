@@ -4,7 +4,7 @@
 local gpu = require "luagpu"
 local support = require "support"
 local S = require "tensor_support"
-local codegen = require "luagpu.tensor_codegen"
+local codegen = require "luagpu.tensor.codegen"
 
 local has_error = support.has_error
 

@@ -143,7 +143,7 @@ describe("tensor reductions", function()
   end)
 
   it("column reductions 4 columns at a time (cols4), split and folded, at any offset", function()
-    local R = require "luagpu.tensor_reduce"
+    local R = require "luagpu.tensor.reduce"
     local OPS = {float = {"sum", "prod", "mean", "min", "max", "any", "all", "argmax"},
                  int = {"sum", "min", "all"}, uchar = {"sum", "any"}}
     for _, t in ipairs{"float", "int", "uchar"} do
@@ -256,7 +256,7 @@ describe("tensor memory", function()
     local y = dev:tensor("float", {1 << 16})
     assert.equal(made, dev:memory().made)
     assert.same({0, 0}, {y:slice(1, 1, 2):totable()[1], y:max()})
-    require("luagpu.tensor_memory").trim(dev)
+    require("luagpu.core.pool").trim(dev)
     assert.equal(0, dev:memory().pooled)
   end)
 end)

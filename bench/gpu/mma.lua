@@ -15,9 +15,9 @@
 local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
 local gpu = rawget(_G, "gpu") or require "luagpu"
 local matmul = require "luagpu.matmul"
-local mma = require "luagpu.matmul_mma"
+local mma = require "luagpu.matmul.mma"
 local reduce = require "luagpu.reduce"
-local wgmma = require "luagpu.matmul_wgmma"
+local wgmma = require "luagpu.matmul.wgmma"
 
 local torch_file = arg and arg[1]
 local runs = tonumber(arg and arg[2]) or 10

@@ -11,7 +11,7 @@
 -- .version needs a ptxas at least as new as the driver's compiler.)
 local gpu = rawget(_G, "gpu") or require "luagpu"
 local matmul = require "luagpu.matmul"
-local mma = require "luagpu.matmul_mma"
+local mma = require "luagpu.matmul.mma"
 
 local dir = arg and arg[1] or "/tmp"
 local n = tonumber(arg and arg[2]) or 4096

@@ -17,7 +17,7 @@
 --   small_launch    a bound hand kernel on 1024 floats launched alone
 --   small_add_sync  the same, dev:finish() after each (the latency)
 --   sum1/sum2 x:sum(1), x:sum(2) of 8192 x 8192 floats (sum1 also with
---             other settings of luagpu.tensor_reduce.cols4_waves)
+--             other settings of luagpu.tensor.reduce.cols4_waves)
 --   rand      dev:rand("float", {2^28})
 -- and prints `LUAGPU key value unit` lines and a table of ratios.
 local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
@@ -98,7 +98,7 @@ end) * 1e6, "us")
 local m = dev:rand("float", {8192, 8192}, 5)
 -- column sums: 4 columns per work-item with cols4_waves groups per compute
 -- unit (false: one column per work-item), the default last
-local R = require "luagpu.tensor_reduce"
+local R = require "luagpu.tensor.reduce"
 local default_waves = R.cols4_waves
 for _, w in ipairs{false, 4, 8, 32, 64} do
   R.cols4_waves = w

@@ -15,7 +15,8 @@
 -- results made. docs/API.md describes every call.
 
 local gpu = require "luagpu"
-local H = require "luagpu.helper"
+local H = require "luagpu.core.check"
+local TY = require "luagpu.core.types"
 
 local type, error, ipairs, tostring = type, error, ipairs, tostring
 local mtype = math.type
@@ -174,7 +175,7 @@ function M.recv(x, source, tag)
   if source ~= nil then source = check_rank(fn, 2, source, "source rank") end
   tag = check_tag(fn, 3, tag)
   if type(x) == "string" then
-    if not H.SCALAR_SIZES[x] then
+    if not TY.SIZES[x] then
       fail(fn, "argument #1: expected a scalar type name (\"float\", \"int\", ...), " ..
            "got \"%s\"", x)
     end

@@ -16,7 +16,7 @@
 -- them). Shares default to each device's compute units times its clock.
 
 local gpu = require "luagpu"
-local H = require "luagpu.helper"
+local H = require "luagpu.core.check"
 
 local type, ipairs, getmetatable = type, ipairs, getmetatable
 local floor = math.floor

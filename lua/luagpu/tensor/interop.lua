@@ -1,10 +1,11 @@
--- luagpu.tensor_interop: tensors with the rest of luagpu (internal to
+-- luagpu.tensor.interop: tensors with the rest of luagpu (internal to
 -- luagpu.tensor): __tobuffer (kernel arguments, reduce, matmul, algo),
 -- x:mm and x:bmm (luagpu.matmul), x:save / gpu.load(path, dev) (.npy), and x:cumsum,
 -- x:sort, x:argsort (luagpu.algo, when it is there).
 
 local gpu = require "luagpu"
-local H = require "luagpu.helper"
+local H = require "luagpu.core.check"
+local TY = require "luagpu.core.types"
 
 local type, ipairs, pcall, tostring, require = type, ipairs, pcall, tostring, require
 local fail, typename, show = H.fail, H.typename, H.show
@@ -142,7 +143,7 @@ function I.install(C)
     local fn = "gpu.load"
     local ok, a, fshape = pcall(gpu.load, path, t)
     if not ok then fail(fn, "%s", tostring(a):gsub("^luagpu: gpu.load: ", "")) end
-    if not H.SCALAR_SIZES[a.type] then
+    if not TY.SIZES[a.type] then
       fail(fn, "%s: expected scalar elements, got %s", path, a.type)
     end
     -- a 0-d file gives a 0-d tensor (its host array has shape {1})

@@ -1,4 +1,4 @@
--- luagpu.tensor_reduce: sum prod mean min max argmin argmax any all, of a
+-- luagpu.tensor.reduce: sum prod mean min max argmin argmax any all, of a
 -- whole tensor (a Lua value) or along one dim (a tensor; keepdim keeps the
 -- dim with size 1). Internal to luagpu.tensor; kernels/tensor_reduce.cl.
 --
@@ -11,8 +11,9 @@
 -- luagpu.reduce; the others are one row of all the elements.
 
 local gpu = require "luagpu"
-local H = require "luagpu.helper"
-local TY = require "luagpu.tensor_types"
+local H = require "luagpu.core.check"
+local ST = require "luagpu.core.steps"
+local TY = require "luagpu.core.types"
 
 local type, ipairs, pairs, tostring, pcall, unpack = type, ipairs, pairs, tostring, pcall, table.unpack
 local format, concat = string.format, table.concat
@@ -103,8 +104,8 @@ local SPECS = {
   end,
 }
 
-local cache = H.device_cache()
-local dummies = H.device_cache()
+local cache = ST.device_cache()
+local dummies = ST.device_cache()
 
 local function sizes(dev)
   if dev.type == "cpu" then return {LS = 64, CX = 16, CY = 4, waves = 4} end

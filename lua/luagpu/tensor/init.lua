@@ -13,18 +13,18 @@
 -- by module.c.
 
 local gpu = require "luagpu"
-local H = require "luagpu.helper"
-local memory = require "luagpu.tensor_memory"
-local TY = require "luagpu.tensor_types"
+local H = require "luagpu.core.check"
+local memory = require "luagpu.core.pool"
+local TY = require "luagpu.core.types"
 -- C.check_bounds(fn, x): x's fields against its Buffer, before any launch
-local check_bounds = require("luagpu.tensor_codegen").check_bounds
+local check_bounds = require("luagpu.tensor.codegen").check_bounds
 
 local type, ipairs, tostring, rawget, rawlen = type, ipairs, tostring, rawget, rawlen
 local setmetatable, pcall = setmetatable, pcall
 local format, concat, unpack = string.format, table.concat, table.unpack
 local floor, huge = math.floor, math.huge
 local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
-local SIZES = H.SCALAR_SIZES
+local SIZES = TY.SIZES
 
 local M = {}
 
@@ -37,7 +37,7 @@ C.Tensor = Tensor
 local FIELDS = {}
 local MT = {__name = "luagpu.Tensor"}
 C.MT = MT
-require("luagpu.tensor_codegen").MT = MT   -- what check_bounds knows tensors by
+require("luagpu.tensor.codegen").MT = MT   -- what check_bounds knows tensors by
 
 -- Methods, then fields; any other key raises (x[i] is not indexing yet).
 MT.__index = function(t, k)
@@ -134,7 +134,7 @@ function C.check(fn, arg, x, lazy_ok)
     check_bounds(fn, x)
   elseif not SIZES[x._type] then
     -- a lazy tensor's type a script changed (its tree is checked when run)
-    require("luagpu.tensor_codegen").bad(fn, "type " .. tostring(x._type))
+    require("luagpu.tensor.codegen").bad(fn, "type " .. tostring(x._type))
   end
   return x
 end
@@ -499,10 +499,10 @@ M.MAX_DIMS = MAX_DIMS
 
 C.new_tensor = new_tensor
 
-require("luagpu.tensor_views").install(C)
-require("luagpu.tensor_elementwise").install(C)
-require("luagpu.tensor_reduce").install(C)
-require("luagpu.tensor_random").install(C)
-require("luagpu.tensor_interop").install(C)
+require("luagpu.tensor.views").install(C)
+require("luagpu.tensor.elementwise").install(C)
+require("luagpu.tensor.reduce").install(C)
+require("luagpu.tensor.random").install(C)
+require("luagpu.tensor.interop").install(C)
 
 return M

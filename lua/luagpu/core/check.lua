@@ -1,4 +1,4 @@
--- luagpu.helper: the base every pure-Lua helper (luagpu.reduce,
+-- luagpu.core.check: the base every pure-Lua helper (luagpu.reduce,
 -- luagpu.matmul, ...) is written on:
 --
 --   raising        H.fail(fn, fmt, ...): "luagpu: FN: message" at the line of
@@ -8,9 +8,9 @@
 --   arguments      H.check_object, H.to_buffer, H.check_buffer, H.check_keys,
 --                  H.expression, H.check_expression
 --   options        H.option_names, H.check_options, H.check_wait
---   enqueueing     H.in_order, H.events_wanted, H.after
---   caches         H.device_cache, H.device_entries, H.scratch_buffer,
---                  H.wait_for_last_user, H.set_last_user
+--
+-- Enqueueing and scratch buffers: luagpu.core.steps; element types:
+-- luagpu.core.types; programs: luagpu.core.programs.
 --
 -- fn, in every check, is the name of the function checked for ("reduce.sum",
 -- "matmul"); where, the part of a message that names the value
@@ -27,10 +27,6 @@ local getinfo = debug and debug.getinfo
 
 local H = {}
 
--- Bytes per element of the scalar element types.
-H.SCALAR_SIZES = {char = 1, uchar = 1, short = 2, ushort = 2, int = 4, uint = 4,
-                  long = 8, ulong = 8, float = 4, double = 8}
-
 -- Events in a wait option: the C side takes 65536, and one is kept for the
 -- wait on the last user of a cached scratch buffer.
 H.MAX_WAIT = 65535
@@ -38,10 +34,11 @@ H.MAX_WAIT = 65535
 ------------------------------------------------------------------ raising
 
 -- The folder of the helpers' chunk names ("@lua/luagpu/", or
--- "@[luagpu built-in]/luagpu/" for the copies embedded in the build): a
--- frame whose chunk is a .lua file in it belongs to a helper.
+-- "@[luagpu built-in]/luagpu/" for the copies embedded in the build), the
+-- one above this file's core/: a frame whose chunk is a .lua file in it, or
+-- in a folder below it, belongs to a helper.
 local HELPERS_DIR = getinfo and getinfo(1, "S").source
-HELPERS_DIR = HELPERS_DIR and (HELPERS_DIR:match("^(.*[/\\])") or HELPERS_DIR)
+HELPERS_DIR = HELPERS_DIR and (HELPERS_DIR:match("^(.*[/\\])[^/\\]+[/\\][^/\\]*$") or HELPERS_DIR)
 
 local function is_helper(source)
   return source:sub(1, #HELPERS_DIR) == HELPERS_DIR and source:sub(-4) == ".lua"
@@ -259,82 +256,6 @@ function H.check_options(fn, arg, opts, known)
   o.wait = H.check_wait(fn, named .. "wait", o.wait)
   o.arg = arg
   return o
-end
-
------------------------------------------------------------------- enqueueing
-
--- Whether commands on q (nil: the device's default queue) run in order.
-function H.in_order(q)
-  return q == nil or not q.out_of_order
-end
-
--- Whether a helper's internal commands on q (nil: dev's default queue) need
--- Events of their own: on an in-order queue without profiling an Event
--- tells only that its command is done, which the helper's last Event tells
--- too, so they enqueue without (an Event costs more than the enqueue).
-function H.events_wanted(q, dev)
-  local queue = q or dev:default_queue()
-  return queue.out_of_order or queue.profiling
-end
-
--- The options of a command on q that must follow the Events given: an
--- in-order queue orders it by itself (an explicit wait can cost a round
--- trip through the driver); on an out-of-order one it waits for them. For
--- the default queue (q nil), nil: no options table for the C side to read.
-function H.after(q, ...)
-  if q == nil then return nil end
-  if not q.out_of_order then return {queue = q} end
-  return {wait = {...}, queue = q}
-end
-
------------------------------------------------------------------- caches
-
--- A cache of what a helper makes per device (programs, scratch buffers):
--- device -> its entries. Weak keys: the entries go with the device.
-function H.device_cache()
-  return setmetatable({}, {__mode = "k"})
-end
-
-local VERSION, LAST_USER, LAST_QUEUE = {}, {}, {}
-
--- The entries of dev in cache: a new table on first use, and again when
--- version (a signature of settings a script may change) differs from the
--- one they were made for.
-function H.device_entries(cache, dev, version)
-  local e = cache[dev]
-  if e == nil or e[VERSION] ~= version then
-    e = {[VERSION] = version}
-    cache[dev] = e
-  end
-  return e
-end
-
--- A buffer of at least n elements of type t on dev, kept in entries under
--- key and made again (the old one released) when too small.
-function H.scratch_buffer(entries, dev, key, t, n)
-  local b = entries[key]
-  if not b or #b < n then
-    if b then b:release() end
-    b = dev:buffer(t, max(n, 1))
-    entries[key] = b
-  end
-  return b
-end
-
--- Appends to waits the Event of the last call that used the scratch
--- buffers of holder, unless q orders the two by itself (the same in-order
--- queue; q nil: dev's default queue).
-function H.wait_for_last_user(holder, q, dev, waits)
-  local last = holder[LAST_USER]
-  if last and (not H.in_order(q) or holder[LAST_QUEUE] ~= (q or dev)) then
-    waits[#waits + 1] = last
-  end
-end
-
--- Records ev, on q (nil: dev's default queue), as the last user of the
--- scratch buffers of holder.
-function H.set_last_user(holder, ev, q, dev)
-  holder[LAST_USER], holder[LAST_QUEUE] = ev, q or dev
 end
 
 return H

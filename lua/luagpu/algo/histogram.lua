@@ -1,9 +1,10 @@
--- luagpu.algo_histogram: algo.histogram with kernels/histogram.cl. Part of
+-- luagpu.algo.histogram: algo.histogram with kernels/histogram.cl. Part of
 -- luagpu.algo; not meant to be required by scripts.
 
 local gpu = require "luagpu"
-local H = require "luagpu.helper"
-local B = require "luagpu.algo_base"
+local H = require "luagpu.core.check"
+local ST = require "luagpu.core.steps"
+local B = require "luagpu.algo.base"
 
 local type, ipairs, min, max = type, ipairs, math.min, math.max
 local pack, unpack = string.pack, string.unpack
@@ -16,7 +17,7 @@ local MAX_LOCAL_BINS = 8192
 local MAX_BINS = (1 << 31) - 1
 local SIGNED = {char = true, short = true, int = true, long = true}
 
-local cache = H.device_cache()
+local cache = ST.device_cache()
 
 local function floor_pow2(n)
   local p = 1
@@ -28,7 +29,7 @@ end
 -- ft) or by integer keys.
 local function entry_for(fn, dev, t, ranged, ft)
   local cls, sig = B.device_class(fn, dev)
-  local entries = H.device_entries(cache, dev, sig)
+  local entries = ST.device_entries(cache, dev, sig)
   local key = "hist " .. t .. (ranged and " range " .. ft or " keys")
   local e = entries[key]
   if e then return e end

@@ -1,4 +1,4 @@
--- luagpu.matmul_blas: the BLAS extras of luagpu.matmul (internal to it), as
+-- luagpu.matmul.blas: the BLAS extras of luagpu.matmul (internal to it), as
 -- steps for its enqueue ({Call, {global =, local_size =}, after}, see
 -- LAUNCHERS in matmul.lua): transposing copies for trans_a and trans_b, the
 -- alpha / beta epilogues (kernels/matmul_blas.cl), matrix-vector products
@@ -13,7 +13,8 @@
 -- c: matmul's checked call.
 
 local gpu = require "luagpu"
-local H = require "luagpu.helper"
+local H = require "luagpu.core.check"
+local ST = require "luagpu.core.steps"
 
 local next, ipairs, pairs, tostring = next, ipairs, pairs, tostring
 local concat, sort, min, max = table.concat, table.sort, math.min, math.max
@@ -56,7 +57,7 @@ end
 -- and its key (for a steps list's scratch).
 local function scratch(entries, c, name, n)
   local key = "blas " .. c.t .. " " .. name
-  return H.scratch_buffer(entries, c.dev, key, c.t, n), key
+  return ST.scratch_buffer(entries, c.dev, key, c.t, n), key
 end
 
 -- The largest power of 2 at most GROUP and the device's work-group size.

@@ -19,7 +19,9 @@
 -- result.
 
 local gpu = require "luagpu"
-local H = require "luagpu.helper"
+local H = require "luagpu.core.check"
+local ST = require "luagpu.core.steps"
+local TY = require "luagpu.core.types"
 
 local type, ipairs, tostring, error = type, ipairs, tostring, error
 local setmetatable, getmetatable, rawget, pcall = setmetatable, getmetatable, rawget, pcall
@@ -28,7 +30,7 @@ local max, min = math.max, math.min
 local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
 local next, gpu_type = next, gpu.type
 
-local SIZES = H.SCALAR_SIZES
+local SIZES = TY.SIZES
 local FLOATS = {float = true, double = true}
 
 -- The module table; programs_built counts the programs compiled so far;
@@ -137,7 +139,7 @@ local TUNABLES = {
 ------------------------------------------------------------------ programs
 
 -- Per device (weak keys): a reduction key -> its entry (entry_for).
-local cache = H.device_cache()
+local cache = ST.device_cache()
 
 -- The last class settings checked, per class name: {cls = the table,
 -- raw = its values as read, checked =, sig =, single = reduce.single_pass}. A call whose class table
@@ -232,10 +234,10 @@ end
 -- reduce.classes changed): {groups, partials (kernels), vw, local_size,
 -- max_groups, min_vectors, partial (buffer), result (scalar buffer),
 -- scratch (local memory)}. Its buffers are shared by every call: the
--- entry keeps their last user (H.set_last_user).
+-- entry keeps their last user (ST.set_last_user).
 local function entry_for(fn, dev, spec)
   local cls, sig = device_class(fn, dev)
-  local entries = H.device_entries(cache, dev, sig)
+  local entries = ST.device_entries(cache, dev, sig)
   local e = entries[spec.key]
   if e then return e end
   if (spec.type == "double" or spec.acc == "double") and not dev.fp64 then
@@ -342,7 +344,7 @@ local function enqueue_passes(l, q, waits)
   for i = 1, #l do
     local p = l[i]
     local o
-    if i > 1 then o = H.after(q, events[i - 1])
+    if i > 1 then o = ST.after(q, events[i - 1])
     elseif q or waits[1] then o = {wait = waits, queue = q} end
     events[i] = p[1]:run(p[2], p[3], o)
   end
@@ -365,22 +367,22 @@ end
 -- Events. Synchronous on an in-order queue: the passes ask for no Events
 -- and one blocking read brings the result.
 local function collect(e, n, input, q, dev, waits, async)
-  H.wait_for_last_user(e, q, dev, waits)
+  ST.wait_for_last_user(e, q, dev, waits)
   local l = launches(e, n, input)
-  if not async and H.in_order(q) then
+  if not async and ST.in_order(q) then
     enqueue_quiet(l, q, waits)
-    H.set_last_user(e, nil, q, dev)        -- the blocking read sees them done
+    ST.set_last_user(e, nil, q, dev)        -- the blocking read sees them done
     return e.result:get(q and {queue = q} or nil)
   end
   local events, ev
-  if H.events_wanted(q, dev) then
+  if ST.events_wanted(q, dev) then
     events = enqueue_passes(l, q, waits)
-    ev = e.result:read(H.after(q, events[#events]))
+    ev = e.result:read(ST.after(q, events[#events]))
   else                                  -- in order, no profiles: the read's Event says all
     enqueue_quiet(l, q, waits)
     events, ev = {}, e.result:read(q and {queue = q} or nil)
   end
-  H.set_last_user(e, ev, q, dev)
+  ST.set_last_user(e, ev, q, dev)
   if async then return ev, events end
   return ev:wait()
 end
@@ -454,7 +456,7 @@ local function enqueue_each(fn, kind, bs, acc)
     local dev = input.x.device
     local e = entry_for(fn, dev, spec)
     local waits = {}
-    H.wait_for_last_user(e, nil, dev, waits)
+    ST.wait_for_last_user(e, nil, dev, waits)
     enqueue_quiet(launches(e, n, input), nil, waits)
     dev:flush()
     staged[i] = {e, dev}
@@ -462,7 +464,7 @@ local function enqueue_each(fn, kind, bs, acc)
   local got = {}
   for i, s in ipairs(staged) do
     got[i] = s[1].result:get()
-    H.set_last_user(s[1], nil, nil, s[2])   -- done: nothing to wait for
+    ST.set_last_user(s[1], nil, nil, s[2])   -- done: nothing to wait for
   end
   return got
 end
@@ -499,7 +501,7 @@ local function builtin_call(kind)
         local dev = r.dev
         local _, sig = device_class(fn, dev)
         local e = r.e
-        if H.device_entries(cache, dev, sig)[r.key] == e then
+        if ST.device_entries(cache, dev, sig)[r.key] == e then
           return collect(e, r.n, r.input, nil, dev, {}, async)
         end
       end

@@ -1,10 +1,12 @@
--- luagpu.algo_base: what the parts of luagpu.algo share (scan, sort,
+-- luagpu.algo.base: what the parts of luagpu.algo share (scan, sort,
 -- compaction, histograms): the device classes and their settings, argument
 -- checks, OpenCL C expressions, programs cached per device, and running a
 -- sequence of commands on one queue. Not meant for scripts.
 
 local gpu = require "luagpu"
-local H = require "luagpu.helper"
+local H = require "luagpu.core.check"
+local ST = require "luagpu.core.steps"
+local TY = require "luagpu.core.types"
 
 local type, ipairs, tostring, error, pcall = type, ipairs, tostring, error, pcall
 local setmetatable, unpack = setmetatable, table.unpack
@@ -13,7 +15,7 @@ local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
 
 local B = {}
 
-B.SIZES = H.SCALAR_SIZES
+B.SIZES = TY.SIZES
 B.FLOATS = {float = true, double = true}
 B.INTEGERS = {char = true, uchar = true, short = true, ushort = true, int = true,
               uint = true, long = true, ulong = true}
@@ -275,7 +277,7 @@ end
 
 function Seq:opts()
   local o
-  if self.last then o = H.after(self.q, self.last)
+  if self.last then o = ST.after(self.q, self.last)
   elseif self.q or self.waits[1] then o = {wait = self.waits, queue = self.q} end
   return o
 end

@@ -1,4 +1,4 @@
--- luagpu.algo_sort: radix sorts (algo.sort, algo.argsort) with
+-- luagpu.algo.sort: radix sorts (algo.sort, algo.argsort) with
 -- kernels/sort.cl and kernels/sort_gather.cl. Part of luagpu.algo; not
 -- meant to be required by scripts.
 --
@@ -9,9 +9,10 @@
 -- once, at the end, by a gather through the indices. Counts and indices
 -- are uint: at most 2^32 - 1 keys.
 
-local H = require "luagpu.helper"
-local B = require "luagpu.algo_base"
-local S = require "luagpu.algo_scan"
+local H = require "luagpu.core.check"
+local ST = require "luagpu.core.steps"
+local B = require "luagpu.algo.base"
+local S = require "luagpu.algo.scan"
 
 local min, max = math.min, math.max
 local fail, show = H.fail, H.show
@@ -31,13 +32,13 @@ end
 
 ------------------------------------------------------------------ programs
 
-local cache = H.device_cache()
+local cache = ST.device_cache()
 
 -- The radix sort of keys of type kt carrying vt (uint: indices) on dev:
 -- {count, scatter (kernels), L, tile, scratch buffers}.
 local function entry_for(fn, dev, kt, vt)
   local cls, sig = B.device_class(fn, dev)
-  local entries = H.device_entries(cache, dev, sig)
+  local entries = ST.device_entries(cache, dev, sig)
   local key = "sort " .. kt .. " " .. vt
   local e = entries[key]
   if e then return e end
@@ -90,7 +91,7 @@ end
 -- The gather program for element type t on dev.
 local function gather_for(fn, dev, t)
   local cls, sig = B.device_class(fn, dev)
-  local entries = H.device_entries(cache, dev, sig)
+  local entries = ST.device_entries(cache, dev, sig)
   local key = "gather " .. t
   local e = entries[key]
   if e then return e end
@@ -103,7 +104,7 @@ end
 
 ------------------------------------------------------------------ running
 
-local dummies = H.device_cache()
+local dummies = ST.device_cache()
 
 -- A one-element buffer of type t (uint by default) on dev, for kernel
 -- arguments that are not read.
@@ -125,27 +126,27 @@ local UINT_SUM = S.builtin("sum", "uint", "uint")
 local function radix(fn, dev, e, seq, root, off, n, kt, r)
   local L, tile = e.L, e.tile
   local ntiles = (n + tile - 1) // tile
-  local keys2 = H.scratch_buffer(e, dev, "keys", kt, n)
+  local keys2 = ST.scratch_buffer(e, dev, "keys", kt, n)
   -- per tile and digit: its keys, then their place (tile-major, in place)
-  local counts = H.scratch_buffer(e, dev, "counts", "uint", RADIX * ntiles)
+  local counts = ST.scratch_buffer(e, dev, "counts", "uint", RADIX * ntiles)
   -- the tiles in chunks: per chunk and digit, its keys, then their place
   local rpc = (ntiles + e.chunks - 1) // e.chunks
   local chunks = (ntiles + rpc - 1) // rpc
-  local sums = H.scratch_buffer(e, dev, "sums", "uint", RADIX * chunks)
-  local places = H.scratch_buffer(e, dev, "places", "uint", RADIX * chunks)
+  local sums = ST.scratch_buffer(e, dev, "sums", "uint", RADIX * chunks)
+  local places = ST.scratch_buffer(e, dev, "places", "uint", RADIX * chunks)
   local carry = r.carry or r.rowlen ~= 0
   local nodata = dummy(dev)
   -- what the passes carry: from (va, vaoff) to (vb, vboff), swapped after each
   local none = dummy(dev, e.vt)
   local va, vaoff, vb, vboff, cmode = none, 0, none, 0, 0
   if carry then
-    va = H.scratch_buffer(e, dev, "idx_a", "uint", n)
-    vb = H.scratch_buffer(e, dev, "idx_b", "uint", n)
+    va = ST.scratch_buffer(e, dev, "idx_a", "uint", n)
+    vb = ST.scratch_buffer(e, dev, "idx_b", "uint", n)
     cmode = 2
   elseif r.values then
     local v = r.values
     va, vaoff = v.root, v.offset
-    vb = H.scratch_buffer(e, dev, "values", v.type, n)
+    vb = ST.scratch_buffer(e, dev, "values", v.type, n)
     cmode = 1
   end
   local passes = {}
@@ -237,19 +238,19 @@ function M.sort(keys, opts)
                                    or "uchar")
   local ge = r.carry and vals and gather_for(fn, dev, vt)
   local q, waits = o.queue, o.wait
-  H.wait_for_last_user(e, q, dev, waits)
+  ST.wait_for_last_user(e, q, dev, waits)
   local seq = B.sequence(q, waits)
   if n <= 1 then
     seq:marker(dev)
   else
     local idx = radix(fn, dev, e, seq, root, off, n, kt, r)
     if idx and vals then
-      local v2 = H.scratch_buffer(e, dev, "values " .. vt, vt, n)
+      local v2 = ST.scratch_buffer(e, dev, "values " .. vt, vt, n)
       seq:run(ge.gather(vroot, voff, v2, 0, idx, n), {n})
       seq:cmd(v2:sub(1, n), "copy_to", vroot:sub(voff + 1, voff + n))
     end
   end
-  H.set_last_user(e, seq.last, q, dev)
+  ST.set_last_user(e, seq.last, q, dev)
   return keys, seq.last
 end
 
@@ -302,18 +303,18 @@ function M.argsort(keys, opts)
   local e = entry_for(fn, dev, kt, "uint")
   local ge = gather_for(fn, dev, it)
   local q, waits = o.queue, o.wait
-  H.wait_for_last_user(e, q, dev, waits)
+  ST.wait_for_last_user(e, q, dev, waits)
   local seq = B.sequence(q, waits)
   if n == 0 then
     seq:marker(dev)
   else
-    local copy = H.scratch_buffer(e, dev, "argsort keys", kt, n)
+    local copy = ST.scratch_buffer(e, dev, "argsort keys", kt, n)
     local cv = copy:sub(1, n)
     seq:cmd(root:sub(off + 1, off + n), "copy_to", cv)
     local idx = n > 1 and radix(fn, dev, e, seq, copy, 0, n, kt, r) or dummy(dev)
     seq:run(ge.positions(idx, oroot, ooff, n, rowlen, base), {n})
   end
-  H.set_last_user(e, seq.last, q, dev)
+  ST.set_last_user(e, seq.last, q, dev)
   return out, seq.last
 end
 

@@ -1,4 +1,4 @@
--- luagpu.tensor_codegen: the one kernel an elementwise expression runs as
+-- luagpu.tensor.codegen: the one kernel an elementwise expression runs as
 -- (internal to luagpu.tensor).
 --
 --   G.run(fn, expr, out)   evaluates expression expr (tensor_elementwise's
@@ -16,8 +16,9 @@
 -- Indices are 32-bit when every buffer involved has fewer than 2^31
 -- elements. Kernels are cached per device and key.
 
-local H = require "luagpu.helper"
-local TY = require "luagpu.tensor_types"
+local H = require "luagpu.core.check"
+local ST = require "luagpu.core.steps"
+local TY = require "luagpu.core.types"
 
 local format, concat = string.format, table.concat
 local ipairs, pairs, tostring, pcall, unpack = ipairs, pairs, tostring, pcall, table.unpack
@@ -147,7 +148,7 @@ local function num(i) return NUMS[i] or tostring(i) end
 -- that changed makes another key): types against the one type table, ops
 -- against the op tables, map names as identifiers, map expressions as
 -- H.check_expression does (each distinct string once).
-local TYPES = H.SCALAR_SIZES
+local TYPES = TY.SIZES
 local ARITY = {where = 3, cast = 1}
 for op in pairs(BINARY) do ARITY[op] = 2 end
 for op in pairs(UNARY) do ARITY[op] = 1 end
@@ -484,7 +485,7 @@ local check_bounds = G.check_bounds
 
 ------------------------------------------------------------------ run
 
-local cache = H.device_cache()
+local cache = ST.device_cache()
 local NO_EVENT = {event = false}
 local GLOBAL = {0}
 
@@ -583,7 +584,7 @@ end
 -- FAST[op][ct][type][sig1][sig2][mode] = the key G.run made the first time.
 local FAST = {}
 local LEAF_SIG, SCALAR_SIG, SAME_SIG = {}, {}, "="
-for t in pairs(H.SCALAR_SIZES) do LEAF_SIG[t] = "L" .. t; SCALAR_SIG[t] = "S" .. t end
+for t in pairs(TY.SIZES) do LEAF_SIG[t] = "L" .. t; SCALAR_SIG[t] = "S" .. t end
 
 local function fast_sig(fn, a, first, n, shape)
   if type(a) ~= "table" or getmetatable(a) ~= nil then return nil end

@@ -1,9 +1,10 @@
--- luagpu.matmul_tc: what matmul's two tensor-core paths share
--- (luagpu.matmul_mma: mma.sync; luagpu.matmul_wgmma: Hopper's wgmma): the
+-- luagpu.matmul.tc: what matmul's two tensor-core paths share
+-- (luagpu.matmul.mma: mma.sync; luagpu.matmul.wgmma: Hopper's wgmma): the
 -- probes' operands, the programs' cache keys and lists, the packed
 -- operands' scratch buffers, the pack kernels' work-group size.
 
-local H = require "luagpu.helper"
+local H = require "luagpu.core.check"
+local ST = require "luagpu.core.steps"
 
 local tostring, pairs, type = tostring, pairs, type
 local concat, sort = table.concat, table.sort
@@ -45,10 +46,10 @@ function T.key_of(defines)
   return concat(keys, " ")
 end
 
--- The programs of dev in cache (H.device_cache), by key.
+-- The programs of dev in cache (ST.device_cache), by key.
 function T.programs_in(cache, dev)
   local list = {}
-  for k, v in pairs(H.device_entries(cache, dev)) do
+  for k, v in pairs(ST.device_entries(cache, dev)) do
     if type(k) == "string" then list[k] = v end
   end
   return list
@@ -64,7 +65,7 @@ function T.packed_operands(sc, c, bm, bn, bk, three)
   local kp = (c.k + bk - 1) // bk * bk
   local na, nb = mp * kp // 4, kp * np // 4
   local function scratch(name, count)
-    local b = H.scratch_buffer(sc.entries, c.dev, name, "float4", count)
+    local b = ST.scratch_buffer(sc.entries, c.dev, name, "float4", count)
     sc[name] = b
     return b
   end

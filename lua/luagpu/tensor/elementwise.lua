@@ -1,4 +1,4 @@
--- luagpu.tensor_elementwise: operators, math methods, comparisons, where,
+-- luagpu.tensor.elementwise: operators, math methods, comparisons, where,
 -- astype, map, set, clone, arange, and lazy fusion (internal to
 -- luagpu.tensor; kernels come from tensor_codegen.lua).
 --
@@ -18,11 +18,11 @@
 -- more than MAX_NODES nodes are realized at once too.
 
 local gpu = require "luagpu"
-local H = require "luagpu.helper"
-local TY = require "luagpu.tensor_types"
-local G = require "luagpu.tensor_codegen"
-local memory = require "luagpu.tensor_memory"
-local SIZES = H.SCALAR_SIZES
+local H = require "luagpu.core.check"
+local TY = require "luagpu.core.types"
+local G = require "luagpu.tensor.codegen"
+local memory = require "luagpu.core.pool"
+local SIZES = TY.SIZES
 
 local type, ipairs, pairs, next, tostring, rawget, rawlen = type, ipairs, pairs, next, tostring, rawget, rawlen
 local format, concat = string.format, table.concat

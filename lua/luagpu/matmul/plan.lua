@@ -1,6 +1,6 @@
--- luagpu.matmul_plan: how luagpu.matmul runs a product. From the sizes, the
+-- luagpu.matmul.plan: how luagpu.matmul runs a product. From the sizes, the
 -- element type, the device (its class's and its own parameters, in
--- luagpu.matmul_params) and the variant, plan() works out the kernels'
+-- luagpu.matmul.params) and the variant, plan() works out the kernels'
 -- source, build defines and options, split of K or core-and-edges split,
 -- and every launch's global and local size. luagpu.matmul checks the
 -- arguments, builds the program and hands the plan to its launcher.
@@ -13,8 +13,8 @@
 -- Errors name "matmul" (H.fail raises at the script's line).
 
 local gpu = require "luagpu"
-local H = require "luagpu.helper"
-local PARAMS = require "luagpu.matmul_params"
+local H = require "luagpu.core.check"
+local PARAMS = require "luagpu.matmul.params"
 
 local type, pairs, next, ipairs, rawget = type, pairs, next, ipairs, rawget
 local getmetatable, setmetatable, rawset = getmetatable, setmetatable, rawset

@@ -1,4 +1,4 @@
--- luagpu.algo_compact: stream compaction (algo.copy_if, algo.nonzero,
+-- luagpu.algo.compact: stream compaction (algo.copy_if, algo.nonzero,
 -- algo.partition) with kernels/compact.cl. Part of luagpu.algo; not meant
 -- to be required by scripts.
 --
@@ -7,9 +7,10 @@
 -- output), then one kernel that moves each element to its place. Positions
 -- are uint: at most 2^32 - 1 elements.
 
-local H = require "luagpu.helper"
-local B = require "luagpu.algo_base"
-local S = require "luagpu.algo_scan"
+local H = require "luagpu.core.check"
+local ST = require "luagpu.core.steps"
+local B = require "luagpu.algo.base"
+local S = require "luagpu.algo.scan"
 
 local type, concat = type, table.concat
 local fail, show, typename = H.fail, H.show, H.typename
@@ -18,13 +19,13 @@ local SIZES = B.SIZES
 local M = {}
 
 local MAX_COUNT = (1 << 32) - 1
-local cache = H.device_cache()
+local cache = ST.device_cache()
 
 -- The compaction of type t by the predicate pred on dev (positions of type
 -- it): {values, positions, partition (kernels), spec (of the scan)}.
 local function entry_for(fn, dev, t, pred, it)
   local cls, sig = B.device_class(fn, dev)
-  local entries = H.device_entries(cache, dev, sig)
+  local entries = ST.device_entries(cache, dev, sig)
   local key = concat({t, it, pred}, "\0")
   local e = entries[key]
   if e then return e end
@@ -56,14 +57,14 @@ local function count(fn, pred, o, t, root, off, n, dev, it)
   local q = o.queue
   local e = entry_for(fn, dev, t, pred, it or "long")
   local waits = o.wait
-  H.wait_for_last_user(e, q, dev, waits)
+  ST.wait_for_last_user(e, q, dev, waits)
   local seq = B.sequence(q, waits)
   if n == 0 then return 0, nil, seq, e end
-  local pos = H.scratch_buffer(e, dev, "pos", "uint", n)
+  local pos = ST.scratch_buffer(e, dev, "pos", "uint", n)
   seq.last = S.run(fn, {spec = e.spec, x = root, xoff = off, n = n, rowlen = 0, out = pos,
                         ooff = 0, exclusive = false, queue = q, wait = waits})
   local c = pos:sub(n, n):read(seq:opts() or {}):wait()[1]
-  H.set_last_user(e, nil, q, dev)
+  ST.set_last_user(e, nil, q, dev)
   return c, pos, seq, e
 end
 
@@ -116,7 +117,7 @@ function M.copy_if(b, pred, opts)
   if ob then check_length(fn, 3, ob, c, false)
   else out = dev:buffer(t, c); oroot, ooff = out, 0 end
   if c > 0 then seq:run(e.values(root, off, pos, n, oroot, ooff), {n}) end
-  H.set_last_user(e, seq.last, o.queue, dev)
+  ST.set_last_user(e, seq.last, o.queue, dev)
   return out, c, seq.last
 end
 
@@ -150,7 +151,7 @@ function M.nonzero(b, opts)
   if ob then check_length(fn, 2, ob, c, false)
   else out = dev:buffer(it, c); oroot, ooff = out, 0 end
   if c > 0 then seq:run(e.positions(root, off, pos, n, oroot, ooff, base), {n}) end
-  H.set_last_user(e, seq.last, o.queue, dev)
+  ST.set_last_user(e, seq.last, o.queue, dev)
   return out, c, seq.last
 end
 
@@ -168,7 +169,7 @@ function M.partition(b, pred, opts)
   local c, pos, seq, e = count(fn, pred, o, t, root, off, n, dev)
   if not ob then out = dev:buffer(t, n); oroot, ooff = out, 0 end
   if n > 0 then seq:run(e.partition(root, off, pos, n, oroot, ooff), {n}) end
-  H.set_last_user(e, seq.last, o.queue, dev)
+  ST.set_last_user(e, seq.last, o.queue, dev)
   return out, c, seq.last
 end
 

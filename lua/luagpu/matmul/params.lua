@@ -1,4 +1,4 @@
--- luagpu.matmul_params: the parameters of luagpu.matmul's kernels, per
+-- luagpu.matmul.params: the parameters of luagpu.matmul's kernels, per
 -- device class and per device. This table is matmul.params: a script may
 -- change it or add an entry for its device; bench/gpu/tune_matmul.lua finds
 -- an entry by a sweep and prints it, to be added below.

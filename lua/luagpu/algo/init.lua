@@ -16,11 +16,11 @@
 -- The parts live in algo_scan.lua, algo_sort.lua, algo_compact.lua and
 -- algo_histogram.lua; their device settings in algo.classes.
 
-local B = require "luagpu.algo_base"
-local scan = require "luagpu.algo_scan"
-local sort = require "luagpu.algo_sort"
-local compact = require "luagpu.algo_compact"
-local histogram = require "luagpu.algo_histogram"
+local B = require "luagpu.algo.base"
+local scan = require "luagpu.algo.scan"
+local sort = require "luagpu.algo.sort"
+local compact = require "luagpu.algo.compact"
+local histogram = require "luagpu.algo.histogram"
 
 return {
   scan = scan.scan,

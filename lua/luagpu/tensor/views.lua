@@ -1,10 +1,10 @@
--- luagpu.tensor_views: views without copies (internal to luagpu.tensor):
+-- luagpu.tensor.views: views without copies (internal to luagpu.tensor):
 -- slice (with step), select, permute, transpose, t, reshape (a view when
 -- the strides allow, else a contiguous copy), expand, contiguous. A view
 -- shares its storage and has its own shape, strides and offset; views of
 -- lazy tensors realize them first.
 
-local H = require "luagpu.helper"
+local H = require "luagpu.core.check"
 
 local type, tostring, rawget, rawlen, unpack = type, tostring, rawget, rawlen, table.unpack
 local concat = table.concat

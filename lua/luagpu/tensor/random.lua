@@ -1,4 +1,4 @@
--- luagpu.tensor_random: dev:rand and dev:randn (internal to luagpu.tensor;
+-- luagpu.tensor.random: dev:rand and dev:randn (internal to luagpu.tensor;
 -- kernels/tensor_random.cl, Philox-4x32-10).
 --
 --   dev:rand(type, shape [, seed])    uniform in [0, 1)
@@ -10,14 +10,15 @@
 -- takes a new one from Lua's math.random.
 
 local gpu = require "luagpu"
-local H = require "luagpu.helper"
+local H = require "luagpu.core.check"
+local ST = require "luagpu.core.steps"
 
 local tostring, pcall = tostring, pcall
 local fail, show, integer = H.fail, H.show, H.integer
 
 local R = {}
 
-local cache = H.device_cache()
+local cache = ST.device_cache()
 local LOCAL = 256
 
 local function program(fn, dev)

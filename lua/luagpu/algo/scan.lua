@@ -1,4 +1,4 @@
--- luagpu.algo_scan: prefix scans (algo.scan, algo.scanner) over device
+-- luagpu.algo.scan: prefix scans (algo.scan, algo.scanner) over device
 -- buffers, with kernels/scan.cl. Part of luagpu.algo; also used by its
 -- sort and compaction. Not meant to be required by scripts.
 --
@@ -13,8 +13,9 @@
 -- scratch buffers are made once per device and scan, and reused.
 
 local gpu = require "luagpu"
-local H = require "luagpu.helper"
-local B = require "luagpu.algo_base"
+local H = require "luagpu.core.check"
+local ST = require "luagpu.core.steps"
+local B = require "luagpu.algo.base"
 
 local type, ipairs, format, concat = type, ipairs, string.format, table.concat
 local max, min = math.max, math.min
@@ -43,7 +44,7 @@ local PTX_ACC = {int = true, uint = true, float = true}
 -- Per device: the keyword that builds the inline PTX of
 -- scan_lookback_ptx (warp shuffles and ballots) on it, "asm" or "__asm__";
 -- false when it is not NVIDIA's or neither builds.
-local ptx_ok = H.device_cache()
+local ptx_ok = ST.device_cache()
 local PTX_PROBE = [[
 __kernel void probe(__global uint *a) {
   uint v = a[get_global_id(0)], r, b;
@@ -79,7 +80,7 @@ end
 ------------------------------------------------------------------ programs
 
 -- Per device (weak keys): scan key -> entry (entry_for).
-local cache = H.device_cache()
+local cache = ST.device_cache()
 
 -- Bytes of local memory a tile of L * ipt elements needs (see scan.cl).
 local function local_bytes(staged, seg, L, ipt, asz)
@@ -98,7 +99,7 @@ end
 -- changed.
 local function entry_for(fn, dev, spec, seg, ft)
   local cls, sig = B.device_class(fn, dev)
-  local entries = H.device_entries(cache, dev, sig)
+  local entries = ST.device_entries(cache, dev, sig)
   local key = spec.key .. "\0" .. (seg and (ft or "uchar") or "-")
   local e = entries[key]
   if e then return e end
@@ -185,7 +186,7 @@ end
 
 ------------------------------------------------------------------ running
 
-local dummy_flags = H.device_cache()
+local dummy_flags = ST.device_cache()
 
 -- Runs a scan, everything checked: r = {spec, x (root), xoff, n, flags
 -- (root or nil), foff, ft, rowlen (0: none), out (root), ooff, exclusive,
@@ -197,12 +198,12 @@ function S.run(fn, r)
   local seg = r.flags ~= nil or r.rowlen ~= 0
   local e = entry_for(fn, dev, r.spec, seg, r.ft)
   local waits = r.wait
-  H.wait_for_last_user(e, q, dev, waits)
+  ST.wait_for_last_user(e, q, dev, waits)
   local seq = B.sequence(q, waits)
   local n = r.n
   if n == 0 then
     seq:marker(dev)
-    H.set_last_user(e, seq.last, q, dev)
+    ST.set_last_user(e, seq.last, q, dev)
     return seq.last
   end
   local flags = r.flags
@@ -222,7 +223,7 @@ function S.run(fn, r)
   local L, tile = k.L, ptx and k.ptx_tile or k.tile
   local ntiles = (n + tile - 1) // tile
   if lookback then
-    local words = H.scratch_buffer(e, dev, "words", "ulong", 2 * ntiles)
+    local words = ST.scratch_buffer(e, dev, "words", "ulong", 2 * ntiles)
     local epoch = e.epoch + 1
     if epoch > MAX_EPOCH then
       seq:cmd(words, "fill", 0)
@@ -240,15 +241,15 @@ function S.run(fn, r)
     local groups = min(e.groups, ntiles)
     local per = (ntiles + groups - 1) // groups
     groups = (ntiles + per - 1) // per
-    local part = H.scratch_buffer(e, dev, "part", e.acc, groups)
-    local pflag = H.scratch_buffer(e, dev, "pflag", "uint", groups)
+    local part = ST.scratch_buffer(e, dev, "part", e.acc, groups)
+    local pflag = ST.scratch_buffer(e, dev, "pflag", "uint", groups)
     seq:run(k.scan_reduce(x, xoff, flags, foff, hasf, rowlen, n, per, part, pflag),
             {groups * L}, {L})
     seq:run(k.scan_partials(part, pflag, groups), {L}, {L})
     seq:run(k.scan_apply(x, xoff, flags, foff, hasf, rowlen, n, r.out, r.ooff, excl, per, part),
             {groups * L}, {L})
   end
-  H.set_last_user(e, seq.last, q, dev)
+  ST.set_last_user(e, seq.last, q, dev)
   return seq.last
 end
 

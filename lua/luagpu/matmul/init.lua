@@ -14,14 +14,15 @@
 -- copied into panels that each work-item streams through with a register
 -- tile and no barriers: CPUs). Their parameters are matmul.params
 -- (lua/luagpu/matmul_params.lua). A call checks its arguments here, asks
--- luagpu.matmul_plan for a plan (kernels, defines, launch sizes), builds the
+-- luagpu.matmul.plan for a plan (kernels, defines, launch sizes), builds the
 -- plan's program once per device, element type, parameters and edge case,
 -- and hands both to the launcher of the plan (LAUNCHERS, below).
 
 local gpu = require "luagpu"
-local H = require "luagpu.helper"
-local P = require "luagpu.matmul_plan"
-local X = require "luagpu.matmul_blas"
+local H = require "luagpu.core.check"
+local ST = require "luagpu.core.steps"
+local P = require "luagpu.matmul.plan"
+local X = require "luagpu.matmul.blas"
 
 local type, pairs, next, ipairs, tostring = type, pairs, next, ipairs, tostring
 local getmetatable, rawget = getmetatable, rawget
@@ -347,7 +348,7 @@ end
 
 -- Per device (weak keys): programs by key, scratch buffers by type and
 -- slot, and the last user of the scratch buffers.
-local cache = H.device_cache()
+local cache = ST.device_cache()
 
 local function define_string(defines)
   local keys = {}
@@ -360,7 +361,7 @@ end
 
 -- The program of plan pl on dev, built on first use.
 local function program(dev, pl)
-  local entries = H.device_entries(cache, dev)
+  local entries = ST.device_entries(cache, dev)
   local key = "program " .. pl.variant .. " " .. define_string(pl.defines) .. " " .. pl.options
   local prog = entries[key]
   if not prog then
@@ -394,7 +395,7 @@ end
 -- the order they are enqueued: a list of {Call, launch ({global,
 -- local_size}), after}, after nil for a step that follows only c.waits, or
 -- the list of the steps it follows (on an out-of-order queue it waits for
--- their Events: H.after). Each step follows the one before but for the
+-- their Events: ST.after). Each step follows the one before but for the
 -- packing kernels, so that the last Event ends them all. The list's
 -- scratch, when the kernels use cached scratch buffers: {entries =, [key] =
 -- buffer} (their last user is kept in entries).
@@ -437,11 +438,11 @@ end
 -- The scratch buffers of pl for call c, cached per device and element
 -- type, as a steps list's scratch.
 local function scratch(pl, c)
-  local entries = H.device_entries(cache, c.dev)
+  local entries = ST.device_entries(cache, c.dev)
   local buffers = {entries = entries}
   for name, count in pairs(pl.scratch) do
     local key = "scratch " .. c.t .. " " .. name
-    buffers[key] = H.scratch_buffer(entries, c.dev, key, c.t, count)
+    buffers[key] = ST.scratch_buffer(entries, c.dev, key, c.t, count)
   end
   return buffers
 end
@@ -465,58 +466,6 @@ function LAUNCHERS.packed(pl, prog, c)
           {prog.pack_b(c.k, c.n, c.B, c.offB, Bp), L.pack_b},
           {prog.matmul_packed(c.m, c.n, c.k, Ap, Bp, c.C, c.offC), L.main, {1, 2}},
           scratch = sc}
-end
-
--- Whether the scratch buffers of steps are still the cached ones (a larger
--- product may have replaced them since).
-local function scratch_current(steps)
-  local sc = steps.scratch
-  if sc == nil then return true end
-  local entries = sc.entries
-  for key, b in next, sc do
-    if key ~= "entries" and entries[key] ~= b then return false end
-  end
-  return true
-end
-
--- Enqueues steps on q (nil: dev's default queue), the first after the
--- Events in waits (a list it may append to); returns the last Event and
--- the list of all of them (only the last where H.events_wanted says the
--- others need none).
-local function enqueue(steps, dev, q, waits)
-  local sc = steps.scratch
-  if sc then H.wait_for_last_user(sc.entries, q, dev, waits) end
-  local events, ordered = {}, H.in_order(q)
-  local last = #steps
-  if last > 1 and not H.events_wanted(q, dev) then   -- only the last step's Event
-    for i = 1, last - 1 do
-      local o = {queue = q, event = false}
-      if i == 1 then o.wait = waits end
-      steps[i][1]:run(steps[i][2].global, steps[i][2].local_size, o)
-    end
-    local ev = steps[last][1]:run(steps[last][2].global, steps[last][2].local_size,
-                                  q and {queue = q} or nil)
-    if sc then H.set_last_user(sc.entries, ev, q, dev) end
-    return ev, {ev}
-  end
-  for i = 1, last do
-    local s = steps[i]
-    local o
-    if s[3] == nil then
-      o = (q or waits[1]) and {wait = waits, queue = q} or nil  -- nil: call:run's fast path
-    elseif ordered then
-      o = q and {queue = q} or nil
-    else
-      local after = {}
-      for j, d in ipairs(s[3]) do after[j] = events[d] end
-      o = {wait = after, queue = q}
-    end
-    local launch = s[2]
-    events[i] = s[1]:run(launch.global, launch.local_size, o)
-  end
-  local ev = events[#events]
-  if sc then H.set_last_user(sc.entries, ev, q, dev) end
-  return ev, events
 end
 
 ------------------------------------------------------------------ matmul
@@ -558,7 +507,7 @@ local function memo_of(A, B, C, key)
   local r = mk and mk[key]
   if r and r.split == M.split_edges and gpu_type(A) == "Buffer" and gpu_type(B) == "Buffer"
      and gpu_type(C) == "Buffer" and (r.params == nil or P.unchanged(r.params))
-     and scratch_current(r.steps) then
+     and ST.scratch_current(r.steps) then
     return r
   end
 end
@@ -584,8 +533,8 @@ function nothing_to_multiply(c)
     local ev = c.out:fill(0, {wait = c.waits, queue = c.q})
     return c.out, ev, {ev}
   end
-  local entries = H.device_entries(cache, c.dev)
-  local ev, events = enqueue({X.scale(entries, c, total, c.beta, c.C, c.offC)}, c.dev, c.q,
+  local entries = ST.device_entries(cache, c.dev)
+  local ev, events = ST.run({X.scale(entries, c, total, c.beta, c.C, c.offC)}, c.dev, c.q,
                              c.waits)
   return c.out, ev, events
 end
@@ -608,7 +557,7 @@ end
 -- beta is not 0), then the epilogue (C = alpha * product + beta * C, or
 -- C = alpha * C).
 function blas(c)
-  local entries = H.device_entries(cache, c.dev)
+  local entries = ST.device_entries(cache, c.dev)
   local m, n, k, nb = c.m, c.n, c.k, c.batch
   local p = {}
   for f, v in next, c do p[f] = v end
@@ -627,7 +576,7 @@ function blas(c)
   end
   local total = (nb or 1) * m * n
   if c.beta ~= 0 then
-    local T = H.scratch_buffer(entries, c.dev, "blas " .. c.t .. " product", c.t, total)
+    local T = ST.scratch_buffer(entries, c.dev, "blas " .. c.t .. " product", c.t, total)
     extra["blas " .. c.t .. " product"] = T
     p.C, p.offC = T, 0
     post[1] = X.axpby(entries, c, total, T, c.C, c.offC)
@@ -648,7 +597,7 @@ end
 
 local matmul_one
 local split   -- luagpu.split, loaded when a call asks for several devices
-local mma     -- luagpu.matmul_mma, loaded when a call asks for tf32 or 3xtf32
+local mma     -- luagpu.matmul.mma, loaded when a call asks for tf32 or 3xtf32
 
 local function matmul(A, B, C, opts)
   local lists = type(A) == "table" and getmetatable(A) == nil and rawget(A, 1) ~= nil
@@ -673,7 +622,7 @@ matmul_one = function(A, B, C, opts)
         local ev = one[1]:run(one[2].global, one[2].local_size)
         return C, ev, {ev}
       end
-      local ev, events = enqueue(r.steps, r.dev, nil, {})
+      local ev, events = ST.run(r.steps, r.dev, nil, {})
       return C, ev, events
     end
   end
@@ -687,15 +636,15 @@ matmul_one = function(A, B, C, opts)
   else
     local precision = c.opts.precision
     if precision and precision ~= "fp32" then
-      mma = mma or require "luagpu.matmul_mma"
+      mma = mma or require "luagpu.matmul.mma"
       steps = mma.steps(c, precision)   -- nil: no tensor cores here, the fp32 kernels run
       if steps then
-        local ev, events = enqueue(steps, c.dev, c.q, c.waits)
+        local ev, events = ST.run(steps, c.dev, c.q, c.waits)
         return c.out, ev, events
       end
     end
     if (c.n == 1 or c.m == 1) and not (c.opts.variant or c.opts.params) then
-      steps = X.gemv(H.device_entries(cache, c.dev), c)
+      steps = X.gemv(ST.device_entries(cache, c.dev), c)
     elseif c.trans_a or c.trans_b or c.alpha ~= 1 or c.beta ~= 0 then
       steps, pl = blas(c)
     else
@@ -705,14 +654,14 @@ matmul_one = function(A, B, C, opts)
     end
   end
   if key then remember(A, B, C, key, steps, c.dev, pl, c.t) end
-  local ev, events = enqueue(steps, c.dev, c.q, c.waits)
+  local ev, events = ST.run(steps, c.dev, c.q, c.waits)
   return c.out, ev, events
 end
 
 -- M.path(dev [, precision [, type]]): which kernels a product of that
--- precision runs on dev (luagpu.matmul_mma).
+-- precision runs on dev (luagpu.matmul.mma).
 function M.path(dev, precision, t)
-  mma = mma or require "luagpu.matmul_mma"
+  mma = mma or require "luagpu.matmul.mma"
   return mma.path(dev, precision, t)
 end
 
@@ -720,7 +669,7 @@ M.params = P.params
 M.variants = {"naive", "tiled", "reg", "packed"}
 
 -- M.plan(dev, m, n, k [, type [, variant [, params]]]): how matmul would run
--- that product on dev (operands at offset 0): the plan of luagpu.matmul_plan
+-- that product on dev (operands at offset 0): the plan of luagpu.matmul.plan
 -- ({variant =, set =, params =, defines =, local_size =, options =, slices =,
 -- slice_k =, edges =, ...}, edges {m0 =, n0 =} where a tile-aligned core
 -- runs apart from thin edges). For scripts that report or tune.
@@ -763,7 +712,7 @@ return setmetatable(M, {
   __call = function(_, ...) return matmul(...) end,
   __index = function(_, k)
     if k == "programs_built" then
-      local m = package.loaded["luagpu.matmul_mma"]
+      local m = package.loaded["luagpu.matmul.mma"]
       return built + X.programs_built + (type(m) == "table" and m.programs_built or 0)
     end
   end,

@@ -1,0 +1,227 @@
+-- luagpu.core.pool: the per-device pool of device buffers that tensors
+-- live in (internal to luagpu.tensor).
+--
+--   M.storage(fn, dev, t, n)   a storage of at least n elements of type t:
+--                              {buf = a root Buffer, dev, n, ...};
+--                              its buffer goes back to the pool when the
+--                              storage is collected
+--   M.shared(buf)              the storage of a Buffer given by the user
+--                              (never pooled; one per root buffer, the
+--                              storage of an exposed tensor for its own)
+--   M.expose(s)                storage s is reachable from the script (its
+--                              Buffer was handed out): its block leaves the
+--                              pool for good
+--   M.memory(dev)              {used =, pooled =, buffers =, made =}
+--   M.trim(dev)                releases every pooled buffer of dev
+--
+-- Blocks are kept per element type and size class (4 classes per power of
+-- two, so a block is at most 25% larger than asked). The pool holds every
+-- buffer it made strongly, so a buffer is never finalized while a storage
+-- that dies in the same collection hands it back. A miss first runs a full
+-- collection when many blocks of its class are out (dead tensors may hold
+-- them), so a loop of `y = a*x + b` settles on reused blocks; an allocation
+-- that fails for lack of memory empties the pool and tries once more.
+
+local gpu = require "luagpu"
+local H = require "luagpu.core.check"
+local ST = require "luagpu.core.steps"
+local TY = require "luagpu.core.types"
+
+local setmetatable, pcall, error, tostring = setmetatable, pcall, error, tostring
+local collectgarbage, next = collectgarbage, next
+local min, max = math.min, math.max
+local fail = H.fail
+local SIZES = TY.SIZES
+
+local M = {}
+
+-- Bytes out of one class (in at least 2 blocks), or blocks, past which a
+-- miss collects first. A full collection costs about as much as a hundred
+-- small operations, so small blocks wait for the incremental collector
+-- longer (256 out, was 64: about 2.4 us of each 1024-float op went to
+-- full collections on the CI machine).
+local COLLECT_BLOCKS, COLLECT_BYTES = 256, 4 << 20
+
+local pools = ST.device_cache()
+
+local function pool_of(dev)
+  local p = pools[dev]
+  if not p then
+    local mem = dev.global_mem_size
+    p = {free = {}, out = {}, owned = {}, used = 0, pooled = 0, made = 0, buffers = 0,
+         cap = min(mem // 4, 4 << 30)}
+    pools[dev] = p
+  end
+  return p
+end
+
+-- The size class of n elements: n rounded up to 64, or to a quarter of its
+-- power of two.
+local function class_size(n)
+  if n <= 64 then return 64 end
+  if n <= 4096 and n & (n - 1) == 0 then return n end
+  local p = 1
+  while p * 2 <= n do p = p * 2 end
+  local q = max(p // 4, 1)
+  return (n + q - 1) // q * q
+end
+M.class_size = class_size
+
+local function release_block(p, buf, bytes)
+  p.owned[buf] = nil
+  p.buffers = p.buffers - 1
+  buf:release()
+  return bytes
+end
+
+-- Hands a storage's buffer back (the storage's __gc).
+local function give_back(s)
+  local p, buf = s.pool, s.buf
+  if not p or not p.owned[buf] then return end
+  local key = s.key
+  p.out[key] = (p.out[key] or 1) - 1
+  p.used = p.used - s.bytes
+  if gpu.type(buf) ~= "Buffer" then p.owned[buf] = nil; return end
+  if p.pooled + s.bytes > p.cap then
+    release_block(p, buf, s.bytes)
+    return
+  end
+  local list = p.free[key]
+  if not list then list = {}; p.free[key] = list end
+  list[#list + 1] = buf
+  p.pooled = p.pooled + s.bytes
+end
+
+local STORAGE = {__gc = give_back}
+local WEAK_KEYS = {__mode = "k"}
+
+function M.trim(dev)
+  local p = pools[dev]
+  if not p then return end
+  for key, list in next, p.free do
+    for i = 1, #list do
+      local buf = list[i]
+      p.pooled = p.pooled - #buf * SIZES[buf.type]
+      release_block(p, buf, 0)
+    end
+    p.free[key] = nil
+  end
+end
+
+local function out_of_memory(e)
+  e = tostring(e)
+  return e:find("ALLOCATION_FAILURE", 1, true) or e:find("OUT_OF_RESOURCES", 1, true)
+    or e:find("OUT_OF_HOST_MEMORY", 1, true)
+end
+
+-- A new buffer of cap elements of t on dev; on lack of memory: the pool
+-- emptied, a full collection, one more try.
+local function new_buffer(fn, p, dev, t, cap)
+  local ok, buf = pcall(dev.buffer, dev, t, cap)
+  if not ok then
+    if not out_of_memory(buf) then error(buf, 0) end
+    M.trim(dev)
+    collectgarbage()
+    ok, buf = pcall(dev.buffer, dev, t, cap)
+    if not ok then
+      fail(fn, "no memory on the device for %d elements of %s (%d bytes), even after " ..
+           "emptying the tensor pool: %s", cap, t, cap * SIZES[t], tostring(buf))
+    end
+  end
+  p.made = p.made + 1
+  p.buffers = p.buffers + 1
+  p.owned[buf] = true
+  return buf
+end
+
+local function take(p, key)
+  local list = p.free[key]
+  local n = list and #list or 0
+  if n == 0 then return nil end
+  local buf = list[n]
+  list[n] = nil
+  return buf
+end
+
+-- The pool keys ("float1024") by type and class size, made once.
+local KEYS = setmetatable({}, {__index = function(keys, t)
+  local k = setmetatable({}, {__index = function(ks, cap)
+    local key = t .. cap
+    ks[cap] = key
+    return key
+  end})
+  keys[t] = k
+  return k
+end})
+
+function M.storage(fn, dev, t, n)
+  local p = pools[dev] or pool_of(dev)
+  local cap = class_size(n)
+  local key = KEYS[t][cap]
+  local bytes = cap * SIZES[t]
+  local buf = take(p, key)
+  if buf then
+    p.pooled = p.pooled - bytes
+  else
+    local out = p.out[key] or 0
+    if out >= 2 and (out >= COLLECT_BLOCKS or out * bytes >= COLLECT_BYTES) then
+      collectgarbage()
+      buf = take(p, key)
+      if buf then p.pooled = p.pooled - bytes end
+    end
+    buf = buf or new_buffer(fn, p, dev, t, cap)
+  end
+  p.out[key] = (p.out[key] or 0) + 1
+  p.used = p.used + bytes
+  -- n: the elements asked for (x.buffer gives a view of them)
+  -- readers: the lazy tensors reading it (a weak set, made on first use)
+  -- count: the buffer's elements
+  return setmetatable({buf = buf, n = n, count = cap, dev = dev, pool = p, key = key,
+                       bytes = bytes}, STORAGE)
+end
+
+-- Per root Buffer (weak keys): the one storage over it. Tensors over the
+-- same OpenCL buffer share a storage, so that writing one while reading
+-- another is seen as aliasing (tensor:set copies through a temporary).
+local shared = setmetatable({}, WEAK_KEYS)
+
+-- Takes the block of storage s out of the pool when the script can reach
+-- its Buffer (x.buffer, a kernel argument, reduce, algo): the block is
+-- never handed to another tensor, and is released by the Buffer's own
+-- collection once neither the script nor a tensor holds it. A Buffer over
+-- it given to dev:tensor finds s again (M.shared).
+function M.expose(s)
+  local p, buf = s.pool, s.buf
+  if p and p.owned[buf] then
+    p.owned[buf] = nil
+    p.buffers = p.buffers - 1
+    p.out[s.key] = (p.out[s.key] or 1) - 1
+    p.used = p.used - s.bytes
+  end
+  s.pool = nil
+  if not shared[buf] then shared[buf] = s end
+end
+
+function M.shared(buf)
+  local root = buf.root
+  local s = shared[root]
+  if not s then
+    s = {buf = root, count = #root, dev = root.device, exposed = true}
+    shared[root] = s
+  end
+  return s
+end
+
+function M.memory(dev)
+  local p = pool_of(dev)
+  return {used = p.used, pooled = p.pooled, buffers = p.buffers, made = p.made,
+          limit = p.cap}
+end
+
+-- Sets the most bytes the pool of dev keeps for reuse (0: none).
+function M.set_limit(dev, bytes)
+  pool_of(dev).cap = bytes
+  if bytes == 0 then M.trim(dev) end
+end
+
+return M

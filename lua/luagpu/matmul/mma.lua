@@ -1,0 +1,257 @@
+-- luagpu.matmul.mma: matmul's precisions "tf32" and "3xtf32" on NVIDIA's
+-- tensor cores (kernels/matmul_mma.cl: inline-PTX mma.sync with TF32
+-- operands, float sums).
+--
+-- matmul calls steps(c, precision) for a product of float operands that asks
+-- for either precision; it returns the steps to enqueue, or nil where the
+-- device has no tensor-core path (matmul then runs its fp32 kernels). A
+-- device has one when it is an NVIDIA GPU, the probe program (inline PTX:
+-- cvt.rna.tf32.f32 and mma.sync) builds, and its 16 x 8 x 8 product comes
+-- back right. path(dev, precision) says which kernels a product runs.
+
+local gpu = require "luagpu"
+local H = require "luagpu.core.check"
+local ST = require "luagpu.core.steps"
+local T = require "luagpu.matmul.tc"
+local wgmma = require "luagpu.matmul.wgmma"   -- Hopper's path, asked first
+
+local format, tostring, ipairs, pairs, type = string.format, tostring, ipairs, pairs, type
+local show, integer = H.show, H.integer
+
+local M = {programs_built = 0}   -- the probe's builds and the kernels'
+
+-- The tile parameters (matmul_mma.cl), per precision: work-group tile
+-- bm x bn, step bk along K, warp tile wm x wn, stages (local buffers, 2 to
+-- 4, filled by cp.async stages - 1 steps ahead), trunc (TF32 parts by
+-- cutting bits instead of rounding to nearest), maxrreg (NVIDIA's register
+-- cap per work-item, or false). Chosen by bench/gpu/mma.lua's sweep on an
+-- H200; scripts that tune may change them, and every product checks them.
+M.params = {
+  tf32 = {bm = 128, bn = 128, bk = 16, wm = 64, wn = 32, stages = 3, trunc = false,
+          maxrreg = false},
+  ["3xtf32"] = {bm = 128, bn = 128, bk = 8, wm = 64, wn = 64, stages = 3, trunc = false,
+                maxrreg = false},
+}
+
+-- With emulated true, devices without tensor cores run the tensor-core
+-- kernels too, every mma emulated from local memory (slow: for the specs,
+-- which check the packing and the tiles on PoCL this way).
+M.emulated = false
+
+local PRECISIONS = {fp32 = true, tf32 = true, ["3xtf32"] = true}
+
+------------------------------------------------------------------ the probe
+
+-- Per device: {ok = true, keyword = "asm" | "__asm__"} or {ok = false, why =}.
+local probed = ST.device_cache()
+
+-- Runs the probe program prog on dev; returns nil or why it failed.
+local function check_probe(dev, prog)
+  local a, b, want = T.probe_data(16, 8, 8)
+  local A = dev:buffer("float", 128, {host = a})
+  local B = dev:buffer("float", 64, {host = b})
+  local C = dev:buffer("float", 128)
+  prog.mma_probe(A, B, C):run({32}, {32})
+  return T.probe_mismatch(C:get(), want)
+end
+
+local function probe(dev)
+  local p = probed[dev]
+  if p then return p end
+  if dev.type ~= "gpu" or not tostring(dev.vendor):find("NVIDIA") then
+    p = {ok = false, why = "not an NVIDIA GPU"}
+  else
+    local err
+    for _, kw in ipairs{"asm", "__asm__"} do
+      local ok, prog = pcall(dev.build, dev, gpu.kernel_source("mma_probe.cl"),
+                             {defines = {LG_ASM = kw}})
+      if ok then M.programs_built = M.programs_built + 1 end
+      if ok then
+        local why = check_probe(dev, prog)
+        p = why and {ok = false, why = why} or {ok = true, keyword = kw}
+        break
+      end
+      err = err or tostring(prog)
+    end
+    p = p or {ok = false, why = "the inline-PTX probe (mma.sync with TF32) did not build: " ..
+                                (err:match("[^\n]*") or err)}
+  end
+  probed[dev] = p
+  return p
+end
+
+------------------------------------------------------------------ path
+
+-- M.path(dev [, precision [, type]]): a line saying which kernels matmul
+-- runs on dev for that precision (default "fp32") and element type
+-- (default "float").
+function M.path(dev, precision, t)
+  local fn = "matmul.path"
+  H.check_object(fn, "argument #1", dev, "Device")
+  if precision == nil then precision = "fp32" end
+  if not PRECISIONS[precision] then
+    H.fail(fn, "argument #2: expected \"fp32\", \"tf32\" or \"3xtf32\", got %s", show(precision))
+  end
+  if t == nil then t = "float" end
+  if t ~= "float" and t ~= "double" then
+    H.fail(fn, "argument #3: expected \"float\" or \"double\", got %s", show(t))
+  end
+  if t == "double" then
+    if precision ~= "fp32" then
+      H.fail(fn, "argument #2: precision %s is for float operands, not double", precision)
+    end
+    return "fp64: matmul's double kernels"
+  end
+  if precision == "fp32" then return "fp32: matmul's float kernels" end
+  local what = precision == "3xtf32" and "3 TF32 products per step" or "TF32 operands"
+  if wgmma.emulated then
+    return precision .. ": the wgmma kernels, each wgmma emulated (matmul_wgmma.emulated)"
+  end
+  if wgmma.probe(dev).ok then return precision .. ": tensor cores (wgmma, " .. what .. ")" end
+  local p = probe(dev)
+  if p.ok then
+    return precision .. ": tensor cores (mma.sync, " .. what .. ")"
+  end
+  if M.emulated then
+    return precision .. ": the tensor-core kernels, each mma emulated (matmul_mma.emulated; " ..
+           "no tensor-core path: " .. p.why .. ")"
+  end
+  return "fp32: matmul's float kernels (no tensor-core path: " .. p.why .. ")"
+end
+
+------------------------------------------------------------------ steps
+
+-- Bytes of local memory of tiles v (matmul_mma.cl: each of its stages holds
+-- a step of A and of B, twice for 3xTF32).
+local function local_bytes_of(v, three)
+  return v.stages * (three and 2 or 1) * 4 * (v.bm + v.bn) * v.bk
+end
+M.local_bytes_of = local_bytes_of
+
+local function check_params(fn, precision, p, dev)
+  if type(p) ~= "table" then
+    H.fail(fn, "matmul_mma.params[%q]: expected a table, got %s", precision, H.typename(p))
+  end
+  local v = {}
+  for _, name in ipairs{"bm", "bn", "bk", "wm", "wn", "stages"} do
+    local x = integer(p[name])
+    if not (x and x > 0 and x <= 4096) then
+      H.fail(fn, "matmul_mma.params[%q].%s: expected an integer from 1 to 4096, got %s",
+             precision, name, show(p[name]))
+    end
+    v[name] = x
+  end
+  if v.bm % v.wm ~= 0 or v.bn % v.wn ~= 0 or v.wm % 16 ~= 0 or v.wn % 16 ~= 0
+     or v.bk % 8 ~= 0 or v.stages < 2 or v.stages > 4 then
+    H.fail(fn, "matmul_mma.params[%q]: bm %d, bn %d, bk %d, wm %d, wn %d, stages %d do not " ..
+           "make a tiling (wm | bm, wn | bn, 16 | wm, 16 | wn, 8 | bk, stages 2 to 4)",
+           precision, v.bm, v.bn, v.bk, v.wm, v.wn, v.stages)
+  end
+  local nt = 32 * (v.bm // v.wm) * (v.bn // v.wn)
+  if nt > dev.max_work_group_size then
+    H.fail(fn, "matmul_mma.params[%q]: %d work-items per group, %s takes at most %d",
+           precision, nt, dev.name, dev.max_work_group_size)
+  end
+  if (v.bm * v.bk // 4) % nt ~= 0 or (v.bn * v.bk // 4) % nt ~= 0 then
+    H.fail(fn, "matmul_mma.params[%q]: the %d work-items of a group must copy whole float4s " ..
+           "of a step (bm * bk / 4 = %d and bn * bk / 4 = %d)", precision, nt,
+           v.bm * v.bk // 4, v.bn * v.bk // 4)
+  end
+  v.nt = nt
+  local local_bytes = local_bytes_of(v, precision == "3xtf32")
+  if local_bytes > dev.local_mem_size then
+    H.fail(fn, "matmul_mma.params[%q]: the tiles need %d bytes of local memory, %s has %d",
+           precision, local_bytes, dev.name, dev.local_mem_size)
+  end
+  v.trunc = p.trunc and true or false
+  local r = p.maxrreg
+  if r ~= nil and r ~= false then
+    r = integer(r)
+    if not (r and r >= 16 and r <= 255) then
+      H.fail(fn, "matmul_mma.params[%q].maxrreg: expected false or an integer from 16 to 255, " ..
+             "got %s", precision, show(p.maxrreg))
+    end
+  end
+  v.maxrreg = r
+  return v
+end
+
+-- Per device: programs by key; and the packed operands' scratch buffers.
+local programs = ST.device_cache()
+local scratches = ST.device_cache()
+
+local function program(dev, defines)
+  local key = T.key_of(defines)
+  local entries = ST.device_entries(programs, dev)
+  local prog = entries[key]
+  if not prog then
+    local options = M.build_options or ""
+    if defines.MAXRREG then options = options .. " -cl-nv-maxrregcount=" .. defines.MAXRREG end
+    prog = dev:build(gpu.kernel_source("matmul_mma.cl"), {defines = defines, options = options})
+    M.programs_built = M.programs_built + 1
+    entries[key] = prog
+  end
+  return prog
+end
+
+local function check_number(what, v)
+  if v == nil then return nil end
+  if type(v) ~= "number" then
+    H.fail("matmul", "option %s: expected a number, got %s", what, H.typename(v))
+  end
+  return v
+end
+
+-- The steps (as matmul's launchers make them) of call c ({A, offA, B, offB,
+-- C, offC, m, n, k, t, dev, trans_a, trans_b, alpha, beta}) in precision
+-- ("tf32" or "3xtf32") on the tensor cores: pack_a and pack_b into scratch
+-- buffers, then matmul_mma after both. nil when c.dev has no tensor cores
+-- (and M.emulated is off), or for a matrix-vector product (M or N 1).
+function M.steps(c, precision)
+  if c.t ~= "float" then
+    H.fail("matmul", "option precision: %s is for float operands, got %s ones", precision, c.t)
+  end
+  local alpha = check_number("alpha", c.alpha) or 1
+  local beta = check_number("beta", c.beta) or 0
+  local m, n, k = c.m, c.n, c.k
+  -- a matrix-vector product is bound by memory, not arithmetic: the fp32
+  -- GEMV kernels are as fast, and exact to float
+  if m == 1 or n == 1 then return nil end
+  local hopper = wgmma.steps(c, precision, alpha, beta)
+  if hopper then return hopper end
+  local v = check_params("matmul", precision, M.params[precision], c.dev)
+  local p = probe(c.dev)
+  local emulated = not p.ok and M.emulated
+  if not p.ok and not emulated then return nil end
+  local three = precision == "3xtf32"
+  local defines = {BM = v.bm, BN = v.bn, BK = v.bk, WM = v.wm, WN = v.wn, STAGES = v.stages,
+                   MAIN = 1}
+  if emulated then defines.LG_NO_PTX = 1 else defines.LG_ASM = p.keyword end
+  if three then defines.THREE = 1 end
+  if v.trunc then defines.TRUNC = 1 end
+  if v.maxrreg then defines.MAXRREG = v.maxrreg end   -- a build option, in the key
+  if beta ~= 0 then defines.BETA = 1 end
+  if c.trans_a then defines.TRANS_A = 1 end
+  if c.trans_b then defines.TRANS_B = 1 end
+  local prog = program(c.dev, defines)
+  local sc = {entries = ST.device_entries(scratches, c.dev)}
+  local Ap, As, Bp, Bs, na, nb, ksteps = T.packed_operands(sc, c, v.bm, v.bn, v.bk, three)
+  local lda = c.trans_a and m or k
+  local ldb = c.trans_b and k or n
+  local gx, gy = (n + v.bn - 1) // v.bn, (m + v.bm - 1) // v.bm
+  return {{prog.pack_a(m, k, c.A, c.offA, lda, ksteps, Ap, As),
+           {global = {na}, local_size = {T.pack_group(na)}}},
+          {prog.pack_b(k, n, c.B, c.offB, ldb, ksteps, Bp, Bs),
+           {global = {nb}, local_size = {T.pack_group(nb)}}},
+          {prog.matmul_mma(m, n, ksteps, Ap, As, Bp, Bs, c.C, c.offC, alpha, beta),
+           {global = {gx * v.nt, gy}, local_size = {v.nt, 1}}, {1, 2}},
+          scratch = sc}
+end
+
+-- M.programs_of(dev): the programs built on dev so far, by define string
+-- (for benchmarks that read their build logs).
+function M.programs_of(dev)
+  return T.programs_in(programs, dev)
+end
+
+return M
