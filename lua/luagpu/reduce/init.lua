@@ -20,23 +20,25 @@
 
 local gpu = require "luagpu"
 local H = require "luagpu.core.check"
+local P = require "luagpu.core.programs"
 local ST = require "luagpu.core.steps"
 local TY = require "luagpu.core.types"
 
-local type, ipairs, tostring, error = type, ipairs, tostring, error
-local setmetatable, getmetatable, rawget, pcall = setmetatable, getmetatable, rawget, pcall
+local type, ipairs, tostring = type, ipairs, tostring
+local setmetatable, getmetatable, rawget = setmetatable, getmetatable, rawget
 local format, concat = string.format, table.concat
 local max, min = math.max, math.min
 local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
 local next, gpu_type = next, gpu.type
+local floor_pow2 = ST.floor_pow2
 
-local SIZES = TY.SIZES
-local FLOATS = {float = true, double = true}
+local SIZES, FLOATS, LIMITS, NAN = TY.SIZES, TY.FLOATS, TY.LIMITS, TY.NAN
 
--- The module table; programs_built counts the programs compiled so far;
--- single_pass: whether reductions built from now on fold their partials in
--- the same kernel (an atomic counter finds the last group) or in a second.
-local M = {programs_built = 0, single_pass = true}
+-- The module table; programs_built (read through its metatable: the
+-- programs of family "reduce" built so far, P.counter); single_pass:
+-- whether reductions built from now on fold their partials in the same
+-- kernel (an atomic counter finds the last group) or in a second.
+local M = P.counter({single_pass = true}, "reduce")
 
 -- Per device class: groups per compute unit, work-items per group, bytes
 -- per vector load, grid-stride (GPU) or contiguous chunks (CPU) per
@@ -65,13 +67,6 @@ local MAX_LOCAL_SIZE = 1 << 16
 local MAX_VECTOR_BYTES = 128          -- 16 doubles: OpenCL's widest vector
 local MAX_MIN_VECTORS = 1 << 30
 local MAX_VECTOR_WIDTH = 16           -- elements: OpenCL's widest vector type
-
-local LIMITS = {
-  char = {"CHAR_MIN", "CHAR_MAX"}, uchar = {"0", "UCHAR_MAX"},
-  short = {"SHRT_MIN", "SHRT_MAX"}, ushort = {"0", "USHRT_MAX"},
-  int = {"INT_MIN", "INT_MAX"}, uint = {"0", "UINT_MAX"},
-  long = {"LONG_MIN", "LONG_MAX"}, ulong = {"0", "ULONG_MAX"},
-}
 
 ------------------------------------------------------------------ checks
 
@@ -178,12 +173,6 @@ local function device_class(fn, dev)
   return checked, sig
 end
 
-local function floor_pow2(n)
-  local p = 1
-  while p * 2 <= n do p = p * 2 end
-  return p
-end
-
 -- Elements of t per vector load on dev: cls.vector_bytes' worth, at most
 -- the device's base address alignment, at least 2 (OpenCL has no 1-wide
 -- vector type).
@@ -194,40 +183,21 @@ local function vector_width(cls, dev, t)
   return max(vw, 2)
 end
 
--- The source of a reduction: its definitions, then kernels/reduce.cl.
-local function source(spec, cls, vw, single)
-  local lines = {
-    "#define T " .. spec.type,
-    format("#define TV %s%d", spec.type, vw),
-    "#define VW " .. vw,
-    "#define ACC " .. spec.acc,
-    "#define INPUTS " .. spec.inputs,
-    "#define MAP " .. spec.map,
-    "#define OP " .. spec.op,
-    "#define NEUTRAL " .. spec.neutral,
-    "#define STRIDED " .. (cls.strided and 1 or 0),
-    "#define BLOCK " .. (FLOATS[spec.acc] and FLOAT_BLOCK or 0),
-    "#define UNROLL " .. cls.unroll,
-    "#define SINGLE_PASS " .. (single and 1 or 0),
-    "#line 1",
-    gpu.kernel_source("reduce.cl"),
-  }
-  return concat(lines, "\n")
-end
-
--- The program of the reduction spec on dev; a custom one that does not
--- compile raises with the build log.
+-- The program of the reduction spec on dev: kernels/reduce.cl after its
+-- definitions; a custom one that does not compile raises with the build
+-- log.
 local function build(fn, dev, spec, cls, vw, single)
-  local ok, prog = pcall(dev.build, dev, source(spec, cls, vw, single))
-  if not ok then
-    if spec.custom then
-      fail(fn, "map '%s', op '%s', neutral '%s' for %s do not compile on %s:\n%s",
-           spec.map, spec.op, spec.neutral, spec.type, dev.name, tostring(prog))
-    end
-    error(prog, 0)
-  end
-  M.programs_built = M.programs_built + 1
-  return prog
+  return P.get(dev, {
+    family = "reduce", file = "reduce.cl", fn = fn,
+    defines = {
+      {"T", spec.type}, {"TV", spec.type .. vw}, {"VW", vw}, {"ACC", spec.acc},
+      {"INPUTS", spec.inputs}, {"MAP", spec.map}, {"OP", spec.op}, {"NEUTRAL", spec.neutral},
+      {"STRIDED", cls.strided and 1 or 0}, {"BLOCK", FLOATS[spec.acc] and FLOAT_BLOCK or 0},
+      {"UNROLL", cls.unroll}, {"SINGLE_PASS", single and 1 or 0},
+    },
+    custom = spec.custom and format("map '%s', op '%s', neutral '%s' for %s", spec.map,
+                                    spec.op, spec.neutral, spec.type),
+  })
 end
 
 -- The compiled reduction spec on dev, made on first use (and again when
@@ -424,7 +394,7 @@ local function builtin(kind, t, acc)
       -- fmin/fmax skip NaNs; NaN, their neutral element, stays when every
       -- element is NaN
       s.op = format("f%s(a, b)", kind)
-      s.neutral = t == "float" and "NAN" or "((double)NAN)"
+      s.neutral = NAN[t]
     else
       s.op = format("%s(a, b)", kind)
       s.neutral = LIMITS[t][kind == "min" and 2 or 1]
