@@ -259,11 +259,11 @@ end
 local NO_EVENT = {event = false}
 
 -- The launches of entry e over the n elements of input: a table {xoff =,
--- n =, y =, yoff = (what they were made for), [i] = {Call, global,
--- local}}, one per pass: reduce_groups, then reduce_partials unless the
--- program folds in one pass (or only reduce_partials, over nothing, for
--- n = 0). Bound once per input buffer (e.calls, weak keys) and reused
--- while the input is the same.
+-- n =, y =, yoff = (what they were made for), [i] = a step of core/steps
+-- ({Call, {global =, local_size =}, after})}, one per pass: reduce_groups,
+-- then reduce_partials after it unless the program folds in one pass (or
+-- only reduce_partials, over nothing, for n = 0). Bound once per input
+-- buffer (e.calls, weak keys) and reused while the input is the same.
 local function launches(e, n, input)
   local x, xoff, y, yoff = input.x, input.xoff, input.y, input.yoff
   local l = e.calls[x]
@@ -271,7 +271,7 @@ local function launches(e, n, input)
   local lsz = e.local_size
   l = {xoff = xoff, n = n, y = y, yoff = yoff}
   if n == 0 then
-    l[1] = {e.partials(e.partial, 0, e.result, e.scratch), {lsz}, {lsz}}
+    l[1] = {e.partials(e.partial, 0, e.result, e.scratch), {global = {lsz}, local_size = {lsz}}}
     e.calls[x] = l
     return l
   end
@@ -294,40 +294,29 @@ local function launches(e, n, input)
   else
     call = e.groups(x, xoff, n, head, nvec, out, e.scratch)
   end
-  l[1] = {call, {groups * lsz}, {lsz}}
+  l[1] = {call, {global = {groups * lsz}, local_size = {lsz}}}
   if groups > 1 and not count then
     local final = e.finals[groups]
     if not final then
       final = e.partials(e.partial, groups, e.result, e.scratch)
       e.finals[groups] = final
     end
-    l[2] = {final, {lsz}, {lsz}}
+    l[2] = {final, {global = {lsz}, local_size = {lsz}}, {1}}
   end
   e.calls[x] = l
   return l
 end
 
--- Enqueues the passes l (from launches) on q, the first after the Events
--- in waits; returns their Events.
-local function enqueue_passes(l, q, waits)
-  local events = {}
-  for i = 1, #l do
-    local p = l[i]
-    local o
-    if i > 1 then o = ST.after(q, events[i - 1])
-    elseif q or waits[1] then o = {wait = waits, queue = q} end
-    events[i] = p[1]:run(p[2], p[3], o)
-  end
-  return events
-end
-
--- The same on an in-order queue q, without asking for Events.
+-- Enqueues the passes l (from launches) on the in-order queue q, the
+-- first after the Events in waits, without asking for Events (ST.run
+-- always asks one for the last step; a blocking read follows these).
 local function enqueue_quiet(l, q, waits)
   local later = q and {queue = q, event = false} or NO_EVENT
   local first = (q or waits[1]) and {wait = waits, queue = q, event = false} or NO_EVENT
   for i = 1, #l do
     local p = l[i]
-    p[1]:run(p[2], p[3], i == 1 and first or later)
+    local launch = p[2]
+    p[1]:run(launch.global, launch.local_size, i == 1 and first or later)
   end
 end
 
@@ -346,8 +335,8 @@ local function collect(e, n, input, q, dev, waits, async)
   end
   local events, ev
   if ST.events_wanted(q, dev) then
-    events = enqueue_passes(l, q, waits)
-    ev = e.result:read(ST.after(q, events[#events]))
+    ev, events = ST.run(l, dev, q, waits)
+    ev = e.result:read(ST.after(q, ev))
   else                                  -- in order, no profiles: the read's Event says all
     enqueue_quiet(l, q, waits)
     events, ev = {}, e.result:read(q and {queue = q} or nil)
