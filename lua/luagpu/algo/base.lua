@@ -249,10 +249,10 @@ end
 -- before. seq:run(call, global, local) and seq:cmd(obj, method, ...)
 -- (obj:method(..., opts), a buffer method) enqueue; seq.last is the Event
 -- of the last one, which a part may also set (to a scan's, S.run).
--- Not core/steps' S.run: the commands are known one at a time, kernels
--- mixed with buffer commands and whole scans, each one's sizes read from
--- what the one before chose; every command keeps its Event (the next
--- command, a scan or a read waits on it).
+-- Not core/steps' ST.run, which enqueues a list of bound kernel calls: a
+-- sequence mixes kernels with buffer commands (fill, copy_to), whole
+-- scans (with scratch buffers and a last user of their own) and, in a
+-- compaction, the blocking read of the count between them.
 local Seq = {}
 Seq.__index = Seq
 
