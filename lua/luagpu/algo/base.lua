@@ -1,38 +1,29 @@
 -- luagpu.algo.base: what the parts of luagpu.algo share (scan, sort,
 -- compaction, histograms): the device classes and their settings, argument
--- checks, OpenCL C expressions, programs cached per device, and running a
--- sequence of commands on one queue. Not meant for scripts.
+-- checks, building their programs (through luagpu.core.programs, family
+-- "algo"), and running a sequence of commands on one queue. Not meant for
+-- scripts.
 
-local gpu = require "luagpu"
 local H = require "luagpu.core.check"
+local P = require "luagpu.core.programs"
 local ST = require "luagpu.core.steps"
 local TY = require "luagpu.core.types"
 
-local type, ipairs, tostring, error, pcall = type, ipairs, tostring, error, pcall
+local type, ipairs, tostring = type, ipairs, tostring
 local setmetatable, unpack = setmetatable, table.unpack
 local format, concat = string.format, table.concat
 local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
+local SIZES = TY.SIZES
 
 local B = {}
-
-B.SIZES = TY.SIZES
-B.FLOATS = {float = true, double = true}
-B.INTEGERS = {char = true, uchar = true, short = true, ushort = true, int = true,
-              uint = true, long = true, ulong = true}
-B.LIMITS = {
-  char = {"CHAR_MIN", "CHAR_MAX"}, uchar = {"0", "UCHAR_MAX"},
-  short = {"SHRT_MIN", "SHRT_MAX"}, ushort = {"0", "USHRT_MAX"},
-  int = {"INT_MIN", "INT_MAX"}, uint = {"0", "UINT_MAX"},
-  long = {"LONG_MIN", "LONG_MAX"}, ulong = {"0", "ULONG_MAX"},
-  float = {"-INFINITY", "INFINITY"}, double = {"-(double)INFINITY", "(double)INFINITY"},
-}
 
 -- Largest element count the kernels index (their counts are ulong, tiles
 -- and groups uint): 2^40 is far beyond any device's memory.
 B.MAX_COUNT = 1 << 40
 
--- The module's counters, shared by every part: programs compiled so far.
-B.stats = {programs_built = 0}
+-- The module's counters (algo.stats): programs_built, the programs of
+-- family "algo" built so far, read through the table's metatable.
+B.stats = P.counter({}, "algo")
 
 ------------------------------------------------------------------ classes
 
@@ -145,7 +136,7 @@ end
 -- the buffer itself.
 function B.check_buffer(fn, arg, b)
   local t, root, offset, buf = H.check_buffer(fn, arg, b)
-  if not B.SIZES[t] then
+  if not SIZES[t] then
     fail(fn, "argument #%d: expected a buffer of scalars, got %s elements", arg, t)
   end
   return t, root, offset, buf or b
@@ -162,7 +153,7 @@ function B.check_buffer_option(fn, arg, b, name)
   end
   if released then fail(fn, "%s: attempt to use a released buffer", where) end
   local t = b.type
-  if not B.SIZES[t] then fail(fn, "%s: expected a buffer of scalars, got %s elements", where, t) end
+  if not SIZES[t] then fail(fn, "%s: expected a buffer of scalars, got %s elements", where, t) end
   return t, b.root, b.offset, b
 end
 
@@ -227,7 +218,7 @@ end
 
 -- A scalar element type given as field or option name.
 function B.element_type(fn, where, t)
-  if type(t) ~= "string" or not B.SIZES[t] then
+  if type(t) ~= "string" or not SIZES[t] then
     fail(fn, "%s: expected a scalar element type (char .. double), got %s", where,
          type(t) == "string" and "'" .. t .. "'" or typename(t))
   end
@@ -236,23 +227,12 @@ end
 
 ------------------------------------------------------------------ programs
 
--- The program of source on dev (defines: {name = value}, in order as a
--- list of pairs); custom names the user's expressions for a message when
--- it does not compile (nil: the error as it is).
+-- The program of kernels/FILE on dev after the #define lines of defines
+-- ({{name, value}, ...}, in order); custom names the user's expressions
+-- for the message when it does not compile (nil: the error as it is).
+-- Every part builds through here (a spec wraps it to see the defines).
 function B.build(fn, dev, defines, file, custom)
-  local lines = {}
-  for _, d in ipairs(defines) do lines[#lines + 1] = format("#define %s %s", d[1], d[2]) end
-  lines[#lines + 1] = "#line 1"
-  lines[#lines + 1] = gpu.kernel_source(file)
-  local ok, prog = pcall(dev.build, dev, concat(lines, "\n"))
-  if not ok then
-    if custom then
-      fail(fn, "%s do not compile on %s:\n%s", custom, dev.name, tostring(prog))
-    end
-    error(prog, 0)
-  end
-  B.stats.programs_built = B.stats.programs_built + 1
-  return prog
+  return P.get(dev, {family = "algo", file = file, defines = defines, custom = custom, fn = fn})
 end
 
 -- Checks that dev can hold type t (doubles need fp64).
@@ -266,25 +246,30 @@ end
 
 -- A sequence of commands on queue q (nil: the default queue of the
 -- device), the first after the Events in waits, each after the one
--- before. seq:run(call, global, local) and seq:cmd(f, ...) (f(..., opts),
--- a buffer method) enqueue; seq.last is the Event of the last one.
+-- before. seq:run(call, global, local) and seq:cmd(obj, method, ...)
+-- (obj:method(..., opts), a buffer method) enqueue; seq.last is the Event
+-- of the last one, which a part may also set (to a scan's, S.run).
+-- Not core/steps' ST.run, which enqueues a list of bound kernel calls: a
+-- sequence mixes kernels with buffer commands (fill, copy_to), whole
+-- scans (with scratch buffers and a last user of their own) and, in a
+-- compaction, the blocking read of the count between them.
 local Seq = {}
 Seq.__index = Seq
 
 function B.sequence(q, waits)
-  return setmetatable({q = q, waits = waits, events = {}}, Seq)
+  return setmetatable({q = q, waits = waits}, Seq)
 end
 
+-- The options of the next command: after the last one (ST.after), or
+-- for the first, after the waits (nil: call:run's fast path).
 function Seq:opts()
-  local o
-  if self.last then o = ST.after(self.q, self.last)
-  elseif self.q or self.waits[1] then o = {wait = self.waits, queue = self.q} end
-  return o
+  if self.last then return ST.after(self.q, self.last) end
+  if self.q or self.waits[1] then return {wait = self.waits, queue = self.q} end
+  return nil
 end
 
 function Seq:run(call, global, lsz)
   self.last = call:run(global, lsz, self:opts())
-  self.events[#self.events + 1] = self.last
   return self.last
 end
 

@@ -9,12 +9,13 @@
 
 local H = require "luagpu.core.check"
 local ST = require "luagpu.core.steps"
+local TY = require "luagpu.core.types"
 local B = require "luagpu.algo.base"
 local S = require "luagpu.algo.scan"
 
 local type, concat = type, table.concat
 local fail, show, typename = H.fail, H.show, H.typename
-local SIZES = B.SIZES
+local SIZES, INTEGERS = TY.SIZES, TY.INTEGERS
 
 local M = {}
 
@@ -133,7 +134,7 @@ function M.nonzero(b, opts)
     it = H.class_of(ob) == "Buffer" and ob.type or nil
   end
   it = it or "long"
-  if type(it) ~= "string" or not B.INTEGERS[it] then
+  if type(it) ~= "string" or not INTEGERS[it] then
     fail(fn, "argument #2: option type: expected an integer element type, got %s", show(it))
   end
   local base = o.base

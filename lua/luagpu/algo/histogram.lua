@@ -4,26 +4,21 @@
 local gpu = require "luagpu"
 local H = require "luagpu.core.check"
 local ST = require "luagpu.core.steps"
+local TY = require "luagpu.core.types"
 local B = require "luagpu.algo.base"
 
 local type, ipairs, min, max = type, ipairs, math.min, math.max
 local pack, unpack = string.pack, string.unpack
 local fail, show, typename = H.fail, H.show, H.typename
+local SIGNED, INTEGERS, floor_pow2 = TY.SIGNED, TY.INTEGERS, ST.floor_pow2
 
 local M = {}
 
 -- Most bins counted in local memory (4 bytes each); more go to global atomics.
 local MAX_LOCAL_BINS = 8192
 local MAX_BINS = (1 << 31) - 1
-local SIGNED = {char = true, short = true, int = true, long = true}
 
 local cache = ST.device_cache()
-
-local function floor_pow2(n)
-  local p = 1
-  while p * 2 <= n do p = p * 2 end
-  return p
-end
 
 -- The histogram kernels for type t on dev, by range (its arithmetic in
 -- ft) or by integer keys.
@@ -141,7 +136,7 @@ function M.histogram(b, opts)
   local ranged = o.range ~= nil
   if ranged then
     lo, hi = check_range(fn, o.range)
-  elseif not B.INTEGERS[t] then
+  elseif not INTEGERS[t] then
     fail(fn, "argument #2: option range is missing (needed for %s values; bins without a " ..
          "range count integer keys 0 .. bins - 1)", t)
   end

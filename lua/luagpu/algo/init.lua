@@ -13,8 +13,9 @@
 -- Every call enqueues on one queue (opts.queue, else the default queue of
 -- the input's device) after opts.wait and returns at once, except those
 -- that return a count (they read it back). docs/API.md describes them all.
--- The parts live in algo_scan.lua, algo_sort.lua, algo_compact.lua and
--- algo_histogram.lua; their device settings in algo.classes.
+-- The parts live in algo/scan.lua, sort.lua, compact.lua and
+-- histogram.lua (what they share in base.lua); their device settings in
+-- algo.classes.
 
 local B = require "luagpu.algo.base"
 local scan = require "luagpu.algo.scan"

@@ -12,16 +12,19 @@
 -- end on one thread and may not start the next before). Programs and
 -- scratch buffers are made once per device and scan, and reused.
 
-local gpu = require "luagpu"
 local H = require "luagpu.core.check"
+local P = require "luagpu.core.programs"
 local ST = require "luagpu.core.steps"
+local TY = require "luagpu.core.types"
 local B = require "luagpu.algo.base"
 
-local type, ipairs, format, concat = type, ipairs, string.format, table.concat
+local type, ipairs, tostring, pcall = type, ipairs, tostring, pcall
+local format, concat = string.format, table.concat
 local max, min = math.max, math.min
 local setmetatable = setmetatable
 local fail, typename, show = H.fail, H.typename, H.show
-local SIZES, LIMITS, FLOATS = B.SIZES, B.LIMITS, B.FLOATS
+local SIZES, LIMITS, FLOATS, INTEGERS = TY.SIZES, TY.LIMITS, TY.FLOATS, TY.INTEGERS
+local floor_pow2 = ST.floor_pow2
 
 local S = {}
 
@@ -43,7 +46,8 @@ local PTX_ACC = {int = true, uint = true, float = true}
 
 -- Per device: the keyword that builds the inline PTX of
 -- scan_lookback_ptx (warp shuffles and ballots) on it, "asm" or "__asm__";
--- false when it is not NVIDIA's or neither builds.
+-- false when it is not NVIDIA's or neither builds. The probe's builds
+-- count in family "algo probe", not in algo.stats.programs_built.
 local ptx_ok = ST.device_cache()
 local PTX_PROBE = [[
 __kernel void probe(__global uint *a) {
@@ -60,7 +64,8 @@ local function ptx_keyword(dev)
     ok = false
     if dev.type == "gpu" and tostring(dev.vendor):find("NVIDIA") then
       for _, kw in ipairs {"asm", "__asm__"} do
-        if pcall(dev.build, dev, "#define LG_ASM " .. kw .. "\n" .. PTX_PROBE) then
+        if pcall(P.get, dev, {family = "algo probe", source = PTX_PROBE,
+                              defines = {{"LG_ASM", kw}}}) then
           ok = kw
           break
         end
@@ -69,12 +74,6 @@ local function ptx_keyword(dev)
     ptx_ok[dev] = ok
   end
   return ok
-end
-
-local function floor_pow2(n)
-  local p = 1
-  while p * 2 <= n do p = p * 2 end
-  return p
 end
 
 ------------------------------------------------------------------ programs
@@ -280,7 +279,7 @@ local function check_scan(fn, b, opts, names, acc_of)
   r.rowlen = (o.row_length ~= nil and rl < n) and rl or 0
   if o.flags ~= nil then
     local ft, froot, foff, fb = B.check_buffer_option(fn, 2, o.flags, "flags")
-    if not B.INTEGERS[ft] then
+    if not INTEGERS[ft] then
       fail(fn, "argument #2: option flags: expected a buffer of integers, got %s elements", ft)
     end
     if #fb ~= n then
@@ -326,12 +325,10 @@ local OPS = {sum = "+", prod = "*"}
 -- as acc and at least uint (C promotes char and short to int, whose
 -- overflow is undefined: ushort * ushort can pass INT_MAX). Cast back, the
 -- result wraps modulo 2^bits as the docs promise, and the compiler never
--- sees a signed overflow it may assume away.
-local WRAP = {char = "uint", uchar = "uint", short = "uint", ushort = "uint", int = "uint",
-              uint = "uint", long = "ulong", ulong = "ulong"}
--- Vectors are not promoted: a signed one is reinterpreted (as_<type>N) as
--- the unsigned vector of the same width.
-local UNSIGNED = {char = "uchar", short = "ushort", int = "uint", long = "ulong"}
+-- sees a signed overflow it may assume away (TY.WRAP). Vectors are not
+-- promoted: a signed one is reinterpreted (as_<type>N) as the unsigned
+-- vector of the same width (TY.UNSIGNED_OF).
+local WRAP, SIGNED, UNSIGNED_OF = TY.WRAP, TY.SIGNED, TY.UNSIGNED_OF
 
 -- The operator a OP b of a built-in sum or product in acc: the scalar
 -- expression, and for integers those of its 8- and 4-wide vectors
@@ -341,8 +338,8 @@ local function arith(sym, acc)
   local plain = format("a %s b", sym)
   if not u then return plain end
   local op = format("(%s)((%s)(a) %s (%s)(b))", acc, u, sym, u)
-  local us = UNSIGNED[acc]
-  if not us then return op, plain, plain end
+  if not SIGNED[acc] then return op, plain, plain end
+  local us = UNSIGNED_OF[acc]
   local function vec(w)
     return format("as_%s%d(as_%s%d(a) %s as_%s%d(b))", acc, w, us, w, sym, us, w)
   end

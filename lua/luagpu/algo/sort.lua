@@ -11,24 +11,19 @@
 
 local H = require "luagpu.core.check"
 local ST = require "luagpu.core.steps"
+local TY = require "luagpu.core.types"
 local B = require "luagpu.algo.base"
 local S = require "luagpu.algo.scan"
 
 local min, max = math.min, math.max
 local fail, show = H.fail, H.show
-local SIZES, FLOATS = B.SIZES, B.FLOATS
+local SIZES, FLOATS, SIGNED, INTEGERS = TY.SIZES, TY.FLOATS, TY.SIGNED, TY.INTEGERS
+local floor_pow2 = ST.floor_pow2
 
 local M = {}
 
 local RADIX = 256
 local MAX_KEYS = (1 << 32) - 1
-local SIGNED = {char = true, short = true, int = true, long = true}
-
-local function floor_pow2(n)
-  local p = 1
-  while p * 2 <= n do p = p * 2 end
-  return p
-end
 
 ------------------------------------------------------------------ programs
 
@@ -288,12 +283,11 @@ function M.argsort(keys, opts)
     B.check_overlap(fn, "argument #2: option out", root, off, n, oroot, ooff, n, true)
   end
   it = it or "long"
-  if not B.INTEGERS[it] then
+  if not INTEGERS[it] then
     fail(fn, "argument #2: option type: expected an integer element type, got %s", show(it))
   end
   local rowlen = r.rowlen ~= 0 and r.rowlen or n
-  if rowlen - 1 + base > (SIZES[it] == 8 and math.maxinteger or (1 << (SIZES[it] * 8 - (
-       (it == "char" or it == "short" or it == "int") and 1 or 0))) - 1) then
+  if rowlen - 1 + base > TY.RANGES[it][2] then      -- ulong's: math.maxinteger
     fail(fn, "argument #2: option type: %s cannot hold positions up to %d", it, rowlen - 1 + base)
   end
   if out == nil then

@@ -20,23 +20,25 @@
 
 local gpu = require "luagpu"
 local H = require "luagpu.core.check"
+local P = require "luagpu.core.programs"
 local ST = require "luagpu.core.steps"
 local TY = require "luagpu.core.types"
 
-local type, ipairs, tostring, error = type, ipairs, tostring, error
-local setmetatable, getmetatable, rawget, pcall = setmetatable, getmetatable, rawget, pcall
+local type, ipairs, tostring = type, ipairs, tostring
+local setmetatable, getmetatable, rawget = setmetatable, getmetatable, rawget
 local format, concat = string.format, table.concat
 local max, min = math.max, math.min
 local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
 local next, gpu_type = next, gpu.type
+local floor_pow2 = ST.floor_pow2
 
-local SIZES = TY.SIZES
-local FLOATS = {float = true, double = true}
+local SIZES, FLOATS, LIMITS, NAN = TY.SIZES, TY.FLOATS, TY.LIMITS, TY.NAN
 
--- The module table; programs_built counts the programs compiled so far;
--- single_pass: whether reductions built from now on fold their partials in
--- the same kernel (an atomic counter finds the last group) or in a second.
-local M = {programs_built = 0, single_pass = true}
+-- The module table; programs_built (read through its metatable: the
+-- programs of family "reduce" built so far, P.counter); single_pass:
+-- whether reductions built from now on fold their partials in the same
+-- kernel (an atomic counter finds the last group) or in a second.
+local M = P.counter({single_pass = true}, "reduce")
 
 -- Per device class: groups per compute unit, work-items per group, bytes
 -- per vector load, grid-stride (GPU) or contiguous chunks (CPU) per
@@ -65,13 +67,6 @@ local MAX_LOCAL_SIZE = 1 << 16
 local MAX_VECTOR_BYTES = 128          -- 16 doubles: OpenCL's widest vector
 local MAX_MIN_VECTORS = 1 << 30
 local MAX_VECTOR_WIDTH = 16           -- elements: OpenCL's widest vector type
-
-local LIMITS = {
-  char = {"CHAR_MIN", "CHAR_MAX"}, uchar = {"0", "UCHAR_MAX"},
-  short = {"SHRT_MIN", "SHRT_MAX"}, ushort = {"0", "USHRT_MAX"},
-  int = {"INT_MIN", "INT_MAX"}, uint = {"0", "UINT_MAX"},
-  long = {"LONG_MIN", "LONG_MAX"}, ulong = {"0", "ULONG_MAX"},
-}
 
 ------------------------------------------------------------------ checks
 
@@ -178,12 +173,6 @@ local function device_class(fn, dev)
   return checked, sig
 end
 
-local function floor_pow2(n)
-  local p = 1
-  while p * 2 <= n do p = p * 2 end
-  return p
-end
-
 -- Elements of t per vector load on dev: cls.vector_bytes' worth, at most
 -- the device's base address alignment, at least 2 (OpenCL has no 1-wide
 -- vector type).
@@ -194,40 +183,21 @@ local function vector_width(cls, dev, t)
   return max(vw, 2)
 end
 
--- The source of a reduction: its definitions, then kernels/reduce.cl.
-local function source(spec, cls, vw, single)
-  local lines = {
-    "#define T " .. spec.type,
-    format("#define TV %s%d", spec.type, vw),
-    "#define VW " .. vw,
-    "#define ACC " .. spec.acc,
-    "#define INPUTS " .. spec.inputs,
-    "#define MAP " .. spec.map,
-    "#define OP " .. spec.op,
-    "#define NEUTRAL " .. spec.neutral,
-    "#define STRIDED " .. (cls.strided and 1 or 0),
-    "#define BLOCK " .. (FLOATS[spec.acc] and FLOAT_BLOCK or 0),
-    "#define UNROLL " .. cls.unroll,
-    "#define SINGLE_PASS " .. (single and 1 or 0),
-    "#line 1",
-    gpu.kernel_source("reduce.cl"),
-  }
-  return concat(lines, "\n")
-end
-
--- The program of the reduction spec on dev; a custom one that does not
--- compile raises with the build log.
+-- The program of the reduction spec on dev: kernels/reduce.cl after its
+-- definitions; a custom one that does not compile raises with the build
+-- log.
 local function build(fn, dev, spec, cls, vw, single)
-  local ok, prog = pcall(dev.build, dev, source(spec, cls, vw, single))
-  if not ok then
-    if spec.custom then
-      fail(fn, "map '%s', op '%s', neutral '%s' for %s do not compile on %s:\n%s",
-           spec.map, spec.op, spec.neutral, spec.type, dev.name, tostring(prog))
-    end
-    error(prog, 0)
-  end
-  M.programs_built = M.programs_built + 1
-  return prog
+  return P.get(dev, {
+    family = "reduce", file = "reduce.cl", fn = fn,
+    defines = {
+      {"T", spec.type}, {"TV", spec.type .. vw}, {"VW", vw}, {"ACC", spec.acc},
+      {"INPUTS", spec.inputs}, {"MAP", spec.map}, {"OP", spec.op}, {"NEUTRAL", spec.neutral},
+      {"STRIDED", cls.strided and 1 or 0}, {"BLOCK", FLOATS[spec.acc] and FLOAT_BLOCK or 0},
+      {"UNROLL", cls.unroll}, {"SINGLE_PASS", single and 1 or 0},
+    },
+    custom = spec.custom and format("map '%s', op '%s', neutral '%s' for %s", spec.map,
+                                    spec.op, spec.neutral, spec.type),
+  })
 end
 
 -- The compiled reduction spec on dev, made on first use (and again when
@@ -289,11 +259,11 @@ end
 local NO_EVENT = {event = false}
 
 -- The launches of entry e over the n elements of input: a table {xoff =,
--- n =, y =, yoff = (what they were made for), [i] = {Call, global,
--- local}}, one per pass: reduce_groups, then reduce_partials unless the
--- program folds in one pass (or only reduce_partials, over nothing, for
--- n = 0). Bound once per input buffer (e.calls, weak keys) and reused
--- while the input is the same.
+-- n =, y =, yoff = (what they were made for), [i] = a step of core/steps
+-- ({Call, {global =, local_size =}, after})}, one per pass: reduce_groups,
+-- then reduce_partials after it unless the program folds in one pass (or
+-- only reduce_partials, over nothing, for n = 0). Bound once per input
+-- buffer (e.calls, weak keys) and reused while the input is the same.
 local function launches(e, n, input)
   local x, xoff, y, yoff = input.x, input.xoff, input.y, input.yoff
   local l = e.calls[x]
@@ -301,7 +271,7 @@ local function launches(e, n, input)
   local lsz = e.local_size
   l = {xoff = xoff, n = n, y = y, yoff = yoff}
   if n == 0 then
-    l[1] = {e.partials(e.partial, 0, e.result, e.scratch), {lsz}, {lsz}}
+    l[1] = {e.partials(e.partial, 0, e.result, e.scratch), {global = {lsz}, local_size = {lsz}}}
     e.calls[x] = l
     return l
   end
@@ -324,40 +294,29 @@ local function launches(e, n, input)
   else
     call = e.groups(x, xoff, n, head, nvec, out, e.scratch)
   end
-  l[1] = {call, {groups * lsz}, {lsz}}
+  l[1] = {call, {global = {groups * lsz}, local_size = {lsz}}}
   if groups > 1 and not count then
     local final = e.finals[groups]
     if not final then
       final = e.partials(e.partial, groups, e.result, e.scratch)
       e.finals[groups] = final
     end
-    l[2] = {final, {lsz}, {lsz}}
+    l[2] = {final, {global = {lsz}, local_size = {lsz}}, {1}}
   end
   e.calls[x] = l
   return l
 end
 
--- Enqueues the passes l (from launches) on q, the first after the Events
--- in waits; returns their Events.
-local function enqueue_passes(l, q, waits)
-  local events = {}
-  for i = 1, #l do
-    local p = l[i]
-    local o
-    if i > 1 then o = ST.after(q, events[i - 1])
-    elseif q or waits[1] then o = {wait = waits, queue = q} end
-    events[i] = p[1]:run(p[2], p[3], o)
-  end
-  return events
-end
-
--- The same on an in-order queue q, without asking for Events.
+-- Enqueues the passes l (from launches) on the in-order queue q, the
+-- first after the Events in waits, without asking for Events (ST.run
+-- always asks one for the last step; a blocking read follows these).
 local function enqueue_quiet(l, q, waits)
   local later = q and {queue = q, event = false} or NO_EVENT
   local first = (q or waits[1]) and {wait = waits, queue = q, event = false} or NO_EVENT
   for i = 1, #l do
     local p = l[i]
-    p[1]:run(p[2], p[3], i == 1 and first or later)
+    local launch = p[2]
+    p[1]:run(launch.global, launch.local_size, i == 1 and first or later)
   end
 end
 
@@ -376,8 +335,8 @@ local function collect(e, n, input, q, dev, waits, async)
   end
   local events, ev
   if ST.events_wanted(q, dev) then
-    events = enqueue_passes(l, q, waits)
-    ev = e.result:read(ST.after(q, events[#events]))
+    ev, events = ST.run(l, dev, q, waits)
+    ev = e.result:read(ST.after(q, ev))
   else                                  -- in order, no profiles: the read's Event says all
     enqueue_quiet(l, q, waits)
     events, ev = {}, e.result:read(q and {queue = q} or nil)
@@ -424,7 +383,7 @@ local function builtin(kind, t, acc)
       -- fmin/fmax skip NaNs; NaN, their neutral element, stays when every
       -- element is NaN
       s.op = format("f%s(a, b)", kind)
-      s.neutral = t == "float" and "NAN" or "((double)NAN)"
+      s.neutral = NAN[t]
     else
       s.op = format("%s(a, b)", kind)
       s.neutral = LIMITS[t][kind == "min" and 2 or 1]
