@@ -90,7 +90,9 @@ local function check_opts(arg, opts)
       fail("argument #%d: option %s: expected a number, got %s", arg, f, show(o[f]))
     end
   end
-  if o.batch ~= nil then o.batch = check_size(FN, format("argument #%d: option batch", arg), o.batch) end
+  if o.batch ~= nil then
+    o.batch = check_size(FN, format("argument #%d: option batch", arg), o.batch)
+  end
   return o
 end
 

@@ -24,13 +24,10 @@ local min, max = math.min, math.max
 
 local X = {programs_built = 0}
 
-local TT, TR = T.blas.tt, T.blas.tr     -- blas_transpose: TT x TT tiles, TT x TR work-items
-local GROUP = T.blas.group              -- work-items per work-group of the others, at most
-local GEMV_GROUPS = T.blas.gemv_groups  -- gemv_t: work-groups per compute unit it aims for
-local GEMV_MIN_ROWS = T.blas.gemv_min_rows  -- gemv_t: fewest rows of A a work-item of a slice reads
+local TB = T.blas                 -- the tuned numbers (params.lua)
+local TT, TR, GROUP = TB.tt, TB.tr, TB.group
 
-local function round_up(x, m) return (x + m - 1) // m * m end
-local function ceil_div(x, m) return (x + m - 1) // m end
+local round_up, ceil_div = ST.round_up, ST.ceil_div
 
 local function launch(global, lsz) return {global = global, local_size = lsz} end
 
@@ -112,11 +109,12 @@ end
 local function gemv_n(entries, c, rows, K, Am, offA, x, offX)
   local vw = width(K, offA, offX)
   local kv, g = K // vw, group_size(c.dev)
-  -- a GPU: a work-group (256) or a few warps per row; a CPU (PoCL runs a
-  -- work-group's items in a loop, a barrier splits it): 4 per row, 3.9x
-  -- faster than 256 at 2048 x 2048
-  local lx = kv >= 2048 and 256 or kv >= 256 and 64 or 16
-  if c.dev.type == "cpu" then lx = 4 end
+  local lx = TB.gemv_cpu_lx
+  if c.dev.type ~= "cpu" then
+    for _, row in ipairs(TB.gemv_lx) do
+      if kv >= row[1] then lx = row[2]; break end
+    end
+  end
   lx = min(lx, g)
   local ry = g // lx
   local prog = program(c.dev, c.t, "matmul_gemv.cl", {VW = vw, LX = lx, RY = ry})
@@ -131,13 +129,13 @@ local function gemv_sum_step(prog, c, cols, slices, P)
           launch({round_up(cols, g)}, {g}), {1}}
 end
 
--- gemv_t for CPUs: two slices of K per compute unit, each streaming along
--- its rows into its partial sums (gemv_t_rows), then gemv_sum (4096^2
--- floats on PoCL: 0.89x the copy kernel's bandwidth, against 0.07x for
--- gemv_t's work-items walking down columns).
+-- gemv_t for CPUs: slices of K (gemv_cpu_slices per compute unit), each
+-- streaming along its rows into its partial sums (gemv_t_rows), then
+-- gemv_sum (4096^2 floats on PoCL: 0.89x the copy kernel's bandwidth,
+-- against 0.07x for gemv_t's work-items walking down columns).
 local function gemv_t_rows(entries, c, cols, K, Am, offA, x, offX)
   local prog = program(c.dev, c.t, "matmul_gemv.cl", {VW = 1, TX = 1, TY = 1})
-  local slices = max(1, min(K, 2 * c.dev.compute_units))
+  local slices = max(1, min(K, TB.gemv_cpu_slices * c.dev.compute_units))
   local kc = ceil_div(K, slices)
   slices = ceil_div(K, kc)
   local P, key = scratch(entries, c, "gemv", slices * cols)
@@ -154,12 +152,12 @@ local function gemv_t(entries, c, cols, K, Am, offA, x, offX)
   if c.dev.type == "cpu" then return gemv_t_rows(entries, c, cols, K, Am, offA, x, offX) end
   local vw = width(cols, offA)
   local g = group_size(c.dev)
-  local ty = 4
+  local ty = TB.gemv_ty
   local tx = max(g // ty, 1)
   local prog = program(c.dev, c.t, "matmul_gemv.cl", {VW = vw, TX = tx, TY = ty})
   local gx = ceil_div(cols, tx * vw)
-  local slices = ceil_div(GEMV_GROUPS * c.dev.compute_units, gx)
-  slices = max(1, min(slices, K // (ty * GEMV_MIN_ROWS)))
+  local slices = ceil_div(TB.gemv_groups * c.dev.compute_units, gx)
+  slices = max(1, min(slices, K // (ty * TB.gemv_min_rows)))
   local kc = ceil_div(K, slices)
   slices = ceil_div(K, kc)
   local main = launch({gx * tx, slices * ty}, {tx, ty})

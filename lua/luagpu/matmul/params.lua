@@ -139,8 +139,15 @@ T.groups = {sum = 256, pack = 16}
 
 -- kernels/matmul_blas.cl and matmul_gemv.cl: blas_transpose's tt x tt
 -- tiles of tt x tr work-items; the other kernels' work-group size at most;
--- gemv_t's work-groups per compute unit it aims for, and the fewest rows of
--- A each work-item of a slice reads.
-T.blas = {tt = 32, tr = 8, group = 256, gemv_groups = 8, gemv_min_rows = 16}
+-- gemv_n's work-items per row: on a GPU a work-group or a few warps,
+-- {at least this many vectors along K, work-items}, the first that fits; on
+-- a CPU (PoCL runs a work-group's items in a loop, a barrier splits it)
+-- gemv_cpu_lx, 3.9x faster than 256 at 2048 x 2048; gemv_t's rows of
+-- work-items (gemv_ty), work-groups per compute unit it aims for, and the
+-- fewest rows of A each work-item of a slice reads; gemv_t_rows' slices of
+-- K per compute unit (CPUs).
+T.blas = {tt = 32, tr = 8, group = 256,
+          gemv_lx = {{2048, 256}, {256, 64}, {0, 16}}, gemv_cpu_lx = 4,
+          gemv_ty = 4, gemv_groups = 8, gemv_min_rows = 16, gemv_cpu_slices = 2}
 
 return T

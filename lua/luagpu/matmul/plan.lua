@@ -19,6 +19,7 @@
 local gpu = require "luagpu"
 local H = require "luagpu.core.check"
 local T = require "luagpu.matmul.params"
+local ST = require "luagpu.core.steps"
 local B = require "luagpu.matmul.common"
 
 local type, pairs, next, ipairs = type, pairs, next, ipairs
@@ -45,11 +46,10 @@ for i, v in ipairs(LIST) do
   VARIANTS[v.name], NAMES[i] = v, v.name
   for name, f in pairs(v.launchers) do LAUNCHERS[name] = f end
 end
-local VARIANT_WORDS = '"' .. concat(NAMES, '", "', 1, #NAMES - 1) .. '" or "' .. NAMES[#NAMES] .. '"'
+local VARIANT_WORDS = '"' .. concat(NAMES, '", "', 1, #NAMES - 1) .. '" or "' ..
+                      NAMES[#NAMES] .. '"'   -- '"naive", "tiled", "reg" or "packed"'
 
-local function ceil_div(x, m)
-  return (x + m - 1) // m
-end
+local ceil_div = ST.ceil_div
 
 ------------------------------------------------------------------ parameters
 

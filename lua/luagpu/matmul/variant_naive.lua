@@ -9,6 +9,7 @@
 --
 -- (the contract of every variant_*.lua; plan.lua lists them)
 
+local ST = require "luagpu.core.steps"
 local B = require "luagpu.matmul.common"
 
 local launch, int = B.launch, B.int
@@ -19,7 +20,7 @@ function V.check(p)
   return {int(p, "naive", "lx"), int(p, "naive", "ly")}, 0
 end
 
-local function round_up(x, m) return (x + m - 1) // m * m end
+local round_up = ST.round_up
 
 -- One kernel over C, grown by the batch when there is one; naive's shape,
 -- and tiled's (the same launch).

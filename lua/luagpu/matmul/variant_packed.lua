@@ -3,6 +3,7 @@
 -- work-item streams through with a TM x TN register tile and no barriers
 -- (CPUs). The contract of variant_naive.lua.
 
+local ST = require "luagpu.core.steps"
 local B = require "luagpu.matmul.common"
 local T = require "luagpu.matmul.params"
 
@@ -20,8 +21,7 @@ function V.check(p, d)
   return {int(p, "packed", "lx"), int(p, "packed", "ly")}, 0
 end
 
-local function round_up(x, m) return (x + m - 1) // m * m end
-local function ceil_div(x, m) return (x + m - 1) // m end
+local round_up, ceil_div = ST.round_up, ST.ceil_div
 
 function V.shape(pl, m, n, k, off)
   local d, lsz = pl.defines, pl.local_size

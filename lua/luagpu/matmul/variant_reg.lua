@@ -9,6 +9,7 @@
 --   V.fits(prog)     whether a program's edge kernels take their work-groups
 
 local H = require "luagpu.core.check"
+local ST = require "luagpu.core.steps"
 local B = require "luagpu.matmul.common"
 local T = require "luagpu.matmul.params"
 
@@ -33,8 +34,7 @@ do
   V.prefix = concat(lines)
 end
 
-local function round_up(x, m) return (x + m - 1) // m * m end
-local function ceil_div(x, m) return (x + m - 1) // m end
+local round_up, ceil_div = ST.round_up, ST.ceil_div
 
 ------------------------------------------------------------------ parameters
 
