@@ -14,6 +14,7 @@
 
 local H = require "luagpu.core.check"
 local ST = require "luagpu.core.steps"
+local TY = require "luagpu.core.types"
 
 local pairs = pairs
 local integer, show = H.integer, H.show
@@ -21,7 +22,7 @@ local integer, show = H.integer, H.show
 local B = {}
 
 -- The element types of the fp32 kernels, by size in bytes.
-B.SIZES = {float = 4, double = 8}
+B.SIZES = {float = TY.SIZES.float, double = TY.SIZES.double}
 
 -- Sizes: the kernels take M, N, K as ints. Parameters: past these a
 -- kernel's loops unroll without end (TM = 2^20 kept the compiler busy for

@@ -55,7 +55,7 @@ local REMEMBERED = {[X] = true, [F] = true}
 -- (by type and name), and the last user of them.
 local cache = ST.device_cache()
 
------------------------------------------------------------------- matmul
+------------------------------------------------------------------ memo
 
 -- The steps of products called without options, or with options of
 -- MEMO_FIELDS only, per A, B and C (weak keys at each level: a step's Calls
