@@ -267,7 +267,7 @@ local SHAPES = {   -- bm bn bk wm wn stages trunc maxrreg
   {128, 128, 8, 64, 64, 4}, {128, 128, 8, 64, 32, 4}, {128, 64, 16, 64, 32, 4},
   {128, 128, 16, 64, 32, 3, true}, {128, 128, 16, 64, 32, 4},
 }
--- the wgmma kernels' tiles (lua/luagpu/matmul_wgmma.lua), swept instead
+-- the wgmma kernels' tiles (lua/luagpu/matmul/params.lua), swept instead
 -- where they are the path
 local WGMMA_SHAPES = {   -- bn bk wgs stages wait
   {128, 16, 2, 4, 1}, {128, 32, 2, 3, 1}, {128, 32, 2, 3, 0}, {128, 32, 2, 2, 0},

@@ -1,5 +1,5 @@
 -- bench/gpu/mma_ptx.lua: writes the PTX that NVIDIA's OpenCL compiler makes
--- of matmul's tensor-core programs (lua/luagpu/matmul_mma.lua, with its
+-- of matmul's tensor-core programs (lua/luagpu/matmul/mma.lua, with its
 -- current params), one file per program, so that CUDA's own tools can show
 -- what the GPU runs (registers, spills, the SASS of the inner loop):
 --

@@ -1,6 +1,6 @@
 -- bench/gpu/tune_matmul.lua: a parameter sweep for luagpu.matmul on one
 -- device; prints the best parameters per size and the entry to add to the
--- parameter table in lua/luagpu/matmul_params.lua (matmul.params), so the
+-- parameter table in lua/luagpu/matmul/params.lua (matmul.params), so the
 -- next GPU is tuned the same way.
 --
 --   build/luagpu bench/gpu/tune_matmul.lua [options]
@@ -334,7 +334,7 @@ entry(variant, best)
 if small then entry("small", small) end
 lines[#lines + 1] = "  },"
 local text = table.concat(lines, "\n")
-print("entry for matmul.params (lua/luagpu/matmul_params.lua):")
+print("entry for matmul.params (lua/luagpu/matmul/params.lua):")
 print(text)
 if opt.out then
   local f = assert(io.open(opt.out, "w"))

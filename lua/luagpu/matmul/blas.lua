@@ -1,55 +1,49 @@
 -- luagpu.matmul.blas: the BLAS extras of luagpu.matmul (internal to it), as
--- steps for its enqueue ({Call, {global =, local_size =}, after}, see
--- LAUNCHERS in matmul.lua): transposing copies for trans_a and trans_b, the
--- alpha / beta epilogues (kernels/matmul_blas.cl), matrix-vector products
--- (kernels/matmul_gemv.cl) and the putting together of these around a
--- product's own steps.
+-- steps for luagpu.core.steps ({Call, {global =, local_size =}, after}):
+-- transposing copies for trans_a and trans_b, the alpha / beta epilogues
+-- (kernels/matmul_blas.cl), matrix-vector products (kernels/matmul_gemv.cl)
+-- and the putting together of these around a product's own steps. It is
+-- also matmul's "gemv" backend (probe, steps: see init.lua).
 --
 --   X.transpose(entries, c, which, rows, cols, buf, off, stride, count)
 --   X.scale(entries, c, n, s, buf, off)        X.axpby(entries, c, n, T, buf, off)
 --   X.gemv(entries, c)                         X.compose(entries, pre, main, post, scratch)
+--   X.probe(dev, c), X.steps(c)                the gemv backend
+--   X.programs_built                           the builds of these kernels
 --
--- entries: matmul's per-device cache entries (programs and scratch buffers);
--- c: matmul's checked call.
+-- entries: matmul's per-device entries (scratch buffers); c: matmul's
+-- checked call. The programs are built through luagpu.core.programs, family
+-- "matmul" (so matmul.programs_built counts them too).
 
-local gpu = require "luagpu"
-local H = require "luagpu.core.check"
+local PR = require "luagpu.core.programs"
 local ST = require "luagpu.core.steps"
+local T = require "luagpu.matmul.params"
 
-local next, ipairs, pairs, tostring = next, ipairs, pairs, tostring
-local concat, sort, min, max = table.concat, table.sort, math.min, math.max
+local next, ipairs, pairs = next, ipairs, pairs
+local min, max = math.min, math.max
 
 local X = {programs_built = 0}
 
-local TT, TR = 32, 8   -- blas_transpose: TT x TT tiles, TT x TR work-items (matmul_blas.cl)
-local GROUP = 256      -- work-items per work-group of the other kernels, at most
-local GEMV_GROUPS = 8  -- gemv_t: work-groups per compute unit it aims for
-local GEMV_MIN_ROWS = 16   -- gemv_t: fewest rows of A each work-item of a slice reads
+local TB = T.blas                 -- the tuned numbers (params.lua)
+local TT, TR, GROUP = TB.tt, TB.tr, TB.group
 
-local function round_up(x, m) return (x + m - 1) // m * m end
-local function ceil_div(x, m) return (x + m - 1) // m end
+local round_up, ceil_div = ST.round_up, ST.ceil_div
 
 local function launch(global, lsz) return {global = global, local_size = lsz} end
 
+local FILES = {["matmul_blas.cl"] = {"matmul_blas.cl"},
+               ["matmul_gemv.cl"] = {"matmul_common.cl", "matmul_gemv.cl"}}
+
 -- The program of kernel file `file` (the gemv one behind matmul_common.cl)
--- for element type t with defines, built once per device.
-local function program(entries, dev, t, file, defines)
+-- for element type t with defines, built once per device (and counted in
+-- X.programs_built as well as in matmul's).
+local function program(dev, t, file, defines)
   local d = {REAL = t}
   for k, v in pairs(defines or {}) do d[k] = v end
-  local keys = {}
-  for k in pairs(d) do keys[#keys + 1] = k .. "=" .. tostring(d[k]) end
-  sort(keys)
-  local key = "blas " .. file .. " " .. concat(keys, " ")
-  local prog = entries[key]
-  if not prog then
-    local src = gpu.kernel_source(file)
-    if file == "matmul_gemv.cl" then
-      src = "#line 1\n" .. gpu.kernel_source("matmul_common.cl") .. "\n#line 1\n" .. src
-    end
-    prog = dev:build(src, {defines = d, options = "-cl-mad-enable"})
-    X.programs_built = X.programs_built + 1
-    entries[key] = prog
-  end
+  local before = PR.built("matmul")
+  local prog = PR.get(dev, {family = "matmul", files = FILES[file], defines = d,
+                            options = "-cl-mad-enable"})
+  X.programs_built = X.programs_built + PR.built("matmul") - before
   return prog
 end
 
@@ -74,7 +68,7 @@ end
 -- cols x rows, one after another; returns the step, the scratch buffer and
 -- its key.
 function X.transpose(entries, c, which, rows, cols, buf, off, stride, count)
-  local prog = program(entries, c.dev, c.t, "matmul_blas.cl")
+  local prog = program(c.dev, c.t, "matmul_blas.cl")
   local S, key = scratch(entries, c, which, count * rows * cols)
   local step = {prog.blas_transpose(rows, cols, buf, off, stride, S),
                 launch({round_up(cols, TT), ceil_div(rows, TT) * TR, count}, {TT, TR, 1})}
@@ -85,14 +79,14 @@ end
 
 -- C[off .. off+n-1] *= s.
 function X.scale(entries, c, n, s, buf, off)
-  local prog = program(entries, c.dev, c.t, "matmul_blas.cl")
+  local prog = program(c.dev, c.t, "matmul_blas.cl")
   local g = group_size(c.dev)
   return {prog.blas_scale(n, s, buf, off), launch({round_up(n, g)}, {g})}
 end
 
 -- C[off + i] = c.alpha * T[i] + c.beta * C[off + i], i < n.
 function X.axpby(entries, c, n, T, buf, off)
-  local prog = program(entries, c.dev, c.t, "matmul_blas.cl")
+  local prog = program(c.dev, c.t, "matmul_blas.cl")
   local g = group_size(c.dev)
   return {prog.blas_axpby(n, c.alpha, T, c.beta, buf, off), launch({round_up(n, g)}, {g})}
 end
@@ -115,14 +109,15 @@ end
 local function gemv_n(entries, c, rows, K, Am, offA, x, offX)
   local vw = width(K, offA, offX)
   local kv, g = K // vw, group_size(c.dev)
-  -- a GPU: a work-group (256) or a few warps per row; a CPU (PoCL runs a
-  -- work-group's items in a loop, a barrier splits it): 4 per row, 3.9x
-  -- faster than 256 at 2048 x 2048
-  local lx = kv >= 2048 and 256 or kv >= 256 and 64 or 16
-  if c.dev.type == "cpu" then lx = 4 end
+  local lx = TB.gemv_cpu_lx
+  if c.dev.type ~= "cpu" then
+    for _, row in ipairs(TB.gemv_lx) do
+      if kv >= row[1] then lx = row[2]; break end
+    end
+  end
   lx = min(lx, g)
   local ry = g // lx
-  local prog = program(entries, c.dev, c.t, "matmul_gemv.cl", {VW = vw, LX = lx, RY = ry})
+  local prog = program(c.dev, c.t, "matmul_gemv.cl", {VW = vw, LX = lx, RY = ry})
   return {{prog.gemv_n(rows, K, Am, offA, x, offX, c.C, c.offC, c.alpha, c.beta),
            launch({lx, round_up(rows, ry)}, {lx, ry})}}
 end
@@ -134,13 +129,13 @@ local function gemv_sum_step(prog, c, cols, slices, P)
           launch({round_up(cols, g)}, {g}), {1}}
 end
 
--- gemv_t for CPUs: two slices of K per compute unit, each streaming along
--- its rows into its partial sums (gemv_t_rows), then gemv_sum (4096^2
--- floats on PoCL: 0.89x the copy kernel's bandwidth, against 0.07x for
--- gemv_t's work-items walking down columns).
+-- gemv_t for CPUs: slices of K (gemv_cpu_slices per compute unit), each
+-- streaming along its rows into its partial sums (gemv_t_rows), then
+-- gemv_sum (4096^2 floats on PoCL: 0.89x the copy kernel's bandwidth,
+-- against 0.07x for gemv_t's work-items walking down columns).
 local function gemv_t_rows(entries, c, cols, K, Am, offA, x, offX)
-  local prog = program(entries, c.dev, c.t, "matmul_gemv.cl", {VW = 1, TX = 1, TY = 1})
-  local slices = max(1, min(K, 2 * c.dev.compute_units))
+  local prog = program(c.dev, c.t, "matmul_gemv.cl", {VW = 1, TX = 1, TY = 1})
+  local slices = max(1, min(K, TB.gemv_cpu_slices * c.dev.compute_units))
   local kc = ceil_div(K, slices)
   slices = ceil_div(K, kc)
   local P, key = scratch(entries, c, "gemv", slices * cols)
@@ -157,12 +152,12 @@ local function gemv_t(entries, c, cols, K, Am, offA, x, offX)
   if c.dev.type == "cpu" then return gemv_t_rows(entries, c, cols, K, Am, offA, x, offX) end
   local vw = width(cols, offA)
   local g = group_size(c.dev)
-  local ty = 4
+  local ty = TB.gemv_ty
   local tx = max(g // ty, 1)
-  local prog = program(entries, c.dev, c.t, "matmul_gemv.cl", {VW = vw, TX = tx, TY = ty})
+  local prog = program(c.dev, c.t, "matmul_gemv.cl", {VW = vw, TX = tx, TY = ty})
   local gx = ceil_div(cols, tx * vw)
-  local slices = ceil_div(GEMV_GROUPS * c.dev.compute_units, gx)
-  slices = max(1, min(slices, K // (ty * GEMV_MIN_ROWS)))
+  local slices = ceil_div(TB.gemv_groups * c.dev.compute_units, gx)
+  slices = max(1, min(slices, K // (ty * TB.gemv_min_rows)))
   local kc = ceil_div(K, slices)
   slices = ceil_div(K, kc)
   local main = launch({gx * tx, slices * ty}, {tx, ty})
@@ -187,6 +182,28 @@ function X.gemv(entries, c)
   end
   if c.trans_b then return gemv_n(entries, c, c.n, c.k, c.B, c.offB, c.A, c.offA) end
   return gemv_t(entries, c, c.n, c.k, c.B, c.offB, c.A, c.offA)
+end
+
+------------------------------------------------------------------ the backend
+
+-- Whether call c on dev is a matrix-vector product (M or N 1, not batched)
+-- that the gemv kernels run: {ok = true}, else {ok = false, why =}. A
+-- forced variant or parameters send it to the fp32 kernels.
+local YES = {ok = true}
+local NOT_GEMV = {ok = false, why = "not a matrix-vector product"}
+local FORCED = {ok = false, why = "opts.variant or opts.params given"}
+
+function X.probe(_, c)
+  if c.batch or not (c.n == 1 or c.m == 1) then return NOT_GEMV end
+  local o = c.opts
+  if o.variant or o.params then return FORCED end
+  return YES
+end
+
+-- The steps of call c on the gemv kernels (no plan: nothing of
+-- matmul.params is read).
+function X.steps(c)
+  return X.gemv(c.entries, c), nil
 end
 
 ------------------------------------------------------------------ putting together

@@ -2,36 +2,35 @@
 -- tensor cores (kernels/matmul_mma.cl: inline-PTX mma.sync with TF32
 -- operands, float sums).
 --
--- matmul calls steps(c, precision) for a product of float operands that asks
--- for either precision; it returns the steps to enqueue, or nil where the
--- device has no tensor-core path (matmul then runs its fp32 kernels). A
--- device has one when it is an NVIDIA GPU, the probe program (inline PTX:
--- cvt.rna.tf32.f32 and mma.sync) builds, and its 16 x 8 x 8 product comes
--- back right. path(dev, precision) says which kernels a product runs.
+-- One of matmul's backends (init.lua walks them: wgmma, mma, gemv, fp32):
+--
+--   M.probe(dev [, c])   {ok = true} where this backend runs call c on dev,
+--                        else {ok = false, why =}; without c, whether dev
+--                        has the path (once per device)
+--   M.steps(c)           the steps of call c: pack_a, pack_b, matmul_mma
+--   M.tiles(c)           the tiles of c's precision, checked (raises)
+--   M.path(dev [, precision [, type]])      which kernels a product runs
+--   M.params, M.emulated, M.build_options, M.local_bytes_of, M.programs_of
+--
+-- A device has the path when it is an NVIDIA GPU, the probe program (inline
+-- PTX: cvt.rna.tf32.f32 and mma.sync) builds, and its 16 x 8 x 8 product
+-- comes back right.
 
-local gpu = require "luagpu"
 local H = require "luagpu.core.check"
+local PR = require "luagpu.core.programs"
 local ST = require "luagpu.core.steps"
 local T = require "luagpu.matmul.tc"
-local wgmma = require "luagpu.matmul.wgmma"   -- Hopper's path, asked first
+local TP = require "luagpu.matmul.params"
+local wgmma = require "luagpu.matmul.wgmma"   -- for path: Hopper's backend comes first
 
-local format, tostring, ipairs, pairs, type = string.format, tostring, ipairs, pairs, type
+local tostring, ipairs, type, pcall = tostring, ipairs, type, pcall
 local show, integer = H.show, H.integer
 
-local M = {programs_built = 0}   -- the probe's builds and the kernels'
+local M = {}
 
--- The tile parameters (matmul_mma.cl), per precision: work-group tile
--- bm x bn, step bk along K, warp tile wm x wn, stages (local buffers, 2 to
--- 4, filled by cp.async stages - 1 steps ahead), trunc (TF32 parts by
--- cutting bits instead of rounding to nearest), maxrreg (NVIDIA's register
--- cap per work-item, or false). Chosen by bench/gpu/mma.lua's sweep on an
--- H200; scripts that tune may change them, and every product checks them.
-M.params = {
-  tf32 = {bm = 128, bn = 128, bk = 16, wm = 64, wn = 32, stages = 3, trunc = false,
-          maxrreg = false},
-  ["3xtf32"] = {bm = 128, bn = 128, bk = 8, wm = 64, wn = 64, stages = 3, trunc = false,
-                maxrreg = false},
-}
+-- The tile parameters per precision (params.lua): scripts that tune may
+-- change them, and every product checks them.
+M.params = TP.mma
 
 -- With emulated true, devices without tensor cores run the tensor-core
 -- kernels too, every mma emulated from local memory (slow: for the specs,
@@ -44,6 +43,7 @@ local PRECISIONS = {fp32 = true, tf32 = true, ["3xtf32"] = true}
 
 -- Per device: {ok = true, keyword = "asm" | "__asm__"} or {ok = false, why =}.
 local probed = ST.device_cache()
+local EMULATED = {ok = true, emulated = true}
 
 -- Runs the probe program prog on dev; returns nil or why it failed.
 local function check_probe(dev, prog)
@@ -63,9 +63,8 @@ local function probe(dev)
   else
     local err
     for _, kw in ipairs{"asm", "__asm__"} do
-      local ok, prog = pcall(dev.build, dev, gpu.kernel_source("mma_probe.cl"),
-                             {defines = {LG_ASM = kw}})
-      if ok then M.programs_built = M.programs_built + 1 end
+      local ok, prog = pcall(PR.get, dev, {family = "matmul", file = "mma_probe.cl",
+                                           defines = {LG_ASM = kw}})
       if ok then
         local why = check_probe(dev, prog)
         p = why and {ok = false, why = why} or {ok = true, keyword = kw}
@@ -77,6 +76,15 @@ local function probe(dev)
                                 (err:match("[^\n]*") or err)}
   end
   probed[dev] = p
+  return p
+end
+
+-- M.probe(dev [, c]): see the header. With emulated on, a device without
+-- the path runs it too ({ok = true, emulated = true}).
+function M.probe(dev, c)
+  if c and not T.wants(c) then return T.NOT_WANTED end
+  local p = probe(dev)
+  if c and not p.ok and M.emulated then return EMULATED end
   return p
 end
 
@@ -176,57 +184,41 @@ local function check_params(fn, precision, p, dev)
   return v
 end
 
--- Per device: programs by key; and the packed operands' scratch buffers.
+-- Per device: the programs built (for programs_of), and the packed
+-- operands' scratch buffers.
 local programs = ST.device_cache()
 local scratches = ST.device_cache()
 
 local function program(dev, defines)
-  local key = T.key_of(defines)
-  local entries = ST.device_entries(programs, dev)
-  local prog = entries[key]
-  if not prog then
-    local options = M.build_options or ""
-    if defines.MAXRREG then options = options .. " -cl-nv-maxrregcount=" .. defines.MAXRREG end
-    prog = dev:build(gpu.kernel_source("matmul_mma.cl"), {defines = defines, options = options})
-    M.programs_built = M.programs_built + 1
-    entries[key] = prog
-  end
+  local options = M.build_options or ""
+  if defines.MAXRREG then options = options .. " -cl-nv-maxrregcount=" .. defines.MAXRREG end
+  local prog = PR.get(dev, {family = "matmul", file = "matmul_mma.cl", defines = defines,
+                            options = options})
+  T.record(programs, dev, T.key_of(defines), prog)
   return prog
 end
 
-local function check_number(what, v)
-  if v == nil then return nil end
-  if type(v) ~= "number" then
-    H.fail("matmul", "option %s: expected a number, got %s", what, H.typename(v))
-  end
-  return v
+-- M.tiles(c): the tiles of c's precision (M.params) checked against each
+-- other and c.dev. matmul checks them also for a product that asked for
+-- the tensor cores on a device without any, so that a script's tiles err on
+-- every machine.
+function M.tiles(c)
+  local precision = c.opts.precision
+  return check_params("matmul", precision, M.params[precision], c.dev)
 end
 
--- The steps (as matmul's launchers make them) of call c ({A, offA, B, offB,
--- C, offC, m, n, k, t, dev, trans_a, trans_b, alpha, beta}) in precision
--- ("tf32" or "3xtf32") on the tensor cores: pack_a and pack_b into scratch
--- buffers, then matmul_mma after both. nil when c.dev has no tensor cores
--- (and M.emulated is off), or for a matrix-vector product (M or N 1).
-function M.steps(c, precision)
-  if c.t ~= "float" then
-    H.fail("matmul", "option precision: %s is for float operands, got %s ones", precision, c.t)
-  end
-  local alpha = check_number("alpha", c.alpha) or 1
-  local beta = check_number("beta", c.beta) or 0
-  local m, n, k = c.m, c.n, c.k
-  -- a matrix-vector product is bound by memory, not arithmetic: the fp32
-  -- GEMV kernels are as fast, and exact to float
-  if m == 1 or n == 1 then return nil end
-  local hopper = wgmma.steps(c, precision, alpha, beta)
-  if hopper then return hopper end
-  local v = check_params("matmul", precision, M.params[precision], c.dev)
+-- The steps (as core/steps runs them) of call c ({A, offA, B, offB, C,
+-- offC, m, n, k, dev, opts.precision, trans_a, trans_b, alpha, beta}) on
+-- the tensor cores: pack_a and pack_b into scratch buffers, then
+-- matmul_mma after both. M.probe(c.dev, c) said yes.
+function M.steps(c)
+  local m, n, k, beta = c.m, c.n, c.k, c.beta
+  local v = M.tiles(c)
   local p = probe(c.dev)
-  local emulated = not p.ok and M.emulated
-  if not p.ok and not emulated then return nil end
-  local three = precision == "3xtf32"
+  local three = c.opts.precision == "3xtf32"
   local defines = {BM = v.bm, BN = v.bn, BK = v.bk, WM = v.wm, WN = v.wn, STAGES = v.stages,
                    MAIN = 1}
-  if emulated then defines.LG_NO_PTX = 1 else defines.LG_ASM = p.keyword end
+  if p.ok then defines.LG_ASM = p.keyword else defines.LG_NO_PTX = 1 end
   if three then defines.THREE = 1 end
   if v.trunc then defines.TRUNC = 1 end
   if v.maxrreg then defines.MAXRREG = v.maxrreg end   -- a build option, in the key
@@ -243,7 +235,7 @@ function M.steps(c, precision)
            {global = {na}, local_size = {T.pack_group(na)}}},
           {prog.pack_b(k, n, c.B, c.offB, ldb, ksteps, Bp, Bs),
            {global = {nb}, local_size = {T.pack_group(nb)}}},
-          {prog.matmul_mma(m, n, ksteps, Ap, As, Bp, Bs, c.C, c.offC, alpha, beta),
+          {prog.matmul_mma(m, n, ksteps, Ap, As, Bp, Bs, c.C, c.offC, c.alpha, beta),
            {global = {gx * v.nt, gy}, local_size = {v.nt, 1}}, {1, 2}},
           scratch = sc}
 end

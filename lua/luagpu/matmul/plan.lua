@@ -1,94 +1,55 @@
--- luagpu.matmul.plan: how luagpu.matmul runs a product. From the sizes, the
--- element type, the device (its class's and its own parameters, in
--- luagpu.matmul.params) and the variant, plan() works out the kernels'
--- source, build defines and options, split of K or core-and-edges split,
--- and every launch's global and local size. luagpu.matmul checks the
--- arguments, builds the program and hands the plan to its launcher.
+-- luagpu.matmul.plan: how luagpu.matmul's fp32 kernels run a product.
+-- From the sizes, the element type, the device (its class's and its own
+-- parameters, in matmul.params) and the variant, plan() picks the
+-- parameter set, has the variant (variant_*.lua, listed below) check it and
+-- work out the build defines, launches and launcher. The fp32 backend
+-- (fp32.lua) builds the plan's program (recipe) and runs its launcher.
 --
 --   P.plan(dev, m, n, k, t, offsets, variant, override, split_edges [, batch])
+--   P.recipe(pl)                the program recipe of plan pl (core/programs)
 --   P.source(variant)           the OpenCL C source of a variant
 --   P.param_set(dev, name, t)   the parameters of one set for dev
---   P.edge_groups_fit(prog)     whether a reg program's edge kernels launch
+--   P.launcher(pl)              the launcher of plan pl: function(pl, prog, c)
+--   P.fits(pl, prog)            whether prog's kernels take pl's work-groups
+--   P.snapshot(dev, pl, t), P.unchanged(s)      what a plan read of matmul.params
+--   P.params, P.variants, P.variant_list, P.variant_words, P.param_names
 --
 -- Errors name "matmul" (H.fail raises at the script's line).
 
 local gpu = require "luagpu"
 local H = require "luagpu.core.check"
-local PARAMS = require "luagpu.matmul.params"
+local T = require "luagpu.matmul.params"
+local ST = require "luagpu.core.steps"
+local B = require "luagpu.matmul.common"
 
-local type, pairs, next, ipairs, rawget = type, pairs, next, ipairs, rawget
+local type, pairs, next, ipairs = type, pairs, next, ipairs
 local getmetatable, setmetatable, rawset = getmetatable, setmetatable, rawset
 local format, concat, sort, unpack = string.format, table.concat, table.sort, table.unpack
 local load, assert = load, assert
-local max = math.max
 local integer, show, typename = H.integer, H.show, H.typename
 
 local FN = "matmul"
 local function fail(fmt, ...) H.fail(FN, fmt, ...) end
 
-local SIZES = {float = 4, double = 8}
-local CLASSES = {gpu = true, cpu = true, accelerator = true, other = true}
-local VARIANTS = {naive = true, tiled = true, reg = true, packed = true}
-local VARIANT_WORDS = '"naive", "tiled", "reg" or "packed"'
-
--- The kernel files of each variant, in the order they are put together.
--- matmul_common.cl is prepended here rather than #included, so that the
--- kernels build where only the sources embedded in the build exist.
-local SOURCES = {naive = {"matmul_naive.cl"}, tiled = {"matmul_tiled.cl"},
-                 reg = {"matmul_common.cl", "matmul_reg.cl"},
-                 packed = {"matmul_common.cl", "matmul_packed.cl"}}
-
--- The launch geometry of matmul_reg.cl's edge kernels, in one place: it is
--- written into reg's source as #defines (see source), so the kernels'
--- reqd_work_group_size and the launches planned here cannot disagree.
-local EDGE = {
-  ROWS_LX = 16,   -- matmul_rows: work-items along x, one column of C each
-  ROWS_LY = 16,   -- matmul_rows: work-items along y, interleaved slices of K
-  ROWS_R = 4,     -- matmul_rows: rows of C per work-group (ROWS_LY at least)
-  COLS_LX = 64,   -- matmul_cols: work-items along x, interleaved slices of K
-  COLS_LY = 4,    -- matmul_cols: work-items along y, one row of C each
-  COLS_R = 4,     -- matmul_cols: columns of C per work-group (COLS_LX at least)
+-- The variants, one row each (the order of matmul.variants and messages).
+local LIST = {
+  require "luagpu.matmul.variant_naive",
+  require "luagpu.matmul.variant_tiled",
+  require "luagpu.matmul.variant_reg",
+  (require "luagpu.matmul.variant_packed"),   -- (): the first value only
 }
-local ROWS_GROUP, COLS_GROUP = EDGE.ROWS_LX * EDGE.ROWS_LY, EDGE.COLS_LX * EDGE.COLS_LY
--- The work-group size a device must allow for the edge kernels.
-local EDGE_GROUP = max(ROWS_GROUP, COLS_GROUP)
 
-local SUM_GROUP = 256     -- matmul_sum: work-items per work-group
-local PACK_GROUP = 16     -- pack_a, pack_b: work-items along K per work-group
-
--- Split K (see split_k): the flops the product does per byte the sum of
--- the slices moves, to weigh the two; the fewest steps of BK in a slice;
--- the most slices; and how much faster the model must say a split is.
-local SPLIT_FLOPS_PER_BYTE = 12.5
-local SPLIT_MIN_STEPS = 16
-local SPLIT_MAX_SLICES = 4
-local SPLIT_MIN_GAIN = 0.97
-
--- The bounds of what a script gives. Sizes: the kernels take M, N, K as
--- ints. Parameters: past these a kernel's loops unroll without end (TM =
--- 2^20 kept the compiler busy for hours) or its sizes overflow; the
--- device's work-group and local-memory limits are checked apart.
-local MAX_SIZE = (1 << 31) - 1
-local MAX_PARAM = {lx = 4096, ly = 4096, TS = 4096, BM = 1024, BN = 1024, BK = 1024,
-                   TM = 64, TN = 64, PADA = 256, PADB = 256, unroll = 1024,
-                   splitk = 64, groups_per_cu = 1024, edge = MAX_SIZE}
-local MAX_ACCUMULATORS = 1024       -- TM x TN: the register tile of a work-item
-local MAX_UNROLLED = 8192           -- K steps unrolled x TM x TN (PoCL builds it in 20 s)
-local MAX_LOADS = 256               -- reg: vector loads per work-item per tile
-local WIDTHS = {[1] = true, [2] = true, [4] = true, [8] = true, [16] = true}
-
--- Every parameter's name (see matmul_params.lua), to check opts.params against.
-local PARAM_NAMES = {"lx", "ly", "TS", "BM", "BN", "BK", "TM", "TN", "VWM", "VWN", "VLA",
-                     "VLB", "PADA", "PADB", "DB", "groups_per_cu", "splitk", "edge", "VW",
-                     "unroll", "fma", "options"}
-
-local function round_up(x, m)
-  return (x + m - 1) // m * m
+local PARAMS, SIZES = T.fp32, B.SIZES
+local CLASSES = {gpu = true, cpu = true, accelerator = true, other = true}
+local VARIANTS, NAMES, LAUNCHERS = {}, {}, {}
+for i, v in ipairs(LIST) do
+  VARIANTS[v.name], NAMES[i] = v, v.name
+  for name, f in pairs(v.launchers) do LAUNCHERS[name] = f end
 end
+local VARIANT_WORDS = '"' .. concat(NAMES, '", "', 1, #NAMES - 1) .. '" or "' ..
+                      NAMES[#NAMES] .. '"'   -- '"naive", "tiled", "reg" or "packed"'
 
-local function ceil_div(x, m)
-  return (x + m - 1) // m
-end
+local ceil_div = ST.ceil_div
 
 ------------------------------------------------------------------ parameters
 
@@ -165,121 +126,19 @@ end
 
 ------------------------------------------------------------------ checks
 
-local function need(cond, variant, fmt, ...)
-  if not cond then fail("%s parameters: " .. fmt, variant, ...) end
-end
-
--- p[name] as an integer from lo (default 1) to MAX_PARAM[name].
-local function int_param(p, variant, name, lo)
-  local v = p[name]
-  local i = integer(v)
-  lo = lo or 1
-  need(i and i >= lo, variant, "%s: expected %s, got %s", name,
-       lo == 1 and "a positive integer" or "an integer >= 0", show(v))
-  need(i <= MAX_PARAM[name], variant, "%s: %d is too large (at most %d)", name, i,
-       MAX_PARAM[name])
-  return i
-end
-
-local function width_param(p, variant, name)
-  local v = integer(p[name])
-  need(WIDTHS[v], variant, "%s: expected a vector width (1, 2, 4, 8 or 16), got %s", name,
-       show(p[name]))
-  return v
-end
-
--- Checks the register tile d.TM x d.TN of reg and packed, and the K loop
--- unrolled over it (steps: unroll, else reg's BK).
-local function check_unrolled(variant, d)
-  local acc = d.TM * d.TN
-  need(acc <= MAX_ACCUMULATORS, variant,
-       "TM x TN = %d x %d = %d sums per work-item, at most %d", d.TM, d.TN, acc, MAX_ACCUMULATORS)
-  local steps, what = d.UNROLLK, "unroll"
-  if not steps then steps, what = variant == "reg" and d.BK or 1, "BK" end
-  need(steps * acc <= MAX_UNROLLED, variant,
-       "%s (%d) x TM (%d) x TN (%d) = %d multiply-adds unrolled, at most %d",
-       what, steps, d.TM, d.TN, steps * acc, MAX_UNROLLED)
-end
-
--- reg's defines from p into d, each bounded; its knobs that are not
--- defines made integers in p: groups_per_cu and splitk (nil or positive),
--- edge (nil, false or >= 0).
-local function reg_values(p, d)
-  for _, k in ipairs{"BM", "BN", "BK", "TM", "TN"} do d[k] = int_param(p, "reg", k) end
-  for _, k in ipairs{"VWM", "VWN", "VLA", "VLB"} do d[k] = width_param(p, "reg", k) end
-  for _, k in ipairs{"PADA", "PADB"} do
-    if p[k] == nil then p[k] = 0 end
-    d[k] = int_param(p, "reg", k, 0)
-  end
-  d.DB = integer(p.DB or 0)
-  need(d.DB == 0 or d.DB == 1 or d.DB == 2, "reg", "DB: expected 0, 1 or 2, got %s", show(p.DB))
-  for _, k in ipairs{"groups_per_cu", "splitk"} do
-    if p[k] ~= nil then p[k] = int_param(p, "reg", k) end
-  end
-  if p.edge then p.edge = int_param(p, "reg", "edge", 0) end
-end
-
--- Per variant: checks its parameters p against each other, with the
--- defines they give in d; returns the work-group size and the local
--- memory the tiles use (elements of `size` bytes).
-local CHECK = {}
-
-function CHECK.naive(p)
-  return {int_param(p, "naive", "lx"), int_param(p, "naive", "ly")}, 0
-end
-
-function CHECK.tiled(p, d, size)
-  local ts = int_param(p, "tiled", "TS")
-  d.TS = ts
-  return {ts, ts}, (2 * ts * ts + ts) * size
-end
-
-function CHECK.reg(p, d, size)
-  reg_values(p, d)
-  need(d.BM % d.TM == 0 and d.BN % d.TN == 0, "reg",
-       "BM (%d) and BN (%d) must be multiples of TM (%d) and TN (%d)", d.BM, d.BN, d.TM, d.TN)
-  need(d.TM % d.VWM == 0 and d.TN % d.VWN == 0, "reg",
-       "TM (%d) and TN (%d) must be multiples of VWM (%d) and VWN (%d)",
-       d.TM, d.TN, d.VWM, d.VWN)
-  need((d.PADA % d.VWM == 0) and (d.PADB % d.VWN == 0), "reg",
-       "PADA (%d) and PADB (%d) must be multiples of VWM (%d) and VWN (%d)",
-       d.PADA, d.PADB, d.VWM, d.VWN)
-  check_unrolled("reg", d)
-  local nt = (d.BM // d.TM) * (d.BN // d.TN)
-  need(d.BK % d.VLA == 0 and (d.BM * d.BK) % (d.VLA * nt) == 0, "reg",
-       "the A tile (BM*BK = %d) must split into VLA-vectors (%d) over the %d work-items",
-       d.BM * d.BK, d.VLA, nt)
-  need(d.BN % d.VLB == 0 and (d.BK * d.BN) % (d.VLB * nt) == 0, "reg",
-       "the B tile (BK*BN = %d) must split into VLB-vectors (%d) over the %d work-items",
-       d.BK * d.BN, d.VLB, nt)
-  local na, nb = d.BM * d.BK // (d.VLA * nt), d.BK * d.BN // (d.VLB * nt)
-  need(na <= MAX_LOADS and nb <= MAX_LOADS, "reg",
-       "the A and B tiles take %d and %d vector loads per work-item, at most %d",
-       na, nb, MAX_LOADS)
-  local buffers = d.DB == 2 and 2 or 1
-  return {d.BN // d.TN, d.BM // d.TM}, buffers * d.BK * (d.BM + d.PADA + d.BN + d.PADB) * size
-end
-
-function CHECK.packed(p, d)
-  for _, k in ipairs{"TM", "TN"} do d[k] = int_param(p, "packed", k) end
-  d.VW = width_param(p, "packed", "VW")
-  need(d.TN % d.VW == 0, "packed", "TN (%d) must be a multiple of VW (%d)", d.TN, d.VW)
-  check_unrolled("packed", d)
-  return {int_param(p, "packed", "lx"), int_param(p, "packed", "ly")}, 0
-end
-
 -- Checks the parameters of a variant against each other and the device;
 -- returns the build defines and the work-group size. Every integer is
 -- bounded first, so that no product below overflows.
 local function check_params(variant, p, dev, size)
+  local need = B.need
   local d = {}
-  if p.unroll ~= nil then d.UNROLLK = int_param(p, variant, "unroll") end
+  if p.unroll ~= nil then d.UNROLLK = B.int(p, variant, "unroll") end
   need(p.fma == nil or type(p.fma) == "boolean", variant, "fma: expected true or false, got %s",
        show(p.fma))
   if p.fma then d.FMA = 1 end
   need(p.options == nil or type(p.options) == "string", variant,
        "options: expected a string of build options, got %s", show(p.options))
-  local lsz, lmem = CHECK[variant](p, d, size)
+  local lsz, lmem = VARIANTS[variant].check(p, d, size)
   local wg, most = lsz[1] * lsz[2], dev.max_work_item_sizes
   need(wg <= dev.max_work_group_size, variant,
        "work-groups of %d x %d = %d work-items, the device allows %d",
@@ -318,21 +177,11 @@ local function tiles(set, name, t, m, n)
   if bm and bn and bm > 0 and bn > 0 then return ceil_div(m, bm) * ceil_div(n, bn) end
 end
 
--- The parameter set the variant runs with, unless the variant was forced:
--- reg's "small" one when the large tiles would make fewer work-groups than
--- the device has compute units, and "smaller" when even the small ones would
--- make fewer than SMALLER_SHARE of them (on the H200, 256 and 512 run twice
--- as fast on 32 x 32 tiles; 1024 is best on the small set).
-local SMALLER_SHARE = 0.5
-
 -- A batch of products: the first of reg, small and smaller (those the
 -- device has) whose work-groups, over the whole batch, fill the waves they
--- take to at least BATCH_FILL (groups over waves x slots, slots = compute
--- units x the set's groups_per_cu, default 1), else the one that fills them
--- best. On the H200, 64 x 256^3 ran in 53 us on reg's 128 x 256 tiles (128
--- groups: 0.97 of one wave), 65 on small's (512: 0.65 of two), 123 on
--- smaller's.
-local BATCH_FILL = 0.8
+-- take to at least T.choice.batch_fill (groups over waves x slots, slots =
+-- compute units x the set's groups_per_cu, default 1), else the one that
+-- fills them best.
 local function batch_set(set, dev, m, n, t, batch)
   local best, best_fill
   for _, name in ipairs{"reg", "small", "smaller"} do
@@ -342,171 +191,30 @@ local function batch_set(set, dev, m, n, t, batch)
       local occ = integer(variant_params(set, name, t).groups_per_cu) or 1
       local slots = dev.compute_units * math.max(occ, 1)
       local fill = groups / (ceil_div(groups, slots) * slots)
-      if fill >= BATCH_FILL then return name end
+      if fill >= T.choice.batch_fill then return name end
       if not best or fill > best_fill then best, best_fill = name, fill end
     end
   end
   return best or "reg"
 end
 
+-- The parameter set the variant runs with, unless the variant was forced:
+-- reg's "small" one when the large tiles would make fewer work-groups than
+-- the device has compute units, and "smaller" when even the small ones would
+-- make fewer than T.choice.smaller_share of them.
 local function set_name(set, variant, forced, dev, m, n, t, batch)
   if variant ~= "reg" or forced or not set.small then return variant end
   if batch then return batch_set(set, dev, m, n, t, batch) end
   local large = tiles(set, "reg", t, m, n)
   if not (large and large < dev.compute_units) then return variant end
   local small = tiles(set, "small", t, m, n)
-  if set.smaller and small and small < dev.compute_units * SMALLER_SHARE then
+  if set.smaller and small and small < dev.compute_units * T.choice.smaller_share then
     return "smaller"
   end
   return "small"
 end
 
--- How many slices of K the reg kernel splits an m x n x k product into,
--- and the length of each (a multiple of BK). The tiles are handed out to
--- the compute units in waves of groups_per_cu x compute units; when the
--- last wave would be mostly idle (M or N just past a multiple of the tile:
--- 4097 takes 5 waves where 4096 takes 4), cutting K into S slices makes
--- S times as many groups, S times shorter, so the waves fit better; the
--- slices are then added (matmul_sum), which costs a pass over S+1 copies of
--- C, weighed against the product at SPLIT_FLOPS_PER_BYTE. Needs
--- groups_per_cu in the parameters (found by the tuning sweep); `splitk`
--- forces a count.
-local function split_k(p, d, dev, m, n, k, size)
-  local s = p.splitk
-  if k == 0 then return 1, 0 end
-  if s == nil then
-    local occ = p.groups_per_cu
-    -- only past a multiple of the tile: at 2048 on the H200 (small set, 3
-    -- groups per compute unit) splitting was slower although the model
-    -- favoured it; at 2047 and 4097 it was faster
-    if not occ or (m % d.BM == 0 and n % d.BN == 0) then return 1, k end
-    local slots = dev.compute_units * occ
-    local w = ceil_div(m, d.BM) * ceil_div(n, d.BN)
-    if w < slots then return 1, k end   -- less than a wave: the small set's job
-    local best_cost = ceil_div(w, slots)
-    s = 1
-    for try = 2, SPLIT_MAX_SLICES do
-      local ks = round_up(ceil_div(k, try), d.BK)
-      local sl = ceil_div(k, ks)
-      if ks >= SPLIT_MIN_STEPS * d.BK and sl > 1 then
-        local waves = ceil_div(sl * w, slots) / sl
-        local sum = w / slots * (sl + 1) * size * SPLIT_FLOPS_PER_BYTE / (2 * k)
-        if waves + sum < best_cost * SPLIT_MIN_GAIN then s, best_cost = sl, waves + sum end
-      end
-    end
-  end
-  local ks = round_up(ceil_div(k, s), d.BK)
-  return ceil_div(k, ks), ks
-end
-
--- Whether an m x n product with reg's tiles d splits into a tile-aligned
--- core and thin edges (see matmul_rows in matmul_reg.cl): M and N at most
--- p.edge past multiples of BM and BN, the core at least a wave of work-
--- groups, the edge kernels' work-groups allowed, and no forced split of K.
--- Returns the core's rows and columns.
-local function edge_split(p, d, dev, m, n, split_edges)
-  local edge = p.edge
-  if not split_edges or not edge or edge == 0 or p.splitk then return nil end
-  local em, en = m % d.BM, n % d.BN
-  local m0, n0 = m - em, n - en
-  if (em == 0 and en == 0) or em > edge or en > edge or m0 == 0 or n0 == 0
-     or (m0 // d.BM) * (n0 // d.BN) < dev.compute_units
-     or dev.max_work_group_size < EDGE_GROUP then
-    return nil
-  end
-  return m0, n0
-end
-
 ------------------------------------------------------------------ plans
-
--- A launch: the kernel's global and local sizes.
-local function launch(global, lsz)
-  return {global = global, local_size = lsz}
-end
-
--- Per variant: completes the plan pl of an m x n x k product with operands
--- at element offsets off = {A, B, C}: the defines that depend on the sizes,
--- the launcher (a key of matmul's launchers), the launches and the sizes
--- of the scratch buffers.
-local SHAPE = {}
-
-function SHAPE.naive(pl, m, n, _, _, _, _, batch)
-  local lsz = pl.local_size
-  pl.launches = {main = launch({round_up(n, lsz[1]), round_up(m, lsz[2])}, lsz)}
-  if batch then
-    local main = pl.launches.main
-    main.global[3], main.local_size = batch, {lsz[1], lsz[2], 1}
-    pl.defines.BATCH, pl.launcher = 1, "naive_batch"
-  end
-end
-SHAPE.tiled = SHAPE.naive
-
--- reg's defines: SPLITK, where loads may be whole vectors (ALIGNA,
--- ALIGNB, VSC), and which checks the edges of the tiles need (EVEN, KTAIL).
-local function reg_defines(pl, d, m, n, k, off)
-  local mc, nc = pl.edges and pl.edges.m0 or m, pl.edges and pl.edges.n0 or n
-  if pl.slices > 1 then d.SPLITK = 1 end
-  if k % d.VLA == 0 and off[1] % d.VLA == 0 then d.ALIGNA = 1 end
-  if n % d.VLB == 0 and off[2] % d.VLB == 0 then d.ALIGNB = 1 end
-  d.VSC = (n % d.VWN == 0 and off[3] % d.VWN == 0) and 1 or 0
-  if mc % d.BM == 0 and nc % d.BN == 0 and k % d.BK == 0 then d.EVEN = 1 end
-  if k % d.BK ~= 0 then d.KTAIL = 1 end
-end
-
--- The launches of the edge kernels beside a core of m0 x n0 (none for an
--- edge that is empty).
-local function edge_launches(launches, m, n, m0, n0)
-  local E = EDGE
-  if m > m0 then
-    launches.rows = launch({round_up(n, E.ROWS_LX), ceil_div(m - m0, E.ROWS_R) * E.ROWS_LY},
-                           {E.ROWS_LX, E.ROWS_LY})
-  end
-  if n > n0 then
-    launches.cols = launch({ceil_div(n - n0, E.COLS_R) * E.COLS_LX, round_up(m0, E.COLS_LY)},
-                           {E.COLS_LX, E.COLS_LY})
-  end
-end
-
-function SHAPE.reg(pl, m, n, k, off, dev, split_edges, batch)
-  local p, d, lsz = pl.params, pl.defines, pl.local_size
-  local m0, n0
-  if not batch then m0, n0 = edge_split(p, d, dev, m, n, split_edges) end
-  if batch then
-    d.BATCH = 1
-  elseif m0 then
-    pl.edges = {m0 = m0, n0 = n0}
-  else
-    pl.slices, pl.slice_k = split_k(p, d, dev, m, n, k, SIZES[d.REAL])
-  end
-  reg_defines(pl, d, m, n, k, off)
-  local groups = {ceil_div(n0 or n, d.BN), ceil_div(m0 or m, d.BM)}
-  local main = launch({groups[1] * lsz[1], groups[2] * lsz[2]}, lsz)
-  pl.launches = {main = main}
-  if batch then
-    pl.launcher = "reg_batch"
-    main.global[3], main.local_size = batch, {lsz[1], lsz[2], 1}
-  elseif m0 then
-    pl.launcher = "reg_edges"
-    edge_launches(pl.launches, m, n, m0, n0)
-  elseif pl.slices > 1 then
-    pl.launcher = "reg_split"
-    main.global[3], main.local_size = pl.slices, {lsz[1], lsz[2], 1}
-    pl.launches.sum = launch({round_up(m * n, SUM_GROUP)}, {SUM_GROUP})
-    pl.scratch = {slices = pl.slices * m * n}
-  end
-end
-
-function SHAPE.packed(pl, m, n, k, off)
-  local d, lsz = pl.defines, pl.local_size
-  d.VSC = (n % d.VW == 0 and off[3] % d.VW == 0) and 1 or 0
-  local pm, pn = ceil_div(m, d.TM), ceil_div(n, d.TN)
-  pl.launches = {
-    pack_a = launch({round_up(k, PACK_GROUP), pm}, {PACK_GROUP, 1}),
-    pack_b = launch({pn, round_up(k, PACK_GROUP)}, {1, PACK_GROUP}),
-    main = launch({round_up(pn, lsz[1]), round_up(pm, lsz[2])}, lsz),
-  }
-  pl.scratch = {a_panels = pm * d.TM * k, b_panels = pn * d.TN * k}
-end
 
 -- How an m x k by k x n product of t on dev runs, operands at element
 -- offsets off = {A, B, C}: {variant, set (the name of the parameter set
@@ -531,32 +239,31 @@ local function plan(dev, m, n, k, t, off, variant, override, split_edges, batch)
   local pl = {variant = variant, set = name, params = p, defines = d, local_size = lsz,
               options = "-cl-mad-enable" .. (p.options and " " .. p.options or ""),
               slices = 1, slice_k = k, launcher = variant}
-  SHAPE[variant](pl, m, n, k, off, dev, split_edges, batch)
+  VARIANTS[variant].shape(pl, m, n, k, off, dev, split_edges, batch)
   return pl
 end
 
--- The OpenCL C source of variant: its kernel files one after another
--- (each from its own line 1), reg's behind the defines of EDGE.
+-- The OpenCL C source of variant: its prefix, then its kernel files one
+-- after another (each from its own line 1).
 local function source(variant)
+  local v = VARIANTS[variant]
   local parts = {}
-  if variant == "reg" then
-    local names = {}
-    for k in pairs(EDGE) do names[#names + 1] = k end
-    sort(names)
-    for _, k in ipairs(names) do parts[#parts + 1] = format("#define %s %d", k, EDGE[k]) end
-  end
-  for _, file in ipairs(SOURCES[variant]) do
-    parts[#parts + 1] = "#line 1"
-    parts[#parts + 1] = gpu.kernel_source(file)
-  end
-  return concat(parts, "\n")
+  for i, file in ipairs(v.files) do parts[i] = "#line 1\n" .. gpu.kernel_source(file) end
+  return (v.prefix or "") .. concat(parts, "\n")
 end
 
--- Whether the edge kernels of a reg program take their work-groups (a
--- device may allow fewer for a kernel than for the device).
-local function edge_groups_fit(prog)
-  return prog.matmul_rows.work_group_size >= ROWS_GROUP
-     and prog.matmul_cols.work_group_size >= COLS_GROUP
+-- The program recipe of plan pl (luagpu.core.programs), family "matmul".
+local function recipe(pl)
+  local v = VARIANTS[pl.variant]
+  return {family = "matmul", files = v.files, prefix = v.prefix, defines = pl.defines,
+          options = pl.options}
+end
+
+-- Whether prog, the program of plan pl, takes the work-groups of pl's
+-- launches (reg's edge kernels may take fewer than the device allows).
+local function fits(pl, prog)
+  local v = VARIANTS[pl.variant]
+  return not (pl.edges and v.fits) or v.fits(prog)
 end
 
 ------------------------------------------------------------------ snapshots
@@ -693,15 +400,16 @@ end
 
 return {
   plan = plan,
+  recipe = recipe,
+  fits = fits,
+  launcher = function(pl) return LAUNCHERS[pl.launcher] end,
   snapshot = snapshot,
   unchanged = unchanged,
   source = source,
-  edge_groups_fit = edge_groups_fit,
   param_set = function(dev, name, t) return variant_params(device_params(dev), name, t) end,
   params = PARAMS,
   variants = VARIANTS,
+  variant_list = NAMES,
   variant_words = VARIANT_WORDS,
-  param_names = PARAM_NAMES,
-  sizes = SIZES,
-  max_size = MAX_SIZE,
+  param_names = B.PARAM_NAMES,
 }

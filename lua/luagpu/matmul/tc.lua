@@ -1,15 +1,31 @@
--- luagpu.matmul.tc: what matmul's two tensor-core paths share
--- (luagpu.matmul.mma: mma.sync; luagpu.matmul.wgmma: Hopper's wgmma): the
--- probes' operands, the programs' cache keys and lists, the packed
--- operands' scratch buffers, the pack kernels' work-group size.
+-- luagpu.matmul.tc: what matmul's two tensor-core backends share
+-- (luagpu.matmul.mma: mma.sync; luagpu.matmul.wgmma: Hopper's wgmma): which
+-- calls they take, the probes' operands, the lists of programs built, the
+-- packed operands' scratch buffers, the pack kernels' work-group size.
+--
+--   T.wants(c), T.NOT_WANTED               the calls they take
+--   T.probe_data(m, n, k), T.probe_mismatch(got, want)
+--   T.key_of(defines), T.record(seen, dev, key, prog), T.programs_in(seen, dev)
+--   T.packed_operands(sc, c, bm, bn, bk, three), T.pack_group(n)
 
-local H = require "luagpu.core.check"
 local ST = require "luagpu.core.steps"
 
 local tostring, pairs, type = tostring, pairs, type
 local concat, sort = table.concat, table.sort
 
 local T = {}
+
+-- Whether call c is one the tensor-core backends take: precision "tf32"
+-- or "3xtf32", float operands, one product (not a batch), neither M nor N
+-- 1 (a matrix-vector product is bound by memory, not arithmetic: the fp32
+-- gemv kernels are as fast, and exact to float). T.NOT_WANTED: their
+-- probes' answer to other calls.
+function T.wants(c)
+  local pr = c.opts.precision
+  return (pr == "tf32" or pr == "3xtf32") and c.t == "float" and not c.batch
+         and c.m ~= 1 and c.n ~= 1
+end
+T.NOT_WANTED = {ok = false, why = "not a tf32 or 3xtf32 product of float matrices"}
 
 -- An m x k A and a k x n B (row-major) of small integers, exact in TF32,
 -- and their product computed here.
@@ -46,7 +62,13 @@ function T.key_of(defines)
   return concat(keys, " ")
 end
 
--- The programs of dev in cache (ST.device_cache), by key.
+-- Records prog, built with defines on dev, in seen (ST.device_cache), for
+-- programs_in.
+function T.record(seen, dev, key, prog)
+  ST.device_entries(seen, dev)[key] = prog
+end
+
+-- The programs of dev in seen (ST.device_cache), by key.
 function T.programs_in(cache, dev)
   local list = {}
   for k, v in pairs(ST.device_entries(cache, dev)) do

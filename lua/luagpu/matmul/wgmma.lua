@@ -8,34 +8,35 @@
 -- naming their registers; then from that build's PTX, the comments
 -- rewritten into the instructions and the target into sm_90a (patch below).
 --
--- luagpu.matmul.mma asks steps(c, precision) first; nil sends the product
--- to the mma.sync kernels (other NVIDIA GPUs) or the fp32 ones. A device
--- has this path when the probe (a 64 x 8 x 16 product of small integers
--- through the whole chain: build, patch, load, pack, wgmma) comes back
--- exact.
+-- The first of matmul's backends (init.lua walks them: wgmma, mma, gemv,
+-- fp32):
+--
+--   M.probe(dev [, c])   {ok = true} where this backend runs call c on dev,
+--                        else {ok = false, why =}; without c, whether dev
+--                        has the path (once per device)
+--   M.steps(c)           the steps of call c: pack A, pack B, matmul_wgmma
+--   M.patch(ptx, bn)     the PTX rewrite (below)
+--   M.params, M.emulated, M.local_limit, M.local_bytes_of, M.programs_of
+--
+-- A device has this path when the probe (a 64 x 8 x 16 product of small
+-- integers through the whole chain: build, patch, load, pack, wgmma) comes
+-- back exact.
 
-local gpu = require "luagpu"
 local H = require "luagpu.core.check"
+local PR = require "luagpu.core.programs"
 local ST = require "luagpu.core.steps"
 local T = require "luagpu.matmul.tc"
+local TP = require "luagpu.matmul.params"
 
-local format, tostring, ipairs, pairs, type = string.format, tostring, ipairs, pairs, type
+local format, tostring, ipairs, type, pcall, error = string.format, tostring, ipairs, type,
+                                                     pcall, error
 local concat = table.concat
 local show, integer = H.show, H.integer
 
-local M = {programs_built = 0}   -- the probe's builds and the kernels'
+local M = {}
 
--- The tile parameters (matmul_wgmma.cl), per precision: bn (columns of a
--- work-group's tile, the wgmma's N: 8 to 256, a multiple of 8), bk (step
--- along K, a multiple of 8), wgs (warpgroups of 128 work-items, each 64
--- rows: the tile is 64 wgs x bn), stages (local buffers, 2 to 8), wait (0
--- or 1: the steps of wgmma a warpgroup leaves in flight; 1 needs 3
--- stages). Chosen by bench/gpu/mma.lua's sweep on an H200
--- (docs/PERFORMANCE.md).
-M.params = {
-  tf32 = {bn = 192, bk = 16, wgs = 2, stages = 4, wait = 1},
-  ["3xtf32"] = {bn = 128, bk = 32, wgs = 2, stages = 3, wait = 0},
-}
+-- The tile parameters per precision (params.lua).
+M.params = TP.wgmma
 
 -- Local memory a work-group of this path may take, in bytes. NVIDIA's
 -- OpenCL reports 48 KB (CL_DEVICE_LOCAL_MEM_SIZE) but runs these programs
@@ -105,28 +106,32 @@ end
 
 ------------------------------------------------------------------ programs
 
+-- Per device: the programs built (for programs_of), and the packed
+-- operands' scratch buffers.
 local programs = ST.device_cache()
 local scratches = ST.device_cache()
 
+-- The program of defines (emulated: every wgmma from local memory, a plain
+-- build), built on first use: on the GPU a build of the source, its PTX
+-- patched (M.patch, N = defines.BN) and loaded as a binary.
 local function program(dev, defines, emulated)
   local key = T.key_of(defines) .. (emulated and " emulated" or "")
-  local entries = ST.device_entries(programs, dev)
-  local prog = entries[key]
-  if prog then return prog end
-  local src = gpu.kernel_source("matmul_wgmma.cl")
+  local r = {family = "matmul", file = "matmul_wgmma.cl", defines = defines}
   if emulated then
     defines.LG_NO_PTX = 1
-    prog = dev:build(src, {defines = defines})
   else
-    local first = dev:build(operand_lists(defines.BN // 2) .. src, {defines = defines})
-    local ptx = ptx_of(first)
-    if not ptx then error("no PTX in the program's binary", 0) end
-    local patched, why = M.patch(ptx, defines.BN)
-    if not patched then error(why, 0) end
-    prog = dev:build_binary(patched)
+    local bn = defines.BN
+    r.prefix = operand_lists(bn // 2)
+    r.make = function(d, src)
+      local ptx = ptx_of(d:build(src))
+      if not ptx then error("no PTX in the program's binary", 0) end
+      local patched, why = M.patch(ptx, bn)
+      if not patched then error(why, 0) end
+      return d:build_binary(patched)
+    end
   end
-  M.programs_built = M.programs_built + 1
-  entries[key] = prog
+  local prog = PR.get(dev, r)
+  T.record(programs, dev, key, prog)
   return prog
 end
 
@@ -224,8 +229,8 @@ local function run_probe(dev)
   return T.probe_mismatch(got, want)
 end
 
--- M.probe(dev): {ok = true} or {ok = false, why = ...}, once per device.
-function M.probe(dev)
+-- Per device: {ok = true} or {ok = false, why =}.
+local function probe(dev)
   local p = probed[dev]
   if p then return p end
   if dev.type ~= "gpu" or not tostring(dev.vendor):find("NVIDIA") then
@@ -243,20 +248,30 @@ function M.probe(dev)
   return p
 end
 
+local EMULATED = {ok = true, emulated = true}
+
+-- M.probe(dev [, c]): see the header. With emulated on, every device runs
+-- the kernels, each wgmma emulated ({ok = true, emulated = true}).
+function M.probe(dev, c)
+  if c == nil then return probe(dev) end
+  if not T.wants(c) then return T.NOT_WANTED end
+  if M.emulated then return EMULATED end
+  return probe(dev)
+end
+
 ------------------------------------------------------------------ steps
 
--- M.steps(c, precision, alpha, beta): the steps of call c (as
--- luagpu.matmul.mma's) on this path, or nil where the device has none.
-function M.steps(c, precision, alpha, beta)
+-- M.steps(c): the steps of call c (M.probe(c.dev, c) said yes).
+function M.steps(c)
   local emulated = M.emulated
-  if not emulated and not M.probe(c.dev).ok then return nil end
+  local precision = c.opts.precision
   local three = precision == "3xtf32"
   local v = check_params("matmul", precision, M.params[precision], c.dev, emulated)
   local defines = defines_of(v, three)
-  if beta ~= 0 then defines.BETA = 1 end
+  if c.beta ~= 0 then defines.BETA = 1 end
   local prog = program(c.dev, defines, emulated)
   local sc = {entries = ST.device_entries(scratches, c.dev)}
-  return product_steps(prog, v, three, sc, c, alpha, beta)
+  return product_steps(prog, v, three, sc, c, c.alpha, c.beta)
 end
 
 -- M.programs_of(dev): the programs built on dev so far, by define string.
