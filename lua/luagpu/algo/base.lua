@@ -217,13 +217,7 @@ function B.check_overlap(fn, where, r1, o1, n1, r2, o2, n2, same_ok, input)
 end
 
 -- A scalar element type given as field or option name.
-function B.element_type(fn, where, t)
-  if type(t) ~= "string" or not SIZES[t] then
-    fail(fn, "%s: expected a scalar element type (char .. double), got %s", where,
-         type(t) == "string" and "'" .. t .. "'" or typename(t))
-  end
-  return t
-end
+B.element_type = TY.check_scalar
 
 ------------------------------------------------------------------ programs
 

@@ -17,13 +17,15 @@
 --   T.with_number(t, v)    the type a tensor of t and the Lua number v give
 --   T.floating(t)          the type of a float result from t (/, ^, sqrt...)
 --   T.fits(t, v)           nil, or why the Lua number v is no value of t
+--   T.check_scalar(fn, where, t)   t, or raises "expected a scalar element
+--                          type (char .. double)" (algo's and reduce.new's words)
 --
 -- Adding an element type is one row of ROWS (and its C side in types.c).
 
 local H = require "luagpu.core.check"
 
 local mtype, format, floor, ipairs, pairs = math.type, string.format, math.floor, ipairs, pairs
-local concat = table.concat
+local concat, type = table.concat, type
 
 local T = {}
 
@@ -119,6 +121,16 @@ function T.fits(t, v)
     return format("%s does not fit %s (%s)", H.show(v), t, RANGE_TEXT[t])
   end
   return nil
+end
+
+-- t when it names a scalar type, else raises at the helper's caller
+-- ("field 'acc'", "argument #2: option acc" for where).
+function T.check_scalar(fn, where, t)
+  if type(t) ~= "string" or not SIZES[t] then
+    H.fail(fn, "%s: expected a scalar element type (char .. double), got %s", where,
+           type(t) == "string" and "'" .. t .. "'" or H.typename(t))
+  end
+  return t
 end
 
 return T

@@ -538,11 +538,7 @@ local expression = H.expression
 
 -- Field field of a reduce.new definition: a scalar element type.
 local function element_type(fn, field, t)
-  if type(t) ~= "string" or not SIZES[t] then
-    fail(fn, "field '%s': expected a scalar element type (char .. double), got %s", field,
-         type(t) == "string" and "'" .. t .. "'" or typename(t))
-  end
-  return t
+  return TY.check_scalar(fn, "field '" .. field .. "'", t)
 end
 
 -- The inputs field of a reduce.new definition (given: its value): 1 or 2;
