@@ -134,6 +134,10 @@ void lg_newclass(lua_State *L, const char *mt, const luaL_Reg *methods,
 ** the key at keyidx of the object at objidx and returns 1, or pushes nothing
 ** and returns 0 when there is no such method. */
 int lg_pushmethod(lua_State *L, int objidx, int keyidx);
+/* Sets gpu.extend in the module table on top of the stack: methods of Lua
+** helpers' added to a class (the classes lg_newclass made), or declared
+** to load on first lookup. */
+void lg_open_class(lua_State *L);
 /* Raises "luagpu: FN: argument #ARG: unknown option 'K' (expected a, b)"
 ** when the table at idx has a key not in keys (NULL-terminated, listed in
 ** the order the message gives them). Does nothing when idx is not a table. */
@@ -740,6 +744,17 @@ const char *lg_code_dir(void);
 /* Finds the root, puts its lua/ on package.path, and adds the searcher of
 ** the embedded helpers after package.searchers' own. */
 void lg_find_helpers(lua_State *L);
+/* Pushes require(name) for one of luagpu's helpers ("luagpu.autoload");
+** in a state without require (a sandbox), runs the copy embedded in the
+** build instead. */
+void lg_require_helper(lua_State *L, const char *name);
+/* The functions that the C side calls in Lua helpers (gpu.load's for a
+** Device, gpu.trace's writer) are the fields of luagpu.autoload's table,
+** which luaopen_luagpu keeps in the registry under LG_LUA_HOOKS.
+** lg_push_luahook pushes the one named, raising naming fn when there is
+** none. */
+#define LG_LUA_HOOKS "luagpu.lua_hooks"
+void lg_push_luahook(lua_State *L, const char *name, const char *fn);
 /* Files embedded at build time by tools/embed.sh, each array ending with
 ** {NULL, NULL}: kernels/ (build/kernels.c, "reduce.cl") and the pure-Lua
 ** helpers (build/helpers.c, "luagpu/reduce.lua"). */
