@@ -60,7 +60,7 @@ end
 local layers, level, declared, provided = {}, {}, {}, {}
 do
   local doc = read(opts.doc)
-  local block = doc and doc:match("\n```layers\n(.-)\n```")
+  local block = doc and ("\n" .. doc):match("\n```layers\n(.-)\n```")
   if not block then
     io.stderr:write("layers: no ```layers block in " .. opts.doc .. "\n")
     os.exit(1)
