@@ -68,7 +68,8 @@ int lg_is_oom(cl_int err);
 ** state's own thread touches it; OpenCL callbacks on driver threads never
 ** do (userevent.c's reach a refcounted block of their own). state.c calls
 ** no file above it: the hooks below are how it calls back, each set once,
-** at open, to a fixed function. */
+** at open, to a fixed function (each declared in the layers block of
+** docs/ARCHITECTURE.md, which tools/layers.lua checks). */
 #define LG_CLOSE_HOOKS 4
 struct lg_TraceRecord;
 typedef struct lg_State {
@@ -519,7 +520,8 @@ void lg_push_kernel(lua_State *L, int progidx, const char *name, const char *fn)
 void lg_check_kernels(lua_State *L, int progidx, const char *fn);
 /* binary.c: dev:build_binary, and prog.binary: the Program metatable's
 ** __binary, which kernel.c calls with the Program (binary.c calls kernel.c,
-** so kernel.c does not link to it). */
+** so kernel.c does not link to it: a hook, declared in the layers block of
+** docs/ARCHITECTURE.md, "hook kernel.c -> binary.c: __binary"). */
 void lg_open_binary(lua_State *L);
 
 /* What a kernel parameter takes. */
