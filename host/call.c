@@ -42,7 +42,7 @@ static int lm_index(lua_State *L) {
   if (strcmp(k, "type") == 0) lua_pushstring(L, lg_type_name(m->type, name));
   else if (strcmp(k, "count") == 0) lua_pushinteger(L, (lua_Integer)m->count);
   else if (strcmp(k, "bytes") == 0) lua_pushinteger(L, (lua_Integer)m->bytes);
-  else lua_pushnil(L);
+  else if (!lg_pushmethod(L, 1, 2)) lua_pushnil(L);   /* gpu.extend's */
   return 1;
 }
 

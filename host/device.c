@@ -216,35 +216,9 @@ static int mod_device(lua_State *L) {
 }
 
 /* Fields, tostring and summary stay readable once the context is gone. */
-/* The methods luagpu.tensor adds to devices (dev:tensor, ...): on first
-** use, require "luagpu.tensor" and take them from its device_methods table
-** into the methods, so later lookups find them there. */
-static const char *const tensor_methods[] = {"tensor", "arange", "rand", "randn", "memory", NULL};
-
-static int push_tensor_method(lua_State *L, int keyidx) {
-  const char *key = lua_tostring(L, keyidx);
-  int i;
-  if (lua_type(L, keyidx) != LUA_TSTRING) return 0;
-  for (i = 0; tensor_methods[i] != NULL && strcmp(tensor_methods[i], key) != 0; i++) {}
-  if (tensor_methods[i] == NULL) return 0;
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "luagpu.tensor");
-  lua_call(L, 1, 1);
-  lua_getfield(L, -1, "device_methods");
-  if (!lua_istable(L, -1)) { lua_pop(L, 2); return 0; }
-  luaL_getmetatable(L, LG_DEVICE_MT);
-  lua_getfield(L, -1, "__methods");
-  for (i = 0; tensor_methods[i] != NULL; i++) {
-    lua_getfield(L, -3, tensor_methods[i]);
-    lua_setfield(L, -2, tensor_methods[i]);
-  }
-  lua_pop(L, 4);
-  return lg_pushmethod(L, 1, keyidx);
-}
-
 static int dev_index(lua_State *L) {
   luaL_checkudata(L, 1, LG_DEVICE_MT);
-  if (lg_pushmethod(L, 1, 2) || push_tensor_method(L, 2)) return 1;
+  if (lg_pushmethod(L, 1, 2)) return 1;
   lua_getiuservalue(L, 1, 3);
   lua_pushvalue(L, 2);
   if (lua_rawget(L, -2) == LUA_TTABLE) {        /* hand out a copy of table fields */

@@ -68,7 +68,8 @@ int lg_is_oom(cl_int err);
 ** state's own thread touches it; OpenCL callbacks on driver threads never
 ** do (userevent.c's reach a refcounted block of their own). state.c calls
 ** no file above it: the hooks below are how it calls back, each set once,
-** at open, to a fixed function. */
+** at open, to a fixed function (each declared in the layers block of
+** docs/ARCHITECTURE.md, which tools/layers.lua checks). */
 #define LG_CLOSE_HOOKS 4
 struct lg_TraceRecord;
 typedef struct lg_State {
@@ -134,6 +135,10 @@ void lg_newclass(lua_State *L, const char *mt, const luaL_Reg *methods,
 ** the key at keyidx of the object at objidx and returns 1, or pushes nothing
 ** and returns 0 when there is no such method. */
 int lg_pushmethod(lua_State *L, int objidx, int keyidx);
+/* Sets gpu.extend in the module table on top of the stack: methods of Lua
+** helpers' added to a class (the classes lg_newclass made), or declared
+** to load on first lookup. */
+void lg_open_class(lua_State *L);
 /* Raises "luagpu: FN: argument #ARG: unknown option 'K' (expected a, b)"
 ** when the table at idx has a key not in keys (NULL-terminated, listed in
 ** the order the message gives them). Does nothing when idx is not a table. */
@@ -515,7 +520,8 @@ void lg_push_kernel(lua_State *L, int progidx, const char *name, const char *fn)
 void lg_check_kernels(lua_State *L, int progidx, const char *fn);
 /* binary.c: dev:build_binary, and prog.binary: the Program metatable's
 ** __binary, which kernel.c calls with the Program (binary.c calls kernel.c,
-** so kernel.c does not link to it). */
+** so kernel.c does not link to it: a hook, declared in the layers block of
+** docs/ARCHITECTURE.md, "hook kernel.c -> binary.c: __binary"). */
 void lg_open_binary(lua_State *L);
 
 /* What a kernel parameter takes. */
@@ -740,6 +746,17 @@ const char *lg_code_dir(void);
 /* Finds the root, puts its lua/ on package.path, and adds the searcher of
 ** the embedded helpers after package.searchers' own. */
 void lg_find_helpers(lua_State *L);
+/* Pushes require(name) for one of luagpu's helpers ("luagpu.autoload");
+** in a state without require (a sandbox), runs the copy embedded in the
+** build instead. */
+void lg_require_helper(lua_State *L, const char *name);
+/* The functions that the C side calls in Lua helpers (gpu.load's for a
+** Device, gpu.trace's writer) are the fields of luagpu.autoload's table,
+** which luaopen_luagpu keeps in the registry under LG_LUA_HOOKS.
+** lg_push_luahook pushes the one named, raising naming fn when there is
+** none. */
+#define LG_LUA_HOOKS "luagpu.lua_hooks"
+void lg_push_luahook(lua_State *L, const char *name, const char *fn);
 /* Files embedded at build time by tools/embed.sh, each array ending with
 ** {NULL, NULL}: kernels/ (build/kernels.c, "reduce.cl") and the pure-Lua
 ** helpers (build/helpers.c, "luagpu/reduce.lua"). */

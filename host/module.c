@@ -2,7 +2,8 @@
 ** module.c: luaopen_luagpu. Opens each subsystem in turn (root.c first, so
 ** the pure-Lua helpers are found), and gives the module its small
 ** functions: gpu.version, gpu.root, gpu.now, gpu.type, gpu.kernel_source,
-** and the lazily loaded helpers gpu.reduce, gpu.matmul.
+** gpu.load; last, it runs luagpu.autoload, which says which Lua helper
+** provides what (dev:tensor, gpu.reduce, ...): the C side names no other.
 */
 #include <fcntl.h>
 #include <limits.h>
@@ -88,41 +89,29 @@ static int mod_type(lua_State *L) {
   return 1;
 }
 
-/* gpu.reduce, gpu.matmul and gpu.tensor: loaded on first use with
-** require; gpu.where: luagpu.tensor's. */
-static int mod_index(lua_State *L) {
-  const char *key = lua_tostring(L, 2);
-  if (key != NULL && (strcmp(key, "reduce") == 0 || strcmp(key, "matmul") == 0 ||
-                      strcmp(key, "tensor") == 0 || strcmp(key, "where") == 0)) {
-    int field = strcmp(key, "where") == 0;
-    lua_getglobal(L, "require");
-    lua_pushfstring(L, "luagpu.%s", field ? "tensor" : key);
-    lua_call(L, 1, 1);
-    if (field) lua_getfield(L, -1, key);
-    lua_pushvalue(L, 2);
-    lua_pushvalue(L, -2);
-    lua_rawset(L, 1);
-    return 1;
-  }
-  return 0;
-}
-
-/* gpu.load(path, dev): a tensor on dev (luagpu.tensor's load); any other
-** second argument: npy.c's gpu.load (its upvalue), a host array. */
+/* gpu.load(path, dev): with a Device, a tensor on it (the hook "load" of
+** luagpu.autoload's: luagpu.tensor's load); with any other second
+** argument, npy.c's gpu.load (its upvalue): a host array. */
 static int mod_load(lua_State *L) {
   int n = lua_gettop(L);
-  if (luaL_testudata(L, 2, LG_DEVICE_MT) != NULL) {
-    lua_getglobal(L, "require");
-    lua_pushliteral(L, "luagpu.tensor");
-    lua_call(L, 1, 1);
-    lua_getfield(L, -1, "load");
-    lua_remove(L, -2);
-  } else {
-    lua_pushvalue(L, lua_upvalueindex(1));
-  }
+  if (luaL_testudata(L, 2, LG_DEVICE_MT) != NULL) lg_push_luahook(L, "load", "gpu.load");
+  else lua_pushvalue(L, lua_upvalueindex(1));
   lua_insert(L, 1);
   lua_call(L, n, LUA_MULTRET);
   return lua_gettop(L);
+}
+
+/* Runs luagpu.autoload, the one helper the C side names (found as every
+** helper is: on package.path, else embedded in the build): its table is
+** kept as the Lua hooks (lg_push_luahook), and its open(gpu) declares what
+** the helpers provide before they are loaded (dev:tensor, gpu.reduce, ...). */
+static void open_autoload(lua_State *L) {
+  lg_require_helper(L, "luagpu.autoload");
+  if (!lua_istable(L, -1) || lua_getfield(L, -1, "open") != LUA_TFUNCTION)
+    luaL_error(L, "luagpu: luagpu.autoload must return a table with a function 'open'");
+  lua_pushvalue(L, -3);
+  lua_call(L, 1, 0);
+  lua_setfield(L, LUA_REGISTRYINDEX, LG_LUA_HOOKS);
 }
 
 static const luaL_Reg module_functions[] = {
@@ -164,12 +153,10 @@ LUAGPU_API int luaopen_luagpu(lua_State *L) {
   lg_open_debug(L);
   lg_open_query(L);
   lg_open_binary(L);
+  lg_open_class(L);
   lua_getfield(L, -1, "load");
   lua_pushcclosure(L, mod_load, 1);
   lua_setfield(L, -2, "load");
-  lua_newtable(L);
-  lua_pushcfunction(L, mod_index);
-  lua_setfield(L, -2, "__index");
-  lua_setmetatable(L, -2);
+  open_autoload(L);
   return 1;
 }

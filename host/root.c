@@ -3,7 +3,8 @@
 ** the module (or the program linking it) was loaded from, where lua/ and
 ** kernels/ are looked up; package.path extended to its helpers; and, after
 ** every other searcher, one that finds the helpers embedded in the build
-** (build/helpers.c), so build/luagpu alone runs require "luagpu.reduce".
+** (build/helpers.c), so build/luagpu alone runs require "luagpu.reduce";
+** the helper luaopen_luagpu runs, and the Lua functions the C side calls.
 */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -141,4 +142,29 @@ void lg_find_helpers(lua_State *L) {
   if (root_dir[0] == '\0') find_root();
   extend_package_path(L);
   add_searcher(L);
+}
+
+void lg_require_helper(lua_State *L, const char *name) {
+  if (lua_getglobal(L, "require") == LUA_TFUNCTION) {
+    lua_pushstring(L, name);
+    lua_call(L, 1, 1);
+    return;
+  }
+  lua_pop(L, 1);
+  lua_pushcfunction(L, search_embedded);
+  lua_pushstring(L, name);
+  lua_call(L, 1, 2);                    /* the loader and its chunk name, or a message */
+  if (!lua_isfunction(L, -2))
+    luaL_error(L, "luagpu: %s", lua_isstring(L, -2) ? lua_tostring(L, -2) : name);
+  lua_pushstring(L, name);
+  lua_insert(L, -2);                    /* loader(name, chunk name), as require calls it */
+  lua_call(L, 2, 1);
+}
+
+void lg_push_luahook(lua_State *L, const char *name, const char *fn) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, LG_LUA_HOOKS) != LUA_TTABLE ||
+      lua_getfield(L, -1, name) != LUA_TFUNCTION)
+    luaL_error(L, "luagpu: %s: no Lua helper for it (luagpu.autoload has no function '%s')",
+               fn, name);
+  lua_remove(L, -2);
 }

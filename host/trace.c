@@ -383,8 +383,8 @@ int lg_trace_check_path(lua_State *L) {
 
 /* gpu.trace(true): starts recording (dropping an earlier record);
 ** gpu.trace(false): stops and returns the record; gpu.trace(path): checks
-** path, stops and writes it (luagpu.trace: Chrome JSON, or SVG for a path
-** ending in .svg), and returns it. */
+** path, stops and writes it (the Lua hook write_trace, luagpu.trace's
+** writer: Chrome JSON, or SVG for a path ending in .svg), and returns it. */
 static int mod_trace(lua_State *L) {
   lg_State *s = lg_state(L);
   int t = lua_type(L, 1);
@@ -408,15 +408,11 @@ static int mod_trace(lua_State *L) {
   s->trace_on = 0;
   push_trace(L);
   if (t == LUA_TSTRING) {
-    lua_getglobal(L, "require");
-    lua_pushliteral(L, "luagpu.trace");
-    lua_call(L, 1, 1);
-    lua_getfield(L, -1, "write");
+    lg_push_luahook(L, "write_trace", "gpu.trace");   /* luagpu.trace's write */
     lua_pushvalue(L, 2);
     lua_pushvalue(L, 1);
     lua_pushliteral(L, "gpu.trace");
     lua_call(L, 3, 0);
-    lua_pop(L, 1);
   }
   return 1;
 }
