@@ -32,7 +32,7 @@ local setmetatable = setmetatable
 local min, mathtype = math.min, math.type
 local fail = require("luagpu.core.check").fail
 local check_bounds, walk, child = O.check_bounds, SRC.walk, SRC.child
-local round_up = ST.round_up
+local round_up, ceil_div = ST.round_up, ST.ceil_div
 
 local G = {kernels_built = 0}
 
@@ -175,32 +175,37 @@ local function same_value(a, b)
   return a == b and mathtype(a) == mathtype(b) and (a ~= 0 or 1 / a == 1 / b)
 end
 
--- Runs plan's kernel with args over n elements: the call bound last for
--- the same output buffer when its arguments are the same values (binding
--- checks and converts every argument: it costs more than the launch), else
--- a new one, kept when every buffer it holds is a pool block (a call must
--- not keep a script's buffer alive) and it has no vector arguments.
-local function launch(plan, out, leaves, args, n)
+-- Runs plan's kernel with args[1 .. m] over n elements: the call bound
+-- last for the same output buffer when its arguments are the same values
+-- (binding checks and converts every argument: it costs more than the
+-- launch), else a new one, kept when every buffer it holds is a pool block
+-- (a call must not keep a script's buffer alive) and it has no vector
+-- arguments. args[fixed + 1 .. m] are the scalars (numbers), before them
+-- buffers and integers.
+local function launch(plan, out, leaves, args, fixed, m, n)
   local calls = plan.calls
   local outbuf = args[1]
   local c = calls[outbuf]
-  if c then
-    local old = c.args
-    local same = #old == #args
-    for i = 2, #args do
-      if not same then break end
-      if not same_value(old[i], args[i]) then same = false end
+  if c and c.m == m then
+    local old, same = c.args, true
+    for i = 2, fixed do
+      if old[i] ~= args[i] then same = false; break end
     end
-    if same then return c.call:run(c.global, plan.local_size, NO_EVENT) end
+    if same then
+      for i = fixed + 1, m do
+        if not same_value(old[i], args[i]) then same = false; break end
+      end
+      if same then return c.call:run(c.global, plan.local_size, NO_EVENT) end
+    end
   end
-  local call = plan.kernel(unpack(args))
-  local units = plan.mode == "vec" and (n + VW - 1) // VW or n
+  local call = plan.kernel(unpack(args, 1, m))
+  local units = plan.mode == "vec" and ceil_div(n, VW) or n
   local global = {round_up(units, plan.wg)}
   local keep = plan.mode ~= "nd" and out._st.pool ~= nil
-  for _, x in ipairs(leaves) do
-    if not x._st.pool then keep = false end
+  for k = 1, #leaves do
+    if not leaves[k]._st.pool then keep = false end
   end
-  calls[outbuf] = keep and {args = args, call = call, global = global} or nil
+  calls[outbuf] = keep and {args = args, m = m, call = call, global = global} or nil
   return call:run(global, plan.local_size, NO_EVENT)
 end
 
@@ -240,19 +245,22 @@ function G.run(fn, e, out)
                     {mode = mode, nd = nd, idx = idx, out_type = out_type, strides = strides})
     t[PLAN] = plan
   end
-  local args = {out._st.buf, out._off}
+  -- (preallocated: a small op's arguments fit without growing the table)
+  local args = {out._st.buf, out._off, n, false, false, false, false, false}
+  local m = 3
   if nd_mode then
-    args[3], args[4] = vector8(ssets[1], nd), vector8(sshape, nd)
+    args[3], args[4], args[5] = vector8(ssets[1], nd), vector8(sshape, nd), n
+    m = 5
   end
-  args[#args + 1] = n
   for k = 1, #leaves do
     local x = leaves[k]
-    args[#args + 1] = x._st.buf
-    args[#args + 1] = x._off
-    if nd_mode then args[#args + 1] = vector8(ssets[k + 1], nd) end
+    args[m + 1], args[m + 2] = x._st.buf, x._off
+    m = m + 2
+    if nd_mode then m = m + 1; args[m] = vector8(ssets[k + 1], nd) end
   end
-  for k = 1, #scalars do args[#args + 1] = scalars[k].value end
-  launch(plan, out, leaves, args, n)
+  local fixed = m
+  for k = 1, #scalars do m = m + 1; args[m] = scalars[k].value end
+  launch(plan, out, leaves, args, fixed, m, n)
 end
 
 return G

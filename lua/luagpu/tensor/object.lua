@@ -152,11 +152,9 @@ end
 
 ------------------------------------------------------------------ checks
 
-local TYPE_LIST = "char, uchar, short, ushort, int, uint, long, ulong, float or double"
-
 function O.check_type(fn, where, t)
   if type(t) ~= "string" or not SIZES[t] then
-    fail(fn, "%s: expected an element type (%s), got %s", where, TYPE_LIST, show(t))
+    fail(fn, "%s: expected an element type (%s), got %s", where, TY.LIST, show(t))
   end
   return t
 end

@@ -4,7 +4,7 @@
 -- derived from ROWS: adding an op is one row.
 --
 --   OPS.list          the rows in order
---   OPS[name]         the row of op name: {name =, arity =, rule =, meta =,
+--   OPS.by_name[name] the row of op name: {name =, arity =, rule =, meta =,
 --                     method =, c =, ct = function(t) -> compute type,
 --                     type = function(ct) -> result type}
 --   OPS.emit(row, t, args, need, node)   the C of the op over the C
@@ -167,13 +167,13 @@ local RULES = {
   cast = {same, same},
 }
 
-OPS.list = {}
+OPS.list, OPS.by_name = {}, {}
 for i, r in ipairs(ROWS) do
   local rule = RULES[r[3]]
   local row = {name = r[1], arity = r[2], rule = r[3], c = r[4], meta = r.meta,
                method = r.method ~= false, ct = rule[1], type = rule[2]}
   OPS.list[i] = row
-  OPS[row.name] = row
+  OPS.by_name[row.name] = row
 end
 
 function OPS.emit(row, t, args, need, node)

@@ -11,6 +11,7 @@
 
 local H = require "luagpu.core.check"
 local P = require "luagpu.core.programs"
+local ST = require "luagpu.core.steps"
 local O = require "luagpu.tensor.object"
 
 local tostring, pcall = tostring, pcall
@@ -47,11 +48,11 @@ local function generate(name, dev, t, shape, seed)
   local x = O.empty(fn, dev, t, list)
   if n == 0 then return x end
   local per = t == "float" and 4 or 2
-  local blocks = (n + per - 1) // per
+  local blocks = ST.ceil_div(n, per)
   local k = program(fn, dev)[name .. "_" .. t]
   local wg = k.work_group_size < LOCAL and k.work_group_size or LOCAL
   k(x._st.buf, n, key & 0xffffffff, (key >> 32) & 0xffffffff)
-    :run({(blocks + wg - 1) // wg * wg}, {wg}, {event = false})
+    :run({ST.round_up(blocks, wg)}, {wg}, {event = false})
   return x
 end
 

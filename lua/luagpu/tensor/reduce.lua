@@ -24,12 +24,13 @@ local O = require "luagpu.tensor.object"
 local X = require "luagpu.tensor.expr"
 local E = require "luagpu.tensor.elementwise"
 
-local type, ipairs, pairs, tostring, pcall, unpack = type, ipairs, pairs, tostring, pcall, table.unpack
-local format, concat = string.format, table.concat
+local type, pairs, tostring, pcall, unpack = type, pairs, tostring, pcall, table.unpack
+local format = string.format
 local min, max, huge = math.min, math.max, math.huge
 local fail, show = H.fail, H.show
 local FLOATS, LIMITS, NAN = TY.FLOATS, TY.LIMITS, TY.NAN
 local check_bounds, empty, check = O.check_bounds, O.empty, X.check
+local ceil_div, round_up = ST.ceil_div, ST.round_up
 
 -- cols4_waves: column reductions read 4 columns per work-item (cols4)
 -- where they can, with about this many groups per compute unit (false:
@@ -179,10 +180,10 @@ local function reduce_into(fn, op, x, outer, L, inner, res)
   if inner == 1 then
     local nsplit = 1
     if outer < target then
-      nsplit = max(1, min((target + outer - 1) // outer, (L + sz.LS * 8 - 1) // (sz.LS * 8)))
+      nsplit = max(1, min(ceil_div(target, outer), ceil_div(L, sz.LS * 8)))
     end
-    local chunk = (L + nsplit - 1) // nsplit
-    if nsplit > 1 then chunk = (chunk + 3) // 4 * 4 end
+    local chunk = ceil_div(L, nsplit)
+    if nsplit > 1 then chunk = round_up(chunk, 4) end
     local vec = (L % 4 == 0 and x._off % 4 == 0) and 1 or 0
     if nsplit == 1 then
       run(p.prog.rows, {x._st.buf, x._off, L, chunk, 1, 1, L, dpart, didx, outbuf, vec},
@@ -199,14 +200,13 @@ local function reduce_into(fn, op, x, outer, L, inner, res)
   end
   if R.cols4_waves and not spec.ARG and inner % 4 == 0 and x._off % 4 == 0 then
     -- 4 columns per work-item: a group reads CX * 4 columns of its part
-    local gx = (inner // 4 + sz.CX - 1) // sz.CX
+    local gx = ceil_div(inner // 4, sz.CX)
     local groups = dev.compute_units * R.cols4_waves
     local nsplit = 1
     if gx * outer < groups then
-      nsplit = max(1, min((groups + gx * outer - 1) // (gx * outer),
-                          (L + sz.CY * 16 - 1) // (sz.CY * 16)))
+      nsplit = max(1, min(ceil_div(groups, gx * outer), ceil_div(L, sz.CY * 16)))
     end
-    local chunk = (L + nsplit - 1) // nsplit
+    local chunk = ceil_div(L, nsplit)
     local global = {gx * sz.CX, outer * nsplit * sz.CY}
     if nsplit == 1 then
       run(p.prog.cols4, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, outbuf},
@@ -216,20 +216,20 @@ local function reduce_into(fn, op, x, outer, L, inner, res)
     local part = empty(fn, dev, acc, {outer * nsplit * inner})
     run(p.prog.cols4, {x._st.buf, x._off, L, inner, chunk, nsplit, 0, L, part._st.buf, dres},
         global, {sz.CX, sz.CY})
-    local gx1 = (inner + sz.CX - 1) // sz.CX
+    local gx1 = ceil_div(inner, sz.CX)
     run(p.prog.cols2, {part._st.buf, didx, 0, nsplit, inner, nsplit, 1, 1, L, dpart,
                        didx, outbuf}, {gx1 * sz.CX, outer * sz.CY}, {sz.CX, sz.CY})
     return
   end
   -- columns: 4 times as many groups as rows get, so that the last wave of
   -- groups, which leaves compute units idle, is a small part of the work
-  local gx = (inner + sz.CX - 1) // sz.CX
+  local gx = ceil_div(inner, sz.CX)
   local nsplit = 1
   target = target * 4
   if gx * outer < target then
-    nsplit = max(1, min((target + gx * outer - 1) // (gx * outer), (L + sz.CY * 16 - 1) // (sz.CY * 16)))
+    nsplit = max(1, min(ceil_div(target, gx * outer), ceil_div(L, sz.CY * 16)))
   end
-  local chunk = (L + nsplit - 1) // nsplit
+  local chunk = ceil_div(L, nsplit)
   local global = {gx * sz.CX, outer * nsplit * sz.CY}
   if nsplit == 1 then
     run(p.prog.cols, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, didx, outbuf},

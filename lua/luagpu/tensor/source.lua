@@ -24,7 +24,7 @@ local OPS = require "luagpu.tensor.ops"
 local format, concat, sort = string.format, table.concat, table.sort
 local ipairs, pairs, tostring, pcall = ipairs, pairs, tostring, pcall
 local type, getmetatable = type, getmetatable
-local convert, emit = OPS.convert, OPS.emit
+local convert, emit, BY_NAME = OPS.convert, OPS.emit, OPS.by_name
 local TYPES = TY.SIZES
 local MT, bad = O.MT, O.bad
 
@@ -48,48 +48,29 @@ local function bad_node(fn, what)
   bad(fn, "its expression's " .. what)
 end
 
--- Checks node e (the count-th of fn's walk); returns its kind.
-local function check_node(e, fn, count)
-  if type(e) ~= "table" or getmetatable(e) ~= nil then bad_node(fn, "nodes") end
-  if count > MAX_WALK then bad_node(fn, "nodes") end
-  if not TYPES[e.type] then bad_node(fn, "types") end
-  local kind = e.kind
-  if kind == "leaf" then
-    -- (raises the launch check's message: "metatable")
-    if getmetatable(e.x) ~= MT then O.check_bounds(fn, e.x) end
-    return kind
-  elseif kind == "scalar" then
-    if type(e.value) ~= "number" then bad_node(fn, "numbers") end
-    return kind
-  elseif kind == "index" then
-    return kind
-  end
+-- Checks node e, neither leaf nor scalar nor op (walk checks those
+-- itself, the common nodes, in the same order): an index or a map.
+local function check_other(e, fn, kind)
+  if kind == "index" then return end
   local ct, args = e.ct, e.args
   if (ct ~= nil and not TYPES[ct]) or type(args) ~= "table" or getmetatable(args) ~= nil then
     bad_node(fn, "types or operands")
   end
-  if kind == "op" then
-    local row = OPS[e.op]
-    if not row or row.arity ~= #args then bad_node(fn, "ops") end
-  elseif kind == "map" then
-    local expr, names = e.expr, e.names
-    if not ct or type(names) ~= "table" or getmetatable(names) ~= nil or #names ~= #args or
-       type(expr) ~= "string" then
-      bad_node(fn, "map")
-    end
-    for i = 1, #names do
-      local name = names[i]
-      if type(name) ~= "string" or not name:find("^[%a_][%w_]*$") then bad_node(fn, "map") end
-    end
-    if not checked_expr[expr] then
-      local ok = pcall(H.check_expression, fn, "", expr)
-      if not ok then bad_node(fn, "map") end
-      checked_expr[expr] = true
-    end
-  else
-    bad_node(fn, "nodes")
+  if kind ~= "map" then bad_node(fn, "nodes") end
+  local expr, names = e.expr, e.names
+  if not ct or type(names) ~= "table" or getmetatable(names) ~= nil or #names ~= #args or
+     type(expr) ~= "string" then
+    bad_node(fn, "map")
   end
-  return kind
+  for i = 1, #names do
+    local name = names[i]
+    if type(name) ~= "string" or not name:find("^[%a_][%w_]*$") then bad_node(fn, "map") end
+  end
+  if not checked_expr[expr] then
+    local ok = pcall(H.check_expression, fn, "", expr)
+    if not ok then bad_node(fn, "map") end
+    checked_expr[expr] = true
+  end
 end
 
 ------------------------------------------------------------------ key
@@ -112,36 +93,47 @@ S.child = child
 -- No string is made for a key: a node's tokens are table lookups.
 local function walk(e, t, leaves, scalars, fn, count)
   count = count + 1
-  local kind = check_node(e, fn, count)
+  if type(e) ~= "table" or getmetatable(e) ~= nil or count > MAX_WALK then
+    bad_node(fn, "nodes")
+  end
+  local et, kind = e.type, e.kind
+  if not TYPES[et] then bad_node(fn, "types") end
   if kind == "leaf" then
     local x, nl = e.x, #leaves
+    -- (raises the launch check's message: "metatable")
+    if getmetatable(x) ~= MT then O.check_bounds(fn, x) end
     local k = nl + 1
     for i = 1, nl do if leaves[i] == x then k = i; break end end
     if k > nl then leaves[k] = x end
-    local et = e.type
     t = t[k] or child(t, k)
     t = t[et] or child(t, et)
     if x._type ~= et then t = child(t, "!" .. tostring(x._type)) end
     return t, count
   elseif kind == "scalar" then
+    if type(e.value) ~= "number" then bad_node(fn, "numbers") end
     scalars[#scalars + 1] = e
     t = t.S or child(t, "S")
-    return t[e.type] or child(t, e.type), count
-  elseif kind == "index" then
-    return child(child(t, "I"), e.type), count
+    return t[et] or child(t, et), count
   end
-  if kind == "map" then
-    local names = e.names
-    t = child(child(child(child(t, "map"), e.expr), e.ct), #names)
-    for i = 1, #names do t = child(t, names[i]) end
-  else
+  local ct, args = e.ct, e.args
+  if kind == "op" then
+    if (ct ~= nil and not TYPES[ct]) or type(args) ~= "table" or getmetatable(args) ~= nil then
+      bad_node(fn, "types or operands")
+    end
     local op = e.op
+    local row = BY_NAME[op]
+    if not row or row.arity ~= #args then bad_node(fn, "ops") end
     t = t[op] or child(t, op)
+  else
+    check_other(e, fn, kind)
+    if kind == "index" then return child(child(t, "I"), et), count end
+    local names = e.names
+    t = child(child(child(child(t, "map"), e.expr), ct), #names)
+    for i = 1, #names do t = child(t, names[i]) end
   end
-  local et, ct = e.type, e.ct or ""
+  ct = ct or ""
   t = t[et] or child(t, et)
   t = t[ct] or child(t, ct)
-  local args = e.args
   for i = 1, #args do t, count = walk(args[i], t, leaves, scalars, fn, count) end
   return t, count
 end
@@ -162,7 +154,7 @@ local function code_of(e, w)
   elseif kind == "index" then
     return format("((%s)li)", e.type)
   end
-  local row = kind == "op" and OPS[e.op]
+  local row = kind == "op" and BY_NAME[e.op]
   local args, list, ct = {}, e.args, e.ct
   for i = 1, #list do
     local a = list[i]
