@@ -175,29 +175,54 @@ local function same_value(a, b)
   return a == b and mathtype(a) == mathtype(b) and (a ~= 0 or 1 / a == 1 / b)
 end
 
--- Runs plan's kernel with args[1 .. m] over n elements: the call bound
--- last for the same output buffer when its arguments are the same values
--- (binding checks and converts every argument: it costs more than the
--- launch), else a new one, kept when every buffer it holds is a pool block
--- (a call must not keep a script's buffer alive) and it has no vector
--- arguments. args[fixed + 1 .. m] are the scalars (numbers), before them
--- buffers and integers.
-local function launch(plan, out, leaves, args, fixed, m, n)
-  local calls = plan.calls
-  local outbuf = args[1]
-  local c = calls[outbuf]
-  if c and c.m == m then
-    local old, same = c.args, true
-    for i = 2, fixed do
-      if old[i] ~= args[i] then same = false; break end
-    end
-    if same then
-      for i = fixed + 1, m do
-        if not same_value(old[i], args[i]) then same = false; break end
-      end
-      if same then return c.call:run(c.global, plan.local_size, NO_EVENT) end
-    end
+-- The call plan bound last for output buffer outbuf when its arguments
+-- are the same values as this launch's (out's offset, n, each leaf's
+-- buffer and offset, the scalars), compared in place: binding checks and
+-- converts every argument, which costs more than the launch. Kept calls
+-- have no vector arguments (plan not nd).
+local function kept_call(plan, outbuf, off, n, leaves, scalars)
+  local c = plan.calls[outbuf]
+  if not c then return nil end
+  local old = c.args
+  if c.m ~= 3 + 2 * #leaves + #scalars or old[2] ~= off or old[3] ~= n then return nil end
+  local m = 3
+  for k = 1, #leaves do
+    local x = leaves[k]
+    if old[m + 1] ~= x._st.buf or old[m + 2] ~= x._off then return nil end
+    m = m + 2
   end
+  for k = 1, #scalars do
+    if not same_value(old[m + k], scalars[k].value) then return nil end
+  end
+  return c
+end
+
+-- The arguments of plan's kernel for this launch: out, out_off, (nd:
+-- out_st, shape), n, per leaf its buffer, offset (nd: strides), the
+-- scalars; and their count.
+local function arguments(out, n, leaves, scalars, nd_mode, sshape, ssets)
+  -- (preallocated: a small op's arguments fit without growing the table)
+  local args = {out._st.buf, out._off, n, false, false, false, false, false}
+  local m, nd = 3, #sshape
+  if nd_mode then
+    args[3], args[4], args[5] = vector8(ssets[1], nd), vector8(sshape, nd), n
+    m = 5
+  end
+  for k = 1, #leaves do
+    local x = leaves[k]
+    args[m + 1], args[m + 2] = x._st.buf, x._off
+    m = m + 2
+    if nd_mode then m = m + 1; args[m] = vector8(ssets[k + 1], nd) end
+  end
+  for k = 1, #scalars do m = m + 1; args[m] = scalars[k].value end
+  return args, m
+end
+
+-- Binds plan's kernel to args[1 .. m] and runs it over n elements; the
+-- call is kept for the next launch into the same buffer when every buffer
+-- it holds is a pool block (a call must not keep a script's buffer alive)
+-- and it has no vector arguments.
+local function bind_and_run(plan, out, leaves, args, m, n)
   local call = plan.kernel(unpack(args, 1, m))
   local units = plan.mode == "vec" and ceil_div(n, VW) or n
   local global = {round_up(units, plan.wg)}
@@ -205,8 +230,8 @@ local function launch(plan, out, leaves, args, fixed, m, n)
   for k = 1, #leaves do
     if not leaves[k]._st.pool then keep = false end
   end
-  calls[outbuf] = keep and {args = args, m = m, call = call, global = global} or nil
-  return call:run(global, plan.local_size, NO_EVENT)
+  plan.calls[args[1]] = keep and {args = args, m = m, call = call, global = global} or nil
+  call:run(global, plan.local_size, NO_EVENT)
 end
 
 local plans = ST.device_cache()    -- device -> the root of its tree of plans
@@ -245,22 +270,10 @@ function G.run(fn, e, out)
                     {mode = mode, nd = nd, idx = idx, out_type = out_type, strides = strides})
     t[PLAN] = plan
   end
-  -- (preallocated: a small op's arguments fit without growing the table)
-  local args = {out._st.buf, out._off, n, false, false, false, false, false}
-  local m = 3
-  if nd_mode then
-    args[3], args[4], args[5] = vector8(ssets[1], nd), vector8(sshape, nd), n
-    m = 5
-  end
-  for k = 1, #leaves do
-    local x = leaves[k]
-    args[m + 1], args[m + 2] = x._st.buf, x._off
-    m = m + 2
-    if nd_mode then m = m + 1; args[m] = vector8(ssets[k + 1], nd) end
-  end
-  local fixed = m
-  for k = 1, #scalars do m = m + 1; args[m] = scalars[k].value end
-  launch(plan, out, leaves, args, fixed, m, n)
+  local c = not nd_mode and kept_call(plan, out._st.buf, out._off, n, leaves, scalars)
+  if c then return c.call:run(c.global, plan.local_size, NO_EVENT) end
+  local args, m = arguments(out, n, leaves, scalars, nd_mode, sshape, ssets)
+  bind_and_run(plan, out, leaves, args, m, n)
 end
 
 return G

@@ -114,13 +114,16 @@ function X.expose(s)
 end
 
 -- Checks x to be a tensor (argument #arg of fn); realized unless lazy_ok.
+-- A realized x's fields are checked against its Buffer (O.check_bounds);
+-- one realized here was, by the launch that realized it.
 function X.check(fn, arg, x, lazy_ok)
   if not is_tensor(x) then
     fail(fn, "argument #%d: expected a tensor, got %s", arg, typename(x))
   end
-  if not lazy_ok and x._expr then realize(x) end
   if not x._expr then
     O.check_bounds(fn, x)
+  elseif not lazy_ok then
+    realize(x)
   elseif not SIZES[x._type] then
     -- a lazy tensor's type a script changed (its tree is checked when run)
     O.bad(fn, "type " .. tostring(x._type))

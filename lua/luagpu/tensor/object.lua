@@ -232,17 +232,16 @@ end
 O.bad = bad
 
 -- What a Buffer is, by the Buffer itself (its length, type and device come
--- from the C object, which no script can change), learned once per buffer.
-local CAP_N = setmetatable({}, {__mode = "k"})
-local CAP_T = setmetatable({}, {__mode = "k"})
-local CAP_D = setmetatable({}, {__mode = "k"})
+-- from the C object, which no script can change), learned once per buffer:
+-- CAP[buf] = {length, type, device}.
+local CAP = setmetatable({}, {__mode = "k"})
 
 -- Checks realized tensor x (fn's) against its storage's Buffer before a
 -- kernel or a copy uses it: x's fields live in a Lua table a script can
 -- write with rawset, so every position its shape, strides and offset reach
 -- must lie in the Buffer, and its type, count and device must be the
--- Buffer's. Every launch over a tensor calls this (O(ndim), no allocation).
--- Returns the Buffer's element count.
+-- Buffer's. Every launch over a tensor calls this (O(ndim), no allocation
+-- but the first time a Buffer is met). Returns the Buffer's element count.
 function O.check_bounds(fn, x)
   -- with luagpu's metatable, a field missing from x reads nil, as it will
   -- at launch; the shape and strides tables must have none (no __index or
@@ -251,7 +250,6 @@ function O.check_bounds(fn, x)
   local s = x._st
   if type(s) ~= "table" then bad(fn, "no storage") end
   local buf = rawget(s, "buf")
-  local cap = CAP_N[buf]
   local kind = gpu_type(buf)
   if kind ~= "Buffer" then
     -- x.buffer handed out, then released
@@ -261,15 +259,17 @@ function O.check_bounds(fn, x)
   -- x.buffer is the view of a pool block's elements when the block is larger
   local bview = rawget(s, "view")
   if bview and gpu_type(bview) ~= "Buffer" then fail(fn, "the tensor's buffer was released") end
-  if not cap then
-    cap = #buf
-    CAP_N[buf], CAP_T[buf], CAP_D[buf] = cap, buf.type, buf.device
+  local known = CAP[buf]
+  if not known then
+    known = {#buf, buf.type, buf.device}
+    CAP[buf] = known
   end
+  local cap = known[1]
   local t = x._type
-  if CAP_T[buf] ~= t then
-    bad(fn, format("type %s over a buffer of %s", tostring(t), CAP_T[buf]))
+  if known[2] ~= t then
+    bad(fn, format("type %s over a buffer of %s", tostring(t), known[2]))
   end
-  if CAP_D[buf] ~= x._dev then bad(fn, "device is not its buffer's") end
+  if known[3] ~= x._dev then bad(fn, "device is not its buffer's") end
   local shape, st, off = x._shape, x._strides, x._off
   if type(shape) ~= "table" or type(st) ~= "table" or getmetatable(shape) ~= nil or
      getmetatable(st) ~= nil or mathtype(off) ~= "integer" or off < 0 then
