@@ -105,35 +105,31 @@ local function simplify(shape, sets)
 end
 
 -- The simplified layout of out and leaves: the shape, the stride sets
--- (out's first, then one per leaf) and the mode; ONE for every set when
--- all are row-major with out's shape (one flat dim).
+-- (out's first, then one per leaf) and the mode (vec, flat or nd). When
+-- all are row-major with out's shape: ONE (one flat dim, every stride 1)
+-- and no sets.
 local function layout_of(out, leaves, n)
   local shape = out._shape
   local fast = plain(out, shape, n)
+  local aligned = out._off % VW == 0
   for k = 1, #leaves do
     if not fast then break end
-    fast = plain(leaves[k], shape, n)
+    local x = leaves[k]
+    fast = plain(x, shape, n)
+    if x._off % VW ~= 0 then aligned = false end
   end
-  local sshape, ssets
-  if fast then
-    sshape, ssets = ONE, nil
-  else
-    local sets = {out._strides}
-    for k, x in ipairs(leaves) do sets[k + 1] = broadcast_strides(x, shape) end
-    sshape, ssets = simplify(shape, sets)
+  if fast then return ONE, nil, (aligned and n >= VW) and "vec" or "flat" end
+  local sets = {out._strides}
+  for k, x in ipairs(leaves) do sets[k + 1] = broadcast_strides(x, shape) end
+  local sshape, ssets = simplify(shape, sets)
+  if #sshape ~= 1 or ssets[1][1] ~= 1 then return sshape, ssets, "nd" end
+  aligned = out._off % VW == 0
+  for k = 1, #leaves do
+    local s = ssets[k + 1][1]
+    if s ~= 0 and s ~= 1 then return sshape, ssets, "nd" end
+    if s == 1 and leaves[k]._off % VW ~= 0 then aligned = false end
   end
-  local mode = "nd"
-  if #sshape == 1 and (fast or ssets[1][1] == 1) then
-    mode = "flat"
-    local aligned = out._off % VW == 0
-    for k = 1, #leaves do
-      local s = fast and 1 or ssets[k + 1][1]
-      if s ~= 0 and s ~= 1 then mode = "nd"; break end
-      if s == 1 and leaves[k]._off % VW ~= 0 then aligned = false end
-    end
-    if mode == "flat" and aligned and n >= VW then mode = "vec" end
-  end
-  return sshape, ssets, mode
+  return sshape, ssets, (aligned and n >= VW) and "vec" or "flat"
 end
 
 -- The stride (0 or 1) of leaf k in a vec or flat layout.

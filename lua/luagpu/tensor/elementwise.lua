@@ -28,7 +28,7 @@ local type, ipairs, next, tostring, rawget = type, ipairs, next, tostring, rawge
 local setmetatable = setmetatable
 local mtype = math.type
 local fail, typename, show = H.fail, H.typename, H.show
-local SIZES, promote = TY.SIZES, TY.promote
+local SIZES, promote, floating = TY.SIZES, TY.promote, TY.floating
 local is_tensor, show_shape, TAG = O.is_tensor, O.show_shape, O.TAG
 local leaf, node_of, realize, result = X.leaf, X.node_of, X.realize, X.result
 local check, check_operand, combined_type, operand = X.check, X.check_operand, X.combined_type,
@@ -103,7 +103,7 @@ E.loop_count = loop_count
 -- The function of binary op (a row of luagpu.tensor.ops): a(op)b for
 -- tensors and numbers.
 local function binary_op(op)
-  local fn, name, rtype, ctype = "tensor:" .. op.name, op.name, op.type, op.ct
+  local fn, name, floatify, rtype = "tensor:" .. op.name, op.name, op.floating, op.result
   return function(a, b)
     -- two tensors of one device: the same checks and node as apply's,
     -- without its lists
@@ -112,12 +112,13 @@ local function binary_op(op)
       local ta, tb = a._type, b._type
       if not SIZES[ta] then check(fn, 1, a, true) end
       if not SIZES[tb] then check(fn, 2, b, true) end
-      local ct = ctype(ta == tb and ta or promote(ta, tb))
+      local ct = ta == tb and ta or promote(ta, tb)
+      if floatify then ct = floating(ct) end
       local ea, eb = a._expr, b._expr
       local na, nb = ea or leaf(a), eb or leaf(b)
       local sa, sb = na.shape, nb.shape
       local shape = same_shape(sa, sb) and sa or broadcast(fn, sa, sb)
-      local e = {kind = "op", op = name, args = {na, nb}, ct = ct, type = rtype(ct),
+      local e = {kind = "op", op = name, args = {na, nb}, ct = ct, type = rtype or ct,
                  shape = shape, size = 1 + na.size + nb.size, fn = fn}
       if ea or eb or not settings.lazy then return result(a._dev, e, fn) end
       -- two realized operands: result's rules, inline
@@ -136,16 +137,17 @@ local function binary_op(op)
     check_operand(fn, 1, a)
     check_operand(fn, 2, b)
     local vals = {a, b}
-    return X.apply(fn, op, vals, ctype(combined_type(vals)))
+    local ct = combined_type(vals)
+    return X.apply(fn, op, vals, floatify and floating(ct) or ct)
   end
 end
 
 -- The function of unary op: op(x) for a tensor x.
 local function unary_op(op)
-  local fn, ctype = "tensor:" .. op.name, op.ct
+  local fn, floatify = "tensor:" .. op.name, op.floating
   return function(x)
     check(fn, 0, x, true)
-    return X.apply(fn, op, {x}, ctype(x._type))
+    return X.apply(fn, op, {x}, floatify and floating(x._type) or x._type)
   end
 end
 

@@ -261,7 +261,7 @@ end
 
 -- Builds the node of op (a row of luagpu.tensor.ops) over vals (tensors or
 -- numbers) and returns its result. The compute type is ct, when given;
--- else from the operands; the result type by the op's rule.
+-- else from the operands; the result type the op's fixed one, or ct.
 function X.apply(fn, op, vals, ct)
   for i, v in ipairs(vals) do X.check_operand(fn, i, v) end
   local dev = X.device_of(fn, vals)
@@ -273,7 +273,7 @@ function X.apply(fn, op, vals, ct)
     shape = broadcast(fn, shape, a.shape)
     size = size + a.size
   end
-  local e = {kind = "op", op = op.name, args = args, ct = ct, type = op.type(ct),
+  local e = {kind = "op", op = op.name, args = args, ct = ct, type = op.result or ct,
              shape = shape, size = size}
   return X.result(dev, e, fn)
 end

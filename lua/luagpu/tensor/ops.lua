@@ -5,8 +5,9 @@
 --
 --   OPS.list          the rows in order
 --   OPS.by_name[name] the row of op name: {name =, arity =, rule =, meta =,
---                     method =, c =, ct = function(t) -> compute type,
---                     type = function(ct) -> result type}
+--                     method =, c =, floating = whether it computes in the
+--                     floating type of the operands' type, result = its
+--                     result type when fixed (else the compute type)}
 --   OPS.emit(row, t, args, need, node)   the C of the op over the C
 --                     expressions args (each of compute type t); need
 --                     collects helper functions by name
@@ -155,23 +156,20 @@ local ROWS = {
    method = false},
 }
 
-local function same(t) return t end
-local function uchar() return "uchar" end
-
--- rule -> compute type of the promoted operand type, result type of ct
+-- rule -> {computes in the floating type, fixed result type}
 local RULES = {
-  promote = {same, same},
-  floating = {TY.floating, same},
-  compare = {same, uchar},
-  where = {same, same},
-  cast = {same, same},
+  promote = {false, nil},
+  floating = {true, nil},
+  compare = {false, "uchar"},
+  where = {false, nil},
+  cast = {false, nil},
 }
 
 OPS.list, OPS.by_name = {}, {}
 for i, r in ipairs(ROWS) do
   local rule = RULES[r[3]]
   local row = {name = r[1], arity = r[2], rule = r[3], c = r[4], meta = r.meta,
-               method = r.method ~= false, ct = rule[1], type = rule[2]}
+               method = r.method ~= false, floating = rule[1], result = rule[2]}
   OPS.list[i] = row
   OPS.by_name[row.name] = row
 end
