@@ -1,249 +1,241 @@
 -- luagpu.tensor.interop: tensors with the rest of luagpu (internal to
--- luagpu.tensor): __tobuffer (kernel arguments, reduce, matmul, algo),
--- x:mm and x:bmm (luagpu.matmul), x:save / gpu.load(path, dev) (.npy), and x:cumsum,
--- x:sort, x:argsort (luagpu.algo, when it is there).
+-- luagpu.tensor, which puts these in place).
+--
+--   I.metamethods.__tobuffer   a tensor as a Buffer (kernel arguments,
+--                              reduce, matmul, algo)
+--   I.methods                  x:mm and x:bmm (luagpu.matmul), x:save (.npy),
+--                              x:cumsum, x:sort, x:argsort (luagpu.algo, when
+--                              it is there)
+--   I.load(path, dev [, t])    gpu.load's tensor form
 
 local gpu = require "luagpu"
 local H = require "luagpu.core.check"
 local TY = require "luagpu.core.types"
+local O = require "luagpu.tensor.object"
+local X = require "luagpu.tensor.expr"
+local clone = require("luagpu.tensor.elementwise").clone
+local new_tensor = require("luagpu.tensor.create").new_tensor
 
 local type, ipairs, pcall, tostring, require = type, ipairs, pcall, tostring, require
 local fail, typename, show = H.fail, H.typename, H.show
 
-local I = {}
+local show_shape, is_contiguous, elements_of = O.show_shape, O.is_contiguous, O.elements_of
+local realize, check = X.realize, X.check
 
-function I.install(C)
-  local M, Tensor, MT = C.M, C.Tensor, C.MT
-  local show_shape = C.show_shape
+local I = {methods = {}, metamethods = {}}
+local methods = I.methods
 
-  -- The Buffer of contiguous x: its storage's root, or a view of it when x
-  -- covers only part. The script may write it: x's storage is exposed.
-  local function buffer_of(fn, x, where)
-    if x._expr then C.realize(x) end
-    C.check_bounds(fn, x)
-    if not Tensor.is_contiguous(x) then
-      fail(fn, "%sthe tensor is not contiguous: call :contiguous()",
-           where and where .. ": " or "")
-    end
-    C.expose(x._st)
-    if x._n == 0 then return x._dev:buffer(x._type, 0) end
-    return C.elements_of(x)
+-- The Buffer of contiguous x: its storage's root, or a view of it when x
+-- covers only part. The script may write it: x's storage is exposed.
+local function buffer_of(fn, x, where)
+  if x._expr then realize(x) end
+  O.check_bounds(fn, x)
+  if not is_contiguous(x) then
+    fail(fn, "%sthe tensor is not contiguous: call :contiguous()",
+         where and where .. ": " or "")
   end
-  C.buffer_of = buffer_of
+  X.expose(x._st)
+  if x._n == 0 then return x._dev:buffer(x._type, 0) end
+  return elements_of(x)
+end
 
-  -- The buffer or view of the elements of x (realized, contiguous, not
-  -- empty), without exposing its storage: the root, the storage's one view
-  -- of its own elements (made once, so that helpers keeping what they found
-  -- per buffer object find it again), or a new view.
-  function C.elements_of(x)
-    local s = x._st
-    local buf, n = s.buf, x._n
-    if x._off == 0 and s.count == n then return buf end
-    if x._off == 0 and s.n == n then
-      s.view = s.view or buf:sub(1, n)
-      return s.view
-    end
-    return buf:sub(x._off + 1, x._off + n)
+-- (fn and where, when given, name the call and argument x was given to)
+I.metamethods.__tobuffer = function(x, fn, where) return buffer_of(fn or "tensor", x, where) end
+
+-- The Buffer of the elements of contiguous, non-empty x for luagpu's own
+-- helpers (matmul, algo), which keep no reference the script can reach:
+-- x's storage is not exposed, its block stays in the pool.
+local function own_buffer(x)
+  if x._expr then realize(x) end
+  return elements_of(x)
+end
+
+---------------------------------------------------------------- mm
+
+local matmul
+
+-- The operand of x:mm for a 2-D or 3-D tensor x: a Buffer of its storage
+-- and whether it holds x's matrices transposed. A view whose last two
+-- dims have the strides of a contiguous layout's transpose (b:t(), or
+-- x:transpose(2, 3) of a contiguous 3-D one) is passed as its base storage
+-- with trans_a / trans_b: no copy. Any other layout is copied once.
+local function mm_operand(x)
+  if x._expr or is_contiguous(x) then return own_buffer(x), false end
+  local shape, st, nd = x._shape, x._strides, #x._shape
+  local r, c = shape[nd - 1], shape[nd]
+  if (st[nd - 1] == 1 or r == 1) and (st[nd] == r or c == 1)
+     and (nd == 2 or st[1] == r * c or shape[1] == 1) then
+    return x._st.buf:sub(x._off + 1, x._off + x._n), true
   end
+  return own_buffer(x:contiguous()), false
+end
 
-  -- (fn and where, when given, name the call and argument x was given to)
-  MT.__tobuffer = function(x, fn, where) return buffer_of(fn or "tensor", x, where) end
-
-  -- The Buffer of the elements of contiguous, non-empty x for luagpu's own
-  -- helpers (matmul, algo), which keep no reference the script can reach:
-  -- x's storage is not exposed, its block stays in the pool.
-  local function own_buffer(x)
-    if x._expr then C.realize(x) end
-    return C.elements_of(x)
+-- x:mm(y): the matrix product of 2-D tensors of float (or double), or a
+-- batch of them when either is 3-D ({b, m, k} x {b, k, n}, or one of them
+-- 2-D or with b = 1: shared by the batch), through luagpu.matmul, in one
+-- launch. Transposed views are read in place (mm_operand).
+local function mm(fn, x, y, batched)
+  check(fn, 0, x)
+  check(fn, 1, y)
+  O.check_same_device(fn, 1, y, x._dev)
+  local xs, ys = x._shape, y._shape
+  local nx, ny = #xs, #ys
+  if batched and (nx ~= 3 or ny ~= 3) then
+    fail(fn, "expected 3-D tensors, got shapes %s and %s", show_shape(xs), show_shape(ys))
+  elseif nx < 2 or nx > 3 or ny < 2 or ny > 3 then
+    fail(fn, "expected 2-D or 3-D tensors, got shapes %s and %s", show_shape(xs),
+         show_shape(ys))
   end
-
-  ---------------------------------------------------------------- mm
-
-  local matmul
-
-  -- The operand of x:mm for a 2-D or 3-D tensor x: a Buffer of its storage
-  -- and whether it holds x's matrices transposed. A view whose last two
-  -- dims have the strides of a contiguous layout's transpose (b:t(), or
-  -- x:transpose(2, 3) of a contiguous 3-D one) is passed as its base storage
-  -- with trans_a / trans_b: no copy. Any other layout is copied once.
-  local function mm_operand(x)
-    if x._expr or Tensor.is_contiguous(x) then return own_buffer(x), false end
-    local shape, st, nd = x._shape, x._strides, #x._shape
-    local r, c = shape[nd - 1], shape[nd]
-    if (st[nd - 1] == 1 or r == 1) and (st[nd] == r or c == 1)
-       and (nd == 2 or st[1] == r * c or shape[1] == 1) then
-      return x._st.buf:sub(x._off + 1, x._off + x._n), true
-    end
-    return own_buffer(x:contiguous()), false
+  if (x._type ~= "float" and x._type ~= "double") or y._type ~= x._type then
+    fail(fn, "expected two tensors of float (or two of double), got %s and %s", x._type,
+         y._type)
   end
-
-  -- x:mm(y): the matrix product of 2-D tensors of float (or double), or a
-  -- batch of them when either is 3-D ({b, m, k} x {b, k, n}, or one of them
-  -- 2-D or with b = 1: shared by the batch), through luagpu.matmul, in one
-  -- launch. Transposed views are read in place (mm_operand).
-  local function mm(fn, x, y, batched)
-    C.check(fn, 0, x)
-    C.check(fn, 1, y)
-    C.check_same_device(fn, 1, y, x._dev)
-    local xs, ys = x._shape, y._shape
-    local nx, ny = #xs, #ys
-    if batched and (nx ~= 3 or ny ~= 3) then
-      fail(fn, "expected 3-D tensors, got shapes %s and %s", show_shape(xs), show_shape(ys))
-    elseif nx < 2 or nx > 3 or ny < 2 or ny > 3 then
-      fail(fn, "expected 2-D or 3-D tensors, got shapes %s and %s", show_shape(xs),
-           show_shape(ys))
-    end
-    if (x._type ~= "float" and x._type ~= "double") or y._type ~= x._type then
-      fail(fn, "expected two tensors of float (or two of double), got %s and %s", x._type,
-           y._type)
-    end
-    local m, k, k2, n = xs[nx - 1], xs[nx], ys[ny - 1], ys[ny]
-    if k ~= k2 then
-      fail(fn, "shapes %s and %s do not multiply (dim %d of the first: %d vs dim %d of the " ..
-           "second: %d)", show_shape(xs), show_shape(ys), nx, k, ny - 1, k2)
-    end
-    local bx, by = nx == 3 and xs[1] or nil, ny == 3 and ys[1] or nil
-    if bx and by and bx ~= by and bx ~= 1 and by ~= 1 then
-      fail(fn, "shapes %s and %s do not multiply (batches of %d and %d)", show_shape(xs),
-           show_shape(ys), bx, by)
-    end
-    local nb = (bx or by) and math.max(bx or 1, by or 1)
-    C.check_device_type(fn, x._dev, x._type)
-    local out = C.empty(fn, x._dev, x._type, nb and {nb, m, n} or {m, n})
-    if out._n == 0 then return out end
-    if k == 0 then return out:set(0) end
-    local a, ta = mm_operand(x)
-    local b, tb = mm_operand(y)
-    matmul = matmul or require "luagpu.matmul"
-    matmul(a, b, own_buffer(out), {m = m, n = n, k = k, trans_a = ta, trans_b = tb,
-                                      batch = nb})
-    return out
+  local m, k, k2, n = xs[nx - 1], xs[nx], ys[ny - 1], ys[ny]
+  if k ~= k2 then
+    fail(fn, "shapes %s and %s do not multiply (dim %d of the first: %d vs dim %d of the " ..
+         "second: %d)", show_shape(xs), show_shape(ys), nx, k, ny - 1, k2)
   end
-
-  function Tensor.mm(x, y) return mm("tensor:mm", x, y, false) end
-
-  -- x:bmm(y): as torch.bmm, both 3-D (a batch of 1 is shared).
-  function Tensor.bmm(x, y) return mm("tensor:bmm", x, y, true) end
-
-  ---------------------------------------------------------------- .npy
-
-  function Tensor.save(x, path)
-    C.check("tensor:save", 0, x)
-    if type(path) ~= "string" then
-      fail("tensor:save", "argument #1: expected a path, got %s", typename(path))
-    end
-    local a = x:get()
-    local ok, e = pcall(a.save, a, path, x._shape)   -- a 0-d tensor: shape ()
-    if not ok then fail("tensor:save", "%s", tostring(e):gsub("^luagpu: array:save: ", "")) end
-    return x
+  local bx, by = nx == 3 and xs[1] or nil, ny == 3 and ys[1] or nil
+  if bx and by and bx ~= by and bx ~= 1 and by ~= 1 then
+    fail(fn, "shapes %s and %s do not multiply (batches of %d and %d)", show_shape(xs),
+         show_shape(ys), bx, by)
   end
+  local nb = (bx or by) and math.max(bx or 1, by or 1)
+  O.check_device_type(fn, x._dev, x._type)
+  local out = O.empty(fn, x._dev, x._type, nb and {nb, m, n} or {m, n})
+  if out._n == 0 then return out end
+  if k == 0 then return out:set(0) end
+  local a, ta = mm_operand(x)
+  local b, tb = mm_operand(y)
+  matmul = matmul or require "luagpu.matmul"
+  matmul(a, b, own_buffer(out), {m = m, n = n, k = k, trans_a = ta, trans_b = tb,
+                                    batch = nb})
+  return out
+end
 
-  -- gpu.load(path, dev [, type]): the .npy file as a tensor on dev.
-  function M.load(path, dev, t)
-    local fn = "gpu.load"
-    local ok, a, fshape = pcall(gpu.load, path, t)
-    if not ok then fail(fn, "%s", tostring(a):gsub("^luagpu: gpu.load: ", "")) end
-    if not TY.SIZES[a.type] then
-      fail(fn, "%s: expected scalar elements, got %s", path, a.type)
-    end
-    -- a 0-d file gives a 0-d tensor (its host array has shape {1})
-    return C.new_tensor(dev, a.type, #fshape == 0 and {} or a.shape, a)
+function methods.mm(x, y) return mm("tensor:mm", x, y, false) end
+
+-- x:bmm(y): as torch.bmm, both 3-D (a batch of 1 is shared).
+function methods.bmm(x, y) return mm("tensor:bmm", x, y, true) end
+
+---------------------------------------------------------------- .npy
+
+function methods.save(x, path)
+  check("tensor:save", 0, x)
+  if type(path) ~= "string" then
+    fail("tensor:save", "argument #1: expected a path, got %s", typename(path))
   end
+  local a = x:get()
+  local ok, e = pcall(a.save, a, path, x._shape)   -- a 0-d tensor: shape ()
+  if not ok then fail("tensor:save", "%s", tostring(e):gsub("^luagpu: array:save: ", "")) end
+  return x
+end
 
-  ---------------------------------------------------------------- algo
-
-  local function algo(fn, name)
-    local ok, A = pcall(require, "luagpu.algo")
-    if not ok or type(A) ~= "table" or type(A[name]) ~= "function" then
-      fail(fn, "not available: it needs luagpu.algo's %s, which this build does not have", name)
-    end
-    return A
+-- gpu.load(path, dev [, type]): the .npy file as a tensor on dev.
+function I.load(path, dev, t)
+  local fn = "gpu.load"
+  local ok, a, fshape = pcall(gpu.load, path, t)
+  if not ok then fail(fn, "%s", tostring(a):gsub("^luagpu: gpu.load: ", "")) end
+  if not TY.SIZES[a.type] then
+    fail(fn, "%s: expected scalar elements, got %s", path, a.type)
   end
+  -- a 0-d file gives a 0-d tensor (its host array has shape {1})
+  return new_tensor(dev, a.type, #fshape == 0 and {} or a.shape, a)
+end
 
-  -- x with dim d moved last, contiguous, and the permutation that moves it
-  -- back (nil when d is last). With copy, always a new tensor of its own
-  -- (to be written); else possibly x or a view of x's storage (when the
-  -- moved layout is already contiguous: {n, 1} along 1, b:t() along 1).
-  local function dim_last(x, d, copy)
-    local nd = #x._shape
-    local moved, back = x, nil
-    if d ~= nd then
-      local order = {}
-      back = {}
-      for i = 1, nd do if i ~= d then order[#order + 1] = i end end
-      order[nd] = d
-      for i, o in ipairs(order) do back[o] = i end
-      moved = x:permute(order)
-    end
-    if copy then return Tensor.clone(moved), back end
-    return moved:contiguous(), back
+---------------------------------------------------------------- algo
+
+local function algo(fn, name)
+  local ok, A = pcall(require, "luagpu.algo")
+  if not ok or type(A) ~= "table" or type(A[name]) ~= "function" then
+    fail(fn, "not available: it needs luagpu.algo's %s, which this build does not have", name)
   end
+  return A
+end
 
-  local function check_dim_arg(fn, x, dim)
-    if #x._shape == 0 then fail(fn, "expected a tensor of at least 1 dim, got a 0-d one") end
-    if dim == nil then return #x._shape end
-    if type(dim) == "table" then
-      fail(fn, "argument #1: expected an integer dim, got a table (several dims at once are " ..
-           "not supported yet)")
-    end
-    return C.check_dim(fn, "argument #1", x, dim)
+-- x with dim d moved last, contiguous, and the permutation that moves it
+-- back (nil when d is last). With copy, always a new tensor of its own
+-- (to be written); else possibly x or a view of x's storage (when the
+-- moved layout is already contiguous: {n, 1} along 1, b:t() along 1).
+local function dim_last(x, d, copy)
+  local nd = #x._shape
+  local moved, back = x, nil
+  if d ~= nd then
+    local order = {}
+    back = {}
+    for i = 1, nd do if i ~= d then order[#order + 1] = i end end
+    order[nd] = d
+    for i, o in ipairs(order) do back[o] = i end
+    moved = x:permute(order)
   end
+  if copy then return clone(moved), back end
+  return moved:contiguous(), back
+end
 
-  -- x:cumsum([dim]): inclusive prefix sums along dim (default: the last).
-  function Tensor.cumsum(x, dim)
-    local fn = "tensor:cumsum"
-    C.check(fn, 0, x)
-    local d = check_dim_arg(fn, x, dim)
-    local A = algo(fn, "scan")
-    if x._n == 0 then return C.empty(fn, x._dev, x._type, x._shape) end
-    local src, back = dim_last(x, d)
-    local out = C.empty(fn, x._dev, x._type, src._shape)
-    local L = src._shape[#src._shape]
-    A.scan(own_buffer(src), {row_length = L, out = own_buffer(out)})
-    return back and out:permute(back) or out
+local function check_dim_arg(fn, x, dim)
+  if #x._shape == 0 then fail(fn, "expected a tensor of at least 1 dim, got a 0-d one") end
+  if dim == nil then return #x._shape end
+  if type(dim) == "table" then
+    fail(fn, "argument #1: expected an integer dim, got a table (several dims at once are " ..
+         "not supported yet)")
   end
+  return O.check_dim(fn, "argument #1", x, dim)
+end
 
-  local SORT_OPTIONS = H.option_names({"descending"}, "option ")
+-- x:cumsum([dim]): inclusive prefix sums along dim (default: the last).
+function methods.cumsum(x, dim)
+  local fn = "tensor:cumsum"
+  check(fn, 0, x)
+  local d = check_dim_arg(fn, x, dim)
+  local A = algo(fn, "scan")
+  if x._n == 0 then return O.empty(fn, x._dev, x._type, x._shape) end
+  local src, back = dim_last(x, d)
+  local out = O.empty(fn, x._dev, x._type, src._shape)
+  local L = src._shape[#src._shape]
+  A.scan(own_buffer(src), {row_length = L, out = own_buffer(out)})
+  return back and out:permute(back) or out
+end
 
-  local function sort_args(fn, x, dim, opts)
-    if type(dim) == "table" and opts == nil then dim, opts = nil, dim end
-    local d = check_dim_arg(fn, x, dim)
-    local o = H.check_options(fn, 2, opts, SORT_OPTIONS)
-    if o.descending ~= nil and type(o.descending) ~= "boolean" then
-      fail(fn, "argument #2: option descending: expected a boolean, got %s", show(o.descending))
-    end
-    return d, o.descending or false
+local SORT_OPTIONS = H.option_names({"descending"}, "option ")
+
+local function sort_args(fn, x, dim, opts)
+  if type(dim) == "table" and opts == nil then dim, opts = nil, dim end
+  local d = check_dim_arg(fn, x, dim)
+  local o = H.check_options(fn, 2, opts, SORT_OPTIONS)
+  if o.descending ~= nil and type(o.descending) ~= "boolean" then
+    fail(fn, "argument #2: option descending: expected a boolean, got %s", show(o.descending))
   end
+  return d, o.descending or false
+end
 
-  -- x:sort([dim] [, {descending = true}]): the values sorted along dim
-  -- (default: the last), a new tensor.
-  function Tensor.sort(x, dim, opts)
-    local fn = "tensor:sort"
-    C.check(fn, 0, x)
-    local d, desc = sort_args(fn, x, dim, opts)
-    local A = algo(fn, "sort")
-    if x._n == 0 then return C.empty(fn, x._dev, x._type, x._shape) end
-    local out, back = dim_last(x, d, true)   -- sorted in place: a copy of its own
-    local L = out._shape[#out._shape]
-    A.sort(own_buffer(out), {row_length = L, descending = desc})
-    return back and out:permute(back) or out
-  end
+-- x:sort([dim] [, {descending = true}]): the values sorted along dim
+-- (default: the last), a new tensor.
+function methods.sort(x, dim, opts)
+  local fn = "tensor:sort"
+  check(fn, 0, x)
+  local d, desc = sort_args(fn, x, dim, opts)
+  local A = algo(fn, "sort")
+  if x._n == 0 then return O.empty(fn, x._dev, x._type, x._shape) end
+  local out, back = dim_last(x, d, true)   -- sorted in place: a copy of its own
+  local L = out._shape[#out._shape]
+  A.sort(own_buffer(out), {row_length = L, descending = desc})
+  return back and out:permute(back) or out
+end
 
-  -- x:argsort([dim] [, {descending = true}]): the 1-based positions along
-  -- dim that sort x (stable), a long tensor.
-  function Tensor.argsort(x, dim, opts)
-    local fn = "tensor:argsort"
-    C.check(fn, 0, x)
-    local d, desc = sort_args(fn, x, dim, opts)
-    local A = algo(fn, "argsort")
-    if x._n == 0 then return C.empty(fn, x._dev, "long", x._shape) end
-    local src, back = dim_last(x, d)
-    local L = src._shape[#src._shape]
-    local idx = A.argsort(own_buffer(src), {row_length = L, descending = desc, base = 1})
-    local t = C.new_tensor(x._dev, idx.type, src._shape, idx)
-    local pos = t:astype("long")          -- algo gives 1-based positions
-    return back and pos:permute(back) or pos
-  end
+-- x:argsort([dim] [, {descending = true}]): the 1-based positions along
+-- dim that sort x (stable), a long tensor.
+function methods.argsort(x, dim, opts)
+  local fn = "tensor:argsort"
+  check(fn, 0, x)
+  local d, desc = sort_args(fn, x, dim, opts)
+  local A = algo(fn, "argsort")
+  if x._n == 0 then return O.empty(fn, x._dev, "long", x._shape) end
+  local src, back = dim_last(x, d)
+  local L = src._shape[#src._shape]
+  local idx = A.argsort(own_buffer(src), {row_length = L, descending = desc, base = 1})
+  local t = new_tensor(x._dev, idx.type, src._shape, idx)
+  local pos = t:astype("long")          -- algo gives 1-based positions
+  return back and pos:permute(back) or pos
 end
 
 return I

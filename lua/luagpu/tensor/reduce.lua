@@ -9,36 +9,38 @@
 -- the dim is cut into parts reduced apart, and a second kernel folds the
 -- parts. Whole sums, mins and maxes of non-empty tensors go through
 -- luagpu.reduce; the others are one row of all the elements.
+--
+--   R.methods          the reductions by name (luagpu.tensor makes them
+--                      methods; x:min(y) and x:max(y) with a tensor y are
+--                      the elementwise ops)
+--   R.cols4_waves      see below (benchmarks set it)
+--   R.programs_built   the tensor programs built so far (core/programs)
 
-local gpu = require "luagpu"
 local H = require "luagpu.core.check"
+local P = require "luagpu.core.programs"
 local ST = require "luagpu.core.steps"
 local TY = require "luagpu.core.types"
+local O = require "luagpu.tensor.object"
+local X = require "luagpu.tensor.expr"
+local E = require "luagpu.tensor.elementwise"
 
-local type, ipairs, pairs, tostring, pcall, unpack = type, ipairs, pairs, tostring, pcall, table.unpack
-local format, concat = string.format, table.concat
+local type, pairs, tostring, pcall, unpack = type, pairs, tostring, pcall, table.unpack
+local format = string.format
 local min, max, huge = math.min, math.max, math.huge
 local fail, show = H.fail, H.show
-local FLOATS, SIGNED = TY.FLOATS, TY.SIGNED
+local FLOATS, LIMITS, NAN = TY.FLOATS, TY.LIMITS, TY.NAN
+local check_bounds, empty, check = O.check_bounds, O.empty, X.check
+local ceil_div, round_up = ST.ceil_div, ST.round_up
 
 -- cols4_waves: column reductions read 4 columns per work-item (cols4)
 -- where they can, with about this many groups per compute unit (false:
 -- the one-column kernel, cols, everywhere).
-local R = {programs_built = 0, cols4_waves = 4}
-
-local LIMITS = {
-  char = {"CHAR_MIN", "CHAR_MAX"}, uchar = {"0", "UCHAR_MAX"},
-  short = {"SHRT_MIN", "SHRT_MAX"}, ushort = {"0", "USHRT_MAX"},
-  int = {"INT_MIN", "INT_MAX"}, uint = {"0", "UINT_MAX"},
-  long = {"LONG_MIN", "LONG_MAX"}, ulong = {"0", "ULONG_MAX"},
-  float = {"-INFINITY", "INFINITY"}, double = {"-(double)INFINITY", "(double)INFINITY"},
-}
+local R = P.counter({cols4_waves = 4, methods = {}}, "tensor")
 
 -- Floats: min and max skip NaNs (fmin, fmax), and give NaN when every
 -- element is NaN: NaN is their neutral element. argmin and argmax skip
 -- NaNs too (a number beats a NaN) and give the first position when every
 -- element is NaN (NaNs are then the same value): x[argmin] is min.
-local NAN = {float = "NAN", double = "((double)NAN)"}
 
 local function arg_spec(t, cmp, limit)
   local spec = {acc = t, out = "long", ARG = true, FINAL = "((long)(i) + 1)", empty = true}
@@ -104,7 +106,7 @@ local SPECS = {
   end,
 }
 
-local cache = ST.device_cache()
+local cache = ST.device_cache()   -- device -> op .. type -> {prog, spec, sz}
 local dummies = ST.device_cache()
 
 local function sizes(dev)
@@ -112,6 +114,23 @@ local function sizes(dev)
   return {LS = 256, CX = 32, CY = 8, waves = 8}
 end
 
+-- The recipe (luagpu.core.programs) of op's kernels for t.
+local function recipe(spec, t, sz)
+  local defines = {{"T", t}, {"ACC", spec.acc}, {"OUT", spec.out}, {"NEUTRAL", spec.NEUTRAL},
+    {"MAP(x)", spec.MAP or "((ACC)(x))"}, {"FINAL(a, i, n)", spec.FINAL or "((OUT)(a))"},
+    {"LS", sz.LS}, {"CX", sz.CX}, {"CY", sz.CY}}
+  if spec.ARG then
+    defines[#defines + 1] = {"ARG", ""}
+    defines[#defines + 1] = {"BETTER(a, b)", spec.BETTER}
+    defines[#defines + 1] = {"SAME(a, b)", spec.SAME}
+  else
+    defines[#defines + 1] = {"OP(a, b)", spec.OP}
+  end
+  return {family = "tensor", file = "tensor_reduce.cl", defines = defines}
+end
+
+-- The kernels of op for t on dev, with the spec and sizes they were made
+-- for.
 local function program(fn, dev, op, t)
   local e = cache[dev]
   if not e then e = {}; cache[dev] = e end
@@ -120,24 +139,8 @@ local function program(fn, dev, op, t)
   if p then return p end
   local spec = SPECS[op](t)
   local sz = sizes(dev)
-  local lines = {
-    "#define T " .. t, "#define ACC " .. spec.acc, "#define OUT " .. spec.out,
-    "#define NEUTRAL " .. spec.NEUTRAL,
-    "#define MAP(x) " .. (spec.MAP or "((ACC)(x))"),
-    "#define FINAL(a, i, n) " .. (spec.FINAL or "((OUT)(a))"),
-    format("#define LS %d\n#define CX %d\n#define CY %d", sz.LS, sz.CX, sz.CY),
-  }
-  if spec.ARG then
-    lines[#lines + 1] = "#define ARG"
-    lines[#lines + 1] = "#define BETTER(a, b) " .. spec.BETTER
-    lines[#lines + 1] = "#define SAME(a, b) " .. spec.SAME
-  else
-    lines[#lines + 1] = "#define OP(a, b) " .. spec.OP
-  end
-  lines[#lines + 1] = gpu.kernel_source("tensor_reduce.cl")
-  local ok, prog = pcall(dev.build, dev, concat(lines, "\n"))
+  local ok, prog = pcall(P.get, dev, recipe(spec, t, sz))
   if not ok then fail(fn, "the %s kernels do not compile for %s: %s", op, t, tostring(prog)) end
-  R.programs_built = R.programs_built + 1
   local wg = min(prog.rows.work_group_size, prog.cols.work_group_size,
                  prog.rows2.work_group_size, prog.cols2.work_group_size,
                  spec.ARG and huge or prog.cols4.work_group_size)
@@ -162,177 +165,173 @@ local function run(k, args, global, localsz)
   k(unpack(args)):run(global, localsz, {event = false})
 end
 
-function R.install(C)
-  local M, Tensor = C.M, C.Tensor
-  local reduce_helper
+local reduce_helper
 
-  -- Reduces contiguous x ([outer, L, inner]) into res (outer * inner
-  -- elements of the op's out type).
-  local function reduce_into(fn, op, x, outer, L, inner, res)
-    C.check_bounds(fn, x); C.check_bounds(fn, res)
-    local dev, t = x._dev, x._type
-    local p = program(fn, dev, op, t)
-    local spec, sz = p.spec, p.sz
-    local acc, outbuf = spec.acc, res._st.buf
-    local target = dev.compute_units * sz.waves
-    local dpart, didx, dres = dummy(dev, acc), dummy(dev, "long"), dummy(dev, spec.out)
-    if inner == 1 then
-      local nsplit = 1
-      if outer < target then
-        nsplit = max(1, min((target + outer - 1) // outer, (L + sz.LS * 8 - 1) // (sz.LS * 8)))
-      end
-      local chunk = (L + nsplit - 1) // nsplit
-      if nsplit > 1 then chunk = (chunk + 3) // 4 * 4 end
-      local vec = (L % 4 == 0 and x._off % 4 == 0) and 1 or 0
-      if nsplit == 1 then
-        run(p.prog.rows, {x._st.buf, x._off, L, chunk, 1, 1, L, dpart, didx, outbuf, vec},
-            {outer * sz.LS}, {sz.LS})
-        return
-      end
-      local part = C.empty(fn, dev, acc, {outer * nsplit})
-      local pidx = C.empty(fn, dev, "long", {outer * nsplit})
-      run(p.prog.rows, {x._st.buf, x._off, L, chunk, nsplit, 0, L, part._st.buf,
-                        pidx._st.buf, dres, vec}, {outer * nsplit * sz.LS}, {sz.LS})
-      run(p.prog.rows2, {part._st.buf, pidx._st.buf, 0, nsplit, nsplit, 1, 1, L, dpart, didx,
-                         outbuf}, {outer * sz.LS}, {sz.LS})
-      return
-    end
-    if R.cols4_waves and not spec.ARG and inner % 4 == 0 and x._off % 4 == 0 then
-      -- 4 columns per work-item: a group reads CX * 4 columns of its part
-      local gx = (inner // 4 + sz.CX - 1) // sz.CX
-      local groups = dev.compute_units * R.cols4_waves
-      local nsplit = 1
-      if gx * outer < groups then
-        nsplit = max(1, min((groups + gx * outer - 1) // (gx * outer),
-                            (L + sz.CY * 16 - 1) // (sz.CY * 16)))
-      end
-      local chunk = (L + nsplit - 1) // nsplit
-      local global = {gx * sz.CX, outer * nsplit * sz.CY}
-      if nsplit == 1 then
-        run(p.prog.cols4, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, outbuf},
-            global, {sz.CX, sz.CY})
-        return
-      end
-      local part = C.empty(fn, dev, acc, {outer * nsplit * inner})
-      run(p.prog.cols4, {x._st.buf, x._off, L, inner, chunk, nsplit, 0, L, part._st.buf, dres},
-          global, {sz.CX, sz.CY})
-      local gx1 = (inner + sz.CX - 1) // sz.CX
-      run(p.prog.cols2, {part._st.buf, didx, 0, nsplit, inner, nsplit, 1, 1, L, dpart,
-                         didx, outbuf}, {gx1 * sz.CX, outer * sz.CY}, {sz.CX, sz.CY})
-      return
-    end
-    -- columns: 4 times as many groups as rows get, so that the last wave of
-    -- groups, which leaves compute units idle, is a small part of the work
-    local gx = (inner + sz.CX - 1) // sz.CX
+-- Reduces contiguous x ([outer, L, inner]) into res (outer * inner
+-- elements of the op's out type).
+local function reduce_into(fn, op, x, outer, L, inner, res)
+  check_bounds(fn, x); check_bounds(fn, res)
+  local dev, t = x._dev, x._type
+  local p = program(fn, dev, op, t)
+  local spec, sz = p.spec, p.sz
+  local acc, outbuf = spec.acc, res._st.buf
+  local target = dev.compute_units * sz.waves
+  local dpart, didx, dres = dummy(dev, acc), dummy(dev, "long"), dummy(dev, spec.out)
+  if inner == 1 then
     local nsplit = 1
-    target = target * 4
-    if gx * outer < target then
-      nsplit = max(1, min((target + gx * outer - 1) // (gx * outer), (L + sz.CY * 16 - 1) // (sz.CY * 16)))
+    if outer < target then
+      nsplit = max(1, min(ceil_div(target, outer), ceil_div(L, sz.LS * 8)))
     end
-    local chunk = (L + nsplit - 1) // nsplit
+    local chunk = ceil_div(L, nsplit)
+    if nsplit > 1 then chunk = round_up(chunk, 4) end
+    local vec = (L % 4 == 0 and x._off % 4 == 0) and 1 or 0
+    if nsplit == 1 then
+      run(p.prog.rows, {x._st.buf, x._off, L, chunk, 1, 1, L, dpart, didx, outbuf, vec},
+          {outer * sz.LS}, {sz.LS})
+      return
+    end
+    local part = empty(fn, dev, acc, {outer * nsplit})
+    local pidx = empty(fn, dev, "long", {outer * nsplit})
+    run(p.prog.rows, {x._st.buf, x._off, L, chunk, nsplit, 0, L, part._st.buf,
+                      pidx._st.buf, dres, vec}, {outer * nsplit * sz.LS}, {sz.LS})
+    run(p.prog.rows2, {part._st.buf, pidx._st.buf, 0, nsplit, nsplit, 1, 1, L, dpart, didx,
+                       outbuf}, {outer * sz.LS}, {sz.LS})
+    return
+  end
+  if R.cols4_waves and not spec.ARG and inner % 4 == 0 and x._off % 4 == 0 then
+    -- 4 columns per work-item: a group reads CX * 4 columns of its part
+    local gx = ceil_div(inner // 4, sz.CX)
+    local groups = dev.compute_units * R.cols4_waves
+    local nsplit = 1
+    if gx * outer < groups then
+      nsplit = max(1, min(ceil_div(groups, gx * outer), ceil_div(L, sz.CY * 16)))
+    end
+    local chunk = ceil_div(L, nsplit)
     local global = {gx * sz.CX, outer * nsplit * sz.CY}
     if nsplit == 1 then
-      run(p.prog.cols, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, didx, outbuf},
+      run(p.prog.cols4, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, outbuf},
           global, {sz.CX, sz.CY})
       return
     end
-    local part = C.empty(fn, dev, acc, {outer * nsplit * inner})
-    local pidx = C.empty(fn, dev, "long", {outer * nsplit * inner})
-    run(p.prog.cols, {x._st.buf, x._off, L, inner, chunk, nsplit, 0, L, part._st.buf,
-                      pidx._st.buf, dres}, global, {sz.CX, sz.CY})
-    run(p.prog.cols2, {part._st.buf, pidx._st.buf, 0, nsplit, inner, nsplit, 1, 1, L, dpart,
-                       didx, outbuf}, {gx * sz.CX, outer * sz.CY}, {sz.CX, sz.CY})
+    local part = empty(fn, dev, acc, {outer * nsplit * inner})
+    run(p.prog.cols4, {x._st.buf, x._off, L, inner, chunk, nsplit, 0, L, part._st.buf, dres},
+        global, {sz.CX, sz.CY})
+    local gx1 = ceil_div(inner, sz.CX)
+    run(p.prog.cols2, {part._st.buf, didx, 0, nsplit, inner, nsplit, 1, 1, L, dpart,
+                       didx, outbuf}, {gx1 * sz.CX, outer * sz.CY}, {sz.CX, sz.CY})
+    return
   end
+  -- columns: 4 times as many groups as rows get, so that the last wave of
+  -- groups, which leaves compute units idle, is a small part of the work
+  local gx = ceil_div(inner, sz.CX)
+  local nsplit = 1
+  target = target * 4
+  if gx * outer < target then
+    nsplit = max(1, min(ceil_div(target, gx * outer), ceil_div(L, sz.CY * 16)))
+  end
+  local chunk = ceil_div(L, nsplit)
+  local global = {gx * sz.CX, outer * nsplit * sz.CY}
+  if nsplit == 1 then
+    run(p.prog.cols, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, didx, outbuf},
+        global, {sz.CX, sz.CY})
+    return
+  end
+  local part = empty(fn, dev, acc, {outer * nsplit * inner})
+  local pidx = empty(fn, dev, "long", {outer * nsplit * inner})
+  run(p.prog.cols, {x._st.buf, x._off, L, inner, chunk, nsplit, 0, L, part._st.buf,
+                    pidx._st.buf, dres}, global, {sz.CX, sz.CY})
+  run(p.prog.cols2, {part._st.buf, pidx._st.buf, 0, nsplit, inner, nsplit, 1, 1, L, dpart,
+                     didx, outbuf}, {gx * sz.CX, outer * sz.CY}, {sz.CX, sz.CY})
+end
 
-  local function empty_error(fn, op, what, why)
-    fail(fn, "the %s of %s is undefined%s", op, what, why or "")
-  end
+local function empty_error(fn, op, what, why)
+  fail(fn, "the %s of %s is undefined%s", op, what, why or "")
+end
 
-  -- The whole-tensor reduction of x: a Lua value.
-  local function reduce_all(fn, op, x)
-    local n = x._n
-    local spec = SPECS[op](x._type)
-    if n == 0 then
-      if spec.empty then empty_error(fn, op, "an empty tensor") end
-      if op == "mean" then return 0 / 0 end
-      if op == "any" then return false elseif op == "all" then return true end
-      return op == "prod" and (FLOATS[spec.out] and 1.0 or 1) or (FLOATS[spec.out] and 0.0 or 0)
-    end
-    x = x:contiguous()
-    if op == "sum" or op == "min" or op == "max" or (op == "mean" and MEAN_BY_SUM[x._type]) then
-      reduce_helper = reduce_helper or require "luagpu.reduce"
-      local b = C.elements_of(x)
-      if op == "mean" then
-        local s = reduce_helper.sum(b, x._type == "float" and {acc = "double"} or nil)
-        return s / n
-      end
-      return reduce_helper[op](b)
-    end
-    local res = C.empty(fn, x._dev, spec.out, {1})
-    reduce_into(fn, op, x, 1, n, 1, res)
-    local v = res:get()[1]
-    if op == "any" or op == "all" then return v ~= 0 end
-    return v
+-- The whole-tensor reduction of x: a Lua value.
+local function reduce_all(fn, op, x)
+  local n = x._n
+  local spec = SPECS[op](x._type)
+  if n == 0 then
+    if spec.empty then empty_error(fn, op, "an empty tensor") end
+    if op == "mean" then return 0 / 0 end
+    if op == "any" then return false elseif op == "all" then return true end
+    return op == "prod" and (FLOATS[spec.out] and 1.0 or 1) or (FLOATS[spec.out] and 0.0 or 0)
   end
+  x = x:contiguous()
+  if op == "sum" or op == "min" or op == "max" or (op == "mean" and MEAN_BY_SUM[x._type]) then
+    reduce_helper = reduce_helper or require "luagpu.reduce"
+    local b = O.elements_of(x)
+    if op == "mean" then
+      local s = reduce_helper.sum(b, x._type == "float" and {acc = "double"} or nil)
+      return s / n
+    end
+    return reduce_helper[op](b)
+  end
+  local res = empty(fn, x._dev, spec.out, {1})
+  reduce_into(fn, op, x, 1, n, 1, res)
+  local v = res:get()[1]
+  if op == "any" or op == "all" then return v ~= 0 end
+  return v
+end
 
-  -- The reduction of x along dim d: a tensor.
-  local function reduce_dim(fn, op, x, d, keepdim)
-    local shape = x._shape
-    local outer, L, inner = 1, shape[d], 1
-    for i = 1, d - 1 do outer = outer * shape[i] end
-    for i = d + 1, #shape do inner = inner * shape[i] end
-    local spec = SPECS[op](x._type)
-    local rshape = {}
-    for i = 1, #shape do
-      if i ~= d then rshape[#rshape + 1] = shape[i]
-      elseif keepdim then rshape[#rshape + 1] = 1 end
-    end
-    -- an empty dim raises even when the result is empty (as NumPy)
-    if L == 0 and spec.empty then
-      empty_error(fn, op, "an empty dim", format(" (dim %d has size 0)", d))
-    end
-    local res = C.empty(fn, x._dev, spec.out, rshape)
-    if res._n == 0 then return res end
-    if L == 0 then
-      return res:set(op == "prod" and 1 or op == "all" and 1 or op == "mean" and 0 / 0 or 0)
-    end
-    x = x:contiguous()
-    reduce_into(fn, op, x, outer, L, inner, res)
-    return res
+-- The reduction of x along dim d: a tensor.
+local function reduce_dim(fn, op, x, d, keepdim)
+  local shape = x._shape
+  local outer, L, inner = 1, shape[d], 1
+  for i = 1, d - 1 do outer = outer * shape[i] end
+  for i = d + 1, #shape do inner = inner * shape[i] end
+  local spec = SPECS[op](x._type)
+  local rshape = {}
+  for i = 1, #shape do
+    if i ~= d then rshape[#rshape + 1] = shape[i]
+    elseif keepdim then rshape[#rshape + 1] = 1 end
   end
+  -- an empty dim raises even when the result is empty (as NumPy)
+  if L == 0 and spec.empty then
+    empty_error(fn, op, "an empty dim", format(" (dim %d has size 0)", d))
+  end
+  local res = empty(fn, x._dev, spec.out, rshape)
+  if res._n == 0 then return res end
+  if L == 0 then
+    return res:set(op == "prod" and 1 or op == "all" and 1 or op == "mean" and 0 / 0 or 0)
+  end
+  x = x:contiguous()
+  reduce_into(fn, op, x, outer, L, inner, res)
+  return res
+end
 
-  local function reduction(op)
-    local fn = "tensor:" .. op
-    return function(x, dim, keepdim)
-      C.check(fn, 0, x)
-      if keepdim ~= nil and type(keepdim) ~= "boolean" then
-        fail(fn, "argument #2: keepdim: expected a boolean, got %s", show(keepdim))
-      end
-      if x._type == "double" then C.check_device_type(fn, x._dev, "double") end
-      if (op == "mean") and x._type ~= "float" then C.check_device_type(fn, x._dev, "double") end
-      if dim == nil then return reduce_all(fn, op, x) end
-      if type(dim) == "table" then
-        fail(fn, "argument #1: expected an integer dim, got a table (reducing several dims " ..
-             "at once is not supported yet)")
-      end
-      local d = C.check_dim(fn, "argument #1", x, dim)
-      return reduce_dim(fn, op, x, d, keepdim)
+local function reduction(op)
+  local fn = "tensor:" .. op
+  return function(x, dim, keepdim)
+    check(fn, 0, x)
+    if keepdim ~= nil and type(keepdim) ~= "boolean" then
+      fail(fn, "argument #2: keepdim: expected a boolean, got %s", show(keepdim))
     end
+    if x._type == "double" then O.check_device_type(fn, x._dev, "double") end
+    if (op == "mean") and x._type ~= "float" then O.check_device_type(fn, x._dev, "double") end
+    if dim == nil then return reduce_all(fn, op, x) end
+    if type(dim) == "table" then
+      fail(fn, "argument #1: expected an integer dim, got a table (reducing several dims " ..
+           "at once is not supported yet)")
+    end
+    local d = O.check_dim(fn, "argument #1", x, dim)
+    return reduce_dim(fn, op, x, d, keepdim)
   end
+end
 
-  for op in pairs(SPECS) do Tensor[op] = reduction(op) end
-  local rmin, rmax = Tensor.min, Tensor.max
-  -- x:min(y) with a tensor y is elementwise; a number or nothing: the
-  -- reduction (a number is a dim)
-  function Tensor.min(x, a, b)
-    if C.is_tensor(a) then return C.elementwise_min(x, a) end
-    return rmin(x, a, b)
-  end
-  function Tensor.max(x, a, b)
-    if C.is_tensor(a) then return C.elementwise_max(x, a) end
-    return rmax(x, a, b)
-  end
-  M.reduce_programs = function() return R.programs_built end
+local methods = R.methods
+for op in pairs(SPECS) do methods[op] = reduction(op) end
+local rmin, rmax, emin, emax = methods.min, methods.max, E.ops.min, E.ops.max
+-- x:min(y) with a tensor y is elementwise; a number or nothing: the
+-- reduction (a number is a dim)
+function methods.min(x, a, b)
+  if O.is_tensor(a) then return emin(x, a) end
+  return rmin(x, a, b)
+end
+function methods.max(x, a, b)
+  if O.is_tensor(a) then return emax(x, a) end
+  return rmax(x, a, b)
 end
 
 return R

@@ -1,237 +1,237 @@
--- luagpu.tensor.views: views without copies (internal to luagpu.tensor):
--- slice (with step), select, permute, transpose, t, reshape (a view when
--- the strides allow, else a contiguous copy), expand, contiguous. A view
--- shares its storage and has its own shape, strides and offset; views of
--- lazy tensors realize them first.
+-- luagpu.tensor.views: views without copies (internal to luagpu.tensor,
+-- which makes these its methods): V.slice (with step), V.select,
+-- V.permute, V.transpose, V.t, V.reshape (a view when the strides allow,
+-- else a contiguous copy), V.expand, V.contiguous. A view shares its
+-- storage and has its own shape, strides and offset; views of lazy tensors
+-- realize them first.
 
 local H = require "luagpu.core.check"
+local O = require "luagpu.tensor.object"
+local X = require "luagpu.tensor.expr"
+local E = require "luagpu.tensor.elementwise"
 
 local type, tostring, rawget, rawlen, unpack = type, tostring, rawget, rawlen, table.unpack
 local concat = table.concat
 local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
+local view, numel, contiguous_strides, show_shape = O.view, O.numel, O.contiguous_strides,
+  O.show_shape
+local is_contiguous, check, check_dim = O.is_contiguous, X.check, O.check_dim
+local MAX_DIMS, MAX_ELEMENTS = O.MAX_DIMS, O.MAX_ELEMENTS
 
 local V = {}
 
-function V.install(C)
-  local Tensor, view, numel = C.Tensor, C.view, C.numel
-  local contiguous_strides, show_shape = C.contiguous_strides, C.show_shape
-  local is_contiguous = Tensor.is_contiguous
-  local MAX_DIMS, MAX_ELEMENTS = C.MAX_DIMS, C.MAX_ELEMENTS
+local function copy_list(t) return {unpack(t)} end
 
+-- A view of x with shape, strides and offset (x realized).
+local function reshaped(x, shape, strides, off)
+  return view(x._st, x._type, shape, strides, off)
+end
 
-  local function copy_list(t) return {unpack(t)} end
-
-  -- A view of x with shape, strides and offset (x realized).
-  local function reshaped(x, shape, strides, off)
-    return view(x._st, x._type, shape, strides, off)
+function V.slice(x, dim, first, last, step)
+  local fn = "tensor:slice"
+  check(fn, 0, x)
+  local d = check_dim(fn, "argument #1", x, dim)
+  local size = x._shape[d]
+  local f, l = integer(first), integer(last == nil and -1 or last)
+  local s = integer(step == nil and 1 or step)
+  if not f then fail(fn, "argument #2: expected an integer position, got %s", show(first)) end
+  if not l then fail(fn, "argument #3: expected an integer position, got %s", show(last)) end
+  if not s or s < 1 then fail(fn, "argument #4: step: expected an integer >= 1, got %s", show(step)) end
+  if f < 0 then f = f + size + 1 end
+  if l < 0 then l = l + size + 1 end
+  if f < 1 or l > size or f > l + 1 then
+    fail(fn, "dim %d: expected 1 <= first <= last + 1 <= %d, got first = %s, last = %s " ..
+         "(negative positions count from the end)", d, size + 1 > 1 and size or 0,
+         show(first), show(last == nil and -1 or last))
   end
+  local shape, strides = copy_list(x._shape), copy_list(x._strides)
+  local n = l >= f and (l - f) // s + 1 or 0
+  local off = x._off + (n > 0 and (f - 1) * strides[d] or 0)
+  -- a dim of one element (or none) keeps its stride: strides[d] * s may
+  -- pass the integers for a huge step, and is never walked; with two or
+  -- more elements s < size, so the product stays inside the buffer (check
+  -- checked x's layout against it)
+  shape[d] = n
+  if n > 1 then strides[d] = strides[d] * s end
+  return reshaped(x, shape, strides, off)
+end
 
-  function Tensor.slice(x, dim, first, last, step)
-    local fn = "tensor:slice"
-    C.check(fn, 0, x)
-    local d = C.check_dim(fn, "argument #1", x, dim)
-    local size = x._shape[d]
-    local f, l = integer(first), integer(last == nil and -1 or last)
-    local s = integer(step == nil and 1 or step)
-    if not f then fail(fn, "argument #2: expected an integer position, got %s", show(first)) end
-    if not l then fail(fn, "argument #3: expected an integer position, got %s", show(last)) end
-    if not s or s < 1 then fail(fn, "argument #4: step: expected an integer >= 1, got %s", show(step)) end
-    if f < 0 then f = f + size + 1 end
-    if l < 0 then l = l + size + 1 end
-    if f < 1 or l > size or f > l + 1 then
-      fail(fn, "dim %d: expected 1 <= first <= last + 1 <= %d, got first = %s, last = %s " ..
-           "(negative positions count from the end)", d, size + 1 > 1 and size or 0,
-           show(first), show(last == nil and -1 or last))
-    end
-    local shape, strides = copy_list(x._shape), copy_list(x._strides)
-    local n = l >= f and (l - f) // s + 1 or 0
-    local off = x._off + (n > 0 and (f - 1) * strides[d] or 0)
-    -- a dim of one element (or none) keeps its stride: strides[d] * s may
-    -- pass the integers for a huge step, and is never walked; with two or
-    -- more elements s < size, so the product stays inside the buffer (C.check
-    -- checked x's layout against it)
-    shape[d] = n
-    if n > 1 then strides[d] = strides[d] * s end
-    return reshaped(x, shape, strides, off)
+function V.select(x, dim, i)
+  local fn = "tensor:select"
+  check(fn, 0, x)
+  local d = check_dim(fn, "argument #1", x, dim)
+  local size = x._shape[d]
+  local p = integer(i)
+  if p and p < 0 then p = p + size + 1 end
+  if not p or p < 1 or p > size then
+    fail(fn, "dim %d: position %s is out of range (1 to %d, or -%d to -1)", d, show(i),
+         size, size)
   end
+  local shape, strides = copy_list(x._shape), copy_list(x._strides)
+  local off = x._off + (p - 1) * strides[d]
+  table.remove(shape, d)
+  table.remove(strides, d)
+  return reshaped(x, shape, strides, off)
+end
 
-  function Tensor.select(x, dim, i)
-    local fn = "tensor:select"
-    C.check(fn, 0, x)
-    local d = C.check_dim(fn, "argument #1", x, dim)
-    local size = x._shape[d]
-    local p = integer(i)
-    if p and p < 0 then p = p + size + 1 end
-    if not p or p < 1 or p > size then
-      fail(fn, "dim %d: position %s is out of range (1 to %d, or -%d to -1)", d, show(i),
-           size, size)
-    end
-    local shape, strides = copy_list(x._shape), copy_list(x._strides)
-    local off = x._off + (p - 1) * strides[d]
-    table.remove(shape, d)
-    table.remove(strides, d)
-    return reshaped(x, shape, strides, off)
+function V.permute(x, order)
+  local fn = "tensor:permute"
+  check(fn, 0, x)
+  local nd = #x._shape
+  if type(order) ~= "table" then
+    fail(fn, "argument #1: expected a table of dims, got %s", typename(order))
   end
-
-  function Tensor.permute(x, order)
-    local fn = "tensor:permute"
-    C.check(fn, 0, x)
-    local nd = #x._shape
-    if type(order) ~= "table" then
-      fail(fn, "argument #1: expected a table of dims, got %s", typename(order))
-    end
-    if rawlen(order) ~= nd then
-      fail(fn, "argument #1: expected %d dims (a permutation of 1..%d), got %d", nd, nd,
-           rawlen(order))
-    end
-    local seen, shape, strides = {}, {}, {}
-    for i = 1, nd do
-      local d = C.check_dim(fn, "argument #1: entry " .. i, x, rawget(order, i))
-      if seen[d] then fail(fn, "argument #1: dim %d appears twice", d) end
-      seen[d] = true
-      shape[i], strides[i] = x._shape[d], x._strides[d]
-    end
-    return reshaped(x, shape, strides, x._off)
+  if rawlen(order) ~= nd then
+    fail(fn, "argument #1: expected %d dims (a permutation of 1..%d), got %d", nd, nd,
+         rawlen(order))
   end
-
-  function Tensor.transpose(x, d1, d2)
-    local fn = "tensor:transpose"
-    C.check(fn, 0, x)
-    local a = C.check_dim(fn, "argument #1", x, d1)
-    local b = C.check_dim(fn, "argument #2", x, d2)
-    local shape, strides = copy_list(x._shape), copy_list(x._strides)
-    shape[a], shape[b] = shape[b], shape[a]
-    strides[a], strides[b] = strides[b], strides[a]
-    return reshaped(x, shape, strides, x._off)
+  local seen, shape, strides = {}, {}, {}
+  for i = 1, nd do
+    local d = check_dim(fn, "argument #1: entry " .. i, x, rawget(order, i))
+    if seen[d] then fail(fn, "argument #1: dim %d appears twice", d) end
+    seen[d] = true
+    shape[i], strides[i] = x._shape[d], x._strides[d]
   end
+  return reshaped(x, shape, strides, x._off)
+end
 
-  function Tensor.t(x)
-    C.check("tensor:t", 0, x)
-    local nd = #x._shape
-    if nd > 2 then
-      fail("tensor:t", "expected a tensor of at most 2 dims, got %d (use transpose or permute)", nd)
-    end
-    if nd < 2 then return x end
-    return Tensor.transpose(x, 1, 2)
+function V.transpose(x, d1, d2)
+  local fn = "tensor:transpose"
+  check(fn, 0, x)
+  local a = check_dim(fn, "argument #1", x, d1)
+  local b = check_dim(fn, "argument #2", x, d2)
+  local shape, strides = copy_list(x._shape), copy_list(x._strides)
+  shape[a], shape[b] = shape[b], shape[a]
+  strides[a], strides[b] = strides[b], strides[a]
+  return reshaped(x, shape, strides, x._off)
+end
+
+function V.t(x)
+  check("tensor:t", 0, x)
+  local nd = #x._shape
+  if nd > 2 then
+    fail("tensor:t", "expected a tensor of at most 2 dims, got %d (use transpose or permute)", nd)
   end
+  if nd < 2 then return x end
+  return V.transpose(x, 1, 2)
+end
 
-  -- The strides that view (shape, strides) as newshape, or nil when no view
-  -- can (as PyTorch's computeStride).
-  local function view_strides(shape, strides, newshape)
-    local n = numel(shape)
-    if n == 0 or #shape == 0 then return contiguous_strides(newshape) end
-    local out = {}
-    local view_d = #newshape
-    local base = strides[#shape]
-    local tensor_n, view_n = 1, 1
-    for d = #shape, 1, -1 do
-      tensor_n = tensor_n * shape[d]
-      if d == 1 or (shape[d - 1] ~= 1 and strides[d - 1] ~= tensor_n * base) then
-        while view_d >= 1 and (view_n < tensor_n or newshape[view_d] == 1) do
-          out[view_d] = view_n * base
-          view_n = view_n * newshape[view_d]
-          view_d = view_d - 1
-        end
-        if view_n ~= tensor_n then return nil end
-        if d > 1 then
-          base = strides[d - 1]
-          tensor_n, view_n = 1, 1
-        end
+-- The strides that view (shape, strides) as newshape, or nil when no view
+-- can (as PyTorch's computeStride).
+local function view_strides(shape, strides, newshape)
+  local n = numel(shape)
+  if n == 0 or #shape == 0 then return contiguous_strides(newshape) end
+  local out = {}
+  local view_d = #newshape
+  local base = strides[#shape]
+  local tensor_n, view_n = 1, 1
+  for d = #shape, 1, -1 do
+    tensor_n = tensor_n * shape[d]
+    if d == 1 or (shape[d - 1] ~= 1 and strides[d - 1] ~= tensor_n * base) then
+      while view_d >= 1 and (view_n < tensor_n or newshape[view_d] == 1) do
+        out[view_d] = view_n * base
+        view_n = view_n * newshape[view_d]
+        view_d = view_d - 1
+      end
+      if view_n ~= tensor_n then return nil end
+      if d > 1 then
+        base = strides[d - 1]
+        tensor_n, view_n = 1, 1
       end
     end
-    if view_d ~= 0 then return nil end
-    return out
   end
+  if view_d ~= 0 then return nil end
+  return out
+end
 
-  -- x:reshape{...}: a view when the strides allow (always for contiguous
-  -- tensors), else a contiguous copy. One size may be -1 (inferred).
-  function Tensor.reshape(x, shape)
-    local fn = "tensor:reshape"
-    C.check(fn, 0, x)
-    if type(shape) ~= "table" then
-      fail(fn, "argument #1: expected a table of sizes, got %s", typename(shape))
-    end
-    local list, infer, known = {}, nil, 1
-    local n = rawlen(shape)
-    if n > MAX_DIMS then fail(fn, "argument #1: %d dimensions are too many (at most %d)", n, MAX_DIMS) end
-    for i = 1, n do
-      local v = integer(rawget(shape, i))
-      if v == -1 and not infer then
-        infer = i
-      elseif not v or v < 0 then
-        fail(fn, "argument #1: size %d: expected an integer >= 0 (or one -1), got %s", i,
-             show(rawget(shape, i)))
-      else
-        known = known * v
-      end
-      list[i] = v
-    end
-    if infer then
-      if known == 0 or x._n % known ~= 0 then
-        fail(fn, "cannot reshape %s (%d elements) into %s", show_shape(x._shape), x._n,
-             show_shape(list))
-      end
-      list[infer] = x._n // known
-    elseif known ~= x._n then
-      fail(fn, "cannot reshape %s (%d elements) into %s (%d elements)", show_shape(x._shape),
-           x._n, show_shape(list), known)
-    end
-    local st = view_strides(x._shape, x._strides, list)
-    if st then return reshaped(x, list, st, x._off) end
-    local c = x:contiguous()
-    return reshaped(c, list, contiguous_strides(list), c._off)
+-- x:reshape{...}: a view when the strides allow (always for contiguous
+-- tensors), else a contiguous copy. One size may be -1 (inferred).
+function V.reshape(x, shape)
+  local fn = "tensor:reshape"
+  check(fn, 0, x)
+  if type(shape) ~= "table" then
+    fail(fn, "argument #1: expected a table of sizes, got %s", typename(shape))
   end
+  local list, infer, known = {}, nil, 1
+  local n = rawlen(shape)
+  if n > MAX_DIMS then fail(fn, "argument #1: %d dimensions are too many (at most %d)", n, MAX_DIMS) end
+  for i = 1, n do
+    local v = integer(rawget(shape, i))
+    if v == -1 and not infer then
+      infer = i
+    elseif not v or v < 0 then
+      fail(fn, "argument #1: size %d: expected an integer >= 0 (or one -1), got %s", i,
+           show(rawget(shape, i)))
+    else
+      known = known * v
+    end
+    list[i] = v
+  end
+  if infer then
+    if known == 0 or x._n % known ~= 0 then
+      fail(fn, "cannot reshape %s (%d elements) into %s", show_shape(x._shape), x._n,
+           show_shape(list))
+    end
+    list[infer] = x._n // known
+  elseif known ~= x._n then
+    fail(fn, "cannot reshape %s (%d elements) into %s (%d elements)", show_shape(x._shape),
+         x._n, show_shape(list), known)
+  end
+  local st = view_strides(x._shape, x._strides, list)
+  if st then return reshaped(x, list, st, x._off) end
+  local c = x:contiguous()
+  return reshaped(c, list, contiguous_strides(list), c._off)
+end
 
-  -- x:expand{...}: size-1 dims repeated (stride 0), new leading dims; -1
-  -- keeps a size.
-  function Tensor.expand(x, shape)
-    local fn = "tensor:expand"
-    C.check(fn, 0, x)
-    if type(shape) ~= "table" then
-      fail(fn, "argument #1: expected a table of sizes, got %s", typename(shape))
+-- x:expand{...}: size-1 dims repeated (stride 0), new leading dims; -1
+-- keeps a size.
+function V.expand(x, shape)
+  local fn = "tensor:expand"
+  check(fn, 0, x)
+  if type(shape) ~= "table" then
+    fail(fn, "argument #1: expected a table of sizes, got %s", typename(shape))
+  end
+  local n, nd = rawlen(shape), #x._shape
+  if n < nd or n > MAX_DIMS then
+    fail(fn, "argument #1: expected %d to %d sizes, got %d", nd, MAX_DIMS, n)
+  end
+  local out, st, want = {}, {}, {}
+  for i = 1, n do want[i] = tostring(rawget(shape, i)) end
+  for i = 1, n do
+    local v = integer(rawget(shape, i))
+    local j = i - (n - nd)
+    if not v or v < -1 or (v == -1 and j < 1) then
+      fail(fn, "argument #1: size %d: expected an integer >= 0, got %s", i, show(rawget(shape, i)))
     end
-    local n, nd = rawlen(shape), #x._shape
-    if n < nd or n > MAX_DIMS then
-      fail(fn, "argument #1: expected %d to %d sizes, got %d", nd, MAX_DIMS, n)
-    end
-    local out, st, want = {}, {}, {}
-    for i = 1, n do want[i] = tostring(rawget(shape, i)) end
-    for i = 1, n do
-      local v = integer(rawget(shape, i))
-      local j = i - (n - nd)
-      if not v or v < -1 or (v == -1 and j < 1) then
-        fail(fn, "argument #1: size %d: expected an integer >= 0, got %s", i, show(rawget(shape, i)))
-      end
-      if j < 1 then
+    if j < 1 then
+      out[i], st[i] = v, 0
+    else
+      local have = x._shape[j]
+      if v == -1 then v = have end
+      if have == v then
+        out[i], st[i] = v, x._strides[j]
+      elseif have == 1 then
         out[i], st[i] = v, 0
       else
-        local have = x._shape[j]
-        if v == -1 then v = have end
-        if have == v then
-          out[i], st[i] = v, x._strides[j]
-        elseif have == 1 then
-          out[i], st[i] = v, 0
-        else
-          fail(fn, "cannot expand %s to %s (dim %d: %d vs %d)", show_shape(x._shape),
-               "{" .. concat(want, ", ") .. "}", i, have, v)
-        end
+        fail(fn, "cannot expand %s to %s (dim %d: %d vs %d)", show_shape(x._shape),
+             "{" .. concat(want, ", ") .. "}", i, have, v)
       end
     end
-    local total = 1
-    for i = 1, n do
-      if out[i] > 0 and total > MAX_ELEMENTS // out[i] then
-        fail(fn, "shape %s is too large (at most 2^53 elements)", show_shape(out))
-      end
-      total = total * out[i]
-    end
-    return reshaped(x, out, st, x._off)
   end
+  local total = 1
+  for i = 1, n do
+    if out[i] > 0 and total > MAX_ELEMENTS // out[i] then
+      fail(fn, "shape %s is too large (at most 2^53 elements)", show_shape(out))
+    end
+    total = total * out[i]
+  end
+  return reshaped(x, out, st, x._off)
+end
 
-  function Tensor.contiguous(x)
-    C.check("tensor:contiguous", 0, x)
-    if is_contiguous(x) then return x end
-    return Tensor.clone(x)
-  end
+function V.contiguous(x)
+  check("tensor:contiguous", 0, x)
+  if is_contiguous(x) then return x end
+  return E.clone(x)
 end
 
 return V

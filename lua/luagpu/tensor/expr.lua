@@ -1,0 +1,281 @@
+-- luagpu.tensor.expr: lazy tensors and their expressions (internal to
+-- luagpu.tensor).
+--
+--   X.settings.lazy        false: every operation is evaluated at once
+--                          (luagpu.tensor's M.lazy reads and writes it)
+--   X.leaf(x), X.node_of(x)        the expression node of a tensor
+--   X.realize(x)           evaluates lazy x into a new storage (returns x)
+--   X.check(fn, arg, x, lazy_ok)   checks x to be a tensor, realized unless
+--                          lazy_ok, its fields sound; returns x
+--   X.expose(s), X.flush_readers(s)  storage s seen by the script; the lazy
+--                          tensors reading s evaluated
+--   X.result(dev, e, fn)   the tensor of new expression e: lazy or realized
+--   X.positioned(dev, a, shape)     a node whose positions are the result's
+--   X.broadcast(fn, a, b)  NumPy's broadcast of two shapes
+--   X.same_shape(a, b)
+--   X.check_operand, X.device_of, X.combined_type, X.operand, X.apply
+--                          operands of elementwise operations
+--
+-- Expressions are trees of nodes: {kind = "leaf", x = a realized tensor},
+-- {kind = "scalar", value =}, {kind = "index"} (a position, for arange),
+-- {kind = "op", op =, args =, ct = the type the op computes in} and
+-- {kind = "map", expr =, names =, args =}; every node has type and shape.
+-- An elementwise operation returns a lazy tensor holding its tree, so a
+-- chain runs as one kernel when its result is needed (realize).
+--
+-- Safety: a lazy tensor is registered with the storages of its leaves;
+-- before any write through luagpu to a storage (x:set, algo outputs) the
+-- lazy tensors reading it are realized, so results always equal eager
+-- evaluation. A storage whose Buffer the script has seen (x.buffer,
+-- a kernel argument, dev:tensor over a Buffer) may be written behind
+-- luagpu's back, so operations reading it are evaluated at once. Trees of
+-- more than MAX_NODES nodes are realized at once too.
+
+local H = require "luagpu.core.check"
+local TY = require "luagpu.core.types"
+local memory = require "luagpu.core.pool"
+local O = require "luagpu.tensor.object"
+local G = require "luagpu.tensor.codegen"
+
+local type, ipairs, next, tostring, setmetatable = type, ipairs, next, tostring, setmetatable
+local fail, typename = H.fail, H.typename
+local SIZES, promote = TY.SIZES, TY.promote
+local is_tensor, lazy, show_shape = O.is_tensor, O.lazy, O.show_shape
+
+local X = {}
+
+local settings = {lazy = true}
+X.settings = settings
+
+local MAX_NODES = 48
+local WEAK_KEYS = {__mode = "k"}
+X.WEAK_KEYS = WEAK_KEYS
+
+------------------------------------------------------------------ nodes
+
+-- The leaf node of realized x, made once (nodes are never written).
+local function leaf(x)
+  local l = x._leaf
+  if l then return l end
+  l = {kind = "leaf", x = x, type = x._type, shape = x._shape, size = 1}
+  x._leaf = l
+  return l
+end
+X.leaf = leaf
+
+-- The node of tensor x (its tree when lazy).
+local function node_of(x)
+  return x._expr or leaf(x)
+end
+X.node_of = node_of
+
+-- Takes lazy tensor x off the readers of tree e's storages.
+local function unregister(e, x)
+  if e.kind == "leaf" then
+    local r = e.x._st.readers
+    if r then r[x] = nil end
+  elseif e.args then
+    local args = e.args
+    for i = 1, #args do unregister(args[i], x) end
+  end
+end
+
+-- Evaluates lazy tensor x into a new storage.
+local function realize(x)
+  local e = x._expr
+  if not e then return x end
+  local fn = type(e) == "table" and type(e.fn) == "string" and e.fn or "tensor"
+  -- (the tree is a script's to write: G.run checks it, its type first)
+  if type(e) ~= "table" or not SIZES[e.type] then O.bad(fn, "its expression's types") end
+  -- x (contiguous strides, offset 0) becomes the output: no other view
+  x._st = memory.storage(fn, x._dev, e.type, x._n)
+  G.run(fn, e, x)
+  x._expr = false
+  unregister(e, x)
+  return x
+end
+X.realize = realize
+
+function X.flush_readers(s)
+  if not s.readers then return end
+  local list = {}
+  for r in next, s.readers do list[#list + 1] = r end
+  for _, r in ipairs(list) do realize(r) end
+end
+
+-- Marks storage s as seen by the script: lazy results reading it are
+-- evaluated now, and later operations on it are not deferred.
+function X.expose(s)
+  if not s.exposed then
+    X.flush_readers(s)
+    s.exposed = true
+    memory.expose(s)
+  end
+end
+
+-- Checks x to be a tensor (argument #arg of fn); realized unless lazy_ok.
+-- A realized x's fields are checked against its Buffer (O.check_bounds);
+-- one realized here was, by the launch that realized it.
+function X.check(fn, arg, x, lazy_ok)
+  if not is_tensor(x) then
+    fail(fn, "argument #%d: expected a tensor, got %s", arg, typename(x))
+  end
+  if not x._expr then
+    O.check_bounds(fn, x)
+  elseif not lazy_ok then
+    realize(x)
+  elseif not SIZES[x._type] then
+    -- a lazy tensor's type a script changed (its tree is checked when run)
+    O.bad(fn, "type " .. tostring(x._type))
+  end
+  return x
+end
+
+local function same_shape(a, b)
+  if #a ~= #b then return false end
+  for i = 1, #a do if a[i] ~= b[i] then return false end end
+  return true
+end
+X.same_shape = same_shape
+
+-- Whether tree e reads a storage the script has seen.
+local function exposed_in(e)
+  if e.kind == "leaf" then return e.x._st.exposed end
+  local args = e.args
+  if args then
+    for i = 1, #args do if exposed_in(args[i]) then return true end end
+  end
+  return false
+end
+
+-- Adds lazy tensor x to the readers of tree e's storages.
+local function register(e, x)
+  if e.kind == "leaf" then
+    local s = e.x._st
+    local r = s.readers
+    if not r then r = setmetatable({}, WEAK_KEYS); s.readers = r end
+    r[x] = true
+  elseif e.args then
+    local args = e.args
+    for i = 1, #args do register(args[i], x) end
+  end
+end
+
+-- Tree a as an operand of a result of shape: a tree that reads positions
+-- (arange) is realized first when the result broadcasts it, since a
+-- kernel's position is the result's; returns the node to use.
+local function positioned(dev, a, shape)
+  if a.has_index and not same_shape(a.shape, shape) then
+    return leaf(realize(lazy(dev, a)))
+  end
+  return a
+end
+X.positioned = positioned
+
+-- A tensor of tree e on dev (made by fn): lazy when allowed, else
+-- realized now.
+function X.result(dev, e, fn)
+  e.fn = fn
+  if e.args then
+    for i, a in ipairs(e.args) do
+      local p = positioned(dev, a, e.shape)
+      if p ~= a then
+        e.args[i] = p
+        e.size = e.size - a.size + 1
+      elseif a.has_index or a.kind == "index" then
+        e.has_index = true
+      end
+    end
+  end
+  local x = lazy(dev, e)
+  if not settings.lazy or e.size > MAX_NODES or exposed_in(e) then return realize(x) end
+  register(e, x)
+  return x
+end
+
+------------------------------------------------------------------ operands
+
+-- The broadcast of shapes a and b (NumPy's rule), or an error naming
+-- both and the dim (counted in the result).
+function X.broadcast(fn, a, b)
+  local na, nb = #a, #b
+  local n = na > nb and na or nb
+  local out = {}
+  for i = 1, n do
+    local da, db = a[i - (n - na)] or 1, b[i - (n - nb)] or 1
+    if da == db or db == 1 then
+      out[i] = da
+    elseif da == 1 then
+      out[i] = db
+    else
+      fail(fn, "shapes %s and %s do not broadcast (dim %d: %d vs %d)", show_shape(a),
+           show_shape(b), i, da, db)
+    end
+  end
+  return out
+end
+local broadcast = X.broadcast
+
+-- The device of the first tensor among the operands; others must match.
+function X.device_of(fn, vals)
+  local dev
+  for i, v in ipairs(vals) do
+    if is_tensor(v) then
+      if not dev then dev = v._dev
+      elseif v._dev ~= dev then O.check_same_device(fn, i, v, dev) end
+    end
+  end
+  return dev
+end
+
+function X.check_operand(fn, arg, v)
+  if is_tensor(v) then
+    -- a type a script wrote raises here, before the type rules see it
+    if not SIZES[v._type] then X.check(fn, arg, v, true) end
+    return
+  end
+  if type(v) ~= "number" then
+    fail(fn, "argument #%d: expected a tensor or a number, got %s", arg, typename(v))
+  end
+end
+
+-- The type operands combine to: promote over the tensors, then numbers.
+function X.combined_type(vals)
+  local t
+  for _, v in ipairs(vals) do
+    if is_tensor(v) then t = t and promote(t, v._type) or v._type end
+  end
+  for _, v in ipairs(vals) do
+    if type(v) == "number" then t = TY.with_number(t, v) end
+  end
+  return t
+end
+
+-- The node of operand v (argument #arg) for an op computing in ct.
+function X.operand(fn, arg, v, ct)
+  if is_tensor(v) then return node_of(v) end
+  local why = TY.fits(ct, v)
+  if why then fail(fn, "argument #%d: %s", arg, why) end
+  return {kind = "scalar", value = v, type = ct, shape = {}, size = 1}
+end
+
+-- Builds the node of op (a row of luagpu.tensor.ops) over vals (tensors or
+-- numbers) and returns its result. The compute type is ct, when given;
+-- else from the operands; the result type the op's fixed one, or ct.
+function X.apply(fn, op, vals, ct)
+  for i, v in ipairs(vals) do X.check_operand(fn, i, v) end
+  local dev = X.device_of(fn, vals)
+  ct = ct or X.combined_type(vals)
+  local args, shape, size = {}, {}, 1
+  for i, v in ipairs(vals) do
+    local a = X.operand(fn, i, v, ct)
+    args[i] = a
+    shape = broadcast(fn, shape, a.shape)
+    size = size + a.size
+  end
+  local e = {kind = "op", op = op.name, args = args, ct = ct, type = op.result or ct,
+             shape = shape, size = size}
+  return X.result(dev, e, fn)
+end
+
+return X

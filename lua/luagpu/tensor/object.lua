@@ -1,0 +1,303 @@
+-- luagpu.tensor.object: the Tensor type itself, which every other tensor
+-- module requires (internal to luagpu.tensor).
+--
+--   O.MT, O.methods, O.fields     the metatable; the method table and the
+--                                 field readers its __index answers from
+--                                 (filled by luagpu.tensor, init.lua)
+--   O.TAG                         the key marking a table as a tensor
+--   O.is_tensor(v)
+--   O.view(s, t, shape, strides, off)    a tensor over storage s
+--   O.lazy(dev, e)                a lazy tensor of expression e
+--   O.empty(fn, dev, t, shape)    a new contiguous tensor, contents undefined
+--   O.contiguous_strides, O.numel, O.show_shape, O.is_contiguous
+--   O.elements_of(x)              the Buffer of realized x's elements
+--   O.check_type, O.check_device_type, O.check_shape, O.check_alloc,
+--   O.check_dim, O.check_same_device          argument checks
+--   O.check_bounds(fn, x)         x's fields against its Buffer (launches)
+--   O.bad(fn, why)                raises the "fields were changed" message
+--   O.MAX_DIMS, O.MAX_ELEMENTS
+--
+-- A Tensor is a Lua table: a typed view (shape, strides in elements, a
+-- 0-based offset) over a storage (a root Buffer of its type, from the
+-- device's pool or given by the user), or, for the result of elementwise
+-- operations not yet needed, an expression (_expr) that is evaluated
+-- (realized) into a new storage when its values are needed.
+
+local H = require "luagpu.core.check"
+local memory = require "luagpu.core.pool"
+local TY = require "luagpu.core.types"
+
+local type, ipairs, tostring, rawget, rawlen = type, ipairs, tostring, rawget, rawlen
+local setmetatable, getmetatable = setmetatable, getmetatable
+local format, concat = string.format, table.concat
+local mathtype = math.type
+local gpu_type = require("luagpu").type
+local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
+local SIZES = TY.SIZES
+
+local O = {}
+
+local TAG = {}
+local methods, fields = {}, {}
+local MT = {__name = "luagpu.Tensor"}
+O.TAG, O.methods, O.fields, O.MT = TAG, methods, fields, MT
+
+local MAX_DIMS = 8
+-- Largest element count: below 2^53, so counts stay exact everywhere.
+local MAX_ELEMENTS = 1 << 53
+O.MAX_DIMS, O.MAX_ELEMENTS = MAX_DIMS, MAX_ELEMENTS
+
+-- Methods, then fields; any other key raises (x[i] is not indexing yet).
+MT.__index = function(t, k)
+  local m = methods[k]
+  if m ~= nil then return m end
+  local f = fields[k]
+  if f then return f(t) end
+  -- an internal field a script removed with rawset: nil here, and the
+  -- launch check (O.check_bounds) names it
+  if type(k) == "string" and k:byte(1) == 95 then return nil end
+  if type(k) == "number" then
+    fail("tensor", "x[%s]: indexing a tensor is not supported yet (use x:select(dim, i), " ..
+         "x:slice(dim, first, last), x:item() or x:get())", show(k))
+  end
+  fail("tensor", "no field or method %s", type(k) == "string" and "'" .. k .. "'" or show(k))
+end
+
+MT.__newindex = function(_, k)
+  fail("tensor", "field '%s' is read-only", tostring(k))
+end
+
+MT.__len = function(t) return t._n end
+
+function O.is_tensor(v)
+  return type(v) == "table" and rawget(v, TAG) == true
+end
+
+-- Row-major strides of shape (strides tables are never written: 1-D
+-- shapes share one).
+local ONE = {1}
+local function contiguous_strides(shape)
+  if #shape == 1 then return ONE end
+  local st, s = {}, 1
+  for i = #shape, 1, -1 do
+    st[i] = s
+    s = s * shape[i]
+  end
+  return st
+end
+O.contiguous_strides = contiguous_strides
+
+local function numel(shape)
+  local n = 1
+  for i = 1, #shape do n = n * shape[i] end
+  return n
+end
+O.numel = numel
+
+-- "{3, 4}" for messages.
+local function show_shape(shape)
+  return "{" .. concat(shape, ", ") .. "}"
+end
+O.show_shape = show_shape
+
+-- A new tensor viewing storage s. Every field is present (_expr false),
+-- so that reading one never reaches MT.__index.
+-- _leaf: its expression node once made (luagpu.tensor.expr).
+local function view(s, t, shape, strides, off)
+  return setmetatable({[TAG] = true, _expr = false, _leaf = false, _st = s, _type = t,
+                       _shape = shape, _strides = strides, _off = off, _n = numel(shape),
+                       _dev = s.dev}, MT)
+end
+O.view = view
+
+-- A new lazy tensor of expression e (luagpu.tensor.expr realizes it).
+function O.lazy(dev, e)
+  return setmetatable({[TAG] = true, _expr = e, _leaf = false, _st = false, _type = e.type,
+                       _shape = e.shape, _strides = contiguous_strides(e.shape), _off = 0,
+                       _n = numel(e.shape), _dev = dev}, MT)
+end
+
+-- A new contiguous tensor of type t and shape, its contents undefined.
+function O.empty(fn, dev, t, shape)
+  local n = numel(shape)
+  return view(memory.storage(fn, dev, t, n), t, shape, contiguous_strides(shape), 0)
+end
+
+-- Whether x is row-major (lazy tensors are).
+function O.is_contiguous(x)
+  if x._expr then return true end
+  local s, st = 1, x._strides
+  local shape = x._shape
+  for i = #shape, 1, -1 do
+    if shape[i] ~= 1 and st[i] ~= s then return false end
+    s = s * shape[i]
+  end
+  return true
+end
+
+-- The buffer or view of the elements of x (realized, contiguous, not
+-- empty), without exposing its storage: the root, the storage's one view
+-- of its own elements (made once, so that helpers keeping what they found
+-- per buffer object find it again), or a new view.
+function O.elements_of(x)
+  local s = x._st
+  local buf, n = s.buf, x._n
+  if x._off == 0 and s.count == n then return buf end
+  if x._off == 0 and s.n == n then
+    s.view = s.view or buf:sub(1, n)
+    return s.view
+  end
+  return buf:sub(x._off + 1, x._off + n)
+end
+
+------------------------------------------------------------------ checks
+
+function O.check_type(fn, where, t)
+  if type(t) ~= "string" or not SIZES[t] then
+    fail(fn, "%s: expected an element type (%s), got %s", where, TY.LIST, show(t))
+  end
+  return t
+end
+
+-- Checks the type t to be usable on dev (double needs fp64).
+function O.check_device_type(fn, dev, t)
+  if t == "double" and not dev.fp64 then
+    fail(fn, "%s has no double precision (fp64)", dev.name)
+  end
+end
+
+-- Checks a shape: a number (1-D) or a list of at most 8 integer sizes >= 0
+-- (read raw) whose product fits; returns a new list and the count.
+function O.check_shape(fn, where, shape)
+  local list = {}
+  if type(shape) == "number" then
+    list[1] = shape
+  elseif type(shape) == "table" then
+    local n = rawlen(shape)
+    if n > MAX_DIMS then
+      fail(fn, "%s: %d dimensions are too many (at most %d)", where, n, MAX_DIMS)
+    end
+    for i = 1, n do list[i] = rawget(shape, i) end
+  else
+    fail(fn, "%s: expected a shape (a table of sizes), got %s", where, typename(shape))
+  end
+  local count = 1
+  for i, d in ipairs(list) do
+    local v = integer(d)
+    if not v or v < 0 then
+      fail(fn, "%s: size %d: expected an integer >= 0, got %s", where, i, d ~= d and "nan" or show(d))
+    end
+    list[i] = v
+    if v > 0 and count > MAX_ELEMENTS // v then
+      fail(fn, "%s: shape %s is too large (at most 2^53 elements)", where, show_shape(list))
+    end
+    count = count * v
+  end
+  return list, count
+end
+
+-- Checks that n elements of t fit one allocation on dev (before allocating).
+function O.check_alloc(fn, dev, t, shape, n)
+  local bytes = n * SIZES[t]
+  if bytes > dev.max_alloc_size then
+    fail(fn, "shape %s of %s needs %d bytes, more than the device's max_alloc_size " ..
+         "(%d bytes)", show_shape(shape), t, bytes, dev.max_alloc_size)
+  end
+end
+
+-- Checks dim (1-based, negative from the end) of x; returns it positive.
+function O.check_dim(fn, where, x, dim, extra)
+  local nd = #x._shape + (extra or 0)
+  local d = integer(dim)
+  if d and d < 0 then d = d + nd + 1 end
+  if not d or d < 1 or d > nd then
+    if nd == 0 then fail(fn, "%s: a 0-d tensor has no dims, got %s", where, show(dim)) end
+    fail(fn, "%s: dim %s is out of range (1 to %d, or -%d to -1)", where, show(dim), nd, nd)
+  end
+  return d
+end
+
+function O.check_same_device(fn, arg, x, dev)
+  if x._dev ~= dev then
+    fail(fn, "argument #%d: the tensors are on different devices (%s and %s)", arg,
+         dev.name, x._dev.name)
+  end
+end
+
+------------------------------------------------------------------ bounds
+
+local function bad(fn, why)
+  fail(fn, "the tensor's fields were changed (%s): no kernel runs over it", why)
+end
+O.bad = bad
+
+-- What a Buffer is, by the Buffer itself (its length, type and device come
+-- from the C object, which no script can change), learned once per buffer:
+-- CAP[buf] = {length, type, device}.
+local CAP = setmetatable({}, {__mode = "k"})
+
+-- Checks realized tensor x (fn's) against its storage's Buffer before a
+-- kernel or a copy uses it: x's fields live in a Lua table a script can
+-- write with rawset, so every position its shape, strides and offset reach
+-- must lie in the Buffer, and its type, count and device must be the
+-- Buffer's. Every launch over a tensor calls this (O(ndim), no allocation
+-- but the first time a Buffer is met). Returns the Buffer's element count.
+function O.check_bounds(fn, x)
+  -- with luagpu's metatable, a field missing from x reads nil, as it will
+  -- at launch; the shape and strides tables must have none (no __index or
+  -- __len that could answer differently later); the storage is read raw
+  if getmetatable(x) ~= MT then bad(fn, "metatable") end
+  local s = x._st
+  if type(s) ~= "table" then bad(fn, "no storage") end
+  local buf = rawget(s, "buf")
+  local kind = gpu_type(buf)
+  if kind ~= "Buffer" then
+    -- x.buffer handed out, then released
+    if kind == "released Buffer" then fail(fn, "the tensor's buffer was released") end
+    bad(fn, "its storage holds no buffer")
+  end
+  -- x.buffer is the view of a pool block's elements when the block is larger
+  local bview = rawget(s, "view")
+  if bview and gpu_type(bview) ~= "Buffer" then fail(fn, "the tensor's buffer was released") end
+  local known = CAP[buf]
+  if not known then
+    known = {#buf, buf.type, buf.device}
+    CAP[buf] = known
+  end
+  local cap = known[1]
+  local t = x._type
+  if known[2] ~= t then
+    bad(fn, format("type %s over a buffer of %s", tostring(t), known[2]))
+  end
+  if known[3] ~= x._dev then bad(fn, "device is not its buffer's") end
+  local shape, st, off = x._shape, x._strides, x._off
+  if type(shape) ~= "table" or type(st) ~= "table" or getmetatable(shape) ~= nil or
+     getmetatable(st) ~= nil or mathtype(off) ~= "integer" or off < 0 then
+    bad(fn, "shape, strides or offset")
+  end
+  local nd = #shape
+  if nd > MAX_DIMS or #st ~= nd then bad(fn, "shape or strides") end
+  local n, last, over = 1, off, false
+  for i = 1, nd do
+    local d, k = shape[i], st[i]
+    if mathtype(d) ~= "integer" or mathtype(k) ~= "integer" or d < 0 or k < 0 then
+      bad(fn, "shape or strides")
+    end
+    if d > 1 then
+      if n > MAX_ELEMENTS // d then bad(fn, "shape") end
+      n = n * d
+      if k > 0 and not over then
+        if d - 1 > (cap - 1 - last) // k then over = true else last = last + (d - 1) * k end
+      end
+    elseif d == 0 then
+      n = 0
+    end
+  end
+  if x._n ~= n then bad(fn, "count") end
+  if n > 0 and (over or last >= cap) then
+    bad(fn, format("its elements reach past its buffer of %d", cap))
+  end
+  return cap
+end
+
+return O

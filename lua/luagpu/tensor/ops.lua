@@ -1,0 +1,183 @@
+-- luagpu.tensor.ops: the elementwise ops, each once (internal to
+-- luagpu.tensor). The Tensor methods and operators (luagpu.tensor.
+-- elementwise) and the code generator (luagpu.tensor.codegen) are both
+-- derived from ROWS: adding an op is one row.
+--
+--   OPS.list          the rows in order
+--   OPS.by_name[name] the row of op name: {name =, arity =, rule =, meta =,
+--                     method =, c =, floating = whether it computes in the
+--                     floating type of the operands' type, result = its
+--                     result type when fixed (else the compute type)}
+--   OPS.emit(row, t, args, need, node)   the C of the op over the C
+--                     expressions args (each of compute type t); need
+--                     collects helper functions by name
+--   OPS.convert(a, from, to)             the C of expression a as type to
+--
+-- Result-type rules (docs/API.md, "Type promotion"): the operands' types
+-- promote to the compute type ct (luagpu.core.types.promote); then
+--   promote   computes in ct and gives ct
+--   floating  computes in the floating type of ct (/, ^, sqrt...) and gives it
+--   compare   computes in ct and gives uchar (0 or 1)
+--   where     where(mask, a, b): a and b promote; the mask is read as is
+--   cast      x:astype(t): no compute type, gives t
+-- Generated C never relies on undefined behaviour: signed + - * are
+-- computed in the unsigned type of core/types WRAP and cast back; narrow
+-- types promoted by ?: are cast back; floats convert to integers
+-- saturating (NaN gives 0).
+
+local TY = require "luagpu.core.types"
+
+local type, format, unpack, ipairs = type, string.format, table.unpack, ipairs
+local FLOATS, SIGNED, UNSIGNED_OF, WRAP = TY.FLOATS, TY.SIGNED, TY.UNSIGNED_OF, TY.WRAP
+
+local OPS = {}
+
+------------------------------------------------------------------ C helpers
+
+-- a op b (both of type t) for op + - *, wrapping for integers.
+local function arith(op)
+  return function(t, a)
+    local u = WRAP[t]
+    if not u then return format("((%s)(%s %s %s))", t, a[1], op, a[2]) end
+    return format("((%s)((%s)(%s) %s (%s)(%s)))", t, u, a[1], op, u, a[2])
+  end
+end
+
+-- Lua's % of t (the result takes the divisor's sign; x % 0 is 0 for
+-- integers, x % -1 too).
+local function mod_helper(t)
+  if FLOATS[t] then
+    return format("inline %s lg_mod_%s(%s a, %s b) { %s r = fmod(a, b); " ..
+                  "return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }", t, t, t, t, t)
+  elseif SIGNED[t] then
+    return format("inline %s lg_mod_%s(%s a, %s b) { if (b == 0 || b == -1) return 0; " ..
+                  "%s r = a %% b; return (r != 0 && ((r < 0) != (b < 0))) ? (%s)(r + b) : r; }",
+                  t, t, t, t, t, t)
+  end
+  return format("inline %s lg_mod_%s(%s a, %s b) { return b == 0 ? 0 : (%s)(a %% b); }",
+                t, t, t, t, t)
+end
+
+-- Lua's // of t (floor division; x // 0 is 0 for integers, the negation
+-- of x // -1 wraps).
+local function idiv_helper(t)
+  if FLOATS[t] then
+    return format("inline %s lg_idiv_%s(%s a, %s b) { return floor(a / b); }", t, t, t, t)
+  elseif SIGNED[t] then
+    return format("inline %s lg_idiv_%s(%s a, %s b) { if (b == 0) return 0; " ..
+                  "if (b == -1) return (%s)(0 - (%s)a); %s q = a / b; " ..
+                  "return (q * b != a && ((a < 0) != (b < 0))) ? (%s)(q - 1) : q; }",
+                  t, t, t, t, t, UNSIGNED_OF[t], t, t)
+  end
+  return format("inline %s lg_idiv_%s(%s a, %s b) { return b == 0 ? 0 : (%s)(a / b); }",
+                t, t, t, t, t)
+end
+
+-- The op calling helper lg_NAME_t (made by make(t)).
+local function helper_call(name, make)
+  return function(t, a, need)
+    need[name .. "_" .. t] = make(t)
+    return format("lg_%s_%s(%s, %s)", name, t, a[1], a[2])
+  end
+end
+
+-- fmin/fmax for floats (NaN loses), min/max for integers.
+local function extreme(name)
+  return function(t, a)
+    return format("%s(%s, %s)", FLOATS[t] and "f" .. name or name, a[1], a[2])
+  end
+end
+
+-- a (of type from) as type to: C casts, but floats to integers saturate
+-- (NaN gives 0).
+local function convert(a, from, to)
+  if from == to then return a end
+  if FLOATS[from] and not FLOATS[to] then return format("convert_%s_sat_rtz(%s)", to, a) end
+  return format("((%s)(%s))", to, a)
+end
+OPS.convert = convert
+
+local function neg(t, a)
+  if FLOATS[t] then return format("(-%s)", a[1]) end
+  return format("((%s)(0 - (%s)(%s)))", t, WRAP[t], a[1])
+end
+
+local function abs(t, a)
+  a = a[1]
+  if FLOATS[t] then return format("fabs(%s)", a) end
+  if SIGNED[t] then
+    local u = WRAP[t]
+    return format("((%s)(%s < 0 ? 0 - (%s)(%s) : (%s)(%s)))", t, a, u, a, u, a)
+  end
+  return a
+end
+
+-- floor and ceil of integers are the integers.
+local function rounding(name)
+  return function(t, a) return FLOATS[t] and format("%s(%s)", name, a[1]) or a[1] end
+end
+
+------------------------------------------------------------------ the table
+
+-- name, arity, rule, the C (a format of the operands' C expressions, or a
+-- function(t, args, need, node)); meta: the metamethod that is the op too;
+-- method = false: no Tensor method of the op's name (min and max are the
+-- reductions' names, where is gpu.where, cast is x:astype).
+local ROWS = {
+  {"add",  2, "promote",  arith("+"), meta = "__add"},
+  {"sub",  2, "promote",  arith("-"), meta = "__sub"},
+  {"mul",  2, "promote",  arith("*"), meta = "__mul"},
+  {"div",  2, "floating", "(%s / %s)", meta = "__div"},
+  {"mod",  2, "promote",  helper_call("mod", mod_helper), meta = "__mod"},
+  {"pow",  2, "floating", "pow(%s, %s)", meta = "__pow"},
+  {"idiv", 2, "promote",  helper_call("idiv", idiv_helper), meta = "__idiv"},
+  {"min",  2, "promote",  extreme("min"), method = false},
+  {"max",  2, "promote",  extreme("max"), method = false},
+  {"lt",   2, "compare",  "((uchar)(%s < %s))"},
+  {"le",   2, "compare",  "((uchar)(%s <= %s))"},
+  {"gt",   2, "compare",  "((uchar)(%s > %s))"},
+  {"ge",   2, "compare",  "((uchar)(%s >= %s))"},
+  {"eq",   2, "compare",  "((uchar)(%s == %s))"},
+  {"ne",   2, "compare",  "((uchar)(%s != %s))"},
+  {"neg",  1, "promote",  neg, meta = "__unm"},
+  {"abs",  1, "promote",  abs},
+  {"floor", 1, "promote", rounding("floor")},
+  {"ceil", 1, "promote",  rounding("ceil")},
+  {"sqrt", 1, "floating", "sqrt(%s)"},
+  {"exp",  1, "floating", "exp(%s)"},
+  {"log",  1, "floating", "log(%s)"},
+  {"sin",  1, "floating", "sin(%s)"},
+  {"cos",  1, "floating", "cos(%s)"},
+  {"tanh", 1, "floating", "tanh(%s)"},
+  -- ?: promotes char and short to int: cast back
+  {"where", 3, "where", function(t, a) return format("((%s)((%s) != 0 ? %s : %s))", t, a[1], a[2], a[3]) end,
+   method = false},
+  {"cast", 1, "cast", function(_, a, _, e) return convert(a[1], e.args[1].type, e.type) end,
+   method = false},
+}
+
+-- rule -> {computes in the floating type, fixed result type}
+local RULES = {
+  promote = {false, nil},
+  floating = {true, nil},
+  compare = {false, "uchar"},
+  where = {false, nil},
+  cast = {false, nil},
+}
+
+OPS.list, OPS.by_name = {}, {}
+for i, r in ipairs(ROWS) do
+  local rule = RULES[r[3]]
+  local row = {name = r[1], arity = r[2], rule = r[3], c = r[4], meta = r.meta,
+               method = r.method ~= false, floating = rule[1], result = rule[2]}
+  OPS.list[i] = row
+  OPS.by_name[row.name] = row
+end
+
+function OPS.emit(row, t, args, need, node)
+  local c = row.c
+  if type(c) == "string" then return format(c, unpack(args, 1, row.arity)) end
+  return c(t, args, need, node)
+end
+
+return OPS
