@@ -4,7 +4,7 @@
 --   T.mma       the mma.sync tiles per precision (matmul_mma.params)
 --   T.wgmma     the wgmma tiles per precision (matmul_wgmma.params)
 --   T.edge      the launch geometry of matmul_reg.cl's edge kernels
---   T.split     when reg splits K (see variants/reg.lua)
+--   T.split     when reg splits K (see variant_reg.lua)
 --   T.choice    when reg takes its small and smaller sets (plan.lua)
 --   T.groups    work-group sizes of the helper kernels
 --   T.blas      the BLAS kernels' tiles and gemv's slicing (blas.lua)
