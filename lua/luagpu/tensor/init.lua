@@ -13,9 +13,11 @@
 -- and the memory pool, luagpu.core.pool.
 --
 -- Exports: M.device_methods (dev:tensor, dev:arange, dev:rand, dev:randn,
--- dev:memory; taken by device.c on first use), M.where (gpu.where),
--- M.load (gpu.load(path, dev)), M.is_tensor, M.MAX_DIMS, M.lazy (false:
--- every operation evaluated at once), M.reduce_programs().
+-- dev:memory: registered on Device with gpu.extend when this module loads;
+-- luagpu.autoload declares them, so that dev.tensor loads this module on
+-- first lookup), M.where (gpu.where), M.load (gpu.load(path, dev)),
+-- M.is_tensor, M.MAX_DIMS, M.lazy (false: every operation evaluated at
+-- once), M.reduce_programs().
 
 local gpu = require "luagpu"
 local H = require "luagpu.core.check"
@@ -73,6 +75,8 @@ function DM.memory(dev)
   H.check_object("device:memory", "self", dev, "Device")
   return memory.memory(dev)
 end
+
+gpu.extend("Device", DM)
 
 M.where, M.load = E.where, I.load
 function M.is_tensor(v) return O.is_tensor(v) end
