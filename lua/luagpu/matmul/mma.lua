@@ -55,29 +55,24 @@ local function check_probe(dev, prog)
   return T.probe_mismatch(C:get(), want)
 end
 
-local function probe(dev)
-  local p = probed[dev]
-  if p then return p end
-  if dev.type ~= "gpu" or not tostring(dev.vendor):find("NVIDIA") then
-    p = {ok = false, why = "not an NVIDIA GPU"}
-  else
-    local err
-    for _, kw in ipairs{"asm", "__asm__"} do
-      local ok, prog = pcall(PR.get, dev, {family = "matmul", file = "mma_probe.cl",
-                                           defines = {LG_ASM = kw}})
-      if ok then
-        local why = check_probe(dev, prog)
-        p = why and {ok = false, why = why} or {ok = true, keyword = kw}
-        break
-      end
-      err = err or tostring(prog)
+-- The device part of the probe: inline PTX builds with one of the two
+-- keywords, and a small product comes back exact.
+local function run_probe(dev)
+  local err
+  for _, kw in ipairs{"asm", "__asm__"} do
+    local ok, prog = pcall(PR.get, dev, {family = "matmul", file = "mma_probe.cl",
+                                         defines = {LG_ASM = kw}})
+    if ok then
+      local why = check_probe(dev, prog)
+      return why and {ok = false, why = why} or {ok = true, keyword = kw}
     end
-    p = p or {ok = false, why = "the inline-PTX probe (mma.sync with TF32) did not build: " ..
-                                (err:match("[^\n]*") or err)}
+    err = err or tostring(prog)
   end
-  probed[dev] = p
-  return p
+  return {ok = false, why = "the inline-PTX probe (mma.sync with TF32) did not build: " ..
+                           (err:match("[^\n]*") or err)}
 end
+
+local function probe(dev) return T.probed(probed, dev, run_probe) end
 
 -- M.probe(dev [, c]): see the header. With emulated on, a device without
 -- the path runs it too ({ok = true, emulated = true}).

@@ -7,6 +7,7 @@
 --   T.probe_data(m, n, k), T.probe_mismatch(got, want)
 --   T.key_of(defines), T.record(seen, dev, key, prog), T.programs_in(seen, dev)
 --   T.packed_operands(sc, c, bm, bn, bk, three), T.pack_group(n)
+--   T.probed(memo, dev, run)               a device's probe, run once
 
 local ST = require "luagpu.core.steps"
 
@@ -102,6 +103,20 @@ function T.pack_group(n)
   local l = 256
   while n % l ~= 0 do l = l // 2 end
   return l
+end
+
+-- The probe of dev, from memo (a table by device) or made once: {ok =
+-- false, why =} on anything but an NVIDIA GPU, else run(dev)'s.
+function T.probed(memo, dev, run)
+  local p = memo[dev]
+  if p then return p end
+  if dev.type ~= "gpu" or not tostring(dev.vendor):find("NVIDIA") then
+    p = {ok = false, why = "not an NVIDIA GPU"}
+  else
+    p = run(dev)
+  end
+  memo[dev] = p
+  return p
 end
 
 return T

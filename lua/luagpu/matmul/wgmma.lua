@@ -231,21 +231,12 @@ end
 
 -- Per device: {ok = true} or {ok = false, why =}.
 local function probe(dev)
-  local p = probed[dev]
-  if p then return p end
-  if dev.type ~= "gpu" or not tostring(dev.vendor):find("NVIDIA") then
-    p = {ok = false, why = "not an NVIDIA GPU"}
-  else
+  return T.probed(probed, dev, function()
     local ok, why = pcall(run_probe, dev)
-    if ok then
-      p = why and {ok = false, why = why} or {ok = true}
-    else
-      p = {ok = false, why = "the wgmma probe did not run: " ..
+    if ok then return why and {ok = false, why = why} or {ok = true} end
+    return {ok = false, why = "the wgmma probe did not run: " ..
                              (tostring(why):match("[^\n]*") or tostring(why))}
-    end
-  end
-  probed[dev] = p
-  return p
+  end)
 end
 
 local EMULATED = {ok = true, emulated = true}
