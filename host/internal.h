@@ -759,7 +759,7 @@ void lg_require_helper(lua_State *L, const char *name);
 void lg_push_luahook(lua_State *L, const char *name, const char *fn);
 /* Files embedded at build time by tools/embed.sh, each array ending with
 ** {NULL, NULL}: kernels/ (build/kernels.c, "reduce.cl") and the pure-Lua
-** helpers (build/helpers.c, "luagpu/reduce.lua"). */
+** helpers (build/helpers.c, "luagpu/core/check.lua"). */
 typedef struct lg_EmbeddedFile { const char *name; const char *text; } lg_EmbeddedFile;
 extern const lg_EmbeddedFile lg_embedded_kernels[];
 extern const lg_EmbeddedFile lg_embedded_helpers[];

@@ -81,7 +81,7 @@ static void extend_package_path(lua_State *L) {
   lua_pop(L, 2);
 }
 
-/* The embedded helper named path ("luagpu/reduce.lua"), or NULL. */
+/* The embedded helper named path ("luagpu/reduce/init.lua"), or NULL. */
 static const lg_EmbeddedFile *embedded_helper(const char *path) {
   const lg_EmbeddedFile *f;
   for (f = lg_embedded_helpers; f->name != NULL; f++)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Writes a C file embedding text files as an array of lg_EmbeddedFile:
 #   sh tools/embed.sh ARRAY DIR FILE... > out.c
-# Each entry is named by its path below DIR ("reduce.cl", "luagpu/reduce.lua").
+# Each entry is named by its path below DIR ("reduce.cl", "luagpu/reduce/init.lua").
 # Backslashes, quotes and question marks are escaped (two "?" in a row would
 # otherwise be read as a trigraph by the C compiler).
 array=$1

@@ -398,7 +398,7 @@ def unary(op, x):
 
 def where(m, x, y):
     """gpu.where: a where mask is not 0, else b; two numbers make a 0-d
-    tensor of long (or float) first (tensor_elementwise.lua, as documented:
+    tensor of long (or float) first (lua/luagpu/tensor/elementwise.lua, as documented:
     tensors or numbers, broadcast)."""
     if not isinstance(x, V) and not isinstance(y, V):
         t = "float" if (is_float(x) or is_float(y)) else "long"
