@@ -104,11 +104,13 @@ static size_t shape_count(lua_State *L, lg_Type t, int ndim, const size_t *shape
 }
 
 /* Pushes a new root buffer of count elements (shape ndim/shape) on the
-** device at devidx, holding a copy of host (bytes of it) or zeros; with
+** device at devidx, holding a copy of host (bytes of it) or zeros (without
+** init: whatever the device's memory held, not even waited for); with
 ** use_host, over host itself (CL_MEM_USE_HOST_PTR: the caller keeps it
 ** alive). On lack of memory, runs a full collection and tries once more. */
 static lg_Buffer *new_root(lua_State *L, int devidx, lg_Type t, int ndim, const size_t *shape,
-                           lg_Access access, const void *host, int use_host, const char *fn) {
+                           lg_Access access, const void *host, int use_host, int init,
+                           const char *fn) {
   size_t count, esize = lg_type_size(t), bytes;
   char tname[LG_TYPENAME_MAX];
   lg_Buffer *b;
@@ -142,7 +144,7 @@ static lg_Buffer *new_root(lua_State *L, int devidx, lg_Type t, int ndim, const 
                                  ? (use_host ? CL_MEM_USE_HOST_PTR : CL_MEM_COPY_HOST_PTR) : 0),
                             (bytes ? bytes : esize) + guard,
                             bytes && !guard ? (void *)host : NULL, &err);
-    if (b->mem != NULL && (host == NULL || bytes == 0 || guard)) {
+    if (b->mem != NULL && (host == NULL || bytes == 0 || guard) && (init || guard)) {
       err = zero_fill(L, devidx, b, bytes ? bytes : esize);   /* some drivers allocate only now */
       if (err == CL_SUCCESS && guard) err = guard_buffer(L, devidx, b, bytes, guard, host);
       if (err != CL_SUCCESS) {
@@ -204,14 +206,15 @@ void lg_check_array_fits(lua_State *L, const lg_Array *a, lg_Type t, size_t coun
              (lua_Integer)(count * (size_t)t.width), (lua_Integer)a->nscalars);
 }
 
-/* dev:buffer(type, n | {shape} [, {access = "in"|"out"|"mixed", host = data}]) */
+/* dev:buffer(type, n | {shape} [, {access = "in"|"out"|"mixed", host = data,
+** use_host = bool, init = bool}]) */
 static int dev_buffer(lua_State *L) {
   static const char *const fn = "dev:buffer";
-  static const char *const buffer_options[] = {"access", "host", "use_host", NULL};
+  static const char *const buffer_options[] = {"access", "host", "use_host", "init", NULL};
   size_t shape[LG_MAXDIM], count;
   lg_Access access = LG_MIXED;
   const void *host = NULL;
-  int ndim, i, hostidx = 0, use_host = 0;
+  int ndim, i, hostidx = 0, use_host = 0, init = 1;
   lg_Type t;
   lg_checkdevice(L, 1);
   t = lg_checktype(L, 2, fn, 1);
@@ -250,8 +253,16 @@ static int dev_buffer(lua_State *L) {
     if (use_host && lg_testarray(L, hostidx) == NULL)
       lg_argerror(L, fn, 3, "use_host: expected host = a host array, got %s",
                   lua_istable(L, hostidx) ? "a table" : luaL_typename(L, hostidx));
+    lua_getfield(L, 4, "init");       /* false: no zero-fill, contents undefined */
+    if (!lua_isnil(L, -1)) {
+      if (!lua_isboolean(L, -1))
+        lg_argerror(L, fn, 3, "init: expected a boolean, got %s", luaL_typename(L, -1));
+      init = lua_toboolean(L, -1);
+      if (!init && host != NULL)
+        lg_argerror(L, fn, 3, "init = false and host: give one of them");
+    }
   }
-  new_root(L, 1, t, ndim, shape, access, host, use_host, fn);
+  new_root(L, 1, t, ndim, shape, access, host, use_host, init, fn);
   if (use_host) {
     lua_pushvalue(L, hostidx);
     lua_setiuservalue(L, -2, 3);
@@ -280,7 +291,7 @@ static int dev_scalar(lua_State *L) {
       lg_store_scalar(L, 3, t.scalar, init.c, fn, "argument #2");
     }
   }
-  b = new_root(L, 1, t, 1, &one, LG_MIXED, init.c, 0, fn);
+  b = new_root(L, 1, t, 1, &one, LG_MIXED, init.c, 0, 1, fn);
   b->is_scalar = 1;
   return 1;
 }

@@ -28,6 +28,8 @@ local floor_pow2 = ST.floor_pow2
 
 local S = {}
 
+local NO_INIT = {init = false}     -- outputs the kernels write whole: no zero-fill
+
 -- Epochs tag the look-back's status words (29 bits of them); after the
 -- last one the status buffer is cleared and they start again.
 local MAX_EPOCH = (1 << 29) - 1
@@ -311,7 +313,7 @@ local function check_scan(fn, b, opts, names, acc_of)
   B.check_fp64(fn, dev, t)
   B.check_fp64(fn, dev, acc)
   if not out then
-    out = dev:buffer(acc, n)
+    out = dev:buffer(acc, n, NO_INIT)
     r.out, r.ooff = out, 0
   end
   return r, out, acc

@@ -22,6 +22,8 @@ local floor_pow2 = ST.floor_pow2
 
 local M = {}
 
+local NO_INIT = {init = false}     -- outputs the kernels write whole: no zero-fill
+
 local RADIX = 256
 local MAX_KEYS = (1 << 32) - 1
 
@@ -291,7 +293,7 @@ function M.argsort(keys, opts)
     fail(fn, "argument #2: option type: %s cannot hold positions up to %d", it, rowlen - 1 + base)
   end
   if out == nil then
-    out = dev:buffer(it, n)
+    out = dev:buffer(it, n, NO_INIT)   -- the gather writes every position
     oroot, ooff = out, 0
   end
   local e = entry_for(fn, dev, kt, "uint")

@@ -11,16 +11,20 @@
 --   M.expose(s)                storage s is reachable from the script (its
 --                              Buffer was handed out): its block leaves the
 --                              pool for good
---   M.memory(dev)              {used =, pooled =, buffers =, made =}
+--   M.memory(dev)              {used =, pooled =, buffers =, made =, limit =,
+--                              collections = full collections the pool ran}
+--   M.give_back(s)             storage s's block back to the pool now
 --   M.trim(dev)                releases every pooled buffer of dev
 --
 -- Blocks are kept per element type and size class (4 classes per power of
 -- two, so a block is at most 25% larger than asked). The pool holds every
 -- buffer it made strongly, so a buffer is never finalized while a storage
--- that dies in the same collection hands it back. A miss first runs a full
+-- that dies in the same collection hands it back. A miss runs a full
 -- collection when many blocks of its class are out (dead tensors may hold
--- them), so a loop of `y = a*x + b` settles on reused blocks; an allocation
--- that fails for lack of memory empties the pool and tries once more.
+-- them), so a loop of `y = a*x + b` settles on reused
+-- blocks; new blocks are not zero-filled (their producer writes them); an
+-- allocation that fails for lack of memory empties the pool, runs a full
+-- collection and tries once more.
 
 local gpu = require "luagpu"
 local H = require "luagpu.core.check"
@@ -49,7 +53,7 @@ local function pool_of(dev)
   if not p then
     local mem = dev.global_mem_size
     p = {free = {}, out = {}, owned = {}, used = 0, pooled = 0, made = 0, buffers = 0,
-         cap = min(mem // 4, 4 << 30)}
+         cap = min(mem // 4, 4 << 30), full = 0}
     pools[dev] = p
   end
   return p
@@ -93,6 +97,13 @@ local function give_back(s)
 end
 
 local STORAGE = {__gc = give_back}
+
+-- Hands storage s's block back now (x:release of its only tensor): its
+-- collection later does nothing more.
+function M.give_back(s)
+  give_back(s)
+  s.pool = nil
+end
 local WEAK_KEYS = {__mode = "k"}
 
 function M.trim(dev)
@@ -116,13 +127,15 @@ end
 
 -- A new buffer of cap elements of t on dev; on lack of memory: the pool
 -- emptied, a full collection, one more try.
+local NO_INIT = {init = false}     -- a block's producer writes it: no zero-fill
+
 local function new_buffer(fn, p, dev, t, cap)
-  local ok, buf = pcall(dev.buffer, dev, t, cap)
+  local ok, buf = pcall(dev.buffer, dev, t, cap, NO_INIT)
   if not ok then
     if not out_of_memory(buf) then error(buf, 0) end
     M.trim(dev)
     collectgarbage()
-    ok, buf = pcall(dev.buffer, dev, t, cap)
+    ok, buf = pcall(dev.buffer, dev, t, cap, NO_INIT)
     if not ok then
       fail(fn, "no memory on the device for %d elements of %s (%d bytes), even after " ..
            "emptying the tensor pool: %s", cap, t, cap * SIZES[t], tostring(buf))
@@ -160,18 +173,18 @@ function M.storage(fn, dev, t, n)
   local key = KEYS[t][cap]
   local bytes = cap * SIZES[t]
   local buf = take(p, key)
+  local out = p.out[key] or 0
+  if not buf and out >= 2 and (out >= COLLECT_BLOCKS or out * bytes >= COLLECT_BYTES) then
+    collectgarbage()
+    p.full = p.full + 1
+    buf = take(p, key)
+  end
   if buf then
     p.pooled = p.pooled - bytes
   else
-    local out = p.out[key] or 0
-    if out >= 2 and (out >= COLLECT_BLOCKS or out * bytes >= COLLECT_BYTES) then
-      collectgarbage()
-      buf = take(p, key)
-      if buf then p.pooled = p.pooled - bytes end
-    end
-    buf = buf or new_buffer(fn, p, dev, t, cap)
+    buf = new_buffer(fn, p, dev, t, cap)
   end
-  p.out[key] = (p.out[key] or 0) + 1
+  p.out[key] = out + 1
   p.used = p.used + bytes
   -- n: the elements asked for (x.buffer gives a view of them)
   -- readers: the lazy tensors reading it (a weak set, made on first use)
@@ -215,7 +228,7 @@ end
 function M.memory(dev)
   local p = pool_of(dev)
   return {used = p.used, pooled = p.pooled, buffers = p.buffers, made = p.made,
-          limit = p.cap}
+          limit = p.cap, collections = p.full}
 end
 
 -- Sets the most bytes the pool of dev keeps for reuse (0: none).

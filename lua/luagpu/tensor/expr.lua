@@ -7,6 +7,7 @@
 --   X.realize(x)           evaluates lazy x into a new storage (returns x)
 --   X.check(fn, arg, x, lazy_ok)   checks x to be a tensor, realized unless
 --                          lazy_ok, its fields sound; returns x
+--   X.release(x)           x:release(), __close
 --   X.expose(s), X.flush_readers(s)  storage s seen by the script; the lazy
 --                          tensors reading s evaluated
 --   X.result(dev, e, fn)   the tensor of new expression e: lazy or realized
@@ -88,13 +89,34 @@ local function realize(x)
   -- (the tree is a script's to write: G.run checks it, its type first)
   if type(e) ~= "table" or not SIZES[e.type] then O.bad(fn, "its expression's types") end
   -- x (contiguous strides, offset 0) becomes the output: no other view
-  x._st = memory.storage(fn, x._dev, e.type, x._n)
+  local s = memory.storage(fn, x._dev, e.type, x._n)
+  s.holders = 1
+  x._st = s
   G.run(fn, e, x)
   x._expr = false
   unregister(e, x)
   return x
 end
 X.realize = realize
+
+-- x:release() (also __close): x is unusable from now on. A lazy x stops
+-- reading its inputs; a realized one hands its block back to the pool now
+-- when it is the only tensor ever made over it, else the block waits for
+-- the collector as before; lazy tensors reading it are evaluated first.
+function X.release(x)
+  if not is_tensor(x) then
+    fail("tensor:release", "argument #0: expected a tensor, got %s", typename(x))
+  end
+  local s, e = x._st, x._expr
+  if s == O.RELEASED then return end
+  if e then
+    unregister(e, x)
+  elseif type(s) == "table" then
+    X.flush_readers(s)        -- lazy results reading x's elements read them now
+    if s.pool and s.holders == 1 then memory.give_back(s) end
+  end
+  x._expr, x._st = false, O.RELEASED
+end
 
 function X.flush_readers(s)
   if not s.readers then return end
@@ -232,6 +254,7 @@ function X.check_operand(fn, arg, v)
   if is_tensor(v) then
     -- a type a script wrote raises here, before the type rules see it
     if not SIZES[v._type] then X.check(fn, arg, v, true) end
+    if v._st == O.RELEASED then fail(fn, "attempt to use a released tensor") end
     return
   end
   if type(v) ~= "number" then

@@ -61,6 +61,8 @@ for _, part in ipairs{E.metamethods, I.metamethods} do
   for name, f in pairs(part) do MT[name] = f end
 end
 Tensor.is_contiguous = O.is_contiguous
+Tensor.release = X.release
+MT.__close = X.release
 
 M.device_methods = {arange = E.arange, rand = RND.rand, randn = RND.randn}
 local DM = M.device_methods

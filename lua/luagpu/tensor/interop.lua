@@ -232,9 +232,9 @@ function methods.argsort(x, dim, opts)
   if x._n == 0 then return O.empty(fn, x._dev, "long", x._shape) end
   local src, back = dim_last(x, d)
   local L = src._shape[#src._shape]
-  local idx = A.argsort(own_buffer(src), {row_length = L, descending = desc, base = 1})
-  local t = new_tensor(x._dev, idx.type, src._shape, idx)
-  local pos = t:astype("long")          -- algo gives 1-based positions
+  local pos = O.empty(fn, x._dev, "long", src._shape)    -- a pool block, 1-based positions
+  A.argsort(own_buffer(src), {row_length = L, descending = desc, base = 1, type = "long",
+                              out = own_buffer(pos)})
   return back and pos:permute(back) or pos
 end
 

@@ -15,6 +15,7 @@
 --   O.check_dim, O.check_same_device          argument checks
 --   O.check_bounds(fn, x)         x's fields against its Buffer (launches)
 --   O.bad(fn, why)                raises the "fields were changed" message
+--   O.RELEASED                    the storage of a released tensor
 --   O.MAX_DIMS, O.MAX_ELEMENTS
 --
 -- A Tensor is a Lua table: a typed view (shape, strides in elements, a
@@ -36,6 +37,11 @@ local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
 local SIZES = TY.SIZES
 
 local O = {}
+
+-- The storage of a released tensor (x:release): no buffer; every use of
+-- the tensor raises "attempt to use a released tensor".
+local RELEASED = {released = true}
+O.RELEASED = RELEASED
 
 local TAG = {}
 local methods, fields = {}, {}
@@ -101,9 +107,12 @@ end
 O.show_shape = show_shape
 
 -- A new tensor viewing storage s. Every field is present (_expr false),
--- so that reading one never reaches MT.__index.
+-- so that reading one never reaches MT.__index. s.holders counts the
+-- tensors ever made over s (x:release gives the block back only when it
+-- is the one).
 -- _leaf: its expression node once made (luagpu.tensor.expr).
 local function view(s, t, shape, strides, off)
+  s.holders = (s.holders or 0) + 1
   return setmetatable({[TAG] = true, _expr = false, _leaf = false, _st = s, _type = t,
                        _shape = shape, _strides = strides, _off = off, _n = numel(shape),
                        _dev = s.dev}, MT)
@@ -248,6 +257,7 @@ function O.check_bounds(fn, x)
   -- __len that could answer differently later); the storage is read raw
   if getmetatable(x) ~= MT then bad(fn, "metatable") end
   local s = x._st
+  if s == RELEASED then fail(fn, "attempt to use a released tensor") end
   if type(s) ~= "table" then bad(fn, "no storage") end
   local buf = rawget(s, "buf")
   local kind = gpu_type(buf)

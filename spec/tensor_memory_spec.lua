@@ -1,0 +1,122 @@
+-- Where tensors' memory comes from and goes: the pool's blocks are made
+-- without a zero-fill, x:release() and <close> hand a block back at once,
+-- ops whose results come from the pool make no OpenCL buffer once warm
+-- (counted by dev:memory() and by gpu.trace's records).
+local gpu = require "luagpu"
+local T = require "luagpu.tensor"
+local N = require "tensor_support"
+
+describe("tensor memory", function()
+  local dev = gpu.device()
+
+  -- The commands a function enqueues, by name ("zero-fill", kernel names).
+  local function traced(f)
+    dev:finish()
+    gpu.trace(true)
+    local ok, err = pcall(f)
+    local rec = gpu.trace(false)
+    assert(ok, err)
+    local names = {}
+    for _, c in ipairs(rec) do names[c.name] = (names[c.name] or 0) + 1 end
+    return names
+  end
+
+  it("makes pool blocks without a zero-fill, and dev:tensor still gives zeros", function()
+    local m0 = dev:memory()
+    local x, y
+    local names = traced(function()
+      x = dev:tensor("float", {777 * 3 + 1})             -- classes of their own
+      y = (dev:rand("float", {5003}) * 2):eval()
+    end)
+    assert.is_nil(names["zero-fill"])
+    assert.is_true(dev:memory().made - m0.made >= 2)
+    assert.equal(0, x:sum())
+    assert.equal(5003, #y)
+  end)
+
+  it("gives dev:buffer(t, n, {init = false}) without a fill, and checks init", function()
+    local b
+    local names = traced(function() b = dev:buffer("int", 1000, {init = false}) end)
+    assert.is_nil(names["zero-fill"])
+    names = traced(function() dev:buffer("int", 1000) end)
+    assert.equal(1, names["zero-fill"])
+    b:write(gpu.array("int", 1000):fill(7))
+    assert.equal(7000, require("luagpu.reduce").sum(b))
+    assert.has_error(function() dev:buffer("int", 4, {init = 1}) end,
+                     "luagpu: dev:buffer: argument #3: init: expected a boolean, got number")
+    assert.has_error(function() dev:buffer("int", 4, {init = false, host = {1, 2, 3, 4}}) end,
+                     "luagpu: dev:buffer: argument #3: init = false and host: give one of them")
+    local z = dev:buffer("int", 3, {init = true})
+    assert.same({0, 0, 0}, z:get():totable())
+  end)
+
+  it("hands a released tensor's block back at once: a loop makes one buffer", function()
+    local a = dev:rand("float", {4099})
+    local m0 = dev:memory()
+    for _ = 1, 300 do
+      local y <close> = (a * 2 + 1):eval()
+    end
+    for _ = 1, 300 do
+      local y = (a - 1):eval()
+      y:release()
+    end
+    local m1 = dev:memory()
+    assert.is_true(m1.made - m0.made <= 1, "buffers made: " .. (m1.made - m0.made))
+    assert.equal(m0.collections, m1.collections)
+  end)
+
+  it("refuses a released tensor everywhere, and keeps what read it", function()
+    local ha = N.random_values("float", 64)
+    local a = dev:tensor("float", {64}, ha)
+    local x = (a * 3):eval()
+    local lazy = x + 1                       -- reads x's block
+    x:release()
+    x:release()                              -- twice: nothing more
+    local got = lazy:get():totable()
+    for i = 1, 64 do assert.near(ha[i] * 3 + 1, got[i], 1e-5) end
+    local msg = "attempt to use a released tensor"
+    assert.has_error(function() return x + 1 end, "luagpu: tensor:add: " .. msg)
+    assert.error_matches(function() x:sum() end, msg, 1, true)
+    assert.error_matches(function() x:get() end, msg, 1, true)
+    assert.error_matches(function() dev:tensor("float", {64}):set(x) end, msg, 1, true)
+    -- a lazy tensor released stops reading its inputs: writing them evaluates nothing
+    local y = a * 2
+    y:release()
+    assert.error_matches(function() y:get() end, msg, 1, true)
+    assert.has_error(function() T.is_tensor(x); x.release(5) end,
+                     "luagpu: tensor:release: argument #0: expected a tensor, got number")
+  end)
+
+  it("keeps a block that other tensors view when one of them is released", function()
+    local a = dev:tensor("float", {8}, {1, 2, 3, 4, 5, 6, 7, 8})
+    local x = (a * 1):eval()
+    local v = x:slice(1, 2, 4)
+    x:release()
+    local other = (a * 100):eval()           -- would take x's block if it were back
+    assert.same({2, 3, 4}, v:totable())
+    assert.equal(100, other:totable()[1])
+  end)
+
+  it("sorts and argsorts into pool blocks: no buffer made once warm", function()
+    local x = dev:rand("float", {2, 3001})
+    for _ = 1, 3 do x:argsort(); x:sort(); x:cumsum() end
+    collectgarbage()                          -- the warm-up's results back in the pool
+    local m0 = dev:memory()
+    local names = traced(function()
+      for _ = 1, 20 do
+        local p <close> = x:argsort()
+        local s <close> = x:sort()
+        local c <close> = x:cumsum()
+      end
+    end)
+    assert.equal(m0.made, dev:memory().made)
+    assert.is_nil(names["zero-fill"])         -- no buffer of algo's own either
+    -- and the positions are right
+    local p, s = x:argsort(2), x:sort(2)
+    local hx, hp, hs = x:totable(), p:totable(), s:totable()
+    for r = 1, 2 do
+      for i = 1, 3001 do assert.equal(hs[r][i], hx[r][hp[r][i]]) end
+    end
+    assert.equal("long", p.type)
+  end)
+end)
