@@ -1,0 +1,123 @@
+-- bench/gpu/tensor_vs_torch.lua: what a user waits for, op by op, beside
+-- PyTorch on the same card (bench/gpu/tensor_vs_torch.py, run first, its
+-- `BASELINE key us` lines in the file TORCH).
+--
+--   python3 bench/gpu/tensor_vs_torch.py > torch.txt
+--   build/luagpu bench/gpu/tensor_vs_torch.lua torch.txt [REPS]
+--
+-- For each op: luagpu's wall clock from the call until the result is in
+-- hand (the op, then dev:finish(); a Lua number for sum), median of REPS
+-- after 3 warm-up calls, written as users write it (no release, so the
+-- pool's collections count); luagpu's device time (the busy time of the
+-- commands one call enqueues, from gpu.trace's timestamps); torch's wall
+-- clock the same way; and the ratio luagpu wall / torch wall (above 1:
+-- luagpu is slower).
+local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
+local gpu = rawget(_G, "gpu") or require "luagpu"
+local algo = require "luagpu.algo"
+
+local torch_file = arg and arg[1]
+local reps = tonumber(arg and arg[2]) or 20
+local dev = gpu.device()
+local now, median = gpu.now, bench.median
+dev:set_profiling(true)
+
+local baseline = {}
+if torch_file and torch_file ~= "" then
+  for line in io.lines(torch_file) do
+    local k, v = line:match("^BASELINE (%S+) (%S+)")
+    if k then baseline[k] = tonumber(v) end
+    if line:match("^# torch") then print(line) end
+  end
+end
+
+local function wall(f)
+  for _ = 1, 3 do f() end
+  dev:finish()
+  local t = {}
+  for r = 1, reps do
+    local t0 = now()
+    local res = f()
+    dev:finish()
+    t[r] = now() - t0
+    res = nil
+  end
+  return median(t) * 1e6
+end
+
+-- The device's busy time (us) of the commands one call of f enqueues.
+local function device_time(f)
+  f(); dev:finish()
+  gpu.trace(true)
+  f(); dev:finish()
+  local rec = gpu.trace(false)
+  local spans = {}
+  for _, c in ipairs(rec) do
+    if c.start and c["end"] then spans[#spans + 1] = {c.start, c["end"]} end
+  end
+  table.sort(spans, function(a, b) return a[1] < b[1] end)
+  local busy, till = 0, -math.huge
+  for _, s in ipairs(spans) do          -- the union of the spans
+    local a, b = math.max(s[1], till), s[2]
+    if b > a then busy = busy + (b - a) end
+    if b > till then till = b end
+  end
+  return busy / 1e3, #spans
+end
+
+local n26, n24 = 1 << 26, 1 << 24
+local x26, y26 = dev:rand("float", {n26}, 1), dev:rand("float", {n26}, 2)
+local x1k, y1k = dev:rand("float", {1024}, 3), dev:rand("float", {1024}, 4)
+local M, row = dev:rand("float", {8192, 8192}, 5), dev:rand("float", {1, 8192}, 6)
+local x24 = dev:rand("float", {n24}, 7)
+local u24 = (dev:rand("float", {n24}, 8) * 2147483647):astype("uint"):eval()
+local X, Y = dev:rand("float", {64, 256, 256}, 9), dev:rand("float", {64, 256, 256}, 10)
+local S = dev:rand("float", {4096, 4096}, 11)
+local x24buf = x24.buffer
+
+local function chain(x, y) return ((x * 1.5 + 0.25):exp() * 0.5 - y):eval() end
+local function softmax_by_hand(s)
+  local e = (s - s:max(2, true)):exp():eval()
+  return (e / e:sum(2, true)):eval()
+end
+
+local rows = {
+  {"chain_2^26", function() return chain(x26, y26) end},
+  {"M+row_8192^2", function() return (M + row):eval() end},
+  {"M.t.contiguous_8192^2", function() return M:t():contiguous() end},
+  {"M.sum1_8192^2", function() return M:sum(1) end},
+  {"M.sum2_8192^2", function() return M:sum(2) end},
+  {"cumsum_2^24", function() return x24:cumsum() end},
+  {"sort_uint_2^24", function() return u24:sort() end},
+  {"sort_float_2^24", function() return x24:sort() end},
+  {"argsort_2^24", function() return x24:argsort() end},
+  {"bmm_64x256^3", function() return X:mm(Y) end},
+  {"chain_1024", function() return chain(x1k, y1k) end},
+  {"rand_2^26", function() return dev:rand("float", {n26}) end},
+  {"randn_2^26", function() return dev:randn("float", {n26}) end},
+  {"argmax2_4096^2", function() return S:argmax(2) end},
+  {"softmax_by_hand_4096^2", function() return softmax_by_hand(S) end},
+  {"histogram_2^24", function() return (algo.histogram(x24buf, {bins = 256, range = {0, 1}})) end},
+  {"sum_item_2^24", function() return x24:sum() end},
+}
+
+print(string.format("device: %s", dev.name))
+print(string.format("%-24s %12s %12s %8s %12s %9s", "op", "luagpu wall", "device", "cmds",
+                    "torch wall", "lg/torch"))
+for _, r in ipairs(rows) do
+  local key, f = r[1], r[2]
+  local ok, w = pcall(wall, f)
+  if not ok then
+    print(string.format("%-24s failed: %s", key, tostring(w):match("[^\n]*")))
+  else
+    local d, cmds = device_time(f)
+    local b = baseline[key]
+    print(string.format("%-24s %10.1f us %10.1f us %8d %10s us %9s", key, w, d, cmds,
+                        b and string.format("%.1f", b) or "-",
+                        b and string.format("%.2f", w / b) or "-"))
+    print(string.format("LUAGPU %s wall %.1f device %.1f", key, w, d))
+  end
+end
+for _, k in ipairs {"softmax_4096^2", "chain_2^26_compiled"} do
+  if baseline[k] then print(string.format("torch only: %-22s %10.1f us", k, baseline[k])) end
+end
