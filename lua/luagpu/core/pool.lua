@@ -39,12 +39,15 @@ local SIZES = TY.SIZES
 
 local M = {}
 
--- Bytes out of one class (in at least 2 blocks), or blocks, past which a
+-- Blocks, or bytes, of one class out (in at least 2 blocks) past which a
 -- miss collects first. A full collection costs about as much as a hundred
--- small operations, so small blocks wait for the incremental collector
--- longer (256 out, was 64: about 2.4 us of each 1024-float op went to
--- full collections on the CI machine).
-local COLLECT_BLOCKS, COLLECT_BYTES = 256, 4 << 20
+-- small operations (0.1 ms on an H100's host), so a class may hold that
+-- many dead blocks before one runs: 256 blocks (was 64: about 2.4 us of
+-- each 1024-float op went to full collections on the CI machine), or a
+-- 32nd of the device's memory (at least 4 MiB, at most 2 GiB): a loop over
+-- 256 MiB tensors on an 80 GB card collects once per 10 calls, not once
+-- per call (0.1 ms of a 0.4 ms op), and holds at most 2.5 GB of dead blocks.
+local COLLECT_BLOCKS, COLLECT_MIN, COLLECT_MAX = 256, 4 << 20, 2 << 30
 
 local pools = ST.device_cache()
 
@@ -53,7 +56,8 @@ local function pool_of(dev)
   if not p then
     local mem = dev.global_mem_size
     p = {free = {}, out = {}, owned = {}, used = 0, pooled = 0, made = 0, buffers = 0,
-         cap = min(mem // 4, 4 << 30), full = 0}
+         cap = min(mem // 4, 4 << 30), full = 0,
+         collect_bytes = max(COLLECT_MIN, min(mem // 32, COLLECT_MAX))}
     pools[dev] = p
   end
   return p
@@ -174,7 +178,7 @@ function M.storage(fn, dev, t, n)
   local bytes = cap * SIZES[t]
   local buf = take(p, key)
   local out = p.out[key] or 0
-  if not buf and out >= 2 and (out >= COLLECT_BLOCKS or out * bytes >= COLLECT_BYTES) then
+  if not buf and out >= 2 and (out >= COLLECT_BLOCKS or out * bytes >= p.collect_bytes) then
     collectgarbage()
     p.full = p.full + 1
     buf = take(p, key)
