@@ -100,6 +100,30 @@ E.loop_count = loop_count
 
 ------------------------------------------------------------------ operators
 
+local RELEASED = O.RELEASED
+local function released(fn) fail(fn, "attempt to use a released tensor") end
+
+-- The result of op name over tensor x and the Lua number v (argument
+-- #varg: 1 when v comes first), as X.apply makes it: the same checks, in
+-- its order, and the same node.
+local function with_scalar(fn, op, floatify, x, v, varg)
+  local t = x._type
+  if not SIZES[t] then check(fn, 3 - varg, x, true) end
+  if x._st == RELEASED then released(fn) end
+  local ct = TY.with_number(t, v)
+  if floatify then ct = floating(ct) end
+  local why = TY.fits(ct, v)
+  if why then fail(fn, "argument #%d: %s", varg, why) end
+  local nx = x._expr or leaf(x)
+  if type(nx.shape) ~= "table" then   -- a shape a script wrote: apply's way, checked at launch
+    return X.apply(fn, op, varg == 2 and {x, v} or {v, x}, ct)
+  end
+  local sv = {kind = "scalar", value = v, type = ct, shape = {}, size = 1}
+  local e = {kind = "op", op = op.name, args = varg == 2 and {nx, sv} or {sv, nx}, ct = ct,
+             type = op.result or ct, shape = nx.shape, size = nx.size + 2}
+  return result(x._dev, e, fn)
+end
+
 -- The function of binary op (a row of luagpu.tensor.ops): a(op)b for
 -- tensors and numbers.
 local function binary_op(op)
@@ -107,11 +131,13 @@ local function binary_op(op)
   return function(a, b)
     -- two tensors of one device: the same checks and node as apply's,
     -- without its lists
-    if type(a) == "table" and type(b) == "table" and rawget(a, TAG) and rawget(b, TAG) and
+    local ka, kb = type(a), type(b)
+    if ka == "table" and kb == "table" and rawget(a, TAG) and rawget(b, TAG) and
        a._dev == b._dev then
       local ta, tb = a._type, b._type
       if not SIZES[ta] then check(fn, 1, a, true) end
       if not SIZES[tb] then check(fn, 2, b, true) end
+      if a._st == RELEASED or b._st == RELEASED then released(fn) end
       local ct = ta == tb and ta or promote(ta, tb)
       if floatify then ct = floating(ct) end
       local ea, eb = a._expr, b._expr
@@ -133,6 +159,12 @@ local function binary_op(op)
       r[x] = true
       return x
     end
+    -- a tensor and a number (either order): apply's checks and node, inline
+    if kb == "number" and ka == "table" and rawget(a, TAG) then
+      return with_scalar(fn, op, floatify, a, b, 2)
+    elseif ka == "number" and kb == "table" and rawget(b, TAG) then
+      return with_scalar(fn, op, floatify, b, a, 1)
+    end
     -- both checked by number: ipairs would stop at a nil
     check_operand(fn, 1, a)
     check_operand(fn, 2, b)
@@ -145,9 +177,20 @@ end
 -- The function of unary op: op(x) for a tensor x.
 local function unary_op(op)
   local fn, floatify = "tensor:" .. op.name, op.floating
+  local name, rtype = op.name, op.result
   return function(x)
-    check(fn, 0, x, true)
-    return X.apply(fn, op, {x}, floatify and floating(x._type) or x._type)
+    if type(x) ~= "table" or not rawget(x, TAG) or not SIZES[x._type] then
+      check(fn, 0, x, true)
+    end
+    if x._st == RELEASED then released(fn) end
+    local ct = floatify and floating(x._type) or x._type
+    local nx = x._expr or leaf(x)
+    if type(nx.shape) ~= "table" then return X.apply(fn, op, {x}, ct) end
+    -- X.apply's node for one operand (its shape the operand's: a broadcast
+    -- of one shape is itself)
+    local e = {kind = "op", op = name, args = {nx}, ct = ct, type = rtype or ct,
+               shape = nx.shape, size = nx.size + 1}
+    return result(x._dev, e, fn)
   end
 end
 
