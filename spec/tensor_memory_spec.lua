@@ -97,6 +97,58 @@ describe("tensor memory", function()
     assert.equal(100, other:totable()[1])
   end)
 
+  it("lets the dead nodes of a consumed expression go: 10 rounds of set run 20 kernels",
+     function()
+    local n = 1000 + math.random(100)
+    local ha = N.random_values("float", n)
+    for i = 1, n do ha[i] = math.abs(ha[i]) end
+    local a = dev:tensor("float", {n}, ha)
+    local out = dev:tensor("float", {n})
+    dev:finish()
+    gpu.trace(true)
+    for _ = 1, 10 do
+      out:set((a * 2 + 1):sqrt())            -- three lazy nodes read a
+      a:set(out)                             -- they read a snapshot now: one copy
+    end
+    local kernels, copies = 0, 0
+    for _, c in ipairs(gpu.trace(false)) do
+      if c.kind == "kernel" then kernels = kernels + 1 end
+      if c.kind == "copy" then copies = copies + 1 end
+    end
+    assert.equal(20, kernels)                -- was 50: the dead nodes evaluated again
+    assert.is_true(copies <= 10)
+    local want = {}
+    for i = 1, n do
+      local v = ha[i]
+      for _ = 1, 10 do v = math.sqrt(v * 2 + 1) end
+      want[i] = v
+    end
+    local got = a:totable()
+    for i = 1, n do assert.near(want[i], got[i], 1e-5 * want[i]) end
+  end)
+
+  it("keeps what held lazy tensors read when their input is written", function()
+    local n = 257
+    local ha = N.random_values("float", n)
+    local a = dev:tensor("float", {n}, ha)
+    local t1 = a * 2                          -- two readers of a: a snapshot of a
+    local t2 = (t1 + 1):exp()
+    local v = a:slice(1, 2, n)
+    local t3 = v - a:slice(1, 1, n - 1)       -- two views of a in one tree
+    a:set(0)
+    local g1, g2, g3 = t1:totable(), t2:totable(), t3:totable()
+    for i = 1, n do
+      assert.near(ha[i] * 2, g1[i], 1e-6)
+      assert.near(math.exp(ha[i] * 2 + 1), g2[i], 1e-5 * math.exp(ha[i] * 2 + 1))
+    end
+    for i = 1, n - 1 do assert.near(ha[i + 1] - ha[i], g3[i], 1e-6) end
+    assert.equal(0, a:sum())
+    -- one reader is evaluated at once, as before
+    local t4 = a + 5
+    a:set(1)
+    assert.equal(5 * n, t4:sum())
+  end)
+
   it("sorts and argsorts into pool blocks: no buffer made once warm", function()
     local x = dev:rand("float", {2, 3001})
     for _ = 1, 3 do x:argsort(); x:sort(); x:cumsum() end

@@ -118,11 +118,57 @@ function X.release(x)
   x._expr, x._st = false, O.RELEASED
 end
 
+-- Points the leaves of tree e that read storage s at their twins over
+-- snap (twins: leaf tensor -> the leaf node of a tensor of the same view
+-- of snap, made once). Trees share subtrees: a shared one is done once,
+-- its leaves no longer read s the second time.
+local function retarget(e, s, snap, twins)
+  local args = e.args
+  if not args then return end
+  for i = 1, #args do
+    local a = args[i]
+    if a.kind == "leaf" then
+      local x = a.x
+      if x._st == s then
+        local twin = twins[x]
+        if not twin then
+          twin = leaf(O.view(snap, x._type, x._shape, x._strides, x._off))
+          twins[x] = twin
+        end
+        args[i] = twin
+      end
+    else
+      retarget(a, s, snap, twins)
+    end
+  end
+end
+
+-- Before storage s is written: the lazy tensors reading it keep the values
+-- they were made from. One reader is evaluated now; several (the nodes of
+-- one expression, most of them dead temporaries the collector has not
+-- found yet) read a snapshot of s instead: one copy, not one kernel each,
+-- and a reader never used again costs nothing more.
 function X.flush_readers(s)
-  if not s.readers then return end
+  local readers = s.readers
+  if not readers then return end
   local list = {}
-  for r in next, s.readers do list[#list + 1] = r end
-  for _, r in ipairs(list) do realize(r) end
+  for r in next, readers do
+    if r._expr then list[#list + 1] = r else readers[r] = nil end
+  end
+  if #list <= 1 then
+    if list[1] then realize(list[1]) end
+    return
+  end
+  local buf, n = s.buf, s.count
+  local snap = memory.storage("tensor", s.dev, buf.type, n)
+  buf:copy_to(snap.count == n and snap.buf or snap.buf:sub(1, n))
+  local twins, snap_readers = {}, setmetatable({}, WEAK_KEYS)
+  snap.readers = snap_readers
+  for _, r in ipairs(list) do
+    retarget(r._expr, s, snap, twins)
+    readers[r] = nil
+    snap_readers[r] = true
+  end
 end
 
 -- Marks storage s as seen by the script: lazy results reading it are
