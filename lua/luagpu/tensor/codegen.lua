@@ -171,21 +171,40 @@ local function same_value(a, b)
   return a == b and mathtype(a) == mathtype(b) and (a ~= 0 or 1 / a == 1 / b)
 end
 
+-- Whether v (a vector8 argument bound before) holds list's nd values.
+local function same_vec(v, list, nd)
+  for i = 1, nd do
+    if v[i] ~= list[nd - i + 1] then return false end
+  end
+  return true
+end
+
 -- The call plan bound last for output buffer outbuf when its arguments
 -- are the same values as this launch's (out's offset, n, each leaf's
--- buffer and offset, the scalars), compared in place: binding checks and
--- converts every argument, which costs more than the launch. Kept calls
--- have no vector arguments (plan not nd).
-local function kept_call(plan, outbuf, off, n, leaves, scalars)
+-- buffer and offset, the scalars; in nd mode also the shape and every
+-- operand's strides), compared in place: binding checks and converts
+-- every argument, which costs more than the launch.
+local function kept_call(plan, outbuf, off, n, leaves, scalars, nd, sshape, ssets)
   local c = plan.calls[outbuf]
   if not c then return nil end
   local old = c.args
-  if c.m ~= 3 + 2 * #leaves + #scalars or old[2] ~= off or old[3] ~= n then return nil end
-  local m = 3
+  local nd_mode = plan.mode == "nd"
+  local base, per = nd_mode and 5 or 3, nd_mode and 3 or 2
+  if c.m ~= base + per * #leaves + #scalars or old[2] ~= off then return nil end
+  if nd_mode then
+    if c.nd ~= nd or old[5] ~= n or not same_vec(old[3], ssets[1], nd) or
+       not same_vec(old[4], sshape, nd) then
+      return nil
+    end
+  elseif old[3] ~= n then
+    return nil
+  end
+  local m = base
   for k = 1, #leaves do
     local x = leaves[k]
     if old[m + 1] ~= x._st.buf or old[m + 2] ~= x._off then return nil end
-    m = m + 2
+    if nd_mode and not same_vec(old[m + 3], ssets[k + 1], nd) then return nil end
+    m = m + per
   end
   for k = 1, #scalars do
     if not same_value(old[m + k], scalars[k].value) then return nil end
@@ -216,17 +235,17 @@ end
 
 -- Binds plan's kernel to args[1 .. m] and runs it over n elements; the
 -- call is kept for the next launch into the same buffer when every buffer
--- it holds is a pool block (a call must not keep a script's buffer alive)
--- and it has no vector arguments.
-local function bind_and_run(plan, out, leaves, args, m, n)
+-- it holds is a pool block (a call must not keep a script's buffer alive).
+local function bind_and_run(plan, out, leaves, args, m, n, nd)
   local call = plan.kernel(unpack(args, 1, m))
   local units = plan.mode == "vec" and ceil_div(n, VW) or n
   local global = {round_up(units, plan.wg)}
-  local keep = plan.mode ~= "nd" and out._st.pool ~= nil
+  local keep = out._st.pool ~= nil
   for k = 1, #leaves do
     if not leaves[k]._st.pool then keep = false end
   end
-  plan.calls[args[1]] = keep and {args = args, m = m, call = call, global = global} or nil
+  plan.calls[args[1]] = keep and {args = args, m = m, call = call, global = global, nd = nd}
+                        or nil
   call:run(global, plan.local_size, NO_EVENT)
 end
 
@@ -266,10 +285,10 @@ function G.run(fn, e, out)
                     {mode = mode, nd = nd, idx = idx, out_type = out_type, strides = strides})
     t[PLAN] = plan
   end
-  local c = not nd_mode and kept_call(plan, out._st.buf, out._off, n, leaves, scalars)
+  local c = kept_call(plan, out._st.buf, out._off, n, leaves, scalars, nd, sshape, ssets)
   if c then return c.call:run(c.global, plan.local_size, NO_EVENT) end
   local args, m = arguments(out, n, leaves, scalars, nd_mode, sshape, ssets)
-  bind_and_run(plan, out, leaves, args, m, n)
+  bind_and_run(plan, out, leaves, args, m, n, nd)
 end
 
 return G
