@@ -109,24 +109,39 @@ local SETTINGS = {
   {"hist_local", pow2_in(1, 1024)}, {"hist_groups_per_cu", int_in(1, 1024)},
 }
 
--- The settings of dev's class, checked, as a new table, and their
--- signature (part of the cache keys, so changed settings build again).
+-- Per class table (weak keys): the values last checked, as read, and the
+-- result they gave.
+local last_checked = setmetatable({}, {__mode = "k"})
+
+-- The settings of dev's class, checked (a table the caller must not
+-- change), and their signature (part of the cache keys, so changed
+-- settings build again). Checked again only when a value changed.
 function B.device_class(fn, dev)
   local name = B.CLASSES[dev.type] ~= nil and dev.type or "gpu"
   local cls = B.CLASSES[name]
   if type(cls) ~= "table" then
     fail(fn, "algo.classes.%s: expected a table of settings, got %s", name, typename(cls))
   end
-  local checked, sig = {}, {}
+  local last = last_checked[cls]
+  if last then                       -- the same values as last time: its result
+    local raw, same = last.raw, true
+    for i = 1, #SETTINGS do
+      if raw[i] ~= cls[SETTINGS[i][1]] then same = false; break end
+    end
+    if same then return last.checked, last.sig end
+  end
+  local checked, sig, raw = {}, {}, {}
   for i, s in ipairs(SETTINGS) do
     local v = cls[s[1]]
     local ok = s[2](v)
     if ok == nil then
       fail(fn, "algo.classes.%s.%s: expected %s, got %s", name, s[1], s[3], show(v))
     end
-    checked[s[1]], sig[i] = ok, tostring(ok)
+    checked[s[1]], sig[i], raw[i] = ok, tostring(ok), v
   end
-  return checked, concat(sig, ",")
+  sig = concat(sig, ",")
+  last_checked[cls] = {raw = raw, checked = checked, sig = sig}
+  return checked, sig
 end
 
 ------------------------------------------------------------------ checks
