@@ -8,6 +8,7 @@ local H = require "luagpu.core.check"
 local P = require "luagpu.core.programs"
 local ST = require "luagpu.core.steps"
 local TY = require "luagpu.core.types"
+local SET = require "luagpu.core.settings"
 
 local type, ipairs, tostring = type, ipairs, tostring
 local setmetatable, unpack = setmetatable, table.unpack
@@ -71,32 +72,10 @@ B.CLASSES = {
 B.CLASSES.accelerator = B.CLASSES.gpu
 B.CLASSES.other = B.CLASSES.gpu
 
-local function pow2_in(lo, hi)
-  return function(v)
-    local i = integer(v)
-    if i and i >= lo and i <= hi and i & (i - 1) == 0 then return i end
-  end, format("a power of two from %d to %d", lo, hi)
-end
-
-local function int_in(lo, hi)
-  return function(v)
-    local i = integer(v)
-    if i and i >= lo and i <= hi then return i end
-  end, format("an integer from %d to %d", lo, hi)
-end
-
-local function boolean()
-  return function(v) if type(v) == "boolean" then return v end end, "true or false"
-end
-
-local function boolean_or(word)
-  return function(v) if type(v) == "boolean" or v == word then return v end end,
-         format("true, false or '%s'", word)
-end
-
 -- name, check, what is allowed (in words: the check's second value).
 -- scan_local starts at 4: PoCL's compiler fails on the scan kernels with
 -- 1 or 2 work-items per group.
+local pow2_in, int_in, boolean, boolean_or = SET.pow2_in, SET.int_in, SET.boolean, SET.boolean_or
 local SETTINGS = {
   {"scan_local", pow2_in(4, 1024)}, {"scan_items", pow2_in(1, 512)},
   {"scan_staged", boolean()}, {"scan_lookback", boolean()},
@@ -109,40 +88,10 @@ local SETTINGS = {
   {"hist_local", pow2_in(1, 1024)}, {"hist_groups_per_cu", int_in(1, 1024)},
 }
 
--- Per class table (weak keys): the values last checked, as read, and the
--- result they gave.
-local last_checked = setmetatable({}, {__mode = "k"})
-
 -- The settings of dev's class, checked (a table the caller must not
 -- change), and their signature (part of the cache keys, so changed
 -- settings build again). Checked again only when a value changed.
-function B.device_class(fn, dev)
-  local name = B.CLASSES[dev.type] ~= nil and dev.type or "gpu"
-  local cls = B.CLASSES[name]
-  if type(cls) ~= "table" then
-    fail(fn, "algo.classes.%s: expected a table of settings, got %s", name, typename(cls))
-  end
-  local last = last_checked[cls]
-  if last then                       -- the same values as last time: its result
-    local raw, same = last.raw, true
-    for i = 1, #SETTINGS do
-      if raw[i] ~= cls[SETTINGS[i][1]] then same = false; break end
-    end
-    if same then return last.checked, last.sig end
-  end
-  local checked, sig, raw = {}, {}, {}
-  for i, s in ipairs(SETTINGS) do
-    local v = cls[s[1]]
-    local ok = s[2](v)
-    if ok == nil then
-      fail(fn, "algo.classes.%s.%s: expected %s, got %s", name, s[1], s[3], show(v))
-    end
-    checked[s[1]], sig[i], raw[i] = ok, tostring(ok), v
-  end
-  sig = concat(sig, ",")
-  last_checked[cls] = {raw = raw, checked = checked, sig = sig}
-  return checked, sig
-end
+B.device_class = SET.reader("algo.classes", B.CLASSES, SETTINGS)
 
 ------------------------------------------------------------------ checks
 

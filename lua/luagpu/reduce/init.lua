@@ -23,6 +23,7 @@ local H = require "luagpu.core.check"
 local P = require "luagpu.core.programs"
 local ST = require "luagpu.core.steps"
 local TY = require "luagpu.core.types"
+local SET = require "luagpu.core.settings"
 
 local type, ipairs, tostring = type, ipairs, tostring
 local setmetatable, getmetatable, rawget = setmetatable, getmetatable, rawget
@@ -97,38 +98,16 @@ local function check_opts(fn, arg, opts, names)
   return o
 end
 
--- Checks for the settings: each returns the value (an integer where one is
--- needed), or nil when it is not allowed.
-local function int_in(lo, hi)
-  return function(v)
-    local i = integer(v)
-    if i and i >= lo and i <= hi then return i end
-  end
-end
-
-local function pow2_upto(hi)
-  return function(v)
-    local i = integer(v)
-    if i and i >= 1 and i <= hi and i & (i - 1) == 0 then return i end
-  end
-end
-
-local function boolean(v)
-  if type(v) == "boolean" then return v end
-end
-
 -- The settings of a class in reduce.classes: name, check, and what is
 -- allowed, in words.
 local TUNABLES = {
-  {"groups_per_cu", int_in(1, MAX_GROUPS_PER_CU),
-   format("an integer from 1 to %d", MAX_GROUPS_PER_CU)},
-  {"local_size", pow2_upto(MAX_LOCAL_SIZE),
+  {"groups_per_cu", SET.int_in(1, MAX_GROUPS_PER_CU)},
+  {"local_size", (SET.pow2_in(1, MAX_LOCAL_SIZE)),
    format("a power of two from 1 to %d (cut to the device's limit)", MAX_LOCAL_SIZE)},
-  {"vector_bytes", pow2_upto(MAX_VECTOR_BYTES),
-   format("a power of two from 1 to %d", MAX_VECTOR_BYTES)},
-  {"strided", boolean, "true or false"},
-  {"unroll", int_in(1, 2), "1 or 2"},
-  {"min_vectors", int_in(1, MAX_MIN_VECTORS), format("an integer from 1 to %d", MAX_MIN_VECTORS)},
+  {"vector_bytes", SET.pow2_in(1, MAX_VECTOR_BYTES)},
+  {"strided", SET.boolean()},
+  {"unroll", (SET.int_in(1, 2)), "1 or 2"},
+  {"min_vectors", SET.int_in(1, MAX_MIN_VECTORS)},
 }
 
 ------------------------------------------------------------------ programs
@@ -136,41 +115,12 @@ local TUNABLES = {
 -- Per device (weak keys): a reduction key -> its entry (entry_for).
 local cache = ST.device_cache()
 
--- The last class settings checked, per class name: {cls = the table,
--- raw = its values as read, checked =, sig =, single = reduce.single_pass}. A call whose class table
--- holds the same values skips the checks and the signature's string.
-local class_memo = {}
-
--- The settings of dev's class in reduce.classes, checked, as a new table,
--- and their signature (tells when a script changed them).
+-- The settings of dev's class in reduce.classes, checked (a table not to
+-- be changed), and their signature with reduce.single_pass (tells when a
+-- script changed them).
+local read_class = SET.reader("reduce.classes", CLASSES, TUNABLES)
 local function device_class(fn, dev)
-  local name = CLASSES[dev.type] ~= nil and dev.type or "gpu"
-  local cls = CLASSES[name]
-  local memo = class_memo[name]
-  if memo and memo.cls == cls and memo.single == M.single_pass then
-    local raw, same = memo.raw, true
-    for i = 1, #TUNABLES do
-      if cls[TUNABLES[i][1]] ~= raw[i] then same = false; break end
-    end
-    if same then return memo.checked, memo.sig end
-  end
-  if type(cls) ~= "table" then
-    fail(fn, "reduce.classes.%s: expected a table of settings, got %s", name, typename(cls))
-  end
-  local checked, sig, raw = {}, {}, {}
-  for i, t in ipairs(TUNABLES) do
-    local key = t[1]
-    local v = cls[key]
-    local ok = t[2](v)
-    if ok == nil then
-      fail(fn, "reduce.classes.%s.%s: expected %s, got %s", name, key, t[3], show(v))
-    end
-    checked[key], sig[i], raw[i] = ok, tostring(ok), v
-  end
-  sig = concat(sig, ",") .. (M.single_pass and ",1" or ",0")
-  class_memo[name] = {cls = cls, raw = raw, checked = checked, sig = sig,
-                      single = M.single_pass}
-  return checked, sig
+  return read_class(fn, dev, M.single_pass and ",1" or ",0")
 end
 
 -- Elements of t per vector load on dev: cls.vector_bytes' worth, at most

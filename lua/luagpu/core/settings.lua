@@ -1,0 +1,79 @@
+-- luagpu.core.settings: settings per device class that a script may change
+-- (reduce.classes, algo.classes): their checks, and the checked copy the
+-- helper reads, checked again only when a value changed.
+--
+--   S.int_in(lo, hi), S.pow2_in(lo, hi), S.boolean(), S.boolean_or(word)
+--        checks: function(v) -> the value (an integer where one is
+--        needed) or nil when it is not allowed, and what is allowed, in words
+--   S.reader(owner, classes, list) -> function(fn, dev [, extra])
+--        the reader of owner's ("algo.classes") settings for dev's class
+--        (classes[dev.type], else classes.gpu): each {name, check, words}
+--        of list checked; returns the checked table (not to be changed)
+--        and a signature of the values (plus extra, a string: part of the
+--        helper's cache keys, so changed settings build again)
+
+local H = require "luagpu.core.check"
+
+local type, ipairs, tostring = type, ipairs, tostring
+local format, concat = string.format, table.concat
+local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
+
+local S = {}
+
+function S.int_in(lo, hi)
+  return function(v)
+    local i = integer(v)
+    if i and i >= lo and i <= hi then return i end
+  end, format("an integer from %d to %d", lo, hi)
+end
+
+function S.pow2_in(lo, hi)
+  return function(v)
+    local i = integer(v)
+    if i and i >= lo and i <= hi and i & (i - 1) == 0 then return i end
+  end, format("a power of two from %d to %d", lo, hi)
+end
+
+function S.boolean()
+  return function(v) if type(v) == "boolean" then return v end end, "true or false"
+end
+
+function S.boolean_or(word)
+  return function(v) if type(v) == "boolean" or v == word then return v end end,
+         format("true, false or '%s'", word)
+end
+
+function S.reader(owner, classes, list)
+  -- per class name: {cls = the table, raw = its values as read, extra,
+  -- checked, sig}: a call whose class holds the same values skips the checks
+  local memo = {}
+  return function(fn, dev, extra)
+    local name = classes[dev.type] ~= nil and dev.type or "gpu"
+    local cls = classes[name]
+    local m = memo[name]
+    if m and m.cls == cls and m.extra == extra then
+      local raw, same = m.raw, true
+      for i = 1, #list do
+        if cls[list[i][1]] ~= raw[i] then same = false; break end
+      end
+      if same then return m.checked, m.sig end
+    end
+    if type(cls) ~= "table" then
+      fail(fn, "%s.%s: expected a table of settings, got %s", owner, name, typename(cls))
+    end
+    local checked, sig, raw = {}, {}, {}
+    for i, s in ipairs(list) do
+      local v = cls[s[1]]
+      local ok = s[2](v)
+      if ok == nil then
+        fail(fn, "%s.%s.%s: expected %s, got %s", owner, name, s[1], s[3], show(v))
+      end
+      checked[s[1]], sig[i], raw[i] = ok, tostring(ok), v
+    end
+    sig = concat(sig, ",") .. (extra or "")
+    memo[name] = {cls = cls, raw = raw, extra = extra, checked = checked, sig = sig}
+    return checked, sig
+  end
+end
+
+return S
