@@ -161,8 +161,36 @@ local function dummy(dev, t)
   return d[t]
 end
 
-local function run(k, args, global, localsz)
-  k(unpack(args)):run(global, localsz, {event = false})
+local NO_EVENT = {event = false}
+local mathtype = math.type
+
+-- Per kernel, per output buffer (weak keys): the call bound last and its
+-- arguments. Binding checks and converts every argument, which costs more
+-- than the launch; a call is kept only when every buffer it holds is a
+-- pool block or a dummy (it must not keep a script's buffer alive).
+local kept = setmetatable({}, {__mode = "k"})
+
+local function same_args(a, b)
+  if #a ~= #b then return false end
+  for i = 1, #a do
+    local x, y = a[i], b[i]
+    if x ~= y or mathtype(x) ~= mathtype(y) then return false end
+  end
+  return true
+end
+
+-- Runs kernel k over args (the output buffer args[out]), keeping the bound
+-- call when keep says its buffers may be held.
+local function run(k, args, global, localsz, out, keep)
+  local calls = kept[k]
+  local c = calls and calls[args[out]]
+  if c and same_args(c.args, args) then return c.call:run(global, localsz, NO_EVENT) end
+  local call = k(unpack(args))
+  if keep then
+    if not calls then calls = setmetatable({}, {__mode = "k"}); kept[k] = calls end
+    calls[args[out]] = {args = args, call = call}
+  end
+  call:run(global, localsz, NO_EVENT)
 end
 
 local reduce_helper
@@ -171,6 +199,7 @@ local reduce_helper
 -- elements of the op's out type).
 local function reduce_into(fn, op, x, outer, L, inner, res)
   check_bounds(fn, x); check_bounds(fn, res)
+  local keep = x._st.pool ~= nil and res._st.pool ~= nil
   local dev, t = x._dev, x._type
   local p = program(fn, dev, op, t)
   local spec, sz = p.spec, p.sz
@@ -187,15 +216,15 @@ local function reduce_into(fn, op, x, outer, L, inner, res)
     local vec = (L % 4 == 0 and x._off % 4 == 0) and 1 or 0
     if nsplit == 1 then
       run(p.prog.rows, {x._st.buf, x._off, L, chunk, 1, 1, L, dpart, didx, outbuf, vec},
-          {outer * sz.LS}, {sz.LS})
+          {outer * sz.LS}, {sz.LS}, 10, keep)
       return
     end
     local part = empty(fn, dev, acc, {outer * nsplit})
     local pidx = empty(fn, dev, "long", {outer * nsplit})
     run(p.prog.rows, {x._st.buf, x._off, L, chunk, nsplit, 0, L, part._st.buf,
-                      pidx._st.buf, dres, vec}, {outer * nsplit * sz.LS}, {sz.LS})
+                      pidx._st.buf, dres, vec}, {outer * nsplit * sz.LS}, {sz.LS}, 8, keep)
     run(p.prog.rows2, {part._st.buf, pidx._st.buf, 0, nsplit, nsplit, 1, 1, L, dpart, didx,
-                       outbuf}, {outer * sz.LS}, {sz.LS})
+                       outbuf}, {outer * sz.LS}, {sz.LS}, 11, keep)
     return
   end
   if R.cols4_waves and not spec.ARG and inner % 4 == 0 and x._off % 4 == 0 then
@@ -210,15 +239,15 @@ local function reduce_into(fn, op, x, outer, L, inner, res)
     local global = {gx * sz.CX, outer * nsplit * sz.CY}
     if nsplit == 1 then
       run(p.prog.cols4, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, outbuf},
-          global, {sz.CX, sz.CY})
+          global, {sz.CX, sz.CY}, 10, keep)
       return
     end
     local part = empty(fn, dev, acc, {outer * nsplit * inner})
     run(p.prog.cols4, {x._st.buf, x._off, L, inner, chunk, nsplit, 0, L, part._st.buf, dres},
-        global, {sz.CX, sz.CY})
+        global, {sz.CX, sz.CY}, 9, keep)
     local gx1 = ceil_div(inner, sz.CX)
     run(p.prog.cols2, {part._st.buf, didx, 0, nsplit, inner, nsplit, 1, 1, L, dpart,
-                       didx, outbuf}, {gx1 * sz.CX, outer * sz.CY}, {sz.CX, sz.CY})
+                       didx, outbuf}, {gx1 * sz.CX, outer * sz.CY}, {sz.CX, sz.CY}, 12, keep)
     return
   end
   -- columns: 4 times as many groups as rows get, so that the last wave of
@@ -233,15 +262,15 @@ local function reduce_into(fn, op, x, outer, L, inner, res)
   local global = {gx * sz.CX, outer * nsplit * sz.CY}
   if nsplit == 1 then
     run(p.prog.cols, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, didx, outbuf},
-        global, {sz.CX, sz.CY})
+        global, {sz.CX, sz.CY}, 11, keep)
     return
   end
   local part = empty(fn, dev, acc, {outer * nsplit * inner})
   local pidx = empty(fn, dev, "long", {outer * nsplit * inner})
   run(p.prog.cols, {x._st.buf, x._off, L, inner, chunk, nsplit, 0, L, part._st.buf,
-                    pidx._st.buf, dres}, global, {sz.CX, sz.CY})
+                    pidx._st.buf, dres}, global, {sz.CX, sz.CY}, 9, keep)
   run(p.prog.cols2, {part._st.buf, pidx._st.buf, 0, nsplit, inner, nsplit, 1, 1, L, dpart,
-                     didx, outbuf}, {gx * sz.CX, outer * sz.CY}, {sz.CX, sz.CY})
+                     didx, outbuf}, {gx * sz.CX, outer * sz.CY}, {sz.CX, sz.CY}, 12, keep)
 end
 
 local function empty_error(fn, op, what, why)
