@@ -398,12 +398,30 @@ local function unchanged(s)
   return true
 end
 
+-- Per device (weak keys): the last snapshot per variant, set and type. A
+-- plan that reads the same tables as one before takes that snapshot while
+-- it still holds (unchanged is a compiled comparison; making a snapshot
+-- compiles one: a call whose output buffer is new each time, as a tensor
+-- product's pool block is, no longer pays that per call).
+local snapshots = setmetatable({}, {__mode = "k"})
+
+local function shared_snapshot(dev, pl, t)
+  local by_key = snapshots[dev]
+  if not by_key then by_key = {}; snapshots[dev] = by_key end
+  local key = pl.variant .. " " .. pl.set .. " " .. t
+  local s = by_key[key]
+  if s and unchanged(s) then return s end
+  s = snapshot(dev, pl, t)
+  by_key[key] = s
+  return s
+end
+
 return {
   plan = plan,
   recipe = recipe,
   fits = fits,
   launcher = function(pl) return LAUNCHERS[pl.launcher] end,
-  snapshot = snapshot,
+  snapshot = shared_snapshot,
   unchanged = unchanged,
   source = source,
   param_set = function(dev, name, t) return variant_params(device_params(dev), name, t) end,
