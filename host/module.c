@@ -114,8 +114,29 @@ static void open_autoload(lua_State *L) {
   lua_setfield(L, LUA_REGISTRYINDEX, LG_LUA_HOOKS);
 }
 
+/* gpu.released(v): true for a released luagpu object, false for a live
+** one, nil for anything else; makes no string (gpu.type's question, for
+** checks on every launch). */
+static int mod_released(lua_State *L) {
+  int released = 0;
+  luaL_checkany(L, 1);
+  if (lua_type(L, 1) != LUA_TUSERDATA || luaL_getmetafield(L, 1, "__name") != LUA_TSTRING ||
+      strncmp(lua_tostring(L, -1), "luagpu.", 7) != 0) {
+    lua_pushnil(L);
+    return 1;
+  }
+  if (luaL_getmetafield(L, 1, "__released") == LUA_TFUNCTION) {
+    lua_pushvalue(L, 1);
+    lua_call(L, 1, 1);
+    released = lua_toboolean(L, -1);
+  }
+  lua_pushboolean(L, released);
+  return 1;
+}
+
 static const luaL_Reg module_functions[] = {
-  {"now", mod_now}, {"kernel_source", mod_kernel_source}, {"type", mod_type}, {NULL, NULL}
+  {"now", mod_now}, {"kernel_source", mod_kernel_source}, {"type", mod_type},
+  {"released", mod_released}, {NULL, NULL}
 };
 
 LUAGPU_API int luaopen_luagpu(lua_State *L) {

@@ -121,13 +121,22 @@ describe("one vocabulary for released objects and read-only fields", function()
     e:wait()
     assert.same({"Buffer", "Buffer", "Queue", "Event", "Device"},
                 {gpu.type(b), gpu.type(v), gpu.type(q), gpu.type(e), gpu.type(dev)})
+    assert.same({false, false, false, false, false},
+                {gpu.released(b), gpu.released(v), gpu.released(q), gpu.released(e),
+                 gpu.released(dev)})
     assert.is_true(rawequal(b, v.root) and rawequal(b, b.root) and rawequal(b, v.parent.root))
     b:release()
     q:release()
     e:release()
     assert.same({"released Buffer", "released Buffer", "released Queue", "released Event"},
                 {gpu.type(b), gpu.type(v), gpu.type(q), gpu.type(e)})
+    assert.same({true, true, true, true}, {gpu.released(b), gpu.released(v), gpu.released(q),
+                                           gpu.released(e)})
     assert.is_nil(gpu.type(setmetatable({}, {__name = "luagpu.Buffer"})))
+    -- gpu.released answers nil for anything that is not luagpu's
+    assert.is_nil(gpu.released(setmetatable({}, {__name = "luagpu.Buffer"})))
+    assert.is_nil(gpu.released(io.stdout))
+    assert.is_nil(gpu.released(3))
   end)
 
   it("every class refuses field writes with a luagpu message", function()

@@ -244,6 +244,15 @@ O.bad = bad
 -- from the C object, which no script can change), learned once per buffer:
 -- CAP[buf] = {length, type, device}.
 local CAP = setmetatable({}, {__mode = "k"})
+local released = require("luagpu").released
+
+-- Whether v is a live Buffer (a storage's view of its elements), learned
+-- once per view in CAP (its own length, type and device).
+local function is_view(v)
+  if gpu_type(v) ~= "Buffer" then return false end
+  CAP[v] = {#v, v.type, v.device}
+  return true
+end
 
 -- Checks realized tensor x (fn's) against its storage's Buffer before a
 -- kernel or a copy uses it: x's fields live in a Lua table a script can
@@ -260,19 +269,23 @@ function O.check_bounds(fn, x)
   if s == RELEASED then fail(fn, "attempt to use a released tensor") end
   if type(s) ~= "table" then bad(fn, "no storage") end
   local buf = rawget(s, "buf")
-  local kind = gpu_type(buf)
-  if kind ~= "Buffer" then
-    -- x.buffer handed out, then released
-    if kind == "released Buffer" then fail(fn, "the tensor's buffer was released") end
-    bad(fn, "its storage holds no buffer")
+  local known = CAP[buf]
+  if known then                       -- a Buffer met before: is it still live?
+    if released(buf) then fail(fn, "the tensor's buffer was released") end
+  else
+    local kind = gpu_type(buf)
+    if kind ~= "Buffer" then
+      -- x.buffer handed out, then released
+      if kind == "released Buffer" then fail(fn, "the tensor's buffer was released") end
+      bad(fn, "its storage holds no buffer")
+    end
+    known = {#buf, buf.type, buf.device}
+    CAP[buf] = known
   end
   -- x.buffer is the view of a pool block's elements when the block is larger
   local bview = rawget(s, "view")
-  if bview and gpu_type(bview) ~= "Buffer" then fail(fn, "the tensor's buffer was released") end
-  local known = CAP[buf]
-  if not known then
-    known = {#buf, buf.type, buf.device}
-    CAP[buf] = known
+  if bview and (CAP[bview] and released(bview) or not CAP[bview] and not is_view(bview)) then
+    fail(fn, "the tensor's buffer was released")
   end
   local cap = known[1]
   local t = x._type
