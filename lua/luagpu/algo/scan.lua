@@ -28,7 +28,7 @@ local floor_pow2 = ST.floor_pow2
 
 local S = {}
 
-local NO_INIT = {init = false}     -- outputs the kernels write whole: no zero-fill
+local NO_INIT = ST.NO_INIT         -- outputs the kernels write whole: no zero-fill
 
 -- Epochs tag the look-back's status words (29 bits of them); after the
 -- last one the status buffer is cleared and they start again.

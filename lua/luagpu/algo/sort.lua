@@ -22,7 +22,7 @@ local floor_pow2 = ST.floor_pow2
 
 local M = {}
 
-local NO_INIT = {init = false}     -- outputs the kernels write whole: no zero-fill
+local NO_INIT = ST.NO_INIT         -- outputs the kernels write whole: no zero-fill
 
 local RADIX = 256
 local MAX_KEYS = (1 << 32) - 1

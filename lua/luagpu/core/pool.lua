@@ -131,7 +131,7 @@ end
 
 -- A new buffer of cap elements of t on dev; on lack of memory: the pool
 -- emptied, a full collection, one more try.
-local NO_INIT = {init = false}     -- a block's producer writes it: no zero-fill
+local NO_INIT = ST.NO_INIT         -- a block's producer writes it: no zero-fill
 
 local function new_buffer(fn, p, dev, t, cap)
   local ok, buf = pcall(dev.buffer, dev, t, cap, NO_INIT)

@@ -11,6 +11,7 @@
 --   S.device_cache, S.device_entries, S.scratch_buffer,
 --   S.wait_for_last_user, S.set_last_user           (caches)
 --   S.floor_pow2, S.ceil_div, S.round_up            (sizes)
+--   S.NO_EVENT, S.NO_INIT, S.same_arg(a, b)         (launches kept and buffers made)
 --
 -- A step is {call, {global =, local_size =}, after}: after nil, the step
 -- waits for the caller's waits; else a list of the steps (indexes) it
@@ -165,5 +166,20 @@ end
 function S.ceil_div(x, m) return (x + m - 1) // m end
 
 function S.round_up(x, m) return (x + m - 1) // m * m end
+
+------------------------------------------------------------------ launches
+
+-- The options of a launch whose Event nobody needs (call:run's fast path),
+-- and of a buffer its producer writes whole (no zero-fill). Never written.
+S.NO_EVENT = {event = false}
+S.NO_INIT = {init = false}
+
+-- Whether kernel argument b binds as a did, so that a call bound with a
+-- can run again for b: the same value of the same Lua number type, and for
+-- zeros the same sign (0.0 == -0.0, yet 1 / x tells them apart); NaN is
+-- never the same. Buffers and other objects: the same one.
+function S.same_arg(a, b)
+  return a == b and math.type(a) == math.type(b) and (a ~= 0 or 1 / a == 1 / b)
+end
 
 return S

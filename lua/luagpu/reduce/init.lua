@@ -206,7 +206,7 @@ local function check_inputs(fn, spec, x, y)
   return n, input
 end
 
-local NO_EVENT = {event = false}
+local NO_EVENT = ST.NO_EVENT
 
 -- The launches of entry e over the n elements of input: a table {xoff =,
 -- n =, y =, yoff = (what they were made for), [i] = a step of core/steps

@@ -29,7 +29,7 @@ local SRC = require "luagpu.tensor.source"
 
 local ipairs, tostring, pcall, unpack = ipairs, tostring, pcall, table.unpack
 local setmetatable = setmetatable
-local min, mathtype = math.min, math.type
+local min = math.min
 local fail = require("luagpu.core.check").fail
 local check_bounds, walk, child = O.check_bounds, SRC.walk, SRC.child
 local round_up, ceil_div = ST.round_up, ST.ceil_div
@@ -39,7 +39,7 @@ local G = {kernels_built = 0}
 local VW = 4
 local LOCAL = 256
 local BIG = 1 << 31
-local NO_EVENT = {event = false}
+local NO_EVENT = ST.NO_EVENT
 local ONE = {1}
 local PLAN = {}                    -- the key of a tree node's plan
 local WEAK_KEYS = {__mode = "k"}
@@ -164,12 +164,7 @@ local function new_plan(fn, dev, e, leaves, scalars, layout)
           calls = setmetatable({}, WEAK_KEYS)}
 end
 
--- Whether a kernel argument b binds as a did: the same value of the same
--- Lua number type, and for zeros the same sign (0.0 == -0.0, yet 1 / x
--- tells them apart); NaN is never the same (the call is made again).
-local function same_value(a, b)
-  return a == b and mathtype(a) == mathtype(b) and (a ~= 0 or 1 / a == 1 / b)
-end
+local same_value = ST.same_arg
 
 -- Whether v (a vector8 argument bound before) holds list's nd values.
 local function same_vec(v, list, nd)

@@ -100,8 +100,7 @@ E.loop_count = loop_count
 
 ------------------------------------------------------------------ operators
 
-local RELEASED = O.RELEASED
-local function released(fn) fail(fn, "attempt to use a released tensor") end
+local RELEASED, released = O.RELEASED, O.released
 
 -- The result of op name over tensor x and the Lua number v (argument
 -- #varg: 1 when v comes first), as X.apply makes it: the same checks, in

@@ -300,7 +300,7 @@ function X.check_operand(fn, arg, v)
   if is_tensor(v) then
     -- a type a script wrote raises here, before the type rules see it
     if not SIZES[v._type] then X.check(fn, arg, v, true) end
-    if v._st == O.RELEASED then fail(fn, "attempt to use a released tensor") end
+    if v._st == O.RELEASED then O.released(fn) end
     return
   end
   if type(v) ~= "number" then

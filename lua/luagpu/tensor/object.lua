@@ -15,7 +15,7 @@
 --   O.check_dim, O.check_same_device          argument checks
 --   O.check_bounds(fn, x)         x's fields against its Buffer (launches)
 --   O.bad(fn, why)                raises the "fields were changed" message
---   O.RELEASED                    the storage of a released tensor
+--   O.RELEASED, O.released(fn)    the storage of a released tensor; its error
 --   O.MAX_DIMS, O.MAX_ELEMENTS
 --
 -- A Tensor is a Lua table: a typed view (shape, strides in elements, a
@@ -42,6 +42,9 @@ local O = {}
 -- the tensor raises "attempt to use a released tensor".
 local RELEASED = {released = true}
 O.RELEASED = RELEASED
+
+-- Raises fn's "attempt to use a released tensor".
+function O.released(fn) fail(fn, "attempt to use a released tensor") end
 
 local TAG = {}
 local methods, fields = {}, {}
@@ -266,7 +269,7 @@ function O.check_bounds(fn, x)
   -- __len that could answer differently later); the storage is read raw
   if getmetatable(x) ~= MT then bad(fn, "metatable") end
   local s = x._st
-  if s == RELEASED then fail(fn, "attempt to use a released tensor") end
+  if s == RELEASED then O.released(fn) end
   if type(s) ~= "table" then bad(fn, "no storage") end
   local buf = rawget(s, "buf")
   local known = CAP[buf]

@@ -52,7 +52,7 @@ local function generate(name, dev, t, shape, seed)
   local k = program(fn, dev)[name .. "_" .. t]
   local wg = k.work_group_size < LOCAL and k.work_group_size or LOCAL
   k(x._st.buf, n, key & 0xffffffff, (key >> 32) & 0xffffffff)
-    :run({ST.round_up(blocks, wg)}, {wg}, {event = false})
+    :run({ST.round_up(blocks, wg)}, {wg}, ST.NO_EVENT)
   return x
 end
 

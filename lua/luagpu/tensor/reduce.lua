@@ -161,8 +161,7 @@ local function dummy(dev, t)
   return d[t]
 end
 
-local NO_EVENT = {event = false}
-local mathtype = math.type
+local NO_EVENT, same_arg = ST.NO_EVENT, ST.same_arg
 
 -- Per kernel, per output buffer (weak keys): the call bound last and its
 -- arguments. Binding checks and converts every argument, which costs more
@@ -173,8 +172,7 @@ local kept = setmetatable({}, {__mode = "k"})
 local function same_args(a, b)
   if #a ~= #b then return false end
   for i = 1, #a do
-    local x, y = a[i], b[i]
-    if x ~= y or mathtype(x) ~= mathtype(y) then return false end
+    if not same_arg(a[i], b[i]) then return false end
   end
   return true
 end
