@@ -172,6 +172,35 @@ describe("tensor operators", function()
             end))
   end)
 
+  it("row and column broadcasts over matrices and their views, aligned or not", function()
+    -- (2-D layouts whose rows are a multiple of 4 long and aligned run 4
+    -- wide, one row per vector; the rest decompose positions per dim)
+    for _, t in ipairs {"float", "double", "char", "ulong"} do
+      for _, cols in ipairs {8, 12, 7} do
+        local big, rbig = random_tensor(t, {6, cols + 5})
+        local row, rrow = random_tensor(t, {1, cols})
+        local col, rcol = random_tensor(t, {6, 1})
+        for _, first in ipairs {1, 2, 5} do          -- row offsets 0, 1 and 4
+          local M = big:slice(2, first, first + cols - 1)     -- rows cols + 5 apart
+          local rM = S.build({6, cols}, function(idx) return S.at(rbig, {idx[1], idx[2] + first - 1}) end)
+          local add = function(a, b) return S.as(t, a + b) end
+          local mul = function(a, b) return S.as(t, a * b) end
+          S.check(assert, M + row, S.zip(rM, rrow, add))
+          S.check(assert, col * M, S.zip(rcol, rM, mul))
+          S.check(assert, (M + row) * col, S.zip(S.zip(rM, rrow, add), rcol, mul))
+          local out = dev:tensor(t, {6, cols + 5})
+          out:slice(2, first, first + cols - 1):set(M - row)      -- a strided output
+          S.check(assert, out:slice(2, first, first + cols - 1),
+                  S.zip(rM, rrow, function(a, b) return S.as(t, a - b) end))
+        end
+        -- a 3-D tensor and a bias along its last dim
+        local X, rX = random_tensor(t, {2, 3, cols})
+        local b, rb = random_tensor(t, {cols})
+        S.check(assert, X + b, S.zip(rX, rb, function(a, c) return S.as(t, a + c) end))
+      end
+    end
+  end)
+
   it("map runs one kernel over numbers and broadcast tensors", function()
     local x, rx = random_tensor("float", {3, 4})
     local y, ry = random_tensor("float", {4})

@@ -45,7 +45,12 @@ fill(B, 2):wait()
 
 local ta, tb = dev:tensor("float", {16}, 1), dev:tensor("float", {16}, 2)
 local tm = dev:tensor("float", {32, 32}, 3)
+local tX, tY = dev:tensor("float", {4, 16, 16}, 4), dev:tensor("float", {4, 16, 16}, 5)
+local trow = dev:tensor("float", {1, 32}, 6)
 local cases = {
+  {"tensor_bmm_4x16", function() return tX:mm(tY) end, function() dev:finish() end},
+  {"tensor_row_32x32", function() return (tm + trow):eval() end, function() dev:finish() end},
+  {"tensor_argmax2_32x32", function() return tm:argmax(2) end, function() dev:finish() end},
   {"tensor_add_16", function() return (ta + tb):eval() end, function() dev:finish() end},
   {"tensor_fused_sum_32x32", function() return ((tm * 2 + 1):exp()):sum(2) end,
    function() dev:finish() end},

@@ -7,10 +7,13 @@
 --   G.kernels_built        how many kernels G.run has built
 --
 -- Layouts are simplified first (size-1 dims dropped, dims that every
--- operand walks contiguously merged), then run in one of three modes:
+-- operand walks contiguously merged), then run in one of four modes:
 --   vec   every operand contiguous (or one broadcast element), offsets
 --         multiples of 4: each work-item loads and stores 4-wide vectors
 --   flat  the same with other offsets: one element per work-item
+--   rows  two dims left, out contiguous, rows a multiple of 4 long, each
+--         operand read along a row by 1 or 0 (M + row, M * col): 4-wide
+--         vectors, one division per item
 --   nd    any strides: the position is decomposed per dim (up to 8)
 -- Indices are 32-bit when every buffer involved has fewer than 2^31
 -- elements.
@@ -42,6 +45,10 @@ local BIG = 1 << 31
 local NO_EVENT = ST.NO_EVENT
 local ONE = {1}
 local PLAN = {}                    -- the key of a tree node's plan
+-- per mode: the kernel arguments before the leaves', and per leaf
+local BASE = {vec = 3, flat = 3, rows = 4, nd = 5}
+local PER = {vec = 2, flat = 2, rows = 3, nd = 3}
+local VECTOR_MODE = {vec = true, rows = true}
 local WEAK_KEYS = {__mode = "k"}
 
 ------------------------------------------------------------------ layout
@@ -104,8 +111,26 @@ local function simplify(shape, sets)
   return out_shape, out_sets
 end
 
+-- The mode of a simplified 2-D layout: rows when out is contiguous, its
+-- rows a multiple of VW long and aligned, and every leaf walks a row by 1
+-- (aligned the same way) or by 0, whatever its row stride; else nd.
+local function rows_or_nd(out, leaves, sshape, ssets)
+  local cols, ost = sshape[2], ssets[1]
+  if cols % VW ~= 0 or ost[1] ~= cols or ost[2] ~= 1 or out._off % VW ~= 0 then return "nd" end
+  for k = 1, #leaves do
+    local st = ssets[k + 1]
+    local inner = st[2]
+    if inner == 1 then
+      if st[1] % VW ~= 0 or leaves[k]._off % VW ~= 0 then return "nd" end
+    elseif inner ~= 0 then
+      return "nd"
+    end
+  end
+  return "rows"
+end
+
 -- The simplified layout of out and leaves: the shape, the stride sets
--- (out's first, then one per leaf) and the mode (vec, flat or nd). When
+-- (out's first, then one per leaf) and the mode (vec, flat, rows or nd). When
 -- all are row-major with out's shape: ONE (one flat dim, every stride 1)
 -- and no sets.
 local function layout_of(out, leaves, n)
@@ -122,6 +147,7 @@ local function layout_of(out, leaves, n)
   local sets = {out._strides}
   for k, x in ipairs(leaves) do sets[k + 1] = broadcast_strides(x, shape) end
   local sshape, ssets = simplify(shape, sets)
+  if #sshape == 2 then return sshape, ssets, rows_or_nd(out, leaves, sshape, ssets) end
   if #sshape ~= 1 or ssets[1][1] ~= 1 then return sshape, ssets, "nd" end
   aligned = out._off % VW == 0
   for k = 1, #leaves do
@@ -132,9 +158,12 @@ local function layout_of(out, leaves, n)
   return sshape, ssets, (aligned and n >= VW) and "vec" or "flat"
 end
 
--- The stride (0 or 1) of leaf k in a vec or flat layout.
+-- The stride (0 or 1) of leaf k in a vec or flat layout; in rows, along
+-- a row.
 local function flat_stride(ssets, k)
-  return ssets and ssets[k + 1][1] or 1
+  if not ssets then return 1 end
+  local st = ssets[k + 1]
+  return st[#st]
 end
 
 local function vector8(list, nd)
@@ -183,15 +212,16 @@ local function kept_call(plan, outbuf, off, n, leaves, scalars, nd, sshape, sset
   local c = plan.calls[outbuf]
   if not c then return nil end
   local old = c.args
-  local nd_mode = plan.mode == "nd"
-  local base, per = nd_mode and 5 or 3, nd_mode and 3 or 2
+  local mode = plan.mode
+  local nd_mode, rows_mode = mode == "nd", mode == "rows"
+  local base, per = BASE[mode], PER[mode]
   if c.m ~= base + per * #leaves + #scalars or old[2] ~= off then return nil end
   if nd_mode then
     if c.nd ~= nd or old[5] ~= n or not same_vec(old[3], ssets[1], nd) or
        not same_vec(old[4], sshape, nd) then
       return nil
     end
-  elseif old[3] ~= n then
+  elseif old[3] ~= n or rows_mode and old[4] ~= sshape[2] then
     return nil
   end
   local m = base
@@ -199,6 +229,7 @@ local function kept_call(plan, outbuf, off, n, leaves, scalars, nd, sshape, sset
     local x = leaves[k]
     if old[m + 1] ~= x._st.buf or old[m + 2] ~= x._off then return nil end
     if nd_mode and not same_vec(old[m + 3], ssets[k + 1], nd) then return nil end
+    if rows_mode and old[m + 3] ~= ssets[k + 1][1] then return nil end
     m = m + per
   end
   for k = 1, #scalars do
@@ -210,19 +241,23 @@ end
 -- The arguments of plan's kernel for this launch: out, out_off, (nd:
 -- out_st, shape), n, per leaf its buffer, offset (nd: strides), the
 -- scalars; and their count.
-local function arguments(out, n, leaves, scalars, nd_mode, sshape, ssets)
+local function arguments(out, n, leaves, scalars, mode, sshape, ssets)
   -- (preallocated: a small op's arguments fit without growing the table)
   local args = {out._st.buf, out._off, n, false, false, false, false, false}
   local m, nd = 3, #sshape
+  local nd_mode, rows_mode = mode == "nd", mode == "rows"
   if nd_mode then
     args[3], args[4], args[5] = vector8(ssets[1], nd), vector8(sshape, nd), n
     m = 5
+  elseif rows_mode then
+    args[4], m = sshape[2], 4
   end
   for k = 1, #leaves do
     local x = leaves[k]
     args[m + 1], args[m + 2] = x._st.buf, x._off
     m = m + 2
     if nd_mode then m = m + 1; args[m] = vector8(ssets[k + 1], nd) end
+    if rows_mode then m = m + 1; args[m] = ssets[k + 1][1] end
   end
   for k = 1, #scalars do m = m + 1; args[m] = scalars[k].value end
   return args, m
@@ -233,7 +268,7 @@ end
 -- it holds is a pool block (a call must not keep a script's buffer alive).
 local function bind_and_run(plan, out, leaves, args, m, n, nd)
   local call = plan.kernel(unpack(args, 1, m))
-  local units = plan.mode == "vec" and ceil_div(n, VW) or n
+  local units = VECTOR_MODE[plan.mode] and ceil_div(n, VW) or n
   local global = {round_up(units, plan.wg)}
   local keep = out._st.pool ~= nil
   for k = 1, #leaves do
@@ -282,7 +317,7 @@ function G.run(fn, e, out)
   end
   local c = kept_call(plan, out._st.buf, out._off, n, leaves, scalars, nd, sshape, ssets)
   if c then return c.call:run(c.global, plan.local_size, NO_EVENT) end
-  local args, m = arguments(out, n, leaves, scalars, nd_mode, sshape, ssets)
+  local args, m = arguments(out, n, leaves, scalars, mode, sshape, ssets)
   bind_and_run(plan, out, leaves, args, m, n, nd)
 end
 

@@ -175,7 +175,9 @@ local function code_of(e, w)
 end
 
 -- The kernel body of the layout's mode: nd (the position decomposed per
--- dim), flat (one element per work-item) or vec (VW elements per item).
+-- dim), flat (one element per work-item), vec (VW elements per item) or
+-- rows (VW elements of one row per item, operands broadcast along rows or
+-- columns).
 local function body_of(w, layout, call)
   local idx, nd, strides = layout.idx, layout.nd, layout.strides
   local nl = #w.leaves
@@ -196,6 +198,29 @@ local function body_of(w, layout, call)
       for k = 1, nl do add("  p%d += c * st%d.%s;", k, k, lane) end
     end
     add("  out[o] = %s;", call(p, "i"))
+  elseif layout.mode == "rows" then
+    -- out contiguous {rows, cols}, cols a multiple of VW: the VW elements
+    -- of an item lie in one row; leaf k walks its row by 1 (a vector) or
+    -- 0 (one element), rows by its argument rs<k>
+    local out_type = layout.out_type
+    add("  %s b = i * %d;", idx, VW)
+    add("  if (b >= n) return;")
+    add("  %s row = b / cols, col = b - row * cols;", idx)
+    for k, x in ipairs(w.leaves) do
+      if strides[k] == 0 then
+        add("  %s u%d = in%d[off%d + row * rs%d];", x._type, k, k, k, k)
+      else
+        add("  %s%d u%d = *(global const %s%d*)(in%d + off%d + row * rs%d + col);", x._type, VW,
+            k, x._type, VW, k, k, k)
+      end
+    end
+    add("  %s%d r;", out_type, VW)
+    for j = 1, VW do
+      local p = {}
+      for k = 1, nl do p[k] = strides[k] == 0 and "u" .. k or format("u%d.%s", k, LANES[j]) end
+      add("  r.%s = %s;", LANES[j], call(p, j == 1 and "b" or "b + " .. (j - 1)))
+    end
+    add("  *(global %s%d*)(out + out_off + b) = r;", out_type, VW)
   elseif layout.mode == "flat" then
     add("  if (i >= n) return;")
     local p = {}
@@ -235,9 +260,10 @@ local function body_of(w, layout, call)
 end
 
 -- The source of expression e's kernel lg_ew for layout {mode =, nd =, idx =
--- (uint or ulong), out_type =, strides = per leaf 0 or 1 (vec and flat)};
--- leaves and scalars as walk collected them. Kernel arguments: out,
--- out_off, (nd: out_st, shape), n, per leaf in, off (nd: st), the scalars.
+-- (uint or ulong), out_type =, strides = per leaf 0 or 1 (vec, flat; rows:
+-- along a row)}; leaves and scalars as walk collected them. Kernel
+-- arguments: out, out_off, (nd: out_st, shape), n, (rows: cols), per leaf
+-- in, off (nd: st; rows: rs, its row stride), the scalars.
 function S.source(e, leaves, scalars, layout)
   local w = {leaves = leaves, ns = 0, maps = {}, need = {}}
   local code = code_of(e, w)
@@ -256,9 +282,12 @@ function S.source(e, leaves, scalars, layout)
   kparams[1] = format("global %s* restrict out, %s out_off", out_type, idx)
   if nd_mode then kparams[#kparams + 1] = idx .. "8 out_st, " .. idx .. "8 shape" end
   kparams[#kparams + 1] = idx .. " n"
+  local rows_mode = layout.mode == "rows"
+  if rows_mode then kparams[#kparams + 1] = idx .. " cols" end
   for k, x in ipairs(leaves) do
     kparams[#kparams + 1] = format("global const %s* restrict in%d, %s off%d", x._type, k, idx, k)
     if nd_mode then kparams[#kparams + 1] = format("%s8 st%d", idx, k) end
+    if rows_mode then kparams[#kparams + 1] = format("%s rs%d", idx, k) end
   end
   for k, s in ipairs(scalars) do kparams[#kparams + 1] = s.type .. " s" .. k end
   local function call(values, at)
