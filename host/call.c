@@ -550,6 +550,56 @@ static int dev_run(lua_State *L) {
   return launch(L, &a);
 }
 
+/* call:with(old, new): a copy of the call with every argument that is the
+** Buffer old bound to the Buffer new instead (checked as k(...) checks a
+** buffer); the other arguments are copied as they were converted. The
+** helpers use it to run a remembered sequence of launches into another
+** output buffer without binding every argument again. */
+static int call_with(lua_State *L) {
+  lg_Call *c = luaL_checkudata(L, 1, LG_CALL_MT);
+  lg_Kernel *k = c->kernel;
+  lg_Buffer *old = lg_testbuffer(L, 2);
+  size_t size = lua_rawlen(L, 1);
+  ptrdiff_t shift;
+  lg_Call *n;
+  cl_uint i;
+  int found = 0;
+  if (old == NULL) return lg_typeerror(L, "call:with", 1, 2, "a Buffer");
+  if (lg_testbuffer(L, 3) == NULL) return lg_typeerror(L, "call:with", 2, 3, "a Buffer");
+  lua_settop(L, 3);
+  if (k->k == NULL) {
+    lua_getiuservalue(L, 1, 1);
+    lg_released_error(L, 4, "kernel");
+  }
+  n = lua_newuserdatauv(L, size, 2);                          /* 4 */
+  memcpy(n, c, size);
+  shift = (unsigned char *)n - (unsigned char *)c;
+  n->args = (lg_CallArg *)((unsigned char *)c->args + shift);
+  for (i = 0; i < n->nargs; i++)   /* every value lies inside the userdata */
+    if (n->args[i].value != NULL)
+      n->args[i].value = (const unsigned char *)n->args[i].value + shift;
+  luaL_setmetatable(L, LG_CALL_MT);
+  lua_getiuservalue(L, 1, 1);
+  lua_setiuservalue(L, 4, 1);
+  lua_getiuservalue(L, 1, 2);                                 /* 5: the old arguments */
+  lua_createtable(L, (int)n->nargs, 0);                       /* 6 */
+  for (i = 0; i < n->nargs; i++) {
+    if (c->args[i].buf == old && k->args[i].kind == LG_ARG_BUFFER) {
+      bind_buffer(L, k, &k->args[i], (int)i + 1, 3, &n->args[i], (cl_mem *)n->args[i].value);
+      lua_pushvalue(L, 3);
+      found = 1;
+    } else {
+      lua_rawgeti(L, 5, (lua_Integer)i + 1);
+    }
+    lua_rawseti(L, 6, (lua_Integer)i + 1);
+  }
+  if (!found) return lg_argerror(L, "call:with", 1, "the call has no argument that is this buffer");
+  lua_setiuservalue(L, 4, 2);
+  lua_settop(L, 4);
+  n->serial = lg_state(L)->next_serial++;
+  return 1;
+}
+
 static int call_tostring(lua_State *L) {
   lg_Call *c = luaL_checkudata(L, 1, LG_CALL_MT);
   lua_pushfstring(L, LG_CALL_MT " (%s): %p", c->kernel->name, (void *)c);
@@ -576,6 +626,8 @@ void lg_open_call(lua_State *L) {
   lua_pushvalue(L, -2);
   lua_pushcclosure(L, call_run, 1);
   lua_setfield(L, -2, "run");
+  lua_pushcfunction(L, call_with);
+  lua_setfield(L, -2, "with");
   lua_pop(L, 2);
   lg_newclass(L, LG_LOCALMEM_MT, NULL, localmem_meta);
   lg_add_methods(L, LG_DEVICE_MT, device_methods);

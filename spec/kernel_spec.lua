@@ -184,6 +184,63 @@ describe("k(...)", function()
   end)
 end)
 
+describe("call:with", function()
+  it("copies a call with one buffer bound in another's places, the rest as bound", function()
+    local n = 300
+    local xs, ys, zs = random_floats(n), random_floats(n), random_floats(n)
+    local x, y, z = dev:buffer("float", n), dev:buffer("float", n), dev:buffer("float", n)
+    x:write(xs); y:write(ys); z:write(zs)
+    local call = prog.saxpy(1.5, x, y, n)
+    local other = call:with(y, z)                -- y += 1.5 x, now into z
+    assert.matches("^luagpu.Call %(saxpy%)", tostring(other))
+    other:run({n}):wait()
+    call:run({n}):wait()                         -- the first still writes y
+    local ry, rz = y:get(), z:get()
+    for i = 1, n do
+      assert.equal(ys[i] + 1.5 * xs[i], ry[i])
+      assert.equal(zs[i] + 1.5 * xs[i], rz[i])
+    end
+    -- every place old held: x read and written
+    local w = dev:buffer("float", n)
+    w:write(xs)
+    call:with(x, w):with(y, w):run({n}):wait()
+    local rw = w:get()
+    for i = 1, n do assert.equal(xs[i] + 1.5 * xs[i], rw[i]) end
+    -- a view takes a place; the new call keeps its buffer alive
+    local skip = dev.mem_base_addr_align // 4          -- a view a kernel takes
+    local big = dev:buffer("float", n + skip)
+    local bs = random_floats(n + skip)
+    big:write(bs)
+    local view = big:sub(skip + 1, n + skip)
+    local into_view = call:with(y, view)
+    view = nil
+    collectgarbage()
+    into_view:run({n}):wait()
+    local rb = big:get()
+    for i = 1, skip do assert.equal(bs[i], rb[i]) end
+    for i = 1, n do assert.equal(bs[skip + i] + 1.5 * xs[i], rb[skip + i]) end
+  end)
+
+  it("checks the buffers as binding does", function()
+    local x, y = dev:buffer("float", 8), dev:buffer("float", 8)
+    local call = prog.saxpy(1, x, y, 8)
+    has_error("luagpu: call:with: argument #1: expected a Buffer, got number", call.with, call, 1, y)
+    has_error("luagpu: call:with: argument #2: expected a Buffer, got no value", call.with, call, y)
+    has_error("luagpu: call:with: argument #1: the call has no argument that is this buffer",
+              call.with, call, dev:buffer("float", 8), y)
+    has_error("luagpu: kernel saxpy: argument #3: expected a Buffer of float for parameter " ..
+              "'global float* y', got a Buffer of int", call.with, call, y, dev:buffer("int", 8))
+    local gone = dev:buffer("float", 8)
+    gone:release()
+    has_error("luagpu: kernel saxpy: argument #3: (y): attempt to use a released buffer",
+              call.with, call, y, gone)
+    local other = call:with(y, dev:buffer("float", 8))
+    x:release()
+    has_error("luagpu: call:run: argument #2 (x) of kernel saxpy: attempt to use a released "
+              .. "buffer", other.run, other, {8})
+  end)
+end)
+
 describe("gpu.localmem", function()
   it("sizes __local parameters (per-group sums)", function()
     local n, l = 1024, 64
