@@ -552,9 +552,10 @@ static int dev_run(lua_State *L) {
 
 /* call:with(old, new): a copy of the call with every argument that is the
 ** Buffer old bound to the Buffer new instead (checked as k(...) checks a
-** buffer); the other arguments are copied as they were converted. The
-** helpers use it to run a remembered sequence of launches into another
-** output buffer without binding every argument again. */
+** buffer); the other arguments are copied as they were converted; the
+** call itself when old is none of them. The helpers use it to run a
+** remembered sequence of launches into another output buffer without
+** binding every argument again. */
 static int call_with(lua_State *L) {
   lg_Call *c = luaL_checkudata(L, 1, LG_CALL_MT);
   lg_Kernel *k = c->kernel;
@@ -567,6 +568,12 @@ static int call_with(lua_State *L) {
   if (old == NULL) return lg_typeerror(L, "call:with", 1, 2, "a Buffer");
   if (lg_testbuffer(L, 3) == NULL) return lg_typeerror(L, "call:with", 2, 3, "a Buffer");
   lua_settop(L, 3);
+  for (i = 0; i < c->nargs && !found; i++)
+    found = c->args[i].buf == old && k->args[i].kind == LG_ARG_BUFFER;
+  if (!found) {
+    lua_settop(L, 1);
+    return 1;
+  }
   if (k->k == NULL) {
     lua_getiuservalue(L, 1, 1);
     lg_released_error(L, 4, "kernel");
@@ -587,13 +594,11 @@ static int call_with(lua_State *L) {
     if (c->args[i].buf == old && k->args[i].kind == LG_ARG_BUFFER) {
       bind_buffer(L, k, &k->args[i], (int)i + 1, 3, &n->args[i], (cl_mem *)n->args[i].value);
       lua_pushvalue(L, 3);
-      found = 1;
     } else {
       lua_rawgeti(L, 5, (lua_Integer)i + 1);
     }
     lua_rawseti(L, 6, (lua_Integer)i + 1);
   }
-  if (!found) return lg_argerror(L, "call:with", 1, "the call has no argument that is this buffer");
   lua_setiuservalue(L, 4, 2);
   lua_settop(L, 4);
   n->serial = lg_state(L)->next_serial++;

@@ -379,7 +379,7 @@ describe("matmul's BLAS options", function()
               "or \"reg\", got \"packed\"", matmul, dev:buffer("float", {2, 2, 3}),
               dev:buffer("float", {3, 5}), {variant = "packed"})
     has_error("luagpu: matmul: argument #3: unknown option 'transa' (expected variant, params, " ..
-              "m, n, k, wait, queue, precision, trans_a, trans_b, alpha, beta, batch)",
+              "m, n, k, wait, queue, precision, trans_a, trans_b, alpha, beta, batch, event)",
               matmul, A, B, {transa = true})
   end)
 end)

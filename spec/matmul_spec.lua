@@ -438,7 +438,7 @@ describe("matmul", function()
     expect_error("luagpu: matmul: argument #1: expected a 2-D or 3-D buffer (or a 1-D one with sizes in opts), got a 4-D one",
                  matmul, dev:buffer("float", {2, 3, 1, 1}), B3)
     expect_error("luagpu: matmul: argument #1: A has 3 columns, but option k is 4", matmul, A, B3, {k = 4})
-    expect_error("luagpu: matmul: argument #3: unknown option 'varaint' (expected variant, params, m, n, k, wait, queue, precision, trans_a, trans_b, alpha, beta, batch)",
+    expect_error("luagpu: matmul: argument #3: unknown option 'varaint' (expected variant, params, m, n, k, wait, queue, precision, trans_a, trans_b, alpha, beta, batch, event)",
                  matmul, A, B3, {varaint = "reg"})
     expect_error("luagpu: matmul: argument #4: option variant: expected \"naive\", \"tiled\", \"reg\" or \"packed\", got \"fast\"",
                  matmul, A, B3, dev:buffer("float", {2, 5}), {variant = "fast"})
@@ -498,6 +498,68 @@ describe("matmul called again with the same buffers", function()
     expect_error("luagpu: matmul: argument #3: attempt to use a released buffer",
                  matmul, A, dev:buffer("float", {k, n}), C)
   end)
+  it("runs a remembered product into another C of its size rebound, checking what differs",
+     function()
+    local m, n, k = 21, 36, 13
+    local a, b = random_table(m * k), random_table(k * n)
+    local A = dev:buffer("float", {m, k}, {host = a})
+    local B = dev:buffer("float", {k, n}, {host = b})
+    local want = reference(a, b, m, n, k)
+    -- count the rebindings (call:with)
+    local probe = dev:build("__kernel void nop(__global float *x) { }").nop(A)
+    local methods = debug.getmetatable(probe).__index
+    local with, rebinds = methods.with, 0
+    methods.with = function(...) rebinds = rebinds + 1; return with(...) end
+    finally(function() methods.with = with end)
+    local C1 = dev:buffer("float", {m, n})
+    matmul(A, B, C1)
+    local C2 = dev:buffer("float", {m, n})
+    C2:fill(5):wait()
+    local before = rebinds
+    local _, ev = matmul(A, B, C2)
+    ev:wait()
+    assert.is_true(rebinds > before)                 -- taken from C1's entry
+    assert.is_true(rel_error(C2:get(), want) < 1e-4)
+    C1:fill(7):wait()
+    matmul(A, B, C2):get()                           -- C2's own entry now
+    for _, v in ipairs(C1:get():totable()) do assert.equal(7, v) end
+    -- a view at offset 0 of a larger buffer takes it; one elsewhere is checked afresh
+    local big = dev:buffer("float", m * n + 64)
+    big:fill(3):wait()
+    local skip = dev.mem_base_addr_align // 4
+    for _, first in ipairs {1, skip + 1} do
+      local view = big:sub(first, first + m * n - 1)
+      local _, e = matmul(A, B, view, {m = m, n = n, k = k})
+      e:wait()
+      local got = big:get():totable()
+      assert.is_true(rel_error(got, want, first) < 1e-4)
+      assert.equal(3, got[first + m * n])
+      matmul(A, B, big:sub(first, first + m * n - 1), {m = m, n = n, k = k})
+    end
+    -- what the full path raises, it still raises
+    local whole = dev:buffer("float", m * k + m * n, {host = random_table(m * k + m * n)})
+    local A2, C3 = whole:sub(1, m * k), whole:sub(m * k + 1, m * k + m * n)
+    matmul(A2, B, dev:buffer("float", {m, n}), {m = m, n = n, k = k})
+    expect_error("luagpu: matmul: argument #3: C overlaps A",
+                 matmul, A2, B, whole:sub(1, m * n), {m = m, n = n, k = k})
+    matmul(A2, B, C3, {m = m, n = n, k = k}):get()   -- shares A's root, apart: right
+    assert.is_true(rel_error(C3:get(), reference(whole:get():totable(), b, m, n, k)) < 1e-4)
+    local gone = dev:buffer("float", {m, n})
+    gone:release()
+    expect_error("luagpu: matmul: argument #3: attempt to use a released buffer",
+                 matmul, A, B, gone)
+    expect_error("luagpu: matmul: argument #3: expected a buffer of float or double, got one of int",
+                 matmul, A, B, dev:buffer("int", {m, n}))
+    expect_error("luagpu: matmul: argument #3: C", matmul, A, B, dev:buffer("float", {m, n - 1}))
+    -- event = false: C alone, no Event
+    local C4 = dev:buffer("float", {m, n})
+    assert.equal(1, select("#", matmul(A, B, C4, {event = false})))
+    assert.equal(C4, matmul(A, B, C4, {event = false}))
+    assert.is_true(rel_error(C4:get(), want) < 1e-4)
+    expect_error("luagpu: matmul: argument #4: option event: expected a boolean, got 1",
+                 matmul, A, B, C4, {event = 1})
+  end)
+
   it("notices keys added to matmul.params since its last plan", function()
     local m, n, k = 70, 50, 40                     -- past matmul.params' tiny
     local a, b = random_table(m * k), random_table(k * n)

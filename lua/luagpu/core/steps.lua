@@ -23,6 +23,7 @@ local setmetatable, next, ipairs = setmetatable, next, ipairs
 local max = math.max
 
 local S = {}
+local NO_EVENT
 
 ------------------------------------------------------------------ enqueueing
 
@@ -117,12 +118,23 @@ end
 -- Enqueues steps on q (nil: dev's default queue), the first after the
 -- Events in waits (a list it may append to); returns the last Event and
 -- the list of all of them (only the last where S.events_wanted says the
--- others need none).
-function S.run(steps, dev, q, waits)
+-- others need none). no_event: on an in-order queue, the caller wants no
+-- Event either (nothing is returned) unless a scratch buffer's next user
+-- must wait for it.
+function S.run(steps, dev, q, waits, no_event)
   local sc = steps.scratch
   if sc then S.wait_for_last_user(sc.entries, q, dev, waits) end
   local events, ordered = {}, S.in_order(q)
   local last = #steps
+  if no_event and ordered and not sc then
+    for i = 1, last do
+      local launch = steps[i][2]
+      local o = q and {queue = q, event = false, wait = i == 1 and waits or nil}
+                or (i == 1 and waits and waits[1]) and {wait = waits, event = false} or NO_EVENT
+      steps[i][1]:run(launch.global, launch.local_size, o)
+    end
+    return nil, nil
+  end
   if last > 1 and not S.events_wanted(q, dev) then   -- only the last step's Event
     for i = 1, last - 1 do
       local o = {queue = q, event = false}
@@ -171,7 +183,8 @@ function S.round_up(x, m) return (x + m - 1) // m * m end
 
 -- The options of a launch whose Event nobody needs (call:run's fast path),
 -- and of a buffer its producer writes whole (no zero-fill). Never written.
-S.NO_EVENT = {event = false}
+NO_EVENT = {event = false}
+S.NO_EVENT = NO_EVENT
 S.NO_INIT = {init = false}
 
 -- Whether kernel argument b binds as a did, so that a call bound with a

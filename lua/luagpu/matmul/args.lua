@@ -24,7 +24,8 @@ local MAX_SIZE = CM.MAX_SIZE
 local NAMES = {"A", "B", "C"}
 local DIMS = {{"m", "k"}, {"k", "n"}, {"m", "n"}}
 local OPTIONS = H.option_names({"variant", "params", "m", "n", "k", "wait", "queue", "precision",
-                                "trans_a", "trans_b", "alpha", "beta", "batch"}, "option ")
+                                "trans_a", "trans_b", "alpha", "beta", "batch", "event"},
+                               "option ")
 local PRECISIONS = {fp32 = true, tf32 = true, ["3xtf32"] = true}
 local PARAM_NAMES = H.option_names(CM.PARAM_NAMES)
 
@@ -80,7 +81,7 @@ local function check_opts(arg, opts)
     fail("argument #%d: option precision: expected \"fp32\", \"tf32\" or \"3xtf32\", got %s",
          arg, show(o.precision))
   end
-  for _, f in ipairs{"trans_a", "trans_b"} do
+  for _, f in ipairs{"trans_a", "trans_b", "event"} do
     if o[f] ~= nil and type(o[f]) ~= "boolean" then
       fail("argument #%d: option %s: expected a boolean, got %s", arg, f, show(o[f]))
     end

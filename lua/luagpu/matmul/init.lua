@@ -5,16 +5,19 @@
 -- A is M x K, B is K x N, C is M x N: 2-D buffers, or 1-D buffers and views
 -- with their sizes in opts {m =, n =, k =}. Without C a new M x N buffer is
 -- made. opts: {variant =, params =, m =, n =, k =, wait =, queue =,
--- precision =, trans_a =, trans_b =, alpha =, beta =, batch =}. Returns C at
--- once, the Event of the last kernel (ev:wait() returns nothing) and the
--- list of the Events of every command it enqueued, in order.
+-- precision =, trans_a =, trans_b =, alpha =, beta =, batch =, event =}.
+-- Returns C at once, the Event of the last kernel (ev:wait() returns
+-- nothing) and the list of the Events of every command it enqueued, in
+-- order; with event = false, C alone (no Event is made: the enqueue costs
+-- less).
 --
 -- The driver: it checks the arguments (args.lua), asks its backends in
 -- order (BACKENDS, below: wgmma, mma, gemv, fp32) whether they run the call
 -- on its device (probe), takes the steps of the first that does, and runs
 -- them (luagpu.core.steps). Steps that depend on nothing but the call and
 -- matmul.params are remembered per A, B, C and options, so that the same
--- call again runs them at once. Every program is built through
+-- call again runs them at once, and a call into another C of the same
+-- size, offset and device runs them rebound to it (call:with). Every program is built through
 -- luagpu.core.programs, family "matmul" (matmul.programs_built).
 --
 --   matmul.plan(dev, m, n, k [, type [, variant [, params]]])
@@ -48,7 +51,9 @@ local M = {split_edges = true}
 -- the plan they follow when they read matmul.params). fp32 runs every call.
 local BACKENDS = {wgmma, mma, X, F}
 -- Those whose steps are remembered (they read nothing that changes but
--- matmul.params, whose snapshot is kept with them).
+-- matmul.params, whose snapshot is kept with them). A product into another
+-- C of the same size takes a remembered entry's steps rebound to it
+-- (rebound, below).
 local REMEMBERED = {[X] = true, [F] = true}
 
 -- Per device (weak keys): the scratch buffers of the fp32 and BLAS kernels
@@ -70,7 +75,7 @@ local function weak() return setmetatable({}, {__mode = "k"}) end
 
 local MEMO_FIELDS = {trans_a = "boolean", trans_b = "boolean", alpha = "number",
                      beta = "number", batch = "number", m = "number", n = "number",
-                     k = "number"}
+                     k = "number", event = "boolean"}
 
 -- The memo key of opts: "" for none; its values, exactly, when it is a
 -- plain table of MEMO_FIELDS of their types (no wait, queue, variant, ...);
@@ -81,8 +86,8 @@ local function memo_key(opts)
   for f, v in next, opts do
     if MEMO_FIELDS[f] ~= type(v) then return nil end
   end
-  return format("%q %q %q %q %q %q %q %q", opts.trans_a, opts.trans_b, opts.alpha, opts.beta,
-                opts.batch, opts.m, opts.n, opts.k)
+  return format("%q %q %q %q %q %q %q %q %q", opts.trans_a, opts.trans_b, opts.alpha, opts.beta,
+                opts.batch, opts.m, opts.n, opts.k, opts.event)
 end
 
 -- The memo of A, B, C and key when it still holds: the three live, and
@@ -99,15 +104,76 @@ local function memo_of(A, B, C, key)
   end
 end
 
-local function remember(A, B, C, key, steps, dev, pl, t)
+-- Remembers steps for A, B, C and key; c: the call they were made for
+-- (its root buffers say whether C can be rebound: rebound()).
+local function remember(A, B, C, key, steps, params, c)
   local mb = memo[A]
   if not mb then mb = weak(); memo[A] = mb end
   local mc = mb[B]
   if not mc then mc = weak(); mb[B] = mc end
   local mk = mc[C]
   if not mk then mk = {}; mc[C] = mk end
-  mk[key] = {steps = steps, split = M.split_edges, params = pl and P.snapshot(dev, pl, t),
-             dev = dev, one = #steps == 1 and steps.scratch == nil and steps[1] or nil}
+  local r = {steps = steps, split = M.split_edges, params = params, dev = c.dev,
+             one = #steps == 1 and steps.scratch == nil and steps[1] or nil,
+             no_event = c.opts.event == false,
+             -- what another C must match to take these steps (rebound)
+             root = c.C, offC = c.offC, t = c.t, count = #C,
+             rebind = c.C ~= c.A and c.C ~= c.B and c.A, rootB = c.B}
+  mk[key] = r
+  return r
+end
+
+-- Runs remembered entry r; returns what matmul returns.
+local function run_remembered(r, C)
+  local one = r.one
+  if r.no_event then
+    if one then one[1]:run(one[2].global, one[2].local_size, ST.NO_EVENT)
+    else ST.run(r.steps, r.dev, nil, {}, true) end
+    return C
+  end
+  if one then                           -- one kernel, nothing to order: run it
+    local ev = one[1]:run(one[2].global, one[2].local_size)
+    return C, ev, {ev}
+  end
+  local ev, events = ST.run(r.steps, r.dev, nil, {})
+  return C, ev, events
+end
+
+-- For a C not remembered with A, B and key: the entry of another C of the
+-- same type, size, offset and device, its steps rebound to C's root
+-- (call:with), remembered for C. The checks, the backends' walk and the
+-- binding of the other arguments are skipped: a product into a new output
+-- of the pool each call (x:mm(y)) costs what a remembered one does. Nil
+-- when none fits (the full path then checks everything).
+local function rebound(A, B, C, key)
+  local mb = memo[A]
+  local mc = mb and mb[B]
+  if not mc or gpu_type(C) ~= "Buffer" or gpu_type(A) ~= "Buffer" or gpu_type(B) ~= "Buffer" then
+    return nil
+  end
+  local Cold, mk = next(mc)
+  while Cold ~= nil do
+    local r = mk[key]
+    if r and r.rebind and r.split == M.split_edges then
+      local root = C.root
+      if root == r.rebind or root == r.rootB or C.type ~= r.t or #C ~= r.count
+         or C.offset ~= r.offC or C.device ~= r.dev
+         or not (r.params == nil or P.unchanged(r.params)) or not ST.scratch_current(r.steps) then
+        return nil
+      end
+      local old, steps = r.root, {scratch = r.steps.scratch}
+      for i, s in ipairs(r.steps) do steps[i] = {s[1]:with(old, root), s[2], s[3]} end
+      local n = {}
+      for f, v in next, r do n[f] = v end
+      n.steps, n.root = steps, root
+      n.one = #steps == 1 and steps.scratch == nil and steps[1] or nil
+      local mn = mc[C]
+      if not mn then mn = {}; mc[C] = mn end
+      mn[key] = n
+      return n
+    end
+    Cold, mk = next(mc, Cold)
+  end
 end
 
 ------------------------------------------------------------------ running
@@ -152,21 +218,15 @@ end
 matmul_one = function(A, B, C, opts)
   local key = C ~= nil and type(C) ~= "table" and memo_key(opts)
   if key then
-    local r = memo_of(A, B, C, key)
-    if r then
-      local one = r.one
-      if one then                           -- one kernel, nothing to order: run it
-        local ev = one[1]:run(one[2].global, one[2].local_size)
-        return C, ev, {ev}
-      end
-      local ev, events = ST.run(r.steps, r.dev, nil, {})
-      return C, ev, events
-    end
+    local r = memo_of(A, B, C, key) or rebound(A, B, C, key)
+    if r then return run_remembered(r, C) end
   end
   local c = ARGS.check_call(A, B, C, opts)
   c.entries, c.split_edges = ST.device_entries(cache, c.dev), M.split_edges
   if c.m == 0 or c.n == 0 or c.k == 0 or c.batch == 0 or c.alpha == 0 then
-    return nothing_to_multiply(c)
+    local out, ev, events = nothing_to_multiply(c)
+    if c.opts.event == false then return out end
+    return out, ev, events
   end
   local precision = c.opts.precision
   if precision and precision ~= "fp32" and not c.batch and c.t ~= "float" then
@@ -178,7 +238,13 @@ matmul_one = function(A, B, C, opts)
   -- every machine, not only on the GPU
   if REMEMBERED[b] and T.wants(c) then mma.tiles(c) end
   local steps, pl = b.steps(c)
-  if key and REMEMBERED[b] then remember(A, B, C, key, steps, c.dev, pl, c.t) end
+  if key and REMEMBERED[b] then
+    remember(A, B, C, key, steps, pl and P.snapshot(c.dev, pl, c.t), c)
+  end
+  if c.opts.event == false then
+    ST.run(steps, c.dev, c.q, c.waits, true)
+    return c.out
+  end
   local ev, events = ST.run(steps, c.dev, c.q, c.waits)
   return c.out, ev, events
 end

@@ -109,7 +109,7 @@ local function mm(fn, x, y, batched)
   local b, tb = mm_operand(y)
   matmul = matmul or require "luagpu.matmul"
   matmul(a, b, own_buffer(out), {m = m, n = n, k = k, trans_a = ta, trans_b = tb,
-                                    batch = nb})
+                                    batch = nb, event = false})
   return out
 end
 
