@@ -11,7 +11,8 @@
 --   S.device_cache, S.device_entries, S.scratch_buffer,
 --   S.wait_for_last_user, S.set_last_user           (caches)
 --   S.floor_pow2, S.ceil_div, S.round_up            (sizes)
---   S.NO_EVENT, S.NO_INIT, S.same_arg(a, b)         (launches kept and buffers made)
+--   S.NO_EVENT, S.NO_INIT, S.same_arg(a, b), S.same_args(a, b)
+--                                                   (launches kept and buffers made)
 --
 -- A step is {call, {global =, local_size =}, after}: after nil, the step
 -- waits for the caller's waits; else a list of the steps (indexes) it
@@ -20,7 +21,7 @@
 -- steps use, whose last user the runner records.
 
 local setmetatable, next, ipairs = setmetatable, next, ipairs
-local max = math.max
+local max, mathtype = math.max, math.type
 
 local S = {}
 local NO_EVENT
@@ -192,7 +193,18 @@ S.NO_INIT = {init = false}
 -- zeros the same sign (0.0 == -0.0, yet 1 / x tells them apart); NaN is
 -- never the same. Buffers and other objects: the same one.
 function S.same_arg(a, b)
-  return a == b and math.type(a) == math.type(b) and (a ~= 0 or 1 / a == 1 / b)
+  return a == b and mathtype(a) == mathtype(b) and (a ~= 0 or 1 / a == 1 / b)
+end
+
+-- Whether lists a and b hold the same arguments (S.same_arg), each.
+function S.same_args(a, b)
+  local n = #a
+  if n ~= #b then return false end
+  for i = 1, n do
+    local x, y = a[i], b[i]
+    if x ~= y or mathtype(x) ~= mathtype(y) or (x == 0 and 1 / x ~= 1 / y) then return false end
+  end
+  return true
 end
 
 return S

@@ -106,7 +106,18 @@ local SPECS = {
   end,
 }
 
-local cache = ST.device_cache()   -- device -> op .. type -> {prog, spec, sz}
+-- The spec of op over elements of type t, made once (its strings are
+-- formatted: a call must not pay for them).
+local spec_memo = {}
+local function spec_of(op, t)
+  local m = spec_memo[op]
+  if not m then m = {}; spec_memo[op] = m end
+  local s = m[t]
+  if not s then s = SPECS[op](t); m[t] = s end
+  return s
+end
+
+local cache = ST.device_cache()   -- device -> op -> type -> {prog, spec, sz, k, cu}
 local dummies = ST.device_cache()
 
 local function sizes(dev)
@@ -134,10 +145,11 @@ end
 local function program(fn, dev, op, t)
   local e = cache[dev]
   if not e then e = {}; cache[dev] = e end
-  local key = op .. t
-  local p = e[key]
+  local eo = e[op]
+  if not eo then eo = {}; e[op] = eo end
+  local p = eo[t]
   if p then return p end
-  local spec = SPECS[op](t)
+  local spec = spec_of(op, t)
   local sz = sizes(dev)
   local ok, prog = pcall(P.get, dev, recipe(spec, t, sz))
   if not ok then fail(fn, "the %s kernels do not compile for %s: %s", op, t, tostring(prog)) end
@@ -148,8 +160,12 @@ local function program(fn, dev, op, t)
     fail(fn, "the %s kernels allow work-groups of %d on %s, they need %d", op, wg, dev.name,
          max(sz.LS, sz.CX * sz.CY))
   end
-  p = {prog = prog, spec = spec, sz = sz}
-  e[key] = p
+  -- (the kernels and the device's compute units read once: each is a
+  -- lookup through the C side)
+  p = {prog = prog, spec = spec, sz = sz, cu = dev.compute_units,
+       k = {rows = prog.rows, rows2 = prog.rows2, cols = prog.cols, cols2 = prog.cols2,
+            cols4 = not spec.ARG and prog.cols4 or nil}}
+  eo[t] = p
   return p
 end
 
@@ -161,7 +177,7 @@ local function dummy(dev, t)
   return d[t]
 end
 
-local NO_EVENT, same_arg = ST.NO_EVENT, ST.same_arg
+local NO_EVENT, same_args = ST.NO_EVENT, ST.same_args
 
 -- Per kernel, per output buffer (weak keys): the call bound last and its
 -- arguments. Binding checks and converts every argument, which costs more
@@ -169,13 +185,6 @@ local NO_EVENT, same_arg = ST.NO_EVENT, ST.same_arg
 -- pool block or a dummy (it must not keep a script's buffer alive).
 local kept = setmetatable({}, {__mode = "k"})
 
-local function same_args(a, b)
-  if #a ~= #b then return false end
-  for i = 1, #a do
-    if not same_arg(a[i], b[i]) then return false end
-  end
-  return true
-end
 
 -- Runs kernel k over args (the output buffer args[out]), keeping the bound
 -- call when keep says its buffers may be held.
@@ -194,15 +203,15 @@ end
 local reduce_helper
 
 -- Reduces contiguous x ([outer, L, inner]) into res (outer * inner
--- elements of the op's out type).
+-- elements of the op's out type, a tensor just made: not checked again).
 local function reduce_into(fn, op, x, outer, L, inner, res)
-  check_bounds(fn, x); check_bounds(fn, res)
+  check_bounds(fn, x)
   local keep = x._st.pool ~= nil and res._st.pool ~= nil
   local dev, t = x._dev, x._type
   local p = program(fn, dev, op, t)
   local spec, sz = p.spec, p.sz
   local acc, outbuf = spec.acc, res._st.buf
-  local target = dev.compute_units * sz.waves
+  local target = p.cu * sz.waves
   local dpart, didx, dres = dummy(dev, acc), dummy(dev, "long"), dummy(dev, spec.out)
   if inner == 1 then
     local nsplit = 1
@@ -213,22 +222,22 @@ local function reduce_into(fn, op, x, outer, L, inner, res)
     if nsplit > 1 then chunk = round_up(chunk, 4) end
     local vec = (L % 4 == 0 and x._off % 4 == 0) and 1 or 0
     if nsplit == 1 then
-      run(p.prog.rows, {x._st.buf, x._off, L, chunk, 1, 1, L, dpart, didx, outbuf, vec},
+      run(p.k.rows, {x._st.buf, x._off, L, chunk, 1, 1, L, dpart, didx, outbuf, vec},
           {outer * sz.LS}, {sz.LS}, 10, keep)
       return
     end
     local part = empty(fn, dev, acc, {outer * nsplit})
     local pidx = empty(fn, dev, "long", {outer * nsplit})
-    run(p.prog.rows, {x._st.buf, x._off, L, chunk, nsplit, 0, L, part._st.buf,
+    run(p.k.rows, {x._st.buf, x._off, L, chunk, nsplit, 0, L, part._st.buf,
                       pidx._st.buf, dres, vec}, {outer * nsplit * sz.LS}, {sz.LS}, 8, keep)
-    run(p.prog.rows2, {part._st.buf, pidx._st.buf, 0, nsplit, nsplit, 1, 1, L, dpart, didx,
+    run(p.k.rows2, {part._st.buf, pidx._st.buf, 0, nsplit, nsplit, 1, 1, L, dpart, didx,
                        outbuf}, {outer * sz.LS}, {sz.LS}, 11, keep)
     return
   end
   if R.cols4_waves and not spec.ARG and inner % 4 == 0 and x._off % 4 == 0 then
     -- 4 columns per work-item: a group reads CX * 4 columns of its part
     local gx = ceil_div(inner // 4, sz.CX)
-    local groups = dev.compute_units * R.cols4_waves
+    local groups = p.cu * R.cols4_waves
     local nsplit = 1
     if gx * outer < groups then
       nsplit = max(1, min(ceil_div(groups, gx * outer), ceil_div(L, sz.CY * 16)))
@@ -236,15 +245,15 @@ local function reduce_into(fn, op, x, outer, L, inner, res)
     local chunk = ceil_div(L, nsplit)
     local global = {gx * sz.CX, outer * nsplit * sz.CY}
     if nsplit == 1 then
-      run(p.prog.cols4, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, outbuf},
+      run(p.k.cols4, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, outbuf},
           global, {sz.CX, sz.CY}, 10, keep)
       return
     end
     local part = empty(fn, dev, acc, {outer * nsplit * inner})
-    run(p.prog.cols4, {x._st.buf, x._off, L, inner, chunk, nsplit, 0, L, part._st.buf, dres},
+    run(p.k.cols4, {x._st.buf, x._off, L, inner, chunk, nsplit, 0, L, part._st.buf, dres},
         global, {sz.CX, sz.CY}, 9, keep)
     local gx1 = ceil_div(inner, sz.CX)
-    run(p.prog.cols2, {part._st.buf, didx, 0, nsplit, inner, nsplit, 1, 1, L, dpart,
+    run(p.k.cols2, {part._st.buf, didx, 0, nsplit, inner, nsplit, 1, 1, L, dpart,
                        didx, outbuf}, {gx1 * sz.CX, outer * sz.CY}, {sz.CX, sz.CY}, 12, keep)
     return
   end
@@ -259,15 +268,15 @@ local function reduce_into(fn, op, x, outer, L, inner, res)
   local chunk = ceil_div(L, nsplit)
   local global = {gx * sz.CX, outer * nsplit * sz.CY}
   if nsplit == 1 then
-    run(p.prog.cols, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, didx, outbuf},
+    run(p.k.cols, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, didx, outbuf},
         global, {sz.CX, sz.CY}, 11, keep)
     return
   end
   local part = empty(fn, dev, acc, {outer * nsplit * inner})
   local pidx = empty(fn, dev, "long", {outer * nsplit * inner})
-  run(p.prog.cols, {x._st.buf, x._off, L, inner, chunk, nsplit, 0, L, part._st.buf,
+  run(p.k.cols, {x._st.buf, x._off, L, inner, chunk, nsplit, 0, L, part._st.buf,
                     pidx._st.buf, dres}, global, {sz.CX, sz.CY}, 9, keep)
-  run(p.prog.cols2, {part._st.buf, pidx._st.buf, 0, nsplit, inner, nsplit, 1, 1, L, dpart,
+  run(p.k.cols2, {part._st.buf, pidx._st.buf, 0, nsplit, inner, nsplit, 1, 1, L, dpart,
                      didx, outbuf}, {gx * sz.CX, outer * sz.CY}, {sz.CX, sz.CY}, 12, keep)
 end
 
@@ -278,7 +287,7 @@ end
 -- The whole-tensor reduction of x: a Lua value.
 local function reduce_all(fn, op, x)
   local n = x._n
-  local spec = SPECS[op](x._type)
+  local spec = spec_of(op, x._type)
   if n == 0 then
     if spec.empty then empty_error(fn, op, "an empty tensor") end
     if op == "mean" then return 0 / 0 end
@@ -308,7 +317,7 @@ local function reduce_dim(fn, op, x, d, keepdim)
   local outer, L, inner = 1, shape[d], 1
   for i = 1, d - 1 do outer = outer * shape[i] end
   for i = d + 1, #shape do inner = inner * shape[i] end
-  local spec = SPECS[op](x._type)
+  local spec = spec_of(op, x._type)
   local rshape = {}
   for i = 1, #shape do
     if i ~= d then rshape[#rshape + 1] = shape[i]
