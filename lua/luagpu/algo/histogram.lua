@@ -25,8 +25,10 @@ local cache = ST.device_cache()
 local function entry_for(fn, dev, t, ranged, ft)
   local cls, sig = B.device_class(fn, dev)
   local entries = ST.device_entries(cache, dev, sig)
-  local key = "hist " .. t .. (ranged and " range " .. ft or " keys")
-  local e = entries[key]
+  local by_type = entries[t]
+  if not by_type then by_type = {}; entries[t] = by_type end
+  local key = ranged and ft or "keys"
+  local e = by_type[key]
   if e then return e end
   B.check_fp64(fn, dev, t)
   local prog = B.build(fn, dev, {{"T", t}, {"FT", ft}, {"RANGE", ranged and 1 or 0},
@@ -36,7 +38,7 @@ local function entry_for(fn, dev, t, ranged, ft)
   e = {hist_local = prog.hist_local, hist_global = prog.hist_global, L = L,
        groups = max(1, dev.compute_units * cls.hist_groups_per_cu),
        local_bins = min(MAX_LOCAL_BINS, dev.local_mem_size // 8)}
-  entries[key] = e
+  by_type[key] = e
   return e
 end
 
@@ -46,8 +48,10 @@ local function check_range(fn, r)
     fail(fn, "argument #2: option range: expected a table {lo, hi}, got %s", typename(r))
   end
   local lo, hi = r[1], r[2]
-  for i, v in ipairs {lo, hi} do
+  for i = 1, 2 do
+    local v = i == 1 and lo or hi
     if type(v) ~= "number" or v ~= v or v == 1 / 0 or v == -1 / 0 then
+      if v == nil and (i == 1 or lo ~= nil) then break end
       fail(fn, "argument #2: option range: expected finite numbers {lo, hi}, got %s at %d",
            show(v), i)
     end
@@ -91,7 +95,7 @@ end
 -- the power of two p (and 1 / p) that keeps hi * p - lo * p finite in ft,
 -- and lo * p and hi * p rounded (the bins: those of the range as given).
 -- Returns nil when no finite ft lies in the range.
-local function range_args(fn, dev, ft, lo, hi)
+local function compute_range_args(fn, dev, ft, lo, hi)
   local big = BIG[ft]
   if lo > big or hi < -big then return nil end
   local clo, chi = nearest(ft, max(lo, -big)), nearest(ft, min(hi, big))
@@ -113,6 +117,19 @@ local function range_args(fn, dev, ft, lo, hi)
          "ends round to %s)", show(lo), show(hi), ft, show(clo))
   end
   return {clo, chi, p, 1 / p, plo, phi}
+end
+
+-- The same, the last result per arithmetic kept (a script counts over one
+-- range again and again; the rounding loop costs more than the launch).
+local last_range = ST.device_cache()
+local function range_args(fn, dev, ft, lo, hi)
+  local d = last_range[dev]
+  if not d then d = {}; last_range[dev] = d end
+  local m = d[ft]
+  if m and m.lo == lo and m.hi == hi then return m.args end
+  local args = compute_range_args(fn, dev, ft, lo, hi)
+  d[ft] = {lo = lo, hi = hi, args = args}
+  return args
 end
 
 local OPTIONS = H.option_names{"bins", "range", "out", "accumulate", "wait", "queue"}
