@@ -241,11 +241,11 @@ describe("tensors sharing memory, against NumPy", function()
               a.save, gpu.array("float", 1), path, {1, 1, 1, 1, 1, 1, 1, 1, 1})
     os.remove(path)
     os.remove(tmp)
-    -- indexing is not there yet: it raises, methods and fields still work
+    -- numbers index (spec/tensor_index_spec.lua); methods and fields still work
     local x = dev:tensor("float", {2, 2})
-    has_error("luagpu: tensor: x[1]: indexing a tensor is not supported yet (use x:select(dim, i), " ..
-              "x:slice(dim, first, last), x:item() or x:get())", function() return x[1] end)
-    has_error("x[-1]: indexing a tensor is not supported yet", function() return x[-1] end)
+    assert.same({2}, x[1].shape)
+    has_error("luagpu: tensor[i]: position 3 is out of range (1 to 2, or -2 to -1)",
+              function() return x[3] end)
     has_error("luagpu: tensor: no field or method 'lenght'", function() return x.lenght end)
     assert.same({2, 2}, x.shape)
     assert.equal(0, x:sum())

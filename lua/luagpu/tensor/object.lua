@@ -56,7 +56,13 @@ local MAX_DIMS = 8
 local MAX_ELEMENTS = 1 << 53
 O.MAX_DIMS, O.MAX_ELEMENTS = MAX_DIMS, MAX_ELEMENTS
 
--- Methods, then fields; any other key raises (x[i] is not indexing yet).
+-- x[i] and x[i] = v (luagpu.tensor.views sets them: O.index(x, i),
+-- O.set_index(x, i, v)).
+O.index, O.set_index = nil, nil
+
+-- Methods, then fields, then a number: x[i]; any other key raises. (A
+-- number is never a method's or a field's name: indexing costs method
+-- and field lookups nothing.)
 MT.__index = function(t, k)
   local m = methods[k]
   if m ~= nil then return m end
@@ -65,14 +71,12 @@ MT.__index = function(t, k)
   -- an internal field a script removed with rawset: nil here, and the
   -- launch check (O.check_bounds) names it
   if type(k) == "string" and k:byte(1) == 95 then return nil end
-  if type(k) == "number" then
-    fail("tensor", "x[%s]: indexing a tensor is not supported yet (use x:select(dim, i), " ..
-         "x:slice(dim, first, last), x:item() or x:get())", show(k))
-  end
+  if type(k) == "number" then return O.index(t, k) end
   fail("tensor", "no field or method %s", type(k) == "string" and "'" .. k .. "'" or show(k))
 end
 
-MT.__newindex = function(_, k)
+MT.__newindex = function(t, k, v)
+  if type(k) == "number" then return O.set_index(t, k, v) end
   fail("tensor", "field '%s' is read-only", tostring(k))
 end
 

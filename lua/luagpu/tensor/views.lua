@@ -1,5 +1,6 @@
 -- luagpu.tensor.views: views without copies (internal to luagpu.tensor,
--- which makes these its methods): V.slice (with step), V.select,
+-- which makes these its methods): V.slice (with step), V.select, x[i]
+-- and x[i] = v (O.index, O.set_index),
 -- V.permute, V.transpose, V.t, V.reshape (a view when the strides allow,
 -- else a contiguous copy), V.expand, V.contiguous. A view shares its
 -- storage and has its own shape, strides and offset; views of lazy tensors
@@ -72,6 +73,35 @@ function V.select(x, dim, i)
   table.remove(shape, d)
   table.remove(strides, d)
   return reshaped(x, shape, strides, off)
+end
+
+-- x[i]: the select of dim 1 at i (negative: from the end); for a 1-D x
+-- the element itself (a number), as NumPy and PyTorch users expect.
+local function index_view(fn, x, i)
+  check(fn, 0, x)
+  if #x._shape == 0 then
+    fail(fn, "a 0-d tensor has no dim to index (x:item() gives its value)")
+  end
+  local p = integer(i)
+  if not p then fail(fn, "expected an integer position, got %s", show(i)) end
+  local size = x._shape[1]
+  if p < 0 then p = p + size + 1 end
+  if p < 1 or p > size then
+    fail(fn, "position %s is out of range (1 to %d, or -%d to -1)", show(i), size, size)
+  end
+  return V.select(x, 1, p)
+end
+
+function O.index(x, i)
+  local v = index_view("tensor[i]", x, i)
+  if #v._shape == 0 then return v:item() end
+  return v
+end
+
+-- x[i] = v: v (a number, or a tensor broadcast to x[i]'s shape) written
+-- into x's elements at i (tensor:set's rules).
+function O.set_index(x, i, v)
+  index_view("tensor[i] =", x, i):set(v)
 end
 
 function V.permute(x, order)
