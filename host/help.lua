@@ -125,6 +125,7 @@ class("Kernel", {"name", "nargs", "program", "args", "work_group_size",
 
 class("Call", {}, {
   run = "call:run(global [, local] [, opts]): enqueues the kernel; returns an Event",
+  with = "call:with(old, new): a copy of the call with Buffer new bound where old was",
 })
 
 class("LocalMem", {}, {})
