@@ -101,6 +101,72 @@ for _, s in ipairs{{37, 23, 29}, {1, 5, 3}, {130, 64, 70}, {3, 3, 3}} do
   end
 end
 
+-- operands that live on one of the devices, no shares: that device alone
+-- (a split would move them to the other through the driver)
+do
+  local function queues_used(f)
+    gpu.trace(true)
+    local ok, err = pcall(f)
+    local rec = gpu.trace(false)
+    assert(ok, err)
+    local q = {}
+    for _, c in ipairs(rec) do q[c.queue] = true end
+    local n = 0
+    for _ in pairs(q) do n = n + 1 end
+    return n
+  end
+  local A = d1:buffer("float", {40, 30}, {host = ints(40, 30)})
+  local B = d1:buffer("float", {30, 20}, {host = ints(30, 20)})
+  local want = matmul(A, B):get()
+  local C
+  check(queues_used(function()
+    local ev
+    C, ev = matmul(A, B, {devices = devs})
+    ev:wait()
+  end) == 1, "a product whose operands live on device 1 runs there alone")
+  check(C.device == d1, "C on device 1")
+  local got = C:get()
+  for i = 1, 40 * 20 do check(got[i] == want[i], "one-device product [%d]", i) end
+  check(queues_used(function()
+    local _ = matmul(A, B, {devices = devs, shares = {1, 1}})
+    d1:finish(); d2:finish()
+  end) == 2, "shares force the split")
+  local b = d1:buffer("int", 1000, {host = gpu.array("int", 1000):fill(3)})
+  local s
+  check(queues_used(function() s = reduce.sum(b, {devices = devs}) end) == 1,
+        "a sum of a buffer on device 1 runs there alone")
+  check(s == 3000, "its value")
+  check(queues_used(function() s = reduce.sum(b, {devices = {d2, d1}, shares = {1, 1}}) end) == 2,
+        "shares force the split of a sum")
+  check(s == 3000, "its value, split")
+end
+
+-- x:to(dev): a copy on another device, of any layout; itself on its own
+do
+  for _, t in ipairs {"float", "int", "uchar"} do
+    local x = d1:rand("float", {5, 7}, 3) * 100
+    if t ~= "float" then x = x:astype(t) end
+    x = x:eval()
+    local hx = x:totable()
+    for _, v in ipairs {x, x:t(), x:slice(2, 2, 7, 2), x * 2 + 1} do
+      local y = v:to(d2)
+      check(y.device == d2 and y.type == v.type, "x:to: on device 2, type %s", t)
+      check(#y.shape == #v.shape and y.shape[1] == v.shape[1], "x:to: the shape")
+      local a, b = v:totable(), y:totable()
+      for i = 1, #a do for j = 1, #a[i] do check(a[i][j] == b[i][j], "x:to [%d][%d]", i, j) end end
+      local back = y:to(d1)
+      check(back.device == d1 and back[1][1] == a[1][1], "x:to and back")
+    end
+    check(x:to(d1) == x, "x:to its own device: x itself")
+    check(hx[5][7] == x:to(d2)[5][7], "x:to: the last element")
+  end
+  local e = d1:tensor("int", {0, 3}):to(d2)
+  check(#e == 0 and e.device == d2, "an empty tensor")
+  raises("tensor:to: argument #1: expected a luagpu.Device, got number", function()
+    return d1:tensor("int", {2}):to(3)
+  end)
+end
+
 -- host arrays: sizes and types
 local hA = gpu.array("float", {shape = {4, 3}})
 raises("argument #2: B has 4 rows, A 3 columns", matmul, hA, hA, {devices = devs})

@@ -10,6 +10,9 @@
 --       from the host and sends its rows of C back
 --   reduce.sum({b1, b2}), reduce.sum(b, {devices = {d1, d2}})   (min, max too)
 --
+-- Operands that all live on one of the devices (and no shares given) are
+-- not split: the call runs on that device alone (sole_device says why).
+--
 -- Where a buffer is written from several devices, OpenCL leaves the result
 -- undefined: each device writes its own scratch buffers, and C is written
 -- by its own device alone (its block in place, the others' copied in after
@@ -93,6 +96,22 @@ local function split_rows(fn, arg, n, devices, shares)
     given = given + count
   end
   return parts
+end
+
+-- The device that buffers bufs all live on, when it is one of devices and
+-- no shares were given; else nil. A split of data that lives on one
+-- device must move it to the others, which costs more than their work
+-- saves (NVIDIA's OpenCL moves buffers through the host: docs/SCALING.md),
+-- so such a call runs on that device alone; shares force the split.
+local function sole_device(devices, shares, bufs)
+  if shares ~= nil then return nil end
+  local d = bufs[1].device
+  for i = 2, #bufs do
+    if bufs[i].device ~= d then return nil end
+  end
+  for _, x in ipairs(devices) do
+    if x == d then return d end
+  end
 end
 
 ------------------------------------------------------------------ matmul
@@ -213,6 +232,10 @@ function S.matmul_devices(matmul, A, B, C, opts, optarg)
     end
   end
   local m, k, n, t = a.shape[1], a.shape[2], b.shape[2], a.type
+  local cbuf = C and H.to_buffer(C)
+  if sole_device(devices, opts.shares, {a, b, H.class_of(cbuf) == "Buffer" and cbuf or a}) then
+    return matmul(A, B, C, {variant = opts.variant, params = opts.params, wait = opts.wait})
+  end
   local home = C and H.to_buffer(C).device or a.device
   if C == nil then C = home:buffer(t, {m, n}) end
   local c = H.to_buffer(C)
@@ -301,6 +324,9 @@ end
 function S.reduce_devices(fn, kind, reduce_one, b, opts)
   local devices = check_devices(fn, 2, opts.devices)
   local buf = H.to_buffer(b)
+  if H.class_of(buf) == "Buffer" and sole_device(devices, opts.shares, {buf}) then
+    return reduce_one(buf, {acc = opts.acc})
+  end
   local evs, before = {}, after_queues({buf.device})
   for i, part in ipairs(split_rows(fn, 2, #buf, devices, opts.shares)) do
     if part[2] > 0 then

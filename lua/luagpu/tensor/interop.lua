@@ -3,7 +3,7 @@
 --
 --   I.metamethods.__tobuffer   a tensor as a Buffer (kernel arguments,
 --                              reduce, matmul, algo)
---   I.methods                  x:mm and x:bmm (luagpu.matmul), x:save (.npy),
+--   I.methods                  x:mm and x:bmm (luagpu.matmul), x:to(dev), x:save (.npy),
 --                              x:cumsum, x:sort, x:argsort (luagpu.algo, when
 --                              it is there)
 --   I.load(path, dev [, t])    gpu.load's tensor form
@@ -117,6 +117,41 @@ function methods.mm(x, y) return mm("tensor:mm", x, y, false) end
 
 -- x:bmm(y): as torch.bmm, both 3-D (a batch of 1 is shared).
 function methods.bmm(x, y) return mm("tensor:bmm", x, y, true) end
+
+---------------------------------------------------------------- devices
+
+-- x:to(dev): a copy of x on device dev (x itself when it is on dev, as
+-- torch's x.to does). Devices of one platform share a context: one copy
+-- through the driver, after what x's device had enqueued (NVIDIA's OpenCL
+-- goes through the host; docs/SCALING.md has the figures); another
+-- platform's device gets x through a host array.
+function methods.to(x, dev)
+  local fn = "tensor:to"
+  check(fn, 0, x)
+  local cls, released = H.class_of(dev)
+  if cls ~= "Device" or released then
+    fail(fn, "argument #1: expected a luagpu.Device, got %s",
+         released and "a released device" or typename(dev))
+  end
+  local from = x._dev
+  if dev == from then return x end
+  O.check_device_type(fn, dev, x._type)
+  local src = x
+  if src._expr or not is_contiguous(src) then src = clone(src) end
+  O.check_bounds(fn, src)
+  local shape = {}
+  for i, d in ipairs(x._shape) do shape[i] = d end
+  local out = O.empty(fn, dev, x._type, shape)
+  if out._n == 0 then return out end
+  if dev.platform == from.platform then
+    local q, ready = dev:default_queue(), from:default_queue():marker()
+    from:default_queue():flush()
+    elements_of(src):copy_to(elements_of(out), {queue = q, wait = {ready}})
+  else
+    elements_of(out):write(src:get())
+  end
+  return out
+end
 
 ---------------------------------------------------------------- .npy
 
