@@ -25,6 +25,8 @@ local FIELDS = {
   matmul = {"luagpu.matmul"},
   tensor = {"luagpu.tensor"},
   where = {"luagpu.tensor", "where"},
+  cat = {"luagpu.tensor", "cat"},
+  stack = {"luagpu.tensor", "stack"},
 }
 
 -- Declares everything above on the module table gpu (luaopen_luagpu's).

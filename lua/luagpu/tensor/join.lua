@@ -1,0 +1,208 @@
+-- luagpu.tensor.join: joining and splitting tensors, and the reshapes that
+-- add or drop dims of size 1 (internal to luagpu.tensor, which makes these
+-- its methods, gpu.cat and gpu.stack).
+--
+--   J.methods   x:squeeze([dim]), x:unsqueeze(dim), x:flatten(),
+--               x:split(size_or_sizes [, dim]), x:chunk(n [, dim])
+--   J.cat(list [, dim]), J.stack(list [, dim])
+--
+-- squeeze, unsqueeze and the parts of split and chunk are views; flatten is
+-- a view when the strides allow (x:reshape's rule); cat and stack write a
+-- new tensor, one kernel per input (its slice of the result set from it).
+
+local H = require "luagpu.core.check"
+local TY = require "luagpu.core.types"
+local O = require "luagpu.tensor.object"
+local X = require "luagpu.tensor.expr"
+
+local type, ipairs, rawget, rawlen, getmetatable = type, ipairs, rawget, rawlen, getmetatable
+local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
+local check, check_dim, view, show_shape = X.check, O.check_dim, O.view, O.show_shape
+local MAX_DIMS = O.MAX_DIMS
+
+local J = {methods = {}}
+local methods = J.methods
+
+------------------------------------------------------------------ dims of size 1
+
+-- x:squeeze([dim]): without dim, x without its dims of size 1; with dim,
+-- without that dim when its size is 1, else x's shape (as PyTorch). A view.
+function methods.squeeze(x, dim)
+  local fn = "tensor:squeeze"
+  check(fn, 0, x)
+  local shape, strides = {}, {}
+  local d = dim ~= nil and check_dim(fn, "argument #1", x, dim)
+  for i, n in ipairs(x._shape) do
+    if not (n == 1 and (not d or d == i)) then
+      shape[#shape + 1], strides[#strides + 1] = n, x._strides[i]
+    end
+  end
+  return view(x._st, x._type, shape, strides, x._off)
+end
+
+-- x:unsqueeze(dim): x with a dim of size 1 inserted at position dim (1 to
+-- ndim + 1; -1 appends). A view.
+function methods.unsqueeze(x, dim)
+  local fn = "tensor:unsqueeze"
+  check(fn, 0, x)
+  local nd = #x._shape
+  if nd >= MAX_DIMS then
+    fail(fn, "the tensor has %d dims already (at most %d)", nd, MAX_DIMS)
+  end
+  local d = check_dim(fn, "argument #1", x, dim, 1)
+  local shape, strides = {}, {}
+  for i = 1, nd + 1 do
+    if i == d then
+      -- (any stride walks a dim of one element: that of the dim it precedes)
+      shape[i], strides[i] = 1, i <= nd and x._strides[i] * x._shape[i] or 1
+    else
+      local j = i < d and i or i - 1
+      shape[i], strides[i] = x._shape[j], x._strides[j]
+    end
+  end
+  if d <= nd and x._shape[d] == 0 then strides[d] = 1 end
+  return view(x._st, x._type, shape, strides, x._off)
+end
+
+-- x:flatten(): x as one dim (x:reshape{-1}: a view when the strides allow).
+function methods.flatten(x)
+  check("tensor:flatten", 0, x)
+  return x:reshape{-1}
+end
+
+------------------------------------------------------------------ splitting
+
+-- The parts of x along dim d of the given sizes, as slice views.
+local function parts(x, d, sizes)
+  local list, first = {}, 1
+  for i, n in ipairs(sizes) do
+    list[i] = x:slice(d, first, first + n - 1)
+    first = first + n
+  end
+  return list
+end
+
+-- x:split(size [, dim]): parts of size elements along dim (default 1), the
+-- last smaller when they do not divide it; x:split({n1, n2, ...} [, dim]):
+-- parts of those sizes, which must add up to the dim's. A list of views.
+function methods.split(x, size, dim)
+  local fn = "tensor:split"
+  check(fn, 0, x)
+  local d = check_dim(fn, "argument #2", x, dim == nil and 1 or dim)
+  local len = x._shape[d]
+  local sizes = {}
+  if type(size) == "table" and getmetatable(size) == nil then
+    local total = 0
+    for i = 1, rawlen(size) do
+      local n = integer(rawget(size, i))
+      if not n or n < 0 then
+        fail(fn, "argument #1: size %d: expected an integer >= 0, got %s", i,
+             show(rawget(size, i)))
+      end
+      sizes[i], total = n, total + n
+    end
+    if total ~= len then
+      fail(fn, "argument #1: the sizes add up to %d, dim %d has %d", total, d, len)
+    end
+  else
+    local n = integer(size)
+    if not n or n < 1 then
+      fail(fn, "argument #1: expected a part size >= 1 or a table of sizes, got %s", show(size))
+    end
+    for first = 1, len, n do sizes[#sizes + 1] = math.min(n, len - first + 1) end
+    if len == 0 then sizes[1] = 0 end
+  end
+  return parts(x, d, sizes)
+end
+
+-- x:chunk(n [, dim]): x in n parts along dim (default 1) of ceil(len / n)
+-- elements, the last smaller; fewer parts when there are not enough
+-- elements (as PyTorch). A list of views.
+function methods.chunk(x, n, dim)
+  local fn = "tensor:chunk"
+  check(fn, 0, x)
+  local c = integer(n)
+  if not c or c < 1 then fail(fn, "argument #1: expected a number of parts >= 1, got %s", show(n)) end
+  local d = check_dim(fn, "argument #2", x, dim == nil and 1 or dim)
+  local len = x._shape[d]
+  return methods.split(x, math.max(1, (len + c - 1) // c), d)
+end
+
+------------------------------------------------------------------ joining
+
+-- Checks list (argument #1 of fn): a non-empty plain list of tensors on
+-- one device; returns them (realized) and their common type.
+local function check_list(fn, list)
+  if type(list) ~= "table" or getmetatable(list) ~= nil then
+    fail(fn, "argument #1: expected a list of tensors, got %s", typename(list))
+  end
+  local n = rawlen(list)
+  if n == 0 then fail(fn, "argument #1: expected a list of tensors, got an empty one") end
+  local xs, t = {}, nil
+  for i = 1, n do
+    local x = rawget(list, i)
+    if not O.is_tensor(x) then
+      fail(fn, "argument #1: item %d: expected a tensor, got %s", i, typename(x))
+    end
+    check(fn, 1, x)
+    if i > 1 then O.check_same_device(fn, 1, x, xs[1]._dev) end
+    t = t and TY.promote(t, x._type) or x._type
+    xs[i] = x
+  end
+  return xs, t
+end
+
+-- gpu.cat(list [, dim]): the tensors of list joined along dim (default 1;
+-- negative from the end): equal shapes but for that dim, their types
+-- promoted. A new tensor; each input is one kernel writing its slice.
+function J.cat(list, dim)
+  local fn = "gpu.cat"
+  local xs, t = check_list(fn, list)
+  local first = xs[1]
+  local d = check_dim(fn, "argument #2", first, dim == nil and 1 or dim)
+  local shape, total = {}, 0
+  for i, x in ipairs(xs) do
+    if #x._shape ~= #first._shape then
+      fail(fn, "argument #1: item %d has %d dims, item 1 %d", i, #x._shape, #first._shape)
+    end
+    for k, n in ipairs(x._shape) do
+      if k ~= d and n ~= first._shape[k] then
+        fail(fn, "argument #1: item %d has shape %s, item 1 %s (they may differ in dim %d only)",
+             i, show_shape(x._shape), show_shape(first._shape), d)
+      end
+    end
+    total = total + x._shape[d]
+  end
+  for k, n in ipairs(first._shape) do shape[k] = k == d and total or n end
+  local out = O.empty(fn, first._dev, t, shape)
+  local at = 1
+  for _, x in ipairs(xs) do
+    local n = x._shape[d]
+    if n > 0 and out._n > 0 then out:slice(d, at, at + n - 1):set(x) end
+    at = at + n
+  end
+  return out
+end
+
+-- gpu.stack(list [, dim]): tensors of one shape joined along a new dim at
+-- position dim (default 1; 1 to ndim + 1, negative from the end).
+function J.stack(list, dim)
+  local fn = "gpu.stack"
+  local xs = check_list(fn, list)
+  local first = xs[1]
+  for i, x in ipairs(xs) do
+    local a, b = x._shape, first._shape
+    local same = #a == #b
+    for k = 1, #a do same = same and a[k] == b[k] end
+    if not same then
+      fail(fn, "argument #1: item %d has shape %s, item 1 %s (stack needs one shape)", i,
+           show_shape(a), show_shape(b))
+    end
+  end
+  local d = check_dim(fn, "argument #2", first, dim == nil and 1 or dim, 1)
+  local lifted = {}
+  for i, x in ipairs(xs) do lifted[i] = x:unsqueeze(d) end
+  return J.cat(lifted, d)
+end
+
+return J

@@ -1,0 +1,161 @@
+-- gpu.cat, gpu.stack, x:split, x:chunk, x:squeeze, x:unsqueeze, x:flatten
+-- against NumPy on random tensors of random shapes and types (views among
+-- the inputs), and their error messages.
+local gpu = require "luagpu"
+local support = require "support"
+local S = require "tensor_support"
+local T = require "luagpu.core.types"
+
+local has_error = support.has_error
+
+describe("joining and splitting tensors", function()
+  local dev = gpu.device()
+  math.randomseed(32)
+
+  local function np_of(x)
+    return {type = x.type, shape = x.shape, data = x:get():totable()}
+  end
+
+  -- a random tensor of type t and shape, sometimes a transposed view
+  local function random_tensor(t, shape)
+    if #shape == 2 and math.random() < 0.5 then
+      local x = dev:tensor(t, {shape[2], shape[1]}, S.random_values(t, shape[1] * shape[2]))
+      return x:t()
+    end
+    return dev:tensor(t, shape, S.random_values(t, S.numel(shape)))
+  end
+
+  local function same(ref, x)
+    S.check(assert, x, ref)
+  end
+
+  it("cat and stack along every dim, promoting types, as NumPy", function()
+    if not S.need_numpy(assert, pending) then return end
+    for round = 1, 8 do
+      local nd = math.random(1, 3)
+      local base = S.random_shape(nd, 1, 5)
+      local d = math.random(1, nd)
+      local count = math.random(1, 4)
+      local xs, vars, names = {}, {}, {}
+      for i = 1, count do
+        local shape = {}
+        for k = 1, nd do shape[k] = base[k] end
+        shape[d] = math.random(0, 4)
+        local t = S.TYPES[math.random(#S.TYPES)]
+        xs[i] = random_tensor(t, shape)
+        vars["x" .. i], names[i] = np_of(xs[i]), "x" .. i
+      end
+      local neg = round % 2 == 0 and d - nd - 1 or d
+      local got = gpu.cat(xs, neg)
+      local want_type = xs[1].type
+      for i = 2, count do want_type = T.promote(want_type, xs[i].type) end
+      assert.equal(want_type, got.type)              -- luagpu's promotion table
+      local cast = {}
+      for i, name in ipairs(names) do cast[i] = ("%s.astype(DT[%q])"):format(name, got.type) end
+      same(S.numpy(("out = np.concatenate([%s], axis=%d)"):format(table.concat(cast, ","), d - 1),
+                   vars), got)
+      -- stack: all of the first's shape
+      local ys, yvars = {}, {}
+      for i = 1, count do
+        ys[i] = random_tensor(xs[1].type, base)
+        yvars["x" .. i] = np_of(ys[i])
+      end
+      local sd = math.random(1, nd + 1)
+      same(S.numpy(("out = np.stack([%s], axis=%d)"):format(table.concat(names, ","), sd - 1),
+                   yvars), gpu.stack(ys, sd))
+    end
+  end)
+
+  it("splits and chunks into views that write their base", function()
+    if not S.need_numpy(assert, pending) then return end
+    for _ = 1, 10 do
+      local shape = S.random_shape(2, 0, 7)
+      local x = random_tensor("int", shape)
+      local d = math.random(1, 2)
+      local size = math.random(1, 4)
+      local vars = {x = np_of(x)}
+      local len = shape[d]
+      local cuts = {}
+      for c = size, len - 1, size do cuts[#cuts + 1] = c end
+      local ref = S.numpy(("out = np.split(x, [%s], axis=%d)")
+                          :format(table.concat(cuts, ","), d - 1), vars)
+      local parts = x:split(size, d)
+      assert.equal(math.max(1, #ref), #parts)
+      for i, r in ipairs(ref) do same(r, parts[i]) end
+      local n = math.random(1, 5)
+      local chunks = x:chunk(n, d)
+      local per = math.max(1, (len + n - 1) // n)
+      assert.equal(len == 0 and 1 or (len + per - 1) // per, #chunks)
+      local at = 1
+      for _, c in ipairs(chunks) do
+        same(S.numpy(("out = np.take(x, range(%d, %d), axis=%d)")
+                     :format(at - 1, at - 1 + c.shape[d], d - 1), vars), c)
+        at = at + c.shape[d]
+      end
+    end
+    local x = dev:arange("int", 10)
+    local p = x:split({3, 0, 7})
+    assert.same({3, 0, 7}, {#p[1], #p[2], #p[3]})
+    p[3]:set(0)
+    assert.same({1, 2, 3, 0, 0, 0, 0, 0, 0, 0}, x:totable())
+  end)
+
+  it("squeezes, unsqueezes and flattens as NumPy and PyTorch", function()
+    if not S.need_numpy(assert, pending) then return end
+    local x = random_tensor("float", {1, 3, 1, 2})
+    local vars = {x = np_of(x)}
+    same(S.numpy("out = np.squeeze(x)", vars), x:squeeze())
+    same(S.numpy("out = np.squeeze(x, 2)", vars), x:squeeze(3))
+    same(S.numpy("out = np.squeeze(x, 0)", vars), x:squeeze(-4))
+    assert.same({1, 3, 1, 2}, x:squeeze(2).shape)                  -- size 3: unchanged
+    for d = 1, 5 do
+      same(S.numpy(("out = np.expand_dims(x, %d)"):format(d - 1), vars), x:unsqueeze(d))
+    end
+    same(S.numpy("out = np.expand_dims(x, 4)", vars), x:unsqueeze(-1))
+    local m = random_tensor("double", {4, 5}):t()
+    same(S.numpy("out = x.ravel()", {x = np_of(m)}), m:flatten())
+    local s = dev:tensor("float", {3})
+    s:unsqueeze(1)[1][2] = 5                                         -- a view
+    assert.same({0, 5, 0}, s:totable())
+    assert.same({}, dev:tensor("int", {1, 1}):squeeze().shape)
+  end)
+
+  it("raises at the caller's line for bad lists, shapes and dims", function()
+    local a = dev:tensor("int", {2, 3})
+    has_error("luagpu: gpu.cat: argument #1: expected a list of tensors, got number",
+              gpu.cat, 3)
+    has_error("luagpu: gpu.cat: argument #1: expected a list of tensors, got an empty one",
+              gpu.cat, {})
+    has_error("luagpu: gpu.cat: argument #1: item 2: expected a tensor, got string",
+              gpu.cat, {a, "b"})
+    has_error("luagpu: gpu.cat: argument #1: item 2 has shape {2, 2}, item 1 {2, 3} (they " ..
+              "may differ in dim 1 only)", gpu.cat, {a, dev:tensor("int", {2, 2})})
+    has_error("luagpu: gpu.cat: argument #1: item 2 has 1 dims, item 1 2",
+              gpu.cat, {a, dev:tensor("int", {3})})
+    has_error("luagpu: gpu.cat: argument #2: dim 3 is out of range (1 to 2, or -2 to -1)",
+              gpu.cat, {a, a}, 3)
+    has_error("luagpu: gpu.stack: argument #1: item 2 has shape {3, 2}, item 1 {2, 3} " ..
+              "(stack needs one shape)", gpu.stack, {a, a:t()})
+    has_error("luagpu: gpu.stack: argument #2: dim 4 is out of range (1 to 3, or -3 to -1)",
+              gpu.stack, {a, a}, 4)
+    has_error("luagpu: tensor:split: argument #1: the sizes add up to 4, dim 1 has 2",
+              a.split, a, {1, 3})
+    has_error("luagpu: tensor:split: argument #1: expected a part size >= 1 or a table of " ..
+              "sizes, got 0", a.split, a, 0)
+    has_error("luagpu: tensor:split: argument #1: size 2: expected an integer >= 0, got -1",
+              a.split, a, {3, -1})
+    has_error("luagpu: tensor:chunk: argument #1: expected a number of parts >= 1, got 0.5",
+              a.chunk, a, 0.5)
+    has_error("luagpu: tensor:unsqueeze: argument #1: dim 4 is out of range (1 to 3, or -3 to -1)",
+              a.unsqueeze, a, 4)
+    has_error("luagpu: tensor:squeeze: argument #1: dim 3 is out of range (1 to 2, or -2 to -1)",
+              a.squeeze, a, 3)
+    local big = dev:tensor("int", {1, 1, 1, 1, 1, 1, 1, 1})
+    has_error("luagpu: tensor:unsqueeze: the tensor has 8 dims already (at most 8)",
+              big.unsqueeze, big, 1)
+    local b = dev:tensor("int", {2})
+    local c = dev:tensor("int", {2})
+    c:release()
+    has_error("luagpu: gpu.cat: attempt to use a released tensor", gpu.cat, {b, c})
+  end)
+end)
