@@ -120,6 +120,54 @@ describe("joining and splitting tensors", function()
     assert.same({}, dev:tensor("int", {1, 1}):squeeze().shape)
   end)
 
+  it("flips and walks down with negative steps (views), and rolls, as NumPy", function()
+    if not S.need_numpy(assert, pending) then return end
+    for _ = 1, 6 do
+      local shape = S.random_shape(3, 1, 5)
+      local t = S.TYPES[math.random(#S.TYPES)]
+      local x = dev:tensor(t, shape, S.random_values(t, S.numel(shape)))
+      local vars = {x = np_of(x)}
+      local d = math.random(1, 3)
+      local len = shape[d]
+      local first, step = math.random(1, len), -math.random(1, 3)
+      local last = math.random(1, first)
+      local idx = {":", ":", ":"}
+      idx[d] = ("%d:%s:%d"):format(first - 1, last >= 2 and tostring(last - 2) or "", step)
+      local shift = math.random(-7, 7)
+      local ref = S.numpy(("out = [np.flip(x, %d), np.flip(x, (0, 2)), x[%s], np.roll(x, %d, %d)," ..
+                           " x[::-1, ::-1, ::-1] * 2 + 1]")
+                          :format(d - 1, table.concat(idx, ","), shift, d - 1), vars)
+      same(ref[1], x:flip(d))
+      same(ref[2], x:flip{1, -1})
+      same(ref[3], x:slice(d, first, last, step))
+      same(ref[4], x:roll(shift, d))
+      if t ~= "float" and t ~= "double" then
+        same(ref[5], x:flip{1, 2, 3} * 2 + 1)
+      end
+      same(S.numpy("out = np.ascontiguousarray(x[::-1]).sum(0)", vars), x:flip(1):sum(1))
+    end
+    -- writing through a reversed view writes the base, reversed
+    local y = dev:arange("int", 6)
+    y:slice(1, -1, 1, -1):set(dev:arange("int", 6))
+    assert.same({6, 5, 4, 3, 2, 1}, y:totable())
+    y:flip(1)[1] = 0
+    assert.same({6, 5, 4, 3, 2, 0}, y:totable())
+    assert.same({6, 4, 2}, y:slice(1, 1, 5, 2):totable())
+    assert.same({0, 3}, y:slice(1, -1, 3, -2):totable())
+    assert.same({}, y:slice(1, 2, 3, -1):totable())              -- first = last - 1: empty
+    assert.same({6, 3, 5, 2}, dev:tensor("int", {2, 2}, {5, 6, 2, 3}):flip(1):flip(2):t():flip(2)
+                              :contiguous():reshape{-1}:totable())
+    local m = dev:tensor("float", {2, 3}, {1, 2, 3, 4, 5, 6})
+    assert.same({{6, 5, 4}, {3, 2, 1}}, m:flip{1, 2}:mm(dev:tensor("float", {3, 3}, {1, 0, 0,
+      0, 1, 0, 0, 0, 1})):totable())
+    has_error("luagpu: tensor:slice: dim 1: a negative step walks down from first to last: " ..
+              "expected 1 <= last <= first + 1 <= 7, got first = 1, last = 3 (negative " ..
+              "positions count from the end)", y.slice, y, 1, 1, 3, -1)
+    has_error("luagpu: tensor:flip: argument #1: dim 1 appears twice", y.flip, y, {1, -1})
+    has_error("luagpu: tensor:roll: argument #1: expected an integer shift, got 0.5",
+              y.roll, y, 0.5, 1)
+  end)
+
   it("raises at the caller's line for bad lists, shapes and dims", function()
     local a = dev:tensor("int", {2, 3})
     has_error("luagpu: gpu.cat: argument #1: expected a list of tensors, got number",

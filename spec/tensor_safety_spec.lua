@@ -310,7 +310,10 @@ print(ok, e)
         {"shape", function()
           local x = bent("_shape", big); rawset(x, "_strides", {0, 0}); rawset(x, "_n", 1 << 40)
           rawset(x, "_shape", {1 << 40, 1 << 40}); return x end},
-        {"shape or strides", function() return bent("_strides", {-4, 1}) end},
+        {"its elements reach before its buffer's first", function()
+          return bent("_strides", {-4, 1}) end},
+        {"its elements reach before its buffer's first", function()
+          return bent("_strides", {math.mininteger, 1}) end},
         {"shape or strides", function() return bent("_strides", {4.5, 1}) end},
         {"shape or strides", function() return bent("_strides", {4}) end},
         {"shape, strides or offset", function() return bent("_off", -1) end},

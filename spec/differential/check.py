@@ -443,8 +443,17 @@ def view(a, views):
             first = first + n + 1 if first < 0 else first
             last = last + n + 1 if last < 0 else last
             idx = [slice(None)] * nd
-            idx[d - 1] = slice(first - 1, last, step)
+            if step > 0:
+                idx[d - 1] = slice(first - 1, last, step)
+            elif first < last:  # an empty walk down
+                idx[d - 1] = slice(0, 0)
+            else:       # from first down to last (last - 2 is -1 when last is 1)
+                idx[d - 1] = slice(first - 1, last - 2 if last >= 2 else None, step)
             a = a[tuple(idx)]
+        elif k == "flip":
+            d = v[1]
+            d = d + nd + 1 if d < 0 else d
+            a = np.flip(a, d - 1)
         elif k == "transpose":
             d1, d2 = v[1], v[2]
             a = np.swapaxes(a, d1 - 1, d2 - 1)

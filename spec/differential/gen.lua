@@ -356,7 +356,10 @@ local function views(want, depth, expand)
   if depth == 0 or chance(0.35) then return copy(want), {} end
   local nd = #want
   local kinds = {"reshape", "select"}
-  if nd >= 1 then kinds[#kinds + 1] = "slice"; kinds[#kinds + 1] = "slice" end
+  if nd >= 1 then
+    kinds[#kinds + 1] = "slice"; kinds[#kinds + 1] = "slice"
+    kinds[#kinds + 1] = "down"; kinds[#kinds + 1] = "flip"
+  end
   if nd >= 2 then kinds[#kinds + 1] = "transpose"; kinds[#kinds + 1] = "permute" end
   if expand and nd >= 1 then kinds[#kinds + 1] = "expand" end
   local k = pick(kinds)
@@ -385,6 +388,28 @@ local function views(want, depth, expand)
       v = {text = format(":slice(%d, %d, %d, %d)", dd, sf, sl, step),
            desc = {"slice", dd, sf, sl, step}}
     end
+  elseif k == "down" then             -- a negative step: first down to last
+    local d = int(1, nd)
+    local s = int(1, 3)
+    local n = want[d]
+    local first, last
+    if n == 0 then
+      pre[d] = int(0, 2)
+      last = int(1, pre[d] + 1)
+      first = last - 1
+    else
+      last = int(1, 2)
+      first = last + (n - 1) * s
+      pre[d] = first + int(0, 2)
+    end
+    local sf = (chance(0.3) and first >= 1) and first - pre[d] - 1 or first
+    local dd = chance(0.2) and d - nd - 1 or d
+    v = {text = format(":slice(%d, %d, %d, %d)", dd, sf, last, -s),
+         desc = {"slice", dd, sf, last, -s}}
+  elseif k == "flip" then
+    local d = int(1, nd)
+    local dd = chance(0.3) and d - nd - 1 or d
+    v = {text = format(":flip(%d)", dd), desc = {"flip", dd}}
   elseif k == "transpose" then
     local d1, d2 = int(1, nd), int(1, nd - 1)
     if d2 >= d1 then d2 = d2 + 1 end

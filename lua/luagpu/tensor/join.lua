@@ -3,6 +3,7 @@
 -- its methods, gpu.cat and gpu.stack).
 --
 --   J.methods   x:squeeze([dim]), x:unsqueeze(dim), x:flatten(),
+--               x:flip(dim_or_dims), x:roll(shift, dim),
 --               x:split(size_or_sizes [, dim]), x:chunk(n [, dim])
 --   J.cat(list [, dim]), J.stack(list [, dim])
 --
@@ -68,6 +69,51 @@ end
 function methods.flatten(x)
   check("tensor:flatten", 0, x)
   return x:reshape{-1}
+end
+
+------------------------------------------------------------------ reversing
+
+-- x:flip(dim_or_dims): x with the elements of each dim given (a number or
+-- a list) in reverse order. A view (negative strides, as NumPy's flip;
+-- PyTorch's copies: x:flip(d):clone() for one).
+function methods.flip(x, dims)
+  local fn = "tensor:flip"
+  check(fn, 0, x)
+  local list = dims
+  if type(dims) ~= "table" or getmetatable(dims) ~= nil then list = {dims} end
+  local shape, strides, off = {}, {}, x._off
+  for i, n in ipairs(x._shape) do shape[i], strides[i] = n, x._strides[i] end
+  local seen = {}
+  for i = 1, math.max(1, rawlen(list)) do
+    local d = check_dim(fn, list == dims and "argument #1: entry " .. i or "argument #1", x,
+                        rawget(list, i))
+    if seen[d] then fail(fn, "argument #1: dim %d appears twice", d) end
+    seen[d] = true
+    if shape[d] > 1 then
+      off = off + (shape[d] - 1) * strides[d]
+      strides[d] = -strides[d]
+    end
+  end
+  return view(x._st, x._type, shape, strides, off)
+end
+
+-- x:roll(shift, dim): x's elements along dim moved shift places on (as
+-- NumPy and PyTorch: the last ones come round first). A new tensor: the
+-- two parts each set into place.
+function methods.roll(x, shift, dim)
+  local fn = "tensor:roll"
+  check(fn, 0, x)
+  local k = integer(shift)
+  if not k then fail(fn, "argument #1: expected an integer shift, got %s", show(shift)) end
+  local d = check_dim(fn, "argument #2", x, dim)
+  local len = x._shape[d]
+  local out = O.empty(fn, x._dev, x._type, {table.unpack(x._shape)})
+  if out._n == 0 then return out end
+  k = k % len
+  if k == 0 then return out:set(x) end
+  out:slice(d, k + 1, len):set(x:slice(d, 1, len - k))
+  out:slice(d, 1, k):set(x:slice(d, len - k + 1, len))
+  return out
 end
 
 ------------------------------------------------------------------ splitting

@@ -31,7 +31,7 @@ local TY = require "luagpu.core.types"
 local type, ipairs, tostring, rawget, rawlen = type, ipairs, tostring, rawget, rawlen
 local setmetatable, getmetatable = setmetatable, getmetatable
 local format, concat = string.format, table.concat
-local mathtype = math.type
+local mathtype, mininteger = math.type, math.mininteger
 local gpu_type = require("luagpu").type
 local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
 local SIZES = TY.SIZES
@@ -307,10 +307,12 @@ function O.check_bounds(fn, x)
   end
   local nd = #shape
   if nd > MAX_DIMS or #st ~= nd then bad(fn, "shape or strides") end
-  local n, last, over = 1, off, false
+  -- last and first: the highest and lowest element reached (a negative
+  -- stride walks down from the offset: a reversed view)
+  local n, last, first, over, under = 1, off, off, false, false
   for i = 1, nd do
     local d, k = shape[i], st[i]
-    if mathtype(d) ~= "integer" or mathtype(k) ~= "integer" or d < 0 or k < 0 then
+    if mathtype(d) ~= "integer" or mathtype(k) ~= "integer" or d < 0 then
       bad(fn, "shape or strides")
     end
     if d > 1 then
@@ -318,6 +320,9 @@ function O.check_bounds(fn, x)
       n = n * d
       if k > 0 and not over then
         if d - 1 > (cap - 1 - last) // k then over = true else last = last + (d - 1) * k end
+      elseif k < 0 and not under then
+        if k == mininteger or d - 1 > first // -k then under = true
+        else first = first + (d - 1) * k end
       end
     elseif d == 0 then
       n = 0
@@ -327,6 +332,7 @@ function O.check_bounds(fn, x)
   if n > 0 and (over or last >= cap) then
     bad(fn, format("its elements reach past its buffer of %d", cap))
   end
+  if n > 0 and under then bad(fn, "its elements reach before its buffer's first") end
   return cap
 end
 

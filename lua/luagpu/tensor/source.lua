@@ -32,6 +32,7 @@ local S = {}
 
 local VW = 4
 local LANES = {"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7"}
+local SIGNED_OF = {uint = "int", ulong = "long"}
 
 ------------------------------------------------------------------ checks
 
@@ -194,8 +195,10 @@ local function body_of(w, layout, call)
     for d = 1, nd do
       local lane = LANES[d]
       if d < nd then add("  c = r %% shape.%s; r /= shape.%s;", lane, lane) else add("  c = r;") end
-      add("  o += c * out_st.%s;", lane)
-      for k = 1, nl do add("  p%d += c * st%d.%s;", k, k, lane) end
+      -- (strides are signed, negative for reversed views: converted to
+      -- the unsigned index type, the sums wrap to the right place)
+      add("  o += c * (%s)out_st.%s;", idx, lane)
+      for k = 1, nl do add("  p%d += c * (%s)st%d.%s;", k, idx, k, lane) end
     end
     add("  out[o] = %s;", call(p, "i"))
   elseif layout.mode == "rows" then
@@ -208,10 +211,10 @@ local function body_of(w, layout, call)
     add("  %s row = b / cols, col = b - row * cols;", idx)
     for k, x in ipairs(w.leaves) do
       if strides[k] == 0 then
-        add("  %s u%d = in%d[off%d + row * rs%d];", x._type, k, k, k, k)
+        add("  %s u%d = in%d[off%d + row * (%s)rs%d];", x._type, k, k, k, idx, k)
       else
-        add("  %s%d u%d = *(global const %s%d*)(in%d + off%d + row * rs%d + col);", x._type, VW,
-            k, x._type, VW, k, k, k)
+        add("  %s%d u%d = *(global const %s%d*)(in%d + (%s)(off%d + row * (%s)rs%d + col));",
+            x._type, VW, k, x._type, VW, k, idx, k, idx, k)
       end
     end
     add("  %s%d r;", out_type, VW)
@@ -280,14 +283,15 @@ function S.source(e, leaves, scalars, layout)
   lines[#lines + 1] = format("inline %s lg_f(%s) { return %s; }", out_type,
                              concat(fparams, ", "), code)
   kparams[1] = format("global %s* restrict out, %s out_off", out_type, idx)
-  if nd_mode then kparams[#kparams + 1] = idx .. "8 out_st, " .. idx .. "8 shape" end
+  local sidx = SIGNED_OF[idx]         -- strides may be negative
+  if nd_mode then kparams[#kparams + 1] = sidx .. "8 out_st, " .. idx .. "8 shape" end
   kparams[#kparams + 1] = idx .. " n"
   local rows_mode = layout.mode == "rows"
   if rows_mode then kparams[#kparams + 1] = idx .. " cols" end
   for k, x in ipairs(leaves) do
     kparams[#kparams + 1] = format("global const %s* restrict in%d, %s off%d", x._type, k, idx, k)
-    if nd_mode then kparams[#kparams + 1] = format("%s8 st%d", idx, k) end
-    if rows_mode then kparams[#kparams + 1] = format("%s rs%d", idx, k) end
+    if nd_mode then kparams[#kparams + 1] = format("%s8 st%d", sidx, k) end
+    if rows_mode then kparams[#kparams + 1] = format("%s rs%d", sidx, k) end
   end
   for k, s in ipairs(scalars) do kparams[#kparams + 1] = s.type .. " s" .. k end
   local function call(values, at)

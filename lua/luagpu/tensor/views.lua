@@ -28,16 +28,40 @@ local function reshaped(x, shape, strides, off)
   return view(x._st, x._type, shape, strides, off)
 end
 
+-- x:slice(dim, first, last, step) for a step < 0: elements first, first +
+-- step, ... down to last (first >= last; first = last - 1 gives an empty
+-- dim), a view with a negative stride.
+local function slice_down(fn, x, d, f, l, s, first, last)
+  local size = x._shape[d]
+  if f < 0 then f = f + size + 1 end
+  if l < 0 then l = l + size + 1 end
+  if l < 1 or f > size or l > f + 1 then
+    fail(fn, "dim %d: a negative step walks down from first to last: expected 1 <= last <= " ..
+         "first + 1 <= %d, got first = %s, last = %s (negative positions count from the end)",
+         d, size + 1, show(first), show(last))
+  end
+  local shape, strides = copy_list(x._shape), copy_list(x._strides)
+  local n = f >= l and (f - l) // -s + 1 or 0
+  local off = x._off + (n > 0 and (f - 1) * strides[d] or 0)
+  shape[d] = n
+  if n > 1 then strides[d] = strides[d] * s end
+  return reshaped(x, shape, strides, off)
+end
+
 function V.slice(x, dim, first, last, step)
   local fn = "tensor:slice"
   check(fn, 0, x)
   local d = check_dim(fn, "argument #1", x, dim)
   local size = x._shape[d]
-  local f, l = integer(first), integer(last == nil and -1 or last)
   local s = integer(step == nil and 1 or step)
+  local f = integer(first)
+  local l = integer(last == nil and (s and s < 0 and 1 or -1) or last)
   if not f then fail(fn, "argument #2: expected an integer position, got %s", show(first)) end
   if not l then fail(fn, "argument #3: expected an integer position, got %s", show(last)) end
-  if not s or s < 1 then fail(fn, "argument #4: step: expected an integer >= 1, got %s", show(step)) end
+  if not s or s == 0 or s == math.mininteger then
+    fail(fn, "argument #4: step: expected a non-zero integer, got %s", show(step))
+  end
+  if s < 0 then return slice_down(fn, x, d, f, l, s, first, last == nil and 1 or last) end
   if f < 0 then f = f + size + 1 end
   if l < 0 then l = l + size + 1 end
   if f < 1 or l > size or f > l + 1 then
