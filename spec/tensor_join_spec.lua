@@ -168,6 +168,52 @@ describe("joining and splitting tensors", function()
               y.roll, y, 0.5, 1)
   end)
 
+  it("tril, triu, repeat_tiles and pad as NumPy", function()
+    if not S.need_numpy(assert, pending) then return end
+    for _ = 1, 5 do
+      local shape = S.random_shape(math.random(2, 3), 0, 5)
+      local t = S.TYPES[math.random(#S.TYPES)]
+      local x = dev:tensor(t, shape, S.random_values(t, S.numel(shape)))
+      if #shape == 2 and math.random() < 0.5 then x = x:t() end
+      local nd = #x.shape
+      local k = math.random(-3, 3)
+      local reps = {}
+      for i = 1, math.random(1, 4) do reps[i] = math.random(0, 3) end
+      local widths, np_widths = {}, {}
+      for i = 1, nd do
+        widths[i] = {math.random(0, 2), math.random(0, 2)}
+        np_widths[i] = ("(%d,%d)"):format(widths[i][1], widths[i][2])
+      end
+      local ref = S.numpy(("out = [np.tril(x, %d), np.triu(x, %d), np.tile(x, (%s,)), " ..
+                           "np.pad(x, (%s,), constant_values=7), np.pad(x, 1)]")
+                          :format(k, k, table.concat(reps, ","), table.concat(np_widths, ",")),
+                          {x = np_of(x)})
+      same(ref[1], x:tril(k))
+      same(ref[2], x:triu(k))
+      same(ref[3], x:repeat_tiles(reps))
+      same(ref[4], x:pad(widths, 7))
+      same(ref[5], x:pad(1))
+    end
+    local e = dev:tensor("int", {1, 1, 1, 1, 1, 1, 1, 2}, {4, 5})     -- 8 dims: cat per dim
+    assert.same({8}, {e:repeat_tiles{1, 1, 1, 1, 1, 1, 1, 4}.shape[8]})
+    assert.same({4, 5, 4, 5, 4, 5, 4, 5}, e:repeat_tiles{1, 1, 1, 1, 1, 1, 1, 4}:reshape{-1}:totable())
+    has_error("luagpu: tensor:tril: expected a tensor of at least 2 dims, got 1",
+              function() return dev:tensor("int", {3}):tril() end)
+    has_error("luagpu: tensor:triu: argument #1: expected an integer diagonal, got 0.5",
+              function() return e:squeeze():unsqueeze(1):triu(0.5) end)
+    has_error("luagpu: tensor:repeat_tiles: argument #1: entry 2: expected an integer >= 0, got -1",
+              function() return e:repeat_tiles{1, -1} end)
+    has_error("luagpu: tensor:repeat_tiles: argument #1: 9 dims are too many (at most 8)",
+              function() return e:repeat_tiles{1, 1, 1, 1, 1, 1, 1, 1, 1} end)
+    has_error("luagpu: tensor:pad: argument #1: expected 8 pairs {before, after} (one per " ..
+              "dim), got 1", function() return e:pad{{1, 1}} end)
+    local m = dev:tensor("uchar", {2, 2})
+    has_error("luagpu: tensor:pad: argument #1: entry 2: expected {before, after}, integers " ..
+              ">= 0, got {1, -1}", function() return m:pad{{0, 0}, {1, -1}} end)
+    has_error("luagpu: tensor:pad: argument #2: 300 does not fit uchar (0 to 255)",
+              function() return m:pad(1, 300) end)
+  end)
+
   it("raises at the caller's line for bad lists, shapes and dims", function()
     local a = dev:tensor("int", {2, 3})
     has_error("luagpu: gpu.cat: argument #1: expected a list of tensors, got number",

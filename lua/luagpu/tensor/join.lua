@@ -3,7 +3,8 @@
 -- its methods, gpu.cat and gpu.stack).
 --
 --   J.methods   x:squeeze([dim]), x:unsqueeze(dim), x:flatten(),
---               x:flip(dim_or_dims), x:roll(shift, dim),
+--               x:flip(dim_or_dims), x:roll(shift, dim), x:tril([k]),
+--               x:triu([k]), x:repeat_tiles(reps), x:pad(widths [, value]),
 --               x:split(size_or_sizes [, dim]), x:chunk(n [, dim])
 --   J.cat(list [, dim]), J.stack(list [, dim])
 --
@@ -15,6 +16,7 @@ local H = require "luagpu.core.check"
 local TY = require "luagpu.core.types"
 local O = require "luagpu.tensor.object"
 local X = require "luagpu.tensor.expr"
+local E = require "luagpu.tensor.elementwise"
 
 local type, ipairs, rawget, rawlen, getmetatable = type, ipairs, rawget, rawlen, getmetatable
 local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
@@ -113,6 +115,145 @@ function methods.roll(x, shift, dim)
   if k == 0 then return out:set(x) end
   out:slice(d, k + 1, len):set(x:slice(d, 1, len - k))
   out:slice(d, 1, k):set(x:slice(d, len - k + 1, len))
+  return out
+end
+
+------------------------------------------------------------------ building
+
+local function last_two(fn, x)
+  local nd = #x._shape
+  if nd < 2 then fail(fn, "expected a tensor of at least 2 dims, got %d", nd) end
+  return x._shape[nd - 1], x._shape[nd]
+end
+
+-- x:tril([k]) / x:triu([k]): the elements of each matrix (the last two
+-- dims) on and below (tril) or on and above (triu) diagonal k (0 the main
+-- one, > 0 above it), zeros elsewhere. A new tensor, one kernel with the
+-- positions' comparison fused (two small aranges made first).
+local function triangle(fn, x, k, below)
+  check(fn, 0, x)
+  local d = k == nil and 0 or integer(k)
+  if not d then fail(fn, "argument #1: expected an integer diagonal, got %s", show(k)) end
+  local rows, cols = last_two(fn, x)
+  local dev = x._dev
+  local r = E.arange(dev, "long", math.max(rows, 1)):reshape{math.max(rows, 1), 1}
+  local c = E.arange(dev, "long", math.max(cols, 1)):reshape{1, math.max(cols, 1)}
+  if rows == 0 or cols == 0 then return x:clone() end
+  local diff = c - r
+  local mask = below and diff:le(d) or diff:ge(d)
+  return E.where(mask, x, 0):astype(x._type):eval()
+end
+
+function methods.tril(x, k) return triangle("tensor:tril", x, k, true) end
+function methods.triu(x, k) return triangle("tensor:triu", x, k, false) end
+
+-- x:repeat_tiles(reps): x repeated reps[i] times along dim i (NumPy's
+-- tile: a list shorter than x's dims repeats its last dims, a longer one
+-- adds leading dims). A new tensor: per dim repeated, one copy of an
+-- expanded view (or, with 8 dims already, one set per repetition).
+function methods.repeat_tiles(x, reps)
+  local fn = "tensor:repeat_tiles"
+  check(fn, 0, x)
+  if type(reps) == "number" then reps = {reps} end
+  if type(reps) ~= "table" or getmetatable(reps) ~= nil then
+    fail(fn, "argument #1: expected a list of repetitions, got %s", typename(reps))
+  end
+  local nr, nd = rawlen(reps), #x._shape
+  local D = math.max(nr, nd)
+  if D > MAX_DIMS then fail(fn, "argument #1: %d dims are too many (at most %d)", D, MAX_DIMS) end
+  local counts, total = {}, x._n
+  for i = 1, nr do
+    local r = integer(rawget(reps, i))
+    if not r or r < 0 then
+      fail(fn, "argument #1: entry %d: expected an integer >= 0, got %s", i, show(rawget(reps, i)))
+    end
+    if r > 0 and total > O.MAX_ELEMENTS // r then
+      fail(fn, "argument #1: the result would have more than 2^53 elements")
+    end
+    total = total * r
+    counts[D - nr + i] = r
+  end
+  for i = 1, D - nr do counts[i] = 1 end
+  local y = x
+  for _ = 1, D - nd do y = y:unsqueeze(1) end
+  for i = 1, D do
+    local r = counts[i]
+    if r ~= 1 then
+      local shape = y._shape
+      if #shape < MAX_DIMS then
+        local wide = {}
+        for j, n in ipairs(shape) do wide[j] = n end
+        table.insert(wide, i, r)
+        local merged = {}
+        for j, n in ipairs(shape) do merged[j] = n end
+        merged[i] = r * shape[i]
+        y = y:unsqueeze(i):expand(wide):contiguous():reshape(merged)
+      else
+        local list = {}
+        for j = 1, r do list[j] = y end
+        y = r == 0 and y:slice(i, 1, 0) or J.cat(list, i)
+      end
+    end
+  end
+  if y == x then y = x:clone() end
+  return y
+end
+
+-- x:pad(widths [, value]): x with value (default 0) around it: widths is
+-- a number (every dim, both sides) or one {before, after} per dim. A new
+-- tensor: filled, then x set into the middle.
+function methods.pad(x, widths, value)
+  local fn = "tensor:pad"
+  check(fn, 0, x)
+  local nd = #x._shape
+  local pairs_ = {}
+  if type(widths) == "number" then
+    local w = integer(widths)
+    if not w or w < 0 then
+      fail(fn, "argument #1: expected a width >= 0 or a list of {before, after}, got %s",
+           show(widths))
+    end
+    for i = 1, nd do pairs_[i] = {w, w} end
+  elseif type(widths) == "table" and getmetatable(widths) == nil then
+    if rawlen(widths) ~= nd then
+      fail(fn, "argument #1: expected %d pairs {before, after} (one per dim), got %d", nd,
+           rawlen(widths))
+    end
+    for i = 1, nd do
+      local p = rawget(widths, i)
+      local b = type(p) == "table" and integer(rawget(p, 1))
+      local a = type(p) == "table" and integer(rawget(p, 2))
+      if not (b and a and b >= 0 and a >= 0) then
+        fail(fn, "argument #1: entry %d: expected {before, after}, integers >= 0, got %s", i,
+             type(p) == "table" and "{" .. show(rawget(p, 1)) .. ", " .. show(rawget(p, 2)) .. "}"
+             or show(p))
+      end
+      pairs_[i] = {b, a}
+    end
+  else
+    fail(fn, "argument #1: expected a width >= 0 or a list of {before, after}, got %s",
+         typename(widths))
+  end
+  local v = value == nil and 0 or value
+  if type(v) ~= "number" then fail(fn, "argument #2: expected a number, got %s", typename(value)) end
+  local why = TY.fits(x._type, v)
+  if why then fail(fn, "argument #2: %s", why) end
+  local shape, total = {}, 1
+  for i, n in ipairs(x._shape) do
+    shape[i] = n + pairs_[i][1] + pairs_[i][2]
+    if shape[i] > 0 and total > O.MAX_ELEMENTS // shape[i] then
+      fail(fn, "the result would have more than 2^53 elements")
+    end
+    total = total * shape[i]
+  end
+  local out = O.empty(fn, x._dev, x._type, shape)
+  if out._n == 0 then return out end
+  out:set(v)
+  if x._n > 0 then
+    local inner = out
+    for i = 1, nd do inner = inner:slice(i, pairs_[i][1] + 1, pairs_[i][1] + x._shape[i]) end
+    inner:set(x)
+  end
   return out
 end
 
