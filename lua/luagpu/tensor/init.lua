@@ -10,7 +10,8 @@
 --                arange
 --   source, codegen   an expression's kernel and its cached launch plan
 --   views, reduce, random, interop (mm, .npy, algo, __tobuffer, to),
---   join (squeeze, unsqueeze, flatten, split, chunk, cat, stack)
+--   join (squeeze, unsqueeze, flatten, split, chunk, cat, stack, ...),
+--   index (gather, scatter, take, put, masks, nonzero)
 -- and the memory pool, luagpu.core.pool.
 --
 -- Exports: M.device_methods (dev:tensor, dev:arange, dev:rand, dev:randn,
@@ -32,6 +33,7 @@ local R = require "luagpu.tensor.reduce"
 local RND = require "luagpu.tensor.random"
 local I = require "luagpu.tensor.interop"
 local J = require "luagpu.tensor.join"
+local IX = require "luagpu.tensor.index"
 local new_tensor = require("luagpu.tensor.create").new_tensor
 
 local ipairs, pairs, tostring, pcall, rawset = ipairs, pairs, tostring, pcall, rawset
@@ -57,7 +59,7 @@ local M = setmetatable({}, {
 
 -- Every method, metamethod and device method, each from the one module
 -- that makes it.
-for _, part in ipairs{E.methods, V, R.methods, I.methods, J.methods} do
+for _, part in ipairs{E.methods, V, R.methods, I.methods, J.methods, IX.methods} do
   for name, f in pairs(part) do Tensor[name] = f end
 end
 for _, part in ipairs{E.metamethods, I.metamethods} do

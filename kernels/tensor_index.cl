@@ -1,0 +1,99 @@
+/*
+** tensor_index.cl: gathers and scatters by an index tensor
+** (lua/luagpu/tensor/index.lua): x:gather, x:index_select, x:take,
+** x:scatter, x:scatter_add, x:put, and masked_select's take.
+**
+** Work-item i takes element i of the index tensor's shape (ND dims, given
+** last-first in the vectors' lanes s0.. like luagpu.tensor.codegen's): its
+** position in the index tensor, in the source (src) and in the data
+** tensor (dat, read by a gather, written by a scatter) follow from its
+** coordinates and each one's strides; the data position adds (p - 1) *
+** dstep, p the index value (1-based, negatives from the end: p + len + 1).
+** A value out of 1..len is not used: the first such value is recorded in
+** bad (bad[0] a flag set once, bad[1] the value) for the caller to read.
+** Indices are computed in ulong from signed strides (negative for
+** reversed views): the sums wrap to the right place.
+**
+** The helper prepends T (element type), I (index type), ND, and for
+** scatter_add ADD_KIND: 1 integer atomics of 32 bits, 2 of 64 bits (the
+** device's cl_khr_int64_base_atomics), 3 float through a 32-bit compare
+** and swap, 4 double through a 64-bit one.
+*/
+
+#if ADD_KIND == 2 || ADD_KIND == 4
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#endif
+
+#define LANE(v, k) ((k) == 0 ? (v).s0 : (k) == 1 ? (v).s1 : (k) == 2 ? (v).s2 :       \
+                    (k) == 3 ? (v).s3 : (k) == 4 ? (v).s4 : (k) == 5 ? (v).s5 :       \
+                    (k) == 6 ? (v).s6 : (v).s7)
+
+/* The positions of element i: in the index tensor (*ip), the source
+** (*sp) and the data tensor without the indexed dim (*dp). */
+inline void lg_places(ulong i, ulong8 shape, long8 ist, long8 sst, long8 dst, ulong *ip,
+                      ulong *sp, ulong *dp) {
+  ulong r = i, a = *ip, b = *sp, c = *dp;
+#pragma unroll
+  for (int k = 0; k < ND; k++) {
+    ulong n = LANE(shape, k);
+    ulong q = k + 1 < ND ? r % n : r;
+    r = k + 1 < ND ? r / n : 0;
+    a += q * (ulong)LANE(ist, k);
+    b += q * (ulong)LANE(sst, k);
+    c += q * (ulong)LANE(dst, k);
+  }
+  *ip = a; *sp = b; *dp = c;
+}
+
+/* The 0-based place of index value v in a dim of len, or -1 (recorded). */
+inline long lg_place(long v, long len, volatile global long *bad) {
+  long p = v < 0 ? v + len + 1 : v;
+  if (p < 1 || p > len) {
+    if (atomic_cmpxchg((volatile global int *)bad, 0, 1) == 0) bad[1] = v;
+    return -1;
+  }
+  return p - 1;
+}
+
+/* out[i] = dat[position of element i, at index value idx(i)] */
+__kernel void lg_gather(__global T *out, ulong ooff, ulong8 shape,
+                        __global const I *idx, ulong ioff, long8 ist,
+                        __global const T *dat, ulong doff, long8 dst, long dstep, long len,
+                        ulong n, volatile __global long *bad) {
+  ulong i = get_global_id(0);
+  if (i >= n) return;
+  ulong ip = ioff, sp = 0, dp = doff;
+  lg_places(i, shape, ist, (long8)(0), dst, &ip, &sp, &dp);
+  long p = lg_place((long)idx[ip], len, bad);
+  out[ooff + i] = p < 0 ? (T)0 : dat[dp + (ulong)p * (ulong)dstep];
+}
+
+/* dat[position of element i, at index value idx(i)] = src(i) (or +=) */
+__kernel void lg_scatter(__global T *dat, ulong doff, long8 dst, long dstep, long len,
+                         ulong8 shape, __global const I *idx, ulong ioff, long8 ist,
+                         __global const T *src, ulong soff, long8 sst,
+                         ulong n, volatile __global long *bad) {
+  ulong i = get_global_id(0);
+  if (i >= n) return;
+  ulong ip = ioff, sp = soff, dp = doff;
+  lg_places(i, shape, ist, sst, dst, &ip, &sp, &dp);
+  long p = lg_place((long)idx[ip], len, bad);
+  if (p < 0) return;
+  ulong at = dp + (ulong)p * (ulong)dstep;
+  T v = src[sp];
+#if ADD_KIND == 0
+  dat[at] = v;
+#elif ADD_KIND == 1
+  atomic_add((volatile global T *)(dat + at), v);
+#elif ADD_KIND == 2
+  atom_add((volatile global T *)(dat + at), v);
+#elif ADD_KIND == 3
+  volatile global uint *w = (volatile global uint *)(dat + at);
+  uint old = *w, seen;
+  while ((seen = atomic_cmpxchg(w, old, as_uint(as_float(old) + v))) != old) old = seen;
+#else
+  volatile global ulong *w = (volatile global ulong *)(dat + at);
+  ulong old = *w, seen;
+  while ((seen = atom_cmpxchg(w, old, as_ulong(as_double(old) + v))) != old) old = seen;
+#endif
+}

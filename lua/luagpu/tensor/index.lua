@@ -1,0 +1,367 @@
+-- luagpu.tensor.index: selecting and writing elements by index tensors and
+-- masks (internal to luagpu.tensor, which makes these its methods), with
+-- kernels/tensor_index.cl.
+--
+--   x:gather(dim, idx)  x:index_select(dim, idx)  x:take(idx)
+--   x:scatter(dim, idx, src)  x:scatter_add(dim, idx, src)  x:put(idx, v)
+--   x:masked_fill(mask, v)  x:masked_select(mask)  x:nonzero()
+--
+-- Index tensors hold 1-based positions (negatives from the end), of any
+-- integer type. A position out of range is found on the device: the kernel
+-- records the first one in a per-device flag, which the call reads once
+-- (one blocking read of 16 bytes per call) and raises with.
+
+local H = require "luagpu.core.check"
+local P = require "luagpu.core.programs"
+local ST = require "luagpu.core.steps"
+local TY = require "luagpu.core.types"
+local O = require "luagpu.tensor.object"
+local X = require "luagpu.tensor.expr"
+local E = require "luagpu.tensor.elementwise"
+local new_tensor = require("luagpu.tensor.create").new_tensor
+
+local type, ipairs, tostring, pcall = type, ipairs, tostring, pcall
+local fail, typename, show = H.fail, H.typename, H.show
+local check, check_dim, show_shape, is_tensor = X.check, O.check_dim, O.show_shape, O.is_tensor
+local INTEGERS, FLOATS = TY.INTEGERS, TY.FLOATS
+local ceil = ST.round_up
+
+local I = {methods = {}}
+local methods = I.methods
+
+local LOCAL = 256
+local INDEX_TYPES = {int = "int", long = "long"}
+
+------------------------------------------------------------------ kernels
+
+local programs = ST.device_cache()    -- dev -> "T I ND ADD" -> program
+
+local function program(fn, dev, t, it, nd, add)
+  local c = programs[dev]
+  if not c then c = {}; programs[dev] = c end
+  local key = t .. " " .. it .. " " .. nd .. " " .. add
+  local p = c[key]
+  if p then return p end
+  local ok, prog = pcall(P.get, dev, {family = "tensor", file = "tensor_index.cl",
+                                      defines = {{"T", t}, {"I", it}, {"ND", nd},
+                                                 {"ADD_KIND", add}}})
+  if not ok then fail(fn, "the index kernels do not compile for %s: %s", t, tostring(prog)) end
+  c[key] = prog
+  return prog
+end
+
+-- The flag of bad positions of dev: a long[2] made zero once (bad[1] set
+-- once by the first bad position, bad[2] its value).
+local flags = ST.device_cache()
+local function flag_of(dev)
+  local b = flags[dev]
+  if not b then b = dev:buffer("long", 2); flags[dev] = b end
+  return b
+end
+
+-- Reads dev's flag after the kernels that may set it: raises naming the
+-- first bad position (and puts the flag back to zero).
+local function check_flag(fn, dev, where, len)
+  local b = flags[dev]
+  local h = b:get()
+  if h[1] ~= 0 then
+    b:fill(0):wait()
+    fail(fn, "%s: position %d is out of range (1 to %d, or -%d to -1)", where, h[2], len, len)
+  end
+end
+
+-- lanes of list (a shape or strides), last-first, padded to 8
+local function lanes(list)
+  local v, nd = {0, 0, 0, 0, 0, 0, 0, 0}, #list
+  for i = 1, nd do v[i] = list[nd - i + 1] end
+  return v
+end
+
+local function zeros(nd)
+  local z = {}
+  for i = 1, nd do z[i] = 0 end
+  return z
+end
+
+------------------------------------------------------------------ arguments
+
+-- Checks an index tensor (argument #arg); returns it realized, as int or
+-- long (other integer types converted).
+local function index_arg(fn, arg, idx, dev)
+  if not is_tensor(idx) then
+    fail(fn, "argument #%d: expected an index tensor (of integers), got %s", arg, typename(idx))
+  end
+  check(fn, arg, idx)
+  O.check_same_device(fn, arg, idx, dev)
+  if not INTEGERS[idx._type] then
+    fail(fn, "argument #%d: expected an index tensor of integers (long or int), got one of %s",
+         arg, idx._type)
+  end
+  if not INDEX_TYPES[idx._type] then idx = idx:astype("long"):eval() end
+  return idx
+end
+
+-- A tensor of x's type from v (argument #arg): a tensor (converted to x's
+-- type when it promotes to it), or a number that fits x's type.
+local function values_arg(fn, arg, x, v)
+  if type(v) == "number" then
+    local why = TY.fits(x._type, v)
+    if why then fail(fn, "argument #%d: %s", arg, why) end
+    return O.empty(fn, x._dev, x._type, {}):set(v)
+  end
+  if not is_tensor(v) then
+    fail(fn, "argument #%d: expected a tensor or a number, got %s", arg, typename(v))
+  end
+  check(fn, arg, v)
+  O.check_same_device(fn, arg, v, x._dev)
+  if v._type ~= x._type then
+    if TY.promote(x._type, v._type) ~= x._type then
+      fail(fn, "argument #%d: cannot write %s values into a %s tensor without a loss: " ..
+           "convert with :astype(%q)", arg, v._type, x._type, x._type)
+    end
+    v = v:astype(x._type):eval()
+  end
+  return v
+end
+
+------------------------------------------------------------------ launches
+
+-- out (contiguous, of idx's shape) = dat at idx's values along a dim:
+-- spec {dat =, dst = dat's strides over idx's dims with the indexed one 0,
+-- dstep =, len =}.
+local function gather(fn, where, out, idx, spec)
+  local dev, n = out._dev, out._n
+  if n == 0 then return out end
+  local shape, ist = idx._shape, idx._strides
+  local nd = #shape
+  if nd == 0 then shape, ist, nd = {1}, {0}, 1 end
+  local k = program(fn, dev, out._type, idx._type, nd, 0).lg_gather
+  local dat = spec.dat
+  O.check_bounds(fn, dat); O.check_bounds(fn, idx)
+  k(out._st.buf, out._off, lanes(shape), idx._st.buf, idx._off, lanes(ist), dat._st.buf,
+    dat._off, lanes(#spec.dst == 0 and {0} or spec.dst), spec.dstep, spec.len, n,
+    flag_of(dev)):run({ceil(n, LOCAL)}, {LOCAL}, ST.NO_EVENT)
+  check_flag(fn, dev, where, spec.len)
+  return out
+end
+
+-- dat at idx's values along a dim = src (or += with add, an ADD_KIND):
+-- spec as gather's, src read over idx's dims with its own strides.
+local function scatter(fn, where, idx, src, spec, add)
+  local dat = spec.dat
+  local dev = dat._dev
+  local shape, ist, sst = idx._shape, idx._strides, src._strides
+  local n = O.numel(shape)
+  if n == 0 then return end
+  local nd = #shape
+  if #sst ~= nd then sst = zeros(nd) end            -- a number: one element
+  if nd == 0 then shape, ist, sst, nd = {1}, {0}, {0}, 1 end
+  local k = program(fn, dev, dat._type, idx._type, nd, add).lg_scatter
+  O.check_bounds(fn, dat); O.check_bounds(fn, idx); O.check_bounds(fn, src)
+  k(dat._st.buf, dat._off, lanes(spec.dst), spec.dstep, spec.len, lanes(shape), idx._st.buf,
+    idx._off, lanes(ist), src._st.buf, src._off, lanes(sst), n,
+    flag_of(dev)):run({ceil(n, LOCAL)}, {LOCAL}, ST.NO_EVENT)
+  check_flag(fn, dev, where, spec.len)
+end
+
+-- The spec of x's dim d as gather and scatter take it.
+local function along(x, d)
+  local dst = {}
+  for i, s in ipairs(x._strides) do dst[i] = i == d and 0 or s end
+  return {dat = x, dst = dst, dstep = x._strides[d], len = x._shape[d]}
+end
+
+-- The spec of x's elements in row-major order (x contiguous), for nd
+-- index dims.
+local function flat(x, nd)
+  return {dat = x, dst = zeros(nd), dstep = 1, len = x._n}
+end
+
+------------------------------------------------------------------ methods
+
+-- Checks that idx has x's dims and, but in dim d, at most x's sizes (and,
+-- with src, at most src's sizes in every dim), as PyTorch's gather and
+-- scatter ask.
+local function check_shapes(fn, x, d, idx, src)
+  local xs, is = x._shape, idx._shape
+  if #is ~= #xs then
+    fail(fn, "argument #2: the index tensor has %d dims, the tensor %d", #is, #xs)
+  end
+  for k = 1, #xs do
+    if k ~= d and is[k] > xs[k] then
+      fail(fn, "argument #2: the index tensor's shape %s exceeds the tensor's %s in dim %d",
+           show_shape(is), show_shape(xs), k)
+    end
+    if src and #src._shape > 0 and (#src._shape ~= #is or is[k] > src._shape[k]) then
+      fail(fn, "argument #3: the source's shape %s does not cover the index tensor's %s",
+           show_shape(src._shape), show_shape(is))
+    end
+  end
+end
+
+-- x:gather(dim, idx): out[..., j, ...] = x[..., idx[..., j, ...], ...] along
+-- dim (PyTorch's gather): the shape of idx, the type of x.
+function methods.gather(x, dim, idx)
+  local fn = "tensor:gather"
+  check(fn, 0, x)
+  local d = check_dim(fn, "argument #1", x, dim)
+  idx = index_arg(fn, 2, idx, x._dev)
+  check_shapes(fn, x, d, idx)
+  local out = O.empty(fn, x._dev, x._type, {table.unpack(idx._shape)})
+  return gather(fn, "argument #2", out, idx, along(x, d))
+end
+
+-- x:index_select(dim, idx): x's slices at the positions of the 1-D idx
+-- along dim, in idx's order.
+function methods.index_select(x, dim, idx)
+  local fn = "tensor:index_select"
+  check(fn, 0, x)
+  local d = check_dim(fn, "argument #1", x, dim)
+  idx = index_arg(fn, 2, idx, x._dev)
+  if #idx._shape ~= 1 then
+    fail(fn, "argument #2: expected a 1-D index tensor, got shape %s", show_shape(idx._shape))
+  end
+  local shape, strides = {table.unpack(x._shape)}, zeros(#x._shape)
+  shape[d], strides[d] = idx._n, idx._strides[1]
+  local spread = O.view(idx._st, idx._type, shape, strides, idx._off)
+  local out = O.empty(fn, x._dev, x._type, {table.unpack(shape)})
+  return gather(fn, "argument #2", out, spread, along(x, d))
+end
+
+-- x:take(idx): x's elements at idx's flat positions (x read in row-major
+-- order): the shape of idx.
+function methods.take(x, idx)
+  local fn = "tensor:take"
+  check(fn, 0, x)
+  idx = index_arg(fn, 1, idx, x._dev)
+  local c = x:contiguous()
+  local out = O.empty(fn, x._dev, x._type, {table.unpack(idx._shape)})
+  if out._n > 0 and c._n == 0 then
+    fail(fn, "argument #1: the tensor has no elements to take")
+  end
+  return gather(fn, "argument #1", out, idx, flat(c, #idx._shape))
+end
+
+-- x:scatter(dim, idx, src) / x:scatter_add(dim, idx, src): a copy of x with
+-- src's elements (a tensor or a number) written, or added, at idx's
+-- positions along dim (PyTorch's scatter and scatter_add).
+local ADD_KIND = {int = 1, uint = 1, long = 2, ulong = 2, float = 3, double = 4}
+local function scatter_method(fn, x, dim, idx, src, add)
+  check(fn, 0, x)
+  local d = check_dim(fn, "argument #1", x, dim)
+  idx = index_arg(fn, 2, idx, x._dev)
+  local kind = 0
+  if add then
+    kind = ADD_KIND[x._type]
+    if not kind then
+      fail(fn, "adds with atomics of 32 or 64 bits: int, uint, long, ulong, float or double, " ..
+           "got %s (convert with :astype)", x._type)
+    end
+    if kind % 2 == 0 then
+      local ext = false
+      for _, e in ipairs(x._dev.extensions) do
+        if e == "cl_khr_int64_base_atomics" then ext = true end
+      end
+      if not ext then
+        fail(fn, "%s has no 64-bit atomics (cl_khr_int64_base_atomics): %s cannot be added",
+             x._dev.name, x._type)
+      end
+    end
+  end
+  local v = values_arg(fn, 3, x, src)
+  check_shapes(fn, x, d, idx, v)
+  local out = E.clone(x)
+  scatter(fn, "argument #2", idx, v, along(out, d), kind)
+  return out
+end
+
+function methods.scatter(x, dim, idx, src)
+  return scatter_method("tensor:scatter", x, dim, idx, src, false)
+end
+
+function methods.scatter_add(x, dim, idx, src)
+  return scatter_method("tensor:scatter_add", x, dim, idx, src, true)
+end
+
+-- x:put(idx, v): x's elements at idx's flat positions (row-major order)
+-- set to v's (a number, or a tensor of as many elements as idx); x itself.
+function methods.put(x, idx, v)
+  local fn = "tensor:put"
+  check(fn, 0, x)
+  idx = index_arg(fn, 1, idx, x._dev)
+  v = values_arg(fn, 2, x, v)
+  if #v._shape > 0 then
+    if v._n ~= idx._n then
+      fail(fn, "argument #2: expected %d values (one per position), got %d", idx._n, v._n)
+    end
+    v = v:contiguous():reshape({table.unpack(idx._shape)})
+  end
+  if idx._n == 0 then return x end
+  if x._n == 0 then fail(fn, "argument #1: the tensor has no elements to put into") end
+  X.flush_readers(x._st)
+  local c = O.is_contiguous(x) and x or x:contiguous()
+  scatter(fn, "argument #1", idx, v, flat(c, #idx._shape), 0)
+  if c ~= x then x:set(c) end
+  return x
+end
+
+-- x:masked_fill(mask, v): a new tensor: v where mask (broadcast to x's
+-- shape) is not 0, else x's elements.
+function methods.masked_fill(x, mask, v)
+  local fn = "tensor:masked_fill"
+  check(fn, 0, x)
+  if not is_tensor(mask) then
+    fail(fn, "argument #1: expected a mask tensor, got %s", typename(mask))
+  end
+  if type(v) ~= "number" then fail(fn, "argument #2: expected a number, got %s", typename(v)) end
+  local why = TY.fits(x._type, v)
+  if why then fail(fn, "argument #2: %s", why) end
+  local m = mask:ne(0)
+  return E.where(m:expand({table.unpack(x._shape)}), v, x):astype(x._type):eval()
+end
+
+-- The flat positions (1-based, a long tensor) of the elements of
+-- contiguous uchar mask m that are not 0 (luagpu.algo's nonzero), and
+-- their count.
+local function nonzero_positions(fn, m)
+  local ok, A = pcall(require, "luagpu.algo")
+  if not ok then fail(fn, "not available: it needs luagpu.algo, which this build does not have") end
+  local pos, count = A.nonzero(O.elements_of(m), {type = "long"})
+  if count == 0 then return nil, 0 end
+  return new_tensor(m._dev, "long", {count}, pos), count
+end
+
+-- x:masked_select(mask): a 1-D tensor of x's elements where mask
+-- (broadcast to x's shape) is not 0, in row-major order.
+function methods.masked_select(x, mask)
+  local fn = "tensor:masked_select"
+  check(fn, 0, x)
+  if not is_tensor(mask) then
+    fail(fn, "argument #1: expected a mask tensor, got %s", typename(mask))
+  end
+  O.check_same_device(fn, 1, mask, x._dev)
+  local m = mask:ne(0):expand({table.unpack(x._shape)}):contiguous()
+  if m._n == 0 then return O.empty(fn, x._dev, x._type, {0}) end
+  local pos, count = nonzero_positions(fn, m)
+  local out = O.empty(fn, x._dev, x._type, {count})
+  if count == 0 then return out end
+  return gather(fn, "argument #1", out, pos, flat(x:contiguous(), 1))
+end
+
+-- x:nonzero(): the positions (1-based) of x's elements that are not 0, a
+-- {count, ndim} long tensor in row-major order.
+function methods.nonzero(x)
+  local fn = "tensor:nonzero"
+  check(fn, 0, x)
+  local nd, dev = #x._shape, x._dev
+  if x._n == 0 then return O.empty(fn, dev, "long", {0, nd}) end
+  local m = x:ne(0):contiguous()
+  local pos, count = nonzero_positions(fn, m)
+  if count == 0 or nd == 0 then return O.empty(fn, dev, "long", {count, nd}) end
+  local strides = O.contiguous_strides(x._shape)
+  local s = dev:tensor("long", {1, nd}, strides)
+  local sizes = dev:tensor("long", {1, nd}, x._shape)
+  return (((pos:reshape{count, 1} - 1) // s) % sizes + 1):eval()
+end
+
+return I

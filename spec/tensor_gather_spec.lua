@@ -1,0 +1,185 @@
+-- x:gather, x:index_select, x:take, x:scatter, x:scatter_add, x:put,
+-- x:masked_fill, x:masked_select, x:nonzero against NumPy on random tensors
+-- (views among them, positions 1-based with negatives from the end), and
+-- positions out of range found on the device.
+local gpu = require "luagpu"
+local support = require "support"
+local S = require "tensor_support"
+
+local has_error = support.has_error
+
+describe("indexing by tensors and masks", function()
+  local dev = gpu.device()
+  math.randomseed(3232)
+
+  local function np_of(x)
+    return {type = x.type, shape = x.shape, data = x:get():totable()}
+  end
+  local function same(ref, x) S.check(assert, x, ref) end
+
+  local function random_tensor(t, shape)
+    if #shape == 2 and math.random() < 0.4 then
+      return dev:tensor(t, {shape[2], shape[1]}, S.random_values(t, shape[1] * shape[2])):t()
+    end
+    return dev:tensor(t, shape, S.random_values(t, S.numel(shape)))
+  end
+
+  -- random positions in 1..len, some given from the end
+  local function positions(it, shape, len)
+    local v = {}
+    for i = 1, S.numel(shape) do
+      local p = math.random(1, len)
+      v[i] = math.random() < 0.3 and p - len - 1 or p
+    end
+    return dev:tensor(it, shape, v)
+  end
+
+  it("gathers as take_along_axis, np.take and flat takes", function()
+    if not S.need_numpy(assert, pending) then return end
+    for _ = 1, 8 do
+      local nd = math.random(1, 3)
+      local shape = S.random_shape(nd, 1, 5)
+      local t = S.TYPES[math.random(#S.TYPES)]
+      local x = random_tensor(t, shape)
+      local d = math.random(1, nd)
+      local ishape = {}
+      for k = 1, nd do ishape[k] = k == d and math.random(0, 6) or math.random(1, shape[k]) end
+      local it = math.random() < 0.5 and "long" or "int"
+      local g = positions(it, ishape, shape[d])
+      local sel = positions(it, {math.random(0, 5)}, shape[d])
+      local tk = positions("long", S.random_shape(math.random(0, 2), 1, 4), #x)
+      local vars = {x = np_of(x), g = np_of(g), s = np_of(sel), k = np_of(tk)}
+      local ref = S.numpy(([[
+def z(p, n): return np.where(p < 0, p + n, p - 1)
+idx = list(np.indices(g.shape)); idx[%d] = z(g, x.shape[%d])
+out = [x[tuple(idx)], np.take(x, z(s, x.shape[%d]), %d), np.take(x.ravel(), z(k, x.size))]
+]]):format(d - 1, d - 1, d - 1, d - 1), vars)
+      same(ref[1], x:gather(d, g))
+      same(ref[2], x:index_select(d, sel))
+      same(ref[3], x:take(tk))
+    end
+  end)
+
+  it("scatters, adds and puts as put_along_axis, np.add.at and np.put", function()
+    if not S.need_numpy(assert, pending) then return end
+    for _ = 1, 8 do
+      local shape = S.random_shape(2, 1, 5)
+      local t = ({"int", "uint", "long", "ulong", "float", "double"})[math.random(6)]
+      local x = random_tensor(t, shape)
+      local d = math.random(1, 2)
+      -- distinct positions per line along d for scatter (one writer each)
+      local ishape = {shape[1], shape[2]}
+      ishape[d] = math.random(1, shape[d])
+      local vals = {}
+      S.each(ishape, function(idx)
+        vals[#vals + 1] = idx[d]                       -- a permutation would do; this is one
+      end)
+      local g = dev:tensor("long", ishape, vals):flip(d)
+      local src = random_tensor(t, ishape)
+      local many = positions("int", ishape, shape[d])  -- repeats: scatter_add adds them all
+      local flatpos, pv = {}, {}
+      for i = 1, #x do flatpos[i] = i end
+      for i = #x, 2, -1 do local j = math.random(i); flatpos[i], flatpos[j] = flatpos[j], flatpos[i] end
+      local np = math.random(0, #x)
+      for i = np + 1, #x do flatpos[i] = nil end
+      for i = 1, np do pv[i] = S.random_values(t, 1)[1] end
+      local putpos = dev:tensor("long", {np}, flatpos)
+      local putv = dev:tensor(t, {np}, pv)
+      local vars = {x = np_of(x), g = np_of(g), src = np_of(src), m = np_of(many),
+                    p = np_of(putpos), v = np_of(putv)}
+      local ref = S.numpy(([[
+def z(p, n): return np.where(p < 0, p + n, p - 1)
+a = x.copy(); np.put_along_axis(a, z(g, x.shape[%d]), src, %d)
+b = x.copy()
+idx = [np.indices(m.shape)[k] for k in range(2)]
+idx[%d] = z(m, x.shape[%d])
+np.add.at(b, tuple(idx), src)
+c = x.copy(); np.put(c, p - 1, v)
+out = [a, b, c]
+]]):format(d - 1, d - 1, d - 1, d - 1), vars)
+      same(ref[1], x:scatter(d, g, src))
+      same(ref[2], x:scatter_add(d, many, src))
+      local y = x:clone()
+      assert.equal(y, y:put(putpos, putv))
+      same(ref[3], y)
+    end
+    -- a number as the source; put through a transposed view writes its base
+    local z = dev:tensor("int", {5})
+    assert.same({3, 1, 0, 0, 2},
+                z:scatter_add(1, dev:tensor("long", {6}, {1, 1, 1, 2, 5, -1}), 1):totable())
+    local base = dev:tensor("int", {2, 3}, {1, 2, 3, 4, 5, 6})
+    base:t():put(dev:tensor("long", {2}, {1, 6}), dev:tensor("int", {2}, {-1, -6}))
+    assert.same({{-1, 2, 3}, {4, 5, -6}}, base:totable())
+  end)
+
+  it("fills, selects and finds by masks as np.where, x[mask] and argwhere", function()
+    if not S.need_numpy(assert, pending) then return end
+    for _ = 1, 6 do
+      local shape = S.random_shape(math.random(1, 3), 0, 5)
+      local t = S.TYPES[math.random(#S.TYPES)]
+      local x = random_tensor(t, shape)
+      local mask = dev:tensor("uchar", shape, S.random_values("uchar", S.numel(shape))):gt(120)
+      local row = #shape >= 1 and dev:tensor("int", {shape[#shape]},
+                                             S.random_values("int", shape[#shape])) or nil
+      local vars = {x = np_of(x), m = np_of(mask)}
+      if row then vars.r = np_of(row) end
+      local ref = S.numpy([[
+out = [np.where(m != 0, 7, x).astype(x.dtype), x[m != 0], np.argwhere(x != 0) + 1,
+       x[np.broadcast_to(r != 0, x.shape)] if 'r' in globals() else x.ravel()]
+]], vars)
+      same(ref[1], x:masked_fill(mask, 7))
+      same(ref[2], x:masked_select(mask))
+      same(ref[3], x:nonzero())
+      if row then same(ref[4], x:masked_select(row)) end
+    end
+    assert.same({0, 2}, dev:tensor("int", {2, 3}):nonzero().shape)
+    assert.same({0}, dev:tensor("float", {0}):masked_select(dev:tensor("uchar", {0})).shape)
+  end)
+
+  it("raises for positions out of range, found on the device, and bad arguments", function()
+    local x = dev:arange("float", 12):reshape{3, 4}
+    has_error("luagpu: tensor:gather: argument #2: position 4 is out of range (1 to 3, or -3 " ..
+              "to -1)", x.gather, x, 1, dev:tensor("long", {1, 4}, {1, 2, 3, 4}))
+    has_error("luagpu: tensor:gather: argument #2: position -4 is out of range (1 to 3, or -3 " ..
+              "to -1)", x.gather, x, 1, dev:tensor("int", {1, 1}, {-4}))
+    has_error("luagpu: tensor:index_select: argument #2: position 0 is out of range (1 to 4, " ..
+              "or -4 to -1)", x.index_select, x, 2, dev:tensor("long", {2}, {1, 0}))
+    has_error("luagpu: tensor:take: argument #1: position 13 is out of range (1 to 12, or -12 " ..
+              "to -1)", x.take, x, dev:tensor("long", {1}, {13}))
+    has_error("luagpu: tensor:scatter: argument #2: position 9 is out of range (1 to 4, or -4 " ..
+              "to -1)", x.scatter, x, 2, dev:tensor("long", {1, 1}, {9}), 0)
+    has_error("luagpu: tensor:put: argument #1: position -13 is out of range (1 to 12, or -12 " ..
+              "to -1)", x.put, x, dev:tensor("long", {1}, {-13}), 0)
+    -- the flag is put back: the next call with good positions works
+    assert.same({{1}}, x:gather(1, dev:tensor("long", {1, 1}, {1})):totable())
+    has_error("luagpu: tensor:gather: argument #2: expected an index tensor of integers (long " ..
+              "or int), got one of float", x.gather, x, 1, x)
+    has_error("luagpu: tensor:take: argument #1: expected an index tensor (of integers), got " ..
+              "table", x.take, x, {1, 2})
+    has_error("luagpu: tensor:gather: argument #2: the index tensor has 1 dims, the tensor 2",
+              x.gather, x, 1, dev:tensor("long", {2}, {1, 1}))
+    has_error("luagpu: tensor:gather: argument #2: the index tensor's shape {1, 5} exceeds the " ..
+              "tensor's {3, 4} in dim 2", x.gather, x, 1, dev:tensor("long", {1, 5}))
+    has_error("luagpu: tensor:index_select: argument #2: expected a 1-D index tensor, got " ..
+              "shape {1, 1}", x.index_select, x, 1, dev:tensor("long", {1, 1}, {1}))
+    has_error("luagpu: tensor:scatter: argument #3: the source's shape {1, 1} does not cover " ..
+              "the index tensor's {2, 2}", x.scatter, x, 1, dev:tensor("long", {2, 2}, 1),
+              dev:tensor("float", {1, 1}))
+    has_error("luagpu: tensor:scatter: argument #3: cannot write double values into a float " ..
+              "tensor without a loss: convert with :astype(\"float\")", x.scatter, x, 1,
+              dev:tensor("long", {1, 1}, 1), dev:tensor("double", {1, 1}))
+    local c = dev:tensor("char", {3})
+    has_error("luagpu: tensor:scatter_add: adds with atomics of 32 or 64 bits: int, uint, " ..
+              "long, ulong, float or double, got char (convert with :astype)",
+              c.scatter_add, c, 1, dev:tensor("long", {1}, 1), 1)
+    has_error("luagpu: tensor:put: argument #2: expected 2 values (one per position), got 3",
+              x.put, x, dev:tensor("long", {2}, 1), dev:tensor("float", {3}))
+    local n = dev:tensor("int", {2})
+    has_error("luagpu: tensor:put: argument #2: 1099511627776.0 does not fit int",
+              n.put, n, dev:tensor("long", {1}, 1), 2 ^ 40)
+    has_error("luagpu: tensor:masked_fill: argument #2: expected a number, got string",
+              x.masked_fill, x, x:gt(1), "a")
+    has_error("luagpu: tensor:masked_select: argument #1: expected a mask tensor, got nil",
+              x.masked_select, x)
+  end)
+end)
