@@ -25,6 +25,7 @@ local X = require "luagpu.tensor.expr"
 local E = require "luagpu.tensor.elementwise"
 
 local type, pairs, tostring, pcall, unpack = type, pairs, tostring, pcall, table.unpack
+local ipairs, rawget, rawlen, getmetatable = ipairs, rawget, rawlen, getmetatable
 local format = string.format
 local min, max, huge = math.min, math.max, math.huge
 local fail, show = H.fail, H.show
@@ -337,23 +338,100 @@ local function reduce_dim(fn, op, x, d, keepdim)
   return res
 end
 
+-- The reduction of x along the dims of list (checked, distinct, sorted,
+-- two or more): the kept dims first, the reduced ones after, contiguous
+-- (a view when they are already so), reduced as one dim.
+local function reduce_dims(fn, op, x, dims, keepdim)
+  local nd, shape = #x._shape, x._shape
+  local order, kept, seen, len = {}, {}, {}, 1
+  for _, d in ipairs(dims) do seen[d] = true end
+  for d = 1, nd do
+    if not seen[d] then order[#order + 1] = d; kept[#kept + 1] = shape[d] end
+  end
+  for _, d in ipairs(dims) do order[#order + 1] = d; len = len * shape[d] end
+  local moved = x:permute(order)
+  local flat = {}
+  for i, n in ipairs(kept) do flat[i] = n end
+  flat[#flat + 1] = len
+  local res = reduce_dim(fn, op, moved:reshape(flat), #flat, false)
+  if not keepdim then return res end
+  local back = {}
+  for d = 1, nd do back[d] = seen[d] and 1 or shape[d] end
+  return res:reshape(back)
+end
+
+local reduce_by_dims
+
+-- v (a result: a Lua number or a tensor) as type t (the option type:
+-- integers wrap as C converts, float rounds).
+local function as_type(t, v)
+  if type(v) ~= "number" then
+    return v._type == t and v or v:astype(t):eval()
+  end
+  if t == "float" then return (string.unpack("f", string.pack("f", v))) end
+  if FLOATS[t] then return v + 0.0 end
+  local bits = TY.SIZES[t] * 8
+  v = math.tointeger(v) or v
+  if bits == 64 or math.type(v) ~= "integer" then return v end
+  v = v % (1 << bits)
+  if TY.SIGNED[t] and v >= 1 << (bits - 1) then v = v - (1 << bits) end
+  return v
+end
+
+local R_ARG = {argmin = true, argmax = true}
+local REDUCE_OPTIONS = H.option_names({"keepdim", "type"}, "option ")
+local TYPED = {sum = true, prod = true, mean = true}
+
+-- x:OP([dim_or_dims] [, keepdim_or_opts]): opts {keepdim =, type = (sum,
+-- prod, mean: the type to accumulate in and give)}.
 local function reduction(op)
   local fn = "tensor:" .. op
-  return function(x, dim, keepdim)
+  return function(x, dim, opts)
     check(fn, 0, x)
+    local keepdim, t = opts, nil
+    if type(opts) == "table" then
+      H.check_options(fn, 2, opts, REDUCE_OPTIONS)
+      keepdim, t = rawget(opts, "keepdim"), rawget(opts, "type")
+    end
     if keepdim ~= nil and type(keepdim) ~= "boolean" then
       fail(fn, "argument #2: keepdim: expected a boolean, got %s", show(keepdim))
     end
+    if t ~= nil then
+      if not TYPED[op] then
+        fail(fn, "argument #2: option type is for sum, prod and mean, not %s", op)
+      end
+      O.check_type(fn, "argument #2: option type", t)
+      O.check_device_type(fn, x._dev, t)
+      if t ~= x._type then x = x:astype(t) end
+    end
     if x._type == "double" then O.check_device_type(fn, x._dev, "double") end
     if (op == "mean") and x._type ~= "float" then O.check_device_type(fn, x._dev, "double") end
+    if t ~= nil then return as_type(t, reduce_by_dims(fn, op, x, dim, keepdim)) end
+    return reduce_by_dims(fn, op, x, dim, keepdim)
+  end
+end
+
+-- The reduction of x by dim (nil: all, a number, or a list).
+reduce_by_dims = function(fn, op, x, dim, keepdim)
     if dim == nil then return reduce_all(fn, op, x) end
-    if type(dim) == "table" then
-      fail(fn, "argument #1: expected an integer dim, got a table (reducing several dims " ..
-           "at once is not supported yet)")
+    if type(dim) == "table" and getmetatable(dim) == nil then
+      local dims, seen = {}, {}
+      for i = 1, rawlen(dim) do
+        local d = O.check_dim(fn, "argument #1: entry " .. i, x, rawget(dim, i))
+        if seen[d] then fail(fn, "argument #1: dim %d appears twice", d) end
+        seen[d] = true
+        dims[#dims + 1] = d
+      end
+      if #dims == 0 then fail(fn, "argument #1: expected a list of dims, got an empty one") end
+      if #dims == 1 then return reduce_dim(fn, op, x, dims[1], keepdim) end
+      if R_ARG[op] then
+        fail(fn, "argument #1: %s takes one dim (or none), got %d", op, #dims)
+      end
+      table.sort(dims)
+      return reduce_dims(fn, op, x, dims, keepdim)
     end
     local d = O.check_dim(fn, "argument #1", x, dim)
     return reduce_dim(fn, op, x, d, keepdim)
-  end
 end
 
 local methods = R.methods
