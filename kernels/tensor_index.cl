@@ -97,3 +97,27 @@ __kernel void lg_scatter(__global T *dat, ulong doff, long8 dst, long dstep, lon
   while ((seen = atom_cmpxchg(w, old, as_ulong(as_double(old) + v))) != old) old = seen;
 #endif
 }
+
+/* searchsorted: out[i] = the 1-based place of vals[i] in the n sorted
+** elements (stride sstep): the first place whose element is not below it
+** (right: above it), n + 1 past them all. NaN sorts last (as algo.sort and
+** NumPy order it). */
+#if IS_FLOAT
+#define LG_LT(a, b) ((a) < (b) || (isnan(b) && !isnan(a)))
+#else
+#define LG_LT(a, b) ((a) < (b))
+#endif
+__kernel void lg_searchsorted(__global const T *sorted, ulong soff, long sstep, long n,
+                              __global const T *vals, ulong voff, __global long *out,
+                              ulong m, int right) {
+  ulong i = get_global_id(0);
+  if (i >= m) return;
+  T v = vals[voff + i];
+  long lo = 0, hi = n;
+  while (lo < hi) {
+    long mid = lo + (hi - lo) / 2;
+    T a = sorted[soff + (ulong)mid * (ulong)sstep];
+    if (right ? !LG_LT(v, a) : LG_LT(a, v)) lo = mid + 1; else hi = mid;
+  }
+  out[i] = lo + 1;
+}

@@ -27,6 +27,9 @@ local FIELDS = {
   where = {"luagpu.tensor", "where"},
   cat = {"luagpu.tensor", "cat"},
   stack = {"luagpu.tensor", "stack"},
+  outer = {"luagpu.tensor", "outer"},
+  searchsorted = {"luagpu.tensor", "searchsorted"},
+  einsum = {"luagpu.tensor", "einsum"},
 }
 
 -- Declares everything above on the module table gpu (luaopen_luagpu's).

@@ -44,7 +44,8 @@ local function program(fn, dev, t, it, nd, add)
   if p then return p end
   local ok, prog = pcall(P.get, dev, {family = "tensor", file = "tensor_index.cl",
                                       defines = {{"T", t}, {"I", it}, {"ND", nd},
-                                                 {"ADD_KIND", add}}})
+                                                 {"ADD_KIND", add},
+                                                 {"IS_FLOAT", FLOATS[t] and 1 or 0}}})
   if not ok then fail(fn, "the index kernels do not compile for %s: %s", t, tostring(prog)) end
   c[key] = prog
   return prog
@@ -362,6 +363,42 @@ function methods.nonzero(x)
   local s = dev:tensor("long", {1, nd}, strides)
   local sizes = dev:tensor("long", {1, nd}, x._shape)
   return (((pos:reshape{count, 1} - 1) // s) % sizes + 1):eval()
+end
+
+-- gpu.searchsorted(sorted, values [, {right = true}]): per element of
+-- values, its 1-based place in the 1-D sorted (ascending, NaN last): the
+-- first place whose element is not below it (right: above it), #sorted + 1
+-- past them all (NumPy's searchsorted + 1). A long tensor of values' shape.
+local SEARCH_OPTIONS = H.option_names({"right"}, "option ")
+function I.searchsorted(sorted, values, opts)
+  local fn = "gpu.searchsorted"
+  if not is_tensor(sorted) then
+    fail(fn, "argument #1: expected a sorted 1-D tensor, got %s", typename(sorted))
+  end
+  check(fn, 1, sorted)
+  if #sorted._shape ~= 1 then
+    fail(fn, "argument #1: expected a 1-D tensor, got shape %s", show_shape(sorted._shape))
+  end
+  local o = H.check_options(fn, 3, opts, SEARCH_OPTIONS)
+  if o.right ~= nil and type(o.right) ~= "boolean" then
+    fail(fn, "argument #3: option right: expected a boolean, got %s", show(o.right))
+  end
+  local dev, t = sorted._dev, sorted._type
+  if type(values) == "number" then values = O.empty(fn, dev, t, {}):set(values) end
+  if not is_tensor(values) then
+    fail(fn, "argument #2: expected a tensor or a number, got %s", typename(values))
+  end
+  check(fn, 2, values)
+  O.check_same_device(fn, 2, values, dev)
+  if values._type ~= t then values = values:astype(t) end
+  local v = values:contiguous()
+  local out = O.empty(fn, dev, "long", {table.unpack(values._shape)})
+  if out._n == 0 then return out end
+  local k = program(fn, dev, t, "long", 1, 0).lg_searchsorted
+  O.check_bounds(fn, sorted); O.check_bounds(fn, v)
+  k(sorted._st.buf, sorted._off, sorted._strides[1], sorted._n, v._st.buf, v._off, out._st.buf,
+    out._n, o.right and 1 or 0):run({ceil(out._n, LOCAL)}, {LOCAL}, ST.NO_EVENT)
+  return out
 end
 
 return I

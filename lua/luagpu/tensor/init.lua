@@ -11,13 +11,17 @@
 --   source, codegen   an expression's kernel and its cached launch plan
 --   views, reduce, random, interop (mm, .npy, algo, __tobuffer, to),
 --   join (squeeze, unsqueeze, flatten, split, chunk, cat, stack, ...),
---   index (gather, scatter, take, put, masks, nonzero)
+--   index (gather, scatter, take, put, masks, nonzero, searchsorted),
+--   stats (var, std, norm, median, topk, unique, bincount, dot, outer),
+--   einsum
 -- and the memory pool, luagpu.core.pool.
 --
 -- Exports: M.device_methods (dev:tensor, dev:arange, dev:rand, dev:randn,
 -- dev:memory: registered on Device with gpu.extend when this module loads;
 -- luagpu.autoload declares them, so that dev.tensor loads this module on
--- first lookup), M.where (gpu.where), M.cat, M.stack (gpu.cat, gpu.stack),
+-- first lookup), M.where (gpu.where), M.cat, M.stack, M.outer,
+-- M.searchsorted, M.einsum (gpu.cat, gpu.stack, gpu.outer,
+-- gpu.searchsorted, gpu.einsum),
 -- M.load (gpu.load(path, dev)),
 -- M.is_tensor, M.MAX_DIMS, M.lazy (false: every operation evaluated at
 -- once), M.reduce_programs().
@@ -34,6 +38,8 @@ local RND = require "luagpu.tensor.random"
 local I = require "luagpu.tensor.interop"
 local J = require "luagpu.tensor.join"
 local IX = require "luagpu.tensor.index"
+local ST = require "luagpu.tensor.stats"
+local EIN = require "luagpu.tensor.einsum"
 local new_tensor = require("luagpu.tensor.create").new_tensor
 
 local ipairs, pairs, tostring, pcall, rawset = ipairs, pairs, tostring, pcall, rawset
@@ -59,7 +65,7 @@ local M = setmetatable({}, {
 
 -- Every method, metamethod and device method, each from the one module
 -- that makes it.
-for _, part in ipairs{E.methods, V, R.methods, I.methods, J.methods, IX.methods} do
+for _, part in ipairs{E.methods, V, R.methods, I.methods, J.methods, IX.methods, ST.methods} do
   for name, f in pairs(part) do Tensor[name] = f end
 end
 for _, part in ipairs{E.metamethods, I.metamethods} do
@@ -86,6 +92,7 @@ end
 gpu.extend("Device", DM)
 
 M.where, M.load, M.cat, M.stack = E.where, I.load, J.cat, J.stack
+M.outer, M.searchsorted, M.einsum = ST.outer, IX.searchsorted, EIN.einsum
 function M.is_tensor(v) return O.is_tensor(v) end
 M.MAX_DIMS = O.MAX_DIMS
 function M.reduce_programs() return R.programs_built end

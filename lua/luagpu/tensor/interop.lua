@@ -4,7 +4,7 @@
 --   I.metamethods.__tobuffer   a tensor as a Buffer (kernel arguments,
 --                              reduce, matmul, algo)
 --   I.methods                  x:mm and x:bmm (luagpu.matmul), x:to(dev), x:save (.npy),
---                              x:cumsum, x:sort, x:argsort (luagpu.algo, when
+--                              x:cumsum, x:cumprod, x:sort, x:argsort (luagpu.algo, when
 --                              it is there)
 --   I.load(path, dev [, t])    gpu.load's tensor form
 
@@ -217,9 +217,9 @@ local function check_dim_arg(fn, x, dim)
   return O.check_dim(fn, "argument #1", x, dim)
 end
 
--- x:cumsum([dim]): inclusive prefix sums along dim (default: the last).
-function methods.cumsum(x, dim)
-  local fn = "tensor:cumsum"
+-- x:cumsum([dim]) / x:cumprod([dim]): inclusive prefix sums (products)
+-- along dim (default: the last), in x's type (integers wrap).
+local function cumulative(fn, op, x, dim)
   check(fn, 0, x)
   local d = check_dim_arg(fn, x, dim)
   local A = algo(fn, "scan")
@@ -227,9 +227,12 @@ function methods.cumsum(x, dim)
   local src, back = dim_last(x, d)
   local out = O.empty(fn, x._dev, x._type, src._shape)
   local L = src._shape[#src._shape]
-  A.scan(own_buffer(src), {row_length = L, out = own_buffer(out)})
+  A.scan(own_buffer(src), {row_length = L, out = own_buffer(out), op = op})
   return back and out:permute(back) or out
 end
+
+function methods.cumsum(x, dim) return cumulative("tensor:cumsum", "sum", x, dim) end
+function methods.cumprod(x, dim) return cumulative("tensor:cumprod", "prod", x, dim) end
 
 local SORT_OPTIONS = H.option_names({"descending"}, "option ")
 

@@ -1,0 +1,254 @@
+-- luagpu.tensor.stats: statistics and order statistics made of the other
+-- tensor operations (internal to luagpu.tensor, which makes these its
+-- methods): x:var, x:std, x:norm, x:median, x:topk, x:unique, x:bincount,
+-- x:dot, and gpu.outer.
+--
+-- Each is a few fused elementwise kernels, reductions, sorts and gathers;
+-- docs/API.md says what each costs.
+
+local H = require "luagpu.core.check"
+local TY = require "luagpu.core.types"
+local O = require "luagpu.tensor.object"
+local X = require "luagpu.tensor.expr"
+local J = require "luagpu.tensor.join"
+
+local type, ipairs, rawget = type, ipairs, rawget
+local huge = math.huge
+local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
+local check, check_dim, show_shape, is_tensor = X.check, O.check_dim, O.show_shape, O.is_tensor
+local FLOATS, INTEGERS = TY.FLOATS, TY.INTEGERS
+
+local M = {methods = {}}
+local methods = M.methods
+
+-- x in a floating type (integers in double).
+local function floating(fn, x)
+  if FLOATS[x._type] then return x end
+  O.check_device_type(fn, x._dev, "double")
+  return x:astype("double")
+end
+
+-- The dims argument: nil (all), a dim or a list; returns the reduction's
+-- dim argument as given (checked by the reduction) and how many elements
+-- each result covers.
+local function covered(fn, x, dim)
+  if dim == nil then return nil, x._n end
+  local list = type(dim) == "table" and dim or {dim}
+  local n, seen = 1, {}
+  for i = 1, #list do
+    local d = check_dim(fn, "argument #1" .. (list == dim and ": entry " .. i or ""), x,
+                        rawget(list, i))
+    if not seen[d] then n = n * x._shape[d] end
+    seen[d] = true
+  end
+  return dim, n
+end
+
+------------------------------------------------------------------ spread
+
+local VAR_OPTIONS = H.option_names({"correction", "keepdim"}, "option ")
+
+-- x:var([dim_or_dims] [, {correction = 1, keepdim = false}]): the
+-- variance, sum((x - mean)^2) / (n - correction) (correction 1: the
+-- sample variance, PyTorch's default; 0: NumPy's). Two passes: the mean,
+-- then the squared deviations. Integers in double. A Lua number without a
+-- dim; NaN when n - correction <= 0.
+function methods.var(x, dim, opts)
+  local fn = "tensor:var"
+  check(fn, 0, x)
+  if type(dim) == "table" and rawget(dim, 1) == nil and opts == nil then dim, opts = nil, dim end
+  local o = H.check_options(fn, 2, opts, VAR_OPTIONS)
+  local c = o.correction == nil and 1 or o.correction
+  if type(c) ~= "number" or c ~= c or c < 0 then
+    fail(fn, "argument #2: option correction: expected a number >= 0, got %s", show(o.correction))
+  end
+  if o.keepdim ~= nil and type(o.keepdim) ~= "boolean" then
+    fail(fn, "argument #2: option keepdim: expected a boolean, got %s", show(o.keepdim))
+  end
+  local xf = floating(fn, x)
+  local d, n = covered(fn, x, dim)
+  local div = n - c
+  if d == nil then
+    if n == 0 then return 0 / 0 end
+    local m = xf:mean()
+    local dev = xf - m
+    local s = (dev * dev):sum()
+    return div > 0 and s / div or 0 / 0
+  end
+  local m = xf:mean(d, {keepdim = true})
+  local dev = xf - m
+  local s = (dev * dev):sum(d, {keepdim = o.keepdim == true})
+  if div > 0 then return (s / div):eval() end
+  return (s * (0 / 0)):eval()
+end
+
+-- x:std(...): the square root of x:var(...).
+function methods.std(x, dim, opts)
+  check("tensor:std", 0, x)
+  local v = methods.var(x, dim, opts)
+  if type(v) == "number" then return math.sqrt(v) end
+  return v:sqrt():eval()
+end
+
+-- x:norm([p] [, dim_or_dims]): (sum |x|^p)^(1/p) (p default 2; math.huge:
+-- max |x|, -math.huge: min |x|; 0: the count of elements not 0), over all
+-- elements (a Lua number) or along dims (a tensor). Integers in double.
+function methods.norm(x, p, dim)
+  local fn = "tensor:norm"
+  check(fn, 0, x)
+  if p == nil then p = 2 end
+  if type(p) ~= "number" or p ~= p then
+    fail(fn, "argument #1: expected a number p (or math.huge), got %s", show(p))
+  end
+  local a = floating(fn, x):abs()
+  if p == huge then return a:max(dim) end
+  if p == -huge then return a:min(dim) end
+  if p == 0 then
+    local r = a:ne(0):sum(dim)
+    return type(r) == "number" and r + 0.0 or r:astype(a._type):eval()
+  end
+  local r
+  if p == 1 then r = a:sum(dim)
+  elseif p == 2 then r = (a * a):sum(dim)
+  else r = (a ^ p):sum(dim) end
+  if p == 1 then return r end
+  if type(r) == "number" then return r ^ (1 / p) end
+  return p == 2 and r:sqrt():eval() or (r ^ (1 / p)):eval()
+end
+
+------------------------------------------------------------------ order
+
+-- The dim argument of median and topk: given, or the last.
+local function dim_of(fn, x, dim)
+  if #x._shape == 0 then fail(fn, "expected a tensor of at least 1 dim, got a 0-d one") end
+  if dim == nil then return #x._shape end
+  return check_dim(fn, "argument #2", x, dim)
+end
+
+-- x:median([dim]): the lower median (of an even count, the smaller of the
+-- two middle elements, as PyTorch's; NumPy averages them): without dim, a
+-- Lua number over every element; along dim, the values and their 1-based
+-- positions (two tensors). NaN sorts last. By a sort (argsort along dim).
+function methods.median(x, dim)
+  local fn = "tensor:median"
+  check(fn, 0, x)
+  if dim == nil then
+    if x._n == 0 then fail(fn, "the median of an empty tensor is undefined") end
+    local s = x:flatten():sort()
+    return s[(x._n + 1) // 2]
+  end
+  local d = check_dim(fn, "argument #1", x, dim)
+  local L = x._shape[d]
+  if L == 0 then fail(fn, "the median of an empty dim is undefined (dim %d has size 0)", d) end
+  local pos = x:argsort(d):slice(d, (L + 1) // 2, (L + 1) // 2)
+  return x:gather(d, pos):squeeze(d), pos:squeeze(d)
+end
+
+local TOPK_OPTIONS = H.option_names({"largest"}, "option ")
+
+-- x:topk(k [, dim] [, {largest = true}]): the k largest (largest =
+-- false: smallest) elements along dim (default: the last), in order, and
+-- their 1-based positions: two tensors with k in dim. Ties keep their
+-- order; NaN counts as the largest (it sorts last). By a sort along dim.
+function methods.topk(x, k, dim, opts)
+  local fn = "tensor:topk"
+  check(fn, 0, x)
+  if type(dim) == "table" and opts == nil then dim, opts = nil, dim end
+  local d = dim_of(fn, x, dim)
+  local o = H.check_options(fn, 3, opts, TOPK_OPTIONS)
+  if o.largest ~= nil and type(o.largest) ~= "boolean" then
+    fail(fn, "argument #3: option largest: expected a boolean, got %s", show(o.largest))
+  end
+  local n = integer(k)
+  local L = x._shape[d]
+  if not n or n < 0 or n > L then
+    fail(fn, "argument #1: expected k from 0 to %d (the size of dim %d), got %s", L, d, show(k))
+  end
+  local pos = x:argsort(d, {descending = o.largest ~= false}):slice(d, 1, n)
+  return x:gather(d, pos), pos:contiguous()
+end
+
+-- x:unique(): the distinct values of x, ascending (NaNs as one, last), and
+-- how many times each occurs (long): two 1-D tensors. By a sort, a mask of
+-- the places where the value changes, and a compaction.
+function methods.unique(x)
+  local fn = "tensor:unique"
+  check(fn, 0, x)
+  local n = x._n
+  if n == 0 then
+    return O.empty(fn, x._dev, x._type, {0}), O.empty(fn, x._dev, "long", {0})
+  end
+  local s = x:flatten():sort()
+  local starts
+  if n == 1 then
+    starts = O.empty(fn, x._dev, "uchar", {1}):set(1)
+  else
+    local a, b = s:slice(1, 2, n), s:slice(1, 1, n - 1)
+    -- a new value where it differs from the one before, NaN after NaN not
+    local change = a:ne(b) * (1 - a:ne(a) * b:ne(b))
+    starts = J.cat({O.empty(fn, x._dev, "uchar", {1}):set(1), change:astype("uchar")})
+  end
+  local first = starts:nonzero():flatten()                  -- 1-based, ascending
+  local values = s:take(first)
+  local ends = J.cat({first:slice(1, 2, #first), O.empty(fn, x._dev, "long", {1}):set(n + 1)})
+  return values, (ends - first):eval()
+end
+
+-- x:bincount([bins]): how many times each value 0, 1, ... occurs in x (a
+-- 1-D tensor of integers >= 0): a long tensor of max(bins, max(x) + 1)
+-- elements (as PyTorch's minlength). By algo.histogram's integer keys.
+function methods.bincount(x, bins)
+  local fn = "tensor:bincount"
+  check(fn, 0, x)
+  if #x._shape ~= 1 or not INTEGERS[x._type] then
+    fail(fn, "expected a 1-D tensor of integers, got %s of %s", show_shape(x._shape), x._type)
+  end
+  local least = bins == nil and 0 or integer(bins)
+  if not least or least < 0 then
+    fail(fn, "argument #1: expected a number of bins >= 0, got %s", show(bins))
+  end
+  local nb = least
+  if x._n > 0 then
+    local lo, hi = x:min(), x:max()
+    if lo < 0 then fail(fn, "expected values >= 0, got %d", lo) end
+    if hi >= (1 << 31) - 1 then fail(fn, "the values reach %d: too many bins", hi) end
+    nb = math.max(nb, hi + 1)
+  end
+  if nb == 0 or x._n == 0 then return O.empty(fn, x._dev, "long", {nb}):set(0) end
+  local A = require "luagpu.algo"
+  local counts = A.histogram(O.elements_of(x:contiguous()), {bins = nb})
+  return require("luagpu.tensor.create").new_tensor(x._dev, "uint", {nb}, counts)
+    :astype("long"):eval()
+end
+
+------------------------------------------------------------------ products
+
+-- x:dot(y): the sum of the products of two 1-D tensors of one length (a
+-- Lua number; types promoted).
+function methods.dot(x, y)
+  local fn = "tensor:dot"
+  check(fn, 0, x)
+  if not is_tensor(y) then fail(fn, "argument #1: expected a tensor, got %s", typename(y)) end
+  check(fn, 1, y)
+  if #x._shape ~= 1 or #y._shape ~= 1 or x._n ~= y._n then
+    fail(fn, "expected two 1-D tensors of one length, got shapes %s and %s",
+         show_shape(x._shape), show_shape(y._shape))
+  end
+  return (x * y):sum()
+end
+
+-- gpu.outer(a, b): the matrix a[i] * b[j] of two 1-D tensors (one fused
+-- kernel; types promoted).
+function M.outer(a, b)
+  local fn = "gpu.outer"
+  for i, v in ipairs {a, b} do
+    if not is_tensor(v) then fail(fn, "argument #%d: expected a tensor, got %s", i, typename(v)) end
+    check(fn, i, v)
+    if #v._shape ~= 1 then
+      fail(fn, "argument #%d: expected a 1-D tensor, got shape %s", i, show_shape(v._shape))
+    end
+  end
+  return (a:reshape{a._n, 1} * b:reshape{1, b._n}):eval()
+end
+
+return M

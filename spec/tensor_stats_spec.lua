@@ -1,0 +1,161 @@
+-- x:var, std, norm, median, topk, unique, bincount, cumprod, dot,
+-- gpu.outer, gpu.searchsorted and gpu.einsum against NumPy on random
+-- tensors, and their error messages.
+local gpu = require "luagpu"
+local support = require "support"
+local S = require "tensor_support"
+
+local has_error = support.has_error
+
+describe("statistics, order and products", function()
+  local dev = gpu.device()
+  math.randomseed(4242)
+
+  local function np_of(x)
+    return {type = x.type, shape = x.shape, data = x:get():totable()}
+  end
+  local function same(ref, x, tol) S.check(assert, x, ref, tol) end
+  local function close(want, got, tol)
+    local w = type(want) == "table" and want.data[1] or want
+    assert.is_true(math.abs(w - got) <= (tol or 1e-9) * math.max(1, math.abs(w)),
+                   ("want %s, got %s"):format(tostring(w), tostring(got)))
+  end
+
+  it("var, std and norm, whole and along dims, as NumPy", function()
+    if not S.need_numpy(assert, pending) then return end
+    for round = 1, 5 do
+      local shape = S.random_shape(3, 2, 5)
+      local t = ({"double", "int", "float"})[round % 3 + 1]
+      local x = dev:tensor(t, shape, S.random_values(t, S.numel(shape)))
+      if round % 2 == 0 then x = x:transpose(1, 3) end
+      local d = math.random(1, 3)
+      local vars = {x = np_of(x)}
+      local ref = S.numpy(([[
+y = x.astype(np.float64)
+out = [y.var(ddof=1), y.std(ddof=0), y.var(axis=%d, ddof=1), y.std(axis=(0, 2), ddof=0,
+       keepdims=True), np.sqrt((y * y).sum()), np.abs(y).sum(axis=%d), np.abs(y).max(),
+       (np.abs(y) ** 3).sum(axis=%d) ** (1 / 3), float(np.count_nonzero(y))]
+]]):format(d - 1, d - 1, d - 1), vars)
+      local tol = t == "float" and 1e-4 or 1e-9
+      close(ref[1], x:var(), tol)
+      close(ref[2], x:std({correction = 0}), tol)
+      same(ref[3], x:var(d), tol)
+      same(ref[4], x:std({1, 3}, {correction = 0, keepdim = true}), tol)
+      close(ref[5], x:norm(), tol)
+      same(ref[6], x:norm(1, d), tol)
+      close(ref[7], x:norm(math.huge), tol)
+      same(ref[8], x:norm(3, d), tol)
+      close(ref[9], x:norm(0), tol)
+    end
+    assert.is_true(dev:tensor("float", {1}, {3}):var() ~= dev:tensor("float", {1}, {3}):var())
+  end)
+
+  it("median, topk, unique, bincount and cumprod as NumPy", function()
+    if not S.need_numpy(assert, pending) then return end
+    for round = 1, 5 do
+      local shape = S.random_shape(2, 1, 6)
+      local t = ({"float", "int", "double", "short"})[round % 4 + 1]
+      local vals = S.random_values(t, S.numel(shape))
+      for i = 1, #vals do if math.random() < 0.3 then vals[i] = vals[1] end end   -- ties
+      local x = dev:tensor(t, shape, vals)
+      local d = math.random(1, 2)
+      local k = math.random(0, shape[d])
+      local bins = dev:tensor("int", {7}, {0, 3, 3, 1, 9, 0, 3})
+      local vars = {x = np_of(x), b = np_of(bins)}
+      local ref = S.numpy(([=[
+s = np.sort(x, axis=%d, kind='stable')
+n = x.shape[%d]
+pos = np.argsort(x, axis=%d, kind='stable')
+lo = np.take(pos, [(n - 1) // 2], axis=%d)
+dpos = np.argsort(-x.astype(np.float64), axis=%d, kind='stable')
+top = np.take(dpos, range(%d), axis=%d)
+u, c = np.unique(x, return_counts=True)
+flat = np.sort(x, axis=None)
+out = [np.take_along_axis(x, lo, %d).squeeze(%d), lo.squeeze(%d) + 1,
+       np.take_along_axis(x, top, %d), top + 1, u, c, np.bincount(b, minlength=12),
+       np.cumprod(x, axis=%d, dtype=x.dtype), flat[(flat.size - 1) // 2]]
+]=]):format(d - 1, d - 1, d - 1, d - 1, d - 1, k, d - 1, d - 1, d - 1, d - 1, d - 1, d - 1),
+                          vars)
+      local mv, mp = x:median(d)
+      same(ref[1], mv)
+      same(ref[2], mp)
+      local tv, tp = x:topk(k, d)
+      same(ref[3], tv)
+      same(ref[4], tp)
+      local u, c = x:unique()
+      same(ref[5], u)
+      same(ref[6], c)
+      same(ref[7], bins:bincount(12))
+      if t ~= "float" then same(ref[8], x:cumprod(d)) end
+      assert.equal(ref[9].data[1], x:median())
+    end
+    local small, pos = dev:tensor("float", {5}, {3, 1, 2, 1, 5}):topk(2, {largest = false})
+    assert.same({1, 1}, small:totable())
+    assert.same({2, 4}, pos:totable())
+    local u, c = dev:tensor("float", {5}, {0 / 0, 1, 0 / 0, 1, -2}):unique()
+    assert.same({-2, 1}, {u[1], u[2]})
+    assert.is_true(u[3] ~= u[3])
+    assert.same({1, 2, 2}, c:totable())
+  end)
+
+  it("dot, outer, searchsorted and einsum as NumPy", function()
+    if not S.need_numpy(assert, pending) then return end
+    local a = dev:tensor("double", {4}, S.random_values("double", 4))
+    local b = dev:tensor("double", {4}, S.random_values("double", 4))
+    local sorted = dev:tensor("float", {7}, {-3, -1, 0, 0, 2, 5, 0 / 0})
+    local v = dev:tensor("float", {2, 4}, {-5, 0, 0.5, 5, 9, 0 / 0, -1, 2})
+    local A = dev:tensor("float", {3, 4}, S.random_values("float", 12))
+    local B = dev:tensor("float", {4, 5}, S.random_values("float", 20))
+    local X = dev:tensor("double", {2, 3, 4}, S.random_values("double", 24))
+    local I = dev:tensor("int", {3, 3}, S.random_values("int", 9))
+    local ref = S.numpy([[
+out = [float(np.dot(a, b)), np.outer(a, b), np.searchsorted(s, v) + 1,
+       np.searchsorted(s, v, side='right') + 1, np.einsum('ij,jk->ik', A, B),
+       np.einsum('bij,jk->bik', X, B.astype(np.float64)), np.einsum('ii->i', I),
+       np.einsum('ij,ij->j', I, I), np.einsum('bij->jb', X), np.einsum('ij,kj', A, A)]
+]], {a = np_of(a), b = np_of(b), s = np_of(sorted), v = np_of(v), A = np_of(A), B = np_of(B),
+     X = np_of(X), I = np_of(I)})
+    close(ref[1], a:dot(b))
+    same(ref[2], gpu.outer(a, b))
+    same(ref[3], gpu.searchsorted(sorted, v))
+    same(ref[4], gpu.searchsorted(sorted, v, {right = true}))
+    same(ref[5], gpu.einsum("ij,jk->ik", A, B), 1e-5)
+    same(ref[6], gpu.einsum("bij,jk->bik", X, B:astype("double")), 1e-9)
+    same(ref[7], gpu.einsum("ii->i", I))
+    same(ref[8], gpu.einsum("ij,ij->j", I, I))
+    same(ref[9], gpu.einsum("b i j -> j b", X))
+    same(ref[10], gpu.einsum("ij,kj", A, A), 1e-5)
+  end)
+
+  it("raises for bad arguments", function()
+    local x = dev:tensor("float", {2, 3})
+    has_error("luagpu: tensor:var: argument #2: option correction: expected a number >= 0, " ..
+              "got -1", x.var, x, 1, {correction = -1})
+    has_error("luagpu: tensor:norm: argument #1: expected a number p (or math.huge), got \"fro\"",
+              x.norm, x, "fro")
+    has_error("luagpu: tensor:topk: argument #1: expected k from 0 to 3 (the size of dim 2), " ..
+              "got 4", x.topk, x, 4)
+    has_error("luagpu: tensor:median: the median of an empty tensor is undefined",
+              function() return dev:tensor("float", {0}):median() end)
+    has_error("luagpu: tensor:bincount: expected values >= 0, got -1",
+              function() return dev:tensor("int", {2}, {1, -1}):bincount() end)
+    has_error("luagpu: tensor:bincount: expected a 1-D tensor of integers, got {2, 3} of float",
+              x.bincount, x)
+    has_error("luagpu: tensor:dot: expected two 1-D tensors of one length, got shapes {2, 3} " ..
+              "and {2, 3}", x.dot, x, x)
+    has_error("luagpu: gpu.outer: argument #2: expected a 1-D tensor, got shape {2, 3}",
+              gpu.outer, dev:tensor("float", {2}), x)
+    has_error("luagpu: gpu.searchsorted: argument #1: expected a 1-D tensor, got shape {2, 3}",
+              gpu.searchsorted, x, 1)
+    has_error("luagpu: gpu.searchsorted: argument #3: option right: expected a boolean, got 1",
+              gpu.searchsorted, dev:tensor("float", {2}), 1, {right = 1})
+    has_error("luagpu: gpu.einsum: argument #1: \"ij,jk->ik\" names 2 operands, 1 given",
+              gpu.einsum, "ij,jk->ik", x)
+    has_error("luagpu: gpu.einsum: argument #2: the subscripts name 1 dims, the tensor has 2 " ..
+              "(shape {2, 3})", gpu.einsum, "i->i", x)
+    has_error("luagpu: gpu.einsum: argument #1: operand 1: expected letters, got \".\" (no " ..
+              "ellipsis '...')", gpu.einsum, "...i->i", x)
+    has_error("luagpu: gpu.einsum: argument #1: the output names i twice",
+              gpu.einsum, "ij->ii", x)
+  end)
+end)
