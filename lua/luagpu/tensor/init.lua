@@ -9,7 +9,8 @@
 --   elementwise  operators, math methods, where, astype, map, set, clone,
 --                arange
 --   source, codegen   an expression's kernel and its cached launch plan
---   views, reduce, random, interop (mm, .npy, algo, __tobuffer)
+--   views, reduce, rows (softmax, log_softmax, logsumexp), random,
+--   interop (mm, .npy, algo, __tobuffer)
 -- and the memory pool, luagpu.core.pool.
 --
 -- Exports: M.device_methods (dev:tensor, dev:arange, dev:rand, dev:randn,
@@ -27,6 +28,7 @@ local X = require "luagpu.tensor.expr"
 local E = require "luagpu.tensor.elementwise"
 local V = require "luagpu.tensor.views"
 local R = require "luagpu.tensor.reduce"
+local RW = require "luagpu.tensor.rows"
 local RND = require "luagpu.tensor.random"
 local I = require "luagpu.tensor.interop"
 local new_tensor = require("luagpu.tensor.create").new_tensor
@@ -54,7 +56,7 @@ local M = setmetatable({}, {
 
 -- Every method, metamethod and device method, each from the one module
 -- that makes it.
-for _, part in ipairs{E.methods, V, R.methods, I.methods} do
+for _, part in ipairs{E.methods, V, R.methods, RW.methods, I.methods} do
   for name, f in pairs(part) do Tensor[name] = f end
 end
 for _, part in ipairs{E.metamethods, I.metamethods} do
