@@ -2,7 +2,9 @@
 -- kernels/rows.cl) against NumPy on random data: rows of many lengths
 -- (around the length a row may have to stay in registers, read from the
 -- device's group size), every dim, views, integers, -inf, +inf, NaN and
--- huge values, empty dims; and their error messages.
+-- huge values, empty dims; and their error messages. x:sort and x:argsort
+-- along every dim (rows sorted in local memory, algo/sort_rows.lua)
+-- against numpy.sort and numpy.argsort(kind = "stable").
 local gpu = require "luagpu"
 local support = require "support"
 local numpy = require "algo_numpy"
@@ -218,6 +220,63 @@ describe("x:softmax, x:log_softmax, x:logsumexp against NumPy", function()
       cases[#cases + 1] = {name = t .. "_1", x = x, dim = 1}
     end
     against_numpy(cases)
+  end)
+
+  it("x:sort and x:argsort along every dim, with ties and NaNs, both ways, as " ..
+     "numpy.argsort(kind = 'stable')", function()
+    local dir = numpy.tmpdir(finally)
+    local lines = {}
+    local k = 0
+    for _, t in ipairs{"float", "int", "uchar", dev.fp64 and "double" or nil} do
+      for _, shape in ipairs{{3, 5, 7}, {2, 1000, 3}, {40, 64}, {5, 1, 2, 129}} do
+        local n = 1
+        for _, m in ipairs(shape) do n = n * m end
+        local v = {}
+        for i = 1, n do
+          v[i] = math.random(0, 20)          -- ties
+          if (t == "float" or t == "double") and math.random() < 0.1 then
+            v[i] = ({0 / 0, -0.0, math.huge, -math.huge})[math.random(4)]
+          end
+        end
+        local x = dev:tensor(t, shape, v)
+        k = k + 1
+        x:save(("%s/s%d_in.npy"):format(dir, k))
+        for d = 1, #shape do
+          for _, desc in ipairs{false, true} do
+            local tag = ("s%d_%d_%d"):format(k, d, desc and 1 or 0)
+            x:sort(d, {descending = desc}):save(("%s/%s_sort.npy"):format(dir, tag))
+            x:argsort(d, {descending = desc}):save(("%s/%s_arg.npy"):format(dir, tag))
+            lines[#lines + 1] = ("s%d %d %d"):format(k, d - 1, desc and 1 or 0)
+          end
+        end
+      end
+    end
+    support.write_file(dir .. "/cases", table.concat(lines, "\n") .. "\n")
+    local out = numpy.run([[
+import sys, numpy as np
+d = sys.argv[1]
+bad = []
+for line in open(d + "/cases"):
+    name, axis, desc = line.split(); axis, desc = int(axis), desc == "1"
+    x = np.load(f"{d}/{name}_in.npy")
+    tag = f"{name}_{axis + 1}_{int(desc)}"
+    if desc:   # NaNs first, then the greatest; equal keys in their order
+        y = np.moveaxis(x, axis, -1)
+        r = y.reshape(-1, y.shape[-1])
+        key = np.where(np.isnan(r), 0, r) if r.dtype.kind == 'f' else r
+        w = np.array([np.lexsort((-key[i].astype(np.float64), ~np.isnan(r[i]) if r.dtype.kind == 'f' else np.zeros(len(r[i]), bool))) for i in range(len(r))])
+        want = np.moveaxis(w.reshape(y.shape), -1, axis)
+    else:
+        want = np.argsort(x, axis=axis, kind="stable")
+    got = np.load(f"{d}/{tag}_arg.npy") - 1
+    if got.shape != want.shape or not (got == want).all(): bad.append(tag + " argsort")
+    keys = np.load(f"{d}/{tag}_sort.npy")
+    wk = np.take_along_axis(x, want, axis)
+    same = (keys == wk) | (np.isnan(keys) & np.isnan(wk)) if x.dtype.kind == 'f' else keys == wk
+    if not same.all(): bad.append(tag + " sort")
+print("\n".join(bad) if bad else "ok")
+]], dir)
+    assert.equal("ok\n", out)
   end)
 end)
 end
