@@ -48,6 +48,7 @@ function R.entry(fn, dev, kt, rowlen, what)
                                                 what.vt or "-", what.ot or "-")
   local e = entries[key]
   if e then return e end
+  if what.vt then B.check_fp64(fn, dev, what.vt) end
   local LS = min(cls.sort_rows_local, N // 2, floor_pow2(dev.max_work_group_size))
   while true do
     local size = SIZES[kt]
