@@ -110,11 +110,14 @@ kernel void sort_rows(global K* keys, ulong koff, global V* restrict vals, ulong
     uint i = lid + e * LS, j = i % P;
     ulong row = first + i / P;
     if (row < nrows && j < rowlen) {
+      /* the sort puts a row's pads after its keys, so slot j < rowlen holds
+      ** a key's position; min() keeps the read in the row regardless */
+      ulong src = row * rowlen + min((ulong)POS(i), rowlen - 1);
 #ifdef KEYS
-      kv[e] = keys[koff + row * rowlen + POS(i)];
+      kv[e] = keys[koff + src];
 #endif
 #ifdef VALS
-      vv[e] = vals[voff + row * rowlen + POS(i)];
+      vv[e] = vals[voff + src];
 #endif
     }
   }
