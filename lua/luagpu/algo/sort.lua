@@ -234,7 +234,7 @@ function M.sort(keys, opts)
   end
   local q, waits = o.queue, o.wait
   local rl = r.rowlen ~= 0 and r.rowlen or n
-  local le = n > 1 and RS.entry(fn, dev, kt, rl, {keys = true, vt = vals ~= nil and vt or nil})
+  local le = n > 1 and RS.entry(fn, dev, kt, rl, n // rl, {keys = true, vt = vals ~= nil and vt or nil})
   if le then
     local seq = B.sequence(q, waits)
     RS.run(seq, le, {dev = dev, keys = root, koff = off, vals = vroot, voff = voff, rowlen = rl,
@@ -308,7 +308,7 @@ function M.argsort(keys, opts)
     oroot, ooff = out, 0
   end
   local q, waits = o.queue, o.wait
-  local le = n > 0 and RS.entry(fn, dev, kt, rowlen, {ot = it})
+  local le = n > 0 and RS.entry(fn, dev, kt, rowlen, n // rowlen, {ot = it})
   if le then
     local seq = B.sequence(q, waits)
     RS.run(seq, le, {dev = dev, keys = root, koff = off, pos = oroot, poff = ooff,

@@ -6,8 +6,9 @@
 -- or than the class's sort_rows_max keep the radix sort. Not meant to be
 -- required by scripts.
 --
---   R.entry(fn, dev, kt, rowlen, what)   the kernel for rows of rowlen keys
---                                        of type kt, or nil (radix sort)
+--   R.entry(fn, dev, kt, rowlen, nrows, what)   the kernel for nrows rows of
+--                                        rowlen keys of type kt, or nil
+--                                        (radix sort)
 --   R.run(seq, e, args)                  enqueues it on the sequence
 
 local ST = require "luagpu.core.steps"
@@ -31,18 +32,20 @@ end
 
 local cache = ST.device_cache()
 
--- The row sort for rows of rowlen (>= 1) keys of type kt on dev, writing
+-- The row sort for nrows rows of rowlen (>= 1) keys of type kt on dev,
+-- writing
 -- what = {keys = true (sort: the keys in place), vt = the values' type
 -- (moved along), ot = the positions' type (argsort)}: {k, LS, rows (per
 -- group)}; nil when the rows do not fit (then the radix sort runs).
-function R.entry(fn, dev, kt, rowlen, what)
+function R.entry(fn, dev, kt, rowlen, nrows, what)
   local cls, sig = B.device_class(fn, dev)
   if rowlen > cls.sort_rows_max then return nil end
   local P = ceil_pow2(rowlen)
   local slot = SIZES[kt] <= 4 and 8 or 12
   local room = (dev.local_mem_size - RESERVE) // slot
   if room < 2 or P > floor_pow2(room) then return nil end
-  local N = max(P, min(cls.sort_rows_group, floor_pow2(room)), 2)
+  -- slots per group: sort_rows_group, fewer when there are fewer keys
+  local N = max(P, min(cls.sort_rows_group, floor_pow2(room), ceil_pow2(nrows * P)), 2)
   local entries = ST.device_entries(cache, dev, sig)
   local key = ("rows %s %d %d %s %s %s"):format(kt, P, N, what.keys and "k" or "-",
                                                 what.vt or "-", what.ot or "-")
