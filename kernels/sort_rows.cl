@@ -4,7 +4,7 @@
 ** one group per row, or several rows per group for short rows.
 **
 ** Each key becomes the unsigned bit pattern the radix sort compares
-** (lg_bits, as in sort.cl, masked to the key's width: -0.0 as +0.0, NaNs all ones and last; the
+** (lg_bits of sort_keys.cl: -0.0 as +0.0, NaNs all ones and last; the
 ** complement when descending), paired with its position in its row, and
 ** the pairs are sorted: positions differ, so the order is total and equal
 ** keys keep their order (a stable sort, as the radix sort). Keys of up to
@@ -21,28 +21,7 @@
 ** argsort's out may be its keys).
 */
 
-inline U lg_bits(K k, int descending) {
-  U u;
-#if KIND == 2
-#if BITS == 64
-  u = as_ulong(k);
-#else
-  u = as_uint(k);
-#endif
-  if (isnan(k)) u = ~(U)0;
-  else if (k == (K)0) u = (U)1 << (BITS - 1);     /* -0.0 as +0.0: equal keys */
-  else u ^= (u >> (BITS - 1)) ? ~(U)0 : (U)1 << (BITS - 1);
-#elif KIND == 1
-  u = (U)k ^ ((U)1 << (BITS - 1));
-#else
-  u = (U)k;
-#endif
-  u = descending ? ~u : u;
-#if BITS < 32
-  u &= ((U)1 << BITS) - 1;       /* narrow keys: their own bits only */
-#endif
-  return u;
-}
+/* lg_bits(k, descending): kernels/sort_keys.cl, put before this file */
 
 #define EPT (N / LS)           /* slots per work-item when loading and writing */
 

@@ -196,12 +196,15 @@ B.element_type = TY.check_scalar
 
 ------------------------------------------------------------------ programs
 
--- The program of kernels/FILE on dev after the #define lines of defines
+-- The program of kernels/FILE (or of a list of files, one source) on dev
+-- after the #define lines of defines
 -- ({{name, value}, ...}, in order); custom names the user's expressions
 -- for the message when it does not compile (nil: the error as it is).
 -- Every part builds through here (a spec wraps it to see the defines).
 function B.build(fn, dev, defines, file, custom)
-  return P.get(dev, {family = "algo", file = file, defines = defines, custom = custom, fn = fn})
+  local r = {family = "algo", defines = defines, custom = custom, fn = fn}
+  if type(file) == "table" then r.files = file else r.file = file end   -- files: one source
+  return P.get(dev, r)
 end
 
 -- Checks that dev can hold type t (doubles need fp64).

@@ -76,7 +76,7 @@ local function entry_for(fn, dev, kt, vt)
       defines[#defines + 1] = {"WARP_PTX", 1}
       defines[#defines + 1] = kw == "emulated" and {"LG_EMULATE_WARP", 1} or {"LG_ASM", kw}
     end
-    prog = B.build(fn, dev, defines, "sort.cl")
+    prog = B.build(fn, dev, defines, {"sort_keys.cl", "sort.cl"})
     local wgs = min(prog.sort_count.work_group_size, prog[scatter].work_group_size)
     if wgs >= L or L == 1 or (kw and L == 32) then break end
     L = max(floor_pow2(wgs), kw and 32 or 1)

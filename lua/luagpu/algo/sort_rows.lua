@@ -69,7 +69,7 @@ function R.entry(fn, dev, kt, rowlen, nrows, what)
       defines[#defines + 1] = {"POS_OUT", 1}
       defines[#defines + 1] = {"OT", what.ot}
     end
-    local k = B.build(fn, dev, defines, "sort_rows.cl").sort_rows
+    local k = B.build(fn, dev, defines, {"sort_keys.cl", "sort_rows.cl"}).sort_rows
     if k.work_group_size >= LS then
       e = {k = k, LS = LS, rows = N // P}
       break
