@@ -5,7 +5,12 @@
 -- 65536 x 64 and 64 x 65536 floats.
 --
 --   python3 bench/gpu/rows_torch.py full > rows_torch.txt
---   build/luagpu bench/gpu/rows.lua rows_torch.txt [full|small] [REPS]
+--   build/luagpu bench/gpu/rows.lua rows_torch.txt [full|small] [REPS] [sweep]
+--
+-- With "sweep", after the table: the device time of each op under other
+-- settings (softmax: luagpu.tensor.rows' sizes LS and ITEMS; sorts:
+-- algo.classes' sort_rows_local and sort_rows_group), one `SWEEP` line each,
+-- to tune the defaults on the card.
 --
 -- SIZES "small" takes small shapes (it runs on PoCL in seconds, to know
 -- the script works). For each op: luagpu's wall clock from the call until
@@ -20,6 +25,7 @@ local gpu = rawget(_G, "gpu") or require "luagpu"
 local torch_file = arg and arg[1]
 local sizes = arg and arg[2] or "full"
 local reps = tonumber(arg and arg[3]) or 20
+local sweep = arg and arg[4] == "sweep"
 local dev = gpu.device()
 local now = gpu.now
 dev:set_profiling(true)
@@ -128,5 +134,30 @@ for _, r in ipairs(rows) do
             ratio(d, baseline[r.alt .. ".device"]), away))
     end
     print(("LUAGPU %s wall %.1f device %.1f"):format(key, w, d))
+  end
+end
+
+if sweep then
+  local RW = require "luagpu.tensor.rows"
+  local algo = require "luagpu.algo"
+  local sz = RW.sizes[dev.type == "cpu" and "cpu" or "gpu"]
+  local cls = algo.classes[algo.classes[dev.type] and dev.type or "gpu"]
+  local LS0, ITEMS0 = sz.LS, sz.ITEMS
+  local local0, group0 = cls.sort_rows_local, cls.sort_rows_group
+  for _, r in ipairs(rows) do
+    local key, f = r[1], r[2]
+    local sort = key:match("sort")
+    for _, a in ipairs(sort and {64, 128, 256, 512, 1024} or {128, 256, 512, 1024}) do
+      for _, b in ipairs(sort and {512, 1024, 2048, 4096} or {2, 4, 8, 16}) do
+        if sort then cls.sort_rows_local, cls.sort_rows_group = a, b
+        else sz.LS, sz.ITEMS = a, b end
+        local ok, d = pcall(device_time, f)
+        print(("SWEEP %s %s=%d %s=%d device %s"):format(key, sort and "sort_rows_local" or "LS", a,
+              sort and "sort_rows_group" or "ITEMS", b,
+              ok and ("%.1f"):format(d) or ("failed: " .. tostring(d):match("[^\n]*"))))
+      end
+    end
+    sz.LS, sz.ITEMS = LS0, ITEMS0
+    cls.sort_rows_local, cls.sort_rows_group = local0, group0
   end
 end
