@@ -39,24 +39,7 @@
 #define TILE ((uint)L * IPT)
 #define RADIX 256
 
-inline U lg_bits(K k, int descending) {
-  U u;
-#if KIND == 2
-#if BITS == 64
-  u = as_ulong(k);
-#else
-  u = as_uint(k);
-#endif
-  if (isnan(k)) u = ~(U)0;
-  else if (k == (K)0) u = (U)1 << (BITS - 1);     /* -0.0 as +0.0: equal keys */
-  else u ^= (u >> (BITS - 1)) ? ~(U)0 : (U)1 << (BITS - 1);
-#elif KIND == 1
-  u = (U)k ^ ((U)1 << (BITS - 1));
-#else
-  u = (U)k;
-#endif
-  return descending ? ~u : u;
-}
+/* lg_bits(k, descending): kernels/sort_keys.cl, put before this file */
 
 /* carry: 0 no indices, 1 the indices are in idx, 2 the index is the
 ** position itself (the first pass). */

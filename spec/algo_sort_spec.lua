@@ -1,7 +1,9 @@
 -- luagpu.algo sorts: keys of every scalar type with their edge values
 -- (minimum and maximum integers, NaN, -0.0, infinities) against
 -- table.sort, stability, values, argsort, descending, rows, and the error
--- messages.
+-- messages. The first blocks run twice: with rows that fit a group's local
+-- memory sorted there (algo/sort_rows.lua), and with the radix sort only
+-- (algo.classes' sort_rows_max = 0).
 local gpu = require "luagpu"
 local algo = require "luagpu.algo"
 local support = require "support"
@@ -9,6 +11,24 @@ local has_error = support.has_error
 local numpy = require "algo_numpy"
 
 local dev = gpu.device()
+local CLS = algo.classes[algo.classes[dev.type] and dev.type or "gpu"]
+
+-- Runs the blocks of describe_both twice: rows in local memory where they
+-- fit (the default), then the radix sort only.
+local function describe_both(name, body)
+  for _, how in ipairs {"local", "radix"} do
+    describe(name .. " (" .. (how == "local" and "rows in local memory where they fit" or
+                              "radix sort only") .. ")", function()
+      local saved
+      before_each(function()
+        saved = CLS.sort_rows_max
+        if how == "radix" then CLS.sort_rows_max = 0 end
+      end)
+      after_each(function() CLS.sort_rows_max = saved end)
+      body()
+    end)
+  end
+end
 
 local SCALARS = {"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
                  "float", "double"}
@@ -151,7 +171,7 @@ local function sort_checked(t, v, desc)
   return got, ev, keys
 end
 
-describe("algo.sort", function()
+describe_both("algo.sort", function()
   for _, t in ipairs(SCALARS) do
     it("sorts " .. t .. " keys with their edge values, both ways, with values", function()
       if t == "double" and not dev.fp64 then return pending("no fp64 on " .. dev.name .. ": double not checked") end
@@ -235,7 +255,7 @@ describe("algo.sort", function()
   end)
 end)
 
-describe("algo.sort of equal floats", function()
+describe_both("algo.sort of equal floats", function()
   -- keys drawn from -0.0, +0.0, NaNs of either sign and other payloads,
   -- infinities and a few numbers: -0.0 and +0.0 compare equal and NaNs
   -- go last, so each keeps its input order, as numpy.argsort(kind =
@@ -328,13 +348,14 @@ end)
 describe("algo.sort with tiles ranked warp by warp", function()
   -- sort_scatter_ptx (NVIDIA) with its warp instructions emulated in local
   -- memory: the same ranking, warps' counts and placing, on PoCL
-  local cls = algo.classes[algo.classes[dev.type] and dev.type or "gpu"]
+  local cls = CLS
   for _, shape in ipairs {{64, 5, {"uint", "float", "long", "char"}}, {32, 8, {"float"}},
                           {128, 3, {"long"}}} do
     local L, ipt, types = shape[1], shape[2], shape[3]
     it(("sorts keys, values, rows and argsort in tiles of %d x %d"):format(L, ipt), function()
-      local saved = {cls.sort_ptx_local, cls.sort_ptx_items, cls.sort_ptx}
+      local saved = {cls.sort_ptx_local, cls.sort_ptx_items, cls.sort_ptx, cls.sort_rows_max}
       cls.sort_ptx_local, cls.sort_ptx_items, cls.sort_ptx = L, ipt, "emulated"
+      cls.sort_rows_max = 0                  -- the radix sort even for rows that would fit
       local ok, err = pcall(function()
         for _, t in ipairs(types) do
           for _, n in ipairs {0, 1, 100, math.random(1000, 30000)} do
@@ -349,9 +370,125 @@ describe("algo.sort with tiles ranked warp by warp", function()
         same(want, pos, "argsort of rows (places within each row)")
       end)
       cls.sort_ptx_local, cls.sort_ptx_items, cls.sort_ptx = saved[1], saved[2], saved[3]
+      cls.sort_rows_max = saved[4]
       assert(ok, err)
     end)
   end
+end)
+
+describe("algo.sort of rows in local memory", function()
+  local RS = require "luagpu.algo.sort_rows"
+
+  -- The longest row algo/sort_rows.lua sorts in a group for keys of size
+  -- bytes: a power of two of slots (8 bytes, 12 for 8-byte keys) in the
+  -- device's local memory less 1024 bytes, and at most sort_rows_max.
+  local function limit(size)
+    local room = (dev.local_mem_size - 1024) // (size <= 4 and 8 or 12)
+    local p = 1
+    while p * 2 <= room do p = p * 2 end
+    return math.min(p, CLS.sort_rows_max)
+  end
+
+  -- How many times f enqueued the local sort.
+  local function local_runs(f)
+    local n, run = 0, RS.run
+    RS.run = function(...) n = n + 1; return run(...) end
+    local ok, e = pcall(f)
+    RS.run = run
+    assert(ok, e)
+    return n
+  end
+
+  -- Checks keys and vals (1-based positions in v) row by row.
+  local function check_rows(v, keys, vals, rl, desc, what)
+    for r = 0, #v // rl - 1 do
+      local rv, rk, rp = {}, {}, {}
+      for j = 1, rl do
+        rv[j], rk[j], rp[j] = v[r * rl + j], keys[r * rl + j], vals[r * rl + j] - r * rl
+      end
+      check_sorted(rv, rk, rp, desc, what .. " row " .. (r + 1))
+    end
+  end
+
+  local SIZE = {short = 2, float = 4, int = 4, double = 8, long = 8}
+  for _, t in ipairs {"float", "double", "short", "long"} do
+    it(("sorts %s rows of many lengths up to the device's limit in local memory, longer ones " ..
+        "by the radix sort; key-value and argsort, both ways"):format(t), function()
+      if t == "double" and not dev.fp64 then return pending("no fp64: double not checked") end
+      local lim = limit(SIZE[t])
+      local lengths = {1, 2, 3, 5, 7, 8, 31, 64, 100, 127, 128, 1000, 1024, lim - 1, lim, lim + 1}
+      if t == "short" or t == "long" then lengths = {3, 64, 1000, lim, lim + 1} end
+      for _, rl in ipairs(lengths) do
+        local rows = math.max(2, math.min(50, 4000 // rl))
+        local v = random_keys(t, rows * rl)
+        -- ties: a tenth of the keys repeat the key before them
+        for i = 2, #v, 10 do v[i] = v[i - 1] end
+        for _, desc in ipairs {false, true} do
+          local what = ("%s rows of %d, descending=%s"):format(t, rl, desc)
+          local keys = buffer(t, v)
+          local idx = {}
+          for i = 1, #v do idx[i] = i end
+          local vals = buffer("int", idx)
+          local n = local_runs(function()
+            algo.sort(keys, {values = vals, row_length = rl, descending = desc})
+          end)
+          assert.equal(rl <= lim and 1 or 0, n, what .. ": local sorts")
+          local gv = get(vals)
+          check_rows(v, get(keys), gv, rl, desc, what)
+          local pos
+          n = local_runs(function()
+            pos = get((algo.argsort(buffer(t, v), {row_length = rl, descending = desc,
+                                                  type = "int"})))
+          end)
+          assert.equal(rl <= lim and 1 or 0, n, what .. ": local argsorts")
+          for i = 1, #v do
+            if pos[i] ~= (gv[i] - 1) % rl + 1 then
+              error(("%s: argsort position %d is %d, expected %d"):format(what, i, pos[i],
+                    (gv[i] - 1) % rl + 1))
+            end
+          end
+          -- keys only, and argsort into its own keys (out may be the keys)
+          local k2 = buffer(t, v)
+          algo.sort(k2, {row_length = rl, descending = desc})
+          same_keys(get(keys), idx, get(k2), what .. ": keys only")
+          if t == "long" then
+            local k3 = buffer("long", v)
+            algo.argsort(k3, {row_length = rl, descending = desc, out = k3})
+            same(pos, get(k3), what .. ": argsort into its keys")
+          end
+        end
+      end
+    end)
+  end
+
+  it("takes the work-group sizes and slots of algo.classes, checked", function()
+    local saved = {CLS.sort_rows_local, CLS.sort_rows_group}
+    local ok, e = pcall(function()
+      for _, s in ipairs {{1, 2}, {2, 4}, {4, 1024}, {64, 64}} do
+        CLS.sort_rows_local, CLS.sort_rows_group = s[1], s[2]
+        for _, rl in ipairs {1, 3, 17, 64, 100} do
+          local v = random_keys("float", 7 * rl)
+          local keys = buffer("float", v)
+          local idx = {}
+          for i = 1, #v do idx[i] = i end
+          local vals = buffer("int", idx)
+          assert.equal(1, local_runs(function()
+            algo.sort(keys, {values = vals, row_length = rl})
+          end))
+          check_rows(v, get(keys), get(vals), rl, false,
+                     ("%d work-items, %d slots, rows of %d"):format(s[1], s[2], rl))
+        end
+      end
+    end)
+    CLS.sort_rows_local, CLS.sort_rows_group = saved[1], saved[2]
+    assert(ok, e)
+    CLS.sort_rows_local = 3
+    local ok2, e2 = pcall(algo.sort, buffer("float", {2, 1}))
+    CLS.sort_rows_local = saved[1]
+    assert.is_false(ok2)
+    assert.matches("algo.classes.%a+.sort_rows_local: expected a power of two from 1 to 1024, " ..
+                   "got 3", tostring(e2))
+  end)
 end)
 
 describe("algo.sort errors", function()

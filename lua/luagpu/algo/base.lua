@@ -55,19 +55,28 @@ B.stats = P.counter({}, "algo")
 --   sort_ptx_local, sort_ptx_items   its tile (sort_local and sort_items
 --                            are the portable kernel's)
 --   hist_local, hist_groups_per_cu   histograms' groups
+--   sort_rows_max            rows (or a whole buffer) of at most this many
+--                            keys that fit a group's local memory sort in
+--                            one group (algo/sort_rows.lua, a bitonic sort);
+--                            0: always the radix sort
+--   sort_rows_local          work-items per group of that sort
+--   sort_rows_group          its slots per group, at least (short rows
+--                            share a group)
 B.CLASSES = {
   gpu = {scan_local = 256, scan_items = 32, scan_staged = true, scan_lookback = true,
          scan_groups_per_cu = 4, scan_ptx = true, scan_ptx_items = 64,
          scan_ptx_ticket = false,
          sort_local = 32, sort_items = 32, sort_ptx = true,
          sort_ptx_local = 256, sort_ptx_items = 12,
-         hist_local = 256, hist_groups_per_cu = 8},
+         hist_local = 256, hist_groups_per_cu = 8,
+         sort_rows_max = 1 << 16, sort_rows_local = 512, sort_rows_group = 2048},
   cpu = {scan_local = 16, scan_items = 128, scan_staged = false, scan_lookback = false,
          scan_groups_per_cu = 4, scan_ptx = true, scan_ptx_items = 64,
          scan_ptx_ticket = false,
          sort_local = 16, sort_items = 256, sort_ptx = true,
          sort_ptx_local = 256, sort_ptx_items = 12,
-         hist_local = 16, hist_groups_per_cu = 4},
+         hist_local = 16, hist_groups_per_cu = 4,
+         sort_rows_max = 1 << 16, sort_rows_local = 64, sort_rows_group = 1024},
 }
 B.CLASSES.accelerator = B.CLASSES.gpu
 B.CLASSES.other = B.CLASSES.gpu
@@ -86,6 +95,8 @@ local SETTINGS = {
   {"sort_ptx", boolean_or("emulated")}, {"sort_ptx_local", pow2_in(32, 256)},
   {"sort_ptx_items", int_in(1, 256)},
   {"hist_local", pow2_in(1, 1024)}, {"hist_groups_per_cu", int_in(1, 1024)},
+  {"sort_rows_max", int_in(0, 1 << 30)}, {"sort_rows_local", pow2_in(1, 1024)},
+  {"sort_rows_group", pow2_in(2, 1 << 20)},
 }
 
 -- The settings of dev's class, checked (a table the caller must not
@@ -185,12 +196,15 @@ B.element_type = TY.check_scalar
 
 ------------------------------------------------------------------ programs
 
--- The program of kernels/FILE on dev after the #define lines of defines
+-- The program of kernels/FILE (or of a list of files, one source) on dev
+-- after the #define lines of defines
 -- ({{name, value}, ...}, in order); custom names the user's expressions
 -- for the message when it does not compile (nil: the error as it is).
 -- Every part builds through here (a spec wraps it to see the defines).
 function B.build(fn, dev, defines, file, custom)
-  return P.get(dev, {family = "algo", file = file, defines = defines, custom = custom, fn = fn})
+  local r = {family = "algo", defines = defines, custom = custom, fn = fn}
+  if type(file) == "table" then r.files = file else r.file = file end   -- files: one source
+  return P.get(dev, r)
 end
 
 -- Checks that dev can hold type t (doubles need fp64).

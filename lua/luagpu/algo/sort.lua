@@ -2,7 +2,9 @@
 -- kernels/sort.cl and kernels/sort_gather.cl. Part of luagpu.algo; not
 -- meant to be required by scripts.
 --
--- Keys sort in 8-bit passes (1 per byte of the key type). Values move
+-- Rows (or a whole buffer) that fit a work-group's local memory sort
+-- there instead, one kernel (luagpu.algo.sort_rows). Longer ones: keys
+-- sort in 8-bit passes (1 per byte of the key type). Values move
 -- with the keys in every pass. Rows of row_length sort on their own by
 -- further passes over the row of each key's original index, which the
 -- passes then carry instead (as they do for argsort); values then move
@@ -14,6 +16,7 @@ local ST = require "luagpu.core.steps"
 local TY = require "luagpu.core.types"
 local B = require "luagpu.algo.base"
 local S = require "luagpu.algo.scan"
+local RS = require "luagpu.algo.sort_rows"
 
 local min, max = math.min, math.max
 local fail, show = H.fail, H.show
@@ -73,7 +76,7 @@ local function entry_for(fn, dev, kt, vt)
       defines[#defines + 1] = {"WARP_PTX", 1}
       defines[#defines + 1] = kw == "emulated" and {"LG_EMULATE_WARP", 1} or {"LG_ASM", kw}
     end
-    prog = B.build(fn, dev, defines, "sort.cl")
+    prog = B.build(fn, dev, defines, {"sort_keys.cl", "sort.cl"})
     local wgs = min(prog.sort_count.work_group_size, prog[scatter].work_group_size)
     if wgs >= L or L == 1 or (kw and L == 32) then break end
     L = max(floor_pow2(wgs), kw and 32 or 1)
@@ -229,12 +232,20 @@ function M.sort(keys, opts)
     if r.rowlen == 0 then r.values = {root = vroot, offset = voff, type = vt}
     else r.carry = true end
   end
+  local q, waits = o.queue, o.wait
+  local rl = r.rowlen ~= 0 and r.rowlen or n
+  local le = n > 1 and RS.entry(fn, dev, kt, rl, n // rl, {keys = true, vt = vals ~= nil and vt or nil})
+  if le then
+    local seq = B.sequence(q, waits)
+    RS.run(seq, le, {dev = dev, keys = root, koff = off, vals = vroot, voff = voff, rowlen = rl,
+                     nrows = n // rl, descending = r.descending})
+    return keys, seq.last
+  end
   -- what the passes carry: the values, the original indices (rows), or
   -- nothing (uchar then: the tile's unused slots take the least room)
   local e = entry_for(fn, dev, kt, r.values and vt or (r.carry or r.rowlen ~= 0) and "uint"
                                    or "uchar")
   local ge = r.carry and vals and gather_for(fn, dev, vt)
-  local q, waits = o.queue, o.wait
   ST.wait_for_last_user(e, q, dev, waits)
   local seq = B.sequence(q, waits)
   if n <= 1 then
@@ -296,9 +307,17 @@ function M.argsort(keys, opts)
     out = dev:buffer(it, n, NO_INIT)   -- the gather writes every position
     oroot, ooff = out, 0
   end
+  local q, waits = o.queue, o.wait
+  local le = n > 0 and RS.entry(fn, dev, kt, rowlen, n // rowlen, {ot = it})
+  if le then
+    local seq = B.sequence(q, waits)
+    RS.run(seq, le, {dev = dev, keys = root, koff = off, pos = oroot, poff = ooff,
+                     rowlen = rowlen, nrows = n // rowlen, descending = r.descending,
+                     base = base})
+    return out, seq.last
+  end
   local e = entry_for(fn, dev, kt, "uint")
   local ge = gather_for(fn, dev, it)
-  local q, waits = o.queue, o.wait
   ST.wait_for_last_user(e, q, dev, waits)
   local seq = B.sequence(q, waits)
   if n == 0 then

@@ -9,7 +9,8 @@
 --   elementwise  operators, math methods, where, astype, map, set, clone,
 --                arange
 --   source, codegen   an expression's kernel and its cached launch plan
---   views, reduce, random, interop (mm, .npy, algo, __tobuffer, to),
+--   views, reduce, rows (softmax, log_softmax, logsumexp), random,
+--   interop (mm, .npy, algo, __tobuffer, to),
 --   join (squeeze, unsqueeze, flatten, split, chunk, cat, stack, ...),
 --   index (gather, scatter, take, put, masks, nonzero, searchsorted),
 --   stats (var, std, norm, median, topk, unique, bincount, dot, outer),
@@ -34,6 +35,7 @@ local X = require "luagpu.tensor.expr"
 local E = require "luagpu.tensor.elementwise"
 local V = require "luagpu.tensor.views"
 local R = require "luagpu.tensor.reduce"
+local RW = require "luagpu.tensor.rows"
 local RND = require "luagpu.tensor.random"
 local I = require "luagpu.tensor.interop"
 local J = require "luagpu.tensor.join"
@@ -65,7 +67,8 @@ local M = setmetatable({}, {
 
 -- Every method, metamethod and device method, each from the one module
 -- that makes it.
-for _, part in ipairs{E.methods, V, R.methods, I.methods, J.methods, IX.methods, ST.methods} do
+for _, part in ipairs{E.methods, V, R.methods, RW.methods, I.methods, J.methods, IX.methods,
+                      ST.methods} do
   for name, f in pairs(part) do Tensor[name] = f end
 end
 for _, part in ipairs{E.metamethods, I.metamethods} do

@@ -1,0 +1,121 @@
+/*
+** sort_rows.cl: luagpu.algo's sort of rows that fit a work-group's local
+** memory (lua/luagpu/algo/sort_rows.lua): a bitonic sort in local memory,
+** one group per row, or several rows per group for short rows.
+**
+** Each key becomes the unsigned bit pattern the radix sort compares
+** (lg_bits of sort_keys.cl: -0.0 as +0.0, NaNs all ones and last; the
+** complement when descending), paired with its position in its row, and
+** the pairs are sorted: positions differ, so the order is total and equal
+** keys keep their order (a stable sort, as the radix sort). Keys of up to
+** 4 bytes pair into one ulong (key << 32 | position); 8-byte keys keep the
+** two apart. Slots past a row's end hold all ones in both: after every
+** key, NaN included.
+**
+** The helper prepends: K (key type), U (uint or ulong), KIND (0 unsigned,
+** 1 signed, 2 floating), BITS, P (a row's slots: a power of two), N (a
+** group's slots: N / P rows), LS (work-items per group, dividing N / 2),
+** and what the kernel writes: KEYS (the keys, in place, gathered by
+** position: bit for bit), VALS with V (values moved along, in place), POS_OUT
+** with OT (the positions, plus base, into pos, which may be the keys:
+** argsort's out may be its keys).
+*/
+
+/* lg_bits(k, descending): kernels/sort_keys.cl, put before this file */
+
+#define EPT (N / LS)           /* slots per work-item when loading and writing */
+
+#if BITS <= 32
+#define SLOTS local ulong s[N];
+#define SET(i, u, p) s[i] = ((ulong)(u) << 32) | (ulong)(p)
+#define PAD(i) s[i] = ~(ulong)0
+#define POS(i) ((uint)s[i])
+#define CSWAP(i, l, up) {                                                      \
+    ulong a = s[i], b = s[l];                                                  \
+    if ((a > b) == (up)) { s[i] = b; s[l] = a; } }
+#else
+#define SLOTS local ulong sk[N]; local uint sp[N];
+#define SET(i, u, p) do { sk[i] = (u); sp[i] = (p); } while (0)
+#define PAD(i) do { sk[i] = ~(ulong)0; sp[i] = ~(uint)0; } while (0)
+#define POS(i) sp[i]
+#define CSWAP(i, l, up) {                                                      \
+    ulong a = sk[i], b = sk[l]; uint pa = sp[i], pb = sp[l];                   \
+    if ((a > b || (a == b && pa > pb)) == (up)) {                              \
+      sk[i] = b; sk[l] = a; sp[i] = pb; sp[l] = pa; } }
+#endif
+
+#ifndef V
+#define V uchar
+#endif
+#ifndef OT
+#define OT uint
+#endif
+
+kernel void sort_rows(global K* keys, ulong koff, global V* restrict vals, ulong voff,
+                      global OT* pos, ulong poff, ulong rowlen, ulong nrows,
+                      int descending, uint base) {
+  SLOTS
+  uint lid = get_local_id(0);
+  ulong first = (ulong)get_group_id(0) * (N / P);
+  /* load: slot i is element i % P of row first + i / P */
+  for (uint e = 0; e < EPT; e++) {
+    uint i = lid + e * LS, j = i % P;
+    ulong row = first + i / P;
+    if (row < nrows && j < rowlen) SET(i, lg_bits(keys[koff + row * rowlen + j], descending), j);
+    else PAD(i);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  /* bitonic: merges of size k; each row's last merge (k == P) ascending */
+  for (uint k = 2; k <= P; k <<= 1) {
+    for (uint j = k >> 1; j > 0; j >>= 1) {
+      for (uint t = lid; t < N / 2; t += LS) {
+        uint i = 2 * t - (t & (j - 1)), l = i + j;
+        int up = k == P || (i & k) == 0;
+        CSWAP(i, l, up)
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+  }
+#if defined(KEYS) || defined(VALS)
+  /* gather by position: every element read before any is written (the
+  ** group owns its rows) */
+#ifdef KEYS
+  K kv[EPT];
+#endif
+#ifdef VALS
+  V vv[EPT];
+#endif
+  for (uint e = 0; e < EPT; e++) {
+    uint i = lid + e * LS, j = i % P;
+    ulong row = first + i / P;
+    if (row < nrows && j < rowlen) {
+      /* the sort puts a row's pads after its keys, so slot j < rowlen holds
+      ** a key's position; min() keeps the read in the row regardless */
+      ulong src = row * rowlen + min((ulong)POS(i), rowlen - 1);
+#ifdef KEYS
+      kv[e] = keys[koff + src];
+#endif
+#ifdef VALS
+      vv[e] = vals[voff + src];
+#endif
+    }
+  }
+  barrier(CLK_GLOBAL_MEM_FENCE);
+#endif
+  for (uint e = 0; e < EPT; e++) {
+    uint i = lid + e * LS, j = i % P;
+    ulong row = first + i / P;
+    if (row < nrows && j < rowlen) {
+      ulong o = row * rowlen + j;
+#ifdef KEYS
+      keys[koff + o] = kv[e];
+#endif
+#ifdef VALS
+      vals[voff + o] = vv[e];
+#endif
+#ifdef POS_OUT
+      pos[poff + o] = (OT)(POS(i) + base);
+#endif
+    }
+  }
+}

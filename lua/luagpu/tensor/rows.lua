@@ -1,0 +1,197 @@
+-- luagpu.tensor.rows: softmax, log_softmax and logsumexp along one dim, in
+-- one fused kernel per call (kernels/rows.cl). Internal to luagpu.tensor.
+--
+-- The dim is made the last of a contiguous tensor (no copy when it is
+-- already: a permuted copy otherwise, the result permuted back), whose
+-- rows the kernel reads once and writes once: a row of up to
+-- tpr * ITEMS * VW elements stays in the registers of its work-items
+-- (tpr of them, a power of two; short rows share a group), longer ones
+-- are read twice. Integer tensors compute in their floating type
+-- (core/types floating: float for those of up to 4 bytes, double beyond),
+-- converted first.
+--
+--   RW.methods       softmax, log_softmax, logsumexp (luagpu.tensor makes
+--                    them methods)
+--   RW.sizes         per device class: LS (work-items per group) and
+--                    ITEMS (at most this many chunks per work-item held in
+--                    registers); a script may change them (benchmarks)
+
+local H = require "luagpu.core.check"
+local P = require "luagpu.core.programs"
+local ST = require "luagpu.core.steps"
+local TY = require "luagpu.core.types"
+local O = require "luagpu.tensor.object"
+local X = require "luagpu.tensor.expr"
+
+local type, tostring, pcall, ipairs = type, tostring, pcall, ipairs
+local mtype = math.type
+local min, huge = math.min, math.huge
+local fail, show = H.fail, H.show
+local FLOATS, floating = TY.FLOATS, TY.floating
+local check_bounds, empty, check = O.check_bounds, O.empty, X.check
+local ceil_div, floor_pow2, NO_EVENT = ST.ceil_div, ST.floor_pow2, ST.NO_EVENT
+
+local RW = {methods = {}}
+
+RW.sizes = {gpu = {LS = 512, ITEMS = 8}, cpu = {LS = 64, ITEMS = 8}}
+
+local MODES = {softmax = 0, log_softmax = 1, logsumexp = 2}
+
+local function ceil_pow2(n)
+  local p = 1
+  while p < n do p = p * 2 end
+  return p
+end
+
+local function check_sizes(fn, cls, sz)
+  local function pow2(name, v, hi)
+    if mtype(v) ~= "integer" or v < 1 or v > hi or v & (v - 1) ~= 0 then
+      fail(fn, "rows.sizes.%s.%s: expected a power of two from 1 to %d, got %s", cls, name, hi,
+           show(v))
+    end
+  end
+  pow2("LS", sz.LS, 1024)
+  pow2("ITEMS", sz.ITEMS, 32)
+end
+
+local cache = ST.device_cache()   -- device -> key -> {k, LS}
+
+-- The kernel of mode for t with items chunks of vw per work-item on dev,
+-- and its group size.
+local function kernel(fn, dev, t, mode, items, vw, LS)
+  local e = cache[dev]
+  if not e then e = {}; cache[dev] = e end
+  local key = t .. " " .. mode .. " " .. items .. " " .. vw .. " " .. LS
+  local p = e[key]
+  if p then return p end
+  local ls = min(LS, floor_pow2(dev.max_work_group_size))
+  while true do
+    local ok, prog = pcall(P.get, dev, {family = "tensor", file = "rows.cl", defines = {
+      {"T", t}, {"MODE", MODES[mode]}, {"LS", ls}, {"ITEMS", items}, {"VW", vw}}})
+    if not ok then fail(fn, "the %s kernel does not compile for %s: %s", mode, t, tostring(prog)) end
+    local k = prog.rows_softmax
+    if k.work_group_size >= ls then p = {k = k, LS = ls}; break end
+    if ls == 1 then fail(fn, "the %s kernel allows no work-group on %s", mode, dev.name) end
+    ls = floor_pow2(k.work_group_size)
+  end
+  e[key] = p
+  return p
+end
+
+-- Runs mode over the rows of L elements of contiguous x (nrows of them)
+-- into contiguous y (rows of L, or one element per row for logsumexp).
+local function run_rows(fn, mode, x, y, nrows, L)
+  check_bounds(fn, x); check_bounds(fn, y)
+  local dev, t = x._dev, x._type
+  local cls = dev.type == "cpu" and "cpu" or "gpu"
+  local sz = RW.sizes[cls]
+  check_sizes(fn, cls, sz)
+  local vw = (L % 4 == 0 and x._off % 4 == 0 and (mode == "logsumexp" or y._off % 4 == 0))
+             and 4 or 1
+  local chunks = L // vw
+  local LS = min(sz.LS, floor_pow2(dev.max_work_group_size))
+  local items = min(sz.ITEMS, ceil_pow2(ceil_div(chunks, LS)))
+  local p = kernel(fn, dev, t, mode, items, vw, LS)
+  LS = p.LS
+  local tpr = min(LS, ceil_pow2(ceil_div(chunks, items)))
+  local groups = ceil_div(nrows, LS // tpr)
+  p.k(x._st.buf, x._off, y._st.buf, y._off, L, nrows, tpr):run({groups * LS}, {LS}, NO_EVENT)
+end
+
+-- x with dim d moved last and made contiguous, and the permutation that
+-- moves it back (nil when d is last).
+local function dim_last(x, d)
+  local nd = #x._shape
+  if d == nd then return x:contiguous(), nil end
+  local order, back = {}, {}
+  for i = 1, nd do if i ~= d then order[#order + 1] = i end end
+  order[nd] = d
+  for i, o in ipairs(order) do back[o] = i end
+  return x:permute(order):contiguous(), back
+end
+
+-- The floating tensor the kernel reads for x (integers converted).
+local function as_floating(fn, x)
+  local t = x._type
+  if not FLOATS[t] then
+    t = floating(t)
+    x = x:astype(t)
+  end
+  if t == "double" then O.check_device_type(fn, x._dev, "double") end
+  return x
+end
+
+local function check_dim_arg(fn, x, dim)
+  if #x._shape == 0 then fail(fn, "expected a tensor of at least 1 dim, got a 0-d one") end
+  if dim == nil then return #x._shape end
+  if type(dim) == "table" then
+    fail(fn, "argument #1: expected an integer dim, got a table (several dims at once are " ..
+         "not supported yet)")
+  end
+  return O.check_dim(fn, "argument #1", x, dim)
+end
+
+-- x:softmax([dim]) and x:log_softmax([dim]): a new tensor of x's shape
+-- (default dim: the last).
+local function normalizer(mode)
+  local fn = "tensor:" .. mode
+  return function(x, dim)
+    check(fn, 0, x)
+    local d = check_dim_arg(fn, x, dim)
+    x = as_floating(fn, x)
+    if x._n == 0 then return empty(fn, x._dev, x._type, x._shape) end
+    local src, back = dim_last(x, d)
+    local shape = src._shape
+    local L = shape[#shape]
+    local out = empty(fn, x._dev, x._type, shape)
+    run_rows(fn, mode, src, out, x._n // L, L)
+    return back and out:permute(back) or out
+  end
+end
+
+RW.methods.softmax = normalizer("softmax")
+RW.methods.log_softmax = normalizer("log_softmax")
+
+-- x:logsumexp([dim [, keepdim]]): log(sum(exp(x))) along dim, a tensor
+-- (keepdim: the dim kept with size 1); without dim, of all elements, a
+-- Lua number.
+function RW.methods.logsumexp(x, dim, keepdim)
+  local fn = "tensor:logsumexp"
+  check(fn, 0, x)
+  if type(keepdim) == "table" then
+    local o = H.check_options(fn, 2, keepdim, H.option_names({"keepdim"}, "option "))
+    keepdim = o.keepdim
+    if keepdim ~= nil and type(keepdim) ~= "boolean" then
+      fail(fn, "argument #2: option keepdim: expected a boolean, got %s", show(keepdim))
+    end
+  elseif keepdim ~= nil and type(keepdim) ~= "boolean" then
+    fail(fn, "argument #2: keepdim: expected a boolean, got %s", show(keepdim))
+  end
+  if type(dim) == "table" then
+    fail(fn, "argument #1: expected an integer dim, got a table (reducing several dims " ..
+         "at once is not supported yet)")
+  end
+  local d = dim ~= nil and O.check_dim(fn, "argument #1", x, dim)
+  x = as_floating(fn, x)
+  local t, dev = x._type, x._dev
+  if not d then                                   -- every element: a number
+    if x._n == 0 then return -huge end
+    local res = empty(fn, dev, t, {1})
+    run_rows(fn, "logsumexp", x:contiguous(), res, 1, x._n)
+    return res:get()[1]
+  end
+  local shape, rshape = x._shape, {}
+  for i = 1, #shape do
+    if i ~= d then rshape[#rshape + 1] = shape[i]
+    elseif keepdim then rshape[#rshape + 1] = 1 end
+  end
+  local res = empty(fn, dev, t, rshape)
+  if res._n == 0 then return res end
+  local L = shape[d]
+  if L == 0 then return res:set(-huge) end        -- the sum of nothing is 0
+  local src = dim_last(x, d)
+  run_rows(fn, "logsumexp", src, res, res._n, L)
+  return res
+end
+
+return RW
