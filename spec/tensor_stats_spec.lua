@@ -110,10 +110,10 @@ out = [np.take_along_axis(x, lo, %d).squeeze(%d), lo.squeeze(%d) + 1,
     local I = dev:tensor("int", {3, 3}, S.random_values("int", 9))
     local ref = S.numpy([[
 out = [float(np.dot(a, b)), np.outer(a, b), np.searchsorted(s, v) + 1,
-       np.searchsorted(s, v, side='right') + 1, np.einsum('ij,jk->ik', A, B),
-       np.einsum('bij,jk->bik', X, B.astype(np.float64)), np.einsum('ii->i', I),
-       np.einsum('ij,ij->j', I, I), np.einsum('bij->jb', X), np.einsum('ij,kj', A, A)]
-]], {a = np_of(a), b = np_of(b), s = np_of(sorted), v = np_of(v), A = np_of(A), B = np_of(B),
+       np.searchsorted(s, v, side='right') + 1, np.einsum('ij,jk->ik', MA, MB),
+       np.einsum('bij,jk->bik', X, MB.astype(np.float64)), np.einsum('ii->i', I),
+       np.einsum('ij,ij->j', I, I), np.einsum('bij->jb', X), np.einsum('ij,kj', MA, MA)]
+]], {a = np_of(a), b = np_of(b), s = np_of(sorted), v = np_of(v), MA = np_of(A), MB = np_of(B),
      X = np_of(X), I = np_of(I)})
     close(ref[1], a:dot(b))
     same(ref[2], gpu.outer(a, b))
