@@ -2,8 +2,11 @@
 -- PyTorch on the same card (bench/gpu/tensor_vs_torch.py, run first, its
 -- `BASELINE key us` lines in the file TORCH).
 --
---   python3 bench/gpu/tensor_vs_torch.py > torch.txt
---   build/luagpu bench/gpu/tensor_vs_torch.lua torch.txt [REPS]
+--   python3 bench/gpu/tensor_vs_torch.py [REPS [SET]] > torch.txt
+--   build/luagpu bench/gpu/tensor_vs_torch.lua torch.txt [REPS [SET]]
+--
+-- SET: table29 (issue 29's table, the default) or array (issue 32's
+-- gathers, scatters, masks, joins, topk, unique, softmax, var, einsum).
 --
 -- For each op: luagpu's wall clock from the call until the result is in
 -- hand (the op, then dev:finish(); a Lua number for sum), median of REPS
@@ -18,6 +21,7 @@ local algo = require "luagpu.algo"
 
 local torch_file = arg and arg[1]
 local reps = tonumber(arg and arg[2]) or 20
+local set = arg and arg[3] or "table29"     -- "array": issue 32's operations
 local dev = gpu.device()
 local now, median = gpu.now, bench.median
 dev:set_profiling(true)
@@ -81,7 +85,7 @@ local function softmax_by_hand(s)
   return (e / e:sum(2, true)):eval()
 end
 
-local rows = {
+local table29 = {
   {"chain_2^26", function() return chain(x26, y26) end},
   {"M+row_8192^2", function() return (M + row):eval() end},
   {"M.t.contiguous_8192^2", function() return M:t():contiguous() end},
@@ -100,6 +104,35 @@ local rows = {
   {"histogram_2^24", function() return (algo.histogram(x24buf, {bins = 256, range = {0, 1}})) end},
   {"sum_item_2^24", function() return x24:sum() end},
 }
+
+-- The array API of issue 32 (set "array"): positions drawn once, as torch's.
+local array = {}
+if set == "array" then
+  local function positions(n, hi, seed)
+    return ((dev:rand("float", {n}, seed) * hi):floor():astype("long") + 1):eval()
+  end
+  local P24, P20 = positions(n24, n24, 21), positions(n24, 1 << 20, 22)
+  local G = ((dev:rand("float", {4096, 4096}, 23) * 4096):floor():astype("long") + 1):eval()
+  local R = positions(4096, 4096, 24)
+  local u20 = (dev:rand("float", {1 << 20}, 25) * 1000):floor():astype("int"):eval()
+  local zeros20 = dev:tensor("float", {1 << 20})
+  array = {
+    {"gather2_4096^2", function() return S:gather(2, G) end},
+    {"take_2^24", function() return x24:take(P24) end},
+    {"index_select1_4096^2", function() return S:index_select(1, R) end},
+    {"scatter_add_2^24_into_2^20", function() return zeros20:scatter_add(1, P20, x24) end},
+    {"masked_select_2^24", function() return x24:masked_select(x24:gt(0.5)) end},
+    {"cat_3x2^24", function() return gpu.cat({x24, x24, x24}) end},
+    {"flip2_contiguous_8192^2", function() return M:flip(2):contiguous() end},
+    {"topk100_2^24", function() return (x24:topk(100)) end},
+    {"topk16_rows_4096^2", function() return (S:topk(16, 2)) end},
+    {"unique_2^20", function() return (u20:unique()) end},
+    {"softmax2_4096^2", function() return S:softmax(2) end},
+    {"var2_8192^2", function() return M:var(2) end},
+    {"einsum_bmm_64x256^3", function() return gpu.einsum("bij,bjk->bik", X, Y) end},
+  }
+end
+local rows = set == "array" and array or table29
 
 print(string.format("device: %s", dev.name))
 print(string.format("%-24s %12s %12s %8s %12s %9s", "op", "luagpu wall", "device", "cmds",

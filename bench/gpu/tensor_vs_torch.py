@@ -2,7 +2,7 @@
 # Each op of the table timed on the wall clock from the call until the result
 # is in hand (torch.cuda.synchronize(), or .item()), median of REPS after 3
 # warm-up calls. Prints `BASELINE key microseconds` lines.
-#   python3 bench/gpu/tensor_vs_torch.py [REPS] > torch.txt
+#   python3 bench/gpu/tensor_vs_torch.py [REPS [SET]] > torch.txt   (SET: array for issue 32's)
 import sys, time, statistics
 import torch
 
@@ -56,8 +56,33 @@ rows = [
     ("histogram_2^24", lambda: torch.histc(x24, bins=256, min=0, max=1)),
     ("sum_item_2^24", lambda: x24.sum().item()),
 ]
+if len(sys.argv) > 2 and sys.argv[2] == "array":
+    g = torch.Generator(device=dev).manual_seed(2)
+    P24 = torch.randint(0, 1 << 24, (1 << 24,), device=dev, generator=g)
+    P20 = torch.randint(0, 1 << 20, (1 << 24,), device=dev, generator=g)
+    G = torch.randint(0, 4096, (4096, 4096), device=dev, generator=g)
+    R = torch.randint(0, 4096, (4096,), device=dev, generator=g)
+    u20 = torch.randint(0, 1000, (1 << 20,), device=dev, generator=g, dtype=torch.int32)
+    zeros20 = torch.zeros(1 << 20, device=dev)
+    rows = [
+        ("gather2_4096^2", lambda: torch.gather(S, 1, G)),
+        ("take_2^24", lambda: torch.take(x24, P24)),
+        ("index_select1_4096^2", lambda: torch.index_select(S, 0, R)),
+        ("scatter_add_2^24_into_2^20", lambda: zeros20.scatter_add(0, P20, x24)),
+        ("masked_select_2^24", lambda: torch.masked_select(x24, x24 > 0.5)),
+        ("cat_3x2^24", lambda: torch.cat((x24, x24, x24))),
+        ("flip2_contiguous_8192^2", lambda: torch.flip(M, [1])),
+        ("topk100_2^24", lambda: torch.topk(x24, 100)),
+        ("topk16_rows_4096^2", lambda: torch.topk(S, 16, dim=1)),
+        ("unique_2^20", lambda: torch.unique(u20, return_counts=True)),
+        ("softmax2_4096^2", lambda: torch.softmax(S, 1)),
+        ("var2_8192^2", lambda: torch.var(M, 1)),
+        ("einsum_bmm_64x256^3", lambda: torch.einsum("bij,bjk->bik", X, Y)),
+    ]
 for key, f in rows:
     print("BASELINE %s %.1f" % (key, wall(f)), flush=True)
+if len(sys.argv) > 2 and sys.argv[2] == "array":
+    sys.exit(0)
 try:
     cchain = torch.compile(chain)
     print("BASELINE chain_2^26_compiled %.1f" % wall(lambda: cchain(x26, y26)), flush=True)
