@@ -11,10 +11,12 @@
 ** dstep, p the index value (1-based, negatives from the end: p + len + 1).
 ** A value out of 1..len is not used: the first such value is recorded in
 ** bad (bad[0] a flag set once, bad[1] the value) for the caller to read.
-** Indices are computed in ulong from signed strides (negative for
-** reversed views): the sums wrap to the right place.
+** Positions are computed in IDX (uint when every buffer involved has
+** fewer than 2^31 elements, else ulong: a 64-bit division costs several
+** 32-bit ones) from signed strides (negative for reversed views): the
+** sums wrap to the right place.
 **
-** The helper prepends T (element type), I (index type), ND, and for
+** The helper prepends T (element type), I (index type), IDX, ND, and for
 ** scatter_add ADD_KIND: 1 integer atomics of 32 bits, 2 of 64 bits (the
 ** device's cl_khr_int64_base_atomics), 3 float through a 32-bit compare
 ** and swap, 4 double through a 64-bit one.
@@ -30,17 +32,17 @@
 
 /* The positions of element i: in the index tensor (*ip), the source
 ** (*sp) and the data tensor without the indexed dim (*dp). */
-inline void lg_places(ulong i, ulong8 shape, long8 ist, long8 sst, long8 dst, ulong *ip,
-                      ulong *sp, ulong *dp) {
-  ulong r = i, a = *ip, b = *sp, c = *dp;
+inline void lg_places(IDX i, ulong8 shape, long8 ist, long8 sst, long8 dst, IDX *ip,
+                      IDX *sp, IDX *dp) {
+  IDX r = i, a = *ip, b = *sp, c = *dp;
 #pragma unroll
   for (int k = 0; k < ND; k++) {
-    ulong n = LANE(shape, k);
-    ulong q = k + 1 < ND ? r % n : r;
+    IDX n = (IDX)LANE(shape, k);
+    IDX q = k + 1 < ND ? r % n : r;
     r = k + 1 < ND ? r / n : 0;
-    a += q * (ulong)LANE(ist, k);
-    b += q * (ulong)LANE(sst, k);
-    c += q * (ulong)LANE(dst, k);
+    a += q * (IDX)LANE(ist, k);
+    b += q * (IDX)LANE(sst, k);
+    c += q * (IDX)LANE(dst, k);
   }
   *ip = a; *sp = b; *dp = c;
 }
@@ -60,12 +62,12 @@ __kernel void lg_gather(__global T *out, ulong ooff, ulong8 shape,
                         __global const I *idx, ulong ioff, long8 ist,
                         __global const T *dat, ulong doff, long8 dst, long dstep, long len,
                         ulong n, volatile __global long *bad) {
-  ulong i = get_global_id(0);
+  IDX i = (IDX)get_global_id(0);
   if (i >= n) return;
-  ulong ip = ioff, sp = 0, dp = doff;
+  IDX ip = (IDX)ioff, sp = 0, dp = (IDX)doff;
   lg_places(i, shape, ist, (long8)(0), dst, &ip, &sp, &dp);
   long p = lg_place((long)idx[ip], len, bad);
-  out[ooff + i] = p < 0 ? (T)0 : dat[dp + (ulong)p * (ulong)dstep];
+  out[ooff + i] = p < 0 ? (T)0 : dat[(IDX)(dp + (IDX)p * (IDX)dstep)];
 }
 
 /* dat[position of element i, at index value idx(i)] = src(i) (or +=) */
@@ -73,13 +75,13 @@ __kernel void lg_scatter(__global T *dat, ulong doff, long8 dst, long dstep, lon
                          ulong8 shape, __global const I *idx, ulong ioff, long8 ist,
                          __global const T *src, ulong soff, long8 sst,
                          ulong n, volatile __global long *bad) {
-  ulong i = get_global_id(0);
+  IDX i = (IDX)get_global_id(0);
   if (i >= n) return;
-  ulong ip = ioff, sp = soff, dp = doff;
+  IDX ip = (IDX)ioff, sp = (IDX)soff, dp = (IDX)doff;
   lg_places(i, shape, ist, sst, dst, &ip, &sp, &dp);
   long p = lg_place((long)idx[ip], len, bad);
   if (p < 0) return;
-  ulong at = dp + (ulong)p * (ulong)dstep;
+  IDX at = (IDX)(dp + (IDX)p * (IDX)dstep);
   T v = src[sp];
 #if ADD_KIND == 0
   dat[at] = v;

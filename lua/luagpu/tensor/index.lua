@@ -30,21 +30,25 @@ local I = {methods = {}}
 local methods = I.methods
 
 local LOCAL = 256
+local BIG = 1 << 31      -- buffers of at least this many elements: 64-bit positions
 local INDEX_TYPES = {int = "int", long = "long"}
 
 ------------------------------------------------------------------ kernels
 
 local programs = ST.device_cache()    -- dev -> "T I ND ADD" -> program
 
-local function program(fn, dev, t, it, nd, add)
+-- The kernels of element type t, index type it, nd dims, ADD_KIND add and
+-- position type idx (uint where every buffer has fewer than 2^31 elements).
+local function program(fn, dev, t, it, nd, add, idx)
   local c = programs[dev]
   if not c then c = {}; programs[dev] = c end
-  local key = t .. " " .. it .. " " .. nd .. " " .. add
+  idx = idx or "ulong"
+  local key = t .. " " .. it .. " " .. nd .. " " .. add .. " " .. idx
   local p = c[key]
   if p then return p end
   local ok, prog = pcall(P.get, dev, {family = "tensor", file = "tensor_index.cl",
                                       defines = {{"T", t}, {"I", it}, {"ND", nd},
-                                                 {"ADD_KIND", add},
+                                                 {"ADD_KIND", add}, {"IDX", idx},
                                                  {"IS_FLOAT", FLOATS[t] and 1 or 0}}})
   if not ok then fail(fn, "the index kernels do not compile for %s: %s", t, tostring(prog)) end
   c[key] = prog
@@ -136,9 +140,9 @@ local function gather(fn, where, out, idx, spec)
   local shape, ist = idx._shape, idx._strides
   local nd = #shape
   if nd == 0 then shape, ist, nd = {1}, {0}, 1 end
-  local k = program(fn, dev, out._type, idx._type, nd, 0).lg_gather
   local dat = spec.dat
-  O.check_bounds(fn, dat); O.check_bounds(fn, idx)
+  local big = O.check_bounds(fn, dat) >= BIG or O.check_bounds(fn, idx) >= BIG or n >= BIG
+  local k = program(fn, dev, out._type, idx._type, nd, 0, big and "ulong" or "uint").lg_gather
   k(out._st.buf, out._off, lanes(shape), idx._st.buf, idx._off, lanes(ist), dat._st.buf,
     dat._off, lanes(#spec.dst == 0 and {0} or spec.dst), spec.dstep, spec.len, n,
     flag_of(dev)):run({ceil(n, LOCAL)}, {LOCAL}, ST.NO_EVENT)
@@ -157,8 +161,9 @@ local function scatter(fn, where, idx, src, spec, add)
   local nd = #shape
   if #sst ~= nd then sst = zeros(nd) end            -- a number: one element
   if nd == 0 then shape, ist, sst, nd = {1}, {0}, {0}, 1 end
-  local k = program(fn, dev, dat._type, idx._type, nd, add).lg_scatter
-  O.check_bounds(fn, dat); O.check_bounds(fn, idx); O.check_bounds(fn, src)
+  local big = O.check_bounds(fn, dat) >= BIG or O.check_bounds(fn, idx) >= BIG
+              or O.check_bounds(fn, src) >= BIG or n >= BIG
+  local k = program(fn, dev, dat._type, idx._type, nd, add, big and "ulong" or "uint").lg_scatter
   k(dat._st.buf, dat._off, lanes(spec.dst), spec.dstep, spec.len, lanes(shape), idx._st.buf,
     idx._off, lanes(ist), src._st.buf, src._off, lanes(sst), n,
     flag_of(dev)):run({ceil(n, LOCAL)}, {LOCAL}, ST.NO_EVENT)
