@@ -19,7 +19,8 @@
 ** The helper prepends T (element type), I (index type), IDX, ND, and for
 ** scatter_add ADD_KIND: 1 integer atomics of 32 bits, 2 of 64 bits (the
 ** device's cl_khr_int64_base_atomics), 3 float through a 32-bit compare
-** and swap, 4 double through a 64-bit one.
+** and swap, 4 double through a 64-bit one, 5 float through NVIDIA's
+** atom.global.add.f32 (inline PTX, LG_ASM the keyword that builds it).
 */
 
 #if ADD_KIND == 2 || ADD_KIND == 4
@@ -89,6 +90,10 @@ __kernel void lg_scatter(__global T *dat, ulong doff, long8 dst, long dstep, lon
   atomic_add((volatile global T *)(dat + at), v);
 #elif ADD_KIND == 2
   atom_add((volatile global T *)(dat + at), v);
+#elif ADD_KIND == 5
+  float was;
+  LG_ASM volatile("atom.global.add.f32 %0, [%1], %2;" : "=f"(was) : "l"(dat + at), "f"(v)
+                  : "memory");
 #elif ADD_KIND == 3
   volatile global uint *w = (volatile global uint *)(dat + at);
   uint old = *w, seen;

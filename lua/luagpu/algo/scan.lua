@@ -78,6 +78,9 @@ local function ptx_keyword(dev)
   return ok
 end
 
+-- (other helpers ask too: tensor scatter_add's float atomics)
+S.ptx_keyword = ptx_keyword
+
 ------------------------------------------------------------------ programs
 
 -- Per device (weak keys): scan key -> entry (entry_for).

@@ -30,6 +30,8 @@ local I = {methods = {}}
 local methods = I.methods
 
 local LOCAL = 256
+local PTX_FLOAT_ADD = 5
+local ptx_keyword      -- luagpu.algo.scan's probe of inline PTX, loaded when asked
 local BIG = 1 << 31      -- buffers of at least this many elements: 64-bit positions
 local INDEX_TYPES = {int = "int", long = "long"}
 
@@ -46,10 +48,11 @@ local function program(fn, dev, t, it, nd, add, idx)
   local key = t .. " " .. it .. " " .. nd .. " " .. add .. " " .. idx
   local p = c[key]
   if p then return p end
+  local defines = {{"T", t}, {"I", it}, {"ND", nd}, {"ADD_KIND", add}, {"IDX", idx},
+                   {"IS_FLOAT", FLOATS[t] and 1 or 0}}
+  if add == PTX_FLOAT_ADD then defines[#defines + 1] = {"LG_ASM", ptx_keyword(dev)} end
   local ok, prog = pcall(P.get, dev, {family = "tensor", file = "tensor_index.cl",
-                                      defines = {{"T", t}, {"I", it}, {"ND", nd},
-                                                 {"ADD_KIND", add}, {"IDX", idx},
-                                                 {"IS_FLOAT", FLOATS[t] and 1 or 0}}})
+                                      defines = defines})
   if not ok then fail(fn, "the index kernels do not compile for %s: %s", t, tostring(prog)) end
   c[key] = prog
   return prog
@@ -252,6 +255,16 @@ end
 -- src's elements (a tensor or a number) written, or added, at idx's
 -- positions along dim (PyTorch's scatter and scatter_add).
 local ADD_KIND = {int = 1, uint = 1, long = 2, ulong = 2, float = 3, double = 4}
+
+-- Float adds through NVIDIA's atom.global.add.f32 (a compare-and-swap
+-- loop retries under contention: several times slower where many add to
+-- one place) where a probe build of inline PTX works (algo.scan's).
+local function float_add_kind(dev)
+  local ok, scan = pcall(require, "luagpu.algo.scan")
+  if ok and ptx_keyword == nil then ptx_keyword = scan.ptx_keyword end
+  if ok and ptx_keyword(dev) then return PTX_FLOAT_ADD end
+  return 3
+end
 local function scatter_method(fn, x, dim, idx, src, add)
   check(fn, 0, x)
   local d = check_dim(fn, "argument #1", x, dim)
@@ -259,6 +272,7 @@ local function scatter_method(fn, x, dim, idx, src, add)
   local kind = 0
   if add then
     kind = ADD_KIND[x._type]
+    if kind == 3 then kind = float_add_kind(x._dev) end
     if not kind then
       fail(fn, "adds with atomics of 32 or 64 bits: int, uint, long, ulong, float or double, " ..
            "got %s (convert with :astype)", x._type)
