@@ -3,17 +3,19 @@
 -- (luagpu.tensor.object) from the modules that make them, plus reading
 -- and printing. The parts:
 --   object       the Tensor type, constructors, argument and bounds checks
---   create       dev:tensor
+--   create       dev:tensor, zeros, ones, full, eye, linspace, x:zeros_like...
 --   ops          the elementwise op table (each op once)
 --   expr         lazy tensors and their expressions
 --   elementwise  operators, math methods, where, astype, map, set, clone,
 --                arange
 --   source, codegen   an expression's kernel and its cached launch plan
---   views, reduce, random, interop (mm, .npy, algo, __tobuffer)
+--   random       dev:rand, randn, randint, uniform, normal, randperm
+--   views, reduce, interop (mm, .npy, algo, __tobuffer)
 -- and the memory pool, luagpu.core.pool.
 --
 -- Exports: M.device_methods (dev:tensor, dev:arange, dev:rand, dev:randn,
--- dev:memory: registered on Device with gpu.extend when this module loads;
+-- dev:memory, dev:zeros and the other constructors of create and random:
+-- registered on Device with gpu.extend when this module loads;
 -- luagpu.autoload declares them, so that dev.tensor loads this module on
 -- first lookup), M.where (gpu.where), M.load (gpu.load(path, dev)),
 -- M.is_tensor, M.MAX_DIMS, M.lazy (false: every operation evaluated at
@@ -29,7 +31,8 @@ local V = require "luagpu.tensor.views"
 local R = require "luagpu.tensor.reduce"
 local RND = require "luagpu.tensor.random"
 local I = require "luagpu.tensor.interop"
-local new_tensor = require("luagpu.tensor.create").new_tensor
+local CR = require "luagpu.tensor.create"
+local new_tensor = CR.new_tensor
 
 local ipairs, pairs, tostring, pcall, rawset = ipairs, pairs, tostring, pcall, rawset
 local setmetatable = setmetatable
@@ -54,7 +57,7 @@ local M = setmetatable({}, {
 
 -- Every method, metamethod and device method, each from the one module
 -- that makes it.
-for _, part in ipairs{E.methods, V, R.methods, I.methods} do
+for _, part in ipairs{E.methods, V, R.methods, I.methods, CR.methods, RND.methods} do
   for name, f in pairs(part) do Tensor[name] = f end
 end
 for _, part in ipairs{E.metamethods, I.metamethods} do
@@ -66,6 +69,9 @@ MT.__close = X.release
 
 M.device_methods = {arange = E.arange, rand = RND.rand, randn = RND.randn}
 local DM = M.device_methods
+for _, part in ipairs{CR.device_methods, RND.device_methods} do
+  for name, f in pairs(part) do DM[name] = f end
+end
 
 -- dev:tensor(type, shape [, init]) (see docs/API.md, "Tensors").
 function DM.tensor(dev, t, shape, init)
