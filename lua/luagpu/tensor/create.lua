@@ -225,7 +225,7 @@ end
 
 -- dev:eye(t, n [, m]): the n x m matrix (m defaults to n) with ones on the
 -- diagonal: one kernel, element i (0-based, row-major) is 1 where
--- i % (m + 1) == 0.
+-- i % (m + 1) == 0 and i < min(n, m) * (m + 1).
 function DM.eye(dev, t, n, m)
   local fn = "device:eye"
   H.check_object(fn, "self", dev, "Device")
@@ -236,10 +236,12 @@ function DM.eye(dev, t, n, m)
   local list, count = O.check_shape(fn, "arguments #2 and #3", {n, m})
   O.check_alloc(fn, dev, t, list, count)
   local x = O.empty(fn, dev, t, list)
-  local pos = op("mod", {{kind = "index", type = "long", shape = list, size = 1},
-                         scalar(m + 1, "long")}, "long", nil, list)
-  G.run(fn, op("cast", {op("eq", {pos, scalar(0, "long")}, "long", "uchar", list)}, nil, t,
-               list), x)
+  local index = {kind = "index", type = "long", shape = list, size = 1}
+  local pos = op("mod", {index, scalar(m + 1, "long")}, "long", nil, list)
+  local diag = op("logical_and", {op("eq", {pos, scalar(0, "long")}, "long", "uchar", list),
+                                  op("lt", {index, scalar((n < m and n or m) * (m + 1), "long")},
+                                     "long", "uchar", list)}, "uchar", nil, list)
+  G.run(fn, op("cast", {diag}, nil, t, list), x)
   return x
 end
 
