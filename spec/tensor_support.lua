@@ -204,6 +204,7 @@ local function py_value(t, v)
   if t == "float" or t == "double" then
     if v ~= v then return "math.nan" end
     if v == math.huge then return "math.inf" elseif v == -math.huge then return "-math.inf" end
+    if v == 0 and 1 / v < 0 then return "-0.0" end
     return string.format("%.17g", v)
   end
   return string.format("%d", v)

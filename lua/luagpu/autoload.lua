@@ -15,7 +15,9 @@ local M = {}
 -- Methods of C types that a helper provides: class -> {module, the
 -- module's table of them, names}.
 local METHODS = {
-  {"Device", "luagpu.tensor", "device_methods", {"tensor", "arange", "rand", "randn", "memory"}},
+  {"Device", "luagpu.tensor", "device_methods", {"tensor", "arange", "rand", "randn", "memory",
+              "zeros", "ones", "full", "eye", "linspace", "randint", "uniform", "normal",
+              "randperm"}},
 }
 
 -- Module fields loaded on first use: gpu.NAME = require(module), or the

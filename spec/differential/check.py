@@ -38,7 +38,27 @@ M64 = (1 << 64) - 1
 # precision, which bounds double's too). add/sub are exact; mul 1 for the
 # compiler's contraction of a * b + c into fma.
 ULPS = {"add": 0, "sub": 0, "mul": 1, "div": 3, "sqrt": 3, "exp": 4, "log": 4, "sin": 4,
-        "cos": 4, "tanh": 5, "pow": 16}
+        "cos": 4, "tanh": 5, "pow": 16,
+        "tan": 5, "asin": 4, "acos": 4, "atan": 5, "sinh": 4, "cosh": 4, "asinh": 4,
+        "acosh": 4, "atanh": 5, "log2": 3, "log10": 3, "log1p": 2, "exp2": 3, "expm1": 3,
+        "rsqrt": 2, "erf": 16, "erfc": 16, "lgamma": 256, "atan2": 6, "hypot": 4}
+
+# The floating functions of issue 32, in float64 (rounded to the compute
+# type after: a reference nearer than NumPy's float32 functions).
+def _lgamma(v):
+    try:
+        return math.lgamma(v)
+    except (ValueError, OverflowError):
+        return math.inf
+
+
+FUNCS2 = {"tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+          "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh, "acosh": np.arccosh,
+          "atanh": np.arctanh, "log2": np.log2, "log10": np.log10, "log1p": np.log1p,
+          "exp2": np.exp2, "expm1": np.expm1, "rsqrt": lambda x: 1 / np.sqrt(x),
+          "erf": np.vectorize(math.erf, otypes=[float]),
+          "erfc": np.vectorize(math.erfc, otypes=[float]),
+          "lgamma": np.vectorize(_lgamma, otypes=[float])}
 
 
 class Expected(Exception):
@@ -396,6 +416,170 @@ def unary(op, x):
     return V(r, ct, finish(r, ct, prop, op, finite))
 
 
+# ---------------------------------------------------------------- issue 32
+
+def func2(op, x):
+    """tan .. lgamma: in the floating type; judged where the operand is
+    exact (a propagated error is not followed through them)."""
+    ct = floating(x.t)
+    a = as_ct(x, ct)
+    A = a.a
+    fa = f64(A)
+    r = np.asarray(FUNCS2[op](fa)).astype(NP[ct])
+    prop = np.where(a.e() == 0, 0.0, np.inf)
+    e = finish(r, ct, prop, op, np.isfinite(fa))
+    if op == "lgamma":
+        # (OpenCL sets no bound: judged within 256 ulps of max(|r|, 1))
+        e = e + 256 * EPS[ct]
+    return V(r, ct, e)
+
+
+def rounding(op, x):
+    """API.md: round (halves away from zero, as C), trunc, sign keep the
+    type; sign of floats is NumPy's (+0.0 for both zeros, NaN for NaN),
+    of unsigned types 0 or 1."""
+    t = x.t
+    A = x.a
+    if t not in FLOATS:
+        if op == "sign":
+            return V(wrap([(v > 0) - (v < 0) for v in ints(A)], t, A.shape), t, x.err)
+        return V(A.copy(), t, x.err)
+    fa = f64(A)
+
+    def f(v):
+        if op == "trunc":
+            return np.trunc(v)
+        if op == "sign":
+            return np.sign(v)
+        tr = np.trunc(v)
+        return np.where(np.abs(v - tr) >= 0.5, tr + np.sign(v), tr)
+    r = np.asarray(f(fa)).astype(NP[t])
+    if x.err is None:
+        return V(r, t)
+    ea = x.e()
+    jump = (f(fa - ea) != f(fa + ea)) | np.isinf(ea)
+    return V(r, t, np.where(jump, np.inf, 0.0))
+
+
+def mask(op, x):
+    """isnan, isinf, isfinite, logical_not: uchar; integers are finite."""
+    A = x.a
+    if x.t not in FLOATS:
+        if op == "logical_not":
+            return V((A == 0).astype(np.uint8), "uchar", unsure_int(x))
+        r = np.zeros(A.shape, np.uint8) + (1 if op == "isfinite" else 0)
+        return V(r, "uchar")
+    f = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
+         "logical_not": lambda v: v == 0}[op]
+    r = f(A).astype(np.uint8)
+    if x.err is None:
+        return V(r, "uchar")
+    fa, ea = f64(A), x.e()
+    if op == "logical_not":
+        unsure = (ea > 0) & ~(np.abs(fa) > ea)
+    else:
+        unsure = np.isinf(ea) | ((ea > 0) & ~(np.abs(fa) + ea < FMAX[x.t]))
+    return V(r, "uchar", np.where(unsure, np.inf, 0.0))
+
+
+def truthy(x):
+    """x's values != 0 (bool array) and where that is unsure."""
+    A = x.a
+    if x.t not in FLOATS:
+        return A != 0, (x.e() > 0)
+    fa, ea = f64(A), x.e()
+    return fa != 0, (ea > 0) & ~(np.abs(fa) > ea)
+
+
+def logical(op, x, y):
+    """logical_and/or: uchar, NaN counts as true; numbers as NumPy's."""
+    xs = x if isinstance(x, V) else V(np.array(x), "double" if is_float(x) else "long")
+    ys = y if isinstance(y, V) else V(np.array(y), "double" if is_float(y) else "long")
+    if isinstance(y, int) and not isinstance(y, bool):
+        fits(combined([x, y]), y)
+    a, ua = truthy(xs)
+    b, ub = truthy(ys)
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    a, b = np.broadcast_to(a, shape), np.broadcast_to(b, shape)
+    ua, ub = np.broadcast_to(ua, shape), np.broadcast_to(ub, shape)
+    r = (a & b) if op == "logical_and" else (a | b)
+    return V(r.astype(np.uint8), "uchar",
+             np.where(ua | ub, np.inf, 0.0) if (ua | ub).any() else None)
+
+
+def binary2(op, x, y):
+    """atan2, hypot (the floating type); fmod (C's: the dividend's sign;
+    integers: C's %, by 0 or -1 giving 0)."""
+    ct = combined([x, y])
+    if op != "fmod":
+        ct = floating(ct)
+    a, b = as_ct(x, ct), as_ct(y, ct)
+    A, B = a.a, b.a
+    shape = np.broadcast_shapes(A.shape, B.shape)
+    A, B = np.broadcast_to(A, shape), np.broadcast_to(B, shape)
+    if ct not in FLOATS:
+        out = []
+        for p, q in zip(ints(A), ints(B)):
+            if q == 0 or q == -1:
+                out.append(0)
+            else:
+                m = abs(p) % abs(q)
+                out.append(-m if p < 0 else m)
+        return V(wrap(out, ct, shape), ct, unsure_int(a, b))
+    fa, fb = f64(A), f64(B)
+    exact = (a.e() == 0) & (b.e() == 0)
+    if op == "fmod":
+        r = np.fmod(A, B).astype(NP[ct])
+        return V(r, ct, np.where(exact, 0.0, np.inf) if not exact.all() else None)
+    f = np.arctan2 if op == "atan2" else np.hypot
+    r = np.asarray(f(fa, fb)).astype(NP[ct])
+    prop = np.where(exact, 0.0, np.inf)
+    return V(r, ct, finish(r, ct, prop, op, np.isfinite(fa) & np.isfinite(fb)))
+
+
+def shift(left, v, n, bits, signed):
+    """API.md: shifts defined for every count: past the width 0 (>> of a
+    negative signed value -1), a negative count the other way."""
+    if n < 0:
+        return shift(not left, v, bits if n <= -bits else -n, bits, signed)
+    if left:
+        return 0 if n >= bits else v << n
+    if n >= bits:
+        return -1 if signed and v < 0 else 0
+    return v >> n          # Python's >> of negative ints fills with the sign
+
+
+def bitwise(op, x, y):
+    """& | ~ << >> (and ~x) of integer operands; floats raise. A Lua number
+    counting a shift (x << n) need not fit x's type."""
+    count = op in ("lshift", "rshift") and not isinstance(y, V)
+    vals = [x] if y is None else [x, y]
+    for v in vals:
+        if isinstance(v, V) and v.t in FLOATS or is_float(v):
+            raise Expected("expected integer operands", "expected an integer tensor",
+                           "has no integer representation")
+    ct = combined([v for v in vals if not (count and v is y)])
+    a = as_ct(x, ct)
+    if y is None:
+        return V(wrap([~v for v in ints(a.a)], ct, a.a.shape), ct, a.err)
+    b = V(np.array(y), "long") if count else as_ct(y, ct)
+    A, B = a.a, b.a
+    shape = np.broadcast_shapes(A.shape, B.shape)
+    A, B = np.broadcast_to(A, shape), np.broadcast_to(B, shape)
+    bits, signed = 8 * SIZE[ct], ct in SIGNED
+    out = []
+    for p, q in zip(ints(A), ints(B)):
+        if op == "bitwise_and":
+            out.append(p & q)
+        elif op == "bitwise_or":
+            out.append(p | q)
+        elif op == "bitwise_xor":
+            out.append(p ^ q)
+        else:
+            out.append(shift(op == "lshift", p, q, bits, signed))
+    return V(wrap(out, ct, shape), ct, unsure_int(a, b) if not count else a.err)
+
+
 def where(m, x, y):
     """gpu.where: a where mask is not 0, else b; two numbers make a 0-d
     tensor of long (or float) first (lua/luagpu/tensor/elementwise.lua, as documented:
@@ -539,6 +723,20 @@ class Program:
         if op in ("add", "sub", "mul", "div", "idiv", "mod", "pow", "lt", "le", "gt", "ge",
                   "eq", "ne", "min", "max"):
             return binary(op, args[0], args[1])
+        if op in ("atan2", "hypot", "fmod"):
+            return binary2(op, args[0], args[1])
+        if op in ("bitwise_and", "bitwise_or", "bitwise_xor", "lshift", "rshift"):
+            return bitwise(op, args[0], args[1])
+        if op in ("logical_and", "logical_or"):
+            return logical(op, args[0], args[1])
+        if op in ("isnan", "isinf", "isfinite", "logical_not"):
+            return mask(op, args[0])
+        if op in ("round", "trunc", "sign"):
+            return rounding(op, args[0])
+        if op == "bitwise_not":
+            return bitwise("bitwise_not", args[0], None)
+        if op in FUNCS2:
+            return func2(op, args[0])
         if op == "clamp":
             # tensor:clamp(lo, hi) is max(x, lo), then min(., hi)
             return binary("min", binary("max", args[0], args[1]), args[2])

@@ -13,11 +13,12 @@
 -- numbers, dims), so a run builds few kernels: PoCL takes 0.1-1 s a build.
 --
 --   D.run{n =, seed =, families =, out = path [, device =] [, progress =]
---         [, times =]}
+--         [, times =] [, extra =]}
 --     draws n programs from `families` families (default n / 6) and writes
 --     them to path (progress: a line to stderr every 50; times: each
---     program's CPU seconds in its record); returns the number of programs
---     and of errors raised
+--     program's CPU seconds in its record; extra: the ops of issue 32 too:
+--     tan .. lgamma, round, trunc, sign, masks, atan2, hypot, fmod, bitwise
+--     and logical ops); returns the number of programs and of errors raised
 
 local D = {}
 
@@ -192,6 +193,19 @@ local ARITH = {"add", "sub", "mul", "div", "idiv", "mod", "pow"}
 local CMP = {"lt", "le", "gt", "ge", "eq", "ne"}
 local REDUCE = {"sum", "prod", "mean", "min", "max", "argmin", "argmax"}
 
+-- The ops of issue 32 (D.run{extra = true}: spec/differential_spec.lua's
+-- second run, `make fuzz-numpy EXTRA=1`): without extra, programs draw
+-- none of them and no random number for them, so a seed's programs stay
+-- those it drew before.
+local EXTRA = false
+local FUNCS2 = {"tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+                "log2", "log10", "log1p", "exp2", "expm1", "rsqrt", "erf", "erfc", "lgamma"}
+local ROUNDS = {"round", "trunc", "sign"}
+local MASKS = {"isnan", "isinf", "isfinite", "logical_not"}
+local BINARY2 = {"atan2", "hypot", "fmod"}
+local BITWISE = {"bitwise_and", "bitwise_or", "bitwise_xor", "lshift", "rshift"}
+local INTS = {"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong"}
+
 -- A random expression template over the family's leaf slots; returns the
 -- node, its type. Nodes: {op = "leaf", slot =}, {op = "num", kind =},
 -- {op = name, args = {...}} (+ t for astype).
@@ -211,8 +225,62 @@ local function template(fam, depth)
   local function num(ct)
     return {op = "num", kind = chance(0.7) and "int" or "float"}, ct
   end
-  local function node(d)
+  local node
+  -- an operand of an integer type: an astype where it is not
+  local function int_node(d)
+    local a, ta = node(d)
+    if a.op == "num" then a, ta = leaf() end
+    if FLOATS[ta] then
+      local t = pick(INTS)
+      a, ta = {op = "astype", t = t, args = {a}}, t
+    end
+    return a, ta
+  end
+  -- a node of an op of issue 32
+  local function extra(d)
+    local r = uniform()
+    local a, ta = node(d - 1)
+    if a.op == "num" then a, ta = leaf() end
+    if r < 0.3 then
+      return {op = pick(FUNCS2), args = {a}}, floating(ta)
+    elseif r < 0.42 then
+      return {op = pick(ROUNDS), args = {a}}, ta
+    elseif r < 0.52 then
+      return {op = pick(MASKS), args = {a}}, "uchar"
+    elseif r < 0.68 then
+      local op = pick(BINARY2)
+      local b, tb
+      -- (a number second: a method has no form with a number first)
+      if chance(0.4) then b, tb = num(ta) else b, tb = node(d - 1) end
+      if b.op == "num" then
+        local ct = ta
+        if b.kind == "float" and not FLOATS[ct] then ct = "float" end
+        return {op = op, args = {a, b}}, op == "fmod" and ct or floating(ct)
+      end
+      local ct = promote(ta, tb)
+      return {op = op, args = {a, b}}, op == "fmod" and ct or floating(ct)
+    elseif r < 0.9 then
+      local op = pick(BITWISE)
+      a, ta = int_node(d - 1)
+      local b, tb
+      if chance(0.4) then
+        b, tb = {op = "num", kind = "int", shift = op == "lshift" or op == "rshift"}, ta
+      else
+        b, tb = int_node(d - 1)
+      end
+      if chance(0.2) and b.op ~= "num" then a, b, ta, tb = b, a, tb, ta end
+      return {op = op, args = {a, b}}, b.op == "num" and ta or promote(ta, tb)
+    elseif r < 0.95 then
+      a, ta = int_node(d - 1)
+      return {op = "bitwise_not", args = {a}}, ta
+    end
+    local b = node(d - 1)
+    if b.op == "num" and b.kind == "float" then b.kind = "int" end
+    return {op = chance(0.5) and "logical_and" or "logical_or", args = {a, b}}, "uchar"
+  end
+  function node(d)
     if d == 0 or chance(0.2) then return leaf() end
+    if EXTRA and chance(0.4) then return extra(d) end
     local r = uniform()
     if r < 0.35 then
       local a, ta = node(d - 1)
@@ -558,7 +626,9 @@ local function program(fam)
       local name = slot(s)
       return name, {op = "leaf", operand = tonumber(name:sub(2))}
     elseif e.op == "num" then
-      local v = number(e.kind, ct or "long")
+      local v = e.shift and pick{int(-3, 9), int(-70, 70), math.maxinteger, math.mininteger,
+                                 8, 16, 32, 64, -8, -64}
+                or number(e.kind, ct or "long")
       local text = lua_number(v)
       if text:sub(1, 1) == "-" then text = "(" .. text .. ")" end   -- -2 ^ x is -(2 ^ x)
       return text, {op = "num", v = v}
@@ -575,7 +645,12 @@ local function program(fam)
     local op = e.op
     local text
     local SYM = {add = "+", sub = "-", mul = "*", div = "/", idiv = "//", mod = "%", pow = "^"}
-    if SYM[op] then
+    local BIT = {bitwise_and = "&", bitwise_or = "|", bitwise_xor = "~", lshift = "<<",
+                 rshift = ">>"}
+    if BIT[op] and (e.args[1].op == "num" or chance(0.7)) then SYM = BIT end
+    if op == "bitwise_not" and chance(0.7) then
+      text = format("(~%s)", args[1])
+    elseif SYM[op] then
       text = format("(%s %s %s)", args[1], SYM[op], args[2])
     elseif op == "neg" then
       text = chance(0.5) and format("(-%s)", args[1]) or format("%s:neg()", args[1])
@@ -703,6 +778,7 @@ function D.run(opts)
   local tensor_mt = getmetatable(dev:tensor("int", {}))
   local function is_tensor(v) return type(v) == "table" and getmetatable(v) == tensor_mt end
   local n, s = opts.n or 100, opts.seed or 1
+  EXTRA = opts.extra or false
   seed(s)
   local nfam = opts.families or math.max(1, n // 6)
   local fams = {}

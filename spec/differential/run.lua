@@ -1,11 +1,13 @@
 -- build/luagpu spec/differential/run.lua N SEED OUT [FAMILIES]: the programs
--- of `make fuzz-numpy` (spec/differential/gen.lua), written to OUT.
+-- of `make fuzz-numpy` (spec/differential/gen.lua), written to OUT; with
+-- DIFFERENTIAL_EXTRA set (not empty, not 0), the ops of issue 32 too.
 local dir = arg[0]:match("^(.*)/[^/]*$") or "."
 package.path = dir .. "/?.lua;" .. package.path
 local D = require "gen"
 local n, seed, out, families = tonumber(arg[1]), tonumber(arg[2]), arg[3], tonumber(arg[4])
 local t0 = os.time()
 local count, errors = D.run{n = n, seed = seed, out = out, families = families, progress = true,
-                              times = os.getenv("DIFFERENTIAL_TIMES") ~= nil}
+                              times = os.getenv("DIFFERENTIAL_TIMES") ~= nil,
+                              extra = (os.getenv("DIFFERENTIAL_EXTRA") or "0"):match("^0?$") == nil}
 io.stderr:write(string.format("differential: %d programs (seed %d, %d raised) in %d s\n",
                               count, seed, errors, os.time() - t0))

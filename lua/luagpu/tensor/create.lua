@@ -1,21 +1,30 @@
--- luagpu.tensor.create: dev:tensor's work (internal to luagpu.tensor).
+-- luagpu.tensor.create: dev:tensor's work and the other constructors
+-- that need no random numbers (internal to luagpu.tensor).
 --
 --   C.new_tensor(dev, type, shape [, init])   a new tensor of type and shape
 --       on dev: zeros, a number in every element, the values of a (nested)
 --       table or a host array, or a view over a Buffer (docs/API.md,
 --       "Tensors"); checks every argument as device:tensor's
+--   C.device_methods   dev:zeros, dev:ones, dev:full, dev:eye, dev:linspace
+--   C.methods          x:zeros_like, x:ones_like, x:full_like
+--
+-- Every result is a new contiguous tensor in a block of the pool
+-- (luagpu.core.pool), written whole by one fill or one generated kernel.
 
 local gpu = require "luagpu"
 local H = require "luagpu.core.check"
 local memory = require "luagpu.core.pool"
 local TY = require "luagpu.core.types"
 local O = require "luagpu.tensor.object"
+local X = require "luagpu.tensor.expr"
+local G = require "luagpu.tensor.codegen"
 
-local type, tostring, rawget, rawlen, pcall = type, tostring, rawget, rawlen, pcall
-local fail, typename = H.fail, H.typename
+local type, tostring, rawget, rawlen, pcall, ipairs = type, tostring, rawget, rawlen, pcall, ipairs
+local floor = math.floor
+local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
 local show_shape, check_type = O.show_shape, O.check_type
 
-local C = {}
+local C = {device_methods = {}, methods = {}}
 
 -- Flattens a nested table (read raw) of the given shape into flat, checking
 -- every level's length.
@@ -122,6 +131,161 @@ function C.new_tensor(dev, t, shape, init)
     fail(fn, "argument #3: expected a number, a table, a host array or a buffer, got %s",
          typename(init))
   end
+  return x
+end
+
+------------------------------------------------------------------ filled
+
+-- Checks the device, type (argument #1) and shape (argument #2) of device
+-- constructor fn; returns the shape's list and count.
+local function check_new(fn, dev, t, shape)
+  H.check_object(fn, "self", dev, "Device")
+  check_type(fn, "argument #1", t)
+  O.check_device_type(fn, dev, t)
+  local list, n = O.check_shape(fn, "argument #2", shape)
+  O.check_alloc(fn, dev, t, list, n)
+  return list, n
+end
+
+-- A new tensor of t and shape list (n elements) on dev with v (a number,
+-- argument #arg, checked here) in every element.
+local function filled(fn, dev, t, list, n, v, arg)
+  if type(v) ~= "number" then
+    fail(fn, "argument #%d: expected a number, got %s", arg, typename(v))
+  end
+  local why = TY.fits(t, v)
+  if why then fail(fn, "argument #%d: %s", arg, why) end
+  local x = O.empty(fn, dev, t, list)
+  if n > 0 then
+    local buf = x._st.buf
+    if #buf ~= n then buf = buf:sub(1, n) end
+    local ok, e = pcall(buf.fill, buf, v)
+    if not ok then fail(fn, "argument #%d: %s", arg, tostring(e):gsub("^.-: .-: ", "")) end
+  end
+  return x
+end
+
+local DM = C.device_methods
+
+-- dev:zeros(t, shape), dev:ones(t, shape), dev:full(t, shape, v)
+function DM.zeros(dev, t, shape)
+  local fn = "device:zeros"
+  local list, n = check_new(fn, dev, t, shape)
+  return filled(fn, dev, t, list, n, 0, 3)
+end
+
+function DM.ones(dev, t, shape)
+  local fn = "device:ones"
+  local list, n = check_new(fn, dev, t, shape)
+  return filled(fn, dev, t, list, n, 1, 3)
+end
+
+function DM.full(dev, t, shape, v)
+  local fn = "device:full"
+  local list, n = check_new(fn, dev, t, shape)
+  return filled(fn, dev, t, list, n, v, 3)
+end
+
+-- x:zeros_like([t]), x:ones_like([t]), x:full_like(v [, t]): x's shape
+-- (and type, unless t is given) on x's device; x may be lazy (it is not
+-- evaluated).
+local function like(fn, x, v, varg, t)
+  X.check(fn, 0, x, true)
+  if t == nil then t = x._type else check_type(fn, "argument #" .. varg + 1, t) end
+  local dev = x._dev
+  O.check_device_type(fn, dev, t)
+  local list = {}
+  for i, d in ipairs(x._shape) do list[i] = d end
+  O.check_alloc(fn, dev, t, list, x._n)
+  return filled(fn, dev, t, list, x._n, v, varg)
+end
+
+function C.methods.zeros_like(x, t) return like("tensor:zeros_like", x, 0, 0, t) end
+function C.methods.ones_like(x, t) return like("tensor:ones_like", x, 1, 0, t) end
+function C.methods.full_like(x, v, t) return like("tensor:full_like", x, v, 1, t) end
+
+------------------------------------------------------------------ eye, linspace
+
+local function scalar(v, t) return {kind = "scalar", value = v, type = t, shape = {}, size = 1} end
+local function op(name, args, ct, t, shape)
+  local size = 1
+  for i = 1, #args do size = size + args[i].size end
+  return {kind = "op", op = name, args = args, ct = ct, type = t or ct, shape = shape,
+          size = size}
+end
+
+-- A count (argument #arg of fn): an integer >= 0.
+local function check_count(fn, arg, what, v)
+  local n = integer(v)
+  if not n or n < 0 then
+    fail(fn, "argument #%d: %s: expected an integer >= 0, got %s", arg, what, show(v))
+  end
+  return n
+end
+
+-- dev:eye(t, n [, m]): the n x m matrix (m defaults to n) with ones on the
+-- diagonal: one kernel, element i (0-based, row-major) is 1 where
+-- i % (m + 1) == 0 and i < min(n, m) * (m + 1).
+function DM.eye(dev, t, n, m)
+  local fn = "device:eye"
+  H.check_object(fn, "self", dev, "Device")
+  check_type(fn, "argument #1", t)
+  O.check_device_type(fn, dev, t)
+  n = check_count(fn, 2, "rows", n)
+  m = m == nil and n or check_count(fn, 3, "columns", m)
+  local list, count = O.check_shape(fn, "arguments #2 and #3", {n, m})
+  O.check_alloc(fn, dev, t, list, count)
+  local x = O.empty(fn, dev, t, list)
+  local index = {kind = "index", type = "long", shape = list, size = 1}
+  local pos = op("mod", {index, scalar(m + 1, "long")}, "long", nil, list)
+  local diag = op("logical_and", {op("eq", {pos, scalar(0, "long")}, "long", "uchar", list),
+                                  op("lt", {index, scalar((n < m and n or m) * (m + 1), "long")},
+                                     "long", "uchar", list)}, "uchar", nil, list)
+  G.run(fn, op("cast", {diag}, nil, t, list), x)
+  return x
+end
+
+-- dev:linspace(t, first, last, count): count values from first to last,
+-- both included (count 1: first), as NumPy's linspace: first + i * step,
+-- step = (last - first) / (count - 1), the last one last exactly; computed
+-- in double (float without fp64), floored for integer types (as NumPy 2).
+function DM.linspace(dev, t, first, last, count)
+  local fn = "device:linspace"
+  H.check_object(fn, "self", dev, "Device")
+  check_type(fn, "argument #1", t)
+  O.check_device_type(fn, dev, t)
+  local bounds = {first, last}
+  for i = 1, 2 do
+    local v = bounds[i]
+    if type(v) ~= "number" or v ~= v or v == 1 / 0 or v == -1 / 0 then
+      fail(fn, "argument #%d: expected a finite number, got %s", i + 1, show(v))
+    end
+    if not TY.FLOATS[t] then
+      local why = TY.fits(t, floor(v))
+      if why then fail(fn, "argument #%d: %s", i + 1, why) end
+    end
+  end
+  local n = check_count(fn, 4, "count", count)
+  local list, _ = O.check_shape(fn, "argument #4", {n})
+  O.check_alloc(fn, dev, t, list, n)
+  local delta = last - first + 0.0
+  if delta ~= delta or delta == 1 / 0 or delta == -1 / 0 then
+    fail(fn, "argument #3: last - first overflows (%s - %s)", show(last), show(first))
+  end
+  local x = O.empty(fn, dev, t, list)
+  if n == 0 then return x end
+  local ct = dev.fp64 and "double" or "float"
+  local step = n > 1 and delta / (n - 1) or 0.0
+  local index = {kind = "index", type = ct, shape = list, size = 1}
+  local e = op("add", {scalar(first + 0.0, ct), op("mul", {index, scalar(step, ct)}, ct, nil,
+                                                        list)}, ct, nil, list)
+  if n > 1 then
+    e = op("where", {op("eq", {index, scalar(n - 1.0, ct)}, ct, "uchar", list),
+                     scalar(last + 0.0, ct), e}, ct, nil, list)
+  end
+  if not TY.FLOATS[t] then e = op("floor", {e}, ct, nil, list) end
+  if t ~= ct then e = op("cast", {e}, nil, t, list) end
+  G.run(fn, e, x)
   return x
 end
 

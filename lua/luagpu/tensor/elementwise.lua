@@ -193,14 +193,78 @@ local function unary_op(op)
   end
 end
 
+-- Operand v (argument #arg) of a bitwise op as an integer operand: an integral Lua float
+-- becomes the integer (as Lua's own & | ~ << >> take it); a tensor or
+-- another value is left to the op's checks. Returns v and its type's
+-- name for messages (nil for what the op's checks will refuse).
+local function integer_operand(fn, arg, v)
+  if type(v) == "number" then
+    if mtype(v) == "float" then
+      local i = math.tointeger(v)
+      if not i then fail(fn, "argument #%d: %s has no integer representation", arg, show(v)) end
+      return i, "integer"
+    end
+    return v, "integer"
+  end
+  if type(v) == "table" and rawget(v, TAG) and type(v._type) == "string" and SIZES[v._type] then
+    return v, v._type
+  end
+  return v, nil
+end
+
+local FLOATS, INTEGER_BITS = TY.FLOATS, {}
+for t, size in next, SIZES do if not FLOATS[t] then INTEGER_BITS[t] = size * 8 end end
+
+-- The function of op f (a row with integers = true) for integer operands
+-- only: a float tensor or a float without an integer value raises, naming
+-- the operands' types. A Lua number as a shift's count (x << n, x >> n)
+-- needs not fit x's type: counts past the width are clipped to it, and a
+-- negative count shifts the other way (the same results, see ops.lua).
+local function integers_only(op, f)
+  local fn, name = "tensor:" .. op.name, op.name
+  if op.arity == 1 then
+    return function(x)
+      local _, t = integer_operand(fn, 0, x)
+      if t and FLOATS[t] then
+        fail(fn, "expected an integer tensor (char .. ulong), got %s", t)
+      end
+      return f(x)
+    end
+  end
+  local shift = name == "lshift" or name == "rshift"
+  return function(a, b)
+    local ta, tb
+    a, ta = integer_operand(fn, 1, a)
+    b, tb = integer_operand(fn, 2, b)
+    if not ta or not tb then return f(a, b) end      -- (raises: not an operand)
+    if FLOATS[ta] or FLOATS[tb] then
+      fail(fn, "expected integer operands (char .. ulong tensors or integers), got %s and %s",
+           ta, tb)
+    end
+    local bits = shift and type(b) == "number" and INTEGER_BITS[ta]
+    if bits then
+      if b < 0 then
+        b = b < -bits and bits or -b
+        return E.ops[name == "lshift" and "rshift" or "lshift"](a, b)
+      end
+      if b > bits then b = bits end
+    end
+    return f(a, b)
+  end
+end
+
 for _, op in ipairs(OPS.list) do
   local f
   if op.rule ~= "where" and op.rule ~= "cast" then
     f = op.arity == 2 and binary_op(op) or unary_op(op)
   end
+  if f and op.integers then f = integers_only(op, f) end
   if f then
     E.ops[op.name] = f
-    if op.method then methods[op.name] = f end
+    if op.method then
+      methods[op.name] = f
+      for _, alias in ipairs(op.aliases) do methods[alias] = f end
+    end
     if op.meta then E.metamethods[op.meta] = f end
   end
 end

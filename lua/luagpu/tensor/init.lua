@@ -3,13 +3,14 @@
 -- (luagpu.tensor.object) from the modules that make them, plus reading
 -- and printing. The parts:
 --   object       the Tensor type, constructors, argument and bounds checks
---   create       dev:tensor
+--   create       dev:tensor, zeros, ones, full, eye, linspace, x:zeros_like...
 --   ops          the elementwise op table (each op once)
 --   expr         lazy tensors and their expressions
 --   elementwise  operators, math methods, where, astype, map, set, clone,
 --                arange
 --   source, codegen   an expression's kernel and its cached launch plan
---   views, reduce, rows (softmax, log_softmax, logsumexp), random,
+--   random       dev:rand, randn, randint, uniform, normal, randperm
+--   views, reduce, rows (softmax, log_softmax, logsumexp),
 --   interop (mm, .npy, algo, __tobuffer, to),
 --   join (squeeze, unsqueeze, flatten, split, chunk, cat, stack, ...),
 --   index (gather, scatter, take, put, masks, nonzero, searchsorted),
@@ -18,7 +19,8 @@
 -- and the memory pool, luagpu.core.pool.
 --
 -- Exports: M.device_methods (dev:tensor, dev:arange, dev:rand, dev:randn,
--- dev:memory: registered on Device with gpu.extend when this module loads;
+-- dev:memory, dev:zeros and the other constructors of create and random:
+-- registered on Device with gpu.extend when this module loads;
 -- luagpu.autoload declares them, so that dev.tensor loads this module on
 -- first lookup), M.where (gpu.where), M.cat, M.stack, M.outer,
 -- M.searchsorted, M.einsum (gpu.cat, gpu.stack, gpu.outer,
@@ -42,7 +44,8 @@ local J = require "luagpu.tensor.join"
 local IX = require "luagpu.tensor.index"
 local ST = require "luagpu.tensor.stats"
 local EIN = require "luagpu.tensor.einsum"
-local new_tensor = require("luagpu.tensor.create").new_tensor
+local CR = require "luagpu.tensor.create"
+local new_tensor = CR.new_tensor
 
 local ipairs, pairs, tostring, pcall, rawset = ipairs, pairs, tostring, pcall, rawset
 local setmetatable = setmetatable
@@ -68,7 +71,7 @@ local M = setmetatable({}, {
 -- Every method, metamethod and device method, each from the one module
 -- that makes it.
 for _, part in ipairs{E.methods, V, R.methods, RW.methods, I.methods, J.methods, IX.methods,
-                      ST.methods} do
+                      ST.methods, CR.methods, RND.methods} do
   for name, f in pairs(part) do Tensor[name] = f end
 end
 for _, part in ipairs{E.metamethods, I.metamethods} do
@@ -80,6 +83,9 @@ MT.__close = X.release
 
 M.device_methods = {arange = E.arange, rand = RND.rand, randn = RND.randn}
 local DM = M.device_methods
+for _, part in ipairs{CR.device_methods, RND.device_methods} do
+  for name, f in pairs(part) do DM[name] = f end
+end
 
 -- dev:tensor(type, shape [, init]) (see docs/API.md, "Tensors").
 function DM.tensor(dev, t, shape, init)

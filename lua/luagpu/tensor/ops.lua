@@ -7,7 +7,9 @@
 --   OPS.by_name[name] the row of op name: {name =, arity =, rule =, meta =,
 --                     method =, c =, floating = whether it computes in the
 --                     floating type of the operands' type, result = its
---                     result type when fixed (else the compute type)}
+--                     result type when fixed (else the compute type),
+--                     integers = whether it takes integer operands only,
+--                     aliases = more method names (a list)}
 --   OPS.emit(row, t, args, need, node)   the C of the op over the C
 --                     expressions args (each of compute type t); need
 --                     collects helper functions by name
@@ -17,7 +19,8 @@
 -- promote to the compute type ct (luagpu.core.types.promote); then
 --   promote   computes in ct and gives ct
 --   floating  computes in the floating type of ct (/, ^, sqrt...) and gives it
---   compare   computes in ct and gives uchar (0 or 1)
+--   compare   computes in ct and gives uchar (0 or 1): comparisons, isnan,
+--             isinf, isfinite, logical_and/or/not
 --   where     where(mask, a, b): a and b promote; the mask is read as is
 --   cast      x:astype(t): no compute type, gives t
 -- Generated C never relies on undefined behaviour: signed + - * are
@@ -117,12 +120,94 @@ local function rounding(name)
   return function(t, a) return FLOATS[t] and format("%s(%s)", name, a[1]) or a[1] end
 end
 
+-- The unary op calling helper lg_NAME_t (made by make(t)).
+local function helper_call1(name, make)
+  return function(t, a, need)
+    need[name .. "_" .. t] = make(t)
+    return format("lg_%s_%s(%s)", name, t, a[1])
+  end
+end
+
+-- NumPy's sign: -1, 0 or 1 in t; floats give +0.0 for both zeros and NaN
+-- for NaN; unsigned types 0 or 1.
+local function sign_helper(t)
+  if FLOATS[t] then
+    return format("inline %s lg_sign_%s(%s a) { return a > 0 ? (%s)1 : a < 0 ? (%s)-1 : " ..
+                  "a == 0 ? (%s)0 : a; }", t, t, t, t, t, t)
+  elseif SIGNED[t] then
+    return format("inline %s lg_sign_%s(%s a) { return (%s)((a > 0) - (a < 0)); }", t, t, t, t)
+  end
+  return format("inline %s lg_sign_%s(%s a) { return (%s)(a != 0); }", t, t, t, t)
+end
+
+-- C's fmod of t (the result takes the dividend's sign); for integers C's
+-- %, with x fmod 0 and x fmod -1 giving 0 (no trap, no overflow).
+local function fmod_helper(t)
+  if FLOATS[t] then
+    return format("inline %s lg_fmod_%s(%s a, %s b) { return fmod(a, b); }", t, t, t, t)
+  elseif SIGNED[t] then
+    return format("inline %s lg_fmod_%s(%s a, %s b) { return (b == 0 || b == -1) ? (%s)0 " ..
+                  ": (%s)(a %% b); }", t, t, t, t, t, t)
+  end
+  return format("inline %s lg_fmod_%s(%s a, %s b) { return b == 0 ? (%s)0 : (%s)(a %% b); }",
+                t, t, t, t, t, t)
+end
+
+-- Shifts of integer type t by a count of t, defined for every count (C
+-- leaves counts outside 0 .. bits - 1 undefined, OpenCL C masks them): a
+-- count of bits or more gives 0 (>> of a negative signed value: -1); a
+-- negative count shifts the other way, as Lua's shifts do. << computes in
+-- the unsigned type (no signed overflow); >> of a signed type fills with
+-- the sign, written as ~(~a >> n) so that no negative value is shifted.
+local function shift_helper(dir)
+  return function(t)
+    local bits, u = TY.SIZES[t] * 8, WRAP[t]
+    local left = format("(%s)((%s)a << %%s)", t, u)
+    local right = SIGNED[t] and format("(%s)(a < 0 ? ~(~a >> %%s) : a >> %%s)", t)
+                  or format("(%s)(a >> %%s)", t)
+    local fill = SIGNED[t] and format("(%s)(a < 0 ? -1 : 0)", t) or format("(%s)0", t)
+    local zero = format("(%s)0", t)
+    local fwd, fwd_over = left:format("b"), zero
+    if dir == "r" then fwd, fwd_over = right:format("b", "b"), fill end
+    local head = format("inline %s lg_%sshift_%s(%s a, %s b) { ", t, dir, t, t, t)
+    if not SIGNED[t] then
+      return head .. format("return b >= %d ? %s : %s; }", bits, fwd_over, fwd)
+    end
+    -- a negative count: the other way, by 0 - b (b > -bits: no overflow)
+    local back, back_over = right:format("(0 - b)", "(0 - b)"), fill
+    if dir == "r" then back, back_over = left:format("(0 - b)"), zero end
+    return head .. format("if (b >= 0) return b >= %d ? %s : %s; " ..
+                          "return b <= -%d ? %s : %s; }", bits, fwd_over, fwd, bits, back_over,
+                          back)
+  end
+end
+
+-- a op b (or op a) of integer type t: narrow types promoted by C are cast
+-- back.
+local function bitwise(op)
+  return function(t, a)
+    if a[2] == nil then return format("((%s)%s(%s))", t, op, a[1]) end
+    return format("((%s)(%s %s %s))", t, a[1], op, a[2])
+  end
+end
+
+-- Masks of floats: isnan, isinf, isfinite; integers are never NaN or inf.
+local function float_test(name, int_value)
+  return function(t, a)
+    if not FLOATS[t] then return format("((uchar)%d)", int_value) end
+    return format("((uchar)(%s(%s) ? 1 : 0))", name, a[1])
+  end
+end
+
 ------------------------------------------------------------------ the table
 
 -- name, arity, rule, the C (a format of the operands' C expressions, or a
 -- function(t, args, need, node)); meta: the metamethod that is the op too;
 -- method = false: no Tensor method of the op's name (min and max are the
--- reductions' names, where is gpu.where, cast is x:astype).
+-- reductions' names, where is gpu.where, cast is x:astype); integers =
+-- true: integer operands only (bitwise ops; integral Lua floats count as
+-- integers, as Lua's own bitwise operators take them); aliases: more
+-- method names of the op (NumPy's and PyTorch's).
 local ROWS = {
   {"add",  2, "promote",  arith("+"), meta = "__add"},
   {"sub",  2, "promote",  arith("-"), meta = "__sub"},
@@ -149,6 +234,46 @@ local ROWS = {
   {"sin",  1, "floating", "sin(%s)"},
   {"cos",  1, "floating", "cos(%s)"},
   {"tanh", 1, "floating", "tanh(%s)"},
+  {"tan",   1, "floating", "tan(%s)"},
+  {"asin",  1, "floating", "asin(%s)", aliases = {"arcsin"}},
+  {"acos",  1, "floating", "acos(%s)", aliases = {"arccos"}},
+  {"atan",  1, "floating", "atan(%s)", aliases = {"arctan"}},
+  {"sinh",  1, "floating", "sinh(%s)"},
+  {"cosh",  1, "floating", "cosh(%s)"},
+  {"asinh", 1, "floating", "asinh(%s)", aliases = {"arcsinh"}},
+  {"acosh", 1, "floating", "acosh(%s)", aliases = {"arccosh"}},
+  {"atanh", 1, "floating", "atanh(%s)", aliases = {"arctanh"}},
+  {"log2",  1, "floating", "log2(%s)"},
+  {"log10", 1, "floating", "log10(%s)"},
+  {"log1p", 1, "floating", "log1p(%s)"},
+  {"exp2",  1, "floating", "exp2(%s)"},
+  {"expm1", 1, "floating", "expm1(%s)"},
+  {"rsqrt", 1, "floating", "rsqrt(%s)"},
+  {"erf",   1, "floating", "erf(%s)"},
+  {"erfc",  1, "floating", "erfc(%s)"},
+  {"lgamma", 1, "floating", "lgamma(%s)"},
+  -- C's round: halves away from zero (NumPy's rounds them to even)
+  {"round", 1, "promote",  rounding("round")},
+  {"trunc", 1, "promote",  rounding("trunc"), aliases = {"fix"}},
+  {"sign",  1, "promote",  helper_call1("sign", sign_helper)},
+  {"atan2", 2, "floating", "atan2(%s, %s)", aliases = {"arctan2"}},
+  {"hypot", 2, "floating", "hypot(%s, %s)"},
+  {"fmod",  2, "promote",  helper_call("fmod", fmod_helper)},
+  {"isnan", 1, "compare",  float_test("isnan", 0)},
+  {"isinf", 1, "compare",  float_test("isinf", 0)},
+  {"isfinite", 1, "compare", float_test("isfinite", 1)},
+  {"bitwise_and", 2, "promote", bitwise("&"), meta = "__band", integers = true},
+  {"bitwise_or",  2, "promote", bitwise("|"), meta = "__bor", integers = true},
+  {"bitwise_xor", 2, "promote", bitwise("^"), meta = "__bxor", integers = true},
+  {"bitwise_not", 1, "promote", bitwise("~"), meta = "__bnot", integers = true,
+   aliases = {"invert", "bitwise_invert"}},
+  {"lshift", 2, "promote", helper_call("lshift", shift_helper("l")), meta = "__shl",
+   integers = true, aliases = {"left_shift", "bitwise_left_shift"}},
+  {"rshift", 2, "promote", helper_call("rshift", shift_helper("r")), meta = "__shr",
+   integers = true, aliases = {"right_shift", "bitwise_right_shift"}},
+  {"logical_and", 2, "compare", "((uchar)((%s) != 0 && (%s) != 0))"},
+  {"logical_or",  2, "compare", "((uchar)((%s) != 0 || (%s) != 0))"},
+  {"logical_not", 1, "compare", "((uchar)((%s) == 0))"},
   -- ?: promotes char and short to int: cast back
   {"where", 3, "where", function(t, a) return format("((%s)((%s) != 0 ? %s : %s))", t, a[1], a[2], a[3]) end,
    method = false},
@@ -169,7 +294,8 @@ OPS.list, OPS.by_name = {}, {}
 for i, r in ipairs(ROWS) do
   local rule = RULES[r[3]]
   local row = {name = r[1], arity = r[2], rule = r[3], c = r[4], meta = r.meta,
-               method = r.method ~= false, floating = rule[1], result = rule[2]}
+               method = r.method ~= false, floating = rule[1], result = rule[2],
+               integers = r.integers or false, aliases = r.aliases or {}}
   OPS.list[i] = row
   OPS.by_name[row.name] = row
 end
