@@ -5,12 +5,12 @@
 -- Prints `LUAGPU key value unit` lines. Baseline: bench/gpu/to_device.py
 -- (torch's x.to("cuda:1")) in the same lease.
 --
---   build/luagpu bench/gpu/to_device.lua [REPS]
+--   build/luagpu bench/gpu/to_device.lua [REPS [DEVICE TYPE]]
 local gpu = rawget(_G, "gpu") or require "luagpu"
 local matmul = require "luagpu.matmul"
 local reduce = require "luagpu.reduce"
 local reps = tonumber(arg and arg[1]) or 10
-local devs = gpu.devices("gpu")
+local devs = gpu.devices(arg and arg[2] or "gpu")
 assert(#devs >= 2, "two GPUs expected, got " .. #devs)
 local d1, d2 = devs[1], devs[2]
 local now = gpu.now
@@ -28,13 +28,22 @@ local function wall(f)
   return median(t)
 end
 
+-- (the copy, then a sum of it on the second GPU: a driver may move a
+-- buffer only when a device first uses it; the sum's own time is given)
 for _, n in ipairs {1 << 20, 1 << 24, 1 << 26} do
   local x = d1:rand("float", {n}, 1)
-  local s = wall(function() return x:to(d2) end)
-  print(string.format("LUAGPU to_%d %.1f us %.2f GB/s", n, s * 1e6, n * 4 / s / 1e9))
+  local y2 = d2:rand("float", {n}, 1)
+  local s = wall(function() return x:to(d2):sum() end)
+  local own = wall(function() return y2:sum() end)
+  print(string.format("LUAGPU to_%d %.1f us (%.1f of them the sum on GPU 2) %.2f GB/s", n,
+                      s * 1e6, own * 1e6, n * 4 / (s - own) / 1e9))
 end
-local A = d1:rand("float", {4096, 4096}, 2).buffer
-local B = d1:rand("float", {4096, 4096}, 3).buffer
+local function matrix(seed)
+  local m = d1:buffer("float", {4096, 4096})
+  d1:rand("float", {4096 * 4096}, seed).buffer:copy_to(m):wait()
+  return m
+end
+local A, B = matrix(2), matrix(3)
 local one = wall(function() return matmul(A, B) end)
 local split = wall(function() return matmul(A, B, {devices = devs}) end)
 print(string.format("LUAGPU matmul_4096_one %.1f us", one * 1e6))
