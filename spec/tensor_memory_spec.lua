@@ -70,8 +70,12 @@ describe("tensor memory", function()
     local a = dev:tensor("float", {64}, ha)
     local x = (a * 3):eval()
     local lazy = x + 1                       -- reads x's block
+    assert.equal("Tensor", gpu.type(x))
+    assert.equal("Tensor", gpu.type(lazy))
     x:release()
     x:release()                              -- twice: nothing more
+    assert.equal("released Tensor", gpu.type(x))
+    assert.is_nil(gpu.type(setmetatable({}, {__name = "luagpu.Tensorish"})))
     local got = lazy:get():totable()
     for i = 1, 64 do assert.near(ha[i] * 3 + 1, got[i], 1e-5) end
     local msg = "attempt to use a released tensor"

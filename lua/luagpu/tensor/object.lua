@@ -82,6 +82,9 @@ end
 
 MT.__len = function(t) return t._n end
 
+-- (gpu.type's question: "released Tensor" after x:release())
+MT.__released = function(t) return rawget(t, "_st") == RELEASED end
+
 function O.is_tensor(v)
   return type(v) == "table" and rawget(v, TAG) == true
 end
