@@ -212,6 +212,12 @@ describe("joining and splitting tensors", function()
               ">= 0, got {1, -1}", function() return m:pad{{0, 0}, {1, -1}} end)
     has_error("luagpu: tensor:pad: argument #2: 300 does not fit uchar (0 to 255)",
               function() return m:pad(1, 300) end)
+    has_error("luagpu: tensor:pad: argument #1: expected a width >= 0 or a list of {before, " ..
+              "after}, got 4611686018427387904", function() return m:pad(1 << 62) end)
+    has_error("luagpu: tensor:pad: argument #1: entry 1: expected {before, after}, integers " ..
+              ">= 0, got {4611686018427387904, 0}", function() return m:pad{{1 << 62, 0}, {0, 0}} end)
+    has_error("luagpu: tensor:pad: the result would have more than 2^53 elements",
+              function() return m:pad{{1 << 52, 0}, {1 << 52, 0}} end)
   end)
 
   it("raises at the caller's line for bad lists, shapes and dims", function()

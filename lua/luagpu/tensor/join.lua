@@ -209,7 +209,7 @@ function methods.pad(x, widths, value)
   local pairs_ = {}
   if type(widths) == "number" then
     local w = integer(widths)
-    if not w or w < 0 then
+    if not w or w < 0 or w > O.MAX_ELEMENTS then
       fail(fn, "argument #1: expected a width >= 0 or a list of {before, after}, got %s",
            show(widths))
     end
@@ -223,7 +223,7 @@ function methods.pad(x, widths, value)
       local p = rawget(widths, i)
       local b = type(p) == "table" and integer(rawget(p, 1))
       local a = type(p) == "table" and integer(rawget(p, 2))
-      if not (b and a and b >= 0 and a >= 0) then
+      if not (b and a and b >= 0 and a >= 0 and b <= O.MAX_ELEMENTS and a <= O.MAX_ELEMENTS) then
         fail(fn, "argument #1: entry %d: expected {before, after}, integers >= 0, got %s", i,
              type(p) == "table" and "{" .. show(rawget(p, 1)) .. ", " .. show(rawget(p, 2)) .. "}"
              or show(p))
