@@ -188,34 +188,7 @@ local function algo(fn, name)
   return A
 end
 
--- x with dim d moved last, contiguous, and the permutation that moves it
--- back (nil when d is last). With copy, always a new tensor of its own
--- (to be written); else possibly x or a view of x's storage (when the
--- moved layout is already contiguous: {n, 1} along 1, b:t() along 1).
-local function dim_last(x, d, copy)
-  local nd = #x._shape
-  local moved, back = x, nil
-  if d ~= nd then
-    local order = {}
-    back = {}
-    for i = 1, nd do if i ~= d then order[#order + 1] = i end end
-    order[nd] = d
-    for i, o in ipairs(order) do back[o] = i end
-    moved = x:permute(order)
-  end
-  if copy then return clone(moved), back end
-  return moved:contiguous(), back
-end
-
-local function check_dim_arg(fn, x, dim)
-  if #x._shape == 0 then fail(fn, "expected a tensor of at least 1 dim, got a 0-d one") end
-  if dim == nil then return #x._shape end
-  if type(dim) == "table" then
-    fail(fn, "argument #1: expected an integer dim, got a table (several dims at once are " ..
-         "not supported yet)")
-  end
-  return O.check_dim(fn, "argument #1", x, dim)
-end
+local dim_last, check_dim_arg = O.dim_last, O.check_one_dim
 
 -- x:cumsum([dim]) / x:cumprod([dim]): inclusive prefix sums (products)
 -- along dim (default: the last), in x's type (integers wrap).

@@ -236,6 +236,37 @@ function O.check_dim(fn, where, x, dim, extra)
   return d
 end
 
+-- The dim argument of the ops along one dim (cumsum, sort, softmax, ...):
+-- nil for the last; a list raises.
+function O.check_one_dim(fn, x, dim)
+  if #x._shape == 0 then fail(fn, "expected a tensor of at least 1 dim, got a 0-d one") end
+  if dim == nil then return #x._shape end
+  if type(dim) == "table" then
+    fail(fn, "argument #1: expected an integer dim, got a table (several dims at once are " ..
+         "not supported yet)")
+  end
+  return O.check_dim(fn, "argument #1", x, dim)
+end
+
+-- x with dim d moved last, contiguous, and the permutation that moves it
+-- back (nil when d is last). With copy, always a new tensor of its own
+-- (to be written); else possibly x or a view of x's storage (when the
+-- moved layout is already contiguous: {n, 1} along 1, b:t() along 1).
+function O.dim_last(x, d, copy)
+  local nd = #x._shape
+  local moved, back = x, nil
+  if d ~= nd then
+    local order = {}
+    back = {}
+    for i = 1, nd do if i ~= d then order[#order + 1] = i end end
+    order[nd] = d
+    for i, o in ipairs(order) do back[o] = i end
+    moved = x:permute(order)
+  end
+  if copy then return moved:clone(), back end
+  return moved:contiguous(), back
+end
+
 function O.check_same_device(fn, arg, x, dev)
   if x._dev ~= dev then
     fail(fn, "argument #%d: the tensors are on different devices (%s and %s)", arg,

@@ -98,18 +98,6 @@ local function run_rows(fn, mode, x, y, nrows, L)
   p.k(x._st.buf, x._off, y._st.buf, y._off, L, nrows, tpr):run({groups * LS}, {LS}, NO_EVENT)
 end
 
--- x with dim d moved last and made contiguous, and the permutation that
--- moves it back (nil when d is last).
-local function dim_last(x, d)
-  local nd = #x._shape
-  if d == nd then return x:contiguous(), nil end
-  local order, back = {}, {}
-  for i = 1, nd do if i ~= d then order[#order + 1] = i end end
-  order[nd] = d
-  for i, o in ipairs(order) do back[o] = i end
-  return x:permute(order):contiguous(), back
-end
-
 -- The floating tensor the kernel reads for x (integers converted).
 local function as_floating(fn, x)
   local t = x._type
@@ -121,15 +109,7 @@ local function as_floating(fn, x)
   return x
 end
 
-local function check_dim_arg(fn, x, dim)
-  if #x._shape == 0 then fail(fn, "expected a tensor of at least 1 dim, got a 0-d one") end
-  if dim == nil then return #x._shape end
-  if type(dim) == "table" then
-    fail(fn, "argument #1: expected an integer dim, got a table (several dims at once are " ..
-         "not supported yet)")
-  end
-  return O.check_dim(fn, "argument #1", x, dim)
-end
+local dim_last, check_dim_arg = O.dim_last, O.check_one_dim
 
 -- x:softmax([dim]) and x:log_softmax([dim]): a new tensor of x's shape
 -- (default dim: the last).

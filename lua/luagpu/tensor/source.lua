@@ -175,6 +175,17 @@ local function code_of(e, w)
   return emit(row, ct, args, w.need, e)
 end
 
+-- The lines computing r, the VW results of an item from the loaded u<k>
+-- (a vector, or one element where leaf k's stride is 0), element b first.
+local function vector_result(add, indent, out_type, strides, nl, call)
+  add("%s%s%d r;", indent, out_type, VW)
+  for j = 1, VW do
+    local p = {}
+    for k = 1, nl do p[k] = strides[k] == 0 and "u" .. k or format("u%d.%s", k, LANES[j]) end
+    add("%sr.%s = %s;", indent, LANES[j], call(p, j == 1 and "b" or "b + " .. (j - 1)))
+  end
+end
+
 -- The kernel body of the layout's mode: nd (the position decomposed per
 -- dim), flat (one element per work-item), vec (VW elements per item) or
 -- rows (VW elements of one row per item, operands broadcast along rows or
@@ -217,12 +228,7 @@ local function body_of(w, layout, call)
             x._type, VW, k, x._type, VW, k, idx, k, idx, k)
       end
     end
-    add("  %s%d r;", out_type, VW)
-    for j = 1, VW do
-      local p = {}
-      for k = 1, nl do p[k] = strides[k] == 0 and "u" .. k or format("u%d.%s", k, LANES[j]) end
-      add("  r.%s = %s;", LANES[j], call(p, j == 1 and "b" or "b + " .. (j - 1)))
-    end
+    vector_result(add, "  ", out_type, strides, nl, call)
     add("  *(global %s%d*)(out + out_off + b) = r;", out_type, VW)
   elseif layout.mode == "flat" then
     add("  if (i >= n) return;")
@@ -244,12 +250,7 @@ local function body_of(w, layout, call)
             VW, k, k)
       end
     end
-    add("    %s%d r;", out_type, VW)
-    for j = 1, VW do
-      local p = {}
-      for k = 1, nl do p[k] = strides[k] == 0 and "u" .. k or format("u%d.%s", k, LANES[j]) end
-      add("    r.%s = %s;", LANES[j], call(p, j == 1 and "b" or "b + " .. (j - 1)))
-    end
+    vector_result(add, "    ", out_type, strides, nl, call)
     add("    ((global %s%d*)(out + out_off))[i] = r;", out_type, VW)
     add("  } else {")
     local p = {}
