@@ -7,7 +7,8 @@
 # kept in $BUILD/spec-times and read back by the next run (a file not timed
 # yet goes first, larger files before smaller). A line is printed as each
 # file ends ("[3/47] spec/x_spec.lua 12.3 s, 26 passed"), with the file's
-# whole output when it failed. LUAGPU_SPECS="spec/a_spec.lua ..." runs
+# whole output when it failed, and each failure once more before the
+# closing count. LUAGPU_SPECS="spec/a_spec.lua ..." runs
 # those files only.
 #
 # The specs' program builds go to build/spec-cache (luagpu's cache and
@@ -98,6 +99,17 @@ for log in "$logs"/*.log; do
   failed=$((failed + f + e))
   if [ $((f + e)) -eq 0 ] && ! grep -q '^exit 0$' "$log"; then
     failed=$((failed + 1))
+  fi
+done
+# Each failing file's failures again, last, where a log's tail shows them
+# (CI keeps only the end of what a run printed).
+for log in "$logs"/*.log; do
+  grep -q '^exit 0$' "$log" && continue
+  echo "--- failed: spec/$(basename "$log" .log).lua"
+  if grep -qE '^(Failure|Error) ' "$log"; then
+    awk '/^(Failure|Error) /{ n = 12 } n > 0 { print; n-- }' "$log" | head -60
+  else
+    tail -20 "$log"
   fi
 done
 awk -v a="$start" -v b="$(now)" 'BEGIN { printf "all spec files in %.1f s\n", b - a }'
