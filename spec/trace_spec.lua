@@ -255,9 +255,13 @@ import sys, xml.etree.ElementTree as ET
 ns = "{http://www.w3.org/2000/svg}"
 root = ET.parse(sys.argv[1]).getroot()
 bars = [g.find(ns + "title").text for g in root.iter(ns + "g")]
-arrows = [l for l in root.iter(ns + "line") if l.get("marker-end")]
+arrows = [l for l in root.iter(ns + "line") if l.get("marker-end") and not l.get("class")]
 print(len(bars), len(arrows))
 for b in bars: print(b)
+texts = [t.text for t in root.iter(ns + "text")]
+lanes = [t.find(ns + "title").text for t in root.iter(ns + "text") if t.find(ns + "title") is not None]
+print("legend:", " ".join(k for k in ("kernel", "write", "read", "fill", "waits for") if k in texts))
+for l in lanes: print("lane:", l)
 ]==])
     local text, pcode = sh("python3 " .. shell_quote(py) .. " " .. shell_quote(svg))
     os.remove(py)
@@ -269,6 +273,10 @@ for b in bars: print(b)
     for _, name in ipairs {"write write", "kernel scale", "kernel add_next", "read read"} do
       assert.matches(name .. " #%d+: [%d.]+ us at [%d.]+ us, examples/pipeline.lua:%d+", text)
     end
+    -- a legend of the kinds present; each lane's device named whole on hover
+    assert.matches("\nlegend: kernel write read fill waits for\n", text)
+    local dev = gpu.device()
+    assert.matches("\nlane: queue 1 on " .. dev.name:gsub("%p", "%%%0") .. "\n", text)
   end)
 end)
 

@@ -1,8 +1,8 @@
 -- luagpu.trace: writes the record of gpu.trace (a list of commands, see
 -- docs/API.md "Tracing") as Chrome trace-event JSON, which Perfetto
 -- (ui.perfetto.dev) and chrome://tracing open, or as an SVG timeline: one
--- lane per queue, each command a bar labelled with its name, waits between
--- commands as arrows.
+-- lane per queue, each command a bar coloured by kind and labelled with its
+-- name where it fits, waits between commands as arrows, a legend.
 --   local trace = require "luagpu.trace"
 --   trace.json(record) -> string     trace.svg(record) -> string
 --   trace.write(record, path)        -- .svg: the picture, else the JSON (checked, see M.write)
@@ -99,18 +99,41 @@ end
 
 local COLORS = {kernel = "#4e79a7", write = "#f28e2b", read = "#59a14f", fill = "#b07aa1",
                 copy = "#edc948", marker = "#9c9c9c", barrier = "#7f7f7f"}
+local KIND_ORDER = {"kernel", "write", "read", "copy", "fill", "marker", "barrier"}
 
--- The record as an SVG timeline: a lane per queue, a bar per command
--- (at least 2 px wide; the label inside when it fits, else in the title
--- shown on hover), an arrow per wait, a time axis in microseconds.
+-- A device name short enough for a lane label: trademarks, clock speeds,
+-- "Processor"/"CPU" words and PoCL's "pthread-<arch>-" prefix dropped,
+-- then cut to n characters ("NVIDIA H100 80GB HBM3" stays whole;
+-- the full name is the label's tooltip).
+local function short_device(name, n)
+  local s = tostring(name):gsub("%([RrTtMm]+%)", ""):gsub("@.*$", "")
+  if s:match("^pthread%-") or s:match("^cpu%-") then   -- PoCL: "pthread-<arch>-<model>"
+    s = s:gsub("^[^ ]*%-", "", 1)
+  end
+  s = s:gsub("%f[%w]Processor%f[%W]", "")
+  s = s:gsub("%f[%w]CPU%f[%W]", ""):gsub("%d+%-Core", ""):gsub("%s+", " "):gsub("^ ", "")
+  s = s:gsub(" $", "")
+  if s == "" then s = tostring(name) end
+  if #s > n then s = s:sub(1, n - 1) .. "~" end
+  return s
+end
+
+-- The record as an SVG timeline: a lane per queue (labelled "queue N" and
+-- its device's short name; the full name on hover), a bar per command
+-- coloured by kind (at least 2 px wide; its name inside when it fits, else
+-- beside it when the lane is free there, always in the tooltip), an arrow
+-- per wait, a legend of the kinds present, a time axis in microseconds.
 function M.svg(record, opts)
   opts = opts or {}
-  local width, lane, left, top = opts.width or 1000, 36, 170, 30
+  local width, lane, left, top = opts.width or 1000, 36, 150, 46
   local t = times(record)
-  local names = queue_names(record)
-  local nq, tmax = 0, 0
-  for q in pairs(names) do nq = math.max(nq, q) end
-  for i in ipairs(record) do tmax = math.max(tmax, t[i].start + t[i].dur) end
+  local nq, tmax, devices, kinds = 0, 0, {}, {}
+  for i, c in ipairs(record) do
+    nq = math.max(nq, c.queue)
+    devices[c.queue] = devices[c.queue] or c.device
+    kinds[c.kind] = true
+    tmax = math.max(tmax, t[i].start + t[i].dur)
+  end
   if tmax <= 0 then tmax = 1 end
   local scale = (width - left - 20) / tmax
   local height = top + nq * lane + 40
@@ -124,14 +147,41 @@ function M.svg(record, opts)
     string.format('<text x="10" y="18" font-size="13">luagpu trace: %d commands, %.1f us</text>',
                   #record, tmax),
   }
+  -- the legend: a swatch and a word per kind present, then the wait arrow
+  local lx = 10
+  local present = {}
+  for _, k in ipairs(KIND_ORDER) do if kinds[k] then present[#present + 1] = k end end
+  for k in pairs(kinds) do if not COLORS[k] then present[#present + 1] = k end end
+  for _, k in ipairs(present) do
+    out[#out + 1] = string.format('<rect x="%d" y="27" width="10" height="10" fill="%s"/>'
+                                  .. '<text x="%d" y="36">%s</text>', lx, COLORS[k] or "#999",
+                                  lx + 14, xml(k))
+    lx = lx + 22 + #k * 7
+  end
+  if next(kinds) then
+    out[#out + 1] = string.format('<line class="legend" x1="%d" y1="32" x2="%d" y2="32" stroke="#d62728" '
+                                  .. 'stroke-width="1.2" marker-end="url(#arrow)"/>'
+                                  .. '<text x="%d" y="36">waits for</text>', lx, lx + 18, lx + 22)
+  end
   for q = 1, nq do
     local y = top + (q - 1) * lane
     out[#out + 1] = string.format('<rect x="0" y="%d" width="%d" height="%d" fill="%s"/>', y,
                                   width, lane, q % 2 == 1 and "#f4f4f4" or "#ffffff")
-    out[#out + 1] = string.format('<text x="6" y="%d">%s</text>', y + lane // 2 + 4,
-                                  xml((names[q] or ("queue " .. q)):sub(1, 28)))
+    if devices[q] then
+      out[#out + 1] = string.format('<text x="6" y="%d"><title>queue %d on %s</title>queue %d'
+                                    .. '<tspan x="6" dy="12" fill="#555">%s</tspan></text>',
+                                    y + lane // 2 - 2, q, xml(devices[q]), q,
+                                    xml(short_device(devices[q], 22)))
+    end
   end
   local function x_of(us) return left + us * scale end
+  -- where each bar's lane is next taken (for a label beside a thin bar)
+  local next_x, last = {}, {}
+  for i = #record, 1, -1 do
+    local q = record[i].queue
+    next_x[i] = last[q] or width - 20
+    last[q] = math.min(last[q] or math.huge, x_of(t[i].start))
+  end
   for i, c in ipairs(record) do
     local y = top + (c.queue - 1) * lane + 6
     local x, w = x_of(t[i].start), math.max(2, t[i].dur * scale)
@@ -140,8 +190,12 @@ function M.svg(record, opts)
     out[#out + 1] = string.format('<g><title>%s</title><rect x="%.1f" y="%d" width="%.1f" '
                                   .. 'height="%d" fill="%s" stroke="#333" stroke-width="0.5"/>',
                                   xml(title), x, y, w, lane - 12, COLORS[c.kind] or "#999")
-    if #c.name * 6.5 + 4 < w then
+    local text_w = #c.name * 6.5 + 4
+    if text_w < w then
       out[#out + 1] = string.format('<text x="%.1f" y="%d" fill="white">%s</text>', x + 3,
+                                    y + lane // 2, xml(c.name))
+    elseif text_w + 4 < next_x[i] - (x + w) then
+      out[#out + 1] = string.format('<text x="%.1f" y="%d" fill="#222">%s</text>', x + w + 3,
                                     y + lane // 2, xml(c.name))
     end
     out[#out + 1] = "</g>"
