@@ -1,8 +1,9 @@
-/* rows.cl: softmax, log_softmax and logsumexp of the rows of a contiguous
-** tensor, one kernel (lua/luagpu/tensor/rows.lua).
+/* rows.cl: softmax, log_softmax and logsumexp (rows_softmax), var and std
+** (rows_var) of the rows of a contiguous tensor, one kernel a call
+** (lua/luagpu/tensor/rows.lua).
 **
 ** Defined by the caller: T (element type, float or double), MODE (0
-** softmax, 1 log_softmax, 2 logsumexp), LS (work-items per group, a power
+** softmax, 1 log_softmax, 2 logsumexp, 3 var, 4 std), LS (work-items per group, a power
 ** of two), ITEMS (chunks each work-item keeps in registers), VW (elements
 ** per chunk: 1, or 4 where rows and the offset are multiples of 4).
 **
@@ -46,6 +47,7 @@
 #define OUT1(a) (bad ? (T)NAN : ((a) - m) - ls)
 #endif
 
+#if MODE <= 2
 kernel void rows_softmax(global const T* restrict x, ulong xoff, global T* restrict y,
                          ulong yoff, ulong L, ulong nrows, uint tpr) {
   uint lid = get_local_id(0);
@@ -130,3 +132,78 @@ kernel void rows_softmax(global const T* restrict x, ulong xoff, global T* restr
   }
 #endif
 }
+#endif
+
+#if MODE == 3 || MODE == 4
+/* The row's work-items add their s in local memory; every one gets the sum. */
+inline T row_sum(T s, local T *part, uint lid, uint lane, uint tpr) {
+  barrier(CLK_LOCAL_MEM_FENCE);              /* part may hold the last sum */
+  part[lid] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint h = tpr / 2; h > 0; h >>= 1) {
+    if (lane < h) part[lid] += part[lid + h];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  return part[lid - lane];
+}
+
+/* var (MODE 3) or std (MODE 4) of each row of L elements: two passes, the
+** mean then sum((a - mean)^2), over the registers where the row fits
+** (else the row read twice); y[row] = that sum / div (its square root for
+** std), NaN where div <= 0. */
+kernel void rows_var(global const T* restrict x, ulong xoff, global T* restrict y,
+                     ulong yoff, ulong L, ulong nrows, uint tpr, T div) {
+  uint lid = get_local_id(0);
+  uint lane = lid & (tpr - 1);
+  ulong row = (ulong)get_group_id(0) * (LS / tpr) + lid / tpr;
+  int active = row < nrows;
+  ulong base = xoff + (active ? row : 0) * L;
+  ulong nchunks = L / VW;
+  int cached = nchunks <= (ulong)tpr * ITEMS;
+  local T part[LS];
+  T v[ITEMS][VW];
+  T s = 0;
+  if (cached) {
+#pragma unroll
+    for (uint t = 0; t < ITEMS; t++) {
+      ulong c = lane + (ulong)t * tpr;
+      if (active && c < nchunks) { LOADV(v[t], c) }
+      else { for (uint k = 0; k < VW; k++) v[t][k] = 0; }
+#pragma unroll
+      for (uint k = 0; k < VW; k++) s += v[t][k];
+    }
+  } else if (active) {
+    for (ulong c = lane; c < nchunks; c += tpr) {
+      T w[VW];
+      LOADV(w, c)
+      for (uint k = 0; k < VW; k++) s += w[k];
+    }
+  }
+  T mean = row_sum(s, part, lid, lane, tpr) / (T)L;
+  s = 0;
+  if (cached) {
+#pragma unroll
+    for (uint t = 0; t < ITEMS; t++) {
+      ulong c = lane + (ulong)t * tpr;
+      if (active && c < nchunks) {
+#pragma unroll
+        for (uint k = 0; k < VW; k++) { T d = v[t][k] - mean; s += d * d; }
+      }
+    }
+  } else if (active) {
+    for (ulong c = lane; c < nchunks; c += tpr) {
+      T w[VW];
+      LOADV(w, c)
+      for (uint k = 0; k < VW; k++) { T d = w[k] - mean; s += d * d; }
+    }
+  }
+  s = row_sum(s, part, lid, lane, tpr);
+  if (active && lane == 0) {
+    T r = div > 0 ? s / div : (T)NAN;
+#if MODE == 4
+    r = sqrt(r);
+#endif
+    y[yoff + row] = r;
+  }
+}
+#endif

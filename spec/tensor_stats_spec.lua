@@ -50,6 +50,38 @@ out = [y.var(ddof=1), y.std(ddof=0), y.var(axis=%d, ddof=1), y.std(axis=(0, 2), 
     assert.is_true(dev:tensor("float", {1}, {3}):var() ~= dev:tensor("float", {1}, {3}):var())
   end)
 
+  it("var and std along the last dim (one kernel) as NumPy: rows in registers and longer, " ..
+     "NaN, corrections, keepdim, views", function()
+    if not S.need_numpy(assert, pending) then return end
+    -- rows up to a group's registers and past them (the kernel reads those twice)
+    local sz = require("luagpu.tensor.rows").sizes[dev.type == "cpu" and "cpu" or "gpu"]
+    local sizes = {1, 3, 8, 61, 1000, 4 * sz.ITEMS * math.min(sz.LS, dev.max_work_group_size) + 3}
+    for round, L in ipairs(sizes) do
+      local t = ({"float", "double", "int"})[round % 3 + 1]
+      local rows = math.random(1, 5)
+      local vals = S.random_values(t, rows * L)
+      if t ~= "int" and round % 2 == 0 then vals[math.random(1, #vals)] = 0 / 0 end
+      local x = dev:tensor(t, {rows, L}, vals)
+      local c = ({0, 1, 2.5})[round % 3 + 1]
+      local keep = round % 2 == 1
+      local vars = {x = np_of(x)}
+      local ref = S.numpy(([[
+y = x.astype(np.float64)
+n = y.shape[1] - %s
+with np.errstate(all="ignore"):
+    v = ((y - y.mean(axis=1, keepdims=True)) ** 2).sum(axis=1, keepdims=%s) / n
+    if n <= 0: v = v * np.nan
+    out = [v, np.sqrt(v), y.T.var(axis=0, ddof=1)]
+]]):format(c, keep and "True" or "False"), vars)
+      local tol = t == "float" and 1e-4 or 1e-9
+      same(ref[1], x:var(2, {correction = c, keepdim = keep}), tol)
+      same(ref[2], x:std(-1, {correction = c, keepdim = keep}), tol)
+      -- a transposed view: its rows are read as a copy moved last
+      if L > 1 then same(ref[3], x:t():var(1), tol) end
+      assert.equal(t == "int" and "double" or t, x:var(2).type)
+    end
+  end)
+
   it("median, topk, unique, bincount and cumprod as NumPy", function()
     if not S.need_numpy(assert, pending) then return end
     for round = 1, 5 do

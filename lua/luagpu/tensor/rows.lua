@@ -1,5 +1,6 @@
 -- luagpu.tensor.rows: softmax, log_softmax and logsumexp along one dim, in
--- one fused kernel per call (kernels/rows.cl). Internal to luagpu.tensor.
+-- one fused kernel per call (kernels/rows.cl), and the one-dim var and std
+-- of luagpu.tensor.stats. Internal to luagpu.tensor.
 --
 -- The dim is made the last of a contiguous tensor (no copy when it is
 -- already: a permuted copy otherwise, the result permuted back), whose
@@ -12,6 +13,9 @@
 --
 --   RW.methods       softmax, log_softmax, logsumexp (luagpu.tensor makes
 --                    them methods)
+--   RW.spread(fn, x, d, div, keepdim, std)
+--                    var (std: its square root) of floating x along dim
+--                    d: sum((a - mean)^2) / div, NaN where div <= 0
 --   RW.sizes         per device class: LS (work-items per group) and
 --                    ITEMS (at most this many chunks per work-item held in
 --                    registers); a script may change them (benchmarks)
@@ -35,7 +39,8 @@ local RW = {methods = {}}
 
 RW.sizes = {gpu = {LS = 512, ITEMS = 8}, cpu = {LS = 64, ITEMS = 8}}
 
-local MODES = {softmax = 0, log_softmax = 1, logsumexp = 2}
+local MODES = {softmax = 0, log_softmax = 1, logsumexp = 2, var = 3, std = 4}
+local ONE_PER_ROW = {logsumexp = true, var = true, std = true}
 
 local function ceil_pow2(n)
   local p = 1
@@ -69,7 +74,7 @@ local function kernel(fn, dev, t, mode, items, vw, LS)
     local ok, prog = pcall(P.get, dev, {family = "tensor", file = "rows.cl", defines = {
       {"T", t}, {"MODE", MODES[mode]}, {"LS", ls}, {"ITEMS", items}, {"VW", vw}}})
     if not ok then fail(fn, "the %s kernel does not compile for %s: %s", mode, t, tostring(prog)) end
-    local k = prog.rows_softmax
+    local k = MODES[mode] >= 3 and prog.rows_var or prog.rows_softmax
     if k.work_group_size >= ls then p = {k = k, LS = ls}; break end
     if ls == 1 then fail(fn, "the %s kernel allows no work-group on %s", mode, dev.name) end
     ls = floor_pow2(k.work_group_size)
@@ -79,14 +84,15 @@ local function kernel(fn, dev, t, mode, items, vw, LS)
 end
 
 -- Runs mode over the rows of L elements of contiguous x (nrows of them)
--- into contiguous y (rows of L, or one element per row for logsumexp).
-local function run_rows(fn, mode, x, y, nrows, L)
+-- into contiguous y (rows of L, or one element per row for logsumexp, var
+-- and std; div: var's divisor).
+local function run_rows(fn, mode, x, y, nrows, L, div)
   check_bounds(fn, x); check_bounds(fn, y)
   local dev, t = x._dev, x._type
   local cls = dev.type == "cpu" and "cpu" or "gpu"
   local sz = RW.sizes[cls]
   check_sizes(fn, cls, sz)
-  local vw = (L % 4 == 0 and x._off % 4 == 0 and (mode == "logsumexp" or y._off % 4 == 0))
+  local vw = (L % 4 == 0 and x._off % 4 == 0 and (ONE_PER_ROW[mode] or y._off % 4 == 0))
              and 4 or 1
   local chunks = L // vw
   local LS = min(sz.LS, floor_pow2(dev.max_work_group_size))
@@ -95,7 +101,12 @@ local function run_rows(fn, mode, x, y, nrows, L)
   LS = p.LS
   local tpr = min(LS, ceil_pow2(ceil_div(chunks, items)))
   local groups = ceil_div(nrows, LS // tpr)
-  p.k(x._st.buf, x._off, y._st.buf, y._off, L, nrows, tpr):run({groups * LS}, {LS}, NO_EVENT)
+  if div then
+    p.k(x._st.buf, x._off, y._st.buf, y._off, L, nrows, tpr, div):run({groups * LS}, {LS},
+                                                                    NO_EVENT)
+  else
+    p.k(x._st.buf, x._off, y._st.buf, y._off, L, nrows, tpr):run({groups * LS}, {LS}, NO_EVENT)
+  end
 end
 
 -- The floating tensor the kernel reads for x (integers converted).
@@ -171,6 +182,21 @@ function RW.methods.logsumexp(x, dim, keepdim)
   if L == 0 then return res:set(-huge) end        -- the sum of nothing is 0
   local src = dim_last(x, d)
   run_rows(fn, "logsumexp", src, res, res._n, L)
+  return res
+end
+
+-- var along dim d of floating x (std: its square root) with divisor div,
+-- one kernel: a tensor of x's shape without d (keepdim: d kept with size
+-- 1). x has elements and d a size above 0 (luagpu.tensor.stats checks).
+function RW.spread(fn, x, d, div, keepdim, std)
+  if x._type == "double" then O.check_device_type(fn, x._dev, "double") end
+  local shape, rshape = x._shape, {}
+  for i = 1, #shape do
+    if i ~= d then rshape[#rshape + 1] = shape[i]
+    elseif keepdim then rshape[#rshape + 1] = 1 end
+  end
+  local res = empty(fn, x._dev, x._type, rshape)
+  run_rows(fn, std and "std" or "var", dim_last(x, d), res, res._n, shape[d], div)
   return res
 end
 

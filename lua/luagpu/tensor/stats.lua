@@ -11,6 +11,7 @@ local TY = require "luagpu.core.types"
 local O = require "luagpu.tensor.object"
 local X = require "luagpu.tensor.expr"
 local J = require "luagpu.tensor.join"
+local RW = require "luagpu.tensor.rows"
 
 local type, ipairs, rawget = type, ipairs, rawget
 local huge = math.huge
@@ -46,15 +47,26 @@ end
 
 ------------------------------------------------------------------ spread
 
+-- Whether dim d of x is its last of a size other than 1 (the rows kernel
+-- then reads x's rows in place where x is contiguous).
+local function last_of(x, d)
+  if math.type(d) ~= "integer" then return false end
+  local nd = #x._shape
+  if d < 0 then d = d + nd + 1 end
+  if d < 1 or d > nd then return false end
+  for i = d + 1, nd do if x._shape[i] ~= 1 then return false end end
+  return true
+end
+
 local VAR_OPTIONS = H.option_names({"correction", "keepdim"}, "option ")
 
 -- x:var([dim_or_dims] [, {correction = 1, keepdim = false}]): the
 -- variance, sum((x - mean)^2) / (n - correction) (correction 1: the
 -- sample variance, PyTorch's default; 0: NumPy's). Two passes: the mean,
--- then the squared deviations. Integers in double. A Lua number without a
+-- then the squared deviations (one kernel of both along a single last dim:
+-- luagpu.tensor.rows). Integers in double. A Lua number without a
 -- dim; NaN when n - correction <= 0.
-function methods.var(x, dim, opts)
-  local fn = "tensor:var"
+local function spread(fn, x, dim, opts, std)
   check(fn, 0, x)
   if type(dim) == "table" and rawget(dim, 1) == nil and opts == nil then dim, opts = nil, dim end
   local o = H.check_options(fn, 2, opts, VAR_OPTIONS)
@@ -73,22 +85,24 @@ function methods.var(x, dim, opts)
     local m = xf:mean()
     local dev = xf - m
     local s = (dev * dev):sum()
-    return div > 0 and s / div or 0 / 0
+    local v = div > 0 and s / div or 0 / 0
+    return std and math.sqrt(v) or v
+  end
+  if type(d) ~= "table" and last_of(x, d) and x._n > 0 then
+    -- one dim, the last that is not 1: one kernel of both passes
+    return RW.spread(fn, xf, check_dim(fn, "argument #1", x, d), div, o.keepdim == true, std)
   end
   local m = xf:mean(d, {keepdim = true})
   local dev = xf - m
   local s = (dev * dev):sum(d, {keepdim = o.keepdim == true})
-  if div > 0 then return (s / div):eval() end
-  return (s * (0 / 0)):eval()
+  local v = div > 0 and s / div or s * (0 / 0)
+  return (std and v:sqrt() or v):eval()
 end
 
+function methods.var(x, dim, opts) return spread("tensor:var", x, dim, opts, false) end
+
 -- x:std(...): the square root of x:var(...).
-function methods.std(x, dim, opts)
-  check("tensor:std", 0, x)
-  local v = methods.var(x, dim, opts)
-  if type(v) == "number" then return math.sqrt(v) end
-  return v:sqrt():eval()
-end
+function methods.std(x, dim, opts) return spread("tensor:std", x, dim, opts, true) end
 
 -- x:norm([p] [, dim_or_dims]): (sum |x|^p)^(1/p) (p default 2; math.huge:
 -- max |x|, -math.huge: min |x|; 0: the count of elements not 0), over all
