@@ -1,6 +1,7 @@
 /*
 ** tensor_index.cl: gathers and scatters by an index tensor
-** (lua/luagpu/tensor/index.lua): x:gather, x:index_select, x:take,
+** (lua/luagpu/tensor/index.lua): x:gather, x:index_select (whole rows
+** by lg_index_rows where the rows are long), x:take,
 ** x:scatter, x:scatter_add, x:put, and masked_select's take.
 **
 ** Work-item i takes element i of the index tensor's shape (ND dims, given
@@ -69,6 +70,39 @@ __kernel void lg_gather(__global T *out, ulong ooff, ulong8 shape,
   lg_places(i, shape, ist, (long8)(0), dst, &ip, &sp, &dp);
   long p = lg_place((long)idx[ip], len, bad);
   out[ooff + i] = p < 0 ? (T)0 : dat[(IDX)(dp + (IDX)p * (IDX)dstep)];
+}
+
+/* index_select of whole rows: out (contiguous, rows of b elements, a * m
+** of them) row r = the row at idx(r % m) of block r / m of dat (rows of b,
+** blocks of len rows, contiguous). Work-item (c, r) copies element c of
+** row r; lg_index_rows4 copies 4 (b, doff and ooff multiples of 4). */
+#define LG_INDEX_ROW                                                              \
+  IDX r = (IDX)get_global_id(1);                                                \
+  if (r >= rows) return;                                                        \
+  IDX blk = r / m, j = r - blk * m;                                             \
+  long p = lg_place((long)idx[(IDX)ioff + j * (IDX)istep], len, bad);           \
+  IDX from = p < 0 ? 0 : (blk * (IDX)len + (IDX)p) * b, to = r * b;
+
+__kernel void lg_index_rows(__global T *out, ulong ooff, __global const I *idx, ulong ioff,
+                            long istep, ulong m, __global const T *dat, ulong doff, long len,
+                            ulong b, ulong rows, volatile __global long *bad) {
+  IDX c = (IDX)get_global_id(0);
+  if (c >= b) return;
+  LG_INDEX_ROW
+  out[(IDX)ooff + to + c] = p < 0 ? (T)0 : dat[(IDX)doff + from + c];
+}
+
+#define LG_T4 LG_CAT(T, 4)
+#define LG_CAT(a, b) LG_CAT2(a, b)
+#define LG_CAT2(a, b) a##b
+__kernel void lg_index_rows4(__global T *out, ulong ooff, __global const I *idx, ulong ioff,
+                             long istep, ulong m, __global const T *dat, ulong doff, long len,
+                             ulong b, ulong rows, volatile __global long *bad) {
+  IDX c = (IDX)get_global_id(0) * 4;
+  if (c >= b) return;
+  LG_INDEX_ROW
+  ((__global LG_T4 *)(out + (IDX)ooff + to + c))[0] =
+      p < 0 ? (LG_T4)0 : ((__global const LG_T4 *)(dat + (IDX)doff + from + c))[0];
 }
 
 /* dat[position of element i, at index value idx(i)] = src(i) (or +=) */

@@ -60,6 +60,31 @@ out = [x[tuple(idx)], np.take(x, z(s, x.shape[%d]), %d), np.take(x.ravel(), z(k,
     end
   end)
 
+  it("index_select copies whole rows of contiguous tensors as np.take: vectors of 4 or not, " ..
+     "offsets, reversed index tensors", function()
+    if not S.need_numpy(assert, pending) then return end
+    for round = 1, 8 do
+      local t = S.TYPES[math.random(#S.TYPES)]
+      -- rows after dim d of 32 to 70 elements (a multiple of 4 or not)
+      local shape = {math.random(1, 3), math.random(1, 6), round % 2 == 0 and 36 or math.random(32, 70)}
+      local base = dev:tensor(t, {shape[1] + 1, shape[2], shape[3]},
+                              S.random_values(t, (shape[1] + 1) * shape[2] * shape[3]))
+      local x = round % 3 == 0 and base:select(1, 2):unsqueeze(1) or base:slice(1, 1, shape[1])
+      local d = round % 3 == 0 and 2 or math.random(1, 2)
+      local sel = positions(round % 2 == 0 and "int" or "long", {math.random(0, 7)}, x.shape[d])
+      if round % 4 == 1 then sel = sel:flip(1) end
+      local vars = {x = np_of(x), s = np_of(sel)}
+      local ref = S.numpy(([[
+def z(p, n): return np.where(p < 0, p + n, p - 1)
+out = [np.take(x, z(s, x.shape[%d]), %d)]
+]]):format(d - 1, d - 1), vars)
+      same(ref[1], x:index_select(d, sel))
+    end
+    local x = dev:tensor("float", {3, 40})
+    has_error("luagpu: tensor:index_select: argument #2: position -4 is out of range (1 to 3, " ..
+              "or -3 to -1)", x.index_select, x, 1, dev:tensor("long", {2}, {1, -4}))
+  end)
+
   it("scatters, adds and puts as put_along_axis, np.add.at and np.put", function()
     if not S.need_numpy(assert, pending) then return end
     for _ = 1, 8 do

@@ -33,6 +33,7 @@ local LOCAL = 256
 local PTX_FLOAT_ADD = 5
 local ptx_keyword      -- luagpu.algo.scan's probe of inline PTX, loaded when asked
 local BIG = 1 << 31      -- buffers of at least this many elements: 64-bit positions
+local ROW_MIN = 32       -- index_select copies whole rows of at least this many elements
 local INDEX_TYPES = {int = "int", long = "long"}
 
 ------------------------------------------------------------------ kernels
@@ -153,6 +154,26 @@ local function gather(fn, where, out, idx, spec)
   return out
 end
 
+-- index_select of contiguous x along d by the 1-D idx into out, whole rows
+-- of b elements at a time (b the product of x's sizes after d): a work-item
+-- an element (4 where b and both offsets allow), no division per element.
+local function index_rows(fn, out, x, d, idx, b)
+  local dev, len, m = out._dev, x._shape[d], idx._n
+  local rows = out._n // b
+  local big = O.check_bounds(fn, x) >= BIG or O.check_bounds(fn, idx) >= BIG or out._n >= BIG
+  local prog = program(fn, dev, out._type, idx._type, 1, 0, big and "ulong" or "uint")
+  local vec = b % 4 == 0 and x._off % 4 == 0 and out._off % 4 == 0
+  local k = vec and prog.lg_index_rows4 or prog.lg_index_rows
+  local cols = vec and b // 4 or b
+  local lx = 1                             -- a group: rows of lx work-items, LOCAL in all
+  while lx < cols and lx < LOCAL do lx = lx * 2 end
+  local ly = LOCAL // lx
+  k(out._st.buf, out._off, idx._st.buf, idx._off, idx._strides[1], m, x._st.buf, x._off, len,
+    b, rows, flag_of(dev)):run({ceil(cols, lx), ceil(rows, ly)}, {lx, ly}, ST.NO_EVENT)
+  check_flag(fn, dev, "argument #2", len)
+  return out
+end
+
 -- dat at idx's values along a dim = src (or += with add, an ADD_KIND):
 -- spec as gather's, src read over idx's dims with its own strides.
 local function scatter(fn, where, idx, src, spec, add)
@@ -232,8 +253,13 @@ function methods.index_select(x, dim, idx)
   end
   local shape, strides = {table.unpack(x._shape)}, zeros(#x._shape)
   shape[d], strides[d] = idx._n, idx._strides[1]
-  local spread = O.view(idx._st, idx._type, shape, strides, idx._off)
   local out = O.empty(fn, x._dev, x._type, {table.unpack(shape)})
+  local b = 1
+  for i = d + 1, #shape do b = b * shape[i] end
+  if b >= ROW_MIN and out._n > 0 and O.is_contiguous(x) then
+    return index_rows(fn, out, x, d, idx, b)
+  end
+  local spread = O.view(idx._st, idx._type, shape, strides, idx._off)
   return gather(fn, "argument #2", out, spread, along(x, d))
 end
 
