@@ -1,6 +1,6 @@
 /*
-** compact.cl: luagpu.algo's stream compaction (lua/luagpu/algo_compact.lua):
-** copy_if, nonzero and partition. pos holds the inclusive scan of the
+** compact.cl: luagpu.algo's stream compaction (lua/luagpu/algo/compact.lua):
+** copy_if, nonzero, partition, and the tensors' masked_select. pos holds the inclusive scan of the
 ** predicate over the input (an algo scan with the predicate as its map),
 ** so a kept element i goes to pos[i] - 1, and there are pos[n - 1] of them.
 **
@@ -26,6 +26,17 @@ __kernel void compact_positions(__global const T *x, ulong xoff, __global const 
                                 ulong n, __global IT *out, ulong ooff, uint base) {
   ulong i = get_global_id(0);
   if (i < n && lg_keep(x[xoff + i], i)) out[ooff + pos[i] - 1] = (IT)(i + base);
+}
+
+/* The elements of x kept by another input's scan in pos (element i kept
+** where pos steps up at i): tensor:masked_select, by its mask. */
+__kernel void compact_stepped(__global const T *x, ulong xoff, __global const uint *pos,
+                              ulong n, __global T *out, ulong ooff) {
+  ulong i = get_global_id(0);
+  if (i < n) {
+    uint p = pos[i];
+    if (p != (i > 0 ? pos[i - 1] : 0u)) out[ooff + p - 1] = x[xoff + i];
+  }
 }
 
 /* The kept elements, in order, then the others, in order. */

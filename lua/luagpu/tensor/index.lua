@@ -378,7 +378,9 @@ local function nonzero_positions(fn, m)
 end
 
 -- x:masked_select(mask): a 1-D tensor of x's elements where mask
--- (broadcast to x's shape) is not 0, in row-major order.
+-- (broadcast to x's shape) is not 0, in row-major order: the scan of the
+-- mask, its count read, one kernel that moves the kept elements
+-- (luagpu.algo.compact's select).
 function methods.masked_select(x, mask)
   local fn = "tensor:masked_select"
   check(fn, 0, x)
@@ -386,12 +388,19 @@ function methods.masked_select(x, mask)
     fail(fn, "argument #1: expected a mask tensor, got %s", typename(mask))
   end
   O.check_same_device(fn, 1, mask, x._dev)
-  local m = mask:ne(0):expand({table.unpack(x._shape)}):contiguous()
-  if m._n == 0 then return O.empty(fn, x._dev, x._type, {0}) end
-  local pos, count = nonzero_positions(fn, m)
-  local out = O.empty(fn, x._dev, x._type, {count})
-  if count == 0 then return out end
-  return gather(fn, "argument #1", out, pos, flat(x:contiguous(), 1))
+  check(fn, 1, mask)
+  local dev, t = x._dev, x._type
+  local m = mask:expand({table.unpack(x._shape)}):contiguous()
+  if m._n == 0 then return O.empty(fn, dev, t, {0}) end
+  local ok, A = pcall(require, "luagpu.algo.compact")
+  if not ok then fail(fn, "not available: it needs luagpu.algo, which this build does not have") end
+  local c, out = x:contiguous(), nil
+  O.check_bounds(fn, c); O.check_bounds(fn, m)
+  A.select(fn, t, c._st.buf, c._off, m._type, m._st.buf, m._off, m._n, dev, function(count)
+    out = O.empty(fn, dev, t, {count})
+    return out._st.buf, out._off
+  end)
+  return out
 end
 
 -- x:nonzero(): the positions (1-based) of x's elements that are not 0, a
