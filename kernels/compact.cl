@@ -39,6 +39,21 @@ __kernel void compact_stepped(__global const T *x, ulong xoff, __global const ui
   }
 }
 
+/* compact_stepped, also writing each kept element's 1-based position in x
+** to at (tensor:unique: where each run of equal values starts). */
+__kernel void compact_stepped_at(__global const T *x, ulong xoff, __global const uint *pos,
+                                 ulong n, __global T *out, ulong ooff, __global long *at,
+                                 ulong aoff) {
+  ulong i = get_global_id(0);
+  if (i < n) {
+    uint p = pos[i];
+    if (p != (i > 0 ? pos[i - 1] : 0u)) {
+      out[ooff + p - 1] = x[xoff + i];
+      at[aoff + p - 1] = (long)(i + 1);
+    }
+  }
+}
+
 /* The kept elements, in order, then the others, in order. */
 __kernel void compact_partition(__global const T *x, ulong xoff, __global const uint *pos,
                                 ulong n, __global T *out, ulong ooff) {

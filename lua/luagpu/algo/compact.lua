@@ -35,6 +35,7 @@ local function entry_for(fn, dev, t, pred, it)
   local map = "(((" .. pred .. ")) ? 1u : 0u)"
   e = {values = prog.compact_values, positions = prog.compact_positions,
        partition = prog.compact_partition, stepped = prog.compact_stepped,
+       stepped_at = prog.compact_stepped_at,
        spec = {type = t, acc = "uint", map = map, op = "a + b", neutral = "0", custom = true,
                key = concat({"compact", t, map}, "\0")}}
   entries[key] = e
@@ -176,17 +177,20 @@ end
 
 -- The n elements of type t at (root, off) where the n elements of the
 -- mask (type mt at (mroot, moff)) are not 0, in order (luagpu.tensor's
--- masked_select; arguments checked by it): the scan of the mask, its
--- count read, one kernel that moves the kept elements. make_out(count)
--- returns the buffer and offset to write them to. Returns the count.
+-- masked_select and unique; arguments checked by them): the scan of the
+-- mask, its count read, one kernel that moves the kept elements.
+-- make_out(count) returns the buffer and offset to write them to, and
+-- optionally a long buffer and offset for their 1-based positions in the
+-- input. Returns the count.
 function M.select(fn, t, root, off, mt, mroot, moff, n, dev, make_out)
   if n > MAX_COUNT then fail(fn, "%d elements are too many (at most 2^32 - 1)", n) end
   local o = {wait = {}}
   local c, pos, seq, em = count(fn, "x != 0", o, mt, mroot, moff, n, dev)
-  local oroot, ooff = make_out(c)
+  local oroot, ooff, aroot, aoff = make_out(c)
   if c > 0 then
     local e = entry_for(fn, dev, t, "1", "long")
-    seq:run(e.stepped(root, off, pos, n, oroot, ooff), {n})
+    if aroot then seq:run(e.stepped_at(root, off, pos, n, oroot, ooff, aroot, aoff), {n})
+    else seq:run(e.stepped(root, off, pos, n, oroot, ooff), {n}) end
   end
   ST.set_last_user(em, seq.last, nil, dev)
   return c

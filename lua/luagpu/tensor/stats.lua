@@ -10,7 +10,6 @@ local H = require "luagpu.core.check"
 local TY = require "luagpu.core.types"
 local O = require "luagpu.tensor.object"
 local X = require "luagpu.tensor.expr"
-local J = require "luagpu.tensor.join"
 local RW = require "luagpu.tensor.rows"
 
 local type, ipairs, rawget = type, ipairs, rawget
@@ -192,20 +191,26 @@ function methods.unique(x)
   if n == 0 then
     return O.empty(fn, x._dev, x._type, {0}), O.empty(fn, x._dev, "long", {0})
   end
+  local dev = x._dev
   local s = x:flatten():sort()
-  local starts
-  if n == 1 then
-    starts = O.empty(fn, x._dev, "uchar", {1}):set(1)
-  else
+  -- 1 where a run of equal values starts (NaN after NaN is no start)
+  local starts = O.empty(fn, dev, "uchar", {n})
+  starts:slice(1, 1, 1):set(1)
+  if n > 1 then
     local a, b = s:slice(1, 2, n), s:slice(1, 1, n - 1)
-    -- a new value where it differs from the one before, NaN after NaN not
-    local change = a:ne(b) * (1 - a:ne(a) * b:ne(b))
-    starts = J.cat({O.empty(fn, x._dev, "uchar", {1}):set(1), change:astype("uchar")})
+    starts:slice(1, 2, n):set((a:ne(b) * (1 - a:ne(a) * b:ne(b))):astype("uchar"))
   end
-  local first = starts:nonzero():flatten()                  -- 1-based, ascending
-  local values = s:take(first)
-  local ends = J.cat({first:slice(1, 2, #first), O.empty(fn, x._dev, "long", {1}):set(n + 1)})
-  return values, (ends - first):eval()
+  -- the starts' values and positions (bounds[k]), then n + 1 past the last
+  local values, bounds
+  local A = require "luagpu.algo.compact"
+  local c = A.select(fn, s._type, s._st.buf, s._off, "uchar", starts._st.buf, starts._off, n,
+                     dev, function(count)
+    values = O.empty(fn, dev, s._type, {count})
+    bounds = O.empty(fn, dev, "long", {count + 1})
+    return values._st.buf, values._off, bounds._st.buf, bounds._off
+  end)
+  bounds:slice(1, c + 1, c + 1):set(n + 1)
+  return values, (bounds:slice(1, 2, c + 1) - bounds:slice(1, 1, c)):eval()
 end
 
 -- x:bincount([bins]): how many times each value 0, 1, ... occurs in x (a
