@@ -47,7 +47,13 @@ local ta, tb = dev:tensor("float", {16}, 1), dev:tensor("float", {16}, 2)
 local tm = dev:tensor("float", {32, 32}, 3)
 local tX, tY = dev:tensor("float", {4, 16, 16}, 4), dev:tensor("float", {4, 16, 16}, 5)
 local trow = dev:tensor("float", {1, 32}, 6)
+local tsel = dev:tensor("long", {8}, {1, 3, 5, 7, 2, 4, 6, 8})
+local tpos = dev:tensor("long", {32, 32}, 1)
 local cases = {
+  {"tensor_index_select_32x32", function() return tm:index_select(1, tsel) end,
+   function() dev:finish() end},
+  {"tensor_gather2_32x32", function() return tm:gather(2, tpos) end, function() dev:finish() end},
+  {"tensor_var2_32x32", function() return tm:var(2) end, function() dev:finish() end},
   {"tensor_bmm_4x16", function() return tX:mm(tY) end, function() dev:finish() end},
   {"tensor_row_32x32", function() return (tm + trow):eval() end, function() dev:finish() end},
   {"tensor_argmax2_32x32", function() return tm:argmax(2) end, function() dev:finish() end},
@@ -72,7 +78,7 @@ for _, profiling in ipairs {true, false} do
       return done
     end
     local function read() return done end
-    local function get() return 0 end
+    local function get() return {0, 0} end     -- a number, or a flag of no bad position
     buffer_mt.__index = function(b, k)
       if k == "read" then return read elseif k == "get" then return get end
       return buffer_index(b, k)
