@@ -67,7 +67,8 @@ static int mod_kernel_source(lua_State *L) {
 }
 
 /* gpu.type(v): "Buffer", "Device", "Event", ... for luagpu's objects (the
-** metatable name without "luagpu."; "Tensor" for luagpu.tensor's tables),
+** metatable name without "luagpu."; "Tensor" and "ShardedTensor" for
+** luagpu.tensor's tables),
 ** "released Buffer" once released (as io.type gives "closed file"; the
 ** class's __released tells), nil for anything else. */
 static int mod_type(lua_State *L) {
@@ -76,7 +77,8 @@ static int mod_type(lua_State *L) {
   if ((t == LUA_TUSERDATA || t == LUA_TTABLE) &&
       luaL_getmetafield(L, 1, "__name") == LUA_TSTRING &&
       (t == LUA_TUSERDATA ? strncmp(lua_tostring(L, -1), "luagpu.", 7) == 0
-                          : strcmp(lua_tostring(L, -1), "luagpu.Tensor") == 0)) {
+                          : (strcmp(lua_tostring(L, -1), "luagpu.Tensor") == 0 ||
+                             strcmp(lua_tostring(L, -1), "luagpu.ShardedTensor") == 0))) {
     int released = 0;
     if (luaL_getmetafield(L, 1, "__released") == LUA_TFUNCTION) {
       lua_pushvalue(L, 1);

@@ -32,6 +32,8 @@ local FIELDS = {
   outer = {"luagpu.tensor", "outer"},
   searchsorted = {"luagpu.tensor", "searchsorted"},
   einsum = {"luagpu.tensor", "einsum"},
+  shard = {"luagpu.tensor", "shard"},
+  replicate = {"luagpu.tensor", "replicate"},
 }
 
 -- Declares everything above on the module table gpu (luaopen_luagpu's).

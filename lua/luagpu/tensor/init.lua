@@ -15,7 +15,7 @@
 --   join (squeeze, unsqueeze, flatten, split, chunk, cat, stack, ...),
 --   index (gather, scatter, take, put, masks, nonzero, searchsorted),
 --   stats (var, std, norm, median, topk, unique, bincount, dot, outer),
---   einsum
+--   einsum, shard (sharded tensors over several devices)
 -- and the memory pool, luagpu.core.pool.
 --
 -- Exports: M.device_methods (dev:tensor, dev:arange, dev:rand, dev:randn,
@@ -23,8 +23,8 @@
 -- registered on Device with gpu.extend when this module loads;
 -- luagpu.autoload declares them, so that dev.tensor loads this module on
 -- first lookup), M.where (gpu.where), M.cat, M.stack, M.outer,
--- M.searchsorted, M.einsum (gpu.cat, gpu.stack, gpu.outer,
--- gpu.searchsorted, gpu.einsum),
+-- M.searchsorted, M.einsum, M.shard, M.replicate (gpu.cat, gpu.stack,
+-- gpu.outer, gpu.searchsorted, gpu.einsum, gpu.shard, gpu.replicate),
 -- M.load (gpu.load(path, dev)),
 -- M.is_tensor, M.MAX_DIMS, M.lazy (false: every operation evaluated at
 -- once), M.reduce_programs().
@@ -44,6 +44,7 @@ local J = require "luagpu.tensor.join"
 local IX = require "luagpu.tensor.index"
 local ST = require "luagpu.tensor.stats"
 local EIN = require "luagpu.tensor.einsum"
+local SHD = require "luagpu.tensor.shard"
 local CR = require "luagpu.tensor.create"
 local new_tensor = CR.new_tensor
 
@@ -102,6 +103,7 @@ gpu.extend("Device", DM)
 
 M.where, M.load, M.cat, M.stack = E.where, I.load, J.cat, J.stack
 M.outer, M.searchsorted, M.einsum = ST.outer, IX.searchsorted, EIN.einsum
+M.shard, M.replicate, M.is_sharded = SHD.shard, SHD.replicate, SHD.is_sharded
 function M.is_tensor(v) return O.is_tensor(v) end
 M.MAX_DIMS = O.MAX_DIMS
 function M.reduce_programs() return R.programs_built end

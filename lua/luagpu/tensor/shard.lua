@@ -1,0 +1,527 @@
+-- luagpu.tensor.shard: sharded tensors, one tensor in parts on several
+-- devices (internal to luagpu.tensor; gpu.shard and gpu.replicate).
+--
+--   gpu.shard(x, devices [, dim])  x cut along dim (default 1) into one
+--                                  part per device, each copied there
+--   gpu.shard(list [, dim])        the tensors of list (one per device) as
+--                                  the parts, no copy
+--   gpu.replicate(x, devices)      a whole copy of x on each device
+--
+-- A sharded tensor keeps its parts (shards) on their devices: elementwise
+-- ops and operators run shard by shard, each on its own device and queue,
+-- lazily (a chain fuses into one kernel per shard, as on one device);
+-- reductions reduce each shard at once and combine the partial results
+-- (on the host for a whole reduction, on the first device along the
+-- sharded dim); mm multiplies each shard of rows by B on its device;
+-- xs:to(dev) (or xs:gather(dev)) puts the whole on one device. No op moves
+-- a shard between devices except those (and mm's copy of a B that is not
+-- replicated). A replicated tensor (dim nil) combines with a sharded one
+-- by broadcasting on each device (a bias row over sharded rows).
+
+local H = require "luagpu.core.check"
+local O = require "luagpu.tensor.object"
+local X = require "luagpu.tensor.expr"
+local OPS = require "luagpu.tensor.ops"
+
+local type, ipairs, select, tostring = type, ipairs, select, tostring
+local getmetatable, setmetatable, rawget, rawequal = getmetatable, setmetatable, rawget, rawequal
+local mtype, format, concat = math.type, string.format, table.concat
+local fail, typename, show = H.fail, H.typename, H.show
+local is_tensor, show_shape = O.is_tensor, O.show_shape
+
+local SH = {}
+local Sharded = {}                          -- the methods
+local SMT = {__name = "luagpu.ShardedTensor"}
+SH.MT = SMT
+
+------------------------------------------------------------------ checks
+
+local function is_sharded(v) return getmetatable(v) == SMT end
+SH.is_sharded = is_sharded
+
+-- The shards of sharded tensor s (argument arg of fn), checked: a list of
+-- live tensors on distinct devices, of one type, whose shapes agree but
+-- along the sharded dim (all of them, replicated); returns the shards (a
+-- new list) and the dim (nil: replicated).
+local function parts(fn, arg, s)
+  if not is_sharded(s) then
+    fail(fn, "argument #%d: expected a sharded tensor, got %s", arg, typename(s))
+  end
+  local list, dim = rawget(s, "_shards"), rawget(s, "_dim")
+  if type(list) ~= "table" or getmetatable(list) ~= nil or
+     (dim ~= nil and (mtype(dim) ~= "integer" or dim < 1)) then
+    fail(fn, "argument #%d: the sharded tensor's fields were changed", arg)
+  end
+  local out, seen, first = {}, {}, nil
+  for i = 1, #list do
+    local x = rawget(list, i)
+    if not is_tensor(x) then
+      fail(fn, "argument #%d: the sharded tensor's shard %d is %s, not a tensor", arg, i,
+           typename(x))
+    end
+    X.check(fn, arg, x, true)
+    if seen[x._dev] then
+      fail(fn, "argument #%d: the sharded tensor's shards %d and %d share a device", arg,
+           seen[x._dev], i)
+    end
+    seen[x._dev] = i
+    if not first then first = x
+    else
+      local a, b = first._shape, x._shape
+      local ok = x._type == first._type and #a == #b
+      for k = 1, #a do if k ~= dim and a[k] ~= b[k] then ok = false end end
+      if not ok then
+        fail(fn, "argument #%d: the sharded tensor's shard %d (%s %s) does not match shard " ..
+             "1 (%s %s)", arg, i, x._type, show_shape(b), first._type, show_shape(a))
+      end
+    end
+    out[i] = x
+  end
+  if #out == 0 then fail(fn, "argument #%d: the sharded tensor has no shards", arg) end
+  if dim and dim > #first._shape then
+    fail(fn, "argument #%d: the sharded tensor's fields were changed", arg)
+  end
+  return out, dim
+end
+
+local function make(shards, dim)
+  return setmetatable({_shards = shards, _dim = dim}, SMT)
+end
+
+-- The device list (argument arg): a list of distinct live Devices.
+local function device_list(fn, arg, devices)
+  if type(devices) ~= "table" or getmetatable(devices) ~= nil then
+    fail(fn, "argument #%d: expected a list of devices, got %s", arg, typename(devices))
+  end
+  local out, seen = {}, {}
+  local n = rawget(devices, 1) ~= nil and #devices or 0
+  if n == 0 then fail(fn, "argument #%d: expected a list of devices, got an empty one", arg) end
+  for i = 1, n do
+    local d = rawget(devices, i)
+    local cls, released = H.class_of(d)
+    if cls ~= "Device" or released then
+      fail(fn, "argument #%d: entry %d: expected a luagpu.Device, got %s", arg, i,
+           released and "a released device" or typename(d))
+    end
+    if seen[d] then fail(fn, "argument #%d: device %d and %d are the same", arg, seen[d], i) end
+    seen[d] = i
+    out[i] = d
+  end
+  return out
+end
+
+-- A tensor argument of fn (argument arg), realized when lazy.
+local function tensor_arg(fn, arg, x)
+  if not is_tensor(x) then fail(fn, "argument #%d: expected a tensor, got %s", arg, typename(x)) end
+  return X.check(fn, arg, x)
+end
+
+------------------------------------------------------------------ making
+
+-- x's own copy on dev (a new tensor also on x's own device).
+local function copy_to(x, dev)
+  if x._dev == dev then return x:clone() end
+  return x:to(dev)
+end
+
+-- gpu.shard(x, devices [, dim]) or gpu.shard(list [, dim])
+function SH.shard(x, devices, dim)
+  local fn = "gpu.shard"
+  if is_tensor(x) then
+    x = tensor_arg(fn, 1, x)
+    local devs = device_list(fn, 2, devices)
+    if #x._shape == 0 then fail(fn, "argument #1: a 0-d tensor has no dim to shard") end
+    local d = O.check_dim(fn, "argument #3", x, dim == nil and 1 or dim)
+    local size, k = x._shape[d], #devs
+    local shards, first = {}, 1
+    for i, dev in ipairs(devs) do
+      O.check_device_type(fn, dev, x._type)
+      local n = size // k + (i <= size % k and 1 or 0)
+      shards[i] = copy_to(x:slice(d, first, first + n - 1), dev)
+      first = first + n
+    end
+    return make(shards, d)
+  end
+  if type(x) ~= "table" or getmetatable(x) ~= nil then
+    fail(fn, "argument #1: expected a tensor or a list of tensors, got %s", typename(x))
+  end
+  -- the parts given: argument #2 is the dim
+  dim = devices
+  local n = rawget(x, 1) ~= nil and #x or 0
+  if n == 0 then fail(fn, "argument #1: expected a list of tensors, got an empty one") end
+  local shards = {}
+  for i = 1, n do
+    local t = rawget(x, i)
+    if not is_tensor(t) then
+      fail(fn, "argument #1: entry %d: expected a tensor, got %s", i, typename(t))
+    end
+    shards[i] = X.check(fn, 1, t)
+  end
+  if #shards[1]._shape == 0 then fail(fn, "argument #1: a 0-d tensor has no dim to shard") end
+  local d = O.check_dim(fn, "argument #2", shards[1], dim == nil and 1 or dim)
+  local s = make(shards, d)
+  parts(fn, 1, s)
+  return s
+end
+
+-- gpu.replicate(x, devices): x whole on every device.
+function SH.replicate(x, devices)
+  local fn = "gpu.replicate"
+  x = tensor_arg(fn, 1, x)
+  local devs = device_list(fn, 2, devices)
+  local shards = {}
+  for i, dev in ipairs(devs) do
+    O.check_device_type(fn, dev, x._type)
+    shards[i] = copy_to(x, dev)
+  end
+  return make(shards, nil)
+end
+
+------------------------------------------------------------------ fields
+
+local FIELDS = {}
+function FIELDS.dim(s) local _, d = parts("sharded:dim", 0, s) return d end
+function FIELDS.type(s) return parts("sharded:type", 0, s)[1]._type end
+function FIELDS.ndim(s) return #parts("sharded:ndim", 0, s)[1]._shape end
+function FIELDS.shards(s) return parts("sharded:shards", 0, s) end
+function FIELDS.devices(s)
+  local out = {}
+  for i, x in ipairs(parts("sharded:devices", 0, s)) do out[i] = x._dev end
+  return out
+end
+function FIELDS.shape(s)
+  local list, d = parts("sharded:shape", 0, s)
+  local shape = {table.unpack(list[1]._shape)}
+  if d then
+    local n = 0
+    for _, x in ipairs(list) do n = n + x._shape[d] end
+    shape[d] = n
+  end
+  return shape
+end
+
+SMT.__index = function(s, k)
+  local m = Sharded[k]
+  if m then return m end
+  local f = FIELDS[k]
+  if f then return f(s) end
+  if type(k) == "string" and O.methods[k] then
+    return function()
+      fail("sharded:" .. k, "not supported on a sharded tensor: put it on one device first " ..
+           "(xs:to(dev)), or run it on each of xs.shards")
+    end
+  end
+  return nil
+end
+
+SMT.__close = function(s) Sharded.release(s) end
+
+SMT.__newindex = function(_, k)
+  fail("sharded tensor", "its fields are read-only (assigning %s)", show(k))
+end
+
+SMT.__tostring = function(s)
+  local ok, list, d = pcall(parts, "sharded:tostring", 0, s)
+  if not ok then return "luagpu.ShardedTensor (broken: " .. tostring(list) .. ")" end
+  local names = {}
+  for i, x in ipairs(list) do names[i] = x._dev.name end
+  return format("luagpu.ShardedTensor<%s>%s %s over %d devices (%s)", list[1]._type,
+                show_shape(FIELDS.shape(s)), d and "along dim " .. d or "replicated", #list,
+                concat(names, ", "))
+end
+
+------------------------------------------------------------------ elementwise
+
+-- The layout that a and b (sharded tensors) share, for an op of fn: the
+-- shards of each, paired by device, and the result's dim. A replicated
+-- operand pairs with any layout over the same devices (broadcast on each
+-- device); two sharded ones must be sharded alike.
+local function paired(fn, a, b)
+  local la, da = parts(fn, 1, a)
+  local lb, db = parts(fn, 2, b)
+  if #la ~= #lb then
+    fail(fn, "the sharded tensors have %d and %d shards", #la, #lb)
+  end
+  for i = 1, #la do
+    if la[i]._dev ~= lb[i]._dev then
+      fail(fn, "shard %d of the sharded tensors is on two devices (%s and %s)", i,
+           la[i]._dev.name, lb[i]._dev.name)
+    end
+  end
+  if da and db then
+    if da ~= db then fail(fn, "the tensors are sharded along dims %d and %d", da, db) end
+    for i = 1, #la do
+      if la[i]._shape[da] ~= lb[i]._shape[db] then
+        fail(fn, "shard %d holds %d and %d along dim %d: shard both alike", i,
+             la[i]._shape[da], lb[i]._shape[db], da)
+      end
+    end
+  end
+  return la, lb, da or db
+end
+
+-- The op f over the shards of the operands (sharded tensors or numbers:
+-- at least one sharded); arg names fn's operands in messages.
+local function map2(fn, f, a, b)
+  if is_sharded(a) and is_sharded(b) then
+    local la, lb, d = paired(fn, a, b)
+    local out = {}
+    for i = 1, #la do out[i] = f(la[i], lb[i]) end
+    return make(out, d)
+  end
+  local s, v, first = a, b, true
+  if not is_sharded(a) then s, v, first = b, a, false end
+  if is_tensor(v) then
+    fail(fn, "a sharded tensor with a tensor on one device: shard it alike (gpu.shard) or " ..
+         "replicate it (gpu.replicate), or put the sharded one on one device (xs:to(dev))")
+  end
+  if type(v) ~= "number" then
+    fail(fn, "argument #%d: expected a sharded tensor or a number, got %s", first and 2 or 1,
+         typename(v))
+  end
+  local list, d = parts(fn, first and 1 or 2, s)
+  local out = {}
+  for i, x in ipairs(list) do
+    if first then out[i] = f(x, v) else out[i] = f(v, x) end
+  end
+  return make(out, d)
+end
+
+local function map1(fn, f, s, ...)
+  local list, d = parts(fn, 0, s)
+  local out = {}
+  for i, x in ipairs(list) do out[i] = f(x, ...) end
+  return make(out, d)
+end
+
+for _, row in ipairs(OPS.list) do
+  local name = row.name
+  local names = {}
+  if row.method then names[1] = name end
+  for _, a in ipairs(row.aliases) do names[#names + 1] = a end
+  local fn = "sharded:" .. name
+  local f
+  if row.arity == 1 then
+    f = function(s) return map1(fn, function(x) return x[name](x) end, s) end
+  elseif row.arity == 2 then
+    f = function(a, b)
+      if not is_sharded(a) then
+        fail(fn, "expected a sharded tensor (call it as xs:%s(y)), got %s", name, typename(a))
+      end
+      return map2(fn, function(x, y) return x[name](x, y) end, a, b)
+    end
+  end
+  if f then
+    for _, n in ipairs(names) do Sharded[n] = f end
+    if row.meta then
+      local op = row.meta
+      SMT[op] = function(a, b)
+        local mfn = "sharded " .. op:sub(3)
+        if row.arity == 1 then
+          return map1(mfn, function(x) return O.MT[op](x, x) end, a)
+        end
+        return map2(mfn, function(x, y) return O.MT[op](x, y) end, a, b)
+      end
+    end
+  end
+end
+
+-- xs:astype(t), xs:clamp(lo, hi): on each shard
+function Sharded.astype(s, t)
+  return map1("sharded:astype", function(x) return x:astype(t) end, s)
+end
+function Sharded.clamp(s, lo, hi)
+  if is_sharded(lo) or is_sharded(hi) then
+    fail("sharded:clamp", "bounds as sharded tensors are not supported: give numbers")
+  end
+  return map1("sharded:clamp", function(x) return x:clamp(lo, hi) end, s)
+end
+
+-- xs:eval(): every shard evaluated (each launch on its own device first,
+-- then nothing waited for).
+function Sharded.eval(s)
+  local list = parts("sharded:eval", 0, s)
+  for _, x in ipairs(list) do x:eval() end
+  return s
+end
+
+-- xs:release(): every shard's memory back now.
+function Sharded.release(s)
+  for _, x in ipairs(parts("sharded:release", 0, s)) do x:release() end
+end
+
+------------------------------------------------------------------ reductions
+
+-- How partial results combine: on the host (whole) and as tensors.
+local COMBINE = {
+  sum = {function(a, b) return a + b end, function(a, b) return a + b end},
+  prod = {function(a, b) return a * b end, function(a, b) return a * b end},
+  min = {function(a, b) return (a < b or a ~= a) and a or b end,
+         function(a, b) return a:min(b) end},
+  max = {function(a, b) return (a > b or a ~= a) and a or b end,
+         function(a, b) return a:max(b) end},
+}
+
+local REDUCE_OPTIONS = H.option_names({"keepdim", "type"}, "option ")
+
+-- A reduction's options (argument #2: keepdim, or a table of keepdim and
+-- type): keepdim, type.
+local function reduce_options(fn, opts)
+  if type(opts) == "table" then
+    local o = H.check_options(fn, 2, opts, REDUCE_OPTIONS)
+    if o.keepdim ~= nil and type(o.keepdim) ~= "boolean" then
+      fail(fn, "argument #2: option keepdim: expected a boolean, got %s", show(o.keepdim))
+    end
+    return o.keepdim == true, o.type
+  end
+  if opts ~= nil and type(opts) ~= "boolean" then
+    fail(fn, "argument #2: keepdim: expected a boolean, got %s", show(opts))
+  end
+  return opts == true, nil
+end
+
+local function reduction(op)
+  local fn = "sharded:" .. op
+  return function(s, dim, opts)
+    local list, d = parts(fn, 0, s)
+    if type(dim) == "table" then
+      fail(fn, "argument #1: several dims at once are not supported on a sharded tensor")
+    end
+    if d == nil then                          -- replicated: any copy answers
+      return list[1][op](list[1], dim, opts)
+    end
+    local keep, t = reduce_options(fn, opts)
+    if t ~= nil then
+      if op == "min" or op == "max" then
+        fail(fn, "argument #2: option type is for sum, prod and mean, not %s", op)
+      end
+      for i, x in ipairs(list) do list[i] = x:astype(t) end
+    end
+    local total = 0
+    for _, x in ipairs(list) do total = total + x._shape[d] end
+    if dim == nil then
+      -- every shard reduced at once (launched first, read after), then combined
+      local got, counts = {}, {}
+      local r = op == "mean" and "sum" or op
+      for _, x in ipairs(list) do
+        local n = O.numel(x._shape)
+        if n > 0 then
+          local flat = x:reshape({n})
+          got[#got + 1] = flat[r](flat, 1)
+          counts[#counts + 1] = n
+        end
+      end
+      if #got == 0 then return list[1][op](list[1]) end    -- no element: as one device says
+      local acc = got[1]:item()
+      local add = COMBINE[op == "mean" and "sum" or op][1]
+      for i = 2, #got do acc = add(acc, got[i]:item()) end
+      if op == "mean" then
+        local n = 0
+        for _, c in ipairs(counts) do n = n + c end
+        return acc / n
+      end
+      return acc
+    end
+    local k = O.check_dim(fn, "argument #1", list[1], dim)
+    if k ~= d then                            -- along another dim: still sharded
+      local out = {}
+      for i, x in ipairs(list) do out[i] = x[op](x, k, keep) end
+      return make(out, (not keep and k < d) and d - 1 or d)
+    end
+    -- along the sharded dim: each shard's partial (dim kept), combined on
+    -- the first device
+    local home = list[1]._dev
+    local acc
+    for _, x in ipairs(list) do
+      if x._shape[d] > 0 then
+        local p
+        if op == "mean" then p = x:sum(k, true) else p = x[op](x, k, true) end
+        p = p:to(home)
+        acc = acc and COMBINE[op == "mean" and "sum" or op][2](acc, p) or p
+      end
+    end
+    if not acc then return list[1][op](list[1], k, keep) end
+    if op == "mean" then acc = acc / total end
+    acc = acc:eval()
+    if not keep then acc = acc:squeeze(k) end
+    return acc
+  end
+end
+
+for _, op in ipairs{"sum", "prod", "mean"} do Sharded[op] = reduction(op) end
+local rmin, rmax = reduction("min"), reduction("max")
+-- xs:min(ys) / xs:max(ys) with a sharded ys: elementwise; else reductions
+function Sharded.min(s, a, b)
+  if is_sharded(a) then return map2("sharded:min", function(x, y) return x:min(y) end, s, a) end
+  return rmin(s, a, b)
+end
+function Sharded.max(s, a, b)
+  if is_sharded(a) then return map2("sharded:max", function(x, y) return x:max(y) end, s, a) end
+  return rmax(s, a, b)
+end
+
+------------------------------------------------------------------ products
+
+-- xs:mm(b): each shard of xs's rows (sharded along dim 1) times b on its
+-- device: b replicated over xs's devices (gpu.replicate), or a tensor
+-- (copied to each device that lacks it, each call), or, for batches
+-- (3-d), sharded along dim 1 alike. The product sharded along dim 1.
+function Sharded.mm(s, b)
+  local fn = "sharded:mm"
+  local list, d = parts(fn, 0, s)
+  if d ~= 1 then
+    fail(fn, "expected a tensor sharded along dim 1 (rows, or batches), got one %s",
+         d and "sharded along dim " .. d or "replicated")
+  end
+  local rhs = {}
+  if is_sharded(b) then
+    local la, lb = paired(fn, s, b)
+    local _, db = parts(fn, 1, b)
+    if db ~= nil and not (db == 1 and #la[1]._shape == 3) then
+      fail(fn, "argument #1: expected a replicated tensor (gpu.replicate), or batches " ..
+           "sharded alike, got one sharded along dim %d", db)
+    end
+    rhs = lb
+  elseif is_tensor(b) then
+    b = tensor_arg(fn, 1, b)
+    for i, x in ipairs(list) do rhs[i] = b._dev == x._dev and b or b:to(x._dev) end
+  else
+    fail(fn, "argument #1: expected a tensor or a replicated tensor, got %s", typename(b))
+  end
+  local out = {}
+  for i, x in ipairs(list) do out[i] = x:mm(rhs[i]) end
+  return make(out, 1)
+end
+
+------------------------------------------------------------------ gathering
+
+-- xs:to(dev): the whole tensor on dev (shards copied there and joined
+-- along the sharded dim; a replicated one: the copy on dev, or the
+-- first's copied).
+function Sharded.to(s, dev)
+  local fn = "sharded:to"
+  local list, d = parts(fn, 0, s)
+  local cls, released = H.class_of(dev)
+  if cls ~= "Device" or released then
+    fail(fn, "argument #1: expected a luagpu.Device, got %s",
+         released and "a released device" or typename(dev))
+  end
+  if d == nil then
+    for _, x in ipairs(list) do if x._dev == dev then return x end end
+    return list[1]:to(dev)
+  end
+  local moved = {}
+  for i, x in ipairs(list) do moved[i] = x:to(dev) end
+  if #moved == 1 then return moved[1] end
+  return require("luagpu.tensor.join").cat(moved, d)
+end
+Sharded.gather = Sharded.to
+
+-- xs:get(), xs:totable(): the whole, as one device's tensor gives them.
+function Sharded.get(s) return Sharded.to(s, parts("sharded:get", 0, s)[1]._dev):get() end
+function Sharded.totable(s)
+  return Sharded.to(s, parts("sharded:totable", 0, s)[1]._dev):totable()
+end
+
+SH.methods = Sharded
+return SH

@@ -1,0 +1,146 @@
+-- spec/shard_check.lua: run by spec/shard_spec.lua with two PoCL devices
+-- (POCL_DEVICES="pthread pthread"). Sharded tensors (gpu.shard,
+-- gpu.replicate) against the same ops on one device: elementwise chains,
+-- operators with numbers, broadcasting a replicated row, reductions whole
+-- and along every dim, mm, gathering; and every bad input's message.
+-- Prints "checked N" at the end, or raises.
+local gpu = require "luagpu"
+
+local devs = gpu.devices()
+assert(#devs >= 2, "two devices expected, got " .. #devs)
+local d1, d2 = devs[1], devs[2]
+local checked = 0
+local function check(cond, fmt, ...)
+  if not cond then error((fmt):format(...), 2) end
+  checked = checked + 1
+end
+local function raises(text, f, ...)
+  local ok, err = pcall(f, ...)
+  check(not ok and tostring(err):find(text, 1, true), "expected %q, got %s", text, tostring(err))
+end
+
+math.randomseed(20261126)
+
+-- the values of tensors a and b (on any devices) agree: exactly, or
+-- within tol relative
+local function same(a, b, tol, what)
+  local sa, sb = table.concat(a.shape, ","), table.concat(b.shape, ",")
+  check(sa == sb, "%s: shape {%s} against {%s}", what, sa, sb)
+  check(a.type == b.type, "%s: type %s against %s", what, a.type, b.type)
+  local x, y = a:get():totable(), b:get():totable()
+  for i = 1, #x do
+    local ok = x[i] == y[i] or (x[i] ~= x[i] and y[i] ~= y[i]) or
+               (tol and math.abs(x[i] - y[i]) <= tol * math.max(1, math.abs(y[i])))
+    check(ok, "%s: element %d is %s against %s", what, i, tostring(x[i]), tostring(y[i]))
+  end
+end
+local function near(a, b, tol, what)
+  check(a == b or (a ~= a and b ~= b) or math.abs(a - b) <= tol * math.max(1, math.abs(b)),
+        "%s: %s against %s", what, tostring(a), tostring(b))
+end
+
+local function random(t, shape)
+  local n = 1
+  for _, d in ipairs(shape) do n = n * d end
+  local v = {}
+  for i = 1, n do
+    v[i] = (t == "float" or t == "double") and math.random(-400, 400) / 16 or math.random(-50, 50)
+  end
+  return d1:tensor(t, shape, v)
+end
+
+-- shapes of 1 to 3 dims, sharded along each dim, sizes not a multiple of 2
+for _, case in ipairs{{"float", {7}}, {"int", {5, 3}}, {"double", {4, 5}},
+                      {"float", {3, 2, 5}}, {"long", {1, 6}}} do
+  local t, shape = case[1], case[2]
+  for dim = 1, #shape do
+    local x, y = random(t, shape), random(t, shape)
+    local xs, ys = gpu.shard(x, devs, dim), gpu.shard(y, {d1, d2}, -#shape + dim - 1)
+    check(gpu.type(xs) == "ShardedTensor", "gpu.type %s", tostring(gpu.type(xs)))
+    check(xs.dim == dim and ys.dim == dim, "dim of a shard")
+    check(table.concat(xs.shape, ",") == table.concat(shape, ","), "whole shape")
+    check(xs.shards[1].device == d1 and xs.shards[2].device == d2, "shards' devices")
+    check(xs.shards[1].shape[dim] == (shape[dim] + 1) // 2, "first shard's size")
+    local what = ("%s %s dim %d"):format(t, table.concat(shape, "x"), dim)
+    same(xs:to(d1), x, nil, what .. " to")
+    same(xs:gather(d2), x, nil, what .. " gather")
+    -- elementwise: operators, numbers either side, methods, a fused chain
+    same(((xs + ys) * 2 - 1):to(d1), (x + y) * 2 - 1, 1e-12, what .. " chain")
+    same((3 - xs):to(d1), 3 - x, nil, what .. " number first")
+    same(xs:max(ys):to(d1), x:max(y), nil, what .. " elementwise max")
+    same(xs:lt(ys):to(d2), x:lt(y), nil, what .. " lt")
+    same((-xs):abs():astype("double"):to(d1), (-x):abs():astype("double"), nil, what .. " neg")
+    if t == "float" or t == "double" then
+      same(xs:exp():sqrt():to(d1), x:exp():sqrt(), 1e-6, what .. " exp sqrt")
+    end
+    -- reductions: whole and along every dim
+    for _, op in ipairs{"sum", "mean", "min", "max", "prod"} do
+      local tol = (t == "float") and 1e-4 or 1e-12
+      near(xs[op](xs), x[op](x), tol, what .. " whole " .. op)
+      for k = 1, #shape do
+        local got = xs[op](xs, k)
+        got = gpu.type(got) == "ShardedTensor" and got:to(d1) or got:to(d1)
+        same(got, x[op](x, k), tol, ("%s %s along %d"):format(what, op, k))
+        local kept = xs[op](xs, k, {keepdim = true})
+        kept = gpu.type(kept) == "ShardedTensor" and kept:to(d1) or kept:to(d1)
+        same(kept, x[op](x, k, true), tol, ("%s %s along %d kept"):format(what, op, k))
+      end
+    end
+  end
+end
+
+-- a replicated row broadcast over sharded rows
+local M, row = random("float", {9, 4}), random("float", {1, 4})
+local Ms, rows = gpu.shard(M, devs), gpu.replicate(row, devs)
+check(rows.dim == nil, "replicated dim")
+same((Ms + rows):to(d1), M + row, nil, "M + row")
+same((Ms * rows - Ms):to(d2), M * row - M, 1e-6, "M * row - M")
+check(rows:sum() == row:sum(), "replicated sum")
+
+-- mm: rows of A sharded, B replicated or on one device; batches sharded alike
+local A, B = random("float", {10, 6}), random("float", {6, 3})
+local As = gpu.shard(A, devs)
+same(As:mm(gpu.replicate(B, devs)):to(d1), A:mm(B), 1e-5, "mm replicated")
+same(As:mm(B):to(d1), A:mm(B), 1e-5, "mm with B on one device")
+local X, Y = random("float", {5, 3, 4}), random("float", {5, 4, 2})
+same(gpu.shard(X, devs):mm(gpu.shard(Y, devs)):to(d1), X:mm(Y), 1e-5, "bmm sharded alike")
+
+-- shards given as they are: no copy
+local p1, p2 = random("int", {2, 3}):to(d1), random("int", {4, 3}):to(d2)
+local given = gpu.shard({p1, p2})
+check(given.shards[2] == p2 and given.shape[1] == 6, "shards given")
+same((given * 2):to(d1), gpu.cat({p1, p2:to(d1)}) * 2, nil, "given times 2")
+-- more devices than rows: an empty shard
+local one = gpu.shard(random("float", {1, 3}), devs)
+check(one.shards[2].shape[1] == 0, "empty shard")
+same(one:sum(1):to(d1), one:to(d1):sum(1), nil, "empty shard's sum along 1")
+check(one:max() == one:to(d1):max(), "empty shard's max")
+
+-- bad input
+local x = random("float", {4, 2})
+raises("gpu.shard: argument #2: expected a list of devices, got nil", gpu.shard, x)
+raises("gpu.shard: argument #2: device 1 and 2 are the same", gpu.shard, x, {d1, d1})
+raises("gpu.shard: argument #2: entry 2: expected a luagpu.Device, got number",
+       gpu.shard, x, {d1, 5})
+raises("gpu.shard: argument #3: dim 3 is out of range", gpu.shard, x, devs, 3)
+raises("gpu.shard: argument #1: expected a tensor or a list of tensors, got string",
+       gpu.shard, "x", devs)
+raises("gpu.shard: argument #1: the sharded tensor's shards 1 and 2 share a device",
+       gpu.shard, {x, x})
+raises("gpu.shard: argument #1: the sharded tensor's shard 2 (int {4, 3}) does not match " ..
+       "shard 1 (float {4, 2})", gpu.shard, {x, random("int", {4, 3}):to(d2)})
+local xs, other = gpu.shard(x, devs), gpu.shard(random("float", {4, 2}), devs, 2)
+raises("the tensors are sharded along dims 1 and 2", function() return xs + other end)
+raises("sharded add: a sharded tensor with a tensor on one device", function() return xs + x end)
+raises("shard 1 of the sharded tensors is on two devices",
+       function() return xs + gpu.shard(x, {d2, d1}) end)
+local uneven = gpu.shard({random("float", {1, 2}):to(d1), random("float", {3, 2}):to(d2)})
+raises("shard 1 holds 2 and 1 along dim 1: shard both alike", function() return xs + uneven end)
+raises("sharded:argmax: not supported on a sharded tensor", function() return xs:argmax() end)
+raises("sharded:mm: expected a tensor sharded along dim 1", function() return other:mm(x) end)
+raises("sharded:sum: argument #2: unknown option 'typ' (expected keepdim, type)", function() return xs:sum(1, {typ = "double"}) end)
+raises("sharded tensor: its fields are read-only", function() xs.dim = 2 end)
+rawset(xs, "_shards", {x, 5})
+raises("sharded:to: argument #0: the sharded tensor's shard 2 is number, not a tensor",
+       function() return xs:to(d1) end)
+print("checked " .. checked)
