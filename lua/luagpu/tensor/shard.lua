@@ -30,6 +30,7 @@ local fail, typename, show = H.fail, H.typename, H.show
 local is_tensor, show_shape = O.is_tensor, O.show_shape
 
 local SH = {}
+local RD                                    -- luagpu.reduce, loaded when asked
 local Sharded = {}                          -- the methods
 local SMT = {__name = "luagpu.ShardedTensor"}
 SH.MT = SMT
@@ -380,6 +381,41 @@ local function reduce_options(fn, opts)
   return opts == true, nil
 end
 
+-- A whole reduction of the shards in list: each shard's launched first
+-- (luagpu.reduce's async form where x:sum() takes it, else a reduction
+-- into one element), read after, combined on the host (a mean from the
+-- shards' sums, or their means times their counts).
+local function whole(fn, op, list)
+  local pending, n = {}, 0
+  for _, x in ipairs(list) do
+    local c = O.numel(x._shape)
+    if c > 0 then
+      local flat = x:reshape({c}):contiguous()
+      local t = flat._type
+      if op == "sum" or op == "min" or op == "max" or (op == "mean" and t == "float") then
+        RD = RD or require "luagpu.reduce"
+        local opts = {async = true, acc = op == "mean" and "double" or nil}
+        local ev = RD[op == "mean" and "sum" or op](O.elements_of(flat), opts)
+        pending[#pending + 1] = function() return ev:wait() end    -- a sum for mean
+      else
+        local r = flat[op](flat, 1)
+        if op == "mean" then pending[#pending + 1] = function() return r:item() * c end
+        else pending[#pending + 1] = function() return r:item() end end
+      end
+      n = n + c
+    end
+  end
+  if #pending == 0 then return list[1][op](list[1]) end    -- no element: as one device says
+  local add = COMBINE[op == "mean" and "sum" or op][1]
+  local acc
+  for _, get in ipairs(pending) do
+    local v = get()
+    acc = acc == nil and v or add(acc, v)
+  end
+  if op == "mean" then return acc / n end
+  return acc
+end
+
 local function reduction(op)
   local fn = "sharded:" .. op
   return function(s, dim, opts)
@@ -399,29 +435,7 @@ local function reduction(op)
     end
     local total = 0
     for _, x in ipairs(list) do total = total + x._shape[d] end
-    if dim == nil then
-      -- every shard reduced at once (launched first, read after), then combined
-      local got, counts = {}, {}
-      local r = op == "mean" and "sum" or op
-      for _, x in ipairs(list) do
-        local n = O.numel(x._shape)
-        if n > 0 then
-          local flat = x:reshape({n})
-          got[#got + 1] = flat[r](flat, 1)
-          counts[#counts + 1] = n
-        end
-      end
-      if #got == 0 then return list[1][op](list[1]) end    -- no element: as one device says
-      local acc = got[1]:item()
-      local add = COMBINE[op == "mean" and "sum" or op][1]
-      for i = 2, #got do acc = add(acc, got[i]:item()) end
-      if op == "mean" then
-        local n = 0
-        for _, c in ipairs(counts) do n = n + c end
-        return acc / n
-      end
-      return acc
-    end
+    if dim == nil then return whole(fn, op, list) end
     local k = O.check_dim(fn, "argument #1", list[1], dim)
     if k ~= d then                            -- along another dim: still sharded
       local out = {}
