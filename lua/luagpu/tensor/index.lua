@@ -390,7 +390,17 @@ function methods.masked_select(x, mask)
   O.check_same_device(fn, 1, mask, x._dev)
   check(fn, 1, mask)
   local dev, t = x._dev, x._type
-  local m = mask:expand({table.unpack(x._shape)}):contiguous()
+  local ms, xs = mask._shape, x._shape
+  local fits = #ms <= #xs
+  for i = 1, fits and #ms or 0 do
+    local a, b = ms[#ms - i + 1], xs[#xs - i + 1]
+    if a ~= b and a ~= 1 then fits = false end
+  end
+  if not fits then
+    fail(fn, "argument #1: the mask's shape %s does not broadcast to the tensor's %s",
+         show_shape(ms), show_shape(xs))
+  end
+  local m = mask:expand({table.unpack(xs)}):contiguous()
   if m._n == 0 then return O.empty(fn, dev, t, {0}) end
   local ok, A = pcall(require, "luagpu.algo.compact")
   if not ok then fail(fn, "not available: it needs luagpu.algo, which this build does not have") end

@@ -92,7 +92,8 @@ end
 -- The device list (argument arg): a list of distinct live Devices.
 local function device_list(fn, arg, devices)
   if type(devices) ~= "table" or getmetatable(devices) ~= nil then
-    fail(fn, "argument #%d: expected a list of devices, got %s", arg, typename(devices))
+    fail(fn, "argument #%d: expected a list of devices%s, got %s", arg,
+         type(devices) == "table" and " (a table without a metatable)" or "", typename(devices))
   end
   local out, seen = {}, {}
   local n = rawget(devices, 1) ~= nil and #devices or 0
@@ -144,7 +145,8 @@ function SH.shard(x, devices, dim)
     return make(shards, d)
   end
   if type(x) ~= "table" or getmetatable(x) ~= nil then
-    fail(fn, "argument #1: expected a tensor or a list of tensors, got %s", typename(x))
+    fail(fn, "argument #1: expected a tensor or a list of tensors%s, got %s",
+         type(x) == "table" and " (a table without a metatable)" or "", typename(x))
   end
   -- the parts given: argument #2 is the dim
   dim = devices
