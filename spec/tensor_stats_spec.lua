@@ -82,6 +82,44 @@ with np.errstate(all="ignore"):
     end
   end)
 
+  it("topk in the stable order: long rows, ties, NaN, -0.0, smallest, other dims", function()
+    if not S.need_numpy(assert, pending) then return end
+    local cases = {{"float", {3, 20000}, 16}, {"double", {20011}, 100}, {"int", {2, 5000}, 128},
+                   {"char", {4, 300}, 1}, {"long", {9, 40}, 40}, {"float", {30, 6, 5}, 3, 1},
+                   {"uchar", {7, 1}, 1}}
+    for round, case in ipairs(cases) do
+      local t, shape, k, d = case[1], case[2], case[3], case[4] or #case[2]
+      local n = S.numel(shape)
+      local vals = {}
+      for i = 1, n do
+        local r = math.random()
+        if (t == "float" or t == "double") and r < 0.05 then vals[i] = 0 / 0
+        elseif (t == "float" or t == "double") and r < 0.1 then vals[i] = -0.0
+        elseif t == "uchar" then vals[i] = math.random(0, 9)
+        else vals[i] = math.random(-40, 40) / ((t == "float" or t == "double") and 4 or 1) end
+      end
+      local x = dev:tensor(t, shape, vals)
+      for _, largest in ipairs{true, false} do
+        local ref = S.numpy(([=[
+import math
+a = np.moveaxis(x, %d, -1)
+rows = a.reshape(-1, a.shape[-1])
+def key(v, i):
+    f = float(v)
+    nan = math.isnan(f)
+    return ((not nan, -f if not nan else 0, i) if %s else (nan, f if not nan else 0, i))
+pos = np.array([sorted(range(len(r)), key=lambda i: key(r[i], i))[:%d] for r in rows])
+pos = pos.reshape(a.shape[:-1] + (%d,))
+vals = np.take_along_axis(a, pos, -1)
+out = [np.moveaxis(vals, -1, %d), np.moveaxis(pos + 1, -1, %d)]
+]=]):format(d - 1, largest and "True" or "False", k, k, d - 1, d - 1), {x = np_of(x)})
+        local v, p = x:topk(k, d, {largest = largest})
+        same(ref[1], v)
+        same(ref[2], p)
+      end
+    end
+  end)
+
   it("median, topk, unique, bincount and cumprod as NumPy", function()
     if not S.need_numpy(assert, pending) then return end
     for round = 1, 5 do
