@@ -25,11 +25,27 @@ static volatile sig_atomic_t running_lua = 0;
 
 /* ------------------------------------------------------------ messages */
 
-/* Writes "luagpu: msg" to stderr; no prefix twice when the message already
-** starts with it (luagpu's own errors do). */
+/* The length of msg's location "file.lua:12: " when luagpu's own prefix
+** follows it ("oob.lua:11: luagpu: debug: ..."), else 0. */
+static size_t located_prefix(const char *msg) {
+  const char *p = strstr(msg, ": " PROGNAME ": "), *q;
+  if (p == NULL || memchr(msg, '\n', (size_t)(p - msg)) != NULL) return 0;
+  for (q = p; q > msg && q[-1] >= '0' && q[-1] <= '9'; q--) {}
+  if (q == p || q == msg || q[-1] != ':') return 0;   /* no ":<line>" before it */
+  return (size_t)(p - msg) + 2;
+}
+
+/* Writes "luagpu: msg" to stderr; the prefix once when the message already
+** carries it, at its start or after a location (luagpu's own errors do):
+** "luagpu: oob.lua:11: debug: ...". */
 static void message(const char *msg) {
-  size_t n = strlen(PROGNAME ": ");
+  size_t n = strlen(PROGNAME ": "), at = located_prefix(msg);
   fflush(stdout);
+  if (progname != NULL && at > 0) {
+    fprintf(stderr, "%s: %.*s%s\n", progname, (int)at, msg, msg + at + n);
+    fflush(stderr);
+    return;
+  }
   if (progname != NULL && strncmp(msg, PROGNAME ": ", n) != 0)
     fprintf(stderr, "%s: ", progname);
   fprintf(stderr, "%s\n", msg);

@@ -95,10 +95,10 @@ describe("the luagpu program", function()
       assert.matches("in local 'f'", err, 1, true)
     end)
 
-    it("reports the module's errors with the caller's position", function()
+    it("reports the module's errors with the caller's position, the prefix once", function()
       local _, err, code = run("-e 'gpu.devices(\"bogus\")'")
       assert.equals(1, code)
-      assert.matches("^luagpu: %(command line%):1: luagpu: gpu.devices: argument #1: expected "
+      assert.matches("^luagpu: %(command line%):1: gpu.devices: argument #1: expected "
                      .. "\"gpu\", \"cpu\", \"accelerator\" or \"all\", got \"bogus\"\n"
                      .. "stack traceback:\n", err)
     end)
