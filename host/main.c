@@ -224,7 +224,7 @@ static void print_usage(FILE *f) {
     "  -i         enter the REPL after running the script\n"
     "  -l mod     require library 'mod' into a global named after its last part\n"
     "  -l g=mod   require library 'mod' into global 'g'\n"
-    "  -v         show version information\n"
+    "  -v         show version information, and say which builds take over a second\n"
     "  -E         ignore environment variables (LUAGPU_INIT, LUA_INIT, LUA_PATH, ...)\n"
     "  -W         turn warnings on\n"
     "  --devices  list the OpenCL platforms and devices, then exit\n"
@@ -490,6 +490,7 @@ static void repl(lua_State *L) {
   if (push_main_lua(L, "help") == LUA_OK) lua_pushcclosure(L, help, 1);
   lua_setglobal(L, "help");   /* nil (no help) if main.lua failed */
   lg_state(L)->wait_interrupted = wait_interrupted;
+  lg_state(L)->compile_notice = 1;
   while ((status = read_chunk(L)) != -1) {
     if (status == -2) continue;   /* Ctrl-C at the prompt: a fresh one */
     if (status == LUA_OK) {
@@ -663,7 +664,10 @@ static int pmain(lua_State *L) {
                                           : run_part(L, "main.lua", "devices"));
     return 1;
   }
-  if (flags & HAS_V) print_version(L, stdout, "");
+  if (flags & HAS_V) {   /* and the notice of slow builds (the REPL gives it too) */
+    print_version(L, stdout, "");
+    lg_state(L)->compile_notice = 1;
+  }
   if (flags & HAS_TRACE) {
     if (check_trace(L, trace_path(argv, script)) != LUA_OK) {
       lua_pushinteger(L, EXIT_FAILURE);
