@@ -32,6 +32,7 @@ local FIELDS = {
   outer = {"luagpu.tensor", "outer"},
   searchsorted = {"luagpu.tensor", "searchsorted"},
   einsum = {"luagpu.tensor", "einsum"},
+  warmup = {"luagpu.warmup", "warmup"},
 }
 
 -- Declares everything above on the module table gpu (luaopen_luagpu's).
