@@ -75,6 +75,11 @@ struct lg_TraceRecord;
 typedef struct lg_State {
   int trace_on;                /* gpu.trace records: enqueue paths call lg_trace_add */
   int debug_on;                /* gpu.debug, LUAGPU_DEBUG */
+  /* A program (the luagpu REPL, luagpu -v) that wants slow builds told sets
+  ** compile_notice: a build from source taking compile_notice_s seconds or
+  ** more (LUAGPU_COMPILE_NOTICE_S, default 1) then says so on stderr. */
+  int compile_notice;
+  double compile_notice_s;
   uint64_t next_serial;        /* of bound calls (call.c) */
   /* A program (the luagpu REPL) that wants waits to stop on Ctrl-C sets this:
   ** ev:wait, gpu.wait and gpu.run_loop then poll the command and raise

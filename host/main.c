@@ -25,11 +25,27 @@ static volatile sig_atomic_t running_lua = 0;
 
 /* ------------------------------------------------------------ messages */
 
-/* Writes "luagpu: msg" to stderr; no prefix twice when the message already
-** starts with it (luagpu's own errors do). */
+/* The length of msg's location "file.lua:12: " when luagpu's own prefix
+** follows it ("oob.lua:11: luagpu: debug: ..."), else 0. */
+static size_t located_prefix(const char *msg) {
+  const char *p = strstr(msg, ": " PROGNAME ": "), *q;
+  if (p == NULL || memchr(msg, '\n', (size_t)(p - msg)) != NULL) return 0;
+  for (q = p; q > msg && q[-1] >= '0' && q[-1] <= '9'; q--) {}
+  if (q == p || q == msg || q[-1] != ':') return 0;   /* no ":<line>" before it */
+  return (size_t)(p - msg) + 2;
+}
+
+/* Writes "luagpu: msg" to stderr; the prefix once when the message already
+** carries it, at its start or after a location (luagpu's own errors do):
+** "luagpu: oob.lua:11: debug: ...". */
 static void message(const char *msg) {
-  size_t n = strlen(PROGNAME ": ");
+  size_t n = strlen(PROGNAME ": "), at = located_prefix(msg);
   fflush(stdout);
+  if (progname != NULL && at > 0) {
+    fprintf(stderr, "%s: %.*s%s\n", progname, (int)at, msg, msg + at + n);
+    fflush(stderr);
+    return;
+  }
   if (progname != NULL && strncmp(msg, PROGNAME ": ", n) != 0)
     fprintf(stderr, "%s: ", progname);
   fprintf(stderr, "%s\n", msg);
@@ -208,7 +224,7 @@ static void print_usage(FILE *f) {
     "  -i         enter the REPL after running the script\n"
     "  -l mod     require library 'mod' into a global named after its last part\n"
     "  -l g=mod   require library 'mod' into global 'g'\n"
-    "  -v         show version information\n"
+    "  -v         show version information, and say which builds take over a second\n"
     "  -E         ignore environment variables (LUAGPU_INIT, LUA_INIT, LUA_PATH, ...)\n"
     "  -W         turn warnings on\n"
     "  --devices  list the OpenCL platforms and devices, then exit\n"
@@ -474,6 +490,7 @@ static void repl(lua_State *L) {
   if (push_main_lua(L, "help") == LUA_OK) lua_pushcclosure(L, help, 1);
   lua_setglobal(L, "help");   /* nil (no help) if main.lua failed */
   lg_state(L)->wait_interrupted = wait_interrupted;
+  lg_state(L)->compile_notice = 1;
   while ((status = read_chunk(L)) != -1) {
     if (status == -2) continue;   /* Ctrl-C at the prompt: a fresh one */
     if (status == LUA_OK) {
@@ -647,7 +664,10 @@ static int pmain(lua_State *L) {
                                           : run_part(L, "main.lua", "devices"));
     return 1;
   }
-  if (flags & HAS_V) print_version(L, stdout, "");
+  if (flags & HAS_V) {   /* and the notice of slow builds (the REPL gives it too) */
+    print_version(L, stdout, "");
+    lg_state(L)->compile_notice = 1;
+  }
   if (flags & HAS_TRACE) {
     if (check_trace(L, trace_path(argv, script)) != LUA_OK) {
       lua_pushinteger(L, EXIT_FAILURE);

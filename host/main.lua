@@ -60,9 +60,14 @@ function M.precompile(gpu, files)
     io.stderr:write(progname, ": --precompile: the program cache is off (LUAGPU_NO_CACHE=", off,
                     "): the builds are checked but not kept\n")
   end
-  local status, options, names = 0, {}, {}
+  local status, options, names, takes = 0, {}, {}, false
   for _, a in ipairs(files) do   -- words starting with "-" are build options
-    if a:sub(1, 1) == "-" then options[#options + 1] = a else names[#names + 1] = a end
+    if takes or a:sub(1, 1) == "-" then   -- (a bare -D or -I takes the next word)
+      options[#options + 1] = a
+      takes = not takes and (a == "-D" or a == "-I")
+    else
+      names[#names + 1] = a
+    end
   end
   local opts = #options > 0 and {options = table.concat(options, " ")} or nil
   for _, file in ipairs(names) do

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -317,6 +318,74 @@ static const char *push_options(lua_State *L, const char *srcdir, const char *de
   return lua_tostring(L, -1);
 }
 
+/* Pushes (and returns) options as the cache key sees them: every -D in
+** one form ("-DN=4" and "-D N=4" are both " -D N=4"), after the other words
+** and sorted, so that a defines table and the same -D in an options string
+** (dev:build_file's, luagpu --precompile's) give one key. The definitions
+** keep their place and order when that can matter: a -U among the options,
+** or a name defined twice. */
+static const char *push_key_options(lua_State *L, const char *options) {
+  const char *p = options, *e, *d;
+  int n = 0, list, i, j, sorted = 1, pass;
+  luaL_Buffer b;
+  lua_newtable(L);
+  list = lua_gettop(L);
+  for (pass = 1; pass <= 2; pass++) {
+    if (pass == 2) {
+      luaL_buffinit(L, &b);
+      p = options;
+    }
+    while (*(p += strspn(p, SPACES)) != '\0') {
+      e = p + strcspn(p, SPACES);
+      if (p[0] == '-' && p[1] == 'U') sorted = 0;
+      if (p[0] == '-' && p[1] == 'D') {
+        d = p + 2;
+        if (e == d) {   /* "-D NAME": the next word */
+          d = e + strspn(e, SPACES);
+          e = d + strcspn(d, SPACES);
+        }
+        if (pass == 1) {
+          lua_pushlstring(L, d, (size_t)(e - d));
+          lua_rawseti(L, list, ++n);
+        } else if (!sorted) {
+          luaL_addstring(&b, " -D ");
+          luaL_addlstring(&b, d, (size_t)(e - d));
+        }
+      } else if (pass == 2) {
+        luaL_addchar(&b, ' ');
+        luaL_addlstring(&b, p, (size_t)(e - p));
+      }
+      p = e;
+    }
+    if (pass == 1 && sorted) {
+      for (i = 1; i <= n && sorted; i++)   /* a name defined twice: order matters */
+        for (j = i + 1; j <= n && sorted; j++) {
+          const char *x = (lua_rawgeti(L, list, i), lua_tostring(L, -1));
+          const char *y = (lua_rawgeti(L, list, j), lua_tostring(L, -1));
+          size_t lx = strcspn(x, "="), ly = strcspn(y, "=");
+          if (lx == ly && memcmp(x, y, lx) == 0) sorted = 0;
+          lua_pop(L, 2);
+        }
+      for (i = 2; i <= n && sorted; i++)   /* insertion sort: the lists are small */
+        for (j = i; j > 1; j--) {
+          lua_rawgeti(L, list, j - 1);
+          lua_rawgeti(L, list, j);
+          if (strcmp(lua_tostring(L, -2), lua_tostring(L, -1)) <= 0) { lua_pop(L, 2); break; }
+          lua_rawseti(L, list, j - 1);
+          lua_rawseti(L, list, j);
+        }
+    }
+  }
+  for (i = 1; i <= n && sorted; i++) {
+    luaL_addstring(&b, " -D ");
+    lua_rawgeti(L, list, i);
+    luaL_addvalue(&b);
+  }
+  luaL_pushresult(&b);
+  lua_remove(L, list);
+  return lua_tostring(L, -1);
+}
+
 /* Scans the includes of the source at srcidx, raising naming fn when one
 ** is not a file (the compiler would open it, and a FIFO blocks it forever
 ** with the build lock held). When cached is set, pushes the cache key (nil
@@ -331,7 +400,9 @@ static const char *push_key(lua_State *L, lg_Device *d, const char *options, int
   int i, sure;
   lg_hash_init(&h);
   hash_device(&h, d);
+  options = push_key_options(L, options);
   lg_hash_update(&h, options, strlen(options) + 1);
+  lua_pop(L, 1);   /* (the hash has it) */
   lg_hash_update(&h, src, len);
   sure = lg_hash_includes(&h, src, len, dirs, ndirs, bad, sizeof bad);
   if (bad[0] != '\0') lg_error(L, fn, "%s", bad);
@@ -359,6 +430,40 @@ static int kernels_agree(lua_State *L, int progidx) {
   if (lua_pcall(L, 1, 0, 0) == LUA_OK) return 1;
   lua_pop(L, 1);
   return 0;
+}
+
+/* The notice of a slow build (lg_State.compile_notice), on stderr: which
+** program (its file, else its first kernel), how long, and whether the
+** program cache keeps it. fields: the Program's fields table. */
+static void compile_notice(lua_State *L, int fields, const char *file, double secs,
+                           const char *key) {
+  const char *name = NULL, *slash;
+  int top = lua_gettop(L);
+  lua_Integer n;
+  lua_getfield(L, fields, "names");
+  n = lua_istable(L, -1) ? (lua_Integer)lua_rawlen(L, -1) : 0;
+  if (file != NULL) {
+    slash = strrchr(file, '/');
+    name = lua_pushstring(L, slash != NULL ? slash + 1 : file);
+  } else if (n > 0 && lua_rawgeti(L, -1, 1) == LUA_TSTRING) {
+    name = n == 1 ? lua_tostring(L, -1)
+                  : lua_pushfstring(L, "%s (and %I more kernels)", lua_tostring(L, -1), n - 1);
+  } else {
+    name = lua_pushliteral(L, "a program");
+  }
+  fflush(stdout);
+  fprintf(stderr, "luagpu: compiling %s took %.1f s; %s\n", name, secs,
+          key != NULL ? "it is cached for next time"
+          : lg_cache_enabled() ? "it is not cached (its includes could not all be followed)"
+          : "the program cache is off (LUAGPU_NO_CACHE)");
+  fflush(stderr);
+  lua_settop(L, top);
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 /* The work of dev:build and dev:build_file: the device is at 1, the source
@@ -429,8 +534,12 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
   srcidx = lua_gettop(L);
 
   key = push_key(L, d, options, srcidx, dirs, ndirs, lg_cache_enabled() && sure, fn);
-  if (key == NULL || !build_cached(L, p, key, options, fields, c))
+  if (key == NULL || !build_cached(L, p, key, options, fields, c)) {
+    double t0 = now_s();
     build_source(L, p, key, srcidx, options, fields, fn, file, c);
+    if (lg_state(L)->compile_notice && now_s() - t0 >= lg_state(L)->compile_notice_s)
+      compile_notice(L, fields, file, now_s() - t0, key);
+  }
   if (p->from_cache) lg_program_names(L, fields);
   if (file != NULL) {
     lua_pushstring(L, file);

@@ -98,6 +98,13 @@ lg_State *lg_state(lua_State *L) {
   s->next_serial = 1;
   v = getenv("LUAGPU_DEBUG");
   s->debug_on = v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+  v = getenv("LUAGPU_COMPILE_NOTICE_S");
+  s->compile_notice_s = 1.0;
+  if (v != NULL && v[0] != '\0') {
+    char *end;
+    double x = strtod(v, &end);
+    if (*end == '\0' && x >= 0 && x < 1e9) s->compile_notice_s = x;
+  }
   if (luaL_newmetatable(L, STATE_MT)) {
     lua_pushcfunction(L, state_gc);
     lua_setfield(L, -2, "__gc");

@@ -205,6 +205,48 @@ describe("program binaries", function()
     os.execute("rm -rf " .. shell_quote(cache) .. " " .. shell_quote(file))
   end)
 
+  it("luagpu --precompile and build_file agree on the key, however -D is written", function()
+    local cache = os.tmpname()
+    os.remove(cache)
+    local file = os.tmpname() .. ".cl"
+    support.write_file(file, SOURCE)
+    local env = "XDG_CACHE_HOME=" .. shell_quote(cache) .. " "
+    local function entries()
+      local p = io.popen("ls -1 " .. shell_quote(cache .. "/luagpu") .. " 2>/dev/null")
+      local n = 0
+      for _ in p:lines() do n = n + 1 end
+      p:close()
+      return n
+    end
+    local out, code = sh(env .. "LUAGPU_DEVICE=1 " .. shell_quote(PROG) .. " --precompile "
+                         .. shell_quote(file) .. " -DK=4 -D M=2")
+    assert.equals(0, code, out)
+    assert.matches(": 2 kernels, built\n", out, 1, true)
+    local after = entries()
+    assert.is_true(after >= 1, out)
+    -- each way of writing the same definitions is a hit, and adds no entry
+    for _, opts in ipairs{"{defines = {K = 4, M = 2}}", "{defines = {M = '2', K = 4}}",
+                          "{options = '-D K=4 -DM=2'}", "{options = '-DM=2', defines = {K = 4}}"} do
+      out, code = sh(env .. "LUAGPU_DEVICE=1 " .. shell_quote(PROG) .. " -e " .. shell_quote(
+        "print(gpu.device():build_file(" .. string.format("%q", file) .. ", " .. opts
+        .. ").cached)"))
+      assert.equals(0, code, out)
+      assert.equals("true\n", out, opts)
+    end
+    out, code = sh(env .. "LUAGPU_DEVICE=1 " .. shell_quote(PROG) .. " --precompile "
+                   .. shell_quote(file) .. " -D K=4 -DM=2")
+    assert.equals(0, code, out)
+    assert.matches("2 kernels, already in the cache\n", out, 1, true)
+    assert.equals(after, entries())
+    -- another value is another key
+    out, code = sh(env .. "LUAGPU_DEVICE=1 " .. shell_quote(PROG) .. " -e " .. shell_quote(
+      "print(gpu.device():build_file(" .. string.format("%q", file)
+      .. ", {defines = {K = 5, M = 2}}).cached)"))
+    assert.equals("false\n", out)
+    assert.equals(after + 1, entries())
+    os.execute("rm -rf " .. shell_quote(cache) .. " " .. shell_quote(file))
+  end)
+
   it("luagpu --precompile reports a file that does not build, and no file, exit 1", function()
     local out, code = sh(shell_quote(PROG) .. " --precompile /nonexistent/k.cl")
     assert.equals(1, code)

@@ -86,7 +86,9 @@ describe("debug mode", function()
     os.remove(path)
     assert.equals(1, code)
     assert.matches("^true\n", out)
-    assert.matches(":9: luagpu: debug: kernel shifted wrote past the end of argument #2 (y) "
+    -- the program's prefix once, before the location
+    assert.matches("\nluagpu: " .. path .. ":9: debug: kernel shifted wrote past the end of "
+                   .. "argument #2 (y) "
                    .. "at element 11 (it has 10 elements of float; launched at ", out, 1, true)
   end)
 

@@ -95,10 +95,10 @@ describe("the luagpu program", function()
       assert.matches("in local 'f'", err, 1, true)
     end)
 
-    it("reports the module's errors with the caller's position", function()
+    it("reports the module's errors with the caller's position, the prefix once", function()
       local _, err, code = run("-e 'gpu.devices(\"bogus\")'")
       assert.equals(1, code)
-      assert.matches("^luagpu: %(command line%):1: luagpu: gpu.devices: argument #1: expected "
+      assert.matches("^luagpu: %(command line%):1: gpu.devices: argument #1: expected "
                      .. "\"gpu\", \"cpu\", \"accelerator\" or \"all\", got \"bogus\"\n"
                      .. "stack traceback:\n", err)
     end)
@@ -215,6 +215,36 @@ describe("the luagpu program", function()
       assert.equals("", err)
       assert.equals(0, code)
       assert.matches("^luagpu " .. gpu.version:gsub("%.", "%%.") .. " %(Lua 5%.4%.%d+, OpenCL 1%.2%)\n$", out)
+    end)
+
+    it("-v and the REPL say when a build takes over the threshold, the script alone not",
+       function()
+      local cache = tmppath("")
+      local env = "LUAGPU_COMPILE_NOTICE_S=0 XDG_CACHE_HOME=" .. shell_quote(cache)
+      local function build(n)   -- a source built nowhere before
+        return string.format("gpu.device():build('kernel void notice_k(global int *x) "
+                             .. "{ x[0] = %d; }')", n)
+      end
+      local notice = "luagpu: compiling notice_k took %d+%.%d s; it is cached for next time\n"
+      local _, err, code = run("-e " .. shell_quote(build(1)), nil, env)
+      assert.equals(0, code, err)
+      assert.equals("", err)
+      _, err, code = run("-v -e " .. shell_quote(build(2)), nil, env)
+      assert.equals(0, code, err)
+      assert.matches("^" .. notice .. "$", err)
+      -- the same build again comes from the cache: nothing to say
+      _, err, code = run("-v -e " .. shell_quote(build(2)), nil, env)
+      assert.equals("", err)
+      local out
+      out, err, code = run("", build(3) .. "\n", env .. " LUAGPU_NO_CACHE=1")
+      assert.equals(0, code, err)
+      assert.matches("\nluagpu: compiling notice_k took %d+%.%d s; the program cache is off "
+                     .. "%(LUAGPU_NO_CACHE%)\n", err, out)
+      -- the default threshold: a second
+      _, err, code = run("-v -e " .. shell_quote(build(4)), nil,
+                         "XDG_CACHE_HOME=" .. shell_quote(cache))
+      assert.not_matches("compiling notice_k took 0%.%d s", err)
+      os.execute("rm -rf " .. shell_quote(cache))
     end)
 
     it("--devices lists every device in a table, marking the default", function()

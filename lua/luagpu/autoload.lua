@@ -34,6 +34,7 @@ local FIELDS = {
   einsum = {"luagpu.tensor", "einsum"},
   shard = {"luagpu.tensor", "shard"},
   replicate = {"luagpu.tensor", "replicate"},
+  warmup = {"luagpu.warmup", "warmup"},
 }
 
 -- Declares everything above on the module table gpu (luaopen_luagpu's).
