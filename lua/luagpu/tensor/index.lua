@@ -336,8 +336,22 @@ function methods.masked_fill(x, mask, v)
   if type(v) ~= "number" then fail(fn, "argument #2: expected a number, got %s", typename(v)) end
   local why = TY.fits(x._type, v)
   if why then fail(fn, "argument #2: %s", why) end
+  check(fn, 1, mask)
+  local ms, xs = mask._shape, x._shape
+  for i = 1, #ms do
+    local n, k = ms[#ms - i + 1], xs[#xs - i + 1]
+    if i > #xs or (n ~= 1 and n ~= k) then
+      fail(fn, "argument #1: the mask's shape %s does not broadcast to %s", show_shape(ms),
+           show_shape(xs))
+    end
+  end
+  -- v as a value of x's type: a Lua float would make where compute in
+  -- float (rounding 64-bit integers); a ulong from 2^63 has no Lua integer
+  if INTEGERS[x._type] then
+    v = math.tointeger(v) or O.empty(fn, x._dev, x._type, {}):set(v)
+  end
   local m = mask:ne(0)
-  return E.where(m:expand({table.unpack(x._shape)}), v, x):astype(x._type):eval()
+  return E.where(m:expand({table.unpack(xs)}), v, x):astype(x._type):eval()
 end
 
 -- The flat positions (1-based, a long tensor) of the elements of
