@@ -1414,15 +1414,22 @@ def ops_eval(prog, p):
         s = prog.operand(A["sorted"])
         t = s.t
         vals = A["values"]
+        # API.md: compared in the type both promote to (a number: the
+        # operators' rule, a Lua float making integers float)
         if isinstance(vals, dict):
             vv = prog.operand(vals["operand"])
-            va = [float(u) for u in vv.a.reshape(-1)] if vv.t in FLOATS else ints(vv.a)
-            shape = vv.a.shape
         else:
             num = lua_num(vals)
-            fits(t, num)
-            va, shape = [float(number_as(num, t)) if t in FLOATS else int(number_as(num, t))], ()
-        sv = pyvals(s.a, t)
+            nt = "float" if is_float(num) and t not in FLOATS else t
+            fits(nt, num)
+            vv = V(number_as(num, nt), nt)
+        ct = promote(t, vv.t)
+        va = pyvals(cast(vv.a, vv.t, ct), ct)
+        shape = vv.a.shape
+        sv = pyvals(cast(s.a, t, ct), ct)
+        key = sort_key(ct, False)
+        if any(key(sv[j]) > key(sv[j + 1]) for j in range(len(sv) - 1)):
+            raise Skip("sorted is not sorted in the promoted type (ulong from 2^63 as long)")
         right = A.get("right")
 
         def below(e, v):     # e sorts before v (NaN last)

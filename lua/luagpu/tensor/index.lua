@@ -417,13 +417,24 @@ function I.searchsorted(sorted, values, opts)
     fail(fn, "argument #3: option right: expected a boolean, got %s", show(o.right))
   end
   local dev, t = sorted._dev, sorted._type
-  if type(values) == "number" then values = O.empty(fn, dev, t, {}):set(values) end
+  -- sorted and values compared in the type both promote to (a value of
+  -- another type converted to sorted's would wrap or truncate first)
+  if type(values) == "number" then
+    local why = TY.fits(t, values)
+    if why and not FLOATS[TY.with_number(t, values)] then fail(fn, "argument #2: %s", why) end
+    values = O.empty(fn, dev, TY.with_number(t, values), {}):set(values)
+  end
   if not is_tensor(values) then
     fail(fn, "argument #2: expected a tensor or a number, got %s", typename(values))
   end
   check(fn, 2, values)
   O.check_same_device(fn, 2, values, dev)
-  if values._type ~= t then values = values:astype(t) end
+  if values._type ~= t then
+    t = TY.promote(t, values._type)
+    O.check_device_type(fn, dev, t)
+    if sorted._type ~= t then sorted = sorted:astype(t):eval() end
+    if values._type ~= t then values = values:astype(t) end
+  end
   local v = values:contiguous()
   local out = O.empty(fn, dev, "long", {table.unpack(values._shape)})
   if out._n == 0 then return out end
