@@ -209,4 +209,30 @@ out = [np.where(m != 0, 7, x).astype(x.dtype), x[m != 0], np.argwhere(x != 0) + 
     has_error("luagpu: tensor:masked_select: argument #1: expected a mask tensor, got nil",
               x.masked_select, x)
   end)
+  -- found by the differential test (issue 32): the number went through
+  -- float, rounding the long values it did not replace
+  it("masked_fill keeps 64-bit values exactly, with a float number too", function()
+    local big = {6415447163641963532, -7337043266644462082, math.maxinteger - 1,
+                 math.mininteger + 1}
+    local x = dev:tensor("long", {4}, big)
+    local m = dev:tensor("uchar", {4}, {0, 0, 0, 1})
+    local r = x:masked_fill(m, -0.0):get()
+    assert.same({big[1], big[2], big[3], 0}, {r[1], r[2], r[3], r[4]})
+    r = x:masked_fill(m, 5):get()
+    assert.same({big[1], big[2], big[3], 5}, {r[1], r[2], r[3], r[4]})
+    local u = dev:tensor("long", {2}, {-1, 3}):astype("ulong")
+    r = u:masked_fill(dev:tensor("uchar", {2}, {0, 1}), 2.0^63):astype("long"):get()
+    assert.same({-1, math.mininteger}, {r[1], r[2]})
+    local f = dev:tensor("double", {2}, {0.1, 0.2})
+    r = f:masked_fill(dev:tensor("uchar", {2}, {1, 0}), 3):get()
+    assert.same({3.0, 0.2}, {r[1], r[2]})
+  end)
+
+  it("masked_fill names itself when the mask does not broadcast", function()
+    local x = dev:tensor("float", {2, 3})
+    has_error("luagpu: tensor:masked_fill: argument #1: the mask's shape {4, 2, 3} does not " ..
+              "broadcast to {2, 3}", x.masked_fill, x, dev:tensor("uchar", {4, 2, 3}), 1)
+    has_error("luagpu: tensor:masked_fill: argument #1: the mask's shape {2, 2} does not " ..
+              "broadcast to {2, 3}", x.masked_fill, x, dev:tensor("uchar", {2, 2}), 1)
+  end)
 end)

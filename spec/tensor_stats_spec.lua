@@ -228,4 +228,22 @@ out = [float(np.dot(a, b)), np.outer(a, b), np.searchsorted(s, v) + 1,
     has_error("luagpu: gpu.einsum: argument #1: the output names i twice",
               gpu.einsum, "ij->ii", x)
   end)
+  -- found by the differential test (issue 32): values of another type were
+  -- converted to sorted's first (short -2 became ushort 65534, 1.5 became 1)
+  it("searchsorted compares values of another type in the promoted type", function()
+    local dev = gpu.devices()[1]
+    local s = dev:tensor("ushort", {5}, {0, 1, 1, 3, 55438})
+    local v = dev:tensor("short", {4}, {-2, 1, 2, 32767})
+    assert.same({1, 2, 4, 5}, gpu.searchsorted(s, v):totable())
+    assert.same({1, 4, 4, 5}, gpu.searchsorted(s, v, {right = true}):totable())
+    local i = dev:tensor("int", {3}, {1, 2, 3})
+    assert.same({2, 3}, gpu.searchsorted(i, dev:tensor("float", {2}, {1.5, 2.5})):totable())
+    assert.same({}, gpu.searchsorted(i, 1.5).shape)
+    assert.equal(2, gpu.searchsorted(i, 1.5):item())
+    assert.equal(1, gpu.searchsorted(dev:tensor("uchar", {2}, {1, 2}), -1.0):item())
+    assert.equal(3, gpu.searchsorted(dev:tensor("float", {2}, {0.5, 1}), dev:tensor("long", {1}, 1),
+                                     {right = true}):item())
+    has_error("luagpu: gpu.searchsorted: argument #2: -1 does not fit uchar (0 to 255)",
+              gpu.searchsorted, dev:tensor("uchar", {2}, {1, 2}), -1)
+  end)
 end)

@@ -983,6 +983,716 @@ def scan(kind, x, dim, descending):
     return V(r, rt, np.moveaxis(err, -1, d))
 
 
+# ---------------------------------------------------------------- issue 32's ops
+
+def pos0(i, L):
+    """A 1-based position (negative from the end) as 0-based; raises when out
+    of range."""
+    p = i + L + 1 if i < 0 else i
+    if p < 1 or p > L:
+        raise Expected("out of range")
+    return p - 1
+
+
+def positions(idx, L):
+    """The 0-based positions of index V idx along a dim of L: an int array."""
+    return np.array([pos0(v, L) for v in ints(idx.a)], dtype=np.int64).reshape(idx.a.shape)
+
+
+def dim0(x, dim, extra=0):
+    """O.check_dim: a 0-based dim of x (of ndim + extra dims)."""
+    nd = x.a.ndim + extra
+    if isinstance(dim, float) and dim != math.floor(dim):
+        raise Expected("out of range", "no dims")
+    d = dim + nd + 1 if dim < 0 else dim
+    if d < 1 or d > nd:
+        raise Expected("out of range", "has no dims")
+    return int(d) - 1
+
+
+def tensor_arg(prog, a):
+    return prog.operand(a["operand"]) if isinstance(a, dict) else a
+
+
+def values_of(x, v):
+    """index.lua's values_arg: a V of x's type from a number or a V."""
+    if not isinstance(v, V):
+        fits(x.t, v)
+        return V(number_as(v, x.t), x.t)
+    if v.t != x.t and promote(x.t, v.t) != x.t:
+        raise Expected("without a loss")
+    return V(cast(v.a, v.t, x.t), x.t)
+
+
+def set_into(target, t, v):
+    """x:set(v) into the NumPy view target of type t (v a number or V)."""
+    if isinstance(v, V):
+        if promote(t, v.t) != t:
+            raise Expected("without a loss")
+        try:
+            b = np.broadcast_shapes(target.shape, v.a.shape)
+        except ValueError:
+            b = None
+        if b != target.shape:
+            raise Expected("does not broadcast to")
+        src = cast(np.array(v.a), v.t, t)
+    else:
+        fits(t, v)
+        src = number_as(v, t)
+    if not target.flags.writeable:
+        raise Skip("a write into a broadcast view")
+    target[...] = src
+
+
+def as_number(v, t):
+    return float(v) if t in FLOATS else int(v)
+
+
+def float_sum(fs, t, extra=0.0):
+    """IEEE sum of floats fs in type t in any order: (value, err)."""
+    if any(math.isnan(f) for f in fs):
+        return math.nan, 0.0
+    infs = set(f for f in fs if math.isinf(f))
+    if len(infs) == 2:
+        return math.nan, 0.0
+    if infs:
+        return infs.pop(), 0.0
+    mag = math.fsum(abs(f) for f in fs)
+    if mag > FMAX[t] / 4:
+        return 0.0, math.inf
+    return math.fsum(fs), (len(fs) + 2) * EPS[t] * mag + TINY[t] * (len(fs) + 1) + extra
+
+
+def scatter_like(prog, A, x, add):
+    xt = x.t
+    d = dim0(x, A["dim"])
+    idx = prog.operand(A["idx"])
+    if add and xt not in ("int", "uint", "long", "ulong", "float", "double"):
+        raise Expected("adds with atomics")
+    src = tensor_arg(prog, A["src"])
+    v = values_of(x, src)
+    xs, ish = x.a.shape, idx.a.shape
+    if len(ish) != len(xs):
+        raise Expected("the index tensor has")
+    sv = v.a
+    for k in range(len(xs)):
+        if k != d and ish[k] > xs[k]:
+            raise Expected("exceeds")
+        if sv.ndim > 0 and (sv.ndim != len(ish) or ish[k] > sv.shape[k]):
+            raise Expected("does not cover")
+    out = np.array(x.a)
+    if idx.a.size == 0:
+        return V(out, xt)
+    pos = positions(idx, xs[d])
+    writes = {}
+    for j in np.ndindex(*ish):
+        tgt = list(j)
+        tgt[d] = int(pos[j])
+        val = sv[j] if sv.ndim > 0 else sv[()]
+        writes.setdefault(tuple(tgt), []).append(val)
+    err = np.zeros(out.shape)
+    for tgt, vals in writes.items():
+        if not add:
+            out[tgt] = vals[-1]
+            if len(set(float(u) if xt in FLOATS else int(u) for u in vals)) > 1 or \
+                    (xt in FLOATS and any(math.isnan(float(u)) for u in vals) and len(vals) > 1):
+                err[tgt] = math.inf
+        elif xt in FLOATS:
+            s, e = float_sum([float(out[tgt])] + [float(u) for u in vals], xt)
+            out[tgt] = s
+            err[tgt] = e
+        else:
+            out[tgt] = wrap([int(out[tgt]) + sum(int(u) for u in vals)], xt, ())[()]
+    return V(out, xt, err if err.any() else None)
+
+
+def sorted_positions(vals, t, descending=False):
+    key = sort_key(t, descending)
+    return sorted(range(len(vals)), key=lambda j: key(vals[j]))
+
+
+def pyvals(a, t):
+    return [float(v) for v in a.reshape(-1)] if t in FLOATS else ints(a)
+
+
+def mreduce(op, x, dims, keepdim):
+    """x:op(dims [, keepdim]) for sum .. all over a list of dims."""
+    nd = x.a.ndim
+    axes = []
+    for dm in dims:
+        d = dim0(x, dm)
+        if d in axes:
+            raise Expected("appears twice")
+        axes.append(d)
+    if not axes:
+        raise Expected("empty one")
+    axes.sort()
+    if op in ("min", "max") and any(x.a.shape[d] == 0 for d in axes):
+        raise Expected("is undefined")
+    kept = [d for d in range(nd) if d not in axes]
+    moved = np.transpose(x.a, kept + axes)
+    emoved = np.transpose(x.e(), kept + axes)
+    outshape = moved.shape[:len(kept)]
+    L = int(np.prod([x.a.shape[d] for d in axes]))
+    rows = int(np.prod(outshape))
+    m2, e2 = moved.reshape(rows, L), emoved.reshape(rows, L)
+    vals, errs = [], []
+    for i in range(rows):
+        if op in ("any", "all"):
+            row = m2[i]
+            nz = (row != 0)
+            vals.append(int(nz.any() if op == "any" else nz.all()))
+            errs.append(math.inf if (e2[i] > 0).any() else 0)
+        else:
+            v, er = reduce_row(op, x.t, m2[i], e2[i])
+            vals.append(v)
+            errs.append(er)
+    rt = "uchar" if op in ("any", "all") else reduce_type(op, x.t)
+    if rt in FLOATS:
+        r = np.array(vals, dtype=np.float64).astype(NP[rt]).reshape(outshape)
+    else:
+        r = wrap(vals, rt, outshape)
+    err = np.array(errs, dtype=np.float64).reshape(outshape)
+    if keepdim:
+        for d in axes:
+            r = np.expand_dims(r, d)
+            err = np.expand_dims(err, d)
+    return V(r, rt, err)
+
+
+def group_dims(x, dims):
+    """stats.lua's covered: None (all) or sorted distinct 0-based dims."""
+    if dims is None:
+        return None
+    lst = dims if isinstance(dims, list) else [dims]
+    axes = []
+    for dm in lst:
+        d = dim0(x, dm)
+        if d in axes:
+            raise Expected("appears twice")
+        axes.append(d)
+    return sorted(axes)
+
+
+def rows_of(a, axes):
+    """a's elements grouped by the kept dims: (outshape, rows x L)."""
+    nd = a.ndim
+    if axes is None:
+        axes = list(range(nd))
+    kept = [d for d in range(nd) if d not in axes]
+    moved = np.transpose(a, kept + axes)
+    outshape = moved.shape[:len(kept)]
+    L = int(np.prod([a.shape[d] for d in axes]))
+    return outshape, moved.reshape(int(np.prod(outshape)), L)
+
+
+def var_row(fs, t, c):
+    """(var, err) of floats fs in type t, correction c."""
+    n = len(fs)
+    div = n - c
+    if n == 0 or div <= 0:
+        return math.nan, 0.0
+    if not all(math.isfinite(f) for f in fs):
+        return math.nan, 0.0
+    sa = math.fsum(abs(f) for f in fs)
+    if sa > FMAX[t] / 8:
+        return 0.0, math.inf
+    m = math.fsum(fs) / n
+    devs = [f - m for f in fs]
+    s = math.fsum(d * d for d in devs)
+    if s > FMAX[t] / 8:
+        return 0.0, math.inf
+    eps = EPS[t]
+    dm = (n + 2) * eps * sa / n + TINY[t]
+    sd = math.fsum(abs(d) for d in devs)
+    e = (n + 4) * eps * s + 2 * (sd * dm + eps * math.fsum(abs(f) * abs(d) for f, d in
+                                                         zip(fs, devs))) + n * dm * dm
+    e = e * 2 + TINY[t] * (n + 2)
+    return s / div, e / div + eps * s / div
+
+
+def stats(prog, p, A):
+    op = p["op"]
+    x = prog.operand(A["x"])
+    ft = x.t if x.t in FLOATS else "double"
+    if op in ("var", "std"):
+        c = A.get("correction", 1)
+        axes = group_dims(x, A.get("dims"))
+        fa = x.a.astype(np.float64) if x.t not in FLOATS else x.a
+        outshape, rows = rows_of(fa, axes)
+        res = [var_row([float(v) for v in r], ft, c) for r in rows]
+        if op == "std":
+            res = [(math.sqrt(v) if not math.isnan(v) else v,
+                    math.sqrt(e) + 2 * EPS[ft] * math.sqrt(abs(v)) if not math.isnan(v) else e)
+                   for v, e in res]
+        if axes is None and A.get("dims") is None:
+            v, e = res[0]
+            return ("number", v, e, ft)
+        r = np.array([v for v, _ in res], dtype=np.float64).astype(NP[ft]).reshape(outshape)
+        err = np.array([e for _, e in res]).reshape(outshape)
+        if A.get("keepdim"):
+            for d in axes:
+                r, err = np.expand_dims(r, d), np.expand_dims(err, d)
+        return V(r, ft, err)
+    # norm
+    pp = A.get("p", 2)
+    pp = lua_num(pp) if pp is not None else 2
+    dims = A.get("dims")
+    fa = np.abs(x.a.astype(np.float64) if x.t not in FLOATS else x.a)
+    if pp in (math.inf, -math.inf):
+        ax = V(fa.astype(NP[ft]), ft)
+        op2 = "max" if pp > 0 else "min"
+        if dims is None:
+            flat = ax.a.reshape(-1)
+            v, e = reduce_row(op2, ft, flat, np.zeros(flat.shape))
+            return ("number", v, e, ft)
+        if not isinstance(dims, list):
+            return reduce_dim(op2, ax, dim0(x, dims), False)
+        return mreduce(op2, ax, dims, False)
+    axes = group_dims(x, dims)
+    outshape, rows = rows_of(fa, axes)
+    res = []
+    for r in rows:
+        fs = [float(v) for v in r]
+        n = len(fs)
+        if pp == 0:
+            res.append((float(sum(1 for f in fs if f != 0)), 0.0))
+            continue
+        if any(math.isnan(f) for f in fs):
+            res.append((math.nan, 0.0))
+            continue
+        if any(math.isinf(f) for f in fs):
+            res.append((math.inf, 0.0))
+            continue
+        terms = [f ** pp if f != 0 or pp > 0 else math.inf for f in fs]
+        s = math.fsum(terms)
+        if s > FMAX[ft] / 8 or (max(fs) if fs else 0) > FMAX[ft] ** (1 / max(pp, 1)) / 4:
+            res.append((0.0, math.inf))
+            continue
+        es = (n + 40) * EPS[ft] * s + TINY[ft] * (n + 4) * 64
+        if pp == 1:
+            res.append((s, es))
+        else:
+            v = s ** (1 / pp)
+            rel = es / s if s > 0 else math.inf
+            e = v * rel / pp * 2 + 40 * EPS[ft] * v + (TINY[ft] ** (1 / pp) * 4 if s < TINY[ft] * 1e6 else 0)
+            if s == 0:
+                e = es ** (1 / pp) * 2
+            res.append((v, e))
+    if dims is None:
+        v, e = res[0]
+        return ("number", v, e, ft)
+    r = np.array([v for v, _ in res], dtype=np.float64).astype(NP[ft]).reshape(outshape)
+    err = np.array([e for _, e in res]).reshape(outshape)
+    return V(r, ft, err)
+
+
+def einsum_eval(prog, A):
+    spec = A["spec"]
+    ops = [prog.operand(A["x"])] + ([prog.operand(A["y"])] if "y" in A else [])
+    ins, _, outs = spec.partition("->")
+    lists = [list(s) for s in ins.split(",")]
+    if "->" in spec:
+        out = list(outs)
+    else:
+        allc = [c for l in lists for c in l]
+        out = sorted(c for c in set(allc) if allc.count(c) == 1)
+    sizes = {}
+    for l, o in zip(lists, ops):
+        for c, n in zip(l, o.a.shape):
+            sizes[c] = n
+    # types: luagpu.tensor.einsum's steps
+    summed = []
+    for i, l in enumerate(lists):
+        others = set(c for j, m in enumerate(lists) if j != i for c in m)
+        summed.append(any(c not in out and c not in others for c in l))
+    ts = [reduce_type("sum", o.t) if s and o.t not in FLOATS else o.t
+          for o, s in zip(ops, summed)]
+    t = ts[0] if len(ts) == 1 else promote(ts[0], ts[1])
+    contract = len(ops) == 2 and any(c in lists[0] and c in lists[1] and c not in out
+                                     for c in sizes)
+    rt = reduce_type("sum", t) if contract and t not in FLOATS else t
+    letters = sorted(sizes)
+    rest = [c for c in letters if c not in out]
+    shape = tuple(sizes[c] for c in out)
+    vals, errs = [], []
+    for oi in np.ndindex(*shape):
+        env = dict(zip(out, oi))
+        terms = []
+        for ri in np.ndindex(*[sizes[c] for c in rest]):
+            env.update(zip(rest, ri))
+            term = None
+            for l, o in zip(lists, ops):
+                v = o.a[tuple(env[c] for c in l)]
+                v = float(v) if rt in FLOATS else int(v)
+                term = v if term is None else term * v
+            terms.append(term)
+        if rt in FLOATS:
+            prods = [a for a in terms]
+            v, e = float_sum(prods, rt)
+            e = e * 2 + (EPS[rt] * 4 * math.fsum(abs(a) for a in prods) if all(
+                math.isfinite(a) for a in prods) else 0)
+            vals.append(v)
+            errs.append(e)
+        else:
+            vals.append(sum(terms))
+            errs.append(0)
+    if rt in FLOATS:
+        r = np.array(vals, dtype=np.float64).astype(NP[rt]).reshape(shape)
+        return V(r, rt, np.array(errs).reshape(shape))
+    # (integer products wrap in t before the sum: exact when t is 64-bit)
+    if SIZE[t] < 8 and contract:
+        raise Skip("integer products that wrap before a long sum")
+    return V(wrap(vals, rt, shape), rt)
+
+
+def cumprod_eval(x, dim):
+    if x.a.ndim == 0:
+        raise Expected("at least 1 dim")
+    d = x.a.ndim - 1 if dim is None else dim0(x, dim)
+    moved = np.moveaxis(x.a, d, -1)
+    L = moved.shape[-1]
+    rows = int(np.prod(moved.shape[:-1]))
+    out = np.zeros(moved.shape, dtype=NP[x.t])
+    err = np.zeros(moved.shape)
+    if rows and L:
+        m2, o2, e2 = moved.reshape(rows, L), out.reshape(rows, L), err.reshape(rows, L)
+        for i in range(rows):
+            if x.t in FLOATS:
+                acc, lg, hi, lo, res = 1.0, 0.0, 0.0, 0.0, []
+                bad = False
+                for j, v in enumerate(float(u) for u in m2[i]):
+                    acc = acc * v
+                    if v != 0 and math.isfinite(v):
+                        lg += math.log2(abs(v))
+                    hi, lo = max(hi, lg), min(lo, lg)
+                    bits = 127 if x.t == "float" else 1023
+                    bad = bad or hi > bits - 2 or lo < -bits + 26
+                    o2[i, j] = acc
+                    e2[i, j] = math.inf if bad else (j + 2) * 2 * EPS[x.t] * abs(acc)
+            else:
+                acc, res = 1, []
+                for v in ints(m2[i]):
+                    acc *= v
+                    res.append(acc)
+                o2[i] = wrap(res, x.t, (L,))
+    return V(np.moveaxis(out, -1, d), x.t, np.moveaxis(err, -1, d))
+
+
+def ops_eval(prog, p):
+    """The result of an "ops" program (issue 32's ops): a V, ("number", v,
+    err, t) or ("list", [...])."""
+    op, A = p["op"], p["a"]
+    if op in ("var", "std", "norm"):
+        return stats(prog, p, A)
+    if op == "einsum":
+        return einsum_eval(prog, A)
+    if op in ("cat", "stack"):
+        xs = [prog.operand(k) for k in A["list"]]
+        t = xs[0].t
+        for v in xs[1:]:
+            t = promote(t, v.t)
+        first = xs[0]
+        dim = A.get("dim", 1)
+        if op == "stack":
+            for v in xs:
+                if v.a.shape != first.a.shape:
+                    raise Expected("stack needs one shape")
+            d = dim0(first, dim, 1)
+            arrs = [np.expand_dims(cast(v.a, v.t, t), d) for v in xs]
+        else:
+            d = dim0(first, dim)
+            for v in xs:
+                if v.a.ndim != first.a.ndim:
+                    raise Expected("dims, item 1")
+                for k in range(v.a.ndim):
+                    if k != d and v.a.shape[k] != first.a.shape[k]:
+                        raise Expected("they may differ")
+            arrs = [cast(v.a, v.t, t) for v in xs]
+        return V(np.concatenate(arrs, axis=d), t)
+    if op == "searchsorted":
+        s = prog.operand(A["sorted"])
+        t = s.t
+        vals = A["values"]
+        # API.md: compared in the type both promote to (a number: the
+        # operators' rule, a Lua float making integers float)
+        if isinstance(vals, dict):
+            vv = prog.operand(vals["operand"])
+        else:
+            num = lua_num(vals)
+            nt = "float" if is_float(num) and t not in FLOATS else t
+            fits(nt, num)
+            vv = V(number_as(num, nt), nt)
+        ct = promote(t, vv.t)
+        va = pyvals(cast(vv.a, vv.t, ct), ct)
+        shape = vv.a.shape
+        sv = pyvals(cast(s.a, t, ct), ct)
+        key = sort_key(ct, False)
+        if any(key(sv[j]) > key(sv[j + 1]) for j in range(len(sv) - 1)):
+            raise Skip("sorted is not sorted in the promoted type (ulong from 2^63 as long)")
+        right = A.get("right")
+
+        def below(e, v):     # e sorts before v (NaN last)
+            if isinstance(e, float) and math.isnan(e):
+                return False
+            if isinstance(v, float) and math.isnan(v):
+                return True
+            return e < v if not right else e <= v
+        out = [sum(1 for e in sv if below(e, v)) + 1 for v in va]
+        return V(np.array(out, dtype=np.int64).reshape(shape), "long")
+    x = prog.operand(A["x"])
+    t, a, nd = x.t, x.a, x.a.ndim
+    if op in ("index", "setindex"):
+        if nd == 0:
+            raise Expected("no dim to index")
+        i = lua_num(A["i"])
+        if isinstance(i, float):
+            if i != math.floor(i):
+                raise Expected("expected an integer position")
+            i = int(i)
+        k = pos0(i, a.shape[0])
+        if op == "index":
+            if nd == 1:
+                return ("number", as_number(a[k], t), 0.0, t)
+            return V(a[k], t)
+        v = A["v"]
+        v = prog.operand(v["operand"]) if isinstance(v, dict) else lua_num(v)
+        set_into(a[k, ...], t, v)
+        return V(a, t)
+    if op in ("gather", "index_select"):
+        d = dim0(x, A["dim"])
+        idx = prog.operand(A["idx"])
+        if op == "index_select":
+            if idx.a.ndim != 1:
+                raise Expected("expected a 1-D index tensor")
+            shape = list(a.shape)
+            shape[d] = idx.a.shape[0]
+            if int(np.prod(shape)) == 0:
+                return V(np.zeros(shape, NP[t]), t)
+            return V(np.take(a, positions(idx, a.shape[d]), axis=d), t)
+        ish = idx.a.shape
+        if len(ish) != nd:
+            raise Expected("the index tensor has")
+        for k in range(nd):
+            if k != d and ish[k] > a.shape[k]:
+                raise Expected("exceeds")
+        if idx.a.size == 0:
+            return V(np.zeros(ish, NP[t]), t)
+        sub = a[tuple(slice(0, ish[k]) if k != d else slice(None) for k in range(nd))]
+        return V(np.take_along_axis(sub, positions(idx, a.shape[d]), axis=d), t)
+    if op == "take":
+        idx = prog.operand(A["idx"])
+        if idx.a.size == 0:
+            return V(np.zeros(idx.a.shape, NP[t]), t)
+        if a.size == 0:
+            raise Expected("has no elements to take")
+        return V(a.reshape(-1)[positions(idx, a.size)], t)
+    if op in ("scatter", "scatter_add"):
+        src = A["src"]
+        A = dict(A)
+        A["src"] = src if isinstance(src, dict) else lua_num(src)
+        return scatter_like(prog, A, x, op == "scatter_add")
+    if op == "put":
+        idx = prog.operand(A["idx"])
+        v = A["v"]
+        v = values_of(x, prog.operand(v["operand"]) if isinstance(v, dict) else lua_num(v))
+        if v.a.ndim > 0 and v.a.size != idx.a.size:
+            raise Expected("values (one per position)")
+        if idx.a.size == 0:
+            return V(a, t)
+        if a.size == 0:
+            raise Expected("no elements to put into")
+        pos = positions(idx, a.size).reshape(-1)
+        vals = np.array(v.a).reshape(-1) if v.a.ndim > 0 else np.repeat(v.a, pos.size)
+        flat = np.array(a).reshape(-1)
+        ferr = np.zeros(flat.shape)
+        seen = {}
+        for q, u in zip(pos, vals):
+            seen.setdefault(int(q), []).append(u)
+        for q, us in seen.items():
+            flat[q] = us[-1]
+            if len(us) > 1 and len(set(repr(float(u)) if t in FLOATS else int(u) for u in us)) > 1:
+                ferr[q] = math.inf
+        if not a.flags.writeable:
+            raise Skip("a write into a broadcast view")
+        a[...] = flat.reshape(a.shape)
+        if ferr.any():
+            o = p["operands"][A["x"] - 1]
+            view(prog.errs[o["input"] - 1], o["views"])[...] = ferr.reshape(a.shape)
+            return V(a, t, ferr.reshape(a.shape))
+        return V(a, t)
+    if op in ("masked_fill", "masked_select"):
+        m = prog.operand(A["mask"])
+        if op == "masked_fill":
+            fits(t, lua_num(A["v"]))
+        try:
+            mb = np.broadcast_to(m.a != 0, a.shape)
+            if len(m.a.shape) > nd:
+                raise ValueError
+        except ValueError:
+            if op == "masked_fill":
+                raise Expected("tensor:masked_fill: argument #1: the mask's shape")
+            # (masked_select still raises tensor:expand's words: a finding
+            # left to the lead, who is changing that function)
+            raise Expected("cannot expand", "tensor:expand: argument #1: expected")
+        if op == "masked_select":
+            return V(a[mb], t)
+        return V(np.where(mb, number_as(lua_num(A["v"]), t), a).astype(NP[t]), t)
+    if op == "nonzero":
+        return V((np.argwhere(a != 0) + 1).astype(np.int64).reshape(-1, nd), "long")
+    if op == "squeeze":
+        if "dim" in A:
+            d = dim0(x, A["dim"])
+            return V(np.squeeze(a, d) if a.shape[d] == 1 else a, t)
+        return V(np.squeeze(a), t)
+    if op == "unsqueeze":
+        if nd >= 8:
+            raise Expected("dims already")
+        return V(np.expand_dims(a, dim0(x, A["dim"], 1)), t)
+    if op == "flatten":
+        return V(a.reshape(-1), t)
+    if op == "flip":
+        dims = A["dims"] if isinstance(A["dims"], list) else [A["dims"]]
+        ds = []
+        for dm in dims:
+            d = dim0(x, dm)
+            if d in ds:
+                raise Expected("appears twice")
+            ds.append(d)
+        return V(np.flip(a, ds), t)
+    if op == "roll":
+        d = dim0(x, A["dim"])
+        return V(np.roll(a, A["shift"], axis=d), t)
+    if op in ("tril", "triu"):
+        if nd < 2:
+            raise Expected("at least 2 dims")
+        f = np.tril if op == "tril" else np.triu
+        return V(f(a, A.get("k", 0)), t)
+    if op == "repeat_tiles":
+        reps = A["reps"] if isinstance(A["reps"], list) else [A["reps"]]
+        if max(len(reps), nd) > 8:
+            raise Expected("too many")
+        return V(np.tile(a, reps) if reps else np.array(a), t)
+    if op == "pad":
+        w = A["widths"]
+        if isinstance(w, list):
+            if len(w) != nd:
+                raise Expected("pairs {before, after}")
+            pairs = w
+        else:
+            pairs = [[w, w]] * nd
+        v = lua_num(A.get("v", 0))
+        fits(t, v)
+        shape = tuple(n + b + e for n, (b, e) in zip(a.shape, pairs))
+        out = np.empty(shape, NP[t])
+        out[...] = number_as(v, t)
+        if a.size:
+            out[tuple(slice(b, b + n) for n, (b, e) in zip(a.shape, pairs))] = a
+        return V(out, t)
+    if op in ("split", "chunk"):
+        size = A["size"]
+        if op == "chunk":
+            d = dim0(x, A.get("dim", 1))
+            size = max(1, -(-a.shape[d] // size))
+        d = dim0(x, A.get("dim", 1))
+        L = a.shape[d]
+        if isinstance(size, list):
+            if sum(size) != L:
+                raise Expected("add up to")
+            sizes = size
+        else:
+            sizes = [min(size, L - f) for f in range(0, L, size)] or [0]
+        parts, f = [], 0
+        for n in sizes:
+            idx = [slice(None)] * nd
+            idx[d] = slice(f, f + n)
+            parts.append(V(a[tuple(idx)], t))
+            f += n
+        return ("list", parts)
+    if op == "cumprod":
+        return cumprod_eval(x, A.get("dim"))
+    if op == "mreduce":
+        rop, dims = A["rop"], A["dims"]
+        if isinstance(dims, list):
+            if len(dims) == 1:
+                dims = dims[0]
+            else:
+                return mreduce(rop, x, dims, A.get("keepdim"))
+        if rop in ("any", "all"):
+            return mreduce(rop, x, [dims], A.get("keepdim"))
+        return reduce_dim(rop, x, dim0(x, dims), A.get("keepdim"))
+    if op == "median":
+        if "dim" not in A:
+            if a.size == 0:
+                raise Expected("the median of an empty tensor is undefined")
+            vals = pyvals(a, t)
+            order = sorted_positions(vals, t)
+            return ("number", vals[order[(len(vals) + 1) // 2 - 1]], 0.0, t)
+        d = dim0(x, A["dim"])
+        L = a.shape[d]
+        if L == 0:
+            raise Expected("the median of an empty dim is undefined")
+        moved = np.moveaxis(a, d, -1)
+        pos = np.zeros(moved.shape[:-1], np.int64)
+        for j in np.ndindex(*moved.shape[:-1]):
+            order = sorted_positions(pyvals(moved[j], t), t)
+            pos[j] = order[(L + 1) // 2 - 1]
+        vals = np.take_along_axis(moved, pos[..., None], axis=-1)[..., 0]
+        return ("list", [V(np.array(vals), t), V(pos + 1, "long")])
+    if op == "topk":
+        if nd == 0:
+            raise Expected("at least 1 dim")
+        d = nd - 1 if "dim" not in A else dim0(x, A["dim"])
+        L, k = a.shape[d], A["k"]
+        if k < 0 or k > L:
+            raise Expected("expected k from")
+        moved = np.moveaxis(a, d, -1)
+        pos = np.zeros(moved.shape[:-1] + (k,), np.int64)
+        for j in np.ndindex(*moved.shape[:-1]):
+            order = sorted_positions(pyvals(moved[j], t), t, A.get("largest", True))
+            pos[j] = order[:k]
+        vals = np.take_along_axis(moved, pos, axis=-1)
+        return ("list", [V(np.moveaxis(vals, -1, d), t), V(np.moveaxis(pos + 1, -1, d), "long")])
+    if op == "unique":
+        vals = pyvals(a, t)
+        order = sorted_positions(vals, t)
+        flat = a.reshape(-1)
+        uv, uc = [], []
+        for j in order:
+            v = vals[j]
+            if uv and (vals[uv[-1]] == v or (t in FLOATS and math.isnan(v) and
+                                              math.isnan(vals[uv[-1]]))):
+                uc[-1] += 1
+            else:
+                uv.append(j)
+                uc.append(1)
+        return ("list", [V(np.array([flat[j] for j in uv], NP[t]), t),
+                         V(np.array(uc, np.int64), "long")])
+    if op == "bincount":
+        if nd != 1 or t in FLOATS:
+            raise Expected("expected a 1-D tensor of integers")
+        bins = A.get("bins", 0)
+        vals = ints(a)
+        if vals and min(vals) < 0:
+            raise Expected("expected values >= 0")
+        nb = max([bins] + [v + 1 for v in vals])
+        out = [0] * nb
+        for v in vals:
+            out[v] += 1
+        return V(np.array(out, np.int64), "long")
+    if op in ("dot", "outer"):
+        y = prog.operand(A["y"])
+        if op == "dot":
+            if nd != 1 or y.a.ndim != 1 or a.shape != y.a.shape:
+                raise Expected("expected two 1-D tensors of one length")
+            pr = binary("mul", x, y)
+            flat = pr.a.reshape(-1)
+            v, e = reduce_row("sum", pr.t, flat, pr.e().reshape(-1))
+            return ("number", v, e, reduce_type("sum", pr.t))
+        return binary("mul", V(a.reshape(-1, 1), t), V(y.a.reshape(1, -1), y.t))
+    raise ValueError(op)
+
+
 # ---------------------------------------------------------------- comparing
 
 def got_values(res):
@@ -1104,6 +1814,8 @@ def run(p):
                 if err is not None:
                     o = p["operands"][p["target"] - 1]
                     view(prog.errs[o["input"] - 1], o["views"])[...] = err
+            elif kind == "ops":
+                want = ops_eval(prog, p)
             else:
                 x = prog.eval(p["tree"])
                 if not isinstance(x, V):
@@ -1144,7 +1856,16 @@ def run(p):
             return "luagpu raised %r" % (msg if len(msg) < 400 else msg[:400] + "...")
         res = p.get("result")
         try:
-            if isinstance(want, tuple):
+            if isinstance(want, tuple) and want[0] == "list":
+                if res is None or "list" not in res or len(res["list"]) != len(want[1]):
+                    raise Mismatch("result: expected %d results, got %s" %
+                                   (len(want[1]), json.dumps(res)[:300]))
+                for i, (w, r) in enumerate(zip(want[1], res["list"])):
+                    if isinstance(w, tuple):
+                        compare_number("result %d" % (i + 1), w[1], w[2], w[3], r)
+                    else:
+                        compare_tensor("result %d" % (i + 1), w, r)
+            elif isinstance(want, tuple):
                 compare_number("result", want[1], want[2], want[3], res)
             else:
                 compare_tensor("result", want, res)

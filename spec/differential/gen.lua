@@ -346,6 +346,11 @@ end
 -- reductions by op in turn.
 local KINDS = {"elem", "reduce", "set", "elem", "sort", "reduce", "argsort", "elem", "set",
                "reduce", "cumsum", "elem"}
+-- with extra, every other family draws an op of issue 32 (OPS32 below)
+local KINDS_X = {"elem", "ops", "reduce", "ops", "set", "ops", "elem", "ops", "sort", "ops",
+                 "reduce", "ops", "argsort", "ops", "elem", "ops", "set", "ops", "reduce", "ops",
+                 "cumsum", "ops", "elem", "ops"}
+local ops_family, ops_program   -- (below)
 
 -- Family number id: its kind (elem, reduce, cumsum, sort, argsort, set),
 -- element types, template and options; reductions take REDUCE's ops in
@@ -355,16 +360,18 @@ local function family(id, first)
   local ntypes = int(1, 3)
   fam.types = {}
   for i = 1, ntypes do fam.types[i] = pick(TYPES) end
-  fam.kind = KINDS[(id - 1) % #KINDS + 1]
+  local kinds = EXTRA and KINDS_X or KINDS
+  fam.kind = kinds[(id - 1) % #kinds + 1]
   fam.nd = pick{0, 1, 1, 2, 2, 2, 3, 3, 4}      -- the dims of its programs' results
   if fam.kind == "cumsum" or fam.kind == "sort" or fam.kind == "argsort" then
     fam.nd = math.max(fam.nd, 1)
   end
   if fam.kind == "reduce" then
     local k = 0
-    for i = 1, id do if KINDS[(i - 1) % #KINDS + 1] == "reduce" then k = k + 1 end end
+    for i = 1, id do if kinds[(i - 1) % #kinds + 1] == "reduce" then k = k + 1 end end
     fam.op = REDUCE[(k - 2 + first) % #REDUCE + 1]
   end
+  if fam.kind == "ops" then return ops_family(fam, id, first) end
   if fam.kind == "set" then
     fam.target = pick(TYPES)
     -- values of types that promote to the target, mostly
@@ -537,6 +544,475 @@ local function views(want, depth, expand)
   return base, list
 end
 
+------------------------------------------------------------------ the ops of issue 32
+
+-- Families of kind "ops" (D.run{extra = true} only): each fixes one op of
+-- issue 32 (indexing by tensors and masks, joins, statistics: OPS32 in
+-- turn) and its element types; its programs draw shapes (size-0 and
+-- size-1 dims), views, dims (negative too), index tensors of any integer
+-- type with negative and, now and then, bad positions, and values with
+-- ties and NaNs. The description: op, the operands (operand numbers) and
+-- the arguments as given; check.py derives everything else.
+local OPS32 = {"index", "gather", "squeeze", "var", "setindex", "index_select", "unsqueeze",
+               "std", "take", "flatten", "norm", "scatter", "split", "median", "scatter_add",
+               "chunk", "topk", "put", "flip", "unique", "masked_fill", "roll", "bincount",
+               "masked_select", "tril", "dot", "nonzero", "triu", "outer", "searchsorted",
+               "repeat_tiles", "einsum", "pad", "cumprod", "cat", "mreduce", "stack"}
+local MREDUCE = {"sum", "prod", "mean", "min", "max", "any", "all"}
+local EINSUM = {
+  {"ij,jk->ik", {"i", "j"}, {"j", "k"}}, {"ij->ji", {"i", "j"}}, {"ii->i", {"i", "i"}},
+  {"ij->", {"i", "j"}}, {"i,i->", {"i"}, {"i"}}, {"i,j->ij", {"i"}, {"j"}},
+  {"bij,bjk->bik", {"b", "i", "j"}, {"b", "j", "k"}}, {"ij->j", {"i", "j"}},
+  {"ij,ij->ij", {"i", "j"}, {"i", "j"}}, {"ii", {"i", "i"}}, {"ij,jk", {"i", "j"}, {"j", "k"}},
+  {"ijk->kj", {"i", "j", "k"}}, {"ij,kj->ik", {"i", "j"}, {"k", "j"}}}
+
+function ops_family(fam, id, first)
+  local k = 0
+  for i = 1, id do if KINDS_X[(i - 1) % #KINDS_X + 1] == "ops" then k = k + 1 end end
+  fam.op = OPS32[(k - 2 + first * 5) % #OPS32 + 1]
+  fam.itype = pick(INTS)
+  local op = fam.op
+  if op == "scatter_add" then
+    fam.types[1] = pick{"int", "uint", "long", "ulong", "float", "double", "int", "float",
+                        chance(0.5) and "short" or "uchar"}
+  elseif op == "bincount" then
+    fam.types[1] = pick(INTS)
+  elseif op == "mreduce" then
+    fam.rop = pick(MREDUCE)
+  elseif op == "einsum" then
+    fam.spec = pick(EINSUM)
+  end
+  return fam
+end
+
+-- a position along a dim of len in an index tensor of type it: mostly in
+-- range (negatives from the end), bad when bad
+local function position(len, it, bad)
+  local r = RANGE[it]
+  local p
+  if bad or len == 0 then
+    p = pick{0, len + 1, -len - 1, len + 2}
+  else
+    p = int(1, len)
+    if chance(0.35) then p = p - len - 1 end
+  end
+  if p < r[1] or p > r[2] then
+    if bad or len == 0 then p = p < 0 and 0 or (len + 1 <= r[2] and len + 1 or 0)
+    else p = math.min(int(1, len), r[2]) end
+  end
+  return p
+end
+
+-- Values with many ties and NaNs (order ops), else of a random mode.
+local function tie_value(t)
+  if chance(0.5) then
+    if FLOATS[t] then
+      return pick{0.0, -0.0, 1.0, 1.0, 2.0, -1.0, 0 / 0, 0 / 0, 1 / 0, -1 / 0, 0.5}
+    end
+    return int(math.max(RANGE[t][1], -2), 3)
+  end
+  return value(t, pick(MODES))
+end
+
+function ops_program(fam, S, lines, desc, operand, dim_arg)
+  local op, t = fam.op, fam.types[1]
+  local t2 = fam.types[2] or t
+  desc.op = op
+  local A = {}
+  desc.a = A
+  local function idx_operand(shape, len)
+    local bad = chance(0.12)
+    local n = count(shape)
+    local which = bad and n > 0 and int(1, n) or 0
+    local i = 0
+    local name, k = operand(fam.itype, shape, false, nil, nil, nil)
+    -- (values drawn for the base's elements: any order of them is fine)
+    local inp = desc.inputs[desc.operands[k].input]
+    for j = 1, #inp.vals do
+      i = i + 1
+      inp.vals[j] = position(len, fam.itype, bad and (which == 0 or j == which or chance(0.1)))
+    end
+    -- rewrite the input's line with the new values
+    for li = #lines, 1, -1 do
+      local a = lines[li]:match("^local (a%d+) = dev:tensor")
+      if a == "a" .. desc.operands[k].input then
+        lines[li] = format("local %s = dev:tensor(%q, %s, gpu.array(%q, %s))", a, fam.itype,
+                           shape_text(inp.shape), fam.itype, lua_list(inp.vals))
+        break
+      end
+    end
+    return name, k
+  end
+  local function x_operand(shape, expand, typ, given)
+    local name, k = operand(typ or t, shape, expand, nil, nil, given)
+    return name, k
+  end
+  local function num_for(typ)
+    local v = number(chance(0.8) and "int" or "float", typ)
+    if FLOATS[typ] and chance(0.3) then v = pick{0 / 0, 1 / 0, -0.0, 2.5} end
+    return v
+  end
+  local function numtext(v)
+    local s = lua_number(v)
+    if s:sub(1, 1) == "-" then s = "(" .. s .. ")" end
+    return s
+  end
+  local out
+  local nd = #S
+  if op == "index" or op == "setindex" then
+    if nd == 0 then S = {int(1, 3)}; nd = 1 end
+    local x, k = x_operand(S, false)
+    A.x = k
+    local L = S[1]
+    local i = chance(0.12) and pick{0, L + 1, -L - 1} or (L > 0 and int(1, L) or 1)
+    if not chance(0.12) and L > 0 and chance(0.35) then i = i - L - 1 end
+    if chance(0.04) then i = 1.5 end
+    A.i = i
+    if op == "index" then
+      out = format("%s[%s]", x, numtext(i))
+    else
+      local sub = {table.unpack(S, 2)}
+      if chance(0.6) or #sub == 0 then
+        local v = num_for(t)
+        A.v = v
+        lines[#lines + 1] = format("%s[%s] = %s", x, numtext(i), numtext(v))
+      else
+        local vt = pick(fam.types)
+        local vs = {}
+        for j, n in ipairs(sub) do vs[j] = chance(0.2) and 1 or n end
+        local v, vk = x_operand(vs, true, vt)
+        A.v = {operand = vk}
+        lines[#lines + 1] = format("%s[%s] = %s", x, numtext(i), v)
+      end
+      out = x
+    end
+  elseif op == "gather" or op == "index_select" or op == "scatter" or op == "scatter_add" then
+    if nd == 0 then S = {int(0, 4)}; nd = 1 end
+    local x, k = x_operand(S, op == "gather" or op == "index_select")
+    A.x = k
+    local d = dim_arg(nd)
+    A.dim = d
+    local dd = d < 0 and d + nd + 1 or d
+    local ishape
+    if op == "index_select" then
+      ishape = {int(0, 5)}
+      if chance(0.05) then ishape = {2, 2} end
+    else
+      ishape = {}
+      for j = 1, nd do
+        ishape[j] = j == dd and int(0, 4) or (chance(0.7) and S[j] or int(0, S[j]))
+      end
+      if chance(0.04) then ishape[int(1, nd)] = S[1] + 1 end
+    end
+    local iname, ik = idx_operand(ishape, S[dd])
+    A.idx = ik
+    if op == "gather" or op == "index_select" then
+      out = format("%s:%s(%d, %s)", x, op, d, iname)
+    else
+      local src
+      if chance(0.3) then
+        local v = num_for(t)
+        A.src = v
+        src = numtext(v)
+      else
+        local ss = {}
+        for j, n in ipairs(ishape) do ss[j] = n + (chance(0.2) and 1 or 0) end
+        local st = chance(0.8) and t or pick(fam.types)
+        local sname, sk = x_operand(ss, true, st)
+        A.src = {operand = sk}
+        src = sname
+      end
+      out = format("%s:%s(%d, %s, %s)", x, op, d, iname, src)
+    end
+  elseif op == "take" or op == "put" then
+    local x, k = x_operand(S, op == "take")
+    A.x = k
+    local ishape = random_shape(int(0, 2))
+    local iname, ik = idx_operand(ishape, count(S))
+    A.idx = ik
+    if op == "take" then
+      out = format("%s:take(%s)", x, iname)
+    else
+      local v
+      if chance(0.4) then
+        local n = num_for(t)
+        A.v = n
+        v = numtext(n)
+      else
+        local vs = chance(0.7) and copy(ishape) or {count(ishape) + (chance(0.1) and 1 or 0)}
+        local vname, vk = x_operand(vs, false, chance(0.8) and t or pick(fam.types))
+        A.v = {operand = vk}
+        v = vname
+      end
+      lines[#lines + 1] = format("%s:put(%s, %s)", x, iname, v)
+      out = x
+    end
+  elseif op == "masked_fill" or op == "masked_select" then
+    local x, k = x_operand(S, true)
+    A.x = k
+    local ms = {}
+    local drop = chance(0.3) and int(0, nd) or 0
+    for j = drop + 1, nd do ms[#ms + 1] = chance(0.25) and 1 or S[j] end
+    if chance(0.04) then ms[#ms + 1] = 2 end
+    local mt = chance(0.6) and "uchar" or pick(TYPES)
+    local m, mk = x_operand(ms, true, mt, function()
+      if FLOATS[mt] then return pick{0.0, -0.0, 1.0, 0 / 0, 0.0} end
+      return chance(0.5) and 0 or value(mt, "small")
+    end)
+    A.mask = mk
+    if op == "masked_fill" then
+      local v = num_for(t)
+      A.v = v
+      out = format("%s:masked_fill(%s, %s)", x, m, numtext(v))
+    else
+      out = format("%s:masked_select(%s)", x, m)
+    end
+  elseif op == "nonzero" then
+    local x, k = x_operand(S, true, t, function()
+      if chance(0.5) then return FLOATS[t] and pick{0.0, -0.0} or 0 end
+      return tie_value(t)
+    end)
+    A.x = k
+    out = x .. ":nonzero()"
+  elseif op == "searchsorted" then
+    local n = chance(0.1) and 0 or int(1, 9)
+    local vals = {}
+    for j = 1, n do vals[j] = tie_value(t) end
+    table.sort(vals, function(a, b)
+      if FLOATS[t] then
+        if a ~= a then return false end
+        if b ~= b then return true end
+        return a < b
+      end
+      if t == "ulong" then return math.ult(a, b) end
+      return a < b
+    end)
+    local sname, sk = x_operand({n}, false, t, vals)
+    A.sorted = sk
+    local v
+    if chance(0.2) then
+      local num = FLOATS[t] and pick{0.5, 1.0, 0 / 0, -1 / 0, 2.0} or int(-2, 4)
+      if not FLOATS[t] and RANGE[t][1] == 0 then num = int(0, 4) end
+      A.values = num
+      v = numtext(num)
+    else
+      local vt = chance(0.6) and t or t2
+      local vname, vk = x_operand(random_shape(int(0, 2)), true, vt, function() return tie_value(vt) end)
+      A.values = {operand = vk}
+      v = vname
+    end
+    A.right = chance(0.4) or nil
+    out = format("gpu.searchsorted(%s, %s%s)", sname, v, A.right and ", {right = true}" or "")
+  elseif op == "squeeze" or op == "unsqueeze" or op == "flatten" or op == "flip" or
+         op == "roll" or op == "tril" or op == "triu" or op == "repeat_tiles" or op == "pad" or
+         op == "split" or op == "chunk" or op == "cumprod" then
+    if op == "squeeze" then for j = 1, nd do if chance(0.4) then S[j] = 1 end end end
+    if (op == "tril" or op == "triu") and nd < 2 and chance(0.9) then
+      S = {int(0, 4), int(0, 5)}; nd = 2
+    end
+    if (op == "roll" or op == "split" or op == "chunk" or op == "flip") and nd == 0 and
+       chance(0.9) then
+      S = {int(0, 5)}; nd = 1
+    end
+    local x, k = x_operand(S, true, t, op == "cumprod" and function()
+      if FLOATS[t] then return pick{1.0, -1.0, 2.0, 0.5, 0.0, 0 / 0, 1.5} end
+      return value(t, pick{"small", "small", "limits"})
+    end or nil)
+    A.x = k
+    local n1 = math.max(nd, 1)
+    if op == "squeeze" then
+      if chance(0.5) then A.dim = dim_arg(n1) end
+      out = format("%s:squeeze(%s)", x, A.dim or "")
+    elseif op == "unsqueeze" then
+      A.dim = int(1, nd + 1)
+      if chance(0.3) then A.dim = A.dim - nd - 2 end
+      if chance(0.05) then A.dim = nd + 2 end
+      out = format("%s:unsqueeze(%d)", x, A.dim)
+    elseif op == "flatten" then
+      out = x .. ":flatten()"
+    elseif op == "flip" then
+      if chance(0.5) then
+        A.dims = dim_arg(n1)
+        out = format("%s:flip(%d)", x, A.dims)
+      else
+        local l = {}
+        for j = 1, int(1, n1) do l[j] = dim_arg(n1) end
+        A.dims = l
+        out = format("%s:flip(%s)", x, lua_list(l))
+      end
+    elseif op == "roll" then
+      A.shift, A.dim = int(-7, 7), dim_arg(n1)
+      out = format("%s:roll(%d, %d)", x, A.shift, A.dim)
+    elseif op == "tril" or op == "triu" then
+      if chance(0.7) then A.k = int(-3, 3) end
+      out = format("%s:%s(%s)", x, op, A.k or "")
+    elseif op == "repeat_tiles" then
+      if chance(0.2) then
+        A.reps = int(0, 3)
+        out = format("%s:repeat_tiles(%d)", x, A.reps)
+      else
+        local l = {}
+        for j = 1, int(0, math.min(nd + 1, 4)) do l[j] = pick{1, 1, 2, 3, 0} end
+        A.reps = l
+        out = format("%s:repeat_tiles(%s)", x, lua_list(l))
+      end
+    elseif op == "pad" then
+      if chance(0.3) then
+        A.widths = int(0, 2)
+        out = format("%s:pad(%d", x, A.widths)
+      else
+        local l, tx = {}, {}
+        for j = 1, nd + (chance(0.05) and 1 or 0) do
+          l[j] = {int(0, 2), int(0, 2)}
+          tx[j] = lua_list(l[j])
+        end
+        A.widths = l
+        out = format("%s:pad({%s}", x, concat(tx, ", "))
+      end
+      if chance(0.6) then
+        A.v = num_for(t)
+        out = out .. ", " .. numtext(A.v)
+      end
+      out = out .. ")"
+    elseif op == "split" or op == "chunk" then
+      local dim = chance(0.7) and dim_arg(n1) or nil
+      A.dim = dim
+      local dd = dim and (dim < 0 and dim + nd + 1 or dim) or 1
+      local len = S[dd] or 0
+      local arg
+      if op == "split" and chance(0.4) then
+        local l, left = {}, len
+        while left > 0 do
+          local p = int(0, left)
+          l[#l + 1] = p
+          left = left - p
+        end
+        if chance(0.1) then l[#l + 1] = 1 end
+        A.size = l
+        arg = lua_list(l)
+      else
+        A.size = int(1, 4)
+        arg = tostring(A.size)
+      end
+      out = format("%s:%s(%s%s)", x, op, arg, dim and ", " .. dim or "")
+    elseif op == "cumprod" then
+      if chance(0.7) then A.dim = dim_arg(n1) end
+      out = format("%s:cumprod(%s)", x, A.dim or "")
+    end
+  elseif op == "cat" or op == "stack" then
+    if nd == 0 and op == "cat" then S = {int(0, 3)}; nd = 1 end
+    local n = int(1, 3)
+    local d
+    if op == "cat" then d = dim_arg(nd) else
+      d = int(1, nd + 1)
+      if chance(0.3) then d = d - nd - 2 end
+    end
+    local dd = d < 0 and d + nd + 1 or d
+    local names, ks = {}, {}
+    for j = 1, n do
+      local s = copy(S)
+      if op == "cat" then s[dd] = int(0, 3) end
+      if chance(0.04) and nd > 0 then s[int(1, nd)] = 6 end
+      names[j], ks[j] = x_operand(s, true, pick(fam.types))
+    end
+    A.list, A.dim = ks, chance(0.85) and d or nil
+    if A.dim == nil and op == "cat" and dd ~= 1 then A.dim = d end
+    out = format("gpu.%s({%s}%s)", op, concat(names, ", "), A.dim and ", " .. A.dim or "")
+  elseif op == "mreduce" or op == "var" or op == "std" or op == "norm" then
+    local x, k = x_operand(S, true, t, function() return value(t, pick{"small", "small", "special", "random"}) end)
+    A.x = k
+    local n1 = math.max(nd, 1)
+    local dims
+    if op == "mreduce" or chance(0.7) then
+      if chance(0.3) then dims = dim_arg(n1)
+      else
+        dims = {}
+        for j = 1, int(1, n1) do dims[j] = dim_arg(n1) end
+      end
+    end
+    A.dims = dims
+    local dtext = dims == nil and "nil" or (type(dims) == "table" and lua_list(dims) or tostring(dims))
+    if op == "mreduce" then
+      A.rop = fam.rop
+      A.keepdim = chance(0.4) or nil
+      out = format("%s:%s(%s%s)", x, fam.rop, dtext, A.keepdim and ", true" or "")
+    elseif op == "norm" then
+      A.p = pick{2, 1, 3, 0, 1 / 0, -1 / 0, 0.5}
+      if chance(0.2) then A.p = nil end
+      out = format("%s:norm(%s%s)", x, A.p and numtext(A.p) or "nil",
+                   dims and ", " .. dtext or "")
+    else
+      local o = {}
+      if chance(0.5) then A.correction = pick{0, 1, 2}; o[#o + 1] = "correction = " .. A.correction end
+      if chance(0.3) then A.keepdim = true; o[#o + 1] = "keepdim = true" end
+      local ot = #o > 0 and "{" .. concat(o, ", ") .. "}" or nil
+      if dims == nil and ot then out = format("%s:%s(%s)", x, op, ot)
+      elseif dims == nil then out = format("%s:%s()", x, op)
+      else out = format("%s:%s(%s%s)", x, op, dtext, ot and ", " .. ot or "") end
+    end
+  elseif op == "median" or op == "topk" or op == "unique" or op == "bincount" then
+    local x, k = x_operand(op == "bincount" and {chance(0.1) and 0 or int(1, 12)} or S,
+                           true, t, function()
+      if op == "bincount" then
+        local v = int(0, 6)
+        if chance(0.02) then v = SIGNED[t] and -1 or v end
+        return v
+      end
+      return tie_value(t)
+    end)
+    A.x = k
+    local n1 = math.max(nd, 1)
+    if op == "median" then
+      if chance(0.6) then A.dim = dim_arg(n1) end
+      out = A.dim and format("{%s:median(%d)}", x, A.dim) or format("%s:median()", x)
+    elseif op == "topk" then
+      local dim = chance(0.7) and dim_arg(n1) or nil
+      A.dim = dim
+      local dd = dim and (dim < 0 and dim + nd + 1 or dim) or nd
+      local len = S[dd] or 0
+      A.k = int(0, len)
+      if chance(0.05) then A.k = len + 1 end
+      local args = {tostring(A.k)}
+      if dim then args[#args + 1] = tostring(dim) end
+      if chance(0.4) then A.largest = chance(0.5); args[#args + 1] = "{largest = " .. tostring(A.largest) .. "}" end
+      out = format("{%s:topk(%s)}", x, concat(args, ", "))
+    elseif op == "unique" then
+      out = format("{%s:unique()}", x)
+    else
+      if chance(0.4) then A.bins = int(0, 9) end
+      out = format("%s:bincount(%s)", x, A.bins or "")
+    end
+  elseif op == "dot" or op == "outer" then
+    local n = S[1] or int(0, 5)
+    local a, ak = x_operand({n}, true, t)
+    local m = op == "dot" and (chance(0.95) and n or n + 1) or int(0, 5)
+    local b, bk = x_operand({m}, true, t2)
+    A.x, A.y = ak, bk
+    out = op == "dot" and format("%s:dot(%s)", a, b) or format("gpu.outer(%s, %s)", a, b)
+  elseif op == "einsum" then
+    local spec = fam.spec
+    local sizes = {}
+    local function shape_of(letters)
+      local s = {}
+      for j, c in ipairs(letters) do
+        sizes[c] = sizes[c] or (chance(0.1) and 0 or int(1, 4))
+        s[j] = sizes[c]
+      end
+      return s
+    end
+    local a, ak = x_operand(shape_of(spec[2]), false, t)
+    A.spec, A.x = spec[1], ak
+    if spec[3] then
+      local b, bk = x_operand(shape_of(spec[3]), false, t2)
+      A.y = bk
+      out = format("gpu.einsum(%q, %s, %s)", spec[1], a, b)
+    else
+      out = format("gpu.einsum(%q, %s)", spec[1], a)
+    end
+  end
+  lines[#lines + 1] = "local out = " .. out
+end
+
 ------------------------------------------------------------------ programs
 
 -- One program of family fam: returns its Lua body and description.
@@ -546,7 +1022,7 @@ local function program(fam)
   local desc = {family = fam.id, kind = fam.kind, inputs = inputs, operands = {}}
 
   -- an input tensor of type t and shape s: its Lua name
-  local function input(t, s, alias_of)
+  local function input(t, s, alias_of, given)
     local k = #inputs + 1
     local name = "a" .. k
     if alias_of then
@@ -558,7 +1034,9 @@ local function program(fam)
     end
     local vals = {}
     local mode = pick(MODES)
-    for i = 1, count(s) do vals[i] = value(t, mode) end
+    if type(given) == "table" then vals = given
+    elseif given then for i = 1, count(s) do vals[i] = given() end
+    else for i = 1, count(s) do vals[i] = value(t, mode) end end
     inputs[k] = {t = t, shape = s, vals = vals}
     local big = false
     if t == "ulong" then for _, v in ipairs(vals) do if v < 0 then big = true end end end
@@ -575,14 +1053,16 @@ local function program(fam)
   -- an operand of shape s: an input seen through views (alias_of: the
   -- memory of that input, seen through the views of operand `like`)
   local operand_views = {}
-  local function operand(t, s, expand, alias_of, like)
+  local function operand(t, s, expand, alias_of, like, given)
     local base, list
     if alias_of then
       base, list = inputs[alias_of].shape, operand_views[like]
+    elseif type(given) == "table" then
+      base, list = copy(s), {}
     else
       base, list = views(s, int(0, 3), expand)
     end
-    local a = input(t, base, alias_of)
+    local a = input(t, base, alias_of, given)
     local text, vdesc = {a}, {}
     for i, v in ipairs(list) do text[#text + 1] = v.text; vdesc[i] = v.desc end
     local k = #desc.operands + 1
@@ -674,7 +1154,9 @@ local function program(fam)
     return d
   end
 
-  if fam.kind == "set" then
+  if fam.kind == "ops" then
+    ops_program(fam, S, lines, desc, operand, dim_arg)
+  elseif fam.kind == "set" then
     local name, k = operand(fam.target, S, false)
     desc.target = k
     local vtext, vdesc
@@ -762,10 +1244,16 @@ local function values(x)
   return t
 end
 
-local function result(v, is_tensor)
+local result
+function result(v, is_tensor)
   if type(v) == "number" then return {number = v} end
   if type(v) == "boolean" then return {boolean = v} end
   if is_tensor(v) then return {t = v.type, shape = v.shape, vals = values(v)} end
+  if type(v) == "table" and getmetatable(v) == nil then   -- several results (topk, split)
+    local list = {}
+    for i = 1, #v do list[i] = result(v[i], is_tensor) end
+    return {list = list}
+  end
   return {other = tostring(v)}
 end
 

@@ -362,8 +362,22 @@ function methods.masked_fill(x, mask, v)
   if type(v) ~= "number" then fail(fn, "argument #2: expected a number, got %s", typename(v)) end
   local why = TY.fits(x._type, v)
   if why then fail(fn, "argument #2: %s", why) end
+  check(fn, 1, mask)
+  local ms, xs = mask._shape, x._shape
+  for i = 1, #ms do
+    local n, k = ms[#ms - i + 1], xs[#xs - i + 1]
+    if i > #xs or (n ~= 1 and n ~= k) then
+      fail(fn, "argument #1: the mask's shape %s does not broadcast to %s", show_shape(ms),
+           show_shape(xs))
+    end
+  end
+  -- v as a value of x's type: a Lua float would make where compute in
+  -- float (rounding 64-bit integers); a ulong from 2^63 has no Lua integer
+  if INTEGERS[x._type] then
+    v = math.tointeger(v) or O.empty(fn, x._dev, x._type, {}):set(v)
+  end
   local m = mask:ne(0)
-  return E.where(m:expand({table.unpack(x._shape)}), v, x):astype(x._type):eval()
+  return E.where(m:expand({table.unpack(xs)}), v, x):astype(x._type):eval()
 end
 
 -- The flat positions (1-based, a long tensor) of the elements of
@@ -448,13 +462,24 @@ function I.searchsorted(sorted, values, opts)
     fail(fn, "argument #3: option right: expected a boolean, got %s", show(o.right))
   end
   local dev, t = sorted._dev, sorted._type
-  if type(values) == "number" then values = O.empty(fn, dev, t, {}):set(values) end
+  -- sorted and values compared in the type both promote to (a value of
+  -- another type converted to sorted's would wrap or truncate first)
+  if type(values) == "number" then
+    local why = TY.fits(t, values)
+    if why and not FLOATS[TY.with_number(t, values)] then fail(fn, "argument #2: %s", why) end
+    values = O.empty(fn, dev, TY.with_number(t, values), {}):set(values)
+  end
   if not is_tensor(values) then
     fail(fn, "argument #2: expected a tensor or a number, got %s", typename(values))
   end
   check(fn, 2, values)
   O.check_same_device(fn, 2, values, dev)
-  if values._type ~= t then values = values:astype(t) end
+  if values._type ~= t then
+    t = TY.promote(t, values._type)
+    O.check_device_type(fn, dev, t)
+    if sorted._type ~= t then sorted = sorted:astype(t):eval() end
+    if values._type ~= t then values = values:astype(t) end
+  end
   local v = values:contiguous()
   local out = O.empty(fn, dev, "long", {table.unpack(values._shape)})
   if out._n == 0 then return out end
