@@ -72,6 +72,7 @@ int lg_is_oom(cl_int err);
 ** docs/ARCHITECTURE.md, which tools/layers.lua checks). */
 #define LG_CLOSE_HOOKS 4
 struct lg_TraceRecord;
+struct lg_TraceBuild;
 typedef struct lg_State {
   int trace_on;                /* gpu.trace records: enqueue paths call lg_trace_add */
   int debug_on;                /* gpu.debug, LUAGPU_DEBUG */
@@ -93,6 +94,8 @@ typedef struct lg_State {
   size_t nrecords, cap, dropped;
   cl_event *waits;             /* the records' wait lists, retained */
   size_t nwaits, capwaits;
+  struct lg_TraceBuild *builds;  /* trace.c's program builds from source */
+  size_t nbuilds, capbuilds;
   cl_command_queue *finish;    /* queues whose finish waits for lua_close */
   size_t nfinish, capfinish;
 } lg_State;
@@ -392,6 +395,10 @@ void lg_trace_add(lua_State *L, cl_command_queue q, cl_event ev, const char *kin
                   size_t bytes, cl_uint nwait, const cl_event *wait);
 int lg_trace_check_path(lua_State *L);
 void lg_open_trace(lua_State *L);
+/* A program built from source while tracing (program.c): its name and its
+** span on CLOCK_MONOTONIC (lg_now_ns), marked in the trace's pictures. */
+void lg_trace_build(lua_State *L, const char *name, cl_ulong t0_ns, cl_ulong t1_ns);
+cl_ulong lg_now_ns(void);
 /* query.c: dev:info(name), platform:info(name). */
 void lg_open_query(lua_State *L);
 

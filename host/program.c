@@ -460,6 +460,22 @@ static void compile_notice(lua_State *L, int fields, const char *file, double se
   lua_settop(L, top);
 }
 
+/* A build from source into gpu.trace's record: the program's file name,
+** else its first kernel's, from t0_ns until now. */
+static void trace_build(lua_State *L, int fields, const char *file, cl_ulong t0_ns) {
+  const char *name = "a program", *slash;
+  int top = lua_gettop(L);
+  if (file != NULL) {
+    slash = strrchr(file, '/');
+    name = slash != NULL ? slash + 1 : file;
+  } else if (lua_getfield(L, fields, "names") == LUA_TTABLE &&
+             lua_rawgeti(L, -1, 1) == LUA_TSTRING) {
+    name = lua_tostring(L, -1);
+  }
+  lg_trace_build(L, name, t0_ns, lg_now_ns());
+  lua_settop(L, top);
+}
+
 static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -536,7 +552,9 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
   key = push_key(L, d, options, srcidx, dirs, ndirs, lg_cache_enabled() && sure, fn);
   if (key == NULL || !build_cached(L, p, key, options, fields, c)) {
     double t0 = now_s();
+    cl_ulong t0_ns = lg_now_ns();
     build_source(L, p, key, srcidx, options, fields, fn, file, c);
+    if (lg_tracing(L)) trace_build(L, fields, file, t0_ns);
     if (lg_state(L)->compile_notice && now_s() - t0 >= lg_state(L)->compile_notice_s)
       compile_notice(L, fields, file, now_s() - t0, key);
   }

@@ -36,11 +36,18 @@ typedef struct lg_TraceRecord {
   cl_uint nwait;
 } Record;
 
-static cl_ulong now_ns(void) {
+typedef struct lg_TraceBuild {
+  char name[64];               /* the program's file or first kernel */
+  char where[160];             /* "file.lua:12" */
+  cl_ulong t0_ns, t1_ns;       /* CLOCK_MONOTONIC */
+} Build;
+
+cl_ulong lg_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (cl_ulong)ts.tv_sec * 1000000000u + (cl_ulong)ts.tv_nsec;
 }
+#define now_ns lg_now_ns
 
 /* Lets the record go. */
 static void trace_clear(lg_State *s) {
@@ -52,9 +59,12 @@ static void trace_clear(lg_State *s) {
   for (i = 0; i < s->nwaits; i++) clReleaseEvent(s->waits[i]);
   free(s->records);
   free(s->waits);
+  free(s->builds);
   s->records = NULL;
   s->waits = NULL;
+  s->builds = NULL;
   s->nrecords = s->cap = s->dropped = s->nwaits = s->capwaits = 0;
+  s->nbuilds = s->capbuilds = 0;
 }
 
 /* At lua_close (a close hook of the state's): a trace still recording lets
@@ -120,6 +130,24 @@ void lg_trace_add(lua_State *L, cl_command_queue q, cl_event ev, const char *kin
     clRetainEvent(wait[i]);
     s->waits[s->nwaits++] = wait[i];
   }
+}
+
+void lg_trace_build(lua_State *L, const char *name, cl_ulong t0_ns, cl_ulong t1_ns) {
+  lg_State *s = lg_state(L);
+  Build *b;
+  if (!s->trace_on) return;
+  if (s->nbuilds == s->capbuilds) {
+    size_t ncap = s->capbuilds == 0 ? 16 : s->capbuilds * 2;
+    Build *nb = ncap <= MAX_RECORDS ? realloc(s->builds, ncap * sizeof *nb) : NULL;
+    if (nb == NULL) return;            /* the picture lacks a mark, nothing else */
+    s->builds = nb;
+    s->capbuilds = ncap;
+  }
+  b = &s->builds[s->nbuilds++];
+  snprintf(b->name, sizeof b->name, "%s", name != NULL ? name : "a program");
+  lg_lua_where(L, b->where, sizeof b->where);
+  b->t0_ns = t0_ns;
+  b->t1_ns = t1_ns;
 }
 
 /* ------------------------------------------------------ the record in Lua */
@@ -216,8 +244,9 @@ static void push_record(lua_State *L, const lg_State *s, size_t i, size_t qn, in
 }
 
 /* Waits for the recorded commands and pushes the record: a list of tables
-** (push_record), with n = its length and dropped = the commands not kept
-** (past 2^20 or out of memory). Clears the trace. While a user event of the
+** (push_record), with n = its length, dropped = the commands not kept
+** (past 2^20 or out of memory) and builds = the programs built from source
+** meanwhile ({name, where, host, host_end}). Clears the trace. While a user event of the
 ** state's is unset nothing is waited for: a command not yet done may wait
 ** for it, directly or through commands the record never saw (one enqueued
 ** before gpu.trace(true) ahead of it on an in-order queue), and only the
@@ -249,6 +278,18 @@ static void push_trace(lua_State *L) {
   }
   set_int(L, "n", (lua_Integer)n);
   set_int(L, "dropped", (lua_Integer)s->dropped);
+  lua_createtable(L, (int)(s->nbuilds < 1000 ? s->nbuilds : 1000), 0);
+  for (i = 0; i < s->nbuilds; i++) {   /* builds: {name, where, host, host_end} */
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, s->builds[i].name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, s->builds[i].where);
+    lua_setfield(L, -2, "where");
+    set_int(L, "host", (lua_Integer)s->builds[i].t0_ns);
+    set_int(L, "host_end", (lua_Integer)s->builds[i].t1_ns);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "builds");
   free(queues);
   free(qn);
   trace_clear(s);

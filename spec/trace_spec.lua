@@ -170,6 +170,34 @@ describe("gpu.trace", function()
     ev:wait()
   end)
 
+  it("records program builds from source, and the SVG marks them across the lanes", function()
+    local dev = gpu.device()
+    local b = dev:buffer("float", 4)
+    local trace = require "luagpu.trace"
+    gpu.trace(true)
+    -- a source no cache has seen: built from source
+    local src = ("__kernel void traced_build(__global float *x) { x[0] = %d.5f; } // %s")
+                :format(math.random(1, 1e6), tostring(os.clock()))
+    local p = dev:build(src)
+    local line = debug.getinfo(1, "l").currentline - 1
+    p.traced_build(b):run({1})
+    local cached = dev:build(src)                    -- from the cache: no build
+    local rec = gpu.trace(false)
+    assert.equals(1, #rec.builds)
+    local bd = rec.builds[1]
+    assert.equals("traced_build", bd.name)
+    assert.matches("trace_spec.lua:" .. line .. "$", bd.where)
+    assert.is_true(math.type(bd.host) == "integer" and bd.host_end >= bd.host)
+    assert.is_true(bd.host_end <= rec[#rec].host)   -- built before the kernel was enqueued
+    assert.is_true(cached.cached)
+    local svg = trace.svg(rec)
+    assert.matches('<g class="compile"><title>compile traced_build [%d.]+ ms, [^<]*trace_spec.lua:'
+                   .. line .. '</title>', svg)
+    assert.matches("compile %(host%)", svg)          -- in the legend
+    local json = trace.json(rec)
+    assert.matches('"name":"compile traced_build","cat":"compile"', json, 1, true)
+  end)
+
   it("names the Lua line of the user's code when a helper enqueues", function()
     local reduce = require "luagpu.reduce"
     local b = gpu.device():buffer("int", 1000, {host = gpu.array("int", 1000):fill(1)})
@@ -254,7 +282,7 @@ describe("gpu.trace", function()
 import sys, xml.etree.ElementTree as ET
 ns = "{http://www.w3.org/2000/svg}"
 root = ET.parse(sys.argv[1]).getroot()
-bars = [g.find(ns + "title").text for g in root.iter(ns + "g")]
+bars = [g.find(ns + "title").text for g in root.iter(ns + "g") if g.get("class") != "compile"]
 arrows = [l for l in root.iter(ns + "line") if l.get("marker-end") and not l.get("class")]
 print(len(bars), len(arrows))
 for b in bars: print(b)

@@ -8,26 +8,43 @@
 --   trace.write(record, path)        -- .svg: the picture, else the JSON (checked, see M.write)
 local M = {}
 
--- Each command's times in microseconds from the first command: start and
--- end from the device's profiling timestamps where its queue profiles,
--- else the host's clock at the enqueue (then no duration).
+-- Each command's times in microseconds from the start of the record (its
+-- first command, or an earlier build): start and end from the device's
+-- profiling timestamps where its queue profiles, else the host's clock at
+-- the enqueue (then no duration). The builds of record.builds (host clock)
+-- are put on the same axis: the device's clock is the host's plus the
+-- offset the first profiled command shows (its queued time against its
+-- enqueue). Returns the commands' times and the builds' ({start, dur}).
 local function times(record)
-  local t0_dev, t0_host
+  local t0_dev, t0_host, offset
   for _, c in ipairs(record) do
     if c.queued and (not t0_dev or c.queued < t0_dev) then t0_dev = c.queued end
+    if c.queued and not offset then offset = c.queued - c.host end
     if not t0_host or c.host < t0_host then t0_host = c.host end
+  end
+  -- a host time on the axis, in ns (before the shift to the earliest)
+  local function host_axis(h) return offset and h + offset or h end
+  local base = t0_dev or t0_host
+  local builds = {}
+  for i, b in ipairs(record.builds or {}) do
+    local s = host_axis(b.host)
+    builds[i] = {s = s, e = host_axis(b.host_end)}
+    if not base or s < base then base = s end
   end
   local out = {}
   for i, c in ipairs(record) do
     if c.start and c["end"] then
-      out[i] = {start = (c.start - t0_dev) / 1e3, dur = math.max(0, c["end"] - c.start) / 1e3,
-                queued = (c.queued - t0_dev) / 1e3}
+      out[i] = {start = (c.start - base) / 1e3, dur = math.max(0, c["end"] - c.start) / 1e3,
+                queued = (c.queued - base) / 1e3}
     else
-      local t = (c.host - t0_host) / 1e3
+      local t = (host_axis(c.host) - base) / 1e3
       out[i] = {start = t, dur = 0, queued = t}
     end
   end
-  return out
+  for i, b in ipairs(builds) do
+    builds[i] = {start = (b.s - base) / 1e3, dur = math.max(0, b.e - b.s) / 1e3}
+  end
+  return out, builds
 end
 
 local escapes = {['"'] = '\\"', ["\\"] = "\\\\", ["\b"] = "\\b", ["\f"] = "\\f",
@@ -78,6 +95,15 @@ function M.json(record)
                                 .. '"dur":%s,"args":{%s}}', c.queue, jstr(c.name), jstr(c.kind),
                                 jnum(t[i].start), jnum(t[i].dur), table.concat(args, ","))
   end
+  local _, bt = times(record)
+  if #bt > 0 then
+    ev[#ev + 1] = '{"ph":"M","pid":1,"tid":0,"name":"thread_name","args":{"name":"program builds (host)"}}'
+    for i, b in ipairs(record.builds) do
+      ev[#ev + 1] = string.format('{"ph":"X","pid":1,"tid":0,"name":%s,"cat":"compile","ts":%s,'
+                                  .. '"dur":%s,"args":{"where":%s}}', jstr("compile " .. b.name),
+                                  jnum(bt[i].start), jnum(bt[i].dur), jstr(b.where))
+    end
+  end
   local id = 0
   for i, c in ipairs(record) do
     for _, j in ipairs(c.waits) do
@@ -100,6 +126,16 @@ end
 local COLORS = {kernel = "#4e79a7", write = "#f28e2b", read = "#59a14f", fill = "#b07aa1",
                 copy = "#edc948", marker = "#9c9c9c", barrier = "#7f7f7f"}
 local KIND_ORDER = {"kernel", "write", "read", "copy", "fill", "marker", "barrier"}
+local COMPILE = "#e0e0e0"      -- the band of a program build
+
+-- us microseconds as the axis shows them: in us, ms or s by the scale of
+-- the whole (of (default) us itself).
+local function span(us, whole)
+  whole = whole or us
+  if whole >= 1e6 then return string.format("%.2f s", us / 1e6) end
+  if whole >= 1e4 then return string.format("%.1f ms", us / 1e3) end
+  return string.format(whole >= 100 and "%.0f us" or "%.1f us", us)
+end
 
 -- A device name short enough for a lane label: trademarks, clock speeds,
 -- "Processor"/"CPU" words and PoCL's "pthread-<arch>-" prefix dropped,
@@ -122,11 +158,14 @@ end
 -- its device's short name; the full name on hover), a bar per command
 -- coloured by kind (at least 2 px wide; its name inside when it fits, else
 -- beside it when the lane is free there, always in the tooltip), an arrow
--- per wait, a legend of the kinds present, a time axis in microseconds.
+-- per wait, a dashed line from a command's queueing to its start, a grey
+-- band across the lanes per program build (compile time,
+-- on the host's clock), a legend of the kinds present, a time axis in
+-- microseconds.
 function M.svg(record, opts)
   opts = opts or {}
   local width, lane, left, top = opts.width or 1000, 36, 150, 46
-  local t = times(record)
+  local t, bt = times(record)
   local nq, tmax, devices, kinds = 0, 0, {}, {}
   for i, c in ipairs(record) do
     nq = math.max(nq, c.queue)
@@ -134,6 +173,7 @@ function M.svg(record, opts)
     kinds[c.kind] = true
     tmax = math.max(tmax, t[i].start + t[i].dur)
   end
+  for _, b in ipairs(bt) do tmax = math.max(tmax, b.start + b.dur) end
   if tmax <= 0 then tmax = 1 end
   local scale = (width - left - 20) / tmax
   local height = top + nq * lane + 40
@@ -144,8 +184,8 @@ function M.svg(record, opts)
       .. 'markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#d62728"/>'
       .. '</marker></defs>',
     string.format('<rect width="%d" height="%d" fill="white"/>', width, height),
-    string.format('<text x="10" y="18" font-size="13">luagpu trace: %d commands, %.1f us</text>',
-                  #record, tmax),
+    string.format('<text x="10" y="18" font-size="13">luagpu trace: %d commands, %s</text>',
+                  #record, span(tmax)),
   }
   -- the legend: a swatch and a word per kind present, then the wait arrow
   local lx = 10
@@ -162,6 +202,16 @@ function M.svg(record, opts)
     out[#out + 1] = string.format('<line class="legend" x1="%d" y1="32" x2="%d" y2="32" stroke="#d62728" '
                                   .. 'stroke-width="1.2" marker-end="url(#arrow)"/>'
                                   .. '<text x="%d" y="36">waits for</text>', lx, lx + 18, lx + 22)
+    lx = lx + 90
+  end
+  out[#out + 1] = string.format('<line class="legend" x1="%d" y1="32" x2="%d" y2="32" '
+                                .. 'stroke="#aaa" stroke-dasharray="3,2"/><text x="%d" y="36">'
+                                .. 'queued</text>', lx, lx + 18, lx + 22)
+  lx = lx + 75
+  if #bt > 0 then
+    out[#out + 1] = string.format('<rect x="%d" y="27" width="10" height="10" fill="%s"/>'
+                                  .. '<text x="%d" y="36">compile (host)</text>', lx, COMPILE,
+                                  lx + 14)
   end
   for q = 1, nq do
     local y = top + (q - 1) * lane
@@ -175,6 +225,21 @@ function M.svg(record, opts)
     end
   end
   local function x_of(us) return left + us * scale end
+  -- program builds: a band across the lanes, labelled where it is wide enough
+  for i, b in ipairs(bt) do
+    local x, w = x_of(b.start), math.max(2, b.dur * scale)
+    local name = record.builds[i].name
+    local label = string.format("compile %s %.1f ms", name, b.dur / 1e3)
+    out[#out + 1] = string.format('<g class="compile"><title>%s, %s</title><rect x="%.1f" y="%d" '
+                                  .. 'width="%.1f" height="%d" fill="%s" opacity="0.6"/>',
+                                  xml(label), xml(record.builds[i].where), x, top, w, nq * lane,
+                                  COMPILE)
+    if #label * 6 + 6 < w then
+      out[#out + 1] = string.format('<text x="%.1f" y="%d" fill="#333">%s</text>', x + 3,
+                                    top + nq * lane - 4, xml(label))
+    end
+    out[#out + 1] = "</g>"
+  end
   -- where each bar's lane is next taken (for a label beside a thin bar)
   local next_x, last = {}, {}
   for i = #record, 1, -1 do
@@ -185,6 +250,14 @@ function M.svg(record, opts)
   for i, c in ipairs(record) do
     local y = top + (c.queue - 1) * lane + 6
     local x, w = x_of(t[i].start), math.max(2, t[i].dur * scale)
+    local qx = x_of(t[i].queued)
+    if x - qx > 2 then   -- queued until it started: a thin line (PoCL compiles at a first launch)
+      out[#out + 1] = string.format('<line class="queued" x1="%.1f" y1="%d" x2="%.1f" y2="%d" '
+                                    .. 'stroke="#aaa" stroke-width="1" stroke-dasharray="3,2">'
+                                    .. '<title>%s queued %.1f us before it started</title></line>',
+                                    qx, y + (lane - 12) // 2, x, y + (lane - 12) // 2,
+                                    xml(c.name), t[i].start - t[i].queued)
+    end
     local title = string.format("%s %s #%d: %.1f us at %.1f us, %s", c.kind, c.name, c.seq,
                                 t[i].dur, t[i].start, c.where)
     out[#out + 1] = string.format('<g><title>%s</title><rect x="%.1f" y="%d" width="%.1f" '
@@ -214,8 +287,8 @@ function M.svg(record, opts)
                                 axis, width - 20, axis)
   for k = 0, 4 do
     local us = tmax * k / 4
-    out[#out + 1] = string.format('<text x="%.1f" y="%d" text-anchor="middle">%.0f us</text>',
-                                  x_of(us), axis + 16, us)
+    out[#out + 1] = string.format('<text x="%.1f" y="%d" text-anchor="middle">%s</text>',
+                                  x_of(us), axis + 16, span(us, tmax))
   end
   out[#out + 1] = "</svg>\n"
   return table.concat(out, "\n")
