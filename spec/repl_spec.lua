@@ -247,8 +247,12 @@ describe("the REPL's help and printer", function()
 
   it("predefines dev, the default device, made on first use", function()
     local out = piped("rawget(_G, 'dev') == nil\ndev == gpu.device()\nrawget(_G, 'dev') == dev\n"
-                      .. "gpu.type(dev:sampler{}), gpu.type(dev:tensor('int', {1}))\n")
-    assert.equals("true\ntrue\ntrue\nSampler\tTensor\n", out)
+                      .. "gpu.type(dev:sampler{}), gpu.type(dev:tensor('int', {1}))\n"
+                      .. "not dev.image_support or gpu.type(dev:image({order = 'r', type = "
+                      .. "'float'}, {2}))\n")
+    assert.matches("^true\ntrue\ntrue\nSampler\tTensor\n", out)
+    local img = require("luagpu").device().image_support and "Image" or "true"
+    assert.matches("\n" .. img .. "\n$", out)
     -- scripts get no such global
     local p = io.popen(shell_quote(PROG) .. " -e 'print(dev)' 2>&1")
     assert.equals("nil\n", p:read("a"))
