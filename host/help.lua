@@ -29,6 +29,25 @@ H.module = {
   trace = "gpu.trace(true | false | path): record every command; stop (and write JSON or SVG)",
   tracing = "gpu.tracing(): true while gpu.trace records",
   debug = "gpu.debug([on]): wait after each command, guard buffers with canaries; the old state",
+  warmup = "gpu.warmup(dev [, types]): builds the helpers' common kernels now; count, seconds",
+  cat = "gpu.cat(list [, dim]): the tensors joined along dim",
+  stack = "gpu.stack(list [, dim]): the tensors stacked along a new dim",
+  outer = "gpu.outer(x, y): the outer product of two 1-D tensors",
+  searchsorted = "gpu.searchsorted(sorted, v [, {right =}]): insertion positions (1-based)",
+  einsum = "gpu.einsum(spec, x, ...): Einstein summation (\"ij,jk->ik\")",
+}
+
+-- The helper modules, for help(gpu): {gpu field or nil, line}; those with
+-- a field load on first use of it, the others with require "luagpu.NAME".
+H.helpers = {
+  {"tensor", "gpu.tensor: device n-d arrays (dev:tensor, dev:zeros, x + y, x:sum(), x:mm(y), ...)"},
+  {"reduce", "gpu.reduce: sum, min, max and custom reductions of buffers"},
+  {"matmul", "gpu.matmul(A, B [, C] [, opts]): C = A * B of 2-D buffers, float or double"},
+  {"where", "gpu.where(mask, a, b): a where mask is nonzero, else b (tensors or numbers)"},
+  {nil, "luagpu.algo: scan, scanner, sort, argsort, copy_if, histogram of buffers"},
+  {nil, "luagpu.split: matmul and reduce over several devices of one platform"},
+  {nil, "luagpu.trace: gpu.trace's record as Chrome JSON or an SVG timeline"},
+  {nil, "luagpu.mpi: ranks, messages and collectives past one machine (Open MPI)"},
 }
 
 local function class(name, fields, methods)
@@ -60,6 +79,21 @@ class("Device", {
   summary = "dev:summary(): every field, one per line",
   build_binary = "dev:build_binary(bytes): a Program from prog.binary (or a driver's binary), not compiled",
   info = "dev:info(name): any clGetDeviceInfo query by name (\"CL_DEVICE_...\" or \"max_compute_units\")",
+  -- added by luagpu.tensor (loaded on first use of one)
+  tensor = "dev:tensor(type, shape [, init]): a Tensor, from a number, a table, a host array or a buffer",
+  zeros = "dev:zeros(type, shape): a Tensor of zeros",
+  ones = "dev:ones(type, shape): a Tensor of ones",
+  full = "dev:full(type, shape, v): a Tensor filled with v",
+  eye = "dev:eye(type, n [, m]): an identity matrix",
+  arange = "dev:arange(type, n) | dev:arange(type, first, last [, step]): 1..n, or first, first + step, ... to last",
+  linspace = "dev:linspace(type, first, last, count): count evenly spaced values",
+  rand = "dev:rand(type, shape [, seed]): uniform random values in [0, 1)",
+  randn = "dev:randn(type, shape [, seed]): normal random values (mean 0, sd 1)",
+  randint = "dev:randint(type, lo, hi, shape [, seed]): random integers from lo to hi",
+  uniform = "dev:uniform(type, shape [, lo [, hi [, seed]]]): uniform random values in [lo, hi)",
+  normal = "dev:normal(type, shape [, mean [, std [, seed]]]): normal random values",
+  randperm = "dev:randperm(n [, seed]): a random permutation of 1..n",
+  memory = "dev:memory(): the tensor memory pool's figures (in use, cached, ...)",
 })
 
 class("Queue", {"device", "profiling", "out_of_order", "default"}, {

@@ -489,6 +489,8 @@ static void repl(lua_State *L) {
   line_editing = stdin_tty && lg_line_start(L, push_main_lua);
   if (push_main_lua(L, "help") == LUA_OK) lua_pushcclosure(L, help, 1);
   lua_setglobal(L, "help");   /* nil (no help) if main.lua failed */
+  if (push_main_lua(L, "start") == LUA_OK) report(L, docall(L, 0, 0));   /* `dev` */
+  else lua_pop(L, 1);
   lg_state(L)->wait_interrupted = wait_interrupted;
   lg_state(L)->compile_notice = 1;
   while ((status = read_chunk(L)) != -1) {

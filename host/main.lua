@@ -244,9 +244,32 @@ local function is_name(k)
   return type(k) == "string" and k:match("^[%a_][%w_]*$") and not keywords[k]
 end
 
+-- The help table of a class ({fields =, methods =}): host/help.lua's for
+-- the C classes, the metatable's __help() for the helpers' (a Tensor's).
+local function class_help(mt, name)
+  local cls = name and H.classes[name]
+  if cls then return cls end
+  local f = type(mt) == "table" and rawget(mt, "__help")
+  if type(f) ~= "function" then return nil end
+  local ok, c = pcall(f)
+  return ok and type(c) == "table" and c or nil
+end
+
+-- The names gpu.extend declared on a methods table, to be loaded on their
+-- first lookup (class.c keeps them in its __index's first upvalue).
+local function declared(methods)
+  local mt = debug.getmetatable(methods)
+  local index = type(mt) == "table" and rawget(mt, "__index")
+  if type(index) ~= "function" then return nil end
+  local _, lazy = debug.getupvalue(index, 1)
+  return type(lazy) == "table" and lazy or nil
+end
+
 -- The names v answers to after sep ("." fields and methods, ":" methods):
--- its own keys when a table, then its metatables' __methods, luagpu's
--- documented fields, and __index tables, up a chain of at most 8.
+-- its own keys when a table (but an object's internals, "_..."), then its
+-- metatables' __methods (and those declared, not yet loaded), __fields
+-- (the names of fields read through __index), the class's documented
+-- fields, and __index tables, up a chain of at most 8.
 local function names_of(v, sep)
   local out, seen = {}, {}
   local function add(k, val, field)
@@ -255,13 +278,24 @@ local function names_of(v, sep)
       out[#out + 1] = k
     end
   end
-  if type(v) == "table" then for k, val in next, v do add(k, val) end end
   local mt, name = class_of(v)
+  if type(v) == "table" then
+    for k, val in next, v do
+      if not (name and type(k) == "string" and k:sub(1, 1) == "_") then add(k, val) end
+    end
+  end
   for _ = 1, 8 do
     if type(mt) ~= "table" then break end
     local methods = rawget(mt, "__methods")
-    if type(methods) == "table" then for k, val in next, methods do add(k, val) end end
-    local cls = name and H.classes[name]
+    if type(methods) == "table" then
+      for k, val in next, methods do add(k, val) end
+      for k in next, declared(methods) or {} do add(k, names_of) end
+    end
+    local fields = rawget(mt, "__fields")
+    if type(fields) == "table" and sep ~= ":" then
+      for k in next, fields do add(k, nil, true) end
+    end
+    local cls = class_help(mt, name)
     if cls and sep ~= ":" then
       for _, f in ipairs(cls.fields) do add(f, nil, true) end
     end
@@ -306,25 +340,41 @@ function M.complete(word)
 end
 
 local GENERAL = [[
-help(v) shows what v offers: help(gpu), help(gpu.device()), help(buffer), ...
-Tab completes names, fields and methods (gpu.de<Tab>, dev:<Tab>, b.<Tab>).
+help(v) shows what v offers: help(gpu), help(dev), help(t) for a tensor t, help(buffer), ...
+Tab completes names, fields and methods (gpu.de<Tab>, dev:<Tab>, t:<Tab>, b.<Tab>).
+`dev` is the default device (gpu.device()), made when first used.
+Builds that take over a second say so; gpu.warmup(dev) builds the helpers' kernels ahead.
 Up recalls earlier chunks whole; Ctrl-C stops running code or a wait; Ctrl-D exits.
 The reference is docs/API.md in the source, and man luagpu.]]
 
--- help(v): what v offers, one line per method (from host/help.lua).
+-- help(gpu): the module's functions and values, then the helper modules.
+local function help_module(gpu)
+  local lines, helper = {"gpu: the luagpu module"}, {}
+  for _, h in ipairs(H.helpers) do if h[1] then helper[h[1]] = true end end
+  for _, k in ipairs(names_of(gpu, ".")) do
+    if not helper[k] then
+      local line = H.module[k]
+      if not line then
+        local f = rawget(gpu, k)
+        line = "gpu." .. k .. (type(f) == "function" and "(...)" or "")
+      end
+      lines[#lines + 1] = "  " .. line
+    end
+  end
+  lines[#lines + 1] = "helper modules (gpu.NAME loads one on first use; "
+                      .. "the others: require \"luagpu.NAME\"):"
+  for _, h in ipairs(H.helpers) do lines[#lines + 1] = "  " .. h[2] end
+  return table.concat(lines, "\n")
+end
+
+-- help(v): what v offers, one line per method (from host/help.lua, or
+-- the helper's own table for a Tensor).
 function M.help(v)
   if v == nil then return GENERAL end
   local gpu = package.loaded.luagpu
-  if rawequal(v, gpu) then
-    local lines = {"gpu: the luagpu module"}
-    for _, k in ipairs(names_of(gpu, ".")) do
-      lines[#lines + 1] = "  " .. (H.module[k] or ("gpu." .. k .. (type(gpu[k]) == "function"
-                                   and "(...)" or "")))
-    end
-    return table.concat(lines, "\n")
-  end
+  if rawequal(v, gpu) then return help_module(gpu) end
   local mt, name = class_of(v)
-  local cls = name and H.classes[name]
+  local cls = class_help(mt, name)
   local head = cls and name or (name or type(v))
   local lines = {head}
   if cls and #cls.fields > 0 then
@@ -344,6 +394,24 @@ function M.help(v)
     lines[1] = head .. ": " .. tostring(v)
   end
   return table.concat(lines, "\n")
+end
+
+-- The REPL's globals, once, before the first chunk: `dev`, the default
+-- device, made on its first use (a session that never names it makes
+-- none); Tab offers it before that (__fields).
+function M.start()
+  local gpu = package.loaded.luagpu
+  local G = _G
+  if debug.getmetatable(G) ~= nil or rawget(G, "dev") ~= nil then return end
+  setmetatable(G, {
+    __fields = {dev = true},
+    __index = function(t, k)
+      if k ~= "dev" then return nil end
+      local d = gpu.device()
+      rawset(t, "dev", d)
+      return d
+    end,
+  })
 end
 
 return M

@@ -99,6 +99,27 @@ describe("the REPL on a terminal", function()
     assert.matches("gpu> print('printed')\nprinted\n", out, 1, true)
   end)
 
+  it("completes a tensor's methods and public fields, dev predefined", function()
+    local home = tmpdir()
+    local out, status = session(home, {
+      {prompts = 1, keys = "t = dev:tensor('float', {2, 3}, 1)\n"},
+      {prompts = 2, keys = "t:resh\t({3, 2}).shape[1]\n"},
+      {prompts = 3, keys = "t.nd\t\n"},
+      {prompts = 4, keys = "t.\t\t"},
+      {text = "t.strides", keys = "\3"},
+      {prompts = 6, keys = "\4"},
+    })
+    os.execute("rm -r " .. shell_quote(home))
+    assert.equals("rc 0\n", status)
+    assert.matches("gpu> t:reshape({3, 2}).shape[1]\n3\n", out, 1, true)
+    assert.matches("gpu> t.ndim\n2\n", out, 1, true)
+    for _, name in ipairs {"t.shape", "t.type", "t.ndim", "t.strides", "t.device", "t.sum",
+                           "t.reshape"} do
+      assert.matches("%s" .. name:gsub("%.", "%%.") .. "%s", out)
+    end
+    assert.not_matches("t%._", out)   -- no internals
+  end)
+
   it("lists the candidates on a second Tab", function()
     local home = tmpdir()
     local out, status = session(home, {
@@ -206,8 +227,50 @@ describe("the REPL's help and printer", function()
     assert.matches("\nnumber: 7\n", out, 1, true)
   end)
 
+  it("help(t) gives a tensor's fields and a line per method, help(gpu) the helpers", function()
+    local out = piped("t = dev:tensor('float', {2, 2}, 1)\nhelp(t)\nhelp(gpu)\n")
+    assert.equals(1, out:find("luagpu.Tensor: fields buffer, device, ndim, offset, shape, strides, "
+                              .. "type\n", 1, true))
+    assert.matches("\n  x:add(y): elementwise add, in the promoted type (also x + y)\n", out, 1, true)
+    assert.matches("\n  x:reshape(shape): ", out, 1, true)
+    assert.matches("\n  x:sum([dim [, keepdim]] [, {type =}]): ", out, 1, true)
+    assert.matches("\nhelper modules (gpu.NAME loads one on first use; the others: require "
+                   .. "\"luagpu.NAME\"):\n", out, 1, true)
+    for _, name in ipairs {"gpu.tensor", "gpu.reduce", "gpu.matmul", "gpu.where", "luagpu.algo",
+                           "luagpu.split", "luagpu.trace", "luagpu.mpi"} do
+      assert.matches("\n  " .. name, out, 1, true)
+    end
+    assert.matches("\n  gpu.warmup(dev [, types]): ", out, 1, true)
+    assert.not_matches("\n  gpu%.[%w_]+%(%.%.%.%)\n", out)   -- every function has its own line
+    assert.not_matches("\n  x:[%w_]+%(%.%.%.%)\n", out)
+  end)
+
+  it("predefines dev, the default device, made on first use", function()
+    local out = piped("rawget(_G, 'dev') == nil\ndev == gpu.device()\nrawget(_G, 'dev') == dev\n"
+                      .. "gpu.type(dev:sampler{}), gpu.type(dev:tensor('int', {1}))\n"
+                      .. "not dev.image_support or gpu.type(dev:image({order = 'r', type = "
+                      .. "'float'}, {2}))\n")
+    assert.matches("^true\ntrue\ntrue\nSampler\tTensor\n", out)
+    local img = require("luagpu").device().image_support and "Image" or "true"
+    assert.matches("\n" .. img .. "\n$", out)
+    -- scripts get no such global
+    local p = io.popen(shell_quote(PROG) .. " -e 'print(dev)' 2>&1")
+    assert.equals("nil\n", p:read("a"))
+    p:close()
+  end)
+
+  it("prints a tensor with its type and shape first, summarised past 1000 elements", function()
+    local out = piped("dev:tensor('float', {2, 3}, {1, 2, 3, 4, 5, 6.5})\n"
+                      .. "dev:arange('int', 2000):reshape({2, 1000})\n")
+    assert.matches("luagpu.Tensor<float>{2, 3}:\n[[ 1.,  2.,  3.],\n [ 4.,  5., 6.5]]\n", out,
+                   1, true)
+    assert.matches("luagpu.Tensor<int>{2, 1000}:\n[[   1,    2,    3, ...,  998,  999, 1000],\n"
+                   .. " [1001, 1002, 1003, ..., 1998, 1999, 2000]]\n", out, 1, true)
+  end)
+
   it("has a help line for every method of every luagpu class", function()
     local p = io.popen(shell_quote(PROG) .. " -e " .. shell_quote([[
+      require "luagpu.tensor"   -- (its Device methods too)
       local missing = {}
       for name, mt in pairs(debug.getregistry()) do
         if type(name) == "string" and name:match("^luagpu%.") and type(mt) == "table"
@@ -234,6 +297,30 @@ describe("the REPL's help and printer", function()
       count = count + 1
     end
     assert.is_true(count >= 20, out)
+  end)
+
+  it("has a help line for every Tensor method, made from the tables that define them", function()
+    local p = io.popen(shell_quote(PROG) .. " -e " .. shell_quote([[
+      local O = require "luagpu.tensor.object"
+      require "luagpu.tensor"
+      local c = require("luagpu.tensor.help").class()
+      local n, missing = 0, {}
+      for name in pairs(O.methods) do
+        n = n + 1
+        local line = c.methods[name]
+        if not (line and line:find("x:" .. name .. "(", 1, true) == 1) then
+          missing[#missing + 1] = name
+        end
+      end
+      for name in pairs(O.fields) do n = n + 1 end
+      print(n, #c.fields, table.concat(missing, " "))
+    ]]) .. " 2>&1")
+    local out = p:read("a")
+    p:close()
+    local n, nf, missing = out:match("^(%d+)\t(%d+)\t(.-)\n$")
+    assert.is_not_nil(n, out)
+    assert.equals("", missing, "no help line for these Tensor methods (lua/luagpu/tensor/help.lua)")
+    assert.is_true(tonumber(n) > 100 and tonumber(nf) >= 7, out)
   end)
 
   it("prints shaped host arrays as matrices, elided past 10 rows and columns", function()

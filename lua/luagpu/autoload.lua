@@ -50,7 +50,8 @@ function M.open(gpu)
       gpu.extend(class, methods)
     end)
   end
-  setmetatable(gpu, {__index = function(t, key)
+  -- (__fields: the names, for the REPL's Tab and help)
+  setmetatable(gpu, {__fields = FIELDS, __index = function(t, key)
     local f = FIELDS[key]
     if f == nil then return nil end
     local v = require(f[1])

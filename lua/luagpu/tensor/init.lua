@@ -79,6 +79,8 @@ for _, part in ipairs{E.metamethods, I.metamethods} do
   for name, f in pairs(part) do MT[name] = f end
 end
 Tensor.is_contiguous = O.is_contiguous
+-- help(x) in the REPL: the fields and a line per method (luagpu.tensor.help)
+MT.__help = function() return require("luagpu.tensor.help").class() end
 Tensor.release = X.release
 MT.__close = X.release
 

@@ -48,7 +48,9 @@ function O.released(fn) fail(fn, "attempt to use a released tensor") end
 
 local TAG = {}
 local methods, fields = {}, {}
-local MT = {__name = "luagpu.Tensor"}
+-- __methods and __fields: where the REPL's Tab and help find the names (as
+-- the C classes keep their methods in __methods)
+local MT = {__name = "luagpu.Tensor", __methods = methods, __fields = fields}
 O.TAG, O.methods, O.fields, O.MT = TAG, methods, fields, MT
 
 local MAX_DIMS = 8
