@@ -34,11 +34,13 @@ end
 local function covered(fn, x, dim)
   if dim == nil then return nil, x._n end
   local list = type(dim) == "table" and dim or {dim}
+  if #list == 0 then fail(fn, "argument #1: expected a list of dims, got an empty one") end
   local n, seen = 1, {}
   for i = 1, #list do
     local d = check_dim(fn, "argument #1" .. (list == dim and ": entry " .. i or ""), x,
                         rawget(list, i))
-    if not seen[d] then n = n * x._shape[d] end
+    if seen[d] then fail(fn, "argument #1: dim %d appears twice", d) end
+    n = n * x._shape[d]
     seen[d] = true
   end
   return dim, n
@@ -53,8 +55,7 @@ local VAR_OPTIONS = H.option_names({"correction", "keepdim"}, "option ")
 -- sample variance, PyTorch's default; 0: NumPy's). Two passes: the mean,
 -- then the squared deviations. Integers in double. A Lua number without a
 -- dim; NaN when n - correction <= 0.
-function methods.var(x, dim, opts)
-  local fn = "tensor:var"
+local function variance(fn, x, dim, opts)
   check(fn, 0, x)
   if type(dim) == "table" and rawget(dim, 1) == nil and opts == nil then dim, opts = nil, dim end
   local o = H.check_options(fn, 2, opts, VAR_OPTIONS)
@@ -82,10 +83,11 @@ function methods.var(x, dim, opts)
   return (s * (0 / 0)):eval()
 end
 
+function methods.var(x, dim, opts) return variance("tensor:var", x, dim, opts) end
+
 -- x:std(...): the square root of x:var(...).
 function methods.std(x, dim, opts)
-  check("tensor:std", 0, x)
-  local v = methods.var(x, dim, opts)
+  local v = variance("tensor:std", x, dim, opts)
   if type(v) == "number" then return math.sqrt(v) end
   return v:sqrt():eval()
 end
@@ -100,7 +102,12 @@ function methods.norm(x, p, dim)
   if type(p) ~= "number" or p ~= p then
     fail(fn, "argument #1: expected a number p (or math.huge), got %s", show(p))
   end
+  local _, n = covered(fn, x, dim)
   local a = floating(fn, x):abs()
+  if (p == huge or p == -huge) and n == 0 then
+    fail(fn, "the norm of order %s of %s is undefined (the %s of no elements)", show(p),
+         dim == nil and "an empty tensor" or "an empty dim", p > 0 and "max" or "min")
+  end
   if p == huge then return a:max(dim) end
   if p == -huge then return a:min(dim) end
   if p == 0 then
