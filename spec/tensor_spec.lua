@@ -89,6 +89,12 @@ describe("tensors", function()
                 dev.tensor, dev, "float", {2}, dev:buffer("int", 2))
       has_error("argument #3: the shape {3} needs 3 elements, the buffer has 2",
                 dev.tensor, dev, "int", {3}, dev:buffer("int", 2))
+      -- an empty shape over any buffer (x.buffer of an empty tensor has
+      -- elements: no Buffer has none); found by the differential test
+      local e = dev:tensor("ulong", {3, 0, 0})
+      local same = dev:tensor("ulong", {3, 0, 0}, e.buffer)
+      assert.same({3, 0, 0}, same.shape)
+      assert.equal(0, #dev:tensor("int", {0}, dev:buffer("int", 2)))
       has_error("argument #3: expected a number, a table, a host array or a buffer, got function",
                 dev.tensor, dev, "int", {3}, print)
       has_error("argument #3: expected a number, a table, a host array or a buffer, got luagpu.Event",

@@ -246,4 +246,26 @@ out = [float(np.dot(a, b)), np.outer(a, b), np.searchsorted(s, v) + 1,
     has_error("luagpu: gpu.searchsorted: argument #2: -1 does not fit uchar (0 to 255)",
               gpu.searchsorted, dev:tensor("uchar", {2}, {1, 2}), -1)
   end)
+  -- found by the differential test (issue 32): these raised naming the
+  -- reduction inside (tensor:sum, tensor:mean, tensor:var, tensor:max)
+  it("var, std and norm name themselves in their errors", function()
+    local dev = gpu.devices()[1]
+    local x = dev:tensor("float", {2, 3})
+    local z = dev:tensor("float", {})
+    has_error("luagpu: tensor:std: argument #1: a 0-d tensor has no dims, got 1", z.std, z, 1)
+    has_error("luagpu: tensor:std: argument #1: entry 1: a 0-d tensor has no dims, got -1",
+              z.std, z, {-1})
+    has_error("luagpu: tensor:var: argument #1: dim 2 appears twice", x.var, x, {2, -1})
+    has_error("luagpu: tensor:std: argument #1: dim 1 appears twice", x.std, x, {1, 1})
+    has_error("luagpu: tensor:norm: argument #1: dim 2 appears twice", x.norm, x, 2, {2, 2})
+    has_error("luagpu: tensor:norm: argument #1: a 0-d tensor has no dims, got 1",
+              z.norm, z, 1, 1)
+    has_error("luagpu: tensor:var: argument #1: expected a list of dims, got an empty one",
+              x.var, x, {}, {correction = 0})
+    has_error("luagpu: tensor:norm: the norm of order inf of an empty tensor is undefined " ..
+              "(the max of no elements)", function() return dev:tensor("float", {0}):norm(math.huge) end)
+    has_error("luagpu: tensor:norm: the norm of order -inf of an empty dim is undefined " ..
+              "(the min of no elements)",
+              function() return dev:tensor("float", {0, 2}):norm(-math.huge, 1) end)
+  end)
 end)

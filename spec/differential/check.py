@@ -1379,6 +1379,13 @@ def cumprod_eval(x, dim):
     return V(np.moveaxis(out, -1, d), x.t, np.moveaxis(err, -1, d))
 
 
+# the names an op's errors start with (x[i] = v raises tensor:set's words
+# for its value, as API.md says)
+OP_NAMES = {"index": ("tensor[i]",), "setindex": ("tensor[i] =", "tensor:set"),
+            "cat": ("gpu.cat",), "stack": ("gpu.stack",), "searchsorted": ("gpu.searchsorted",),
+            "einsum": ("gpu.einsum",), "outer": ("gpu.outer",)}
+
+
 def ops_eval(prog, p):
     """The result of an "ops" program (issue 32's ops): a V, ("number", v,
     err, t) or ("list", [...])."""
@@ -1850,6 +1857,13 @@ def run(p):
             if not msg.startswith("luagpu:") or "traceback" in msg or \
                     not any(ph in msg for ph in ex.phrases):
                 return "luagpu raised %r; expected a 'luagpu: ...' error saying %s" % (msg, ex)
+            if kind == "ops":
+                # API.md, Errors: the message names the operation called
+                names = OP_NAMES.get(p["op"], ("tensor:" + p["op"],))
+                if p["op"] == "mreduce":
+                    names = ("tensor:" + p["a"]["rop"],)
+                if not any(msg.startswith("luagpu: %s: " % n) for n in names):
+                    return "luagpu raised %r; expected it to name %s" % (msg, " or ".join(names))
             return None
         if "error" in p:
             msg = p["error"]

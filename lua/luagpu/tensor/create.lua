@@ -79,7 +79,9 @@ function C.new_tensor(dev, t, shape, init)
     if init.device ~= dev then
       fail(fn, "argument #3: the buffer is on another device (%s)", init.device.name)
     end
-    if #init ~= n then
+    -- (an empty shape takes any buffer: no Buffer has 0 elements, so the
+    -- buffer of an empty tensor, its pool block, has some)
+    if #init ~= n and n > 0 then
       fail(fn, "argument #3: the shape %s needs %d elements, the buffer has %d",
            show_shape(list), n, #init)
     end
@@ -100,7 +102,9 @@ function C.new_tensor(dev, t, shape, init)
       if not ok then fail(fn, "argument #3: %s", tostring(e):gsub("^.-: .-: ", "")) end
     end
   elseif cls == "Array" then
-    if #init ~= n then
+    -- (an empty shape takes any buffer: no Buffer has 0 elements, so the
+    -- buffer of an empty tensor, its pool block, has some)
+    if #init ~= n and n > 0 then
       fail(fn, "argument #3: the shape %s needs %d values, the host array has %d",
            show_shape(list), n, #init)
     end

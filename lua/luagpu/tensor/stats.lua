@@ -34,11 +34,13 @@ end
 local function covered(fn, x, dim)
   if dim == nil then return nil, x._n end
   local list = type(dim) == "table" and dim or {dim}
+  if #list == 0 then fail(fn, "argument #1: expected a list of dims, got an empty one") end
   local n, seen = 1, {}
   for i = 1, #list do
     local d = check_dim(fn, "argument #1" .. (list == dim and ": entry " .. i or ""), x,
                         rawget(list, i))
-    if not seen[d] then n = n * x._shape[d] end
+    if seen[d] then fail(fn, "argument #1: dim %d appears twice", d) end
+    n = n * x._shape[d]
     seen[d] = true
   end
   return dim, n
@@ -113,7 +115,12 @@ function methods.norm(x, p, dim)
   if type(p) ~= "number" or p ~= p then
     fail(fn, "argument #1: expected a number p (or math.huge), got %s", show(p))
   end
+  local _, n = covered(fn, x, dim)
   local a = floating(fn, x):abs()
+  if (p == huge or p == -huge) and n == 0 then
+    fail(fn, "the norm of order %s of %s is undefined (the %s of no elements)", show(p),
+         dim == nil and "an empty tensor" or "an empty dim", p > 0 and "max" or "min")
+  end
   if p == huge then return a:max(dim) end
   if p == -huge then return a:min(dim) end
   if p == 0 then
