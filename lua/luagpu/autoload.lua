@@ -32,6 +32,7 @@ local FIELDS = {
   outer = {"luagpu.tensor", "outer"},
   searchsorted = {"luagpu.tensor", "searchsorted"},
   einsum = {"luagpu.tensor", "einsum"},
+  show = {"luagpu.show", "show"},
 }
 
 -- Declares everything above on the module table gpu (luaopen_luagpu's).
