@@ -80,14 +80,20 @@ class LuagpuKernel(Kernel):
             self.send_response(self.iopub_socket, "stream",
                                {"name": name, "text": data.decode("utf-8", "replace")})
 
-    def _display(self, items):
+    def _display(self, items, kind="display"):
         data = {}
         for mime, payload in items:
             if mime == "image/png":
                 data[mime] = base64.b64encode(payload).decode("ascii")
             else:
                 data[mime] = payload.decode("utf-8", "replace")
-        if not self.silent:
+        if self.silent:
+            return
+        if kind == "result":
+            self.send_response(self.iopub_socket, "execute_result",
+                               {"data": data, "metadata": {},
+                                "execution_count": self.execution_count})
+        else:
             self.send_response(self.iopub_socket, "display_data",
                                {"data": data, "metadata": {}})
 
@@ -109,7 +115,7 @@ class LuagpuKernel(Kernel):
                     break
                 self.error = buf[nl + 1:nl + 1 + n].decode("utf-8", "replace")
                 buf = buf[nl + 1 + n:]
-            elif head[0] == b"display":
+            elif head[0] in (b"display", b"result"):
                 count, pos, items = int(head[1]), nl + 1, []
                 for _ in range(count):
                     inl = buf.find(b"\n", pos)
@@ -123,7 +129,7 @@ class LuagpuKernel(Kernel):
                     pos = inl + 1 + n
                 if len(items) < count:
                     break
-                self._display(items)
+                self._display(items, head[0].decode())
                 buf = buf[pos:]
             else:
                 raise RuntimeError("luagpu kernel: unexpected answer %r" % buf[:80])
