@@ -7,7 +7,10 @@
 #   make fuzz-numpy  random tensor programs checked against NumPy (N=2000 SEED=
 #                 FAMILIES=; spec/differential/, docs/ARCHITECTURE.md)
 #   make valgrind valgrind memcheck over a subset of specs and programs
-#   make install  PREFIX=/usr/local DESTDIR=  (also luagpu.pc and the man page)
+#   make install  PREFIX=/usr/local DESTDIR=  (also luagpu.pc, the man page and
+#                 the Jupyter kernelspec)
+#   make kernelspec  the Jupyter kernel for this build, in ~/.local/share/jupyter
+#                 (KERNELSPEC_DIR=)
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -15,16 +18,21 @@ LUAV    := 5.4
 CC      ?= cc
 
 # Debian packages the build, the specs and the demo need (groff-base checks
-# the man page; the REPL's specs drive it with bsdutils' script, always there).
+# the man page; the REPL's specs drive it with bsdutils' script, always there;
+# luarocks: spec/install_spec.lua installs the rock; libpng-dev: gpu.show's
+# PNG; the Jupyter packages: the notebook kernel and its spec).
 PKGS := gcc make pkg-config lua5.4 liblua5.4-dev ocl-icd-opencl-dev opencl-headers \
         pocl-opencl-icd lua-busted libreadline-dev libncurses-dev python3-numpy \
-        libopenmpi-dev openmpi-bin groff-base
+        libopenmpi-dev openmpi-bin groff-base luarocks libpng-dev \
+        python3-ipykernel jupyter-client jupyter-nbconvert
 # Only for benchmarks.
 BENCH_PKGS := libclblast-dev
 
 PKG_CONFIG ?= pkg-config
 LUA_CFLAGS := $(shell $(PKG_CONFIG) --cflags lua$(LUAV) 2>/dev/null || echo -I/usr/include/lua$(LUAV))
 CL_LIBS    := $(shell $(PKG_CONFIG) --libs OpenCL 2>/dev/null || echo -lOpenCL)
+PNG_CFLAGS := $(shell $(PKG_CONFIG) --cflags libpng 2>/dev/null)
+PNG_LIBS   := $(shell $(PKG_CONFIG) --libs libpng 2>/dev/null || echo -lpng16)
 LUA_STATIC := $(firstword $(wildcard /usr/lib/*/liblua$(LUAV).a /usr/lib/liblua$(LUAV).a /usr/local/lib/liblua$(LUAV).a))
 LUA_LIBS   := $(shell $(PKG_CONFIG) --libs lua$(LUAV) 2>/dev/null || echo -llua$(LUAV))
 RL_STATIC  := $(firstword $(wildcard /usr/lib/*/libreadline.a))
@@ -34,11 +42,11 @@ WARN    := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes
 OPT     ?= -O2 -g
 CFLAGS  ?= $(OPT)
 ALL_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden \
-              -Ihost -Ibuild $(LUA_CFLAGS)
+              -Ihost -Ibuild $(LUA_CFLAGS) $(PNG_CFLAGS)
 
 BUILD   ?= build
 VERSION := $(shell sed -n 's/^\#define LG_VERSION "\(.*\)"/\1/p' host/internal.h)
-MODULE_SRC := errors state class types info context root sha256 includes capture module device queue sync array npy event userevent buffer pinned transfer rect map partition image image_transfer trace debug query binary program kernel call cache embed
+MODULE_SRC := errors state class types info context root sha256 includes capture module device queue sync array npy event userevent buffer pinned transfer rect map partition image image_transfer trace debug query binary program kernel call cache embed png
 MODULE_OBJ := $(MODULE_SRC:%=$(BUILD)/%.o) $(BUILD)/kernels.o $(BUILD)/helpers.o
 KERNELS := $(sort $(wildcard kernels/*.cl))
 HELPERS := $(sort $(wildcard lua/luagpu/*.lua lua/luagpu/*/*.lua))
@@ -56,7 +64,7 @@ READLINE_LIBS := $(RL_STATIC) $(TI_STATIC)
 READLINE_DEF  := -DLUAGPU_READLINE
 endif
 
-.PHONY: all mpi deps deps-bench deps-valgrind demo test asan asan-build fuzz fuzz-numpy valgrind install install-rock clean bench
+.PHONY: kernelspec all mpi deps deps-bench deps-valgrind demo test asan asan-build fuzz fuzz-numpy valgrind install install-rock clean bench
 
 all: $(BUILD)/luagpu.so $(BUILD)/luagpu $(BUILD)/embed_demo $(BUILD)/embed_check $(MPI_MODULE)
 
@@ -83,7 +91,7 @@ $(BUILD)/kernels.o $(BUILD)/helpers.o $(BUILD)/main_lua.o: $(BUILD)/%.o: $(BUILD
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/luagpu.so: $(MODULE_OBJ)
-	$(CC) -shared $(CFLAGS) $(LDFLAGS) -o $@ $(MODULE_OBJ) $(CL_LIBS)
+	$(CC) -shared $(CFLAGS) $(LDFLAGS) -o $@ $(MODULE_OBJ) $(CL_LIBS) $(PNG_LIBS)
 
 # The program links Lua (and readline) statically, so build/luagpu runs on a
 # machine without them, and exports Lua's API for C modules it requires.
@@ -102,7 +110,7 @@ $(BUILD)/probe.o: host/probe.c host/probe.h host/internal.h | $(BUILD)
 
 $(BUILD)/luagpu: $(PROG_OBJ) $(MODULE_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,-E -o $@ $(PROG_OBJ) $(MODULE_OBJ) \
-	    $(if $(LUA_STATIC),$(LUA_STATIC),-llua$(LUAV)) $(READLINE_LIBS) $(CL_LIBS) -lm -ldl
+	    $(if $(LUA_STATIC),$(LUA_STATIC),-llua$(LUAV)) $(READLINE_LIBS) $(CL_LIBS) $(PNG_LIBS) -lm -ldl
 
 # luagpu.mpi's C half (MPI_MODULE, above).
 
@@ -194,6 +202,21 @@ $(BUILD)/bench_image: bench/c/image.c bench/c/common.h | $(BUILD)
 $(BUILD)/bench_twogpu: bench/c/twogpu.c | $(BUILD)
 	$(CC) -std=c99 $(WARN) $(OPT) -o $@ $< $(CL_LIBS)
 
+# The Jupyter kernelspec (packaging/jupyter): install-kernelspec DIR PROGRAM
+# writes DIR/kernel.json, which runs the wrapper kernel beside it with a
+# Python that has ipykernel, and the wrapper runs PROGRAM (the luagpu program).
+JUPYTER_PYTHON := $(firstword $(foreach p,python3 /usr/bin/python3,$(shell $(p) -c 'import ipykernel, sys; print(sys.executable)' 2>/dev/null)))
+install-kernelspec = install -d $(1) && \
+	install -m 644 packaging/jupyter/luagpu_kernel.py $(1)/luagpu_kernel.py && \
+	sed -e 's|@PYTHON@|$(or $(JUPYTER_PYTHON),/usr/bin/python3)|' -e "s|@LUAGPU@|$(2)|" \
+	    packaging/jupyter/kernel.json.in > $(1)/kernel.json
+
+# The kernelspec for this checkout's build/luagpu, where Jupyter looks for
+# the user's kernels (KERNELSPEC_DIR=DIR: another folder, e.g. one on JUPYTER_PATH).
+KERNELSPEC_DIR ?= $(HOME)/.local/share/jupyter/kernels/luagpu
+kernelspec: all
+	$(call install-kernelspec,$(KERNELSPEC_DIR),$(abspath $(BUILD))/luagpu)
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/lua/$(LUAV) $(DESTDIR)$(PREFIX)/share/lua/$(LUAV)/luagpu \
 	    $(DESTDIR)$(PREFIX)/share/luagpu/kernels $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include
@@ -207,17 +230,34 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LUAV@|$(LUAV)|g' -e 's|@VERSION@|$(VERSION)|' \
 	    packaging/luagpu.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/luagpu.pc
 	install -m 644 docs/luagpu.1 $(DESTDIR)$(PREFIX)/share/man/man1/luagpu.1
+	$(call install-kernelspec,$(DESTDIR)$(PREFIX)/share/jupyter/kernels/luagpu,$(PREFIX)/bin/luagpu)
 
-# What luarocks installs (packaging/luagpu-*.rockspec): the module, the
-# helpers and the program into the rock's folders.
+# What luarocks installs (packaging/luagpu-*.rockspec): the modules (luagpu,
+# luagpu_mpi where built), the helpers and the program into the rock's
+# folders, which luarocks links into its tree; the header, luagpu.pc, the
+# man page, the kernels and the kernelspec into the rock's own folder
+# (ROCK_PREFIX: `luarocks show --rock-dir luagpu`). The kernelspec runs the
+# tree's bin/luagpu (luarocks' wrapper, which sets the tree's paths): the
+# rock's folder is TREE/lib/luarocks/rocks-5.4/luagpu/VERSION.
 ROCK_LIBDIR ?= $(PREFIX)/lib/lua/$(LUAV)
 ROCK_LUADIR ?= $(PREFIX)/share/lua/$(LUAV)
 ROCK_BINDIR ?= $(PREFIX)/bin
+ROCK_PREFIX ?= $(PREFIX)
+ROCK_TREE    = $(ROCK_PREFIX)/../../../../..
 install-rock: all
 	install -d $(ROCK_LIBDIR) $(ROCK_LUADIR)/luagpu $(ROCK_BINDIR)
 	install -m 755 $(BUILD)/luagpu.so $(ROCK_LIBDIR)/luagpu.so
+	$(if $(MPI_MODULE),install -m 755 $(MPI_MODULE) $(ROCK_LIBDIR)/)
 	$(call install-helpers,$(ROCK_LUADIR))
 	install -m 755 $(BUILD)/luagpu $(ROCK_BINDIR)/luagpu
+	install -d $(ROCK_PREFIX)/include $(ROCK_PREFIX)/share/luagpu/kernels \
+	    $(ROCK_PREFIX)/share/pkgconfig $(ROCK_PREFIX)/share/man/man1
+	install -m 644 host/luagpu.h $(ROCK_PREFIX)/include/luagpu.h
+	$(if $(KERNELS),install -m 644 $(KERNELS) $(ROCK_PREFIX)/share/luagpu/kernels/)
+	install -m 644 docs/luagpu.1 $(ROCK_PREFIX)/share/man/man1/luagpu.1
+	sed -e 's|@PREFIX@|$(ROCK_PREFIX)|' -e 's|@LUAV@|$(LUAV)|g' -e 's|@VERSION@|$(VERSION)|' \
+	    -e "s|^libdir=.*|libdir=$$(realpath -m $(ROCK_TREE))/lib/lua/$(LUAV)|" packaging/luagpu.pc.in > $(ROCK_PREFIX)/share/pkgconfig/luagpu.pc
+	$(call install-kernelspec,$(ROCK_PREFIX)/share/jupyter/kernels/luagpu,$$(realpath -m $(ROCK_TREE))/bin/luagpu)
 
 clean:
 	rm -rf build

@@ -3,8 +3,11 @@
 -- around them into local memory (gpu.localmem) once, then every work-item
 -- averages its (2 RADIUS + 1)^2 neighbours from there, edges clamped. The
 -- picture is a binary PGM (grey) or PPM (colour: the third dimension of the
--- launch is the channel), read and written here in Lua.
---   build/luagpu examples/blur.lua [IN.pgm|IN.ppm [OUT] [RADIUS]]
+-- launch is the channel), read here in Lua.
+--   build/luagpu examples/blur.lua [IN.pgm|IN.ppm [OUT.png|OUT.pgm|OUT.ppm] [RADIUS]]
+-- The blurred picture goes to OUT when given: a .png through gpu.show,
+-- else a PGM/PPM; without OUT nothing is written (gpu.show says how to
+-- write it; in a notebook it shows inline).
 local gpu = gpu or require "luagpu"
 
 local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
@@ -66,11 +69,6 @@ end
 
 local w, h, channels, samples = read_pnm(input)
 local output = arg and arg[2]
-if not output then                       -- a fresh name in the temporary folder
-  local base = os.tmpname()
-  os.remove(base)
-  output = base .. (channels == 3 and ".ppm" or ".pgm")
-end
 local dev = gpu.device()
 print("device: " .. dev.name)
 print(string.format("%s: %d x %d, %d channel%s; box blur of radius %d", input, w, h, channels,
@@ -110,8 +108,13 @@ local ev = prog.box_blur(src, dst, w, h, gpu.localmem("uchar", span * span))
   :run(global, {TILE, TILE, 1})
 local blurred = dst:read():wait()
 print(string.format("blurred in %.3f ms on the device", ev.duration * 1e-6))
-write_pnm(output, w, h, channels, to_string(blurred))
-print("wrote " .. output)
+if output and not output:lower():match("%.png$") then
+  write_pnm(output, w, h, channels, to_string(blurred))
+  print("wrote " .. output)
+else                                     -- a PNG, or inline in a notebook
+  local picture = dev:tensor("uchar", channels == 3 and {h, w, 3} or {h, w}, blurred)
+  if gpu.show(picture, output) then print("wrote " .. output) end
+end
 
 -- check every sample against the same filter in Lua
 local area = (2 * radius + 1) ^ 2 // 1

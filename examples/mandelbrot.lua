@@ -1,13 +1,15 @@
 -- examples/mandelbrot.lua: the Mandelbrot set with tensors, no kernel
 -- written by hand.
 --
---   build/luagpu examples/mandelbrot.lua [WIDTH HEIGHT ITERATIONS]
+--   build/luagpu examples/mandelbrot.lua [WIDTH HEIGHT ITERATIONS [OUT.png]]
 --
 -- The grid of points c = x + iy is two arange vectors broadcast against
 -- each other (a row of x, a column of y): no Lua loop builds it. Each
 -- iteration z = z^2 + c is two fused kernels (one per part of z), and the
 -- escape count is one more: comparisons give 0/1 masks that add up.
--- Checked against the same iteration in plain Lua.
+-- Checked against the same iteration in plain Lua. The escape counts are
+-- drawn as characters, and with gpu.show as a picture: written to OUT.png
+-- when given (nothing is written without it; in a notebook it shows inline).
 local gpu = rawget(_G, "gpu") or require "luagpu"
 
 local W = tonumber(arg and arg[1]) or 72
@@ -29,6 +31,7 @@ for _ = 1, N do
 end
 
 local counts = count:get()
+if gpu.show(count, arg and arg[4]) then print("wrote " .. arg[4]) end
 local chars = " .:-=+*#%@"
 for r = 1, H do
   local line = {}

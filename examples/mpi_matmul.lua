@@ -2,6 +2,7 @@
 -- one process.
 --
 --   mpirun -np 4 luagpu examples/mpi_matmul.lua [N]
+--   (as root, or with fewer than 4 cores: mpirun --allow-run-as-root --oversubscribe -np 4 ...)
 --
 -- C = A x B for N x N floats. Every rank makes the same A and B (from the
 -- same formula), multiplies its block of rows of A by B on its own device

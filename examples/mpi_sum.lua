@@ -1,6 +1,7 @@
 -- examples/mpi_sum.lua: a distributed sum, checked against one process.
 --
 --   mpirun -np 4 luagpu examples/mpi_sum.lua [N]
+--   (as root, or with fewer than 4 cores: mpirun --allow-run-as-root --oversubscribe -np 4 ...)
 --
 -- Every rank makes its share of N values (the same values a single process
 -- would make for those positions), sums them on its own device with

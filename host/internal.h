@@ -535,6 +535,7 @@ void lg_check_kernels(lua_State *L, int progidx, const char *fn);
 ** so kernel.c does not link to it: a hook, declared in the layers block of
 ** docs/ARCHITECTURE.md, "hook kernel.c -> binary.c: __binary"). */
 void lg_open_binary(lua_State *L);
+void lg_open_png(lua_State *L);    /* gpu.encode_png, gpu.write_file (png.c) */
 
 /* What a kernel parameter takes. */
 typedef enum lg_ArgKind {

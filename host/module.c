@@ -178,6 +178,7 @@ LUAGPU_API int luaopen_luagpu(lua_State *L) {
   lg_open_debug(L);
   lg_open_query(L);
   lg_open_binary(L);
+  lg_open_png(L);
   lg_open_class(L);
   lua_getfield(L, -1, "load");
   lua_pushcclosure(L, mod_load, 1);

@@ -1,9 +1,13 @@
 -- luarocks: builds the module with luagpu's Makefile (`make all`) and
--- installs it with `make install-rock`: the C module into the rock's lib
--- folder, the helpers (luagpu.reduce, luagpu.matmul, ...) into its lua
--- folder, the luagpu program into its bin folder. Needs an OpenCL ICD
--- loader and headers (Debian: ocl-icd-opencl-dev opencl-headers).
---   luarocks make packaging/luagpu-0.1.0-1.rockspec
+-- installs it with `make install-rock`: the C modules (luagpu, and
+-- luagpu_mpi where mpicc is found) into the rock's lib folder, the helpers
+-- (luagpu.reduce, luagpu.matmul, luagpu.mpi, ...) into its lua folder, the
+-- luagpu program into its bin folder; luagpu.h, luagpu.pc, the man page,
+-- the kernels and the Jupyter kernelspec into the rock's own folder
+-- (`luarocks show --rock-dir luagpu`). Needs an OpenCL ICD loader and
+-- headers (Debian: ocl-icd-opencl-dev opencl-headers) and libpng-dev.
+-- Debian's luarocks defaults to Lua 5.1: name 5.4.
+--   luarocks --lua-version 5.4 make packaging/luagpu-0.1.0-1.rockspec
 rockspec_format = "3.0"
 package = "luagpu"
 version = "0.1.0-1"
@@ -25,6 +29,7 @@ dependencies = {
 }
 external_dependencies = {
   OPENCL = {header = "CL/cl.h", library = "OpenCL"},
+  PNG = {header = "png.h", library = "png16"},
 }
 build = {
   type = "make",
@@ -41,5 +46,6 @@ build = {
     ROCK_LIBDIR = "$(LIBDIR)",
     ROCK_LUADIR = "$(LUADIR)",
     ROCK_BINDIR = "$(BINDIR)",
+    ROCK_PREFIX = "$(PREFIX)",
   },
 }

@@ -58,6 +58,36 @@ describe("examples", function()
     assert.equal(15 + 256 * 192, #img)
   end)
 
+  it("blur.lua and mandelbrot.lua write a PNG through gpu.show when asked, and nothing when not", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir " .. sh_quote(dir)))
+    local out = ran_ok("blur.lua", "examples/data/small.pgm", dir .. "/b.png")
+    assert.matches("wrote " .. dir .. "/b.png", out, 1, true)
+    local png = read_file(dir .. "/b.png")
+    assert.equal("\137PNG\r\n\26\n", png:sub(1, 8))
+    assert.same({256, 192, 8, 0, 27}, {string.unpack(">I4I4BB", png, 17)})   -- grey, 8-bit
+    local p = io.popen(("cd %s && %s %s 40 30 20 m.png 2>&1"):format(sh_quote(dir),
+      sh_quote((PROG:sub(1, 1) == "/" and "" or os.getenv("PWD") .. "/") .. PROG),
+      sh_quote(os.getenv("PWD") .. "/examples/mandelbrot.lua")))
+    out = p:read("a")
+    p:close()
+    assert.matches("wrote m.png", out, 1, true)
+    assert.same({40, 30, 25}, {string.unpack(">I4I4", read_file(dir .. "/m.png"), 17)})
+    os.execute("rm -r " .. sh_quote(dir))
+    -- without OUT: no file anywhere new, and a word on how to get one
+    assert(os.execute("mkdir " .. sh_quote(dir)))
+    p = io.popen(("cd %s && TMPDIR=%s %s %s %s 2>&1; ls -A"):format(sh_quote(dir), sh_quote(dir),
+      sh_quote((PROG:sub(1, 1) == "/" and "" or os.getenv("PWD") .. "/") .. PROG),
+      sh_quote(os.getenv("PWD") .. "/examples/blur.lua"),
+      sh_quote(os.getenv("PWD") .. "/examples/data/small.pgm")))
+    out = p:read("a")
+    p:close()
+    assert.matches("luagpu: show: no path and no notebook: nothing written", out, 1, true)
+    assert.matches("\nok\n$", out)
+    os.execute("rm -r " .. sh_quote(dir))
+  end)
+
   it("blur.lua blurs a colour PPM, with another radius", function()
     local w, h = 37, 21                 -- not multiples of the tile: the edges are clamped
     local bytes = {}

@@ -35,6 +35,7 @@ local FIELDS = {
   shard = {"luagpu.tensor", "shard"},
   replicate = {"luagpu.tensor", "replicate"},
   warmup = {"luagpu.warmup", "warmup"},
+  show = {"luagpu.show", "show"},
 }
 
 -- Declares everything above on the module table gpu (luaopen_luagpu's).

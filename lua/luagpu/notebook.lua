@@ -1,0 +1,188 @@
+-- luagpu.notebook: the Lua half of the Jupyter kernel
+-- (packaging/jupyter/luagpu_kernel.py runs `luagpu -e
+-- "require('luagpu.notebook').serve()"`). serve() reads cells from stdin
+-- and answers on the file descriptor $LUAGPU_NOTEBOOK_FD names; what a
+-- cell prints goes to stdout and stderr as in a script (line-buffered),
+-- which the kernel streams.
+--
+-- Requests (stdin):  "<bytes>\n<cell source>"
+-- Answers (the fd):  "display <count>\n" then count times "<mime> <bytes>\n<data>"
+--                    "result <count>\n" and the same: a value the cell returned
+--                    "error <bytes>\n<message and traceback>"
+--                    "done\n" (after every cell, once its output is flushed)
+-- A cell runs as the REPL's input does: as an expression first (its values
+-- are shown), else as statements; globals persist between cells, `gpu` and
+-- `dev` (the default device, made on first use) are predefined. Values show
+-- as text/plain (tostring) and, for tensors and host arrays, as text/html
+-- tables; gpu.show(x) without a path shows its picture.
+
+local gpu = require "luagpu"
+local show = require "luagpu.show"
+local concat, fmt = table.concat, string.format
+
+local M = {}
+
+local MAX_ROWS, MAX_COLS = 20, 12
+
+local function esc(s)
+  return (tostring(s):gsub("[&<>]", {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;"}))
+end
+
+local function cell(v)
+  if math.type(v) == "float" then return fmt("%.6g", v) end
+  return tostring(v)
+end
+
+-- Positions 1..n shown: all, or the first and last few around a gap (0).
+local function positions(n, max)
+  local list = {}
+  if n <= max then
+    for i = 1, n do list[i] = i end
+  else
+    local half = max // 2
+    for i = 1, half do list[#list + 1] = i end
+    list[#list + 1] = 0
+    for i = n - half + 1, n do list[#list + 1] = i end
+  end
+  return list
+end
+
+-- An HTML table of a 1-D or 2-D host array (flat, row-major), with a
+-- caption naming its class, type and shape; nil for other shapes.
+local function html_table(a, shape, what)
+  local rows, cols = 1, shape[1]
+  if #shape == 2 then rows, cols = shape[1], shape[2] elseif #shape ~= 1 then return nil end
+  local dims = {}
+  for i, s in ipairs(shape) do dims[i] = tostring(s) end
+  local out = {fmt('<table class="luagpu"><caption>%s&lt;%s&gt; {%s}</caption>', what,
+                   esc(a.type), concat(dims, ", "))}
+  local cs = positions(cols, MAX_COLS)
+  out[#out + 1] = "<tr><th></th>"
+  for _, j in ipairs(cs) do out[#out + 1] = j == 0 and "<th>&hellip;</th>" or fmt("<th>%d</th>", j) end
+  out[#out + 1] = "</tr>"
+  for _, i in ipairs(positions(rows, MAX_ROWS)) do
+    if i == 0 then
+      out[#out + 1] = fmt('<tr><th>&vellip;</th><td colspan="%d"></td></tr>', #cs)
+    else
+      out[#out + 1] = fmt("<tr><th>%d</th>", i)
+      for _, j in ipairs(cs) do
+        out[#out + 1] = j == 0 and "<td>&hellip;</td>" or
+                        fmt("<td>%s</td>", esc(cell(a[(i - 1) * cols + j])))
+      end
+      out[#out + 1] = "</tr>"
+    end
+  end
+  out[#out + 1] = "</table>"
+  return concat(out)
+end
+
+-- The MIME bundle of a value: {mime, data} pairs, text/plain first.
+function M.bundle(v)
+  local list = {{"text/plain", tostring(v)}}
+  local kind = gpu.type(v)
+  local html
+  if kind == "Tensor" then
+    local a = v:get()
+    html = html_table(a, v.shape, "Tensor")
+  elseif kind == "Array" and not v.type:match("%d$") then
+    html = html_table(v, v.shape, "Array")
+  end
+  if html then list[2] = {"text/html", html} end
+  return list
+end
+
+local reply   -- fd 3, opened by serve
+
+local function send_display(list, kind)
+  io.stdout:flush()
+  io.stderr:flush()
+  reply:write(kind or "display", " ", #list, "\n")
+  for _, item in ipairs(list) do
+    reply:write(item[1], " ", #item[2], "\n", item[2])
+  end
+  reply:flush()
+end
+
+local function traceback(msg)
+  msg = tostring(msg)
+  local tb = debug.traceback("", 2)
+  -- the frames inside this file and the C ones under serve are noise
+  local lines = {}
+  for line in tb:gmatch("[^\n]+") do
+    if line:match("^%s+%[?cell") or line:match("^%s+%S+%.lua:") and not line:match("notebook%.lua") then
+      lines[#lines + 1] = line
+    end
+  end
+  if #lines > 0 then msg = msg .. "\nstack traceback:\n" .. concat(lines, "\n") end
+  return msg
+end
+
+local count = 0
+
+-- The cell as a function: an expression returns its values; statements
+-- whose last line is an expression return that line's values (as a
+-- notebook shows the last one); else statements. nil, message when it
+-- does not compile.
+local function compile(source, name)
+  local f = load("return " .. source, name, "t")
+  if f then return f end
+  local head, last = source:match("^(.*\n)([^\n]*%S[^\n]*)\n?%s*$")
+  if head and not last:match("^%s*%-%-") then
+    f = load(head .. "return " .. last, name, "t")
+    if f then return f end
+  end
+  return load(source, name, "t")
+end
+
+local count = 0
+
+-- Runs one cell; returns nil, or the error message.
+local function run(source)
+  count = count + 1
+  local f, err = compile(source, "=[cell " .. count .. "]")
+  if f == nil then return err end
+  local results = table.pack(xpcall(f, traceback))
+  if not results[1] then return results[2] end
+  for i = 2, results.n do
+    if results[i] ~= nil then
+      local ok, list = pcall(M.bundle, results[i])
+      send_display(ok and list or {{"text/plain", tostring(results[i])}}, "result")
+    end
+  end
+  return nil
+end
+
+-- The loop: one cell per request until stdin ends.
+function M.serve()
+  local fd = tonumber(os.getenv("LUAGPU_NOTEBOOK_FD") or "")
+  reply = fd and io.open("/dev/fd/" .. math.tointeger(fd), "w")
+  if reply == nil then
+    error("luagpu: notebook: serve: LUAGPU_NOTEBOOK_FD names no open file descriptor "
+          .. "(serve is run by the Jupyter kernel, packaging/jupyter/luagpu_kernel.py)", 0)
+  end
+  io.stdout:setvbuf("line")
+  io.stderr:setvbuf("no")
+  show.set_display(function(data, mime) send_display({{mime, data}}) end)
+  local device
+  setmetatable(_G, {__index = function(_, key)
+    if key == "dev" then
+      device = device or gpu.device()
+      return device
+    end
+  end})
+  while true do
+    local header = io.read("l")
+    if header == nil then break end
+    local n = tonumber(header)
+    local source = n and n > 0 and io.read(n) or ""
+    local ok, err = pcall(run, source)
+    if not ok then err = tostring(err) end   -- an interrupt between steps
+    io.stdout:flush()
+    io.stderr:flush()
+    if err then reply:write("error ", #err, "\n", err) end
+    reply:write("done\n")
+    reply:flush()
+  end
+end
+
+return M
