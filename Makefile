@@ -64,7 +64,7 @@ READLINE_LIBS := $(RL_STATIC) $(TI_STATIC)
 READLINE_DEF  := -DLUAGPU_READLINE
 endif
 
-.PHONY: kernelspec all mpi deps deps-bench deps-valgrind demo test asan asan-build fuzz fuzz-numpy valgrind install install-rock clean bench
+.PHONY: FORCE kernelspec all mpi deps deps-bench deps-valgrind demo test asan asan-build fuzz fuzz-numpy valgrind install install-rock clean bench
 
 all: $(BUILD)/luagpu.so $(BUILD)/luagpu $(BUILD)/embed_demo $(BUILD)/embed_check $(MPI_MODULE)
 
@@ -77,10 +77,18 @@ $(BUILD)/%.o: host/%.c host/internal.h host/luagpu.h | $(BUILD)
 # Kernel sources and the pure-Lua helpers are embedded into the module, so
 # build/luagpu (or luagpu.so) alone finds them when no checkout or install is
 # near; the program's own Lua (the REPL's printer, --devices) into the program.
-$(BUILD)/kernels.c: $(KERNELS) tools/embed.sh | $(BUILD)
+# A list file per set, rewritten only when the set changes, so that a file
+# removed from kernels/ or lua/ leaves the embedded set too.
+$(BUILD)/kernels.list: FORCE | $(BUILD)
+	@echo '$(KERNELS)' | cmp -s - $@ || echo '$(KERNELS)' > $@
+$(BUILD)/helpers.list: FORCE | $(BUILD)
+	@echo '$(HELPERS)' | cmp -s - $@ || echo '$(HELPERS)' > $@
+FORCE:
+
+$(BUILD)/kernels.c: $(KERNELS) $(BUILD)/kernels.list tools/embed.sh | $(BUILD)
 	sh tools/embed.sh lg_embedded_kernels kernels $(KERNELS) > $@
 
-$(BUILD)/helpers.c: $(HELPERS) tools/embed.sh | $(BUILD)
+$(BUILD)/helpers.c: $(HELPERS) $(BUILD)/helpers.list tools/embed.sh | $(BUILD)
 	sh tools/embed.sh lg_embedded_helpers lua $(HELPERS) > $@
 
 MAIN_LUA := host/main.lua host/doctor.lua host/help.lua
