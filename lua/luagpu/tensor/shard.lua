@@ -228,9 +228,9 @@ SMT.__tostring = function(s)
   if not ok then return "luagpu.ShardedTensor (broken: " .. tostring(list) .. ")" end
   local names = {}
   for i, x in ipairs(list) do names[i] = x._dev.name end
-  return format("luagpu.ShardedTensor<%s>%s %s over %d devices (%s)", list[1]._type,
+  return format("luagpu.ShardedTensor<%s>%s %s over %d device%s (%s)", list[1]._type,
                 show_shape(FIELDS.shape(s)), d and "along dim " .. d or "replicated", #list,
-                concat(names, ", "))
+                #list == 1 and "" or "s", concat(names, ", "))
 end
 
 ------------------------------------------------------------------ elementwise
