@@ -407,7 +407,10 @@ function M.start()
     __fields = {dev = true},
     __index = function(t, k)
       if k ~= "dev" then return nil end
-      local d = gpu.device()
+      local ok, d = pcall(gpu.device)
+      if not ok then   -- raised at the line that named dev
+        error((tostring(d):gsub("^%[luagpu main%.lua%]:%d+: ", "")), 2)
+      end
       rawset(t, "dev", d)
       return d
     end,

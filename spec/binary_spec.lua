@@ -106,9 +106,8 @@ describe("program binaries", function()
         "local gpu = require 'luagpu'; local f = io.open(" .. string.format("%q", file)
         .. ", 'rb'); local p = gpu.device():build_binary(f:read('a')); print(p.put)"))
       assert.equal(1, code, i .. ": " .. out)
-      -- the program's message: the prefix once, then the line ("luagpu: (command line):1: ...")
-      assert.matches(": device:build_binary: argument #1: a damaged binary: its kernel "
-                     .. "metadata is malformed", out, 1, true)
+      assert.matches("luagpu: (command line):1: device:build_binary: argument #1: a damaged "
+                     .. "binary: its kernel metadata is malformed", out, 1, true)
     end
     os.remove(file)
     -- well formed, but one argument more than the kernel has: refused by build_binary,
@@ -151,8 +150,8 @@ describe("program binaries", function()
         .. ", 'rb'); local q = gpu.device():build_binary(f:read('a')); "
         .. "q.f(0x41414141, 7):run(1):wait() print('ran')"))
       assert.equal(1, code, out)
-      assert.matches(": device:build_binary: a damaged binary: kernel f's argument 1 is "
-                     .. case[2] .. " in the binary, the metadata says " .. case[3], out, 1, true)
+      assert.matches("luagpu: (command line):1: device:build_binary: a damaged binary: kernel "
+                     .. "f's argument 1 is " .. case[2] .. " in the binary, the metadata says " .. case[3], out, 1, true)
     end
     os.remove(file)
   end)

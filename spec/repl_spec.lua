@@ -257,6 +257,13 @@ describe("the REPL's help and printer", function()
     local p = io.popen(shell_quote(PROG) .. " -e 'print(dev)' 2>&1")
     assert.equals("nil\n", p:read("a"))
     p:close()
+    -- no such device: the session starts; naming dev raises at its line
+    p = io.popen("echo 'print(1) print(dev)' | LUAGPU_DEVICE=nosuchdevice " .. shell_quote(PROG)
+                 .. " 2>&1")
+    local err = p:read("a")
+    p:close()
+    assert.matches('\n1\nstdin:1: luagpu: gpu.device: no device matches "nosuchdevice"', err, 1,
+                   true)
   end)
 
   it("prints a tensor with its type and shape first, summarised past 1000 elements", function()
