@@ -58,9 +58,9 @@ for c in nb["cells"]:
             print(n, t, ",".join(sorted(d)) + extra)
 ]]
 
--- Runs nbconvert on a notebook with a kernelspec for the build under test;
--- returns the summary's lines.
-local function execute(notebook, allow_errors)
+-- A temporary folder with a kernelspec for the build under test, and the
+-- environment that makes Jupyter use it and nothing of the user's.
+local function jupyter_dir()
   local dir = tmpdir()
   local out, code = sh("env -u LD_PRELOAD make --no-print-directory BUILD=" .. shell_quote(BUILD) ..
                        " kernelspec KERNELSPEC_DIR=" .. shell_quote(dir .. "/data/kernels/luagpu"))
@@ -70,6 +70,14 @@ local function execute(notebook, allow_errors)
               :format(shell_quote(dir), shell_quote(dir .. "/data"), shell_quote(dir .. "/data"),
                       shell_quote(dir .. "/runtime"), shell_quote(dir .. "/config"),
                       shell_quote(dir .. "/ipython"))
+  return dir, env
+end
+
+-- Runs nbconvert on a notebook with a kernelspec for the build under test;
+-- returns the summary's lines.
+local function execute(notebook, allow_errors)
+  local dir, env = jupyter_dir()
+  local out, code
   out, code = sh(env .. "timeout 300 jupyter-nbconvert --to notebook --execute " ..
                  (allow_errors and "--allow-errors " or "") ..
                  "--ExecutePreprocessor.timeout=240 --output-dir " .. shell_quote(dir) ..
@@ -141,5 +149,44 @@ nbformat.write(nb, sys.argv[1])
     for _, line in ipairs(want) do assert.matches("\n" .. line .. "\n", "\n" .. s, 1, true) end
     -- after the restart, n is gone: cell 7 shows nothing
     assert.is_nil(s:find("\n7 ", 1, true), s)
+  end)
+
+  it("an interrupt stops the running cell with 'interrupted!', again and again, keeping globals", function()
+    if not needs_jupyter() then return end
+    local dir, env = jupyter_dir()
+    local script = dir .. "/interrupt.py"
+    support.write_file(script, [[
+import time, jupyter_client
+km, kc = jupyter_client.manager.start_new_kernel(kernel_name="luagpu")
+def run(code, interrupt_after=None):
+    msg_id = kc.execute(code)
+    if interrupt_after:
+        time.sleep(interrupt_after)
+        km.interrupt_kernel()
+    outs = []
+    while True:
+        m = kc.get_iopub_msg(timeout=60)
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        t, c = m["msg_type"], m["content"]
+        if t == "status" and c["execution_state"] == "idle":
+            break
+        if t == "error":
+            outs.append("error " + c["evalue"])
+        elif t == "execute_result":
+            outs.append("result " + c["data"]["text/plain"])
+    print(" | ".join(outs))
+run("n = 5")
+run("while true do end", 2)
+run("n")
+run("while true do n = n end", 2)
+run("n + 1")
+kc.stop_channels()
+km.shutdown_kernel(now=True)
+]])
+    local out, code = sh(env .. "timeout 120 " .. PY .. " " .. shell_quote(script))
+    os.execute("rm -rf " .. shell_quote(dir))
+    assert.equals(0, code, out)
+    assert.matches("\nerror interrupted!\nresult 5\nerror interrupted!\nresult 6\n", out, 1, true)
   end)
 end)

@@ -6,9 +6,10 @@ comes; values and pictures come back on a pipe of their own as MIME bundles
 (text/plain, text/html tables, image/png, image/svg+xml).
 
 The program is $LUAGPU_KERNEL_PROGRAM (kernel.json sets it to the installed
-one), else `luagpu` on PATH. An interrupt stops the running cell (luagpu
-raises "interrupted!"); if the program ends, the next cell starts a new one
-(its globals are gone, and the cell's output says so).
+one), else `luagpu` on PATH. An interrupt is passed on to the program, whose
+running cell raises "interrupted!"; a second one while the first waits ends
+it. If the program ends, the next cell starts a new one (its globals are
+gone, and the cell's output says so).
 """
 
 import base64
@@ -53,6 +54,9 @@ class LuagpuKernel(Kernel):
             [program, "-e", SERVE],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             pass_fds=(w,), env=env,
+            # its own session: an interrupt reaches it once, from here,
+            # not also from Jupyter's signal to the kernel's process group
+            start_new_session=True,
         )
         os.close(w)
         self.reply = os.fdopen(r, "rb", buffering=0)
