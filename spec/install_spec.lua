@@ -72,6 +72,9 @@ describe("installs", function()
     assert.equals(0, code, out)
     local installed = modules_in(prefix .. "/share/lua/5.4", prefix .. "/lib/lua/5.4")
     assert.same(installed, rock)
+    local kernel = support.read_file(prefix .. "/share/jupyter/kernels/luagpu/kernel.json")
+    assert.matches('"LUAGPU_KERNEL_PROGRAM": "' .. prefix .. '/bin/luagpu"', kernel, 1, true)
+    assert.is_truthy(io.open(prefix .. "/share/jupyter/kernels/luagpu/luagpu_kernel.py"))
     local want = {"luagpu", "luagpu.reduce", "luagpu.matmul", "luagpu.tensor", "luagpu.show",
                   "luagpu.mpi"}
     if HAVE_MPI then want[#want + 1] = "luagpu_mpi" end
