@@ -128,7 +128,7 @@ describe("the Jupyter kernel", function()
     local out, code = sh("env -u LD_PRELOAD " .. PY .. " -c " .. shell_quote([[
 import sys, nbformat
 from nbformat.v4 import new_notebook, new_code_cell
-cells = ["n = 41", "error('boom')", "n + 1", "local t = {}\nfor i = 1, 3 do t[i] = i * i end\nprint(table.concat(t, ' '))\nio.stderr:write('to stderr\\n')",
+cells = ["n = 41", "error('boom')", "n + 1", "local t = {}\nfor i = 1, 3 do t[i] = i * i end\nprint(table.concat(t, ' '), io.read('l'))\nio.stderr:write('to stderr\\n')",
          "1 +", "os.exit(3)", "n", "gpu.show({1, 2}, '/nonexistent-folder/x.svg')"]
 nb = new_notebook(cells=[new_code_cell(c) for c in cells],
                   metadata={"kernelspec": {"name": "luagpu", "display_name": "luagpu", "language": "lua"}})
@@ -140,7 +140,7 @@ nbformat.write(nb, sys.argv[1])
     local want = {
       '2 error LuaError "[cell 2]:1: boom"',
       "3 execute_result text/plain",
-      '4 stream stdout "1 4 9\\n"',
+      '4 stream stdout "1 4 9\\tnil\\n"',
       '4 stream stderr "to stderr\\n"',
       "5 error LuaError \"[cell 5]:1: unexpected symbol near '1'\"",
       '6 error LuaError "luagpu ended (exit status 3) during this cell; the next cell starts a new one (globals are gone)"',
