@@ -284,7 +284,8 @@ end
 local base = os.tmpname()
 os.remove(base)
 local PATHS = {base .. "_a.npy", base .. "_b.npy", base .. "_bad1.npy", base .. "_bad2.npy",
-               base .. "_bad3.npy", "/nonexistent/dir/x.npy", "", "/", base .. "_none.npy"}
+               base .. "_bad3.npy", "/nonexistent/dir/x.npy", "", "/", base .. "_none.npy",
+               base .. "_p.png"}
 do
   local bad = {
     "\x93NUMPY\x01\x00\x20\x00{'descr': '<f4', 'fortran_order': False, 'shape': (999999999999,), }",
@@ -466,6 +467,11 @@ local ops = {
     else M.Array.save(a, PATHS[R(#PATHS)]) end
   end},
   {1, function() add("Array", gpu.load(R() < 0.9 and PATHS[R(#PATHS)] or any())) end},
+  {0.5, function()                     -- PNG bytes of random sizes, written over anything
+    local w, h, c = R(-1, 9), R(-1, 9), R(0, 5)
+    local n = R() < 0.8 and math.max(0, w * h * c) or R(0, 100)
+    gpu.write_file(PATHS[R(#PATHS)], gpu.encode_png(w, h, c, string.rep("\7", n)))
+  end},
   {0.5, function()                     -- a saved array, its bytes mutated, loaded again
     local a = pick("Array")
     if not a then return end

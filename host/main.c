@@ -85,10 +85,21 @@ static int msghandler(lua_State *L) {
 
 /* ------------------------------------------------------------- signals */
 
-/* Hook set by the SIGINT handler: stops the running Lua code. */
+static void on_sigint(int sig);
+
+/* Hook set by the SIGINT handler: stops the running Lua code, and catches
+** the next Ctrl-C again (code that goes on after the error, such as the
+** notebook's loop of cells, can be interrupted again). */
 static void on_hook(lua_State *L, lua_Debug *ar) {
   (void)ar;
   lua_sethook(L, NULL, 0, 0);
+  if (running_lua) {   /* as catch_sigint installs it: no SA_RESTART */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+  }
   luaL_error(L, "interrupted!");
 }
 

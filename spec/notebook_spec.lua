@@ -58,9 +58,9 @@ for c in nb["cells"]:
             print(n, t, ",".join(sorted(d)) + extra)
 ]]
 
--- Runs nbconvert on a notebook with a kernelspec for the build under test;
--- returns the summary's lines.
-local function execute(notebook, allow_errors)
+-- A temporary folder with a kernelspec for the build under test, and the
+-- environment that makes Jupyter use it and nothing of the user's.
+local function jupyter_dir()
   local dir = tmpdir()
   local out, code = sh("env -u LD_PRELOAD make --no-print-directory BUILD=" .. shell_quote(BUILD) ..
                        " kernelspec KERNELSPEC_DIR=" .. shell_quote(dir .. "/data/kernels/luagpu"))
@@ -70,6 +70,14 @@ local function execute(notebook, allow_errors)
               :format(shell_quote(dir), shell_quote(dir .. "/data"), shell_quote(dir .. "/data"),
                       shell_quote(dir .. "/runtime"), shell_quote(dir .. "/config"),
                       shell_quote(dir .. "/ipython"))
+  return dir, env
+end
+
+-- Runs nbconvert on a notebook with a kernelspec for the build under test;
+-- returns the summary's lines.
+local function execute(notebook, allow_errors)
+  local dir, env = jupyter_dir()
+  local out, code
   out, code = sh(env .. "timeout 300 jupyter-nbconvert --to notebook --execute " ..
                  (allow_errors and "--allow-errors " or "") ..
                  "--ExecutePreprocessor.timeout=240 --output-dir " .. shell_quote(dir) ..
@@ -120,7 +128,7 @@ describe("the Jupyter kernel", function()
     local out, code = sh("env -u LD_PRELOAD " .. PY .. " -c " .. shell_quote([[
 import sys, nbformat
 from nbformat.v4 import new_notebook, new_code_cell
-cells = ["n = 41", "error('boom')", "n + 1", "local t = {}\nfor i = 1, 3 do t[i] = i * i end\nprint(table.concat(t, ' '))\nio.stderr:write('to stderr\\n')",
+cells = ["n = 41", "error('boom')", "n + 1", "local t = {}\nfor i = 1, 3 do t[i] = i * i end\nprint(table.concat(t, ' '), io.read('l'))\nio.stderr:write('to stderr\\n')",
          "1 +", "os.exit(3)", "n", "gpu.show({1, 2}, '/nonexistent-folder/x.svg')"]
 nb = new_notebook(cells=[new_code_cell(c) for c in cells],
                   metadata={"kernelspec": {"name": "luagpu", "display_name": "luagpu", "language": "lua"}})
@@ -132,7 +140,7 @@ nbformat.write(nb, sys.argv[1])
     local want = {
       '2 error LuaError "[cell 2]:1: boom"',
       "3 execute_result text/plain",
-      '4 stream stdout "1 4 9\\n"',
+      '4 stream stdout "1 4 9\\tnil\\n"',
       '4 stream stderr "to stderr\\n"',
       "5 error LuaError \"[cell 5]:1: unexpected symbol near '1'\"",
       '6 error LuaError "luagpu ended (exit status 3) during this cell; the next cell starts a new one (globals are gone)"',
@@ -141,5 +149,44 @@ nbformat.write(nb, sys.argv[1])
     for _, line in ipairs(want) do assert.matches("\n" .. line .. "\n", "\n" .. s, 1, true) end
     -- after the restart, n is gone: cell 7 shows nothing
     assert.is_nil(s:find("\n7 ", 1, true), s)
+  end)
+
+  it("an interrupt stops the running cell with 'interrupted!', again and again, keeping globals", function()
+    if not needs_jupyter() then return end
+    local dir, env = jupyter_dir()
+    local script = dir .. "/interrupt.py"
+    support.write_file(script, [[
+import time, jupyter_client
+km, kc = jupyter_client.manager.start_new_kernel(kernel_name="luagpu")
+def run(code, interrupt_after=None):
+    msg_id = kc.execute(code)
+    if interrupt_after:
+        time.sleep(interrupt_after)
+        km.interrupt_kernel()
+    outs = []
+    while True:
+        m = kc.get_iopub_msg(timeout=60)
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        t, c = m["msg_type"], m["content"]
+        if t == "status" and c["execution_state"] == "idle":
+            break
+        if t == "error":
+            outs.append("error " + c["evalue"])
+        elif t == "execute_result":
+            outs.append("result " + c["data"]["text/plain"])
+    print(" | ".join(outs))
+run("n = 5")
+run("while true do end", 2)
+run("n")
+run("while true do n = n end", 2)
+run("n + 1")
+kc.stop_channels()
+km.shutdown_kernel(now=True)
+]])
+    local out, code = sh(env .. "timeout 120 " .. PY .. " " .. shell_quote(script))
+    os.execute("rm -rf " .. shell_quote(dir))
+    assert.equals(0, code, out)
+    assert.matches("\nerror interrupted!\nresult 5\nerror interrupted!\nresult 6\n", out, 1, true)
   end)
 end)

@@ -1,12 +1,13 @@
 -- luagpu.notebook: the Lua half of the Jupyter kernel
 -- (packaging/jupyter/luagpu_kernel.py runs `luagpu -e
--- "require('luagpu.notebook').serve()"`). serve() reads cells from stdin
--- and answers on the file descriptor $LUAGPU_NOTEBOOK_FD names; what a
--- cell prints goes to stdout and stderr as in a script (line-buffered),
--- which the kernel streams.
+-- "require('luagpu.notebook').serve()"`). serve() reads cells from the
+-- file descriptor $LUAGPU_NOTEBOOK_IN names and answers on the one
+-- $LUAGPU_NOTEBOOK_FD names (stdin is the kernel's /dev/null, so a cell
+-- that reads io.stdin reads nothing); what a cell prints goes to stdout
+-- and stderr as in a script (line-buffered), which the kernel streams.
 --
--- Requests (stdin):  "<bytes>\n<cell source>"
--- Answers (the fd):  "display <count>\n" then count times "<mime> <bytes>\n<data>"
+-- Requests:          "<bytes>\n<cell source>"
+-- Answers:           "display <count>\n" then count times "<mime> <bytes>\n<data>"
 --                    "result <count>\n" and the same: a value the cell returned
 --                    "error <bytes>\n<message and traceback>"
 --                    "done\n" (after every cell, once its output is flushed)
@@ -152,14 +153,21 @@ local function run(source)
   return nil
 end
 
--- The loop: one cell per request until stdin ends.
-function M.serve()
-  local fd = tonumber(os.getenv("LUAGPU_NOTEBOOK_FD") or "")
-  reply = fd and io.open("/dev/fd/" .. math.tointeger(fd), "w")
-  if reply == nil then
-    error("luagpu: notebook: serve: LUAGPU_NOTEBOOK_FD names no open file descriptor "
+-- The file descriptor the environment variable name names, opened.
+local function open_fd(name, mode)
+  local fd = math.tointeger(tonumber(os.getenv(name) or ""))
+  local f = fd and io.open("/dev/fd/" .. fd, mode)
+  if f == nil then
+    error("luagpu: notebook: serve: " .. name .. " names no open file descriptor "
           .. "(serve is run by the Jupyter kernel, packaging/jupyter/luagpu_kernel.py)", 0)
   end
+  return f
+end
+
+-- The loop: one cell per request until the requests end.
+function M.serve()
+  local requests = open_fd("LUAGPU_NOTEBOOK_IN", "rb")
+  reply = open_fd("LUAGPU_NOTEBOOK_FD", "wb")
   io.stdout:setvbuf("line")
   io.stderr:setvbuf("no")
   show.set_display(function(data, mime) send_display({{mime, data}}) end)
@@ -171,10 +179,10 @@ function M.serve()
     end
   end})
   while true do
-    local header = io.read("l")
+    local header = requests:read("l")
     if header == nil then break end
     local n = tonumber(header)
-    local source = n and n > 0 and io.read(n) or ""
+    local source = n and n > 0 and requests:read(n) or ""
     local ok, err = pcall(run, source)
     if not ok then err = tostring(err) end   -- an interrupt between steps
     io.stdout:flush()

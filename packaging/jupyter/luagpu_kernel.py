@@ -1,14 +1,15 @@
 """luagpu's Jupyter kernel: a wrapper kernel (ipykernel) that runs the luagpu
 program as `luagpu -e "require('luagpu.notebook').serve()"` and drives it
-over pipes (lua/luagpu/notebook.lua has the protocol): a cell goes to its
-stdin; what it prints comes back on its stdout and stderr, streamed as it
+over pipes (lua/luagpu/notebook.lua has the protocol): a cell goes down a
+pipe of its own (stdin is /dev/null); what it prints comes back on its stdout and stderr, streamed as it
 comes; values and pictures come back on a pipe of their own as MIME bundles
 (text/plain, text/html tables, image/png, image/svg+xml).
 
 The program is $LUAGPU_KERNEL_PROGRAM (kernel.json sets it to the installed
-one), else `luagpu` on PATH. An interrupt stops the running cell (luagpu
-raises "interrupted!"); if the program ends, the next cell starts a new one
-(its globals are gone, and the cell's output says so).
+one), else `luagpu` on PATH. An interrupt is passed on to the program, whose
+running cell raises "interrupted!"; a second one while the first waits ends
+it. If the program ends, the next cell starts a new one (its globals are
+gone, and the cell's output says so).
 """
 
 import base64
@@ -46,22 +47,29 @@ class LuagpuKernel(Kernel):
 
     def _start(self):
         program = os.environ.get("LUAGPU_KERNEL_PROGRAM") or "luagpu"
-        r, w = os.pipe()
+        r, w = os.pipe()           # answers: luagpu writes w
+        cr, cw = os.pipe()         # cells: luagpu reads cr
         env = dict(os.environ)
         env["LUAGPU_NOTEBOOK_FD"] = str(w)
+        env["LUAGPU_NOTEBOOK_IN"] = str(cr)
         self.proc = subprocess.Popen(
             [program, "-e", SERVE],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            pass_fds=(w,), env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            pass_fds=(w, cr), env=env,
+            # its own session: an interrupt reaches it once, from here,
+            # not also from Jupyter's signal to the kernel's process group
+            start_new_session=True,
         )
         os.close(w)
+        os.close(cr)
         self.reply = os.fdopen(r, "rb", buffering=0)
+        self.cells = os.fdopen(cw, "wb")
         self.buf = {"out": b"", "err": b"", "reply": b""}
 
     def _stop(self):
         if self.proc is not None:
             try:
-                self.proc.stdin.close()
+                self.cells.close()
             except OSError:
                 pass
             try:
@@ -140,8 +148,8 @@ class LuagpuKernel(Kernel):
         """Sends one cell and handles what comes back until it is done;
         returns the error message or None."""
         data = code.encode("utf-8")
-        self.proc.stdin.write(b"%d\n" % len(data) + data)
-        self.proc.stdin.flush()
+        self.cells.write(b"%d\n" % len(data) + data)
+        self.cells.flush()
         self.error = None
         sel = selectors.DefaultSelector()
         # the output pipes first: luagpu flushes them before it answers
