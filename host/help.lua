@@ -35,6 +35,11 @@ H.module = {
   outer = "gpu.outer(x, y): the outer product of two 1-D tensors",
   searchsorted = "gpu.searchsorted(sorted, v [, {right =}]): insertion positions (1-based)",
   einsum = "gpu.einsum(spec, x, ...): Einstein summation (\"ij,jk->ik\")",
+  shard = "gpu.shard(x, devices [, dim]) | gpu.shard(list [, dim]): a tensor in parts, one per device",
+  replicate = "gpu.replicate(x, devices): x whole on each device (a sharded tensor of dim nil)",
+  show = "gpu.show(x [, path] [, opts]): a 2-D tensor as an image, 1-D as a plot (PNG or SVG)",
+  encode_png = "gpu.encode_png(width, height, channels, pixels): PNG bytes of 8-bit pixels",
+  write_file = "gpu.write_file(path, data): data written as gpu.show writes (no links); path",
 }
 
 -- The helper modules, for help(gpu): {gpu field or nil, line}; those with

@@ -245,6 +245,15 @@ describe("the REPL's help and printer", function()
     assert.not_matches("\n  x:[%w_]+%(%.%.%.%)\n", out)
   end)
 
+  it("help(xs) of a sharded tensor gives its fields and a line per method", function()
+    local out = piped("xs = gpu.shard(dev:tensor('float', {4, 2}, 1), {dev})\nhelp(xs)\n")
+    assert.equals(1, out:find("luagpu.ShardedTensor: fields devices, dim, ndim, shape, shards, "
+                              .. "type\n", 1, true))
+    assert.matches("\n  xs:mm(b): each shard of rows times b", out, 1, true)
+    assert.matches("\n  xs:exp(): elementwise exp on each shard\n", out, 1, true)
+    assert.not_matches("\n  x?s?:[%w_]+%(%.%.%.%)\n", out)   -- every method has its own line
+  end)
+
   it("predefines dev, the default device, made on first use", function()
     local out = piped("rawget(_G, 'dev') == nil\ndev == gpu.device()\nrawget(_G, 'dev') == dev\n"
                       .. "gpu.type(dev:sampler{}), gpu.type(dev:tensor('int', {1}))\n"

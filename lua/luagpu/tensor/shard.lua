@@ -23,7 +23,7 @@ local O = require "luagpu.tensor.object"
 local X = require "luagpu.tensor.expr"
 local OPS = require "luagpu.tensor.ops"
 
-local type, ipairs, select, tostring = type, ipairs, select, tostring
+local type, ipairs, pairs, tostring = type, ipairs, pairs, tostring
 local getmetatable, setmetatable, rawget, rawequal = getmetatable, setmetatable, rawget, rawequal
 local mtype, format, concat = math.type, string.format, table.concat
 local fail, typename, show = H.fail, H.typename, H.show
@@ -537,6 +537,45 @@ Sharded.gather = Sharded.to
 function Sharded.get(s) return Sharded.to(s, parts("sharded:get", 0, s)[1]._dev):get() end
 function Sharded.totable(s)
   return Sharded.to(s, parts("sharded:totable", 0, s)[1]._dev):totable()
+end
+
+------------------------------------------------------------------ help
+
+-- What the REPL's help(xs) and Tab show: the fields, and a line per method
+-- (the elementwise ones from the op table, as Sharded has them).
+local DESCRIBE = {
+  astype = "xs:astype(type): each shard converted",
+  clamp = "xs:clamp(lo, hi): each shard limited to lo..hi (numbers)",
+  eval = "xs:eval(): every shard's pending expression launched, each on its device",
+  release = "xs:release(): every shard's memory back now",
+  sum = "xs:sum([dim [, keepdim]]): whole (a number), or along a dim",
+  prod = "xs:prod([dim [, keepdim]]): whole (a number), or along a dim",
+  mean = "xs:mean([dim [, keepdim]]): whole (a number), or along a dim",
+  min = "xs:min([dim [, keepdim]] | ys): the smallest, or elementwise with a sharded ys",
+  max = "xs:max([dim [, keepdim]] | ys): the largest, or elementwise with a sharded ys",
+  mm = "xs:mm(b): each shard of rows times b (replicated, or a tensor copied to each device)",
+  to = "xs:to(dev): the whole tensor on dev (shards copied there and joined)",
+  gather = "xs:gather(dev): the same as xs:to(dev)",
+  get = "xs:get(): the whole as a host array",
+  totable = "xs:totable(): the whole as nested Lua tables",
+}
+SMT.__methods = Sharded
+SMT.__help = function()
+  local methods = {}
+  for name in pairs(Sharded) do methods[name] = DESCRIBE[name] or "xs:" .. name .. "(...)" end
+  for _, row in ipairs(OPS.list) do
+    local call = row.arity == 1 and "xs:%s()" or "xs:%s(ys | number)"
+    if row.method then
+      methods[row.name] = format(call .. ": elementwise %s on each shard", row.name, row.name)
+    end
+    for _, a in ipairs(row.aliases) do
+      methods[a] = format(call .. ": the same as xs:%s", a, row.name)
+    end
+  end
+  local fields = {}
+  for name in pairs(FIELDS) do fields[#fields + 1] = name end
+  table.sort(fields)
+  return {fields = fields, methods = methods}
 end
 
 SH.methods = Sharded
