@@ -78,8 +78,9 @@ for _, f in ipairs(files) do
 end
 local luagpu = build .. "/luagpu"
 if #jobs > 0 then
-  os.execute(("ls %s/*.lua | xargs -P 2 -I{} sh -c " ..
-              "'timeout %d %s {} </dev/null >{}.out 2>&1; echo $? >{}.rc'")
+  os.execute(("ls %s/*.lua | xargs -P 2 -I{} sh -c 't0=$(date +%%s.%%N); " ..
+              "timeout %d %s {} </dev/null >{}.out 2>&1; echo $? >{}.rc; " ..
+              "echo \"$t0 $(date +%%s.%%N)\" >{}.t'")
              :format(dir, LIMIT, luagpu))
 end
 
@@ -102,7 +103,9 @@ describe("docs: every ```lua block runs", function()
     describe(("%s (%d run, %d no-run)"):format(f, ran, skipped), function()
       for _, b in ipairs(list) do
         if b.run then
-          it(("the block at line %d"):format(b.line), function()
+          local t0, t1 = (b.script and slurp(b.script .. ".t") or ""):match("(%S+) (%S+)")
+          local took = t0 and (" (%.1f s)"):format(tonumber(t1) - tonumber(t0)) or ""
+          it(("the block at line %d%s"):format(b.line, took), function()
             if not b.script then
               assert(not os.getenv("CI"), build .. "/luagpu_mpi.so not found under CI")
               pending(build .. "/luagpu_mpi.so not found: a block that requires luagpu.mpi")
