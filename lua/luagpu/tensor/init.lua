@@ -192,7 +192,9 @@ local function format_value(t, v)
     if v ~= v then return "nan" end
     if v == huge then return "inf" elseif v == -huge then return "-inf" end
     if v == floor(v) and v > -1e15 and v < 1e15 then return format("%d.", v) end
-    return format(t == "float" and "%.6g" or "%.10g", v)
+    local s = format(t == "float" and "%.6g" or "%.10g", v)
+    -- a value that rounds to an integer shows as one ("1." for 0.99999988)
+    return s:find("[.e]") and s or s .. "."
   end
   if t == "ulong" and v < 0 then return format("%u", v) end
   return tostring(v)
