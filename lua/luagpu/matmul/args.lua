@@ -16,6 +16,10 @@ local type, next, ipairs = type, next, ipairs
 local format = string.format
 local integer, show, typename, to_buffer = H.integer, H.show, H.typename, H.to_buffer
 
+-- Whether v is a tensor (gpu.type says so without loading luagpu.tensor).
+local gpu_type = require("luagpu").type
+local function is_tensor(v) return type(v) == "table" and gpu_type(v) == "Tensor" end
+
 local FN = "matmul"
 local function fail(fmt, ...) H.fail(FN, fmt, ...) end
 
@@ -214,7 +218,18 @@ end
 -- trans_b}); raises on any mismatch. ops[i] is the buffer of argument #i (C
 -- may be nil). Returns m, n, k, the number of products (nil: not batched) and
 -- how many matrices each operand holds ({A, B, C}: 1 or the batch).
-local function sizes(ops, opts, trans)
+local function sizes(ops, opts, trans, shapes)
+  -- each operand as its shape and length: a tensor's shape where one was
+  -- given (its buffer is a flat view of its elements)
+  local given = ops
+  ops = {}
+  for i = 1, 3 do
+    local b = given[i]
+    if b then
+      local n = #b
+      ops[i] = setmetatable({shape = shapes[i] or b.shape}, {__len = function() return n end})
+    end
+  end
   local nb, bsaid = batch_of(ops, opts)
   local known = {size = {}, said = {}, trans = trans, count = {1, 1, nb or 1}, batch = nb,
                  batch_said = bsaid,
@@ -281,8 +296,13 @@ end
 -- for a batched call).
 local function check_call(A, B, C, opts)
   local optarg = 4
-  A, B = to_buffer(A), to_buffer(B)
-  local Cbuf = to_buffer(C)
+  -- tensors pass their buffers and their shapes
+  local shapes = {}
+  for i, v in ipairs{A, B, C} do
+    if is_tensor(v) then shapes[i] = v.shape end
+  end
+  A, B = to_buffer(A, "matmul", "argument #1"), to_buffer(B, "matmul", "argument #2")
+  local Cbuf = to_buffer(C, "matmul", "argument #3")
   if Cbuf ~= C then
     C = Cbuf
   elseif opts == nil and type(C) == "table" then
@@ -301,7 +321,7 @@ local function check_call(A, B, C, opts)
   c.trans_a, c.trans_b = opts.trans_a == true, opts.trans_b == true
   c.alpha, c.beta = opts.alpha or 1, opts.beta or 0
   local nb, count
-  c.m, c.n, c.k, nb, count = sizes({A, B, C}, opts, {c.trans_a, c.trans_b})
+  c.m, c.n, c.k, nb, count = sizes({A, B, C}, opts, {c.trans_a, c.trans_b}, shapes)
   if nb and opts.variant and opts.variant ~= "naive" and opts.variant ~= "reg" then
     fail("argument #%d: option variant: a batched product runs \"naive\" or \"reg\", got %s",
          optarg, show(opts.variant))
