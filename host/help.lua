@@ -49,7 +49,7 @@ H.helpers = {
   {"reduce", "gpu.reduce: sum, min, max and custom reductions of buffers"},
   {"matmul", "gpu.matmul(A, B [, C] [, opts]): C = A * B of 2-D buffers, float or double"},
   {"where", "gpu.where(mask, a, b): a where mask is nonzero, else b (tensors or numbers)"},
-  {nil, "luagpu.algo: scan, scanner, sort, argsort, copy_if, histogram of buffers"},
+  {"algo", "gpu.algo: scan, scanner, sort, argsort, copy_if, histogram of buffers"},
   {nil, "luagpu.split: matmul and reduce over several devices of one platform"},
   {nil, "luagpu.trace: gpu.trace's record as Chrome JSON or an SVG timeline"},
   {nil, "luagpu.mpi: ranks, messages and collectives past one machine (Open MPI)"},

@@ -236,7 +236,7 @@ describe("the REPL's help and printer", function()
     assert.matches("\n  x:sum([dim [, keepdim]] [, {type =}]): ", out, 1, true)
     assert.matches("\nhelper modules (gpu.NAME loads one on first use; the others: require "
                    .. "\"luagpu.NAME\"):\n", out, 1, true)
-    for _, name in ipairs {"gpu.tensor", "gpu.reduce", "gpu.matmul", "gpu.where", "luagpu.algo",
+    for _, name in ipairs {"gpu.tensor", "gpu.reduce", "gpu.matmul", "gpu.where", "gpu.algo",
                            "luagpu.split", "luagpu.trace", "luagpu.mpi"} do
       assert.matches("\n  " .. name, out, 1, true)
     end

@@ -26,6 +26,7 @@ local FIELDS = {
   reduce = {"luagpu.reduce"},
   matmul = {"luagpu.matmul"},
   tensor = {"luagpu.tensor"},
+  algo = {"luagpu.algo"},
   where = {"luagpu.tensor", "where"},
   cat = {"luagpu.tensor", "cat"},
   stack = {"luagpu.tensor", "stack"},
