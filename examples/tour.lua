@@ -88,4 +88,5 @@ for _ = 1, 64 do
 end
 check(worst <= 1e-4, ("64 random entries match Lua (worst rel. error %.1e)"):format(worst))
 
-print("\nnext: docs/API.md for the reference, examples/ for more, build/luagpu for a REPL")
+print("\nnext: docs/TUTORIAL.md, twenty short steps; docs/API.md for the reference; " ..
+      "build/luagpu for a REPL")
