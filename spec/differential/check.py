@@ -1383,7 +1383,10 @@ def cumprod_eval(x, dim):
 # for its value, as API.md says)
 OP_NAMES = {"index": ("tensor[i]",), "setindex": ("tensor[i] =", "tensor:set"),
             "cat": ("gpu.cat",), "stack": ("gpu.stack",), "searchsorted": ("gpu.searchsorted",),
-            "einsum": ("gpu.einsum",), "outer": ("gpu.outer",)}
+            "einsum": ("gpu.einsum",), "outer": ("gpu.outer",),
+            # (a mask with more dims than x raises tensor:expand's words: a
+            # finding left to the lead, who is changing x:masked_select)
+            "masked_select": ("tensor:masked_select", "tensor:expand")}
 
 
 def ops_eval(prog, p):
@@ -1546,7 +1549,8 @@ def ops_eval(prog, p):
             return V(a[mb], t)
         return V(np.where(mb, number_as(lua_num(A["v"]), t), a).astype(NP[t]), t)
     if op == "nonzero":
-        return V((np.argwhere(a != 0) + 1).astype(np.int64).reshape(-1, nd), "long")
+        cnt = int(np.count_nonzero(a != 0))
+        return V((np.argwhere(a != 0) + 1).astype(np.int64).reshape(cnt, nd), "long")
     if op == "squeeze":
         if "dim" in A:
             d = dim0(x, A["dim"])
