@@ -1326,6 +1326,8 @@ def einsum_eval(prog, A):
                 v = o.a[tuple(env[c] for c in l)]
                 v = float(v) if rt in FLOATS else int(v)
                 term = v if term is None else term * v
+            if rt not in FLOATS and len(ops) == 2:
+                term = int(wrap([term], t, ())[()])    # the product in t, then the sum
             terms.append(term)
         if rt in FLOATS:
             prods = [a for a in terms]
@@ -1340,9 +1342,6 @@ def einsum_eval(prog, A):
     if rt in FLOATS:
         r = np.array(vals, dtype=np.float64).astype(NP[rt]).reshape(shape)
         return V(r, rt, np.array(errs).reshape(shape))
-    # (integer products wrap in t before the sum: exact when t is 64-bit)
-    if SIZE[t] < 8 and contract:
-        raise Skip("integer products that wrap before a long sum")
     return V(wrap(vals, rt, shape), rt)
 
 
