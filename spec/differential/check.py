@@ -1057,7 +1057,10 @@ def float_sum(fs, t, extra=0.0):
         return math.nan, 0.0
     if infs:
         return infs.pop(), 0.0
-    mag = math.fsum(abs(f) for f in fs)
+    try:
+        mag = math.fsum(abs(f) for f in fs)
+    except OverflowError:
+        mag = math.inf
     if mag > FMAX[t] / 4:
         return 0.0, math.inf
     return math.fsum(fs), (len(fs) + 2) * EPS[t] * mag + TINY[t] * (len(fs) + 1) + extra
@@ -1441,9 +1444,9 @@ def ops_eval(prog, p):
             raise Skip("sorted is not sorted in the promoted type (ulong from 2^63 as long)")
         right = A.get("right")
 
-        def below(e, v):     # e sorts before v (NaN last)
+        def below(e, v):     # e sorts before v (NaN last, NaN equal to NaN, as NumPy)
             if isinstance(e, float) and math.isnan(e):
-                return False
+                return bool(right) and isinstance(v, float) and math.isnan(v)
             if isinstance(v, float) and math.isnan(v):
                 return True
             return e < v if not right else e <= v
