@@ -1055,14 +1055,14 @@ def float_sum(fs, t, extra=0.0):
     infs = set(f for f in fs if math.isinf(f))
     if len(infs) == 2:
         return math.nan, 0.0
-    if infs:
-        return infs.pop(), 0.0
     try:
-        mag = math.fsum(abs(f) for f in fs)
+        mag = math.fsum(abs(f) for f in fs if not math.isinf(f))
     except OverflowError:
         mag = math.inf
     if mag > FMAX[t] / 4:
-        return 0.0, math.inf
+        return 0.0, math.inf     # an overflow (against an infinity too): the order decides
+    if infs:
+        return infs.pop(), 0.0
     return math.fsum(fs), (len(fs) + 2) * EPS[t] * mag + TINY[t] * (len(fs) + 1) + extra
 
 
