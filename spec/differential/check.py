@@ -859,6 +859,9 @@ def reduce_row(op, t, vals, errs):
     neg = any(f == -math.inf for f in infs)
     if pos and neg:
         return math.nan, (math.inf if unsure else 0)
+    if infs and math.fsum(min(abs(f), FMAX[acc]) for f in fs if not math.isinf(f)) > \
+            FMAX[acc] / 4:
+        raise Skip("a sum with an infinity that may overflow to the other one: order decides")
     if infs:
         return (math.inf if pos else -math.inf), (math.inf if unsure else 0)
     try:
