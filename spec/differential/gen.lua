@@ -626,6 +626,13 @@ function ops_program(fam, S, lines, desc, operand, dim_arg)
   desc.op = op
   local A = {}
   desc.a = A
+  -- now and then an operand is lazy (an expression of the same values):
+  -- the op must evaluate it first
+  local function lazy(name)
+    if op ~= "put" and op ~= "setindex" and chance(0.12) then
+      lines[#lines + 1] = format("%s = %s:neg():neg()", name, name)
+    end
+  end
   local function idx_operand(shape, len)
     local bad = chance(0.12)
     local n = count(shape)
@@ -639,6 +646,7 @@ function ops_program(fam, S, lines, desc, operand, dim_arg)
       inp.vals[j] = position(len, fam.itype, bad and (which == 0 or j == which or chance(0.1)))
     end
     -- rewrite the input's line with the new values
+    lazy(name)
     for li = #lines, 1, -1 do
       local a = lines[li]:match("^local (a%d+) = dev:tensor")
       if a == "a" .. desc.operands[k].input then
@@ -651,6 +659,7 @@ function ops_program(fam, S, lines, desc, operand, dim_arg)
   end
   local function x_operand(shape, expand, typ, given)
     local name, k = operand(typ or t, shape, expand, nil, nil, given)
+    lazy(name)
     return name, k
   end
   local function num_for(typ)
