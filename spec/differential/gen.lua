@@ -597,7 +597,10 @@ local function position(len, it, bad)
   local r = RANGE[it]
   local p
   if bad or len == 0 then
-    p = pick{0, len + 1, -len - 1, len + 2}
+    p = pick{0, len + 1, -len - 1, len + 2, len + 1,
+             -- past 32 bits (a kernel reading them as 32-bit would wrap)
+             (1 << 32) + 1, -(1 << 32) + 1, math.maxinteger, math.mininteger, 1 << 31,
+             -(1 << 31) - 1, (1 << 32) - 1, 255 + 1, 65535 + 2}
   else
     p = int(1, len)
     if chance(0.35) then p = p - len - 1 end
