@@ -16,6 +16,7 @@ usage: check.py FILE [--max N]   (exit status 1 on any mismatch)
 import json
 import re
 import math
+from fractions import Fraction
 import sys
 
 import numpy as np
@@ -851,7 +852,10 @@ def reduce_row(op, t, vals, errs):
         small = sum(math.log2(m) for m in mags if m < 1)
         if big > math.log2(FMAX[t]) - 1 or small < math.log2(TINY[t]) + 24:
             raise Skip("a product near overflow or underflow: its order decides")
-        v = sign * 2.0 ** lg
+        exact = Fraction(1)
+        for m in mags:
+            exact *= Fraction(m)
+        v = sign * float(exact)     # (2.0 ** lg was off by more than the bound)
         v = float(np.array(v).astype(NP[t]))
         e = (n + 2) * 2 * EPS[t] * abs(v) + (math.inf if unsure else 0)
         return v, e
