@@ -1631,7 +1631,17 @@ def ops_eval(prog, p):
         return ("list", parts)
     if op == "cumprod":
         return cumprod_eval(x, A.get("dim"))
+    if op == "mreduce" and "type" in A:
+        # API.md, Reductions: type= converts the input first, accumulates in
+        # that type and gives it
+        T = A["type"]
+        B = dict(A)
+        del B["type"]
+        r = ops_eval(prog, dict(p, a=dict(B, x=A["x"]), op="mreduce", _x=astype(x, T)))
+        return astype(r, T) if r.t != T else r
     if op == "mreduce":
+        if "_x" in p:
+            x = p["_x"]
         rop, dims = A["rop"], A["dims"]
         if isinstance(dims, list):
             if len(dims) == 1:

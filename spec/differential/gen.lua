@@ -585,6 +585,9 @@ function ops_family(fam, id, first)
     fam.types[1] = pick(INTS)
   elseif op == "mreduce" then
     fam.rop = pick(MREDUCE)
+    if (fam.rop == "sum" or fam.rop == "prod" or fam.rop == "mean") and chance(0.4) then
+      fam.rtype = fam.rop == "mean" and pick{"float", "double"} or pick(TYPES)
+    end
   elseif op == "einsum" then
     fam.spec = pick(EINSUM)
   end
@@ -953,7 +956,14 @@ function ops_program(fam, S, lines, desc, operand, dim_arg)
     if op == "mreduce" then
       A.rop = fam.rop
       A.keepdim = chance(0.4) or nil
-      out = format("%s:%s(%s%s)", x, fam.rop, dtext, A.keepdim and ", true" or "")
+      if fam.rtype then
+        -- the type option: the type accumulated in and given
+        A.type = fam.rtype
+        out = format("%s:%s(%s, {keepdim = %s, type = %q})", x, fam.rop, dtext,
+                     tostring(A.keepdim == true), fam.rtype)
+      else
+        out = format("%s:%s(%s%s)", x, fam.rop, dtext, A.keepdim and ", true" or "")
+      end
     elseif op == "norm" then
       A.p = pick{2, 1, 3, 0, 1 / 0, -1 / 0, 0.5}
       if chance(0.2) then A.p = nil end
