@@ -173,16 +173,18 @@ fuzz: asan-build
 
 # The differential test of tensors against NumPy, longer than the fixed run
 # of spec/differential_spec.lua: make fuzz-numpy [N=2000] [SEED=n] [FAMILIES=]
-# [EXTRA=1] (FAMILIES: kernel families, default N/6; each costs a few PoCL
-# builds; EXTRA=0: without the ops of issue 32, the programs a seed drew
-# before them).
+# [EXTRA=1] [OPS=] (FAMILIES: kernel families, default N/6; each costs a few
+# PoCL builds; EXTRA=0: without the ops of issue 32, the programs a seed drew
+# before them; OPS=only: every family one of issue 32's indexing, joining
+# and statistics ops, OPS=0: none, default: every other family).
 N ?= 2000
 FAMILIES ?=
 EXTRA ?= 1
+OPS ?=
 PYTHON_NUMPY = $(firstword $(foreach p,python3 /usr/bin/python3,$(shell $(p) -c 'import numpy' 2>/dev/null && echo $(p))))
 fuzz-numpy: all
 	@seed=$(SEED); seed=$${seed:-$$(date +%s)}; out=$(BUILD)/differential-$$seed.jsonl; \
-	DIFFERENTIAL_EXTRA=$(EXTRA) $(BUILD)/luagpu spec/differential/run.lua $(N) $$seed $$out $(FAMILIES) && \
+	DIFFERENTIAL_EXTRA=$(EXTRA) DIFFERENTIAL_OPS=$(OPS) $(BUILD)/luagpu spec/differential/run.lua $(N) $$seed $$out $(FAMILIES) && \
 	$(or $(PYTHON_NUMPY),python3) spec/differential/check.py $$out
 
 # valgrind memcheck over a representative subset (slow: not part of CI);

@@ -16,6 +16,7 @@ usage: check.py FILE [--max N]   (exit status 1 on any mismatch)
 import json
 import re
 import math
+from fractions import Fraction
 import sys
 
 import numpy as np
@@ -851,7 +852,10 @@ def reduce_row(op, t, vals, errs):
         small = sum(math.log2(m) for m in mags if m < 1)
         if big > math.log2(FMAX[t]) - 1 or small < math.log2(TINY[t]) + 24:
             raise Skip("a product near overflow or underflow: its order decides")
-        v = sign * 2.0 ** lg
+        exact = Fraction(1)
+        for m in mags:
+            exact *= Fraction(m)
+        v = sign * float(exact)     # (2.0 ** lg was off by more than the bound)
         v = float(np.array(v).astype(NP[t]))
         e = (n + 2) * 2 * EPS[t] * abs(v) + (math.inf if unsure else 0)
         return v, e
@@ -859,6 +863,9 @@ def reduce_row(op, t, vals, errs):
     neg = any(f == -math.inf for f in infs)
     if pos and neg:
         return math.nan, (math.inf if unsure else 0)
+    if infs and math.fsum(min(abs(f), FMAX[acc]) for f in fs if not math.isinf(f)) > \
+            FMAX[acc] / 4:
+        raise Skip("a sum with an infinity that may overflow to the other one: order decides")
     if infs:
         return (math.inf if pos else -math.inf), (math.inf if unsure else 0)
     try:
@@ -1055,11 +1062,14 @@ def float_sum(fs, t, extra=0.0):
     infs = set(f for f in fs if math.isinf(f))
     if len(infs) == 2:
         return math.nan, 0.0
+    try:
+        mag = math.fsum(abs(f) for f in fs if not math.isinf(f))
+    except OverflowError:
+        mag = math.inf
+    if mag > FMAX[t] / 4:
+        return 0.0, math.inf     # an overflow (against an infinity too): the order decides
     if infs:
         return infs.pop(), 0.0
-    mag = math.fsum(abs(f) for f in fs)
-    if mag > FMAX[t] / 4:
-        return 0.0, math.inf
     return math.fsum(fs), (len(fs) + 2) * EPS[t] * mag + TINY[t] * (len(fs) + 1) + extra
 
 
@@ -1326,6 +1336,8 @@ def einsum_eval(prog, A):
                 v = o.a[tuple(env[c] for c in l)]
                 v = float(v) if rt in FLOATS else int(v)
                 term = v if term is None else term * v
+            if rt not in FLOATS and len(ops) == 2:
+                term = int(wrap([term], t, ())[()])    # the product in t, then the sum
             terms.append(term)
         if rt in FLOATS:
             prods = [a for a in terms]
@@ -1340,9 +1352,6 @@ def einsum_eval(prog, A):
     if rt in FLOATS:
         r = np.array(vals, dtype=np.float64).astype(NP[rt]).reshape(shape)
         return V(r, rt, np.array(errs).reshape(shape))
-    # (integer products wrap in t before the sum: exact when t is 64-bit)
-    if SIZE[t] < 8 and contract:
-        raise Skip("integer products that wrap before a long sum")
     return V(wrap(vals, rt, shape), rt)
 
 
@@ -1383,7 +1392,10 @@ def cumprod_eval(x, dim):
 # for its value, as API.md says)
 OP_NAMES = {"index": ("tensor[i]",), "setindex": ("tensor[i] =", "tensor:set"),
             "cat": ("gpu.cat",), "stack": ("gpu.stack",), "searchsorted": ("gpu.searchsorted",),
-            "einsum": ("gpu.einsum",), "outer": ("gpu.outer",)}
+            "einsum": ("gpu.einsum",), "outer": ("gpu.outer",),
+            # (a mask with more dims than x raises tensor:expand's words: a
+            # finding left to the lead, who is changing x:masked_select)
+            "masked_select": ("tensor:masked_select", "tensor:expand")}
 
 
 def ops_eval(prog, p):
@@ -1439,9 +1451,9 @@ def ops_eval(prog, p):
             raise Skip("sorted is not sorted in the promoted type (ulong from 2^63 as long)")
         right = A.get("right")
 
-        def below(e, v):     # e sorts before v (NaN last)
+        def below(e, v):     # e sorts before v (NaN last, NaN equal to NaN, as NumPy)
             if isinstance(e, float) and math.isnan(e):
-                return False
+                return bool(right) and isinstance(v, float) and math.isnan(v)
             if isinstance(v, float) and math.isnan(v):
                 return True
             return e < v if not right else e <= v
@@ -1546,7 +1558,8 @@ def ops_eval(prog, p):
             return V(a[mb], t)
         return V(np.where(mb, number_as(lua_num(A["v"]), t), a).astype(NP[t]), t)
     if op == "nonzero":
-        return V((np.argwhere(a != 0) + 1).astype(np.int64).reshape(-1, nd), "long")
+        cnt = int(np.count_nonzero(a != 0))
+        return V((np.argwhere(a != 0) + 1).astype(np.int64).reshape(cnt, nd), "long")
     if op == "squeeze":
         if "dim" in A:
             d = dim0(x, A["dim"])
@@ -1618,7 +1631,17 @@ def ops_eval(prog, p):
         return ("list", parts)
     if op == "cumprod":
         return cumprod_eval(x, A.get("dim"))
+    if op == "mreduce" and "type" in A:
+        # API.md, Reductions: type= converts the input first, accumulates in
+        # that type and gives it
+        T = A["type"]
+        B = dict(A)
+        del B["type"]
+        r = ops_eval(prog, dict(p, a=dict(B, x=A["x"]), op="mreduce", _x=astype(x, T)))
+        return astype(r, T) if r.t != T else r
     if op == "mreduce":
+        if "_x" in p:
+            x = p["_x"]
         rop, dims = A["rop"], A["dims"]
         if isinstance(dims, list):
             if len(dims) == 1:

@@ -18,7 +18,10 @@
 --     them to path (progress: a line to stderr every 50; times: each
 --     program's CPU seconds in its record; extra: the ops of issue 32 too:
 --     tan .. lgamma, round, trunc, sign, masks, atan2, hypot, fmod, bitwise
---     and logical ops); returns the number of programs and of errors raised
+--     and logical ops; ops: with extra, families of issue 32's indexing,
+--     joining and statistics ops (OPS32): true (the default with extra)
+--     every other family, false none, "only" every family); returns the
+--     number of programs and of errors raised
 
 local D = {}
 
@@ -350,6 +353,8 @@ local KINDS = {"elem", "reduce", "set", "elem", "sort", "reduce", "argsort", "el
 local KINDS_X = {"elem", "ops", "reduce", "ops", "set", "ops", "elem", "ops", "sort", "ops",
                  "reduce", "ops", "argsort", "ops", "elem", "ops", "set", "ops", "reduce", "ops",
                  "cumsum", "ops", "elem", "ops"}
+local KINDS_OPS = {"ops"}
+local OPS = false         -- D.run's ops: false, true (KINDS_X) or "only" (KINDS_OPS)
 local ops_family, ops_program   -- (below)
 
 -- Family number id: its kind (elem, reduce, cumsum, sort, argsort, set),
@@ -360,7 +365,7 @@ local function family(id, first)
   local ntypes = int(1, 3)
   fam.types = {}
   for i = 1, ntypes do fam.types[i] = pick(TYPES) end
-  local kinds = EXTRA and KINDS_X or KINDS
+  local kinds = OPS == "only" and KINDS_OPS or OPS and KINDS_X or KINDS
   fam.kind = kinds[(id - 1) % #kinds + 1]
   fam.nd = pick{0, 1, 1, 2, 2, 2, 3, 3, 4}      -- the dims of its programs' results
   if fam.kind == "cumsum" or fam.kind == "sort" or fam.kind == "argsort" then
@@ -568,7 +573,8 @@ local EINSUM = {
 
 function ops_family(fam, id, first)
   local k = 0
-  for i = 1, id do if KINDS_X[(i - 1) % #KINDS_X + 1] == "ops" then k = k + 1 end end
+  local kinds = OPS == "only" and KINDS_OPS or KINDS_X
+  for i = 1, id do if kinds[(i - 1) % #kinds + 1] == "ops" then k = k + 1 end end
   fam.op = OPS32[(k - 2 + first * 5) % #OPS32 + 1]
   fam.itype = pick(INTS)
   local op = fam.op
@@ -579,6 +585,9 @@ function ops_family(fam, id, first)
     fam.types[1] = pick(INTS)
   elseif op == "mreduce" then
     fam.rop = pick(MREDUCE)
+    if (fam.rop == "sum" or fam.rop == "prod" or fam.rop == "mean") and chance(0.4) then
+      fam.rtype = fam.rop == "mean" and pick{"float", "double"} or pick(TYPES)
+    end
   elseif op == "einsum" then
     fam.spec = pick(EINSUM)
   end
@@ -591,7 +600,10 @@ local function position(len, it, bad)
   local r = RANGE[it]
   local p
   if bad or len == 0 then
-    p = pick{0, len + 1, -len - 1, len + 2}
+    p = pick{0, len + 1, -len - 1, len + 2, len + 1,
+             -- past 32 bits (a kernel reading them as 32-bit would wrap)
+             (1 << 32) + 1, -(1 << 32) + 1, math.maxinteger, math.mininteger, 1 << 31,
+             -(1 << 31) - 1, (1 << 32) - 1, 255 + 1, 65535 + 2}
   else
     p = int(1, len)
     if chance(0.35) then p = p - len - 1 end
@@ -620,12 +632,19 @@ function ops_program(fam, S, lines, desc, operand, dim_arg)
   desc.op = op
   local A = {}
   desc.a = A
+  -- now and then an operand is lazy (an expression of the same values):
+  -- the op must evaluate it first
+  local function lazy(name)
+    if op ~= "put" and op ~= "setindex" and chance(0.12) then
+      lines[#lines + 1] = format("%s = %s:neg():neg()", name, name)
+    end
+  end
   local function idx_operand(shape, len)
     local bad = chance(0.12)
     local n = count(shape)
     local which = bad and n > 0 and int(1, n) or 0
     local i = 0
-    local name, k = operand(fam.itype, shape, false, nil, nil, nil)
+    local name, k = operand(fam.itype, shape, chance(0.3), nil, nil, nil)
     -- (values drawn for the base's elements: any order of them is fine)
     local inp = desc.inputs[desc.operands[k].input]
     for j = 1, #inp.vals do
@@ -633,6 +652,7 @@ function ops_program(fam, S, lines, desc, operand, dim_arg)
       inp.vals[j] = position(len, fam.itype, bad and (which == 0 or j == which or chance(0.1)))
     end
     -- rewrite the input's line with the new values
+    lazy(name)
     for li = #lines, 1, -1 do
       local a = lines[li]:match("^local (a%d+) = dev:tensor")
       if a == "a" .. desc.operands[k].input then
@@ -645,6 +665,7 @@ function ops_program(fam, S, lines, desc, operand, dim_arg)
   end
   local function x_operand(shape, expand, typ, given)
     local name, k = operand(typ or t, shape, expand, nil, nil, given)
+    lazy(name)
     return name, k
   end
   local function num_for(typ)
@@ -660,10 +681,10 @@ function ops_program(fam, S, lines, desc, operand, dim_arg)
   local out
   local nd = #S
   if op == "index" or op == "setindex" then
-    if nd == 0 then S = {int(1, 3)}; nd = 1 end
+    if nd == 0 and chance(0.9) then S = {int(1, 3)}; nd = 1 end
     local x, k = x_operand(S, false)
     A.x = k
-    local L = S[1]
+    local L = S[1] or 1
     local i = chance(0.12) and pick{0, L + 1, -L - 1} or (L > 0 and int(1, L) or 1)
     if not chance(0.12) and L > 0 and chance(0.35) then i = i - L - 1 end
     if chance(0.04) then i = 1.5 end
@@ -935,7 +956,14 @@ function ops_program(fam, S, lines, desc, operand, dim_arg)
     if op == "mreduce" then
       A.rop = fam.rop
       A.keepdim = chance(0.4) or nil
-      out = format("%s:%s(%s%s)", x, fam.rop, dtext, A.keepdim and ", true" or "")
+      if fam.rtype then
+        -- the type option: the type accumulated in and given
+        A.type = fam.rtype
+        out = format("%s:%s(%s, {keepdim = %s, type = %q})", x, fam.rop, dtext,
+                     tostring(A.keepdim == true), fam.rtype)
+      else
+        out = format("%s:%s(%s%s)", x, fam.rop, dtext, A.keepdim and ", true" or "")
+      end
     elseif op == "norm" then
       A.p = pick{2, 1, 3, 0, 1 / 0, -1 / 0, 0.5}
       if chance(0.2) then A.p = nil end
@@ -1267,6 +1295,8 @@ function D.run(opts)
   local function is_tensor(v) return type(v) == "table" and getmetatable(v) == tensor_mt end
   local n, s = opts.n or 100, opts.seed or 1
   EXTRA = opts.extra or false
+  OPS = opts.ops
+  if OPS == nil then OPS = EXTRA end
   seed(s)
   local nfam = opts.families or math.max(1, n // 6)
   local fams = {}
