@@ -54,7 +54,7 @@ names = {}
 for e in d["traceEvents"]:
     if e["ph"] == "M": names[e["tid"]] = e["args"]["name"]
 for e in d["traceEvents"]:
-    if e["ph"] == "X":
+    if e["ph"] == "X" and e.get("cat") != "compile":   # builds (a cold cache) are no command
         a = e["args"]
         print("X", e["tid"], a["seq"], e["cat"], e["name"], repr(e["ts"]), repr(e["dur"]),
               a["bytes"], a["where"], ",".join(map(str, a.get("global", []))),
