@@ -205,7 +205,7 @@ out = [np.where(m != 0, 7, x).astype(x.dtype), x[m != 0], np.argwhere(x != 0) + 
     has_error("luagpu: tensor:masked_fill: argument #2: expected a number, got string",
               x.masked_fill, x, x:gt(1), "a")
     has_error("luagpu: tensor:masked_select: argument #1: the mask's shape {3} does not " ..
-              "broadcast to the tensor's {3, 4}", x.masked_select, x, dev:tensor("uchar", {3}))
+              "broadcast to {3, 4}", x.masked_select, x, dev:tensor("uchar", {3}))
     has_error("luagpu: tensor:masked_select: argument #1: expected a mask tensor, got nil",
               x.masked_select, x)
   end)

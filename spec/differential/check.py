@@ -1392,10 +1392,7 @@ def cumprod_eval(x, dim):
 # for its value, as API.md says)
 OP_NAMES = {"index": ("tensor[i]",), "setindex": ("tensor[i] =", "tensor:set"),
             "cat": ("gpu.cat",), "stack": ("gpu.stack",), "searchsorted": ("gpu.searchsorted",),
-            "einsum": ("gpu.einsum",), "outer": ("gpu.outer",),
-            # (a mask with more dims than x raises tensor:expand's words: a
-            # finding left to the lead, who is changing x:masked_select)
-            "masked_select": ("tensor:masked_select", "tensor:expand")}
+            "einsum": ("gpu.einsum",), "outer": ("gpu.outer",)}
 
 
 def ops_eval(prog, p):
@@ -1549,11 +1546,7 @@ def ops_eval(prog, p):
             if len(m.a.shape) > nd:
                 raise ValueError
         except ValueError:
-            if op == "masked_fill":
-                raise Expected("tensor:masked_fill: argument #1: the mask's shape")
-            # (masked_select still raises tensor:expand's words: a finding
-            # left to the lead, who is changing that function)
-            raise Expected("cannot expand", "tensor:expand: argument #1: expected")
+            raise Expected("tensor:%s: argument #1: the mask's shape" % op)
         if op == "masked_select":
             return V(a[mb], t)
         return V(np.where(mb, number_as(lua_num(A["v"]), t), a).astype(NP[t]), t)

@@ -411,8 +411,8 @@ function methods.masked_select(x, mask)
     if a ~= b and a ~= 1 then fits = false end
   end
   if not fits then
-    fail(fn, "argument #1: the mask's shape %s does not broadcast to the tensor's %s",
-         show_shape(ms), show_shape(xs))
+    fail(fn, "argument #1: the mask's shape %s does not broadcast to %s", show_shape(ms),
+         show_shape(xs))
   end
   local m = mask:expand({table.unpack(xs)}):contiguous()
   if m._n == 0 then return O.empty(fn, dev, t, {0}) end
