@@ -17,13 +17,15 @@ DESTDIR ?=
 LUAV    := 5.4
 CC      ?= cc
 
-# Debian packages the build, the specs and the demo need (groff-base checks
-# the man page; the REPL's specs drive it with bsdutils' script, always there;
-# luarocks: spec/install_spec.lua installs the rock; libpng-dev: gpu.show's
-# PNG; the Jupyter packages: the notebook kernel and its spec).
+# Debian packages the build and the demo need (libpng-dev: gpu.show's PNG),
+# and what the specs need besides (groff-base checks the man page; the
+# REPL's specs drive it with bsdutils' script, always there; Open MPI:
+# luagpu.mpi; luarocks: spec/install_spec.lua installs the rock; the Jupyter
+# packages: the notebook kernel and its spec). make demo installs PKGS,
+# make test both.
 PKGS := gcc make pkg-config lua5.4 liblua5.4-dev ocl-icd-opencl-dev opencl-headers \
-        pocl-opencl-icd lua-busted libreadline-dev libncurses-dev python3-numpy \
-        libopenmpi-dev openmpi-bin groff-base luarocks libpng-dev \
+        pocl-opencl-icd libreadline-dev libncurses-dev libpng-dev
+TEST_PKGS := lua-busted python3-numpy libopenmpi-dev openmpi-bin groff-base luarocks \
         python3-ipykernel jupyter-client jupyter-nbconvert
 # Only for benchmarks.
 BENCH_PKGS := libclblast-dev
@@ -64,7 +66,7 @@ READLINE_LIBS := $(RL_STATIC) $(TI_STATIC)
 READLINE_DEF  := -DLUAGPU_READLINE
 endif
 
-.PHONY: FORCE kernelspec all mpi deps deps-bench deps-valgrind demo test asan asan-build fuzz fuzz-numpy valgrind install install-rock clean bench
+.PHONY: FORCE kernelspec all mpi deps deps-test deps-bench deps-valgrind demo test asan asan-build fuzz fuzz-numpy valgrind install install-rock clean bench
 
 all: $(BUILD)/luagpu.so $(BUILD)/luagpu $(BUILD)/embed_demo $(BUILD)/embed_check $(MPI_MODULE)
 
@@ -141,6 +143,9 @@ $(BUILD)/embed_check: spec/embed_check.c host/luagpu.h $(BUILD)/luagpu.so
 deps:
 	@sh tools/deps.sh $(PKGS)
 
+deps-test:
+	@sh tools/deps.sh $(PKGS) $(TEST_PKGS)
+
 deps-bench:
 	@sh tools/deps.sh $(BENCH_PKGS)
 
@@ -151,14 +156,14 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	$(BUILD)/luagpu examples/tour.lua
 
-test: deps
+test: deps-test
 	@$(MAKE) --no-print-directory all
 	@sh spec/run.sh $(BUILD)
 
 asan: asan-build
 	@ASAN=1 sh spec/run.sh build/asan
 
-asan-build: deps
+asan-build: deps-test
 	@$(MAKE) --no-print-directory BUILD=build/asan \
 	    OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	    LDFLAGS="-fsanitize=address,undefined" all
@@ -189,7 +194,7 @@ fuzz-numpy: all
 
 # valgrind memcheck over a representative subset (slow: not part of CI);
 # tools/valgrind.supp says why each suppressed report is not ours.
-valgrind: deps deps-valgrind
+valgrind: deps-test deps-valgrind
 	@$(MAKE) --no-print-directory all
 	@sh tools/valgrind.sh $(BUILD)
 

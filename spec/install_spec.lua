@@ -50,8 +50,8 @@ describe("installs", function()
 
   it("README's luarocks line installs every module make install does, each loads from lua5.4", function()
     if not HAVE_LUAROCKS then
-      assert(not os.getenv("CI"), "luarocks not found under CI (the Makefile's PKGS has it)")
-      pending("luarocks is not installed (make deps installs it)")
+      assert(not os.getenv("CI"), "luarocks not found under CI (the Makefile's TEST_PKGS has it)")
+      pending("luarocks is not installed (make deps-test installs it)")
       return
     end
     -- the first luarocks command README prints (inline or in a block)

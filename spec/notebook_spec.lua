@@ -96,7 +96,7 @@ describe("the Jupyter kernel", function()
   local function needs_jupyter()
     if HAVE then return true end
     assert(not os.getenv("CI"), "jupyter-nbconvert or python3-ipykernel missing under CI")
-    pending("jupyter-nbconvert and python3-ipykernel are not installed (make deps installs them)")
+    pending("jupyter-nbconvert and python3-ipykernel are not installed (make deps-test installs them)")
   end
 
   it("runs examples/tour.ipynb headless: tables, a stream, PNG images and SVG plots came back", function()
