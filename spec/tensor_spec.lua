@@ -121,6 +121,17 @@ describe("tensors", function()
       assert.matches(" ...,\n", big, 1, true)
       assert.matches("4998, 4999, 5000]]", big, 1, true)
       assert.is_true(#big < 1000)
+      -- only what is shown comes to the host: 6 x 6 of a 1000 x 1000 tensor
+      local huge = dev:arange("float", 1000000):reshape{1000, 1000}:eval()
+      gpu.trace(true)
+      local text = tostring(huge)
+      local rec = gpu.trace(false)
+      local read = 0
+      for _, c in ipairs(rec) do if c.kind == "read" then read = read + c.bytes end end
+      assert.equal(36 * 4, read)
+      assert.matches("[[      1.,       2.,       3., ...,     998.,     999.,    1000.],", text,
+                     1, true)
+      assert.matches("999999., 1000000.]]", text, 1, true)
     end)
   end)
 

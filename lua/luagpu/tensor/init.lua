@@ -200,13 +200,33 @@ local function format_value(t, v)
   return tostring(v)
 end
 
+-- What a summary of x shows (x of more than SUMMARY elements): each dim of
+-- more than 2 * EDGE cut to its first and last EDGE, on the device (views
+-- joined), so that only those come to the host; and the shape that has.
+local function shown_part(x)
+  local r, rshape = x, {}
+  for d, n in ipairs(x._shape) do
+    if n > 2 * EDGE then
+      r = J.cat({r:slice(d, 1, EDGE), r:slice(d, n - EDGE + 1, n)}, d)
+      rshape[d] = 2 * EDGE
+    else
+      rshape[d] = n
+    end
+  end
+  return r, rshape
+end
+
 MT.__tostring = function(x)
   local head = format("luagpu.Tensor<%s>%s", x._type, show_shape(x._shape))
-  local ok, a = pcall(Tensor.get, x)
-  if not ok then return head .. ": " .. tostring(a) end
-  local vals = a:totable()
   local shape, t = x._shape, x._type
   local elide = x._n > SUMMARY
+  local ok, a, held = pcall(function()
+    if not elide then return Tensor.get(x), shape end
+    local r, rshape = shown_part(x)
+    return Tensor.get(r), rshape
+  end)
+  if not ok then return head .. ": " .. tostring(a) end
+  local vals = a:totable()
   local strs, width = {}, 0
   for i, v in ipairs(vals) do
     local s = format_value(t, v)
@@ -214,12 +234,14 @@ MT.__tostring = function(x)
     if #s > width then width = #s end
   end
   if #shape == 0 then return head .. ": " .. (strs[1] or "") end
-  local inner = contiguous_strides(shape)
+  local inner = contiguous_strides(held)     -- of the values that came to the host
   local function block(level, base, indent)
     local parts = {}
     local n = shape[level]
     local function item(i)
-      local at = base + (i - 1) * inner[level]
+      -- element i of a cut dim is the held one EDGE from its end
+      local h = (elide and n > 2 * EDGE and i > EDGE) and i - (n - 2 * EDGE) or i
+      local at = base + (h - 1) * inner[level]
       if level == #shape then
         return format("%" .. width .. "s", strs[at + 1])
       end
