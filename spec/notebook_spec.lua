@@ -190,3 +190,28 @@ km.shutdown_kernel(now=True)
     assert.matches("\nerror interrupted!\nresult 5\nerror interrupted!\nresult 6\n", out, 1, true)
   end)
 end)
+
+describe("a notebook's tables", function()
+  it("bring to the host only what they show of a large tensor", function()
+    local gpu = require "luagpu"
+    local NB = require "luagpu.notebook"
+    local dev = gpu.device()
+    local x = dev:arange("int", 3000 * 50):reshape{3000, 50}:eval()
+    gpu.trace(true)
+    local bundle = NB.bundle(x)
+    local rec = gpu.trace(false)
+    local read = 0
+    for _, c in ipairs(rec) do if c.kind == "read" then read = read + c.bytes end end
+    assert.is_true(read < 2000, read .. " bytes read of " .. 3000 * 50 * 4)
+    local html = bundle[2][2]
+    assert.equal("text/html", bundle[2][1])
+    -- the first row, the last, and the columns on both sides of the ellipsis
+    assert.matches("<tr><th>1</th><td>1</td><td>2</td>", html, 1, true)
+    assert.matches("<td>&hellip;</td><td>45</td>", html, 1, true)
+    assert.matches("<tr><th>3000</th><td>149951</td>", html, 1, true)
+    assert.matches("<td>150000</td></tr></table>", html, 1, true)
+    local small = NB.bundle(dev:arange("float", 12):reshape{3, 4})[2][2]
+    assert.matches("<tr><th>3</th><td>9</td><td>10</td><td>11</td><td>12</td></tr>", small, 1,
+                   true)
+  end)
+end)

@@ -49,10 +49,20 @@ local function positions(n, max)
 end
 
 -- An HTML table of a 1-D or 2-D host array (flat, row-major), with a
--- caption naming its class, type and shape; nil for other shapes.
-local function html_table(a, shape, what)
+-- caption naming its class, type and shape; nil for other shapes. held:
+-- for a tensor cut on the device to what the table shows, how many of the
+-- first and of the last rows (held.rows) and columns (held.cols) a holds.
+local function html_table(a, shape, what, held)
   local rows, cols = 1, shape[1]
   if #shape == 2 then rows, cols = shape[1], shape[2] elseif #shape ~= 1 then return nil end
+  held = held or {}
+  local hcols = held.cols and 2 * held.cols or cols
+  -- element (i, j) of the whole in a
+  local function at(i, j)
+    if held.rows and i > held.rows then i = i - (rows - 2 * held.rows) end
+    if held.cols and j > held.cols then j = j - (cols - 2 * held.cols) end
+    return a[(i - 1) * hcols + j]
+  end
   local dims = {}
   for i, s in ipairs(shape) do dims[i] = tostring(s) end
   local out = {fmt('<table class="luagpu"><caption>%s&lt;%s&gt; {%s}</caption>', what,
@@ -68,7 +78,7 @@ local function html_table(a, shape, what)
       out[#out + 1] = fmt("<tr><th>%d</th>", i)
       for _, j in ipairs(cs) do
         out[#out + 1] = j == 0 and "<td>&hellip;</td>" or
-                        fmt("<td>%s</td>", esc(cell(a[(i - 1) * cols + j])))
+                        fmt("<td>%s</td>", esc(cell(at(i, j))))
       end
       out[#out + 1] = "</tr>"
     end
@@ -83,8 +93,21 @@ function M.bundle(v)
   local kind = gpu.type(v)
   local html
   if kind == "Tensor" then
-    local a = v:get()
-    html = html_table(a, v.shape, "Tensor")
+    -- only what the table shows comes to the host: a long dim's first and
+    -- last halves of its limit, joined on the device
+    local shape, r, held = v.shape, v, {}
+    if #shape == 1 or #shape == 2 then
+      local limits = #shape == 2 and {MAX_ROWS, MAX_COLS} or {MAX_COLS}
+      local names = #shape == 2 and {"rows", "cols"} or {"cols"}
+      for d, n in ipairs(shape) do
+        local half = limits[d] // 2
+        if n > limits[d] then
+          r = gpu.cat({r:slice(d, 1, half), r:slice(d, n - half + 1, n)}, d)
+          held[names[d]] = half
+        end
+      end
+      html = html_table(r:get(), shape, "Tensor", held)
+    end
   elseif kind == "Array" and not v.type:match("%d$") then
     html = html_table(v, v.shape, "Array")
   end
