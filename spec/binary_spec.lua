@@ -12,12 +12,7 @@ kernel void put(global int *x, int v) { x[get_global_id(0)] = v + K; }
 kernel void twice(global int *x) { x[get_global_id(0)] *= 2; }
 ]]
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1")
-  local out = p:read("a")
-  local _, _, code = p:close()
-  return out, code
-end
+local sh = support.sh
 
 -- The parts of prog.binary's container: the four sizes, then the device name
 -- and options together, the kernel metadata, and the driver's own binary.

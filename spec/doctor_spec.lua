@@ -15,12 +15,7 @@ local function doctor(env)
   return out, code
 end
 
-local function tmpdir()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir " .. shell_quote(dir)))
-  return dir
-end
+local tmpdir = support.tmpdir
 
 describe("luagpu --doctor", function()
   it("passes on this machine: loader, driver, each device's test launch, the cache", function()

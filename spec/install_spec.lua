@@ -8,19 +8,9 @@ local support = require "support"
 local shell_quote = support.shell_quote
 local BUILD = os.getenv("LUAGPU_BUILD") or "build"
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1")
-  local out = p:read("a")
-  local _, _, code = p:close()
-  return out, code
-end
+local sh = support.sh
 
-local function tmpdir()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir " .. shell_quote(dir)))
-  return dir
-end
+local tmpdir = support.tmpdir
 
 -- The Lua modules and C modules under a tree's share/lua/5.4 and
 -- lib/lua/5.4, as the names require takes, sorted.

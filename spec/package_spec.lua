@@ -7,19 +7,9 @@ local PROG = BUILD .. "/luagpu"
 local support = require "support"
 local shell_quote = support.shell_quote
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1")
-  local out = p:read("a")
-  local _, _, code = p:close()
-  return out, code
-end
+local sh = support.sh
 
-local function tmpdir()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir " .. shell_quote(dir)))
-  return dir
-end
+local tmpdir = support.tmpdir
 
 -- make with the build under test; the sanitizers' runtime (spec/run.sh
 -- preloads it for ASan builds) is not for the compiler

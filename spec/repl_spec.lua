@@ -11,12 +11,7 @@ local support = require "support"
 local shell_quote, write_file, read_file = support.shell_quote, support.write_file,
                                            support.read_file
 
-local function tmpdir()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir " .. shell_quote(dir)))
-  return dir
-end
+local tmpdir = support.tmpdir
 
 -- Runs the REPL in a pseudo-terminal with HOME=home. steps: a list of
 -- {prompts = n, text = s, keys = bytes}: the keys are typed once the

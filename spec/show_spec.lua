@@ -41,12 +41,7 @@ for y in range(h):
 print(w, h, c, " ".join(map(str, out)))
 ]]
 
-local function tmpdir()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir " .. shell_quote(dir)))
-  return dir
-end
+local tmpdir = support.tmpdir
 
 local function decode(path)
   local script = os.tmpname()

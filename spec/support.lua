@@ -70,4 +70,20 @@ function support.matmul_reference(a, b, c0, m, n, k, ta, tb, alpha, beta)
   return want, scale
 end
 
+-- Runs a shell command; returns its output (stderr included) and exit code.
+function support.sh(cmd)
+  local p = io.popen(cmd .. " 2>&1")
+  local out = p:read("a")
+  local _, _, code = p:close()
+  return out, code
+end
+
+-- A new empty folder under the temporary directory; returns its path.
+function support.tmpdir()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir " .. support.shell_quote(dir)))
+  return dir
+end
+
 return support

@@ -18,12 +18,7 @@ local function tmppath(suffix)
   return base .. suffix
 end
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1")
-  local out = p:read("a")
-  local _, _, code = p:close()
-  return out, code
-end
+local sh = support.sh
 
 -- A script with commands of every kind on two in-order queues of one
 -- device, the second waiting on the first; its lines are the ones named.
