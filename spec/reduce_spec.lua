@@ -184,6 +184,22 @@ describe("the async form", function()
     end
   end)
 
+  it("with reduce.QUIET (luagpu's helpers) asks only for the read's Event", function()
+    local b, vals = random_buffer("int", 100003)
+    local s = reference(vals, 1, #vals)
+    local _, _, lo, hi = reference(vals, 1, #vals)
+    for _ = 1, 2 do                           -- the checked call, then the quick path
+      local ev, passes = reduce.sum(b, reduce.QUIET)
+      assert.same({}, passes)
+      local e2 = reduce.min(b, reduce.QUIET)
+      local e3 = reduce.max(b:sub(1, 10), reduce.QUIET)
+      assert.equal(s, ev:wait())
+      assert.equal(lo, e2:wait())
+      assert.equal((select(4, reference(vals, 1, 10))), e3:wait())
+    end
+    assert.is_true(hi >= lo)
+  end)
+
   it("asks for no pass Events on an in-order queue without profiling", function()
     local b, vals = random_buffer("int", 70001)
     local q = dev:queue{profiling = false}

@@ -70,14 +70,52 @@ local function node_of(x)
 end
 X.node_of = node_of
 
+-- The storages the leaves of tree e read, each once: a list kept in the
+-- node (e._stores), made from its operands' lists, so a chain of n nodes
+-- costs O(leaves) per node, not a walk of its whole tree. (A node's
+-- operands are not changed after it is made, but by retarget, which drops
+-- the lists on its way.) A leaf node's is its tensor's storage, read anew.
+local function stores_of(e)
+  local kind = e.kind
+  if kind == "leaf" then return {e.x._st} end
+  local list = e._stores
+  if list then return list end
+  local args = e.args
+  if args then
+    -- one operand with storages (x * 2, exp(x)): its list, shared
+    local first, many
+    for i = 1, #args do
+      local k = args[i].kind
+      if k == "leaf" or args[i].args then
+        if first then many = true; break end
+        first = i
+      end
+    end
+    if first and not many then
+      list = stores_of(args[first])
+    else
+      list = {}
+      for i = first or 1, first and #args or 0 do
+        local sub = stores_of(args[i])
+        for j = 1, #sub do
+          local st, k = sub[j], 1
+          while list[k] ~= nil and list[k] ~= st do k = k + 1 end
+          list[k] = st
+        end
+      end
+    end
+  end
+  list = list or {}
+  e._stores = list
+  return list
+end
+
 -- Takes lazy tensor x off the readers of tree e's storages.
 local function unregister(e, x)
-  if e.kind == "leaf" then
-    local r = e.x._st.readers
+  local list = stores_of(e)
+  for i = 1, #list do
+    local r = list[i].readers
     if r then r[x] = nil end
-  elseif e.args then
-    local args = e.args
-    for i = 1, #args do unregister(args[i], x) end
   end
 end
 
@@ -125,6 +163,7 @@ end
 local function retarget(e, s, snap, twins)
   local args = e.args
   if not args then return end
+  e._stores = nil                       -- its leaves change: made again when asked
   for i = 1, #args do
     local a = args[i]
     if a.kind == "leaf" then
@@ -208,24 +247,19 @@ X.same_shape = same_shape
 
 -- Whether tree e reads a storage the script has seen.
 local function exposed_in(e)
-  if e.kind == "leaf" then return e.x._st.exposed end
-  local args = e.args
-  if args then
-    for i = 1, #args do if exposed_in(args[i]) then return true end end
-  end
+  local list = stores_of(e)
+  for i = 1, #list do if list[i].exposed then return true end end
   return false
 end
 
 -- Adds lazy tensor x to the readers of tree e's storages.
 local function register(e, x)
-  if e.kind == "leaf" then
-    local s = e.x._st
+  local list = stores_of(e)
+  for i = 1, #list do
+    local s = list[i]
     local r = s.readers
     if not r then r = setmetatable({}, WEAK_KEYS); s.readers = r end
     r[x] = true
-  elseif e.args then
-    local args = e.args
-    for i = 1, #args do register(args[i], x) end
   end
 end
 

@@ -392,11 +392,15 @@ local function whole(fn, op, list)
   for _, x in ipairs(list) do
     local c = O.numel(x._shape)
     if c > 0 then
-      local flat = x:reshape({c}):contiguous()
+      local flat = x
+      if #x._shape ~= 1 or x._expr or not O.is_contiguous(x) then
+        flat = x:reshape({c}):contiguous()
+      end
       local t = flat._type
       if op == "sum" or op == "min" or op == "max" or (op == "mean" and t == "float") then
         RD = RD or require "luagpu.reduce"
-        local opts = {async = true, acc = op == "mean" and "double" or nil}
+        -- (QUIET: only the read asks for an Event, the launches none)
+        local opts = op == "mean" and {async = true, acc = "double"} or RD.QUIET
         local ev = RD[op == "mean" and "sum" or op](O.elements_of(flat), opts)
         pending[#pending + 1] = function() return ev:wait() end    -- a sum for mean
       else
