@@ -255,6 +255,28 @@ describe_both("algo.sort", function()
   end)
 end)
 
+describe_both("algo.sort on two in-order queues at once", function()
+  -- a sort's kernels ask for no Events on an in-order queue; the next sort
+  -- on another queue shares its scratch buffers and must wait for it all
+  it("gives each sort its own keys, the last of each in flight", function()
+    local q2 = dev:queue()
+    local keys, bufs, evs = {}, {}, {}
+    for i = 1, 6 do
+      keys[i] = random_keys(i % 2 == 0 and "uint" or "int", 20000 + 37 * i)
+      bufs[i] = buffer(i % 2 == 0 and "uint" or "int", keys[i])
+    end
+    for i = 1, 6 do
+      local _, ev = algo.sort(bufs[i], i % 2 == 0 and {queue = q2} or nil)
+      assert.equal("luagpu.Event", tostring(ev):match("^luagpu%.Event"))
+      evs[i] = ev
+    end
+    for i = 6, 1, -1 do
+      evs[i]:wait()
+      same_keys(keys[i], reference(keys[i], false), get(bufs[i]), "sort " .. i)
+    end
+  end)
+end)
+
 describe_both("algo.sort of equal floats", function()
   -- keys drawn from -0.0, +0.0, NaNs of either sign and other payloads,
   -- infinities and a few numbers: -0.0 and +0.0 compare equal and NaNs

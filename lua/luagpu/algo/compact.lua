@@ -64,7 +64,8 @@ local function count(fn, pred, o, t, root, off, n, dev, it)
   if n == 0 then return 0, nil, seq, e end
   local pos = ST.scratch_buffer(e, dev, "pos", "uint", n)
   seq.last = S.run(fn, {spec = e.spec, x = root, xoff = off, n = n, rowlen = 0, out = pos,
-                        ooff = 0, exclusive = false, queue = q, wait = waits})
+                        ooff = 0, exclusive = false, queue = q, wait = waits,
+                        quiet = seq.quiet})
   local c = pos:sub(n, n):read(seq:opts() or {}):wait()[1]
   ST.set_last_user(e, nil, q, dev)
   return c, pos, seq, e
@@ -119,8 +120,9 @@ function M.copy_if(b, pred, opts)
   if ob then check_length(fn, 3, ob, c, false)
   else out = dev:buffer(t, c); oroot, ooff = out, 0 end
   if c > 0 then seq:run(e.values(root, off, pos, n, oroot, ooff), {n}) end
-  ST.set_last_user(e, seq.last, o.queue, dev)
-  return out, c, seq.last
+  local ev = seq:event(dev)
+  ST.set_last_user(e, ev, o.queue, dev)
+  return out, c, ev
 end
 
 local NONZERO_OPTIONS = H.option_names{"type", "base", "out", "wait", "queue"}
@@ -153,8 +155,9 @@ function M.nonzero(b, opts)
   if ob then check_length(fn, 2, ob, c, false)
   else out = dev:buffer(it, c); oroot, ooff = out, 0 end
   if c > 0 then seq:run(e.positions(root, off, pos, n, oroot, ooff, base), {n}) end
-  ST.set_last_user(e, seq.last, o.queue, dev)
-  return out, c, seq.last
+  local ev = seq:event(dev)
+  ST.set_last_user(e, ev, o.queue, dev)
+  return out, c, ev
 end
 
 -- algo.partition(b, predicate [, opts]) -> out, count (of the kept, first)
@@ -171,8 +174,9 @@ function M.partition(b, pred, opts)
   local c, pos, seq, e = count(fn, pred, o, t, root, off, n, dev)
   if not ob then out = dev:buffer(t, n); oroot, ooff = out, 0 end
   if n > 0 then seq:run(e.partition(root, off, pos, n, oroot, ooff), {n}) end
-  ST.set_last_user(e, seq.last, o.queue, dev)
-  return out, c, seq.last
+  local ev = seq:event(dev)
+  ST.set_last_user(e, ev, o.queue, dev)
+  return out, c, ev
 end
 
 -- The n elements of type t at (root, off) where the n elements of the
@@ -192,7 +196,7 @@ function M.select(fn, t, root, off, mt, mroot, moff, n, dev, make_out)
     if aroot then seq:run(e.stepped_at(root, off, pos, n, oroot, ooff, aroot, aoff), {n})
     else seq:run(e.stepped(root, off, pos, n, oroot, ooff), {n}) end
   end
-  ST.set_last_user(em, seq.last, nil, dev)
+  ST.set_last_user(em, seq.last, nil, dev)     -- (false: ordered by the default queue)
   return c
 end
 

@@ -187,8 +187,7 @@ function M.histogram(b, opts)
   local seq = B.sequence(q, o.wait)
   if not accumulate and o.out ~= nil then seq:cmd(out, "fill", 0) end
   if n == 0 or not args then      -- nothing to count
-    if not seq.last then seq:marker(dev) end
-    return out, seq.last
+    return out, seq:event(dev)
   end
   local L = e.L
   local groups = min(e.groups, (n + L - 1) // L)
@@ -200,7 +199,7 @@ function M.histogram(b, opts)
     seq:run(e.hist_global(root, off, n, lo_, hi_, p, ip, plo, phi, nb, counts),
             {groups * L}, {L})
   end
-  return out, seq.last
+  return out, seq:event(dev)
 end
 
 return M

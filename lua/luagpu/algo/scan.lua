@@ -194,8 +194,9 @@ local dummy_flags = ST.device_cache()
 
 -- Runs a scan, everything checked: r = {spec, x (root), xoff, n, flags
 -- (root or nil), foff, ft, rowlen (0: none), out (root), ooff, exclusive,
--- lookback (nil: the class's choice), queue, wait (a list)}. Returns the
--- Event of its last command.
+-- lookback (nil: the class's choice), queue, wait (a list), quiet (for a
+-- helper's sequence on an in-order queue: no Event wanted)}. Returns the
+-- Event of its last command (false with quiet: none).
 function S.run(fn, r)
   local q = r.queue
   local dev = q and q.device or r.x.device
@@ -253,8 +254,10 @@ function S.run(fn, r)
     seq:run(k.scan_apply(x, xoff, flags, foff, hasf, rowlen, n, r.out, r.ooff, excl, per, part),
             {groups * L}, {L})
   end
-  ST.set_last_user(e, seq.last, q, dev)
-  return seq.last
+  local ev = seq.last
+  if not (r.quiet and ev == false) then ev = seq:event(dev) end
+  ST.set_last_user(e, ev, q, dev)
+  return ev
 end
 
 ------------------------------------------------------------------ checks

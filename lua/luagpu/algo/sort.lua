@@ -169,7 +169,7 @@ local function radix(fn, dev, e, seq, root, off, n, kt, r)
     seq:run(e.chunk_sums(counts, ntiles, rpc, sums), {chunks * L}, {L})
     seq.last = S.run(fn, {spec = UINT_SUM, x = sums, xoff = 0, n = RADIX * chunks,
                           rowlen = 0, out = places, ooff = 0, exclusive = true,
-                          queue = seq.q, wait = {seq.last}})
+                          queue = seq.q, wait = {seq.last or nil}, quiet = seq.quiet})
     seq:run(e.chunk_places(counts, ntiles, rpc, places), {chunks * L}, {L})
     seq:run(e.scatter(src, soff, dst, doff, va, vaoff, vb, vboff, cmode, n, p[1], p[2], desc,
                       rowlen, ntiles, counts), {ntiles * L}, {L})
@@ -239,7 +239,7 @@ function M.sort(keys, opts)
     local seq = B.sequence(q, waits)
     RS.run(seq, le, {dev = dev, keys = root, koff = off, vals = vroot, voff = voff, rowlen = rl,
                      nrows = n // rl, descending = r.descending})
-    return keys, seq.last
+    return keys, seq:event(dev)
   end
   -- what the passes carry: the values, the original indices (rows), or
   -- nothing (uchar then: the tile's unused slots take the least room)
@@ -258,8 +258,9 @@ function M.sort(keys, opts)
       seq:cmd(v2:sub(1, n), "copy_to", vroot:sub(voff + 1, voff + n))
     end
   end
-  ST.set_last_user(e, seq.last, q, dev)
-  return keys, seq.last
+  local ev = seq:event(dev)
+  ST.set_last_user(e, ev, q, dev)
+  return keys, ev
 end
 
 ------------------------------------------------------------------ algo.argsort
@@ -314,7 +315,7 @@ function M.argsort(keys, opts)
     RS.run(seq, le, {dev = dev, keys = root, koff = off, pos = oroot, poff = ooff,
                      rowlen = rowlen, nrows = n // rowlen, descending = r.descending,
                      base = base})
-    return out, seq.last
+    return out, seq:event(dev)
   end
   local e = entry_for(fn, dev, kt, "uint")
   local ge = gather_for(fn, dev, it)
@@ -329,8 +330,9 @@ function M.argsort(keys, opts)
     local idx = n > 1 and radix(fn, dev, e, seq, copy, 0, n, kt, r) or dummy(dev)
     seq:run(ge.positions(idx, oroot, ooff, n, rowlen, base), {n})
   end
-  ST.set_last_user(e, seq.last, q, dev)
-  return out, seq.last
+  local ev = seq:event(dev)
+  ST.set_last_user(e, ev, q, dev)
+  return out, ev
 end
 
 return M

@@ -88,10 +88,18 @@ end
 
 -- Appends to waits the Event of the last call that used the scratch
 -- buffers of holder, unless q orders the two by itself (the same in-order
--- queue; q nil: dev's default queue).
+-- queue; q nil: dev's default queue). A last call recorded without an
+-- Event (false: its commands asked for none, on an in-order queue) is
+-- waited for through a marker enqueued on its queue now.
 function S.wait_for_last_user(holder, q, dev, waits)
   local last = holder[LAST_USER]
-  if last and (not S.in_order(q) or holder[LAST_QUEUE] ~= (q or dev)) then
+  if last == nil then return end
+  local lq = holder[LAST_QUEUE]
+  if not S.in_order(q) or lq ~= (q or dev) then
+    if last == false then
+      local mq = lq.default_queue and lq:default_queue() or lq
+      last = mq:marker()
+    end
     waits[#waits + 1] = last
   end
 end
