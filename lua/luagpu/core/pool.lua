@@ -13,23 +13,25 @@
 --                              pool for good
 --   M.memory(dev)              {used =, pooled =, buffers =, made =, limit =,
 --                              collections = full collections the pool ran,
---                              budget = bytes handed out between two}
+--                              budget = bytes a class hands out between two}
 --   M.give_back(s)             storage s's block back to the pool now
 --   M.trim(dev)                releases every pooled buffer of dev
+--   M.set_limit(dev, bytes), M.set_budget(dev, bytes)   (below)
 --
 -- Blocks are kept per element type and size class (4 classes per power of
 -- two, so a block is at most 25% larger than asked). The pool holds every
 -- buffer it made strongly, so a buffer is never finalized while a storage
 -- that dies in the same collection hands it back. Lua cannot see device
--- memory, so the pool accounts it: a miss runs a full collection only once
--- the blocks handed out since the last one reach a budget (a 16th of the
--- device's memory, at least 4 MiB, at most 4 GiB; or 256 blocks), since
--- each of them may now be dead; below it the pool makes a new block. A
--- loop of `y = a*x + b` then settles on reused blocks with one collection
--- per budget's worth of results (a loop over 1 GiB tensors on an 80 GB
--- card: one per 4 calls, not one per call); new blocks are not zero-filled
--- (their producer writes them); an allocation that fails for lack of
--- memory empties the pool, runs a full collection and tries once more.
+-- memory, so the pool counts the blocks it hands out per class since the
+-- last full collection (each may be dead by now; the live ones handed out
+-- before it are not counted): a miss runs a full collection first when
+-- many were (256, or a 32nd of the device's memory), so a loop of
+-- `y = a*x + b` settles on reused blocks; a miss also collects first once
+-- the blocks of its class made since the last collection took longer to
+-- make than a collection takes (large blocks: 0.7 ms to make 192 MiB on an
+-- H100, 0.1 ms to collect); new blocks are not zero-filled (their producer
+-- writes them); an allocation that fails for lack of memory empties the
+-- pool, runs a full collection and tries once more.
 
 local gpu = require "luagpu"
 local H = require "luagpu.core.check"
@@ -38,22 +40,24 @@ local TY = require "luagpu.core.types"
 
 local setmetatable, pcall, error, tostring = setmetatable, pcall, error, tostring
 local collectgarbage, next = collectgarbage, next
+local now = gpu.now
 local min, max = math.min, math.max
 local fail = H.fail
 local SIZES = TY.SIZES
 
 local M = {}
 
--- Blocks, or bytes, handed out since the last full collection past which a
--- miss collects first. A full collection costs about as much as a hundred
--- small operations (0.1-0.3 ms on an H100's host), so up to 256 blocks may
--- be handed out between two (about 1 us per small op), or a 16th of the
--- device's memory (at least 4 MiB, at most 4 GiB): the dead blocks held at
--- once stay under that. (Counting the blocks out instead, live ones
--- included, collected on every call of a loop over large tensors whose
--- inputs were of the result's class: 0.2-0.3 ms of a 1.1 ms op on an
--- H100, the night of 2026-11-26.)
-local COLLECT_BLOCKS, COLLECT_MIN, COLLECT_MAX = 256, 4 << 20, 4 << 30
+-- Blocks, or bytes, of one class handed out since the last full collection
+-- past which a miss collects first. A full collection costs about as much
+-- as a hundred small operations (0.1 ms on an H100's host), so a class may
+-- hand out that many blocks before one runs: 256 blocks (was 64: about 2.4
+-- us of each 1024-float op went to full collections on the CI machine), or
+-- a 32nd of the device's memory (at least 4 MiB, at most 2 GiB): a loop
+-- over 256 MiB tensors on an 80 GB card collects once per 10 calls, and
+-- holds at most 2.5 GB of dead blocks. (Counting the blocks out, the live
+-- ones included, collected on every call of a loop over 1 GiB results
+-- whose inputs were of their class: 0.2-0.3 ms of a 1.1 ms op on an H100.)
+local COLLECT_BLOCKS, COLLECT_MIN, COLLECT_MAX = 256, 4 << 20, 2 << 30
 
 local pools = ST.device_cache()
 
@@ -62,9 +66,9 @@ local function pool_of(dev)
   if not p then
     local mem = dev.global_mem_size
     p = {free = {}, out = {}, owned = {}, used = 0, pooled = 0, made = 0, buffers = 0,
-         since_blocks = 0, since_bytes = 0,
+         spent = {}, futile = {}, since = {}, collect_cost = nil,
          cap = min(mem // 4, 4 << 30), full = 0,
-         collect_bytes = max(COLLECT_MIN, min(mem // 16, COLLECT_MAX))}
+         collect_bytes = max(COLLECT_MIN, min(mem // 32, COLLECT_MAX))}
     pools[dev] = p
   end
   return p
@@ -178,24 +182,54 @@ local KEYS = setmetatable({}, {__index = function(keys, t)
   return k
 end})
 
+-- Whether a miss in class key with out blocks handed out since the last
+-- collection should run a full
+-- collection first: the blocks of that class made since the last
+-- collection took longer to make than a collection takes (rent or buy: on
+-- an H100 a 192 MiB buffer takes about 0.7 ms to make, a 32 KiB one 11 us,
+-- a collection of a small heap 0.05-0.1 ms). Making is paid once per block,
+-- a collection each time: so the pool grows while blocks are cheap to make
+-- and collects once they are not, and a loop settles on reused blocks
+-- with at most as much time spent making as collecting. A collection that
+-- gave the class nothing back holds the next off until twice as many
+-- blocks are out.
+local function cheaper_to_collect(p, key, out)
+  local spent = p.spent[key]
+  if not spent then return false end
+  local futile = p.futile[key]
+  if futile and out < 2 * futile then return false end
+  -- (before the first: about 0.15 us per KB of Lua heap, as measured on
+  -- an H100's host and the CI machine)
+  local c = p.collect_cost or collectgarbage("count") * 1.5e-7
+  return spent >= c
+end
+
 function M.storage(fn, dev, t, n)
   local p = pools[dev] or pool_of(dev)
   local cap = class_size(n)
   local key = KEYS[t][cap]
   local bytes = cap * SIZES[t]
   local buf = take(p, key)
-  if not buf and (p.since_blocks >= COLLECT_BLOCKS or p.since_bytes >= p.collect_bytes) then
+  local since = p.since[key] or 0
+  if not buf and since >= 1 and (since >= COLLECT_BLOCKS or since * bytes >= p.collect_bytes
+                                 or cheaper_to_collect(p, key, since)) then
+    local t0 = now()
     collectgarbage()
+    p.collect_cost = now() - t0
     p.full = p.full + 1
-    p.since_blocks, p.since_bytes = 0, 0
+    p.spent, p.since = {}, {}
     buf = take(p, key)
+    p.futile[key] = not buf and since or nil
+    since = 0
   end
   if buf then
     p.pooled = p.pooled - bytes
   else
+    local t0 = now()
     buf = new_buffer(fn, p, dev, t, cap)
+    p.spent[key] = (p.spent[key] or 0) + (now() - t0)
   end
-  p.since_blocks, p.since_bytes = p.since_blocks + 1, p.since_bytes + bytes
+  p.since[key] = since + 1
   p.out[key] = (p.out[key] or 0) + 1
   p.used = p.used + bytes
   -- n: the elements asked for (x.buffer gives a view of them)
@@ -241,6 +275,13 @@ function M.memory(dev)
   local p = pool_of(dev)
   return {used = p.used, pooled = p.pooled, buffers = p.buffers, made = p.made,
           limit = p.cap, collections = p.full, budget = p.collect_bytes}
+end
+
+-- Sets the bytes a class of dev's pool hands out between two collections
+-- before a miss collects (the default: a 32nd of the device's memory, at
+-- least 4 MiB, at most 2 GiB).
+function M.set_budget(dev, bytes)
+  pool_of(dev).collect_bytes = bytes
 end
 
 -- Sets the most bytes the pool of dev keeps for reuse (0: none).
