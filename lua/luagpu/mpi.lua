@@ -306,4 +306,10 @@ function M.run(fn, ...)
   return table.unpack(r, 2, r.n)
 end
 
+-- Sharded tensors whose shards are the ranks' (luagpu.mpi_shard):
+-- mpi.shard(x [, dim]) and mpi.sharded(part [, dim]).
+local MS = require "luagpu.mpi_shard"
+MS.init(M)
+M.shard, M.sharded = MS.shard, MS.sharded
+
 return M
