@@ -160,6 +160,32 @@ describe("dev:scalar", function()
     end
   end)
 
+  -- a blocking get of at most 16 bytes into a new array also comes through
+  -- a page-locked slot (then copied): every such read keeps its own values
+  it("gets small buffers and views whole, between reads in flight", function()
+    for _, case in ipairs{{"long", 2}, {"int", 3}, {"float", 4}, {"uchar", 16}, {"double", 1},
+                          {"short", 5}} do
+      local t, n = case[1], case[2]
+      local b = dev:buffer(t, 40)
+      local vals = {}
+      for i = 1, 40 do vals[i] = random_value(t) end
+      b:write(vals):wait()
+      local scalar = dev:scalar("int")
+      for first = 1, 40 - n + 1, 3 do
+        scalar:write(first)
+        local ev = scalar:read()                     -- a slot held by an Event meanwhile
+        local got = b:sub(first, first + n - 1):get():totable()
+        for i = 1, n do assert.equal(vals[first + i - 1], got[i]) end
+        assert.equal(first, ev:wait())
+      end
+      local whole = dev:buffer(t, n, {host = {table.unpack(vals, 1, n)}})
+      local a, c = whole:get(), whole:get()           -- two gets: two arrays of their own
+      assert.are_not.equal(a, c)
+      assert.same({table.unpack(vals, 1, n)}, a:totable())
+      assert.same({table.unpack(vals, 1, n)}, c:totable())
+    end
+  end)
+
   it("refuses values that do not fit", function()
     has_error("luagpu: dev:scalar: argument #2: 300 does not fit uchar (0 to 255)",
               dev.scalar, dev, "uchar", 300)
