@@ -66,7 +66,7 @@ local function count(fn, pred, o, t, root, off, n, dev, it)
   seq.last = S.run(fn, {spec = e.spec, x = root, xoff = off, n = n, rowlen = 0, out = pos,
                         ooff = 0, exclusive = false, queue = q, wait = waits,
                         quiet = seq.quiet})
-  local c = pos:sub(n, n):read(seq:opts() or {}):wait()[1]
+  local c = pos:sub(n, n):get(seq:opts() or {})[1]   -- (a blocking get: page-locked)
   ST.set_last_user(e, nil, q, dev)
   return c, pos, seq, e
 end
