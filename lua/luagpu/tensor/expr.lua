@@ -119,15 +119,16 @@ local function unregister(e, x)
   end
 end
 
--- Evaluates lazy tensor x into a new storage.
-local function realize(x)
+-- Evaluates lazy tensor x into a new storage (s when given: one taken
+-- from the pool for it by X.storage_for).
+local function realize(x, s)
   local e = x._expr
   if not e then return x end
   local fn = type(e) == "table" and type(e.fn) == "string" and e.fn or "tensor"
   -- (the tree is a script's to write: G.run checks it, its type first)
   if type(e) ~= "table" or not SIZES[e.type] then O.bad(fn, "its expression's types") end
   -- x (contiguous strides, offset 0) becomes the output: no other view
-  local s = memory.storage(fn, x._dev, e.type, x._n)
+  s = s or memory.storage(fn, x._dev, e.type, x._n)
   s.holders = 1
   x._st = s
   G.run(fn, e, x)
@@ -136,6 +137,16 @@ local function realize(x)
   return x
 end
 X.realize = realize
+
+-- The storage lazy x will be evaluated into (X.realize(x, s)), taken from
+-- the pool now, or nil (x realized, or its tree not one to trust: realize
+-- raises then). A sharded eval takes every shard's first, so that a
+-- collection the pool runs comes before the first launch, not between two.
+function X.storage_for(x)
+  local e = x._expr
+  if type(e) ~= "table" or not SIZES[e.type] then return nil end
+  return memory.storage(type(e.fn) == "string" and e.fn or "tensor", x._dev, e.type, x._n)
+end
 
 -- x:release() (also __close): x is unusable from now on. A lazy x stops
 -- reading its inputs; a realized one hands its block back to the pool now

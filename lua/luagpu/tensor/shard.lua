@@ -341,10 +341,16 @@ function Sharded.clamp(s, lo, hi)
 end
 
 -- xs:eval(): every shard evaluated (each launch on its own device first,
--- then nothing waited for).
+-- then nothing waited for). Every shard's output block is taken first, so
+-- that a collection the pool may run comes before the first launch, not
+-- between two devices' launches.
 function Sharded.eval(s)
   local list = parts("sharded:eval", 0, s)
-  for _, x in ipairs(list) do x:eval() end
+  local blocks = {}
+  for i, x in ipairs(list) do blocks[i] = X.storage_for(x) or false end
+  for i, x in ipairs(list) do
+    if blocks[i] then X.realize(x, blocks[i]) else x:eval() end
+  end
   return s
 end
 
