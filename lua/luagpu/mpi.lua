@@ -6,10 +6,13 @@
 --   mpi.rank  mpi.size  mpi.processor_name  mpi.barrier()  mpi.wtime()
 --   mpi.send(x, dest [, tag])          mpi.recv(x | type [, source [, tag]])
 --   mpi.bcast(x, root)                 mpi.allreduce(x, op)  mpi.reduce(x, op, root)
---   mpi.allgather(x)  mpi.gather(x, root)  mpi.abort([code])
+--   mpi.allgather(x)  mpi.gather(x, root)  mpi.reduce_scatter(x, op)  mpi.abort([code])
+--   mpi.chunk_bytes (the pieces of a pipelined allreduce of device data)
 --
 -- Device buffers and tensors are staged through host memory (read, the MPI
--- call, written back): a CUDA-aware MPI is not assumed. The C half,
+-- call, written back): a CUDA-aware MPI is not assumed. An allreduce of one
+-- larger than mpi.chunk_bytes is pipelined: pieces read, reduced and
+-- written back at once, through page-locked memory. The C half,
 -- luagpu_mpi (host/mpi.c, build/luagpu_mpi.so), moves host arrays; here
 -- values of the other kinds are turned into host arrays and back, and the
 -- results made. docs/API.md describes every call.
@@ -232,13 +235,156 @@ local function shape_of(kind, x, a)
   return x.shape or a.shape
 end
 
+------------------------------------------------------------------ pipelined staging
+
+-- Buffers and tensors of a scalar type larger than mpi.chunk_bytes are
+-- reduced in pieces of that size, each through page-locked host memory:
+-- the read of piece i + 1 (on a queue of its own) and the write of piece
+-- i - 1 (on another) run on the device while MPI reduces piece i. Every
+-- rank proposes a piece size and all use the largest (core.agree), so a
+-- rank with a host array (or a smaller setting) cuts its values alike: the
+-- same MPI calls over the same pieces, whatever each rank brings.
+M.chunk_bytes = 4 << 20
+local SLOTS = 3
+-- calls that took the pipelined path, and the pieces they moved
+M.stats = {pipelined = 0, pieces = 0}
+
+local function chunk_setting(fn)
+  local c = M.chunk_bytes
+  if c == false or c == nil then return 0 end
+  local v = H.integer(c)
+  if v == nil or v < 0 then
+    fail(fn, "mpi.chunk_bytes: expected an integer >= 0 (0 or false: no pieces), got %s",
+         H.show(c))
+  end
+  return v
+end
+
+-- Staging per device and type: SLOTS pinned buffers of `chunk` elements,
+-- each mapped once (host arrays over page-locked memory), and the two
+-- queues. Kept while the device lives.
+local stages = setmetatable({}, {__mode = "k"})
+local function stage_for(dev, t, chunk)
+  local per = stages[dev]
+  if not per then
+    per = {}
+    stages[dev] = per
+  end
+  local s = per[t]
+  if s and s.chunk == chunk then return s end
+  s = {chunk = chunk, slots = {}, rq = dev:queue{profiling = false},
+       wq = dev:queue{profiling = false}}
+  for i = 1, SLOTS do
+    local b = dev:buffer(t, chunk, {pinned = true, init = false})
+    s.slots[i] = {buf = b, arr = b:map("read_write")}
+  end
+  per[t] = s
+  return s
+end
+
+-- The elements of a buffer or tensor x as one Buffer (a view) of n
+-- elements, in row-major order. A tensor's storage is read as tensor:get
+-- reads it (a view kept only for this call: the storage is not exposed).
+local function elements(kind, x, n)
+  if kind == "buffer" then return x end
+  local c = x:contiguous()
+  return c._st.buf:sub(c._off + 1, c._off + n)
+end
+
+-- The element count, scalar type (nil for vector types) and shape of x.
+local function describe(kind, x)
+  if kind == "buffer" then return x.count, TY.SIZES[x.type] and x.type, x.shape end
+  local shape, n = x.shape, 1
+  for _, d in ipairs(shape) do n = n * d end
+  return n, TY.SIZES[x.type] and x.type, shape
+end
+
+-- out (a Buffer of n elements) receives op over the ranks of src (a Buffer
+-- of n elements), in pieces of `chunk` elements through the staging.
+local function pipelined_allreduce(src, out, op, chunk, n)
+  local dev = src.device
+  local st = stage_for(dev, src.type, chunk)
+  local pieces = (n + chunk - 1) // chunk
+  local start = dev:default_queue():marker()     -- what made src comes first
+  local reads, writes, staged = {}, {}, {}
+  local function read(i)
+    local first, last = (i - 1) * chunk + 1, math.min(n, i * chunk)
+    local arr = st.slots[(i - 1) % SLOTS + 1].arr
+    if last - first + 1 < chunk then arr = arr:sub(1, last - first + 1) end
+    local wait = {start, writes[i - SLOTS]}       -- the slot's last write is done
+    staged[i] = arr
+    reads[i] = src:sub(first, last):read(arr, {queue = st.rq, wait = wait})
+    st.rq:flush()
+  end
+  M.stats.pipelined = M.stats.pipelined + 1
+  M.stats.pieces = M.stats.pieces + pieces
+  read(1)
+  for i = 1, pieces do
+    if i < pieces then read(i + 1) end
+    reads[i]:wait()
+    call(core.allreduce_part, staged[i], op, nil, 0, #staged[i])
+    local first, last = (i - 1) * chunk + 1, math.min(n, i * chunk)
+    writes[i] = out:sub(first, last):write(staged[i], {queue = st.wq})
+    st.wq:flush()
+    reads[i] = nil
+  end
+  st.wq:finish()
+end
+
 function M.allreduce(x, op)
-  local kind = kind_of("mpi.allreduce", 1, x)
-  check_op("mpi.allreduce", op)
+  local fn = "mpi.allreduce"
+  local kind = kind_of(fn, 1, x)
+  check_op(fn, op)
+  local bytes = chunk_setting(fn)
+  if kind == "buffer" or kind == "tensor" then
+    local n, t, shape = describe(kind, x)
+    if t and n > 0 and bytes > 0 and n * TY.SIZES[t] > bytes then
+      local mine = math.max(1, bytes // TY.SIZES[t])
+      local chunk = call(core.agree, "allreduce", t, n, op, nil, nil, mine)
+      local out = x.device:buffer(t, kind == "buffer" and shape or n, {init = false})
+      pipelined_allreduce(elements(kind, x, n), out, op, chunk, n)
+      if kind == "buffer" then return out end
+      return x.device:tensor(t, shape, out)
+    end
+  end
   local a = to_host(kind, x)
   local shape = shape_of(kind, x, a)
-  local out = array_like(a, a.shape)
-  call(core.allreduce, a, op, out)
+  local out
+  -- a rank with a large buffer may cut it in pieces: the others cut alike
+  local chunk = call(core.agree, "allreduce", a, nil, op, nil, nil, 0)
+  if chunk == 0 then
+    out = array_like(a, a.shape)
+    call(core.allreduce, a, op, out)
+  else
+    out = a:copy()        -- in place, as the pipelining ranks reduce
+    local total = #out    -- scalars (a pipelining rank's pieces are of scalar types)
+    for first = 0, total - 1, chunk do
+      call(core.allreduce_part, out, op, nil, first, math.min(chunk, total - first))
+    end
+  end
+  return from_host(kind, x, out, shape)
+end
+
+-- reduce_scatter(x, op): op over the ranks of x, split along the first dim
+-- into size equal shares; rank r gets share r + 1 (of x's kind). The first
+-- dim must divide by the size.
+function M.reduce_scatter(x, op)
+  local fn = "mpi.reduce_scatter"
+  local kind = kind_of(fn, 1, x)
+  check_op(fn, op)
+  local a = to_host(kind, x)
+  local shape = {}
+  for i, d in ipairs(shape_of(kind, x, a)) do shape[i] = d end
+  if #shape == 0 then shape[1] = 1 end
+  call(core.agree, "reduce_scatter", a, nil, op, nil, shape[1], 0)
+  if shape[1] % M.size ~= 0 then
+    fail(fn, "the first dim (%d) does not divide by the %d ranks: every rank gets an equal " ..
+         "share (pad it to a multiple of %d)", shape[1], M.size, M.size)
+  end
+  shape[1] = shape[1] // M.size
+  local out = array_like(a, shape)
+  call(core.reduce_scatter, a, op, out)
+  if kind == "number" then return out[1] end
   return from_host(kind, x, out, shape)
 end
 
