@@ -180,8 +180,35 @@ do
     for r = 1, size - 1 do w = math.max(w, value("long", r, i)) end
     check(mh[i] == w, "a host array beside pipelined buffers [%d]", i)
   end
+  -- a vector type is staged whole, cut into the pipelining ranks' pieces of scalars
+  local v = rank == 0 and dev:buffer("float4", 20, {host = data("float", 0, 80):totable()})
+            or dev:buffer("float", 80, {host = data("float", rank, 80)})
+  local vs = mpi.allreduce(v, "sum"):get()
+  for i = 1, 80 do
+    local w = 0
+    for r = 0, size - 1 do w = w + value("float", r, i) end
+    check(vs[i] == w, "float4 beside float buffers [%d]: %s, want %s", i, vs[i], w)
+  end
+  -- a lazy tensor, and a view of a buffer
+  local lazy = dev:tensor("int", {40}, data("int", rank, 40)) * 2 + 1
+  local lz = mpi.allreduce(lazy, "sum"):get()
+  local view = mpi.allreduce(dev:buffer("int", 50, {host = data("int", rank, 50)}):sub(6, 45),
+                             "min"):get()
+  for i = 1, 40 do
+    local w, m = 0, math.huge
+    for r = 0, size - 1 do
+      w = w + value("int", r, i) * 2 + 1
+      m = math.min(m, value("int", r, i + 5))
+    end
+    check(lz[i] == w, "a lazy tensor's pipelined allreduce [%d]", i)
+    check(view[i] == m, "a view's pipelined allreduce [%d]", i)
+  end
   mpi.chunk_bytes = 4 << 20
 end
+-- a buffer that cannot be read raises before anything is sent
+mpi.chunk_bytes = 16
+raises('the buffer has access "in" (host to device only)', mpi.allreduce,
+       dev:buffer("int", 64, {access = "in"}), "sum")
 -- a bad setting raises before anything is sent (set alike on every rank)
 mpi.chunk_bytes = -1
 raises("mpi.allreduce: mpi.chunk_bytes: expected an integer >= 0 (0 or false: no pieces), got -1",

@@ -336,13 +336,16 @@ function M.allreduce(x, op)
   local kind = kind_of(fn, 1, x)
   check_op(fn, op)
   local bytes = chunk_setting(fn)
-  if kind == "buffer" or kind == "tensor" then
+  -- (an "in" buffer cannot be read: the staged path raises for it, on its rank only)
+  if kind == "buffer" and x.access ~= "in" or kind == "tensor" then
     local n, t, shape = describe(kind, x)
     if t and n > 0 and bytes > 0 and n * TY.SIZES[t] > bytes then
       local mine = math.max(1, bytes // TY.SIZES[t])
-      local chunk = call(core.agree, "allreduce", t, n, op, nil, nil, mine)
+      -- what may fail on this rank alone comes before the ranks agree
+      local src = elements(kind, x, n)
       local out = x.device:buffer(t, kind == "buffer" and shape or n, {init = false})
-      pipelined_allreduce(elements(kind, x, n), out, op, chunk, n)
+      local chunk = call(core.agree, "allreduce", t, n, op, nil, nil, mine)
+      pipelined_allreduce(src, out, op, chunk, n)
       if kind == "buffer" then return out end
       return x.device:tensor(t, shape, out)
     end
