@@ -398,6 +398,29 @@ static int m_allreduce_part(lua_State *L) {
   return 0;
 }
 
+/* bcast_part(array, root, first, count): the root's scalars first ..
+** first + count - 1 (0-based) into every rank's array. No agreement (as
+** allreduce_part). */
+static int m_bcast_part(lua_State *L) {
+  const char *fn = "bcast";
+  Data d;
+  int root;
+  lua_Integer first, count;
+  MPI_Aint lb, extent;
+  check_live(L, fn);
+  d = to_data(L, fn, 1);
+  root = check_rank(L, fn, 2, "root rank");
+  first = integer_arg(L, fn, 3, "a first scalar");
+  count = integer_arg(L, fn, 4, "a count");
+  if (first < 0 || count < 0 || first > d.n || count > d.n - first)
+    fail(L, fn, "scalars %I to %I are out of range (0 to %d)", first, first + count - 1,
+         d.n - 1);
+  MPI_Type_get_extent(mpi_type(d.type), &lb, &extent);
+  check(L, fn, "MPI_Bcast", MPI_Bcast((char *)d.p + (size_t)first * (size_t)extent, (int)count,
+                                      mpi_type(d.type), root, MPI_COMM_WORLD));
+  return 0;
+}
+
 /* reduce_scatter(array, op, out): out receives rank r's share (the r-th of
 ** size equal parts) of the elementwise op of every rank's array. The
 ** caller checked that the count divides by the size. */
@@ -458,7 +481,7 @@ int luaopen_luagpu_mpi(lua_State *L) {
     {"barrier", m_barrier}, {"wtime", m_wtime}, {"send", m_send}, {"probe", m_probe},
     {"recv", m_recv}, {"bcast", m_bcast}, {"reduce", m_reduce}, {"allreduce", m_allreduce},
     {"gather", m_gather}, {"allgather", m_allgather}, {"abort", m_abort},
-    {"agree", m_agree}, {"allreduce_part", m_allreduce_part},
+    {"agree", m_agree}, {"allreduce_part", m_allreduce_part}, {"bcast_part", m_bcast_part},
     {"reduce_scatter", m_reduce_scatter}, {NULL, NULL}
   };
   int init = 0, done = 0, provided, rank, size, len = 0;

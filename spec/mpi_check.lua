@@ -205,6 +205,39 @@ do
   end
   mpi.chunk_bytes = 4 << 20
 end
+-- pipelined bcast: in place, the root's pieces read, the others' written
+for _, t in ipairs{"uchar", "int", "long", "float"} do
+  for _, n in ipairs{37, 100} do
+    for _, bytes in ipairs{24, 1} do
+      mpi.chunk_bytes = bytes
+      local root = (n + bytes) % size
+      local b = dev:buffer(t, n, {host = data(t, rank, n)})
+      local before = mpi.stats.pipelined
+      check(mpi.bcast(b, root) == b, "bcast returns x")
+      check(mpi.stats.pipelined == before + 1, "%s bcast of %d is pipelined", t, n)
+      local got = b:get()
+      for i = 1, n do
+        check(got[i] == value(t, root, i), "%s pipelined bcast [%d]: %s", t, i, got[i])
+      end
+    end
+  end
+end
+do
+  mpi.chunk_bytes = 16
+  local x = dev:tensor("float", {5, 7}, data("float", rank, 35))
+  local xt = x:t()                                     -- a view, written in place
+  mpi.bcast(xt, size - 1)
+  local got = x:get()
+  for i = 1, 35 do check(got[i] == value("float", size - 1, i), "tensor view bcast [%d]", i) end
+  local f = dev:buffer("int", 40)
+  f:fill(rank + 7)                                     -- not waited for
+  local mixed = rank == 1 % size and gpu.array("int", 40):fill(rank + 7) or f
+  mpi.bcast(mixed, 0)
+  local fh = rank == 1 % size and size > 1 and mixed or f:get()
+  for i = 1, 40 do check(fh[i] == 7, "bcast after a pending fill, beside a host array [%d]", i) end
+  mpi.chunk_bytes = 4 << 20
+end
+
 -- a buffer that cannot be read raises before anything is sent
 mpi.chunk_bytes = 16
 raises('the buffer has access "in" (host to device only)', mpi.allreduce,

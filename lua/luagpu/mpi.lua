@@ -7,12 +7,12 @@
 --   mpi.send(x, dest [, tag])          mpi.recv(x | type [, source [, tag]])
 --   mpi.bcast(x, root)                 mpi.allreduce(x, op)  mpi.reduce(x, op, root)
 --   mpi.allgather(x)  mpi.gather(x, root)  mpi.reduce_scatter(x, op)  mpi.abort([code])
---   mpi.chunk_bytes (the pieces of a pipelined allreduce of device data)
+--   mpi.chunk_bytes (the pieces of a pipelined allreduce or bcast of device data)
 --
 -- Device buffers and tensors are staged through host memory (read, the MPI
--- call, written back): a CUDA-aware MPI is not assumed. An allreduce of one
--- larger than mpi.chunk_bytes is pipelined: pieces read, reduced and
--- written back at once, through page-locked memory. The C half,
+-- call, written back): a CUDA-aware MPI is not assumed. An allreduce or a
+-- bcast of one larger than mpi.chunk_bytes is pipelined: pieces read,
+-- reduced (or sent) and written back at once, through page-locked memory. The C half,
 -- luagpu_mpi (host/mpi.c, build/luagpu_mpi.so), moves host arrays; here
 -- values of the other kinds are turned into host arrays and back, and the
 -- results made. docs/API.md describes every call.
@@ -211,16 +211,6 @@ function M.recv(x, source, tag)
   return x, src, t
 end
 
-function M.bcast(x, root)
-  local kind = kind_of("mpi.bcast", 1, x)
-  root = check_root("mpi.bcast", 2, root)
-  local a = to_host(kind, x)
-  call(core.bcast, a, root)
-  if kind == "number" then return a[1] end
-  write_back(kind, x, a)
-  return x
-end
-
 local function check_op(fn, op)
   if not OPS[op] then
     fail(fn, "argument #2: expected \"sum\", \"prod\", \"min\" or \"max\", got %s",
@@ -299,36 +289,57 @@ local function describe(kind, x)
   return n, TY.SIZES[x.type] and x.type, shape
 end
 
--- out (a Buffer of n elements) receives op over the ranks of src (a Buffer
--- of n elements), in pieces of `chunk` elements through the staging.
-local function pipelined_allreduce(src, out, op, chunk, n)
-  local dev = src.device
-  local st = stage_for(dev, src.type, chunk)
+-- The pipeline over n elements of type t on dev in pieces of `chunk`: each
+-- piece is read from src into a staging slot (unless src is nil), given
+-- to piece(arr) (the MPI call, in place), and written to dst (unless dst
+-- is nil). Reads wait for what the default queue holds (what made src)
+-- and for the slot's last write; all writes are done on return.
+local function pipeline(dev, t, chunk, n, src, dst, piece)
+  local st = stage_for(dev, t, chunk)
   local pieces = (n + chunk - 1) // chunk
-  local start = dev:default_queue():marker()     -- what made src comes first
+  local start = dev:default_queue():marker()
   local reads, writes, staged = {}, {}, {}
-  local function read(i)
-    local first, last = (i - 1) * chunk + 1, math.min(n, i * chunk)
+  local function range(i) return (i - 1) * chunk + 1, math.min(n, i * chunk) end
+  local function stage(i)
+    local first, last = range(i)
     local arr = st.slots[(i - 1) % SLOTS + 1].arr
     if last - first + 1 < chunk then arr = arr:sub(1, last - first + 1) end
-    local wait = {start, writes[i - SLOTS]}       -- the slot's last write is done
     staged[i] = arr
-    reads[i] = src:sub(first, last):read(arr, {queue = st.rq, wait = wait})
-    st.rq:flush()
+    if src then
+      reads[i] = src:sub(first, last):read(arr, {queue = st.rq,
+                                                  wait = {start, writes[i - SLOTS]}})
+      st.rq:flush()
+    end
   end
   M.stats.pipelined = M.stats.pipelined + 1
   M.stats.pieces = M.stats.pieces + pieces
-  read(1)
+  stage(1)
   for i = 1, pieces do
-    if i < pieces then read(i + 1) end
-    reads[i]:wait()
-    call(core.allreduce_part, staged[i], op, nil, 0, #staged[i])
-    local first, last = (i - 1) * chunk + 1, math.min(n, i * chunk)
-    writes[i] = out:sub(first, last):write(staged[i], {queue = st.wq})
-    st.wq:flush()
-    reads[i] = nil
+    if i < pieces then stage(i + 1) end
+    if reads[i] then
+      reads[i]:wait()
+      reads[i] = nil
+    elseif writes[i - SLOTS] then
+      writes[i - SLOTS]:wait()                   -- the slot is free again
+    end
+    piece(staged[i])
+    if dst then
+      local first, last = range(i)
+      writes[i] = dst:sub(first, last):write(staged[i], {queue = st.wq, wait = start})
+      st.wq:flush()
+    end
   end
-  st.wq:finish()
+  if dst then st.wq:finish() end
+end
+
+-- Whether x (of kind) takes the pipelined path for a setting of `bytes`:
+-- its element count, scalar type and shape when it does, nil otherwise.
+-- Buffers need the access the call uses (the staged path raises the
+-- usual error for the others, on their rank only).
+local function pipelinable(kind, x, bytes, access_ok)
+  if not (kind == "tensor" or kind == "buffer" and access_ok[x.access]) then return nil end
+  local n, t, shape = describe(kind, x)
+  if t and n > 0 and bytes > 0 and n * TY.SIZES[t] > bytes then return n, t, shape end
 end
 
 function M.allreduce(x, op)
@@ -336,19 +347,18 @@ function M.allreduce(x, op)
   local kind = kind_of(fn, 1, x)
   check_op(fn, op)
   local bytes = chunk_setting(fn)
-  -- (an "in" buffer cannot be read: the staged path raises for it, on its rank only)
-  if kind == "buffer" and x.access ~= "in" or kind == "tensor" then
-    local n, t, shape = describe(kind, x)
-    if t and n > 0 and bytes > 0 and n * TY.SIZES[t] > bytes then
-      local mine = math.max(1, bytes // TY.SIZES[t])
-      -- what may fail on this rank alone comes before the ranks agree
-      local src = elements(kind, x, n)
-      local out = x.device:buffer(t, kind == "buffer" and shape or n, {init = false})
-      local chunk = call(core.agree, "allreduce", t, n, op, nil, nil, mine)
-      pipelined_allreduce(src, out, op, chunk, n)
-      if kind == "buffer" then return out end
-      return x.device:tensor(t, shape, out)
-    end
+  local n, t, shape = pipelinable(kind, x, bytes, {mixed = true, out = true})
+  if n then
+    -- what may fail on this rank alone comes before the ranks agree
+    local src = elements(kind, x, n)
+    local out = x.device:buffer(t, kind == "buffer" and shape or n, {init = false})
+    local chunk = call(core.agree, "allreduce", t, n, op, nil, nil,
+                       math.max(1, bytes // TY.SIZES[t]))
+    pipeline(x.device, t, chunk, n, src, out, function(arr)
+      call(core.allreduce_part, arr, op, nil, 0, #arr)
+    end)
+    if kind == "buffer" then return out end
+    return x.device:tensor(t, shape, out)
   end
   local a = to_host(kind, x)
   local shape = shape_of(kind, x, a)
@@ -366,6 +376,40 @@ function M.allreduce(x, op)
     end
   end
   return from_host(kind, x, out, shape)
+end
+
+-- bcast(x, root): in place. Buffers and tensors above mpi.chunk_bytes go
+-- in pieces as allreduce's do: the root reads, the others write.
+function M.bcast(x, root)
+  local fn = "mpi.bcast"
+  local kind = kind_of(fn, 1, x)
+  root = check_root(fn, 2, root)
+  local bytes = chunk_setting(fn)
+  local n, t = pipelinable(kind, x, bytes, {mixed = true})
+  if n then
+    local src = elements(kind, x, n)
+    local dst = M.rank ~= root and src
+    if dst and kind == "tensor" then dst = x.device:buffer(t, n, {init = false}) end
+    local chunk = call(core.agree, "bcast", t, n, nil, root, nil,
+                       math.max(1, bytes // TY.SIZES[t]))
+    pipeline(x.device, t, chunk, n, M.rank == root and src or nil, dst or nil, function(arr)
+      call(core.bcast_part, arr, root, 0, #arr)
+    end)
+    if dst and kind == "tensor" then x:set(x.device:tensor(t, x.shape, dst)) end
+    return x
+  end
+  local a = to_host(kind, x)
+  local chunk = call(core.agree, "bcast", a, nil, nil, root, nil, 0)
+  if chunk == 0 then
+    call(core.bcast, a, root)
+  else
+    for first = 0, #a - 1, chunk do
+      call(core.bcast_part, a, root, first, math.min(chunk, #a - first))
+    end
+  end
+  if kind == "number" then return a[1] end
+  write_back(kind, x, a)
+  return x
 end
 
 -- reduce_scatter(x, op): op over the ranks of x, split along the first dim
