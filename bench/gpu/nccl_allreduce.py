@@ -56,10 +56,12 @@ def worker(rank, size, port, logs, reps):
             lines.append(s)
 
     names = [None] * size
-    dist.all_gather_object(names, torch.cuda.get_device_name(dev))
+    dist.all_gather_object(names, torch.cuda.get_device_name(dev), group=worker.gloo)
     for r, name in enumerate(names):
         out(f"# rank {r}: {name}")
-    out(f"# torch {torch.__version__}, nccl {'.'.join(map(str, torch.cuda.nccl.version()))}, "
+    v = torch.cuda.nccl.version()
+    v = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+    out(f"# torch {torch.__version__}, nccl {v}, "
         f"{size} processes, float sum, median of {reps}; busbw = algbw * 2(n-1)/n")
     out(f"{'method':<16} {'floats':>10} {'MiB':>8} {'time_ms':>10} {'algbw_GB/s':>10} "
         f"{'busbw_GB/s':>10}")
