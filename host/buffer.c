@@ -107,7 +107,10 @@ static size_t shape_count(lua_State *L, lg_Type t, int ndim, const size_t *shape
 ** device at devidx, holding a copy of host (bytes of it) or zeros (without
 ** init: whatever the device's memory held, not even waited for); with
 ** use_host, over host itself (CL_MEM_USE_HOST_PTR: the caller keeps it
-** alive). On lack of memory, runs a full collection and tries once more. */
+** alive); use_host 2: pinned, in memory the host can reach
+** (CL_MEM_ALLOC_HOST_PTR: page-locked on NVIDIA's OpenCL, for b:map once and
+** transfers at full speed). On lack of memory, runs a full collection and
+** tries once more. */
 static lg_Buffer *new_root(lua_State *L, int devidx, lg_Type t, int ndim, const size_t *shape,
                            lg_Access access, const void *host, int use_host, int init,
                            const char *fn) {
@@ -140,8 +143,9 @@ static lg_Buffer *new_root(lua_State *L, int devidx, lg_Type t, int ndim, const 
     if (attempt > 0) lua_gc(L, LUA_GCCOLLECT, 0);
     /* an empty buffer still gets one element of memory: OpenCL has no empty ones */
     b->mem = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE |
+                            (use_host == 2 ? CL_MEM_ALLOC_HOST_PTR : 0) |
                             (host && bytes && !guard
-                                 ? (use_host ? CL_MEM_USE_HOST_PTR : CL_MEM_COPY_HOST_PTR) : 0),
+                                 ? (use_host == 1 ? CL_MEM_USE_HOST_PTR : CL_MEM_COPY_HOST_PTR) : 0),
                             (bytes ? bytes : esize) + guard,
                             bytes && !guard ? (void *)host : NULL, &err);
     if (b->mem != NULL && (host == NULL || bytes == 0 || guard) && (init || guard)) {
@@ -207,10 +211,11 @@ void lg_check_array_fits(lua_State *L, const lg_Array *a, lg_Type t, size_t coun
 }
 
 /* dev:buffer(type, n | {shape} [, {access = "in"|"out"|"mixed", host = data,
-** use_host = bool, init = bool}]) */
+** use_host = bool, pinned = bool, init = bool}]) */
 static int dev_buffer(lua_State *L) {
   static const char *const fn = "dev:buffer";
-  static const char *const buffer_options[] = {"access", "host", "use_host", "init", NULL};
+  static const char *const buffer_options[] = {"access", "host", "use_host", "pinned",
+                                                        "init", NULL};
   size_t shape[LG_MAXDIM], count;
   lg_Access access = LG_MIXED;
   const void *host = NULL;
@@ -253,6 +258,14 @@ static int dev_buffer(lua_State *L) {
     if (use_host && lg_testarray(L, hostidx) == NULL)
       lg_argerror(L, fn, 3, "use_host: expected host = a host array, got %s",
                   lua_istable(L, hostidx) ? "a table" : luaL_typename(L, hostidx));
+    lua_getfield(L, 4, "pinned");     /* CL_MEM_ALLOC_HOST_PTR */
+    if (!lua_isnil(L, -1)) {
+      if (!lua_isboolean(L, -1))
+        lg_argerror(L, fn, 3, "pinned: expected a boolean, got %s", luaL_typename(L, -1));
+      if (lua_toboolean(L, -1) && use_host)
+        lg_argerror(L, fn, 3, "pinned and use_host: give one of them");
+      if (lua_toboolean(L, -1)) use_host = 2;
+    }
     lua_getfield(L, 4, "init");       /* false: no zero-fill, contents undefined */
     if (!lua_isnil(L, -1)) {
       if (!lua_isboolean(L, -1))
@@ -263,7 +276,7 @@ static int dev_buffer(lua_State *L) {
     }
   }
   new_root(L, 1, t, ndim, shape, access, host, use_host, init, fn);
-  if (use_host) {
+  if (use_host == 1) {
     lua_pushvalue(L, hostidx);
     lua_setiuservalue(L, -2, 3);
   }

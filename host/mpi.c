@@ -157,11 +157,16 @@ static int check_tag(lua_State *L, const char *fn, int arg, int dflt) {
 }
 
 /* Every rank learns whether all brought the same count and type, and
-** asked for the same operation (op, -1 for none) and root (-1 for none);
-** raises on all ranks if not, naming the smallest and largest given. */
-static void agree(lua_State *L, const char *fn, const Data *d, int op, int root) {
-  int mine[8] = {d->n, -d->n, d->type, -d->type, op, -op, root, -root}, all[8];
-  check(L, fn, "MPI_Allreduce", MPI_Allreduce(mine, all, 8, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+** asked for the same operation (op, -1 for none), root (-1 for none) and
+** first dim (rows, -1 for none); raises on all ranks if not, naming the
+** smallest and largest given. *chunk (when chunk is not NULL) becomes the
+** largest any rank proposed: the size of the pieces all ranks then move. */
+static void agree_all(lua_State *L, const char *fn, const Data *d, int op, int root, int rows,
+                      int *chunk) {
+  int c = chunk != NULL ? *chunk : 0;
+  int mine[12] = {d->n, -d->n, d->type, -d->type, op, -op, root, -root, rows, -rows, c, -c};
+  int all[12];
+  check(L, fn, "MPI_Allreduce", MPI_Allreduce(mine, all, 12, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   if (all[2] != -all[3])
     fail(L, fn, "the ranks bring different element types (%s to %s): every rank must "
          "pass the same type", type_names[-all[3]], type_names[all[2]]);
@@ -174,6 +179,14 @@ static void agree(lua_State *L, const char *fn, const Data *d, int op, int root)
   if (all[6] != -all[7])
     fail(L, fn, "the ranks name different roots (%d to %d): every rank must name the same",
          -all[7], all[6]);
+  if (all[8] != -all[9])
+    fail(L, fn, "the ranks bring different first dims (%d to %d): every rank must pass the "
+         "same shape", -all[9], all[8]);
+  if (chunk != NULL) *chunk = all[10];
+}
+
+static void agree(lua_State *L, const char *fn, const Data *d, int op, int root) {
+  agree_all(L, fn, d, op, root, -1, NULL);
 }
 
 /* out (argument #arg) must hold n scalars of in's type. */
@@ -317,6 +330,118 @@ static int gather(lua_State *L, const char *fn, int all) {
 static int m_gather(lua_State *L) { return gather(L, "gather", 0); }
 static int m_allgather(lua_State *L) { return gather(L, "allgather", 1); }
 
+/* agree(fn, array | type, count|nil, op|nil, root|nil, rows|nil, chunk):
+** the agreement of a collective (agree_all above) for what a rank brings:
+** a host array, or a scalar type name and a count of scalars (a device
+** buffer not yet staged). Returns the chunk all ranks use (scalars; 0:
+** one piece). fn names the call ("allreduce") in errors. */
+static int m_agree(lua_State *L) {
+  static const char *const fns[] = {"allreduce", "reduce", "bcast", "allgather", "gather",
+                                    "reduce_scatter", NULL};
+  const char *fn = fns[option_arg(L, "agree", 1, fns, "a collective's name")];
+  Data d;
+  int op = -1, root = -1, rows = -1, chunk;
+  lua_Integer c, r;
+  check_live(L, fn);
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    lua_Integer n = integer_arg(L, fn, 3, "a count");
+    d.type = option_arg(L, fn, 2, type_names, "a scalar type name (\"float\", \"int\", ...)");
+    if (n < 0 || n > INT_MAX)
+      fail(L, fn, "%I values are too many for one MPI call (at most %d)", n, INT_MAX);
+    d.n = (int)n;
+    d.p = NULL;
+  } else {
+    d = to_data(L, fn, 2);
+  }
+  if (!lua_isnoneornil(L, 4))
+    op = option_arg(L, fn, 4, op_names, "\"sum\", \"prod\", \"min\" or \"max\"");
+  if (!lua_isnoneornil(L, 5)) root = check_rank(L, fn, 5, "root rank");
+  if (!lua_isnoneornil(L, 6)) {
+    r = integer_arg(L, fn, 6, "a first dim");
+    rows = r < 0 || r > INT_MAX ? INT_MAX : (int)r;
+  }
+  c = integer_arg(L, fn, 7, "a chunk size");
+  chunk = c < 0 ? 0 : c > INT_MAX ? INT_MAX : (int)c;
+  agree_all(L, fn, &d, op, root, rows, &chunk);
+  lua_pushinteger(L, chunk);
+  return 1;
+}
+
+/* allreduce_part(array, op, out|nil, first, count): the allreduce of
+** scalars first .. first + count - 1 (0-based) of array into the same
+** scalars of out, or in place without out. No agreement: the caller's
+** agree() came first, and every rank calls it with the same pieces. */
+static int m_allreduce_part(lua_State *L) {
+  const char *fn = "allreduce";
+  Data d, o;
+  int op;
+  lua_Integer first, count;
+  check_live(L, fn);
+  d = to_data(L, fn, 1);
+  op = option_arg(L, fn, 2, op_names, "\"sum\", \"prod\", \"min\" or \"max\"");
+  o = lua_isnoneornil(L, 3) ? d : check_out(L, fn, 3, &d, d.n);
+  first = integer_arg(L, fn, 4, "a first scalar");
+  count = integer_arg(L, fn, 5, "a count");
+  if (first < 0 || count < 0 || first > d.n || count > d.n - first)
+    fail(L, fn, "scalars %I to %I are out of range (0 to %d)", first, first + count - 1,
+         d.n - 1);
+  {
+    size_t esize = 0;
+    MPI_Aint lb, extent;
+    MPI_Type_get_extent(mpi_type(d.type), &lb, &extent);
+    esize = (size_t)extent;
+    check(L, fn, "MPI_Allreduce",
+          MPI_Allreduce(o.p == d.p ? MPI_IN_PLACE : (char *)d.p + (size_t)first * esize,
+                        (char *)o.p + (size_t)first * esize, (int)count, mpi_type(d.type),
+                        mpi_op(op), MPI_COMM_WORLD));
+  }
+  return 0;
+}
+
+/* bcast_part(array, root, first, count): the root's scalars first ..
+** first + count - 1 (0-based) into every rank's array. No agreement (as
+** allreduce_part). */
+static int m_bcast_part(lua_State *L) {
+  const char *fn = "bcast";
+  Data d;
+  int root;
+  lua_Integer first, count;
+  MPI_Aint lb, extent;
+  check_live(L, fn);
+  d = to_data(L, fn, 1);
+  root = check_rank(L, fn, 2, "root rank");
+  first = integer_arg(L, fn, 3, "a first scalar");
+  count = integer_arg(L, fn, 4, "a count");
+  if (first < 0 || count < 0 || first > d.n || count > d.n - first)
+    fail(L, fn, "scalars %I to %I are out of range (0 to %d)", first, first + count - 1,
+         d.n - 1);
+  MPI_Type_get_extent(mpi_type(d.type), &lb, &extent);
+  check(L, fn, "MPI_Bcast", MPI_Bcast((char *)d.p + (size_t)first * (size_t)extent, (int)count,
+                                      mpi_type(d.type), root, MPI_COMM_WORLD));
+  return 0;
+}
+
+/* reduce_scatter(array, op, out): out receives rank r's share (the r-th of
+** size equal parts) of the elementwise op of every rank's array. The
+** caller checked that the count divides by the size. */
+static int m_reduce_scatter(lua_State *L) {
+  const char *fn = "reduce_scatter";
+  Data d, o;
+  int op, size;
+  check_live(L, fn);
+  d = to_data(L, fn, 1);
+  op = option_arg(L, fn, 2, op_names, "\"sum\", \"prod\", \"min\" or \"max\"");
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  agree(L, fn, &d, op, -1);
+  if (d.n % size != 0)
+    fail(L, fn, "%d values do not split into %d equal shares", d.n, size);
+  o = check_out(L, fn, 3, &d, d.n / size);
+  check(L, fn, "MPI_Reduce_scatter_block",
+        MPI_Reduce_scatter_block(d.p, o.p, d.n / size, mpi_type(d.type), mpi_op(op),
+                                 MPI_COMM_WORLD));
+  return 0;
+}
+
 /* abort([code]): ends every rank of the job. */
 static int m_abort(lua_State *L) {
   lua_Integer code = lua_isnoneornil(L, 1) ? 1 : integer_arg(L, "abort", 1, "an exit code");
@@ -355,7 +480,9 @@ int luaopen_luagpu_mpi(lua_State *L) {
   static const luaL_Reg fns[] = {
     {"barrier", m_barrier}, {"wtime", m_wtime}, {"send", m_send}, {"probe", m_probe},
     {"recv", m_recv}, {"bcast", m_bcast}, {"reduce", m_reduce}, {"allreduce", m_allreduce},
-    {"gather", m_gather}, {"allgather", m_allgather}, {"abort", m_abort}, {NULL, NULL}
+    {"gather", m_gather}, {"allgather", m_allgather}, {"abort", m_abort},
+    {"agree", m_agree}, {"allreduce_part", m_allreduce_part}, {"bcast_part", m_bcast_part},
+    {"reduce_scatter", m_reduce_scatter}, {NULL, NULL}
   };
   int init = 0, done = 0, provided, rank, size, len = 0;
   char name[MPI_MAX_PROCESSOR_NAME];

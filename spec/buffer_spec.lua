@@ -92,7 +92,7 @@ describe("dev:buffer", function()
               dev.buffer, dev, "float", {})
     has_error("luagpu: dev:buffer: argument #3: access: expected \"in\", \"out\" or \"mixed\", "
               .. "got \"inout\"", dev.buffer, dev, "float", 4, {access = "inout"})
-    has_error("luagpu: dev:buffer: argument #3: unknown option 'acess' (expected access, host, use_host, init)",
+    has_error("luagpu: dev:buffer: argument #3: unknown option 'acess' (expected access, host, use_host, pinned, init)",
               dev.buffer, dev, "float", 4, {acess = "in"})
     has_error("luagpu: dev:buffer: argument #3: expected 12 values, got 11",
               dev.buffer, dev, "int", 12, {host = random_list("int", 11)})

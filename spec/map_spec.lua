@@ -246,3 +246,31 @@ describe("{host = array, use_host = true} buffers", function()
               .. "nil", dev.buffer, dev, "int", 2, {use_host = true})
   end)
 end)
+
+describe("{pinned = true} buffers", function()
+  it("map once into host memory that transfers of other buffers use", function()
+    local n = 1000
+    local ref = random_ints(n)
+    local p = dev:buffer("int", n, {pinned = true, init = false})
+    local a = p:map("read_write")
+    local src = dev:buffer("int", n, {host = gpu.array("int", ref)})
+    src:read(a):wait()                      -- into the mapped, pinned array
+    for i = 1, n do assert.equal(ref[i], a[i]) end
+    for i = 1, n do a[i] = a[i] * 2 end
+    local dst = dev:buffer("int", n)
+    dst:write(a):wait()
+    local got = dst:get()
+    for i = 1, n do assert.equal(ref[i] * 2, got[i]) end
+    p:unmap(a):wait()
+    local q = dev:buffer("int", 3, {pinned = true, host = {4, 5, 6}})
+    assert.same({4, 5, 6}, q:get():totable())
+  end)
+
+  it("raise with use_host, or a pinned that is no boolean", function()
+    has_error("luagpu: dev:buffer: argument #3: pinned and use_host: give one of them",
+              dev.buffer, dev, "int", 2, {host = gpu.array("int", 2), use_host = true,
+                                          pinned = true})
+    has_error("luagpu: dev:buffer: argument #3: pinned: expected a boolean, got number",
+              dev.buffer, dev, "int", 2, {pinned = 1})
+  end)
+end)

@@ -102,6 +102,202 @@ check(mpi.allreduce(x:t(), "sum"):sum() == 6 * size * (size + 1) / 2, "a transpo
 mpi.bcast(x, size - 1)
 check(x:sum() == 6 * size, "tensor bcast in place")
 
+-- pipelined allreduce of buffers and tensors: pieces of mpi.chunk_bytes
+-- (small here, so small data takes many, the last one short), against the
+-- unpipelined path (bit-identical) and against MPI's reduction of the same
+-- pieces of host arrays (core.allreduce_part), for every op and type
+local core = require "luagpu_mpi"
+local function ref_pieces(a, op, chunk)
+  local out = a:copy()
+  for first = 0, #out - 1, chunk do
+    core.allreduce_part(out, op, nil, first, math.min(chunk, #out - first))
+  end
+  return out
+end
+local PTYPES = {"uchar", "short", "int", "uint", "long", "float"}
+if dev.fp64 then PTYPES[#PTYPES + 1] = "double" end
+for _, t in ipairs(PTYPES) do
+  local esize = ({uchar = 1, short = 2, int = 4, uint = 4, long = 8, float = 4, double = 8})[t]
+  for _, n in ipairs{37, 100} do
+    local host = data(t, rank, n)
+    for _, bytes in ipairs{24, 40, 1} do
+      for _, o in ipairs(OPS) do
+        local op = o[1]
+        local before = mpi.stats.pieces
+        mpi.chunk_bytes = bytes
+        local got = mpi.allreduce(dev:buffer(t, n, {host = host}), op):get()
+        local chunk = math.max(1, bytes // esize)
+        local want = n * esize > bytes and (n + chunk - 1) // chunk or 0   -- 0: one piece
+        check(mpi.stats.pieces - before == want,
+              "%s allreduce of %d in pieces of %d bytes: %d pieces", t, n, bytes,
+              mpi.stats.pieces - before)
+        mpi.chunk_bytes = 0
+        local whole = mpi.allreduce(dev:buffer(t, n, {host = host}), op):get()
+        local pieces = ref_pieces(host, op, chunk)
+        for i = 1, n do
+          if op ~= "prod" or t ~= "float" and t ~= "double" then
+            check(got[i] == whole[i], "%s %s pipelined [%d] = unpipelined: %s, %s", t, op, i,
+                  got[i], whole[i])
+          end
+          check(got[i] == pieces[i], "%s %s pipelined [%d] = pieces of host arrays", t, op, i)
+        end
+      end
+    end
+  end
+end
+mpi.chunk_bytes = 4 << 20
+-- tensors (a transposed view, a shape kept), a shaped buffer, a fill still
+-- on the queue when the allreduce starts, ranks with different settings and
+-- a rank that brings a host array: every rank uses the largest pieces
+do
+  mpi.chunk_bytes = 16 * (rank + 1)
+  local vals = data("float", rank, 35)
+  local x = dev:tensor("float", {5, 7}, vals)
+  local before = mpi.stats.pipelined
+  local y = mpi.allreduce(x:t(), "sum")
+  check(mpi.stats.pipelined == before + 1, "a tensor's allreduce is pipelined")
+  check(y.shape[1] == 7 and y.shape[2] == 5, "the pipelined tensor keeps its shape")
+  local want = gpu.array("float", 35)
+  for i = 1, 35 do
+    for r = 0, size - 1 do want[i] = want[i] + value("float", r, i) end
+  end
+  local yt = y:t():contiguous():get()
+  for i = 1, 35 do check(yt[i] == want[i], "pipelined tensor [%d]: %s, want %s", i, yt[i], want[i]) end
+  local b2 = dev:buffer("int", {6, 5})
+  b2:fill(rank + 2)                                    -- not waited for
+  local s2 = mpi.allreduce(b2, "prod")
+  check(s2.shape[1] == 6 and s2.shape[2] == 5, "a pipelined Buffer keeps its shape")
+  local p = 1
+  for r = 0, size - 1 do p = p * (r + 2) end
+  local s2h = s2:get()
+  for i = 1, 30 do check(s2h[i] == p, "pipelined after a pending fill [%d]: %d", i, s2h[i]) end
+  local mixed = rank == 0 and data("long", 0, 41) or dev:buffer("long", 41,
+                                                               {host = data("long", rank, 41)})
+  local m = mpi.allreduce(mixed, "max")
+  local mh = rank == 0 and m or m:get()
+  for i = 1, 41 do
+    local w = value("long", 0, i)
+    for r = 1, size - 1 do w = math.max(w, value("long", r, i)) end
+    check(mh[i] == w, "a host array beside pipelined buffers [%d]", i)
+  end
+  -- a vector type is staged whole, cut into the pipelining ranks' pieces of scalars
+  local v = rank == 0 and dev:buffer("float4", 20, {host = data("float", 0, 80):totable()})
+            or dev:buffer("float", 80, {host = data("float", rank, 80)})
+  local vs = mpi.allreduce(v, "sum"):get()
+  for i = 1, 80 do
+    local w = 0
+    for r = 0, size - 1 do w = w + value("float", r, i) end
+    check(vs[i] == w, "float4 beside float buffers [%d]: %s, want %s", i, vs[i], w)
+  end
+  -- a lazy tensor, and a view of a buffer
+  local lazy = dev:tensor("int", {40}, data("int", rank, 40)) * 2 + 1
+  local lz = mpi.allreduce(lazy, "sum"):get()
+  local view = mpi.allreduce(dev:buffer("int", 50, {host = data("int", rank, 50)}):sub(6, 45),
+                             "min"):get()
+  for i = 1, 40 do
+    local w, m = 0, math.huge
+    for r = 0, size - 1 do
+      w = w + value("int", r, i) * 2 + 1
+      m = math.min(m, value("int", r, i + 5))
+    end
+    check(lz[i] == w, "a lazy tensor's pipelined allreduce [%d]", i)
+    check(view[i] == m, "a view's pipelined allreduce [%d]", i)
+  end
+  mpi.chunk_bytes = 4 << 20
+end
+-- pipelined bcast: in place, the root's pieces read, the others' written
+for _, t in ipairs{"uchar", "int", "long", "float"} do
+  for _, n in ipairs{37, 100} do
+    for _, bytes in ipairs{24, 1} do
+      mpi.chunk_bytes = bytes
+      local root = (n + bytes) % size
+      local b = dev:buffer(t, n, {host = data(t, rank, n)})
+      local before = mpi.stats.pipelined
+      check(mpi.bcast(b, root) == b, "bcast returns x")
+      check(mpi.stats.pipelined == before + 1, "%s bcast of %d is pipelined", t, n)
+      local got = b:get()
+      for i = 1, n do
+        check(got[i] == value(t, root, i), "%s pipelined bcast [%d]: %s", t, i, got[i])
+      end
+    end
+  end
+end
+do
+  mpi.chunk_bytes = 16
+  local x = dev:tensor("float", {5, 7}, data("float", rank, 35))
+  local xt = x:t()                                     -- a view, written in place
+  mpi.bcast(xt, size - 1)
+  local got = x:get()
+  for i = 1, 35 do check(got[i] == value("float", size - 1, i), "tensor view bcast [%d]", i) end
+  local f = dev:buffer("int", 40)
+  f:fill(rank + 7)                                     -- not waited for
+  local mixed = rank == 1 % size and gpu.array("int", 40):fill(rank + 7) or f
+  mpi.bcast(mixed, 0)
+  local fh = rank == 1 % size and size > 1 and mixed or f:get()
+  for i = 1, 40 do check(fh[i] == 7, "bcast after a pending fill, beside a host array [%d]", i) end
+  mpi.chunk_bytes = 4 << 20
+end
+
+-- a buffer that cannot be read raises before anything is sent
+mpi.chunk_bytes = 16
+raises('the buffer has access "in" (host to device only)', mpi.allreduce,
+       dev:buffer("int", 64, {access = "in"}), "sum")
+-- a bad setting raises before anything is sent (set alike on every rank)
+mpi.chunk_bytes = -1
+raises("mpi.allreduce: mpi.chunk_bytes: expected an integer >= 0 (0 or false: no pieces), got -1",
+       mpi.allreduce, dev:buffer("int", 4), "sum")
+mpi.chunk_bytes = "big"
+raises("mpi.chunk_bytes: expected an integer >= 0 (0 or false: no pieces), got \"big\"",
+       mpi.allreduce, 1, "sum")
+mpi.chunk_bytes = 4 << 20
+
+-- reduce_scatter: rank r gets the (r+1)-th share of the first dim, of x's kind
+for _, t in ipairs(TYPES) do
+  local rows = 2 * size
+  local mine = data(t, rank, rows * 3)
+  for _, o in ipairs(OPS) do
+    local op, f = o[1], o[2]
+    local got = mpi.reduce_scatter(gpu.array(t, mine:totable(), {shape = {rows, 3}}), op)
+    check(got.shape[1] == 2 and got.shape[2] == 3, "%s reduce_scatter shape", t)
+    for i = 1, 6 do
+      local k = rank * 6 + i
+      local want = value(t, 0, k)
+      for r = 1, size - 1 do want = f(want, value(t, r, k)) end
+      if op ~= "prod" or math.abs(want) < 100 then
+        check(got[i] == want, "%s reduce_scatter %s [%d]: got %s, want %s", t, op, i, got[i], want)
+      end
+    end
+  end
+end
+do
+  local rb = mpi.reduce_scatter(dev:buffer("int", 3 * size, {host = data("int", rank, 3 * size)}),
+                                "sum")
+  check(gpu.type(rb) == "Buffer" and rb.count == 3, "a Buffer's share is a Buffer")
+  local rt = mpi.reduce_scatter(dev:tensor("float", {size, 2}, rank + 1), "max")
+  check(gpu.type(rt) ~= "Buffer" and rt.shape[1] == 1 and rt.shape[2] == 2 and rt:sum() == 2 * size,
+        "a Tensor's share is a Tensor of {1, 2}")
+  local rbh = rb:get()
+  for i = 1, 3 do
+    local k, want = rank * 3 + i, 0
+    for r = 0, size - 1 do want = want + value("int", r, k) end
+    check(rbh[i] == want, "buffer reduce_scatter [%d]", i)
+  end
+  if size == 1 then check(mpi.reduce_scatter(5, "sum") == 5, "number reduce_scatter") end
+end
+if size > 1 then
+  raises("mpi.reduce_scatter: the first dim (" .. (2 * size + 1) .. ") does not divide by " ..
+         "the " .. size .. " ranks: every rank gets an equal share (pad it to a multiple of " ..
+         size .. ")", mpi.reduce_scatter, gpu.array("int", 2 * size + 1), "sum")
+  raises("mpi.reduce_scatter: the first dim (1) does not divide by the " .. size .. " ranks",
+         mpi.reduce_scatter, 7, "sum")
+  raises("the ranks bring different first dims (" .. size .. " to " .. (2 * size) .. ")",
+         mpi.reduce_scatter, dev:tensor("int", rank == 0 and {size, 2} or {2 * size, 1}), "sum")
+  raises("the ranks bring different counts", mpi.reduce_scatter,
+         gpu.array("int", size * (rank + 1)), "sum")
+end
+raises('mpi.reduce_scatter: argument #2: expected "sum", "prod", "min" or "max", got "avg"',
+       mpi.reduce_scatter, gpu.array("int", size), "avg")
+
 -- point to point: a ring
 local right, left = (rank + 1) % size, (rank - 1) % size
 if rank % 2 == 0 then
@@ -207,7 +403,6 @@ at_line("mpi.gather: argument #2: root rank -1 is out of range", mpi.gather, 1, 
 at_line("mpi.abort: argument #1: expected an exit code (an integer), got \"now\"", mpi.abort,
         "now")
 -- the C half's own checks, for scripts that use it directly
-local core = require "luagpu_mpi"
 raises("luagpu: mpi.send: argument #2: expected a rank (an integer), got string", core.send,
        gpu.array("int", 1), "x")
 raises("luagpu: mpi.send: argument #3: expected a tag (an integer), got 1.5", core.send,

@@ -6,10 +6,13 @@
 --   mpi.rank  mpi.size  mpi.processor_name  mpi.barrier()  mpi.wtime()
 --   mpi.send(x, dest [, tag])          mpi.recv(x | type [, source [, tag]])
 --   mpi.bcast(x, root)                 mpi.allreduce(x, op)  mpi.reduce(x, op, root)
---   mpi.allgather(x)  mpi.gather(x, root)  mpi.abort([code])
+--   mpi.allgather(x)  mpi.gather(x, root)  mpi.reduce_scatter(x, op)  mpi.abort([code])
+--   mpi.chunk_bytes (the pieces of a pipelined allreduce or bcast of device data)
 --
 -- Device buffers and tensors are staged through host memory (read, the MPI
--- call, written back): a CUDA-aware MPI is not assumed. The C half,
+-- call, written back): a CUDA-aware MPI is not assumed. An allreduce or a
+-- bcast of one larger than mpi.chunk_bytes is pipelined: pieces read,
+-- reduced (or sent) and written back at once, through page-locked memory. The C half,
 -- luagpu_mpi (host/mpi.c, build/luagpu_mpi.so), moves host arrays; here
 -- values of the other kinds are turned into host arrays and back, and the
 -- results made. docs/API.md describes every call.
@@ -208,16 +211,6 @@ function M.recv(x, source, tag)
   return x, src, t
 end
 
-function M.bcast(x, root)
-  local kind = kind_of("mpi.bcast", 1, x)
-  root = check_root("mpi.bcast", 2, root)
-  local a = to_host(kind, x)
-  call(core.bcast, a, root)
-  if kind == "number" then return a[1] end
-  write_back(kind, x, a)
-  return x
-end
-
 local function check_op(fn, op)
   if not OPS[op] then
     fail(fn, "argument #2: expected \"sum\", \"prod\", \"min\" or \"max\", got %s",
@@ -232,13 +225,213 @@ local function shape_of(kind, x, a)
   return x.shape or a.shape
 end
 
+------------------------------------------------------------------ pipelined staging
+
+-- Buffers and tensors of a scalar type larger than mpi.chunk_bytes are
+-- reduced in pieces of that size, each through page-locked host memory:
+-- the read of piece i + 1 (on a queue of its own) and the write of piece
+-- i - 1 (on another) run on the device while MPI reduces piece i. Every
+-- rank proposes a piece size and all use the largest (core.agree), so a
+-- rank with a host array (or a smaller setting) cuts its values alike: the
+-- same MPI calls over the same pieces, whatever each rank brings.
+M.chunk_bytes = 4 << 20
+local SLOTS = 3
+-- calls that took the pipelined path, and the pieces they moved
+M.stats = {pipelined = 0, pieces = 0}
+
+local function chunk_setting(fn)
+  local c = M.chunk_bytes
+  if c == false or c == nil then return 0 end
+  local v = H.integer(c)
+  if v == nil or v < 0 then
+    fail(fn, "mpi.chunk_bytes: expected an integer >= 0 (0 or false: no pieces), got %s",
+         H.show(c))
+  end
+  return v
+end
+
+-- Staging per device and type: SLOTS pinned buffers of `chunk` elements,
+-- each mapped once (host arrays over page-locked memory), and the two
+-- queues. Kept while the device lives.
+local stages = setmetatable({}, {__mode = "k"})
+local function stage_for(dev, t, chunk)
+  local per = stages[dev]
+  if not per then
+    per = {}
+    stages[dev] = per
+  end
+  local s = per[t]
+  if s and s.chunk == chunk then return s end
+  s = {chunk = chunk, slots = {}, rq = dev:queue{profiling = false},
+       wq = dev:queue{profiling = false}}
+  for i = 1, SLOTS do
+    local b = dev:buffer(t, chunk, {pinned = true, init = false})
+    s.slots[i] = {buf = b, arr = b:map("read_write")}
+  end
+  per[t] = s
+  return s
+end
+
+-- The elements of a buffer or tensor x as one Buffer (a view) of n
+-- elements, in row-major order. A tensor's storage is read as tensor:get
+-- reads it (a view kept only for this call: the storage is not exposed).
+local function elements(kind, x, n)
+  if kind == "buffer" then return x end
+  local c = x:contiguous()
+  return c._st.buf:sub(c._off + 1, c._off + n)
+end
+
+-- The element count, scalar type (nil for vector types) and shape of x.
+local function describe(kind, x)
+  if kind == "buffer" then return x.count, TY.SIZES[x.type] and x.type, x.shape end
+  local shape, n = x.shape, 1
+  for _, d in ipairs(shape) do n = n * d end
+  return n, TY.SIZES[x.type] and x.type, shape
+end
+
+-- The pipeline over n elements of type t on dev in pieces of `chunk`: each
+-- piece is read from src into a staging slot (unless src is nil), given
+-- to piece(arr) (the MPI call, in place), and written to dst (unless dst
+-- is nil). Reads wait for what the default queue holds (what made src)
+-- and for the slot's last write; all writes are done on return.
+local function pipeline(dev, t, chunk, n, src, dst, piece)
+  local st = stage_for(dev, t, chunk)
+  local pieces = (n + chunk - 1) // chunk
+  local start = dev:default_queue():marker()
+  local reads, writes, staged = {}, {}, {}
+  local function range(i) return (i - 1) * chunk + 1, math.min(n, i * chunk) end
+  local function stage(i)
+    local first, last = range(i)
+    local arr = st.slots[(i - 1) % SLOTS + 1].arr
+    if last - first + 1 < chunk then arr = arr:sub(1, last - first + 1) end
+    staged[i] = arr
+    if src then
+      reads[i] = src:sub(first, last):read(arr, {queue = st.rq,
+                                                  wait = {start, writes[i - SLOTS]}})
+      st.rq:flush()
+    end
+  end
+  M.stats.pipelined = M.stats.pipelined + 1
+  M.stats.pieces = M.stats.pieces + pieces
+  stage(1)
+  for i = 1, pieces do
+    if i < pieces then stage(i + 1) end
+    if reads[i] then
+      reads[i]:wait()
+      reads[i] = nil
+    elseif writes[i - SLOTS] then
+      writes[i - SLOTS]:wait()                   -- the slot is free again
+    end
+    piece(staged[i])
+    if dst then
+      local first, last = range(i)
+      writes[i] = dst:sub(first, last):write(staged[i], {queue = st.wq, wait = start})
+      st.wq:flush()
+    end
+  end
+  if dst then st.wq:finish() end
+end
+
+-- Whether x (of kind) takes the pipelined path for a setting of `bytes`:
+-- its element count, scalar type and shape when it does, nil otherwise.
+-- Buffers need the access the call uses (the staged path raises the
+-- usual error for the others, on their rank only).
+local function pipelinable(kind, x, bytes, access_ok)
+  if not (kind == "tensor" or kind == "buffer" and access_ok[x.access]) then return nil end
+  local n, t, shape = describe(kind, x)
+  if t and n > 0 and bytes > 0 and n * TY.SIZES[t] > bytes then return n, t, shape end
+end
+
 function M.allreduce(x, op)
-  local kind = kind_of("mpi.allreduce", 1, x)
-  check_op("mpi.allreduce", op)
+  local fn = "mpi.allreduce"
+  local kind = kind_of(fn, 1, x)
+  check_op(fn, op)
+  local bytes = chunk_setting(fn)
+  local n, t, shape = pipelinable(kind, x, bytes, {mixed = true, out = true})
+  if n then
+    -- what may fail on this rank alone comes before the ranks agree
+    local src = elements(kind, x, n)
+    local out = x.device:buffer(t, kind == "buffer" and shape or n, {init = false})
+    local chunk = call(core.agree, "allreduce", t, n, op, nil, nil,
+                       math.max(1, bytes // TY.SIZES[t]))
+    pipeline(x.device, t, chunk, n, src, out, function(arr)
+      call(core.allreduce_part, arr, op, nil, 0, #arr)
+    end)
+    if kind == "buffer" then return out end
+    return x.device:tensor(t, shape, out)
+  end
   local a = to_host(kind, x)
   local shape = shape_of(kind, x, a)
-  local out = array_like(a, a.shape)
-  call(core.allreduce, a, op, out)
+  local out
+  -- a rank with a large buffer may cut it in pieces: the others cut alike
+  local chunk = call(core.agree, "allreduce", a, nil, op, nil, nil, 0)
+  if chunk == 0 then
+    out = array_like(a, a.shape)
+    call(core.allreduce, a, op, out)
+  else
+    out = a:copy()        -- in place, as the pipelining ranks reduce
+    local total = #out    -- scalars (a pipelining rank's pieces are of scalar types)
+    for first = 0, total - 1, chunk do
+      call(core.allreduce_part, out, op, nil, first, math.min(chunk, total - first))
+    end
+  end
+  return from_host(kind, x, out, shape)
+end
+
+-- bcast(x, root): in place. Buffers and tensors above mpi.chunk_bytes go
+-- in pieces as allreduce's do: the root reads, the others write.
+function M.bcast(x, root)
+  local fn = "mpi.bcast"
+  local kind = kind_of(fn, 1, x)
+  root = check_root(fn, 2, root)
+  local bytes = chunk_setting(fn)
+  local n, t = pipelinable(kind, x, bytes, {mixed = true})
+  if n then
+    local src = elements(kind, x, n)
+    local dst = M.rank ~= root and src
+    if dst and kind == "tensor" then dst = x.device:buffer(t, n, {init = false}) end
+    local chunk = call(core.agree, "bcast", t, n, nil, root, nil,
+                       math.max(1, bytes // TY.SIZES[t]))
+    pipeline(x.device, t, chunk, n, M.rank == root and src or nil, dst or nil, function(arr)
+      call(core.bcast_part, arr, root, 0, #arr)
+    end)
+    if dst and kind == "tensor" then x:set(x.device:tensor(t, x.shape, dst)) end
+    return x
+  end
+  local a = to_host(kind, x)
+  local chunk = call(core.agree, "bcast", a, nil, nil, root, nil, 0)
+  if chunk == 0 then
+    call(core.bcast, a, root)
+  else
+    for first = 0, #a - 1, chunk do
+      call(core.bcast_part, a, root, first, math.min(chunk, #a - first))
+    end
+  end
+  if kind == "number" then return a[1] end
+  write_back(kind, x, a)
+  return x
+end
+
+-- reduce_scatter(x, op): op over the ranks of x, split along the first dim
+-- into size equal shares; rank r gets share r + 1 (of x's kind). The first
+-- dim must divide by the size.
+function M.reduce_scatter(x, op)
+  local fn = "mpi.reduce_scatter"
+  local kind = kind_of(fn, 1, x)
+  check_op(fn, op)
+  local a = to_host(kind, x)
+  local shape = {}
+  for i, d in ipairs(shape_of(kind, x, a)) do shape[i] = d end
+  if #shape == 0 then shape[1] = 1 end
+  call(core.agree, "reduce_scatter", a, nil, op, nil, shape[1], 0)
+  if shape[1] % M.size ~= 0 then
+    fail(fn, "the first dim (%d) does not divide by the %d ranks: every rank gets an equal " ..
+         "share (pad it to a multiple of %d)", shape[1], M.size, M.size)
+  end
+  shape[1] = shape[1] // M.size
+  local out = array_like(a, shape)
+  call(core.reduce_scatter, a, op, out)
+  if kind == "number" then return out[1] end
   return from_host(kind, x, out, shape)
 end
 
