@@ -17,7 +17,8 @@
 **               in local memory (LCAP slots a row) through the whole select
 **   topk_init, topk_hist, topk_find (once per digit), topk_count,
 **   topk_gather, topk_sort: rows too long for that, G groups per row
-**               (a 2-D grid: group (g, row)); the state of each row (T so
+**               (a 2-D grid: group (row, g), rows first: a device may allow
+**               fewer groups in dim 2); the state of each row (T so
 **               far, the rank wanted, the count of keys below T placed) in
 **               st[4 * row ..], no host round trip between passes
 **
@@ -207,13 +208,13 @@ kernel void topk_init(global uint* st, global uint* hist, ulong nrows, uint k) {
   if (i < nrows) { st[4 * i] = 0; st[4 * i + 1] = 0; st[4 * i + 2] = k; st[4 * i + 3] = 0; }
 }
 
-/* Group (g, row): the histogram of digit s over its chunk of the row. */
+/* Group (row, g): the histogram of digit s over its chunk of the row. */
 kernel void topk_hist(global const K* restrict x, ulong xoff, ulong L, int largest,
                       global const uint* restrict st, global uint* restrict hist, int s,
                       ulong chunk) {
   local uint h[BINS];
   uint lid = get_local_id(0);
-  ulong g = get_group_id(0), row = get_group_id(1);
+  ulong g = get_group_id(1), row = get_group_id(0);
   for (uint b = lid; b < BINS; b += LS) h[b] = 0;
   barrier(CLK_LOCAL_MEM_FENCE);
   U p = PREFIX(st + 4 * row);
@@ -254,12 +255,12 @@ kernel void topk_find(global uint* restrict st, global uint* restrict hist, int 
   }
 }
 
-/* Group (g, row): how many keys of its chunk equal T (eqc[row * G + g]). */
+/* Group (row, g): how many keys of its chunk equal T (eqc[row * G + g]). */
 kernel void topk_count(global const K* restrict x, ulong xoff, ulong L, int largest,
                        global const uint* restrict st, global uint* restrict eqc, ulong chunk) {
   local uint c;
   uint lid = get_local_id(0);
-  ulong g = get_group_id(0), row = get_group_id(1), G = get_num_groups(0);
+  ulong g = get_group_id(1), row = get_group_id(0), G = get_num_groups(1);
   if (lid == 0) c = 0;
   barrier(CLK_LOCAL_MEM_FENCE);
   U t = PREFIX(st + 4 * row);
@@ -272,7 +273,7 @@ kernel void topk_count(global const K* restrict x, ulong xoff, ulong L, int larg
   if (lid == 0) eqc[row * G + g] = c;
 }
 
-/* Group (g, row): the positions of its chunk's keys below T (anywhere in
+/* Group (row, g): the positions of its chunk's keys below T (anywhere in
 ** the row's first k - need slots of cand) and of the keys equal to T
 ** ranked below need by position (after them), in tiles of LS * SEGE
 ** elements, each work-item walking SEGE of them in order. */
@@ -282,7 +283,7 @@ kernel void topk_gather(global const K* restrict x, ulong xoff, ulong L, int lar
   local uint part[LS];
   local uint base;
   uint lid = get_local_id(0);
-  ulong g = get_group_id(0), row = get_group_id(1), G = get_num_groups(0);
+  ulong g = get_group_id(1), row = get_group_id(0), G = get_num_groups(1);
   if (lid == 0) base = 0;
   barrier(CLK_LOCAL_MEM_FENCE);
   uint m = 0;

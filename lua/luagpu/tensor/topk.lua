@@ -159,7 +159,7 @@ local function run_long(fn, dev, sz, src, L, nrows, k, largest, vals, pos)
   local xb, xo = src._st.buf, src._off
   local stb, hb = st._st.buf, hist._st.buf
   prog.topk_init(stb, hb, nrows, k):run({round_up(nrows * BINS, LS)}, {LS}, NO_EVENT)
-  local grid, lsz = {G * LS, nrows}, {LS, 1}
+  local grid, lsz = {nrows * LS, G}, {LS, 1}     -- group (row, g)
   for s = SIZES[t] * 8 - 8, 0, -8 do
     prog.topk_hist(xb, xo, L, ki, stb, hb, s, chunk):run(grid, lsz, NO_EVENT)
     prog.topk_find(stb, hb, s):run({nrows * LS}, {LS}, NO_EVENT)
