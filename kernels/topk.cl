@@ -14,7 +14,9 @@
 ** Two ways:
 **   topk_rows   rows that fit a group's local memory: RPG rows per group,
 **               TPR work-items per row (LS = RPG * TPR), a row's keys held
-**               in local memory (LCAP slots a row) through the whole select
+**               in local memory (LCAP slots a row) through the whole select;
+**               with WHOLE (short rows: K2 >= the row), no select: the
+**               whole row sorted
 **   topk_init, topk_hist, topk_find (once per digit), topk_count,
 **   topk_gather, topk_sort: rows too long for that, G groups per row
 **               (a 2-D grid: group (row, g), rows first: a device may allow
@@ -23,7 +25,7 @@
 **               st[4 * row ..], no host round trip between passes
 **
 ** The helper prepends K, U, KIND, BITS (sort_keys.cl), LS, and K2; for
-** topk_rows also TPR, RPG, LCAP; for the long-row kernels SEGE (elements a
+** topk_rows also TPR, RPG, LCAP (and WHOLE); for the long-row kernels SEGE (elements a
 ** work-item walks in order in topk_gather). Rows have fewer than 2^32
 ** elements (positions are uint here, written as long + 1).
 */
@@ -122,20 +124,28 @@ void lg_scan(local uint* part, uint lane, uint n) {
 kernel void topk_rows(global const K* restrict x, ulong xoff, ulong L, ulong nrows, uint k,
                       int largest, global K* restrict vout, ulong voff,
                       global long* restrict pout, ulong poff) {
+  SLOT_DECL(RPG * K2)
+  uint lid = get_local_id(0), r = lid / TPR, lane = lid % TPR;
+  ulong row = (ulong)get_group_id(0) * RPG + r;
+  int active = row < nrows;
+  uint n = active ? (uint)L : 0;
+  global const K* xr = x + xoff + (active ? row : 0) * L;
+#ifdef WHOLE
+  /* short rows (K2 slots hold a row): the whole row sorted */
+  for (uint i = lane; i < K2; i += TPR) {
+    if (i < n) SET(r * K2 + i, lg_bits(xr[i], largest), i);
+    else PAD(r * K2 + i);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+#else
   local U keys[RPG * LCAP];
   local uint hist[RPG * BINS];
   local uint csum[RPG * (BINS / CH)];
   local uint part[RPG * TPR];
   local U thr[RPG];
   local uint want[RPG], below[RPG];
-  SLOT_DECL(RPG * K2)
-  uint lid = get_local_id(0), r = lid / TPR, lane = lid % TPR;
-  ulong row = (ulong)get_group_id(0) * RPG + r;
-  int active = row < nrows;
-  uint n = active ? (uint)L : 0;
   local U* kr = keys + r * LCAP;
   local uint* hr = hist + r * BINS;
-  global const K* xr = x + xoff + (active ? row : 0) * L;
   for (uint i = lane; i < n; i += TPR) kr[i] = lg_bits(xr[i], largest);
   if (lane == 0) { thr[r] = 0; want[r] = k; below[r] = 0; }
   for (int s = BITS - RBITS; s >= 0; s -= RBITS) {
@@ -183,6 +193,7 @@ kernel void topk_rows(global const K* restrict x, ulong xoff, ulong L, ulong nro
     }
   }
   barrier(CLK_LOCAL_MEM_FENCE);
+#endif
   lg_bitonic(SLOT_PASS, RPG * K2, K2, lid);
   for (uint i = lane; i < k && active; i += TPR) {
     uint p = POS(r * K2 + i);

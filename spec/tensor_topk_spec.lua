@@ -147,14 +147,16 @@ describe("topk by a radix select", function()
     end
   end)
 
-  it("short rows (1, 3, 63), k = 0 and k = L", function()
-    for _, L in ipairs {1, 3, 63} do
+  it("short rows (1, 3, 63, 200: sorted whole; several rows a group), k = 0 and k = L", function()
+    for _, L in ipairs {1, 3, 63, 200} do
       local h = values("float", L * 5, L == 63)
       local x = dev:tensor("float", {5, L}, h)
       h = x:get():totable()
       for _, k in ipairs {0, L // 2, L} do
         for _, largest in ipairs {true, false} do
+          local n = selects
           check("float", x, h, L, k, 2, largest, ("float {5, %d} k %d"):format(L, k))
+          assert.equal(n + (2 * k <= L and 1 or 0), selects)
         end
       end
       local v, p = x:topk(0)

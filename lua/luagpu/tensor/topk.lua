@@ -8,6 +8,7 @@
 --   a row's keys fit a group's local memory (from dev.local_mem_size) and
 --   L <= sizes.rows_max       "rows": one kernel, RPG rows per group, each
 --                             selected and its k sorted in local memory
+--                             (rows of up to 128: sorted whole, no select)
 --   else                      "long": per digit a histogram kernel over G
 --                             groups per row and a one-group-per-row kernel
 --                             that picks the digit, then a count, a gather
@@ -41,6 +42,7 @@ TK.sizes = {gpu = {LS = 256, rows_max = 1 << 16, groups_per_cu = 8},
             cpu = {LS = 64, rows_max = 1 << 16, groups_per_cu = 4}}
 
 local BINS, CH = 256, 16
+local WHOLE_MAX = 128    -- rows of up to this many slots are sorted whole in local memory
 local SEGE = 16          -- elements each work-item walks in order in topk_gather
 local RESERVE = 1024     -- bytes of local memory left to the implementation
 
@@ -89,9 +91,19 @@ local function rows_plan(dev, sz, t, L, k)
   local LS = min(sz.LS, floor_pow2(dev.max_work_group_size))
   if LS < CH then return nil end
   local lcap = L <= 1024 and ceil_pow2(L) or round_up(L, 1024)
+  local room = dev.local_mem_size - RESERVE
+  if lcap <= WHOLE_MAX then
+    -- short rows: sorted whole (fewer steps than the select's passes)
+    local slot = SIZES[t] == 8 and 12 or 8
+    local tpr = min(LS, max(1, lcap // 2))
+    while (LS // tpr) * lcap * slot > room do
+      if tpr == LS then return nil end
+      tpr = tpr * 2
+    end
+    return {LS = LS, TPR = tpr, RPG = LS // tpr, LCAP = lcap, K2 = max(lcap, 2), WHOLE = true}
+  end
   local k2 = max(ceil_pow2(k), 2)
   local tpr = min(LS, max(CH, ceil_pow2(ceil_div(L, 8))))
-  local room = dev.local_mem_size - RESERVE
   while rows_bytes(LS // tpr, tpr, lcap, k2, SIZES[t]) > room do
     if tpr == LS then return nil end
     tpr = tpr * 2
@@ -116,8 +128,10 @@ local function run_rows(fn, dev, src, L, nrows, k, largest, vals, pos, plan)
   local t = src._type
   local prog, LS
   while true do
-    prog = program(fn, dev, t, {{"LS", plan.LS}, {"K2", plan.K2}, {"TPR", plan.TPR},
-                                {"RPG", plan.RPG}, {"LCAP", plan.LCAP}})
+    local defines = {{"LS", plan.LS}, {"K2", plan.K2}, {"TPR", plan.TPR}, {"RPG", plan.RPG},
+                     {"LCAP", plan.LCAP}}
+    if plan.WHOLE then defines[#defines + 1] = {"WHOLE", 1} end
+    prog = program(fn, dev, t, defines)
     LS = prog.topk_rows.work_group_size
     if LS >= plan.LS then break end
     -- fewer work-items allowed: fewer rows per group (or none fits)
