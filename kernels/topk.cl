@@ -17,8 +17,8 @@
 **               in local memory (LCAP slots a row) through the whole select;
 **               with WHOLE (short rows: K2 >= the row), no select: the
 **               whole row sorted
-**   topk_init, topk_hist, topk_find (once per digit), topk_count,
-**   topk_gather, topk_sort: rows too long for that, G groups per row
+**   topk_init, topk_hist, topk_find (once per digit), topk_gather,
+**   topk_sort: rows too long for that, G groups per row
 **               (a 2-D grid: group (row, g), rows first: a device may allow
 **               fewer groups in dim 2); the state of each row (T so
 **               far, the rank wanted, the count of keys below T placed) in
@@ -219,10 +219,12 @@ kernel void topk_init(global uint* st, global uint* hist, ulong nrows, uint k) {
   if (i < nrows) { st[4 * i] = 0; st[4 * i + 1] = 0; st[4 * i + 2] = k; st[4 * i + 3] = 0; }
 }
 
-/* Group (row, g): the histogram of digit s over its chunk of the row. */
+/* Group (row, g): the histogram of digit s over its chunk of the row;
+** of the last digit (s = 0) also the chunk's own (eqc[(row * G + g) * BINS
+** ..]: its count of T, whatever T's last digit, for topk_gather). */
 kernel void topk_hist(global const K* restrict x, ulong xoff, ulong L, int largest,
                       global const uint* restrict st, global uint* restrict hist, int s,
-                      ulong chunk) {
+                      ulong chunk, global uint* restrict eqc) {
   local uint h[BINS];
   uint lid = get_local_id(0);
   ulong g = get_group_id(1), row = get_group_id(0);
@@ -238,9 +240,11 @@ kernel void topk_hist(global const K* restrict x, ulong xoff, ulong L, int large
   }
   if (cnt) atomic_add(&h[cur], cnt);
   barrier(CLK_LOCAL_MEM_FENCE);
+  global uint* own = eqc + (row * get_num_groups(1) + g) * BINS;
   for (uint b = lid; b < BINS; b += LS) {
     uint c = h[b];
     if (c) atomic_add(&hist[row * BINS + b], c);
+    if (s == 0) own[b] = c;
   }
 }
 
@@ -266,24 +270,6 @@ kernel void topk_find(global uint* restrict st, global uint* restrict hist, int 
   }
 }
 
-/* Group (row, g): how many keys of its chunk equal T (eqc[row * G + g]). */
-kernel void topk_count(global const K* restrict x, ulong xoff, ulong L, int largest,
-                       global const uint* restrict st, global uint* restrict eqc, ulong chunk) {
-  local uint c;
-  uint lid = get_local_id(0);
-  ulong g = get_group_id(1), row = get_group_id(0), G = get_num_groups(1);
-  if (lid == 0) c = 0;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  U t = PREFIX(st + 4 * row);
-  global const K* xr = x + xoff + row * L;
-  ulong end = min(L, (g + 1) * chunk);
-  uint m = 0;
-  for (ulong i = g * chunk + lid; i < end; i += LS) m += lg_bits(xr[i], largest) == t;
-  if (m) atomic_add(&c, m);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (lid == 0) eqc[row * G + g] = c;
-}
-
 /* Group (row, g): the positions of its chunk's keys below T (anywhere in
 ** the row's first k - need slots of cand) and of the keys equal to T
 ** ranked below need by position (after them), in tiles of LS * SEGE
@@ -297,8 +283,8 @@ kernel void topk_gather(global const K* restrict x, ulong xoff, ulong L, int lar
   ulong g = get_group_id(1), row = get_group_id(0), G = get_num_groups(1);
   if (lid == 0) base = 0;
   barrier(CLK_LOCAL_MEM_FENCE);
-  uint m = 0;
-  for (ulong j = lid; j < g; j += LS) m += eqc[row * G + j];
+  uint m = 0, digit = DIGIT(PREFIX(st + 4 * row), 0);
+  for (ulong j = lid; j < g; j += LS) m += eqc[(row * G + j) * BINS + digit];
   if (m) atomic_add(&base, m);
   barrier(CLK_LOCAL_MEM_FENCE);
   U t = PREFIX(st + 4 * row);

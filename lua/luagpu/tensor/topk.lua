@@ -11,9 +11,9 @@
 --                             (rows of up to 128: sorted whole, no select)
 --   else                      "long": per digit a histogram kernel over G
 --                             groups per row and a one-group-per-row kernel
---                             that picks the digit, then a count, a gather
---                             of the k positions and a sort of them: no
---                             host round trip
+--                             that picks the digit, then a gather of the k
+--                             positions and a sort of them: no host round
+--                             trip
 -- Either way the result is the stable order of a sort: values in order,
 -- ties by position, NaN largest.
 --
@@ -154,7 +154,7 @@ local function run_long(fn, dev, sz, src, L, nrows, k, largest, vals, pos)
   while true do
     prog = program(fn, dev, t, {{"LS", LS}, {"K2", k2}, {"SEGE", SEGE}})
     local least = math.huge
-    for _, name in ipairs {"topk_hist", "topk_find", "topk_count", "topk_gather", "topk_sort"} do
+    for _, name in ipairs {"topk_hist", "topk_find", "topk_gather", "topk_sort"} do
       least = min(least, prog[name].work_group_size)
     end
     if least >= LS then break end
@@ -168,17 +168,16 @@ local function run_long(fn, dev, sz, src, L, nrows, k, largest, vals, pos)
   local ki = largest and 1 or 0
   local st = empty(fn, dev, "uint", {nrows * 4})
   local hist = empty(fn, dev, "uint", {nrows * BINS})
-  local eqc = empty(fn, dev, "uint", {nrows * G})
+  local eqc = empty(fn, dev, "uint", {nrows * G * BINS})   -- each chunk's last digits
   local cand = empty(fn, dev, "uint", {nrows * k})
   local xb, xo = src._st.buf, src._off
   local stb, hb = st._st.buf, hist._st.buf
   prog.topk_init(stb, hb, nrows, k):run({round_up(nrows * BINS, LS)}, {LS}, NO_EVENT)
   local grid, lsz = {nrows * LS, G}, {LS, 1}     -- group (row, g)
   for s = SIZES[t] * 8 - 8, 0, -8 do
-    prog.topk_hist(xb, xo, L, ki, stb, hb, s, chunk):run(grid, lsz, NO_EVENT)
+    prog.topk_hist(xb, xo, L, ki, stb, hb, s, chunk, eqc._st.buf):run(grid, lsz, NO_EVENT)
     prog.topk_find(stb, hb, s):run({nrows * LS}, {LS}, NO_EVENT)
   end
-  prog.topk_count(xb, xo, L, ki, stb, eqc._st.buf, chunk):run(grid, lsz, NO_EVENT)
   prog.topk_gather(xb, xo, L, ki, stb, eqc._st.buf, cand._st.buf, k, chunk):run(grid, lsz,
                                                                                  NO_EVENT)
   prog.topk_sort(xb, xo, L, ki, cand._st.buf, k, vals._st.buf, vals._off, pos._st.buf,
