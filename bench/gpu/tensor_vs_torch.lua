@@ -5,8 +5,9 @@
 --   python3 bench/gpu/tensor_vs_torch.py [REPS [SET]] > torch.txt
 --   build/luagpu bench/gpu/tensor_vs_torch.lua torch.txt [REPS [SET]]
 --
--- SET: table29 (issue 29's table, the default) or array (issue 32's
--- gathers, scatters, masks, joins, topk, unique, softmax, var, einsum).
+-- SET: table29 (issue 29's table, the default), array (issue 32's
+-- gathers, scatters, masks, joins, topk, unique, softmax, var, einsum) or
+-- topk (x:topk's radix select: each way, and the sort it replaces).
 --
 -- For each op: luagpu's wall clock from the call until the result is in
 -- hand (the op, then dev:finish(); a Lua number for sum), median of REPS
@@ -77,6 +78,7 @@ local x24 = dev:rand("float", {n24}, 7)
 local u24 = (dev:rand("float", {n24}, 8) * 2147483647):astype("uint"):eval()
 local X, Y = dev:rand("float", {64, 256, 256}, 9), dev:rand("float", {64, 256, 256}, 10)
 local S = dev:rand("float", {4096, 4096}, 11)
+local S64 = dev:rand("float", {65536, 64}, 26)
 local x24buf = x24.buffer
 
 local function chain(x, y) return ((x * 1.5 + 0.25):exp() * 0.5 - y):eval() end
@@ -126,13 +128,33 @@ if set == "array" then
     {"flip2_contiguous_8192^2", function() return M:flip(2):contiguous() end},
     {"topk100_2^24", function() return (x24:topk(100)) end},
     {"topk16_rows_4096^2", function() return (S:topk(16, 2)) end},
+    {"topk8_rows_65536x64", function() return (S64:topk(8, 2)) end},
     {"unique_2^20", function() return (u20:unique()) end},
     {"softmax2_4096^2", function() return S:softmax(2) end},
     {"var2_8192^2", function() return M:var(2) end},
     {"einsum_bmm_64x256^3", function() return gpu.einsum("bij,bjk->bik", X, Y) end},
   }
 end
-local rows = set == "array" and array or table29
+-- x:topk's radix select (set "topk"): rows in local memory (4096^2 and
+-- 65536 x 64 along dim 2), the long way (2^24; 64 rows of 2^16), along
+-- dim 1 (a copy first), and the sort it replaces (luagpu only).
+local topk = {}
+if set == "topk" then
+  local R16 = dev:rand("float", {64, 1 << 16}, 27)
+  topk = {
+    {"topk100_2^24", function() return (x24:topk(100)) end},
+    {"topk1000_2^24", function() return (x24:topk(1000)) end},
+    {"topk1_2^24", function() return (x24:topk(1)) end},
+    {"topk16_rows_4096^2", function() return (S:topk(16, 2)) end},
+    {"topk128_rows_4096^2", function() return (S:topk(128, 2)) end},
+    {"topk8_rows_65536x64", function() return (S64:topk(8, 2)) end},
+    {"topk16_dim1_4096^2", function() return (S:topk(16, 1)) end},
+    {"topk32_rows_64x2^16", function() return (R16:topk(32, 2)) end},
+    {"topk100_2^24_by_sort", function()
+      return x24:gather(1, x24:argsort(1, {descending = true}):slice(1, 1, 100)) end},
+  }
+end
+local rows = set == "array" and array or set == "topk" and topk or table29
 
 print(string.format("device: %s", dev.name))
 print(string.format("%-24s %12s %12s %8s %12s %9s", "op", "luagpu wall", "device", "cmds",

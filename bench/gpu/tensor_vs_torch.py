@@ -2,7 +2,7 @@
 # Each op of the table timed on the wall clock from the call until the result
 # is in hand (torch.cuda.synchronize(), or .item()), median of REPS after 3
 # warm-up calls. Prints `BASELINE key microseconds` lines.
-#   python3 bench/gpu/tensor_vs_torch.py [REPS [SET]] > torch.txt   (SET: array for issue 32's)
+#   python3 bench/gpu/tensor_vs_torch.py [REPS [SET]] > torch.txt   (SET: array for issue 32's, topk)
 import sys, time, statistics
 import torch
 
@@ -30,6 +30,7 @@ x24 = torch.rand(1 << 24, device=dev)
 u24 = torch.randint(0, 2**31 - 1, (1 << 24,), device=dev, dtype=torch.int64).to(torch.int32)
 X = torch.rand(64, 256, 256, device=dev); Y = torch.rand(64, 256, 256, device=dev)
 S = torch.rand(4096, 4096, device=dev)
+S64 = torch.rand(65536, 64, device=dev)
 
 def chain(x, y): return torch.exp(x * 1.5 + 0.25) * 0.5 - y
 def softmax_by_hand(s):
@@ -74,14 +75,27 @@ if len(sys.argv) > 2 and sys.argv[2] == "array":
         ("flip2_contiguous_8192^2", lambda: torch.flip(M, [1])),
         ("topk100_2^24", lambda: torch.topk(x24, 100)),
         ("topk16_rows_4096^2", lambda: torch.topk(S, 16, dim=1)),
+        ("topk8_rows_65536x64", lambda: torch.topk(S64, 8, dim=1)),
         ("unique_2^20", lambda: torch.unique(u20, return_counts=True)),
         ("softmax2_4096^2", lambda: torch.softmax(S, 1)),
         ("var2_8192^2", lambda: torch.var(M, 1)),
         ("einsum_bmm_64x256^3", lambda: torch.einsum("bij,bjk->bik", X, Y)),
     ]
+if len(sys.argv) > 2 and sys.argv[2] == "topk":
+    R16 = torch.rand(64, 1 << 16, device=dev)
+    rows = [
+        ("topk100_2^24", lambda: torch.topk(x24, 100)),
+        ("topk1000_2^24", lambda: torch.topk(x24, 1000)),
+        ("topk1_2^24", lambda: torch.topk(x24, 1)),
+        ("topk16_rows_4096^2", lambda: torch.topk(S, 16, dim=1)),
+        ("topk128_rows_4096^2", lambda: torch.topk(S, 128, dim=1)),
+        ("topk8_rows_65536x64", lambda: torch.topk(S64, 8, dim=1)),
+        ("topk16_dim1_4096^2", lambda: torch.topk(S, 16, dim=0)),
+        ("topk32_rows_64x2^16", lambda: torch.topk(R16, 32, dim=1)),
+    ]
 for key, f in rows:
     print("BASELINE %s %.1f" % (key, wall(f)), flush=True)
-if len(sys.argv) > 2 and sys.argv[2] == "array":
+if len(sys.argv) > 2 and sys.argv[2] in ("array", "topk"):
     sys.exit(0)
 try:
     cchain = torch.compile(chain)

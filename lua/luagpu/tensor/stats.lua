@@ -11,6 +11,7 @@ local TY = require "luagpu.core.types"
 local O = require "luagpu.tensor.object"
 local X = require "luagpu.tensor.expr"
 local RW = require "luagpu.tensor.rows"
+local TK = require "luagpu.tensor.topk"
 
 local type, ipairs, rawget = type, ipairs, rawget
 local huge = math.huge
@@ -169,7 +170,9 @@ local TOPK_OPTIONS = H.option_names({"largest"}, "option ")
 -- x:topk(k [, dim] [, {largest = true}]): the k largest (largest =
 -- false: smallest) elements along dim (default: the last), in order, and
 -- their 1-based positions: two tensors with k in dim. Ties keep their
--- order; NaN counts as the largest (it sorts last). By a sort along dim.
+-- order; NaN counts as the largest (it sorts last). By a radix select
+-- (luagpu.tensor.topk: k up to 1024 and at most half the dim), else by a
+-- sort along dim.
 function methods.topk(x, k, dim, opts)
   local fn = "tensor:topk"
   check(fn, 0, x)
@@ -184,6 +187,8 @@ function methods.topk(x, k, dim, opts)
   if not n or n < 0 or n > L then
     fail(fn, "argument #1: expected k from 0 to %d (the size of dim %d), got %s", L, d, show(k))
   end
+  local v, p = TK.topk(fn, x, d, n, o.largest ~= false)
+  if v then return v, p end
   local pos = x:argsort(d, {descending = o.largest ~= false}):slice(d, 1, n)
   return x:gather(d, pos), pos:contiguous()
 end
