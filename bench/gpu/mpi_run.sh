@@ -91,6 +91,11 @@ fi
 export LUAGPU_BUILD="$PWD/build"
 
 say "== $(mpirun --version 2>&1 | head -1), $NP ranks"
+# what each rank's OpenCL sees (a rank that finds no GPU benches the CPU)
+say "== OpenCL: OCL_ICD_VENDORS=${OCL_ICD_VENDORS:-unset}; /etc/OpenCL/vendors: $(ls /etc/OpenCL/vendors 2>/dev/null | tr '\n' ' ')"
+mpirun -np "$NP" build/luagpu -e 'local mpi = require "luagpu.mpi"
+  for _, d in ipairs(gpu.devices()) do print(("rank %d sees %s (%s)"):format(mpi.rank, d.name, d.type)) end' \
+  2>&1 | tee -a "$LOG"
 # Shared memory between the ranks: single copies (CMA) where the kernel
 # allows them, else through the shared segment.
 if ! mpirun -np 2 true >/dev/null 2>&1; then
@@ -121,7 +126,7 @@ if [ -z "${SKIP_NCCL:-}" ]; then
   say "== python3 bench/gpu/nccl_allreduce.py ${1:-} ${2:-}"
   # Open MPI's libraries stay out of torch's way
   env LD_LIBRARY_PATH="$ORIG_LD" OUT="$OUTDIR" \
-    python3 bench/gpu/nccl_allreduce.py ${1:+"$1"} ${2:+"$2"} "$NP" 2>&1 | tee -a "$LOG"
+    python3 bench/gpu/nccl_allreduce.py "${1:-20,22,24,26,28}" "${2:-5}" "$NP" 2>&1 | tee -a "$LOG"
 fi
 
 # --- one table: each row of either, then busbw as a fraction of NCCL's
@@ -146,7 +151,7 @@ print("| floats | MiB | method | time ms | algbw GB/s | busbw GB/s | busbw / NCC
 print("| --- | --- | --- | --- | --- | --- | --- |")
 for floats, _, method, mib, ms, alg, bus in sorted(rows, key=lambda r: (r[0], not r[1])):
     ratio = "-"
-    if bus != "-" and floats in nccl:
+    if bus != "-" and nccl.get(floats):
         ratio = "%.4f" % (float(bus) / nccl[floats])
     print(f"| 2^{floats.bit_length() - 1} | {mib} | {method} | {ms} | {alg} | {bus} | {ratio} |")
 EOF
