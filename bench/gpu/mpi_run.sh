@@ -84,7 +84,14 @@ if [ -z "${CPU:-}" ]; then
   mkdir -p /tmp/icd
   echo "${nv:-libnvidia-opencl.so.1}" > /tmp/icd/nvidia.icd
   export OCL_ICD_VENDORS=/tmp/icd
+  # the ranks got OCL_ICD_FILENAMES=libpocl.so.2 from somewhere in mpirun's
+  # launch (the ICD loader then loads that alone, not the vendors folder):
+  # name NVIDIA's library there, and hand both to every rank (-x)
+  export OCL_ICD_FILENAMES="${nv:-libnvidia-opencl.so.1}"
 fi
+MPIRUN_X="-x OCL_ICD_VENDORS -x OCL_ICD_FILENAMES -x LUAGPU_DEVICE"
+[ -n "${OCL_ICD_FILENAMES:-}" ] || MPIRUN_X="-x LUAGPU_DEVICE"
+export LUAGPU_DEVICE=${LUAGPU_DEVICE:-}
 if [ -e build/gpulib/libOpenCL.so.1 ] && ! ldconfig -p 2>/dev/null | grep -q 'libOpenCL.so.1 '; then
   export LD_LIBRARY_PATH="$PWD/build/gpulib:$LD_LIBRARY_PATH"
 fi
@@ -93,7 +100,9 @@ export LUAGPU_BUILD="$PWD/build"
 say "== $(mpirun --version 2>&1 | head -1), $NP ranks"
 # what each rank's OpenCL sees (a rank that finds no GPU benches the CPU)
 say "== OpenCL: OCL_ICD_VENDORS=${OCL_ICD_VENDORS:-unset}; /etc/OpenCL/vendors: $(ls /etc/OpenCL/vendors 2>/dev/null | tr '\n' ' ')"
-mpirun -np "$NP" build/luagpu -e 'local mpi = require "luagpu.mpi"
+say "outside mpirun: $(build/luagpu -e 'for _, d in ipairs(gpu.devices()) do io.write(d.name, "; ") end' 2>&1)"
+say "in a rank: $(mpirun $MPIRUN_X -np 1 env 2>&1 | grep -E '^(OCL_|LD_LIBRARY_PATH)' | tr '\n' ' ')"
+mpirun $MPIRUN_X -np "$NP" build/luagpu -e 'local mpi = require "luagpu.mpi"
   for _, d in ipairs(gpu.devices()) do print(("rank %d sees %s (%s)"):format(mpi.rank, d.name, d.type)) end' \
   2>&1 | tee -a "$LOG"
 # Shared memory between the ranks: single copies (CMA) where the kernel
@@ -111,16 +120,16 @@ local a = gpu.array("float", 1 << 20):fill(1)
 local s = mpi.allreduce(a, "sum")
 if mpi.rank == 0 then print("probe " .. s[1]) end
 EOF
-if ! mpirun -np "$NP" build/luagpu "$probe" 2>&1 | grep -q "probe $NP"; then
+if ! mpirun $MPIRUN_X -np "$NP" build/luagpu "$probe" 2>&1 | grep -q "probe $NP"; then
   export OMPI_MCA_btl_vader_single_copy_mechanism=none
   say "(no CMA single copies between the ranks here: btl_vader_single_copy_mechanism=none)"
-  mpirun -np "$NP" build/luagpu "$probe" 2>&1 | tee -a "$LOG" | grep -q "probe $NP" || {
-    say "mpi_run.sh: a 2-rank allreduce fails:"; mpirun -np "$NP" build/luagpu "$probe" 2>&1 | tee -a "$LOG"; exit 1; }
+  mpirun $MPIRUN_X -np "$NP" build/luagpu "$probe" 2>&1 | tee -a "$LOG" | grep -q "probe $NP" || {
+    say "mpi_run.sh: a 2-rank allreduce fails:"; mpirun $MPIRUN_X -np "$NP" build/luagpu "$probe" 2>&1 | tee -a "$LOG"; exit 1; }
 fi
 rm -f "$probe"
 
 say "== mpirun -np $NP build/luagpu bench/gpu/mpi_allreduce.lua $*"
-OUT="$OUTDIR" mpirun -np "$NP" --bind-to none build/luagpu bench/gpu/mpi_allreduce.lua "$@" 2>&1 \
+OUT="$OUTDIR" mpirun $MPIRUN_X -np "$NP" --bind-to none build/luagpu bench/gpu/mpi_allreduce.lua "$@" 2>&1 \
   | tee -a "$LOG"
 if [ -z "${SKIP_NCCL:-}" ]; then
   say "== python3 bench/gpu/nccl_allreduce.py ${1:-} ${2:-}"
