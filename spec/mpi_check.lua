@@ -102,6 +102,7 @@ check(mpi.allreduce(x:t(), "sum"):sum() == 6 * size * (size + 1) / 2, "a transpo
 mpi.bcast(x, size - 1)
 check(x:sum() == 6 * size, "tensor bcast in place")
 
+local DEFAULT_CHUNK = mpi.chunk_bytes      -- put back after each part that sets it
 -- pipelined allreduce of buffers and tensors: pieces of mpi.chunk_bytes
 -- (small here, so small data takes many, the last one short), against the
 -- unpipelined path (bit-identical) and against MPI's reduction of the same
@@ -145,7 +146,7 @@ for _, t in ipairs(PTYPES) do
     end
   end
 end
-mpi.chunk_bytes = 4 << 20
+mpi.chunk_bytes = DEFAULT_CHUNK
 -- tensors (a transposed view, a shape kept), a shaped buffer, a fill still
 -- on the queue when the allreduce starts, ranks with different settings and
 -- a rank that brings a host array: every rank uses the largest pieces
@@ -203,7 +204,7 @@ do
     check(lz[i] == w, "a lazy tensor's pipelined allreduce [%d]", i)
     check(view[i] == m, "a view's pipelined allreduce [%d]", i)
   end
-  mpi.chunk_bytes = 4 << 20
+  mpi.chunk_bytes = DEFAULT_CHUNK
 end
 -- pipelined bcast: in place, the root's pieces read, the others' written
 for _, t in ipairs{"uchar", "int", "long", "float"} do
@@ -235,7 +236,7 @@ do
   mpi.bcast(mixed, 0)
   local fh = rank == 1 % size and size > 1 and mixed or f:get()
   for i = 1, 40 do check(fh[i] == 7, "bcast after a pending fill, beside a host array [%d]", i) end
-  mpi.chunk_bytes = 4 << 20
+  mpi.chunk_bytes = DEFAULT_CHUNK
 end
 
 -- a buffer that cannot be read raises before anything is sent
@@ -249,7 +250,7 @@ raises("mpi.allreduce: mpi.chunk_bytes: expected an integer >= 0 (0 or false: no
 mpi.chunk_bytes = "big"
 raises("mpi.chunk_bytes: expected an integer >= 0 (0 or false: no pieces), got \"big\"",
        mpi.allreduce, 1, "sum")
-mpi.chunk_bytes = 4 << 20
+mpi.chunk_bytes = DEFAULT_CHUNK
 
 -- reduce_scatter: rank r gets the (r+1)-th share of the first dim, of x's kind
 for _, t in ipairs(TYPES) do

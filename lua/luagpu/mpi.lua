@@ -234,7 +234,10 @@ end
 -- rank proposes a piece size and all use the largest (core.agree), so a
 -- rank with a host array (or a smaller setting) cuts its values alike: the
 -- same MPI calls over the same pieces, whatever each rank brings.
-M.chunk_bytes = 4 << 20
+-- 1 MiB: on two H100s (bench/gpu/mpi_run.sh) 1 MiB pieces beat 4 and 16 at
+-- every size from 2^22 to 2^28 floats (Open MPI reduces a piece that
+-- stays in the CPU's cache faster than a large one).
+M.chunk_bytes = 1 << 20
 local SLOTS = 3
 -- calls that took the pipelined path, and the pieces they moved
 M.stats = {pipelined = 0, pieces = 0}
