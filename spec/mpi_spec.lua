@@ -10,32 +10,8 @@ local shell_quote, write_file = support.shell_quote, support.write_file
 
 -- make test installs Open MPI and builds luagpu_mpi.so: under CI missing
 -- either is a failure; elsewhere the specs are pending
-local function have_mpi()
-  local f = io.open(BUILD .. "/luagpu_mpi.so")
-  if f then f:close() end
-  return f ~= nil and os.execute("command -v mpirun >/dev/null 2>&1")
-end
-local HAVE = have_mpi()
-
--- The sanitizer runtimes go to the ranks (-x), not to mpirun itself; the
--- rest of the environment the ranks inherit.
-local PRELOAD = os.getenv("LD_PRELOAD")
-
--- Runs `mpirun -np N COMMAND` (COMMAND quoted for sh) within a time limit;
--- returns stdout and stderr together, and the exit code.
-local function mpirun(n, command)
-  local env = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " ..
-              "OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1"
-  local x = ""
-  if PRELOAD and PRELOAD ~= "" then
-    x = "-x LD_PRELOAD=" .. shell_quote(PRELOAD) .. " -x ASAN_OPTIONS -x UBSAN_OPTIONS "
-  end
-  local p = io.popen(("env -u LD_PRELOAD %s timeout 120 mpirun %s-np %d %s 2>&1")
-                     :format(env, x, n, command))
-  local out = p:read("a")
-  local _, _, code = p:close()
-  return out, code
-end
+local HAVE = support.have_mpi(BUILD)
+local mpirun = support.mpirun
 
 local function needs_mpi()
   assert(HAVE or not os.getenv("CI"), "mpirun or " .. BUILD .. "/luagpu_mpi.so not found under CI")

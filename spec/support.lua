@@ -86,4 +86,30 @@ function support.tmpdir()
   return dir
 end
 
+-- Whether Open MPI's mpirun and BUILD's luagpu_mpi.so are here (make test
+-- installs and builds both).
+function support.have_mpi(build)
+  local f = io.open(build .. "/luagpu_mpi.so")
+  if f then f:close() end
+  return f ~= nil and os.execute("command -v mpirun >/dev/null 2>&1") == true
+end
+
+-- Runs `mpirun -np n command` (command quoted for sh) within limit seconds
+-- (120 by default), as root where need be; returns stdout and stderr
+-- together, and the exit code. The sanitizer runtimes (LD_PRELOAD) go to
+-- the ranks (-x), not to mpirun itself.
+function support.mpirun(n, command, limit)
+  local env = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " ..
+              "OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1"
+  local preload, x = os.getenv("LD_PRELOAD"), ""
+  if preload and preload ~= "" then
+    x = "-x LD_PRELOAD=" .. support.shell_quote(preload) .. " -x ASAN_OPTIONS -x UBSAN_OPTIONS "
+  end
+  local p = io.popen(("env -u LD_PRELOAD %s timeout %d mpirun %s-np %d %s 2>&1")
+                     :format(env, limit or 120, x, n, command))
+  local out = p:read("a")
+  local _, _, code = p:close()
+  return out, code
+end
+
 return support
