@@ -415,13 +415,14 @@ void sort_histograms(__global const K *src, ulong soff, ulong n, int descending,
 }
 
 /* hist + hoff: this pass's RADIX global counts. zero: nzero uints the group of
-** ticket 0 sets to 0 (the histograms of the next call; nzero 0: none). */
+** ticket 0 sets to 0 (the histograms of the next call; nzero 0: none).
+** keys_out 0: only what the keys carry is written (argsort's last pass). */
 __kernel __attribute__((reqd_work_group_size(L, 1, 1)))
 void sort_onesweep(__global const K *src, ulong soff, __global K *dst, ulong doff,
                    __global const V *vsrc, ulong vsoff, __global V *vdst, ulong vdoff,
                    int carry, ulong n, uint shift, int descending, __global const uint *hist,
-                   uint hoff, __global volatile ulong *words, __global volatile uint *ticket, uint epoch,
-                   __global uint *zero, uint nzero) {
+                   uint hoff, __global volatile ulong *words, __global volatile uint *ticket,
+                   uint epoch, __global uint *zero, uint nzero, int keys_out) {
   __local uint wh[NWARP * RADIX];     /* warp w's keys of digit d so far, then their place */
   __local uint tot[RADIX];            /* the tile's keys of digit d, then their first place */
   __local uint before[RADIX];         /* keys of digit d in the tiles before this one */
@@ -568,7 +569,7 @@ void sort_onesweep(__global const K *src, ulong soff, __global K *dst, ulong dof
   for (j = lid; j < count; j += L) {
     K k = sk[j];
     ulong pos = (ulong)(start[(uint)(lg_bits(k, descending) >> shift) & (RADIX - 1)] + j);
-    dst[doff + pos] = k;
+    if (keys_out) dst[doff + pos] = k;
     if (carry) vdst[vdoff + pos] = sv[j];
   }
 }

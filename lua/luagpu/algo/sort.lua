@@ -161,8 +161,10 @@ local UINT_SUM = S.builtin("sum", "uint", "uint")
 -- Sorts the n keys of type kt at (root, off) in place, on the sequence
 -- seq: r = {descending, rowlen (0: one row), carry (keep the original
 -- indices), values (root, offset and type of values moved along, when
--- not carrying indices)}. Returns the uint buffer of the indices (carry)
--- or nil.
+-- not carrying indices), keep (a scratch buffer of n keys: the keys at
+-- root stay as they are, the passes go between keep and another scratch
+-- buffer, and only the indices of the last pass matter)}. Returns the
+-- uint buffer of the indices (carry) or nil.
 local function radix(fn, dev, e, seq, root, off, n, kt, r)
   local L, tile = e.L, e.tile
   local ntiles = (n + tile - 1) // tile
@@ -224,9 +226,10 @@ local function radix(fn, dev, e, seq, root, off, n, kt, r)
       end
       e.epoch = epoch
       local first = pi == 1
+      local keys_out = (r.keep and pi == #passes) and 0 or 1
       seq:run(e.sweep(src, soff, dst, doff, va, vaoff, vb, vboff, cmode, n, p[2], desc,
                       hist, (pi - 1) * RADIX, words, e.ticket, epoch,
-                      first and other or nodata, first and #other or 0),
+                      first and other or nodata, first and #other or 0, keys_out),
               {ntiles * L}, {L})
       if first then e.parity, e.dirty = 3 - e.parity, false end
     else
@@ -241,9 +244,10 @@ local function radix(fn, dev, e, seq, root, off, n, kt, r)
                         desc, rowlen, ntiles, counts), {ntiles * L}, {L})
     end
     src, soff, dst, doff = dst, doff, src, soff
+    if pi == 1 and r.keep then dst, doff = r.keep, 0 end
     if cmode ~= 0 then va, vaoff, vb, vboff, cmode = vb, vboff, va, vaoff, 1 end
   end
-  if src ~= root then   -- an odd number of passes: the keys are in keys2
+  if src ~= root and not r.keep then   -- an odd number of passes: the keys are in keys2
     seq:cmd(keys2:sub(1, n), "copy_to", root:sub(off + 1, off + n))
     if r.values and not carry then
       seq:cmd(va:sub(1, n), "copy_to", r.values.root:sub(r.values.offset + 1, r.values.offset + n))
@@ -371,7 +375,7 @@ function M.argsort(keys, opts)
     it = ot
     if #ob ~= n then fail(fn, "argument #2: option out: expected %d elements, got %d", n, #ob) end
     B.check_platform(fn, "argument #2: option out", oroot, dev)
-    -- argsort sorts a copy of the keys: out may be the keys themselves
+    -- argsort reads the keys before it writes out: out may be the keys themselves
     B.check_overlap(fn, "argument #2: option out", root, off, n, oroot, ooff, n, true)
   end
   it = it or "long"
@@ -402,10 +406,10 @@ function M.argsort(keys, opts)
   if n == 0 then
     seq:marker(dev)
   else
-    local copy = ST.scratch_buffer(e, dev, "argsort keys", kt, n)
-    local cv = copy:sub(1, n)
-    seq:cmd(root:sub(off + 1, off + n), "copy_to", cv)
-    local idx = n > 1 and radix(fn, dev, e, seq, copy, 0, n, kt, r) or dummy(dev)
+    -- the first pass reads the keys, the others go between two scratch
+    -- buffers
+    r.keep = ST.scratch_buffer(e, dev, "argsort keys", kt, n)
+    local idx = n > 1 and radix(fn, dev, e, seq, root, off, n, kt, r) or dummy(dev)
     seq:run(ge.positions(idx, oroot, ooff, n, rowlen, base), {n})
   end
   local ev = seq:event(dev)
