@@ -67,11 +67,11 @@ local function entry_for(fn, dev, kt, vt, force)
   -- instructions emulated in local memory, on any device, for specs)
   local kw = cls.sort_ptx and wgs >= 32
              and (cls.sort_ptx == "emulated" and "emulated" or S.ptx_keyword(dev))
-  local os = force
-  if os == nil then os = cls.sort_onesweep and kw and true or false end
-  if os and not kw then
+  local sweep = force
+  if sweep == nil then sweep = cls.sort_onesweep and kw and true or false end
+  if sweep and not kw then
     kw = wgs >= 32 and (S.ptx_keyword(dev) or "emulated")
-    os = kw and true or false
+    sweep = kw and true or false
   end
   local L = min(kw and cls.sort_ptx_local or cls.sort_local, wgs, RADIX)
   local ipt = kw and cls.sort_ptx_items or cls.sort_items
@@ -82,7 +82,7 @@ local function entry_for(fn, dev, kt, vt, force)
   local function bytes()
     local counts = kw and (L // 32) * RADIX * 4 or L * RADIX * 2
     return counts + RADIX * (kw and 8 or 4) + L * 4 + L * ipt * (size + vsize) + 64
-           + (os and RADIX * 4 or 0)
+           + (sweep and RADIX * 4 or 0)
   end
   while bytes() > dev.local_mem_size and ipt > 1 do ipt = ipt // 2 end
   while bytes() > dev.local_mem_size and L > (kw and 32 or 1) do L = L // 2 end
@@ -98,13 +98,13 @@ local function entry_for(fn, dev, kt, vt, force)
       defines[#defines + 1] = {"WARP_PTX", 1}
       defines[#defines + 1] = kw == "emulated" and {"LG_EMULATE_WARP", 1} or {"LG_ASM", kw}
     end
-    if os then
+    if sweep then
       defines[#defines + 1] = {"ONESWEEP", 1}
       defines[#defines + 1] = {"NPASS", size}
     end
     prog = B.build(fn, dev, defines, {"sort_keys.cl", "sort.cl"})
     local wgs = min(prog.sort_count.work_group_size, prog[scatter].work_group_size)
-    if os then
+    if sweep then
       wgs = min(wgs, prog.sort_onesweep.work_group_size, prog.sort_histograms.work_group_size)
     end
     if wgs >= L or L == 1 or (kw and L == 32) then break end
@@ -113,7 +113,7 @@ local function entry_for(fn, dev, kt, vt, force)
   e = {count = prog.sort_count, scatter = prog[scatter], L = L, tile = L * ipt, vt = vt,
        chunk_sums = prog.sort_chunk_sums, chunk_places = prog.sort_chunk_places,
        chunks = max(1, dev.compute_units * 4)}
-  if os then
+  if sweep then
     -- the histograms of the key passes, two sets: a call counts into
     -- hists[parity] while its first pass zeroes the other, the next
     -- call's (dirty: a call stopped between the two, so the next one
