@@ -515,6 +515,24 @@ describe("algo.sort in one sweep a pass (option onesweep = true)", function()
     same_keys(sv, reference(sv, false), get(sub), "a view on an out-of-order queue")
   end)
 
+  it("looks back over thousands of tiles (tiles of 32 x 1 and 64 x 3 keys)", function()
+    local saved2 = {CLS.sort_ptx_local, CLS.sort_ptx_items}
+    local ok, err = pcall(function()
+      for _, shape in ipairs {{32, 1}, {64, 3}} do
+        CLS.sort_ptx_local, CLS.sort_ptx_items = shape[1], shape[2]
+        local n = math.random(60000, 80000)
+        local v = random_keys("int", n)
+        for _, desc in ipairs {false, true} do
+          local pos = get((algo.argsort(buffer("int", v), {descending = desc, onesweep = true})))
+          same(reference(v, desc), pos, ("tiles of %d x %d, descending=%s"):format(shape[1],
+               shape[2], desc))
+        end
+      end
+    end)
+    CLS.sort_ptx_local, CLS.sort_ptx_items = saved2[1], saved2[2]
+    assert(ok, err)
+  end)
+
   it("runs sorts in a row and on two queues, each with its own keys", function()
     local q2 = dev:queue()
     local keys, bufs, evs = {}, {}, {}
