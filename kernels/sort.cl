@@ -399,14 +399,31 @@ void sort_histograms(__global const K *src, ulong soff, ulong n, int descending,
                      __global uint *hist) {
   __local uint h[NPASS * RADIX];
   uint lid = get_local_id(0), j, p;
+  uint last[NPASS], run[NPASS];       /* per pass: the digit counted in a run, its count */
   ulong i, step = (ulong)get_num_groups(0) * L;
   for (j = lid; j < NPASS * RADIX; j += L) h[j] = 0;
+#pragma unroll
+  for (p = 0; p < NPASS; p++) { last[p] = 0; run[p] = 0; }
   barrier(CLK_LOCAL_MEM_FENCE);
+  /* a work-item adds a run of keys of one digit at once: the digits of the
+     high bytes, often all one digit, would else make every work-item add
+     to one count */
   for (i = (ulong)get_group_id(0) * L + lid; i < n; i += step) {
     U b = lg_bits(src[soff + i], descending);
 #pragma unroll
-    for (p = 0; p < NPASS; p++) atomic_inc(&h[p * RADIX + ((uint)(b >> (8 * p)) & (RADIX - 1))]);
+    for (p = 0; p < NPASS; p++) {
+      uint d = (uint)(b >> (8 * p)) & (RADIX - 1);
+      if (d != last[p]) {
+        if (run[p]) atomic_add(&h[p * RADIX + last[p]], run[p]);
+        last[p] = d;
+        run[p] = 0;
+      }
+      run[p]++;
+    }
   }
+#pragma unroll
+  for (p = 0; p < NPASS; p++)
+    if (run[p]) atomic_add(&h[p * RADIX + last[p]], run[p]);
   barrier(CLK_LOCAL_MEM_FENCE);
   for (j = lid; j < NPASS * RADIX; j += L) {
     uint c = h[j];
