@@ -366,3 +366,228 @@ void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong 
   }
 }
 #endif
+
+/* One sweep per pass (ONESWEEP, defined by the helper with NPASS, the key
+** passes; on the warp-ranked tiles only), after CUB's onesweep (Adinets and
+** Merrill 2022):
+**   sort_histograms  the global digit counts of every key pass at once:
+**                    each group counts its keys (strided over the whole
+**                    input) in local memory, then adds its counts to
+**                    hist[pass * RADIX + digit] (zero before the call);
+**   sort_onesweep    one kernel per pass: a group takes the next tile by
+**                    a ticket, ranks its keys as sort_scatter_ptx does,
+**                    publishes its count of each digit, looks back over
+**                    the earlier tiles' published counts of that digit
+**                    (decoupled look-back, one digit per work-item) for
+**                    the keys of that digit before the tile, publishes
+**                    that sum with its own (inclusive), and writes its
+**                    keys from the digit's global place (the exclusive
+**                    scan of hist, done by each group) plus that sum.
+** The look-back words, one per tile and digit, hold count << 32 | epoch
+** << 1 | inclusive, written by one 64-bit store (a reader that sees the
+** epoch sees the count); each pass has its own epoch, so the words need
+** no clearing between passes. A group waits only for tiles of smaller
+** tickets, whose groups are running; tile 0 publishes inclusive counts at
+** once, so every wait ends. Counts and places are uint, wrapping as the
+** output places do (they are below 2^32). */
+#if WARP_PTX && defined(ONESWEEP)
+#define LB_WORD(v, incl, epoch) ((ulong)(v) << 32 | (ulong)(epoch) << 1 | (ulong)(incl))
+#define LB_READY(w, epoch) (((uint)(w) >> 1) == (epoch))
+
+__kernel __attribute__((reqd_work_group_size(L, 1, 1)))
+void sort_histograms(__global const K *src, ulong soff, ulong n, int descending,
+                     __global uint *hist) {
+  __local uint h[NPASS * RADIX];
+  uint lid = get_local_id(0), j, p;
+  uint last[NPASS], run[NPASS];       /* per pass: the digit counted in a run, its count */
+  ulong i, step = (ulong)get_num_groups(0) * L;
+  for (j = lid; j < NPASS * RADIX; j += L) h[j] = 0;
+#pragma unroll
+  for (p = 0; p < NPASS; p++) { last[p] = 0; run[p] = 0; }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  /* a work-item adds a run of keys of one digit at once: the digits of the
+     high bytes, often all one digit, would else make every work-item add
+     to one count */
+  for (i = (ulong)get_group_id(0) * L + lid; i < n; i += step) {
+    U b = lg_bits(src[soff + i], descending);
+#pragma unroll
+    for (p = 0; p < NPASS; p++) {
+      uint d = (uint)(b >> (8 * p)) & (RADIX - 1);
+      if (d != last[p]) {
+        if (run[p]) atomic_add(&h[p * RADIX + last[p]], run[p]);
+        last[p] = d;
+        run[p] = 0;
+      }
+      run[p]++;
+    }
+  }
+#pragma unroll
+  for (p = 0; p < NPASS; p++)
+    if (run[p]) atomic_add(&h[p * RADIX + last[p]], run[p]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (j = lid; j < NPASS * RADIX; j += L) {
+    uint c = h[j];
+    if (c) atomic_add(&hist[j], c);
+  }
+}
+
+/* hist + hoff: this pass's RADIX global counts. zero: nzero uints the group of
+** ticket 0 sets to 0 (the histograms of the next call; nzero 0: none).
+** keys_out 0: only what the keys carry is written (argsort's last pass). */
+__kernel __attribute__((reqd_work_group_size(L, 1, 1)))
+void sort_onesweep(__global const K *src, ulong soff, __global K *dst, ulong doff,
+                   __global const V *vsrc, ulong vsoff, __global V *vdst, ulong vdoff,
+                   int carry, ulong n, uint shift, int descending, __global const uint *hist,
+                   uint hoff, __global volatile ulong *words, __global volatile uint *ticket,
+                   uint epoch, __global uint *zero, uint nzero, int keys_out) {
+  __local uint wh[NWARP * RADIX];     /* warp w's keys of digit d so far, then their place */
+  __local uint tot[RADIX];            /* the tile's keys of digit d, then their first place */
+  __local uint before[RADIX];         /* keys of digit d in the tiles before this one */
+  __local uint start[RADIX];          /* output place of the tile's rank 0 for digit d */
+  __local K sk[TILE];                 /* the tile's keys in rank order */
+  __local V sv[TILE];                 /* and what they carry */
+  __local uint tile_no;
+  LG_WARP_SCRATCH
+  uint lid = get_local_id(0), lane = lid & 31, warp = lid >> 5;
+  uint tile, j, r, d, w;
+  uint below = (1u << lane) - 1u;
+  __local uint *mine = wh + warp * RADIX;
+  ulong base, wbase;
+  uint count;
+  K kk[IPT];
+  V vv[IPT];
+  uint pk[IPT];                       /* rank in the warp's digit | digit << 16 */
+  if (lid == 0) {
+    uint t = atomic_inc(ticket);
+    if (t == get_num_groups(0) - 1) *ticket = 0;
+    tile_no = t;
+  }
+  for (j = lid; j < NWARP * RADIX; j += L) wh[j] = 0;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  tile = tile_no;
+  hist += hoff;
+  if (tile == 0) for (j = lid; j < nzero; j += L) zero[j] = 0;
+  base = (ulong)tile * TILE;
+  wbase = base + (ulong)warp * 32 * IPT;
+  count = n - base < TILE ? (uint)(n - base) : TILE;
+#if IPT <= 32
+#pragma unroll
+#endif
+  for (r = 0; r < IPT; r++) {
+    ulong i = wbase + r * 32 + lane;
+    if (i < n) {
+      kk[r] = src[soff + i];
+      vv[r] = carry == 1 ? vsrc[vsoff + i] : (V)i;
+    }
+  }
+#if IPT <= 32
+#pragma unroll
+#endif
+  for (r = 0; r < IPT; r++) {
+    ulong i = wbase + r * 32 + lane;
+    uint dg = RADIX, peers, c = 0, rank = 0;
+    if (i < n) dg = (uint)(lg_bits(kk[r], descending) >> shift) & (RADIX - 1);
+    LG_MATCH(peers, dg);
+    if (dg < RADIX) c = mine[dg];
+    LG_SYNCWARP();
+    if (dg < RADIX) {
+      rank = c + popcount(peers & below);
+      if ((peers >> lane) == 1u) mine[dg] = c + popcount(peers);   /* the last of them */
+    }
+    pk[r] = rank | dg << 16;
+    LG_SYNCWARP();
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  /* per digit (the same work-item in each loop): the warps' first ranks,
+     the tile's count published, then the look-back */
+  for (d = lid; d < RADIX; d += L) {
+    uint run = 0;
+    for (w = 0; w < NWARP; w++) {
+      uint c = wh[w * RADIX + d];
+      wh[w * RADIX + d] = run;
+      run += c;
+    }
+    tot[d] = run;
+    words[(ulong)tile * RADIX + d] = LB_WORD(run, tile == 0, epoch);
+  }
+  for (d = lid; d < RADIX; d += L) {
+    uint sum = 0, t = tile;
+    while (t > 0) {
+      ulong wd;
+      t--;
+      do wd = words[(ulong)t * RADIX + d]; while (!LB_READY(wd, epoch));
+      sum += (uint)(wd >> 32);
+      if (wd & 1ul) break;
+    }
+    if (tile > 0) words[(ulong)tile * RADIX + d] = LB_WORD(sum + tot[d], 1, epoch);
+    before[d] = sum;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+#ifdef LG_EMULATE_WARP
+  if (lid == 0) {
+    uint s = 0, g = 0;
+    for (d = 0; d < RADIX; d++) {
+      uint c = tot[d];
+      tot[d] = s;
+      start[d] = g + before[d] - s;
+      s += c;
+      g += hist[d];
+    }
+  }
+#else
+  if (warp == 0) {
+    /* lane owns digits lane * 8 .. lane * 8 + 7: their first places in the
+       tile and their global places */
+    uint h[RADIX / 32], gh[RADIX / 32], s = 0, g = 0, incl, gincl, off;
+#pragma unroll
+    for (j = 0; j < RADIX / 32; j++) {
+      h[j] = tot[lane * (RADIX / 32) + j];
+      gh[j] = hist[lane * (RADIX / 32) + j];
+      s += h[j];
+      g += gh[j];
+    }
+    incl = s;
+    gincl = g;
+#pragma unroll
+    for (off = 1; off < 32; off <<= 1) {
+      uint y = lg_ushfl_up(incl, off), gy = lg_ushfl_up(gincl, off);
+      if (lane >= off) { incl += y; gincl += gy; }
+    }
+    s = incl - s;
+    g = gincl - g;
+#pragma unroll
+    for (j = 0; j < RADIX / 32; j++) {
+      d = lane * (RADIX / 32) + j;
+      tot[d] = s;
+      start[d] = g + before[d] - s;
+      s += h[j];
+      g += gh[j];
+    }
+  }
+#endif
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (d = lid; d < RADIX; d += L) {
+    uint s = tot[d];
+    for (w = 0; w < NWARP; w++) wh[w * RADIX + d] += s;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+#if IPT <= 32
+#pragma unroll
+#endif
+  for (r = 0; r < IPT; r++) {
+    uint dg = pk[r] >> 16;
+    if (dg < RADIX) {
+      uint p = mine[dg] + (pk[r] & 0xffffu);
+      sk[p] = kk[r];
+      sv[p] = vv[r];
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (j = lid; j < count; j += L) {
+    K k = sk[j];
+    ulong pos = (ulong)(start[(uint)(lg_bits(k, descending) >> shift) & (RADIX - 1)] + j);
+    if (keys_out) dst[doff + pos] = k;
+    if (carry) vdst[vdoff + pos] = sv[j];
+  }
+}
+#endif

@@ -1,9 +1,10 @@
 -- luagpu.algo sorts: keys of every scalar type with their edge values
 -- (minimum and maximum integers, NaN, -0.0, infinities) against
 -- table.sort, stability, values, argsort, descending, rows, and the error
--- messages. The first blocks run twice: with rows that fit a group's local
--- memory sorted there (algo/sort_rows.lua), and with the radix sort only
--- (algo.classes' sort_rows_max = 0).
+-- messages. The first blocks run three times: with rows that fit a group's
+-- local memory sorted there (algo/sort_rows.lua), with the radix sort only
+-- (algo.classes' sort_rows_max = 0), and with the radix sort in one sweep
+-- a pass (sort_onesweep, on tiles ranked warp by warp: emulated).
 local gpu = require "luagpu"
 local algo = require "luagpu.algo"
 local support = require "support"
@@ -13,18 +14,24 @@ local numpy = require "algo_numpy"
 local dev = gpu.device()
 local CLS = algo.classes[algo.classes[dev.type] and dev.type or "gpu"]
 
--- Runs the blocks of describe_both twice: rows in local memory where they
--- fit (the default), then the radix sort only.
+-- Runs the blocks of describe_both three times: rows in local memory where
+-- they fit (the default), then the radix sort only, then the radix sort in
+-- one sweep a pass.
+local HOW = {["local"] = "rows in local memory where they fit", radix = "radix sort only",
+             onesweep = "radix sort only, one sweep a pass"}
 local function describe_both(name, body)
-  for _, how in ipairs {"local", "radix"} do
-    describe(name .. " (" .. (how == "local" and "rows in local memory where they fit" or
-                              "radix sort only") .. ")", function()
+  for _, how in ipairs {"local", "radix", "onesweep"} do
+    describe(name .. " (" .. HOW[how] .. ")", function()
       local saved
       before_each(function()
-        saved = CLS.sort_rows_max
-        if how == "radix" then CLS.sort_rows_max = 0 end
+        saved = {CLS.sort_rows_max, CLS.sort_onesweep, CLS.sort_ptx}
+        if how ~= "local" then CLS.sort_rows_max = 0 end
+        if how == "onesweep" then CLS.sort_onesweep, CLS.sort_ptx = true, "emulated"
+        elseif how == "radix" then CLS.sort_onesweep = false end
       end)
-      after_each(function() CLS.sort_rows_max = saved end)
+      after_each(function()
+        CLS.sort_rows_max, CLS.sort_onesweep, CLS.sort_ptx = saved[1], saved[2], saved[3]
+      end)
       body()
     end)
   end
@@ -398,6 +405,152 @@ describe("algo.sort with tiles ranked warp by warp", function()
   end
 end)
 
+describe("algo.sort in one sweep a pass (option onesweep = true)", function()
+  -- sort_histograms and one sort_onesweep per key pass (the warp
+  -- instructions emulated where the device has none), forced by the
+  -- option; sizes around the tile (sort_ptx_local x sort_ptx_items keys)
+  local saved
+  before_each(function() saved = CLS.sort_rows_max; CLS.sort_rows_max = 0 end)
+  after_each(function() CLS.sort_rows_max = saved end)
+
+  -- Runs f with tracing on; returns how many sort_onesweep kernels it ran.
+  local function sweeps(f)
+    gpu.trace(true)
+    local ok, err = pcall(f)
+    local rec = gpu.trace(false)
+    assert(ok, err)
+    local c = 0
+    for _, r in ipairs(rec) do if r.name == "sort_onesweep" then c = c + 1 end end
+    return c
+  end
+
+  local tile = CLS.sort_ptx_local * CLS.sort_ptx_items
+  local KEYS_ONLY = {char = true, uint = true, float = true, double = true}
+  local SIZE = {char = 1, uchar = 1, short = 2, ushort = 2, int = 4, uint = 4, float = 4,
+                long = 8, ulong = 8, double = 8}
+  for _, t in ipairs(SCALARS) do
+    it(("sorts %s keys, with values and without, both ways, and argsorts them"):format(t),
+       function()
+      if t == "double" and not dev.fp64 then return pending("no fp64: double not checked") end
+      local sizes = {1, 2, tile - 1, tile, tile + 1, 3 * tile + 7}
+      if t == "float" or t == "uint" or t == "long" or t == "short" then
+        sizes[#sizes + 1] = math.random(300000, 400000)
+      end
+      for _, n in ipairs(sizes) do
+        local v = random_keys(t, n)
+        -- ties: a tenth of the keys repeat the key before them
+        for i = 2, n, 10 do v[i] = v[i - 1] end
+        for _, desc in ipairs {false, true} do
+          local what = ("%s n=%d descending=%s"):format(t, n, desc)
+          local keys = buffer(t, v)
+          local idx = {}
+          for i = 1, n do idx[i] = i end
+          local vals = buffer("int", idx)
+          local c = sweeps(function()
+            algo.sort(keys, {values = vals, descending = desc, onesweep = true})
+          end)
+          assert.equal(n > 1 and SIZE[t] or 0, c, what .. ": one-sweep passes")
+          local gk, gv = get(keys), get(vals)
+          check_sorted(v, gk, gv, desc, what)
+          if KEYS_ONLY[t] then     -- (a build of its own per type: a few types)
+            local k2 = buffer(t, v)
+            algo.sort(k2, {descending = desc, onesweep = true})
+            same_keys(gk, idx, get(k2), what .. ": keys only")
+          end
+          local pos = get((algo.argsort(buffer(t, v), {descending = desc, onesweep = true,
+                                                      type = "int"})))
+          same(gv, pos, what .. ": argsort")
+        end
+      end
+    end)
+  end
+
+  it("moves values of several types with the keys, and matches the passes of five kernels",
+     function()
+    local n = 2 * tile + 333
+    local v = random_keys("int", n)
+    for i = 2, n, 7 do v[i] = v[i - 1] end
+    local p = reference(v, false)
+    for _, vt in ipairs {"char", "ushort", "float", "ulong", "double"} do
+      if vt == "double" and not dev.fp64 then goto next end
+      local vals = {}
+      for i = 1, n do vals[i] = FLOAT[vt] and i / 2 or i % (RANGE[vt] and RANGE[vt][2] or 100) end
+      local want = {}
+      for i = 1, n do want[i] = vals[p[i]] end
+      for _, os in ipairs {true, false} do
+        local keys, vb = buffer("int", v), buffer(vt, vals)
+        algo.sort(keys, {values = vb, onesweep = os})
+        same_keys(v, p, get(keys), vt .. " values, onesweep=" .. tostring(os))
+        same(want, get(vb), vt .. " values, onesweep=" .. tostring(os))
+      end
+      ::next::
+    end
+    local a1 = get((algo.argsort(buffer("int", v), {onesweep = true})))
+    local a0 = get((algo.argsort(buffer("int", v), {onesweep = false})))
+    same(a0, a1, "argsort both ways")
+    same(p, a1, "argsort against table.sort")
+  end)
+
+  it("sorts rows (their passes take five kernels) and views on other queues", function()
+    local v = random_keys("float", 37 * 1000)
+    local p = reference(v, true, 1000)
+    local keys = buffer("float", v)
+    local tens = {}
+    for i = 1, #v do tens[i] = i * 10 end
+    local vals = buffer("long", tens)
+    local c = sweeps(function()
+      algo.sort(keys, {values = vals, row_length = 1000, descending = true, onesweep = true})
+    end)
+    assert.equal(4, c)
+    same_keys(v, p, get(keys), "rows")
+    local want = {}
+    for i = 1, #p do want[i] = p[i] * 10 end
+    same(want, get(vals), "rows' values")
+    local big = buffer("uint", random_keys("uint", tile * 3))
+    local sub = big:sub(11, tile * 2 + 10)
+    local sv = get(sub)
+    local q = dev:queue{out_of_order = true}
+    local _, ev = algo.sort(sub, {onesweep = true, queue = q})
+    ev:wait()
+    same_keys(sv, reference(sv, false), get(sub), "a view on an out-of-order queue")
+  end)
+
+  it("looks back over thousands of tiles (tiles of 32 x 1 and 64 x 3 keys)", function()
+    local saved2 = {CLS.sort_ptx_local, CLS.sort_ptx_items}
+    local ok, err = pcall(function()
+      for _, shape in ipairs {{32, 1}, {64, 3}} do
+        CLS.sort_ptx_local, CLS.sort_ptx_items = shape[1], shape[2]
+        local n = math.random(60000, 80000)
+        local v = random_keys("int", n)
+        for _, desc in ipairs {false, true} do
+          local pos = get((algo.argsort(buffer("int", v), {descending = desc, onesweep = true})))
+          same(reference(v, desc), pos, ("tiles of %d x %d, descending=%s"):format(shape[1],
+               shape[2], desc))
+        end
+      end
+    end)
+    CLS.sort_ptx_local, CLS.sort_ptx_items = saved2[1], saved2[2]
+    assert(ok, err)
+  end)
+
+  it("runs sorts in a row and on two queues, each with its own keys", function()
+    local q2 = dev:queue()
+    local keys, bufs, evs = {}, {}, {}
+    for i = 1, 6 do
+      keys[i] = random_keys("float", tile * (i % 3 + 1) + 37 * i)
+      bufs[i] = buffer("float", keys[i])
+    end
+    for i = 1, 6 do
+      local _, ev = algo.sort(bufs[i], {onesweep = true, queue = i % 2 == 0 and q2 or nil})
+      evs[i] = ev
+    end
+    for i = 6, 1, -1 do
+      evs[i]:wait()
+      same_keys(keys[i], reference(keys[i], false), get(bufs[i]), "sort " .. i)
+    end
+  end)
+end)
+
 describe("algo.sort of rows in local memory", function()
   local RS = require "luagpu.algo.sort_rows"
 
@@ -534,6 +687,17 @@ describe("algo.sort errors", function()
     has_error("argument #2: option row_length: expected an integer from 1 to 2^40, got",
               algo.sort, k, {row_length = 0 / 0})
     has_error("argument #2: unknown option 'value'", algo.sort, k, {value = k})
+    has_error("luagpu: algo.sort: argument #2: option onesweep: expected a boolean, got 1",
+              algo.sort, k, {onesweep = 1})
+    has_error("luagpu: algo.argsort: argument #2: option onesweep: expected a boolean, got " ..
+              "\"no\"", algo.argsort, k, {onesweep = "no"})
+    local saved = CLS.sort_onesweep
+    CLS.sort_onesweep = "yes"
+    local ok, e = pcall(algo.sort, k)
+    CLS.sort_onesweep = saved
+    assert.is_false(ok)
+    assert.matches("algo.classes.%a+.sort_onesweep: expected true or false, got \"yes\"",
+                   tostring(e))
     has_error("luagpu: algo.argsort: argument #2: option base: expected 0 or 1, got 2",
               algo.argsort, k, {base = 2})
     has_error("luagpu: algo.argsort: argument #2: option type: expected an integer element " ..

@@ -10,6 +10,14 @@
 -- passes then carry instead (as they do for argsort); values then move
 -- once, at the end, by a gather through the indices. Counts and indices
 -- are uint: at most 2^32 - 1 keys.
+--
+-- A pass is five kernels (counts per tile, their scan in three, the
+-- scatter), or one (kernels/sort.cl's sort_onesweep, where the class's
+-- sort_onesweep or the onesweep option says so, on the warp-ranked
+-- tiles): the global digit counts of every key pass come first from one
+-- kernel (sort_histograms), and each pass's groups then find their tiles'
+-- places by a decoupled look-back over the tiles before them. Row passes
+-- always take the five kernels.
 
 local H = require "luagpu.core.check"
 local ST = require "luagpu.core.steps"
@@ -29,17 +37,24 @@ local NO_INIT = ST.NO_INIT         -- outputs the kernels write whole: no zero-f
 
 local RADIX = 256
 local MAX_KEYS = (1 << 32) - 1
+-- Epochs tag the one-sweep look-back's words (31 bits of them); after the
+-- last one the words are cleared and they start again.
+local MAX_EPOCH = (1 << 31) - 1
 
 ------------------------------------------------------------------ programs
 
 local cache = ST.device_cache()
 
 -- The radix sort of keys of type kt carrying vt (uint: indices) on dev:
--- {count, scatter (kernels), L, tile, scratch buffers}.
-local function entry_for(fn, dev, kt, vt)
+-- {count, scatter (kernels), L, tile, scratch buffers; onesweep: its
+-- kernels, ticket, histograms}. force: the onesweep option (nil: the
+-- class's sort_onesweep, where the tiles are ranked warp by warp; true:
+-- one sweep, with the warp instructions emulated where the device has
+-- none; false: five kernels a pass).
+local function entry_for(fn, dev, kt, vt, force)
   local cls, sig = B.device_class(fn, dev)
   local entries = ST.device_entries(cache, dev, sig)
-  local key = "sort " .. kt .. " " .. vt
+  local key = "sort " .. kt .. " " .. vt .. " " .. tostring(force)
   local e = entries[key]
   if e then return e end
   B.check_fp64(fn, dev, kt)
@@ -52,6 +67,12 @@ local function entry_for(fn, dev, kt, vt)
   -- instructions emulated in local memory, on any device, for specs)
   local kw = cls.sort_ptx and wgs >= 32
              and (cls.sort_ptx == "emulated" and "emulated" or S.ptx_keyword(dev))
+  local sweep = force
+  if sweep == nil then sweep = cls.sort_onesweep and kw and true or false end
+  if sweep and not kw then
+    kw = wgs >= 32 and (S.ptx_keyword(dev) or "emulated")
+    sweep = kw and true or false
+  end
   local L = min(kw and cls.sort_ptx_local or cls.sort_local, wgs, RADIX)
   local ipt = kw and cls.sort_ptx_items or cls.sort_items
   while L * ipt > 32768 do ipt = ipt // 2 end    -- tile ranks are ushort
@@ -61,6 +82,7 @@ local function entry_for(fn, dev, kt, vt)
   local function bytes()
     local counts = kw and (L // 32) * RADIX * 4 or L * RADIX * 2
     return counts + RADIX * (kw and 8 or 4) + L * 4 + L * ipt * (size + vsize) + 64
+           + (sweep and RADIX * 4 or 0)
   end
   while bytes() > dev.local_mem_size and ipt > 1 do ipt = ipt // 2 end
   while bytes() > dev.local_mem_size and L > (kw and 32 or 1) do L = L // 2 end
@@ -76,14 +98,32 @@ local function entry_for(fn, dev, kt, vt)
       defines[#defines + 1] = {"WARP_PTX", 1}
       defines[#defines + 1] = kw == "emulated" and {"LG_EMULATE_WARP", 1} or {"LG_ASM", kw}
     end
+    if sweep then
+      defines[#defines + 1] = {"ONESWEEP", 1}
+      defines[#defines + 1] = {"NPASS", size}
+    end
     prog = B.build(fn, dev, defines, {"sort_keys.cl", "sort.cl"})
     local wgs = min(prog.sort_count.work_group_size, prog[scatter].work_group_size)
+    if sweep then
+      wgs = min(wgs, prog.sort_onesweep.work_group_size, prog.sort_histograms.work_group_size)
+    end
     if wgs >= L or L == 1 or (kw and L == 32) then break end
     L = max(floor_pow2(wgs), kw and 32 or 1)
   end
   e = {count = prog.sort_count, scatter = prog[scatter], L = L, tile = L * ipt, vt = vt,
        chunk_sums = prog.sort_chunk_sums, chunk_places = prog.sort_chunk_places,
        chunks = max(1, dev.compute_units * 4)}
+  if sweep then
+    -- the histograms of the key passes, two sets: a call counts into
+    -- hists[parity] while its first pass zeroes the other, the next
+    -- call's (dirty: a call stopped between the two, so the next one
+    -- clears its set itself)
+    e.onesweep, e.histograms, e.sweep = true, prog.sort_histograms, prog.sort_onesweep
+    e.ticket, e.epoch = dev:buffer("uint", 1), 0
+    e.hists = {dev:buffer("uint", size * RADIX), dev:buffer("uint", size * RADIX)}
+    e.parity, e.dirty = 1, false
+    e.hist_groups = max(1, dev.compute_units * 8)
+  end
   entries[key] = e
   return e
 end
@@ -121,19 +161,24 @@ local UINT_SUM = S.builtin("sum", "uint", "uint")
 -- Sorts the n keys of type kt at (root, off) in place, on the sequence
 -- seq: r = {descending, rowlen (0: one row), carry (keep the original
 -- indices), values (root, offset and type of values moved along, when
--- not carrying indices)}. Returns the uint buffer of the indices (carry)
--- or nil.
+-- not carrying indices), keep (a scratch buffer of n keys: the keys at
+-- root stay as they are, the passes go between keep and another scratch
+-- buffer, and only the indices of the last pass matter)}. Returns the
+-- uint buffer of the indices (carry) or nil.
 local function radix(fn, dev, e, seq, root, off, n, kt, r)
   local L, tile = e.L, e.tile
   local ntiles = (n + tile - 1) // tile
   local keys2 = ST.scratch_buffer(e, dev, "keys", kt, n)
-  -- per tile and digit: its keys, then their place (tile-major, in place)
-  local counts = ST.scratch_buffer(e, dev, "counts", "uint", RADIX * ntiles)
-  -- the tiles in chunks: per chunk and digit, its keys, then their place
-  local rpc = (ntiles + e.chunks - 1) // e.chunks
-  local chunks = (ntiles + rpc - 1) // rpc
-  local sums = ST.scratch_buffer(e, dev, "sums", "uint", RADIX * chunks)
-  local places = ST.scratch_buffer(e, dev, "places", "uint", RADIX * chunks)
+  local counts, rpc, chunks, sums, places
+  if not e.onesweep or r.rowlen ~= 0 then      -- passes of five kernels
+    -- per tile and digit: its keys, then their place (tile-major, in place)
+    counts = ST.scratch_buffer(e, dev, "counts", "uint", RADIX * ntiles)
+    -- the tiles in chunks: per chunk and digit, its keys, then their place
+    rpc = (ntiles + e.chunks - 1) // e.chunks
+    chunks = (ntiles + rpc - 1) // rpc
+    sums = ST.scratch_buffer(e, dev, "sums", "uint", RADIX * chunks)
+    places = ST.scratch_buffer(e, dev, "places", "uint", RADIX * chunks)
+  end
   local carry = r.carry or r.rowlen ~= 0
   local nodata = dummy(dev)
   -- what the passes carry: from (va, vaoff) to (vb, vboff), swapped after each
@@ -162,21 +207,47 @@ local function radix(fn, dev, e, seq, root, off, n, kt, r)
   local src, soff, dst, doff = root, off, keys2, 0
   local desc = r.descending and 1 or 0
   local rowlen = r.rowlen ~= 0 and r.rowlen or 1
-  for _, p in ipairs(passes) do
+  local words, hist, other
+  if e.onesweep then
+    words = ST.scratch_buffer(e, dev, "words", "ulong", RADIX * ntiles)
+    hist, other = e.hists[e.parity], e.hists[3 - e.parity]
+    if e.dirty then seq:cmd(hist, "fill", 0) end
+    e.dirty = true
+    local groups = min(e.hist_groups, (n + L - 1) // L)
+    seq:run(e.histograms(root, off, n, desc, hist), {groups * L}, {L})
+  end
+  for pi, p in ipairs(passes) do
     local rows = p[1] == 1
-    seq:run(e.count(src, soff, rows and va or nodata, rows and 1 or 0, n, p[1], p[2], desc,
-                    rowlen, ntiles, counts), {ntiles * L}, {L})
-    seq:run(e.chunk_sums(counts, ntiles, rpc, sums), {chunks * L}, {L})
-    seq.last = S.run(fn, {spec = UINT_SUM, x = sums, xoff = 0, n = RADIX * chunks,
-                          rowlen = 0, out = places, ooff = 0, exclusive = true,
-                          queue = seq.q, wait = {seq.last or nil}, quiet = seq.quiet})
-    seq:run(e.chunk_places(counts, ntiles, rpc, places), {chunks * L}, {L})
-    seq:run(e.scatter(src, soff, dst, doff, va, vaoff, vb, vboff, cmode, n, p[1], p[2], desc,
+    if not rows and e.onesweep then
+      local epoch = e.epoch + 1
+      if epoch > MAX_EPOCH then
+        seq:cmd(words, "fill", 0)
+        epoch = 1
+      end
+      e.epoch = epoch
+      local first = pi == 1
+      local keys_out = (r.keep and pi == #passes) and 0 or 1
+      seq:run(e.sweep(src, soff, dst, doff, va, vaoff, vb, vboff, cmode, n, p[2], desc,
+                      hist, (pi - 1) * RADIX, words, e.ticket, epoch,
+                      first and other or nodata, first and #other or 0, keys_out),
+              {ntiles * L}, {L})
+      if first then e.parity, e.dirty = 3 - e.parity, false end
+    else
+      seq:run(e.count(src, soff, rows and va or nodata, rows and 1 or 0, n, p[1], p[2], desc,
                       rowlen, ntiles, counts), {ntiles * L}, {L})
+      seq:run(e.chunk_sums(counts, ntiles, rpc, sums), {chunks * L}, {L})
+      seq.last = S.run(fn, {spec = UINT_SUM, x = sums, xoff = 0, n = RADIX * chunks,
+                            rowlen = 0, out = places, ooff = 0, exclusive = true,
+                            queue = seq.q, wait = {seq.last or nil}, quiet = seq.quiet})
+      seq:run(e.chunk_places(counts, ntiles, rpc, places), {chunks * L}, {L})
+      seq:run(e.scatter(src, soff, dst, doff, va, vaoff, vb, vboff, cmode, n, p[1], p[2],
+                        desc, rowlen, ntiles, counts), {ntiles * L}, {L})
+    end
     src, soff, dst, doff = dst, doff, src, soff
+    if pi == 1 and r.keep then dst, doff = r.keep, 0 end
     if cmode ~= 0 then va, vaoff, vb, vboff, cmode = vb, vboff, va, vaoff, 1 end
   end
-  if src ~= root then   -- an odd number of passes: the keys are in keys2
+  if src ~= root and not r.keep then   -- an odd number of passes: the keys are in keys2
     seq:cmd(keys2:sub(1, n), "copy_to", root:sub(off + 1, off + n))
     if r.values and not carry then
       seq:cmd(va:sub(1, n), "copy_to", r.values.root:sub(r.values.offset + 1, r.values.offset + n))
@@ -199,6 +270,15 @@ local function check_keys(fn, keys, o)
   return kt, root, off, n, dev
 end
 
+-- The onesweep option: nil (the class decides) or a boolean.
+local function onesweep_of(fn, o)
+  local v = o.onesweep
+  if v ~= nil and type(v) ~= "boolean" then
+    fail(fn, "argument #2: option onesweep: expected a boolean, got %s", show(v))
+  end
+  return v
+end
+
 -- The row_length option as the radix sort takes it: 0 for one row.
 local function rows_of(fn, o, n)
   local rl = B.row_length(fn, 2, o, n)
@@ -207,7 +287,8 @@ end
 
 ------------------------------------------------------------------ algo.sort
 
-local SORT_OPTIONS = H.option_names{"values", "descending", "row_length", "wait", "queue"}
+local SORT_OPTIONS = H.option_names{"values", "descending", "row_length", "onesweep", "wait",
+                                    "queue"}
 
 -- algo.sort(keys [, opts]) -> keys, Event: sorts keys (and opts.values)
 -- in place.
@@ -215,7 +296,8 @@ function M.sort(keys, opts)
   local fn = "algo.sort"
   local o = H.check_options(fn, 2, opts, SORT_OPTIONS)
   local kt, root, off, n, dev = check_keys(fn, keys, o)
-  local r = {descending = B.flag(fn, 2, o, "descending"), rowlen = rows_of(fn, o, n)}
+  local r = {descending = B.flag(fn, 2, o, "descending"), rowlen = rows_of(fn, o, n),
+             onesweep = onesweep_of(fn, o)}
   local vals, vt, vroot, voff = o.values
   if vals ~= nil then
     local vb
@@ -244,7 +326,7 @@ function M.sort(keys, opts)
   -- what the passes carry: the values, the original indices (rows), or
   -- nothing (uchar then: the tile's unused slots take the least room)
   local e = entry_for(fn, dev, kt, r.values and vt or (r.carry or r.rowlen ~= 0) and "uint"
-                                   or "uchar")
+                                   or "uchar", r.onesweep)
   local ge = r.carry and vals and gather_for(fn, dev, vt)
   ST.wait_for_last_user(e, q, dev, waits)
   local seq = B.sequence(q, waits)
@@ -266,7 +348,7 @@ end
 ------------------------------------------------------------------ algo.argsort
 
 local ARGSORT_OPTIONS = H.option_names{"descending", "row_length", "type", "base", "out",
-                                       "wait", "queue"}
+                                       "onesweep", "wait", "queue"}
 
 -- algo.argsort(keys [, opts]) -> positions, Event: the positions (in their
 -- row, from opts.base, 1 by default) of the keys in sorted order.
@@ -275,7 +357,7 @@ function M.argsort(keys, opts)
   local o = H.check_options(fn, 2, opts, ARGSORT_OPTIONS)
   local kt, root, off, n, dev = check_keys(fn, keys, o)
   local r = {descending = B.flag(fn, 2, o, "descending"), rowlen = rows_of(fn, o, n),
-             carry = true}
+             carry = true, onesweep = onesweep_of(fn, o)}
   local base = o.base
   if base == nil then base = 1 end
   if base ~= 0 and base ~= 1 then
@@ -293,7 +375,7 @@ function M.argsort(keys, opts)
     it = ot
     if #ob ~= n then fail(fn, "argument #2: option out: expected %d elements, got %d", n, #ob) end
     B.check_platform(fn, "argument #2: option out", oroot, dev)
-    -- argsort sorts a copy of the keys: out may be the keys themselves
+    -- argsort reads the keys before it writes out: out may be the keys themselves
     B.check_overlap(fn, "argument #2: option out", root, off, n, oroot, ooff, n, true)
   end
   it = it or "long"
@@ -317,17 +399,17 @@ function M.argsort(keys, opts)
                      base = base})
     return out, seq:event(dev)
   end
-  local e = entry_for(fn, dev, kt, "uint")
+  local e = entry_for(fn, dev, kt, "uint", r.onesweep)
   local ge = gather_for(fn, dev, it)
   ST.wait_for_last_user(e, q, dev, waits)
   local seq = B.sequence(q, waits)
   if n == 0 then
     seq:marker(dev)
   else
-    local copy = ST.scratch_buffer(e, dev, "argsort keys", kt, n)
-    local cv = copy:sub(1, n)
-    seq:cmd(root:sub(off + 1, off + n), "copy_to", cv)
-    local idx = n > 1 and radix(fn, dev, e, seq, copy, 0, n, kt, r) or dummy(dev)
+    -- the first pass reads the keys, the others go between two scratch
+    -- buffers
+    r.keep = ST.scratch_buffer(e, dev, "argsort keys", kt, n)
+    local idx = n > 1 and radix(fn, dev, e, seq, root, off, n, kt, r) or dummy(dev)
     seq:run(ge.positions(idx, oroot, ooff, n, rowlen, base), {n})
   end
   local ev = seq:event(dev)
