@@ -14,8 +14,9 @@ local shell_quote, write_file, read_file = support.shell_quote, support.write_fi
 local tmpdir = support.tmpdir
 
 -- Runs the REPL in a pseudo-terminal with HOME=home. steps: a list of
--- {prompts = n, text = s, keys = bytes}: the keys are typed once the
--- output holds n prompts "gpu> " and the text s (either may be left out). Returns the output with
+-- {prompts = n, text = s, delay = d, keys = bytes}: the keys are typed once
+-- the output holds n prompts "gpu> " and the text s (either may be left
+-- out), and d seconds more have passed (default 0). Returns the output with
 -- carriage returns taken out, and the exit status line ("rc 0").
 local function session(home, steps)
   local dir = tmpdir()
@@ -29,7 +30,7 @@ local function session(home, steps)
     -- ends the session (the assertions then say what was missing)
     "step() { i=0; until eval \"$1\"; do sleep 0.05; i=$((i+1)); if [ $i -gt 1200 ]; then "
       .. "echo \"step $2 timed out\"; kill $pid; exec 3>&-; wait $pid; exit 0; fi; done; "
-      .. "cat keys$2 >&3; }",
+      .. "sleep \"${3:-0}\"; cat keys$2 >&3; }",
   }
   for i, step in ipairs(steps) do
     write_file(dir .. "/keys" .. i, step.keys)
@@ -39,7 +40,7 @@ local function session(home, steps)
       conds[#conds + 1] = "[ \"$(grep -o 'gpu> ' out.txt | wc -l)\" -ge " .. step.prompts .. " ]"
     end
     local ready = table.concat(conds, " && ")
-    sh[#sh + 1] = "step " .. shell_quote(ready) .. " " .. i
+    sh[#sh + 1] = "step " .. shell_quote(ready) .. " " .. i .. " " .. (step.delay or 0)
   end
   sh[#sh + 1] = "exec 3>&-"
   sh[#sh + 1] = "wait $pid; echo \"rc $?\""
@@ -165,7 +166,9 @@ describe("the REPL on a terminal", function()
       {prompts = 1, keys = SPIN},
       -- about 6 s of work on a CPU: far longer than the Ctrl-C takes to come
       {prompts = 2, keys = "ev = p.spin(b, 4000000000):run({1}) print('wai' .. 'ting') ev:wait()\n"},
-      {text = "waiting", keys = "\3"},
+      -- "waiting" is printed a few instructions before ev:wait() starts: a
+      -- Ctrl-C at once could land in print (seen once on a loaded machine)
+      {text = "waiting", delay = 1, keys = "\3"},
       {prompts = 3, keys = "print(ev.status ~= 'complete', 6 * 7)\n"},
       {prompts = 4, keys = "os.exit(0)\n"},
     })
