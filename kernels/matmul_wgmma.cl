@@ -36,10 +36,23 @@
 ** (summed in the tensor cores across K, which round toward zero, the error
 ** was 8.6x the fp32 kernel's).
 **
+** THREE with WGWAIT 1 keeps two sets of D (d0, d1) and runs a step's
+** products into one while the other step's are added to the sums.
+**
+** BULK (Hopper's bulk copies): work-item 0 copies each step's blocks with
+** one cp.async.bulk per block (they are contiguous), completing on the
+** stage's "full" mbarrier; every warp waits on it, and tells work-item 0 a
+** stage is free through its "empty" mbarrier (one arrive per warp once the
+** wgmma that read it has completed). No barrier of the whole group per
+** step, and one work-item issues the copies, PREFETCH steps ahead. (A
+** producer warp of its own made 288 work-items, more than NVIDIA's driver
+** lets these kernels have.)
+**
 ** Defines: BN (8 to 256, multiple of 8), BK (multiple of 8), WGS, STAGES,
-** WGWAIT (0 or 1), THREE, BETA, MAIN (the product; without it
+** WGWAIT (0 or 1), THREE, BULK, BETA, MAIN (the product; without it
 ** only pack), LG_NO_PTX (no PTX: each wgmma emulated
-** from local memory, for the specs on PoCL).
+** from local memory, for the specs on PoCL; BULK then copies as without
+** it, since PoCL's work-items cannot wait on one another).
 */
 #define BM (64 * WGS)
 #define NT (128 * WGS)
@@ -52,6 +65,12 @@
 #define PARTS 2
 #else
 #define PARTS 1
+#endif
+#if defined(LG_NO_PTX) && defined(BULK)
+#undef BULK
+#endif
+#if defined(THREE) && WGWAIT == 1
+#define DOUBLE_D 1
 #endif
 #define LG_STR_(x) #x
 #define LG_STR(x) LG_STR_(x)
@@ -103,6 +122,39 @@ static inline ulong desc_of(__local const float4 *p) {
 #define COPY_WAIT() asm volatile("cp.async.wait_group " LG_STR(WAIT_GROUPS) ";" ::: "memory")
 /* cp.async writes through the generic proxy, wgmma reads through the async one */
 #define PROXY_FENCE() asm volatile("fence.proxy.async.shared::cta;" ::: "memory")
+#ifdef BULK
+static inline uint lds(__local const void *p) { return (uint)(size_t)p; }
+static inline void mbar_init(__local ulong *b, uint count) {
+  asm volatile("mbarrier.init.shared.b64 [%0], %1;" :: "r"(lds(b)), "r"(count) : "memory");
+}
+/* arms b for bytes to land, and arrives (the producer's one arrive) */
+static inline void mbar_expect(__local ulong *b, uint bytes) {
+  ulong state;
+  asm volatile("mbarrier.arrive.expect_tx.shared.b64 %0, [%1], %2;"
+               : "=l"(state) : "r"(lds(b)), "r"(bytes) : "memory");
+}
+static inline void mbar_arrive(__local ulong *b) {
+  ulong state;
+  asm volatile("mbarrier.arrive.shared.b64 %0, [%1];" : "=l"(state) : "r"(lds(b)) : "memory");
+}
+/* returns once the phase of b with this parity has completed */
+static inline void mbar_wait(__local ulong *b, uint parity) {
+  uint done;
+  do {
+    asm volatile("{\n.reg .pred lgq;\n"
+                 "mbarrier.try_wait.parity.shared.b64 lgq, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, lgq;\n}"
+                 : "=r"(done) : "r"(lds(b)), "r"(parity) : "memory");
+  } while (!done);
+}
+/* bytes (a multiple of 16) from src to dst, completing on b */
+static inline void bulk_copy(__local void *dst, const __global void *src, uint bytes,
+                             __local ulong *b) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1], %2, [%3];"
+               :: "r"(lds(dst)), "l"(src), "r"(bytes), "r"(lds(b)) : "memory");
+}
+#endif
 /* x: acc or d, the register set the instruction touches (its "+f" list,
    WG_acc_OUT or WG_d_OUT, keeps the compiler from moving their reads and
    writes across) */
@@ -170,6 +222,76 @@ __kernel void pack(int rows, int K, const __global float *X, long off, long ld, 
 #define A_AT(st, p, kc) (&As[st][p][((kc) * (BM / 8) + wg * 8) * 16])
 #define B_AT(st, p, kc) (&Bs[st][p][(kc) * (BN / 8) * 16])
 
+/* The start of step s on stage cur: its blocks are in local memory. Without
+   BULK every work-item waits for its copies, the group meets, and step
+   s + PREFETCH's copies are issued; with BULK the stage's full mbarrier. */
+#ifdef BULK
+/* step s's blocks into stage st once its last reader has let go */
+#define BULK_ISSUE(s, st)                                                           \
+  {                                                                                 \
+    mbar_wait(&empty[st], (((s) / STAGES) + 1) & 1);   /* at once in round 0 */     \
+    mbar_expect(&full[st], PARTS * (A_STEP + B_STEP) * 16);                         \
+    bulk_copy(As[st][0], ap + (long)(s) * A_STEP, A_STEP * 16, &full[st]);          \
+    bulk_copy(Bs[st][0], bp + (long)(s) * B_STEP, B_STEP * 16, &full[st]);          \
+    BULK_SMALL(s, st)                                                               \
+  }
+#ifdef THREE
+#define BULK_SMALL(s, st)                                                           \
+  bulk_copy(As[st][1], asp + (long)(s) * A_STEP, A_STEP * 16, &full[st]);           \
+  bulk_copy(Bs[st][1], bsp + (long)(s) * B_STEP, B_STEP * 16, &full[st]);
+#else
+#define BULK_SMALL(s, st)
+#endif
+#define STEP_BEGIN(s, cur)                                                          \
+  mbar_wait(&full[cur], ((s) / STAGES) & 1);                                        \
+  if (lid == 0) {                                                                   \
+    const int nx = (s) + PREFETCH;                                                  \
+    if (nx < ksteps) BULK_ISSUE(nx, nx % STAGES)                                    \
+  }
+/* the wgmma of step s (on stage st) have completed: one arrive per warp */
+#define STAGE_DONE(s, st)                                                           \
+  if (lid % 32 == 0) mbar_arrive(&empty[st]);
+#else
+#define STEP_BEGIN(s, cur)                                                          \
+  COPY_WAIT();                                                                      \
+  PROXY_FENCE();                                                                    \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                     \
+  {                                                                                 \
+    const int nx = (s) + PREFETCH;                                                  \
+    if (nx < ksteps) ISSUE(nx, nx % STAGES);                                        \
+    COPY_COMMIT();                                                                  \
+  }
+#define STAGE_DONE(s, st)
+#endif
+
+/* 3xTF32: step cur's small*big + big*small + big*big into D set x, from zero */
+#define THREE_MMAS(x, cur)                                                          \
+  WG_FENCE(x);                                                                      \
+  _Pragma("unroll") for (int kc = 0; kc < BK / 8; kc++) {                          \
+    if (kc == 0)                                                                    \
+      WG_MMA(0, x, A_AT(cur, 1, kc), B_AT(cur, 0, kc));                             \
+    else                                                                            \
+      WG_MMA(1, x, A_AT(cur, 1, kc), B_AT(cur, 0, kc));                             \
+    WG_MMA(1, x, A_AT(cur, 0, kc), B_AT(cur, 1, kc));                               \
+    WG_MMA(1, x, A_AT(cur, 0, kc), B_AT(cur, 0, kc));                               \
+  }                                                                                 \
+  WG_COMMIT();
+#define ADD_D(x)                                                                    \
+  _Pragma("unroll") for (int e = 0; e < NACC; e++) acc[e] += x[e];
+/* one step of the double-D 3xTF32 loop: s into x while y (step s - 1) is
+   waited for and added */
+#define THREE_STEP2(s, x, y)                                                        \
+  {                                                                                 \
+    const int cur = (s) % STAGES;                                                   \
+    STEP_BEGIN(s, cur)                                                              \
+    THREE_MMAS(x, cur)                                                              \
+    WG_WAIT(1, dd);                                                                 \
+    if ((s) > 0) {                                                                  \
+      ADD_D(y)                                                                      \
+      STAGE_DONE((s) - 1, ((s) - 1) % STAGES)                                       \
+    }                                                                               \
+  }
+
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void matmul_wgmma(int M, int N, int ksteps, const __global float4 *Ap,
                   const __global float4 *Asm, const __global float4 *Bp,
@@ -185,56 +307,74 @@ void matmul_wgmma(int M, int N, int ksteps, const __global float4 *Ap,
 #ifdef THREE
   const __global float4 *asp = Asm + (long)mb * ksteps * A_STEP;
   const __global float4 *bsp = Bsm + (long)nb * ksteps * B_STEP;
-  float d[NACC];
-#pragma unroll
-  for (int e = 0; e < NACC; e++) d[e] = 0.0f;
 #endif
-  float acc[NACC];
-#pragma unroll
-  for (int e = 0; e < NACC; e++) acc[e] = 0.0f;
 
+#ifdef BULK
+  __local ulong full[STAGES], empty[STAGES];
+  if (lid == 0) {
+    for (int i = 0; i < STAGES; i++) {
+      mbar_init(&full[i], 1);
+      mbar_init(&empty[i], 4 * WGS);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (lid == 0)
+    for (int p = 0; p < PREFETCH && p < ksteps; p++) BULK_ISSUE(p, p)
+#else
   for (int p = 0; p < PREFETCH; p++) {
     if (p < ksteps) ISSUE(p, p);
     COPY_COMMIT();
   }
+#endif
+
+  float acc[NACC];
+#pragma unroll
+  for (int e = 0; e < NACC; e++) acc[e] = 0.0f;
+#if defined(DOUBLE_D)
+  float d0[NACC], d1[NACC];
+#pragma unroll
+  for (int e = 0; e < NACC; e++) d0[e] = d1[e] = 0.0f;
+  for (int s = 0; s < ksteps; s += 2) {
+    THREE_STEP2(s, d0, d1)
+    if (s + 1 < ksteps) THREE_STEP2(s + 1, d1, d0)
+  }
+  WG_WAIT(0, dd);
+  if (ksteps % 2) {
+    ADD_D(d0)
+  } else {
+    ADD_D(d1)
+  }
+#elif defined(THREE)
+  float d[NACC];
+#pragma unroll
+  for (int e = 0; e < NACC; e++) d[e] = 0.0f;
   for (int s = 0; s < ksteps; s++) {
     const int cur = s % STAGES;
-    COPY_WAIT();
-    PROXY_FENCE();
-    barrier(CLK_LOCAL_MEM_FENCE);
-    {
-      const int nx = s + PREFETCH;
-      if (nx < ksteps) ISSUE(nx, nx % STAGES);
-      COPY_COMMIT();
-    }
-#ifdef THREE
-    WG_FENCE(d);
-#pragma unroll
-    for (int kc = 0; kc < BK / 8; kc++) {
-      if (kc == 0)
-        WG_MMA(0, d, A_AT(cur, 1, kc), B_AT(cur, 0, kc));
-      else
-        WG_MMA(1, d, A_AT(cur, 1, kc), B_AT(cur, 0, kc));
-      WG_MMA(1, d, A_AT(cur, 0, kc), B_AT(cur, 1, kc));
-      WG_MMA(1, d, A_AT(cur, 0, kc), B_AT(cur, 0, kc));
-    }
-    WG_COMMIT();
+    STEP_BEGIN(s, cur)
+    THREE_MMAS(d, cur)
     WG_WAIT(0, d);
-#pragma unroll
-    for (int e = 0; e < NACC; e++) acc[e] += d[e];
+    ADD_D(d)
+    STAGE_DONE(s, cur)
+  }
 #else
+  for (int s = 0; s < ksteps; s++) {
+    const int cur = s % STAGES;
+    STEP_BEGIN(s, cur)
     WG_FENCE(acc);
 #pragma unroll
     for (int kc = 0; kc < BK / 8; kc++) WG_MMA(1, acc, A_AT(cur, 0, kc), B_AT(cur, 0, kc));
     WG_COMMIT();
 #if WGWAIT == 1
     WG_WAIT(1, acc);
+    if (s > 0) {
+      STAGE_DONE(s - 1, (s - 1) % STAGES)
+    }
 #else
     WG_WAIT(0, acc);
-#endif
+    STAGE_DONE(s, cur)
 #endif
   }
-#ifndef THREE
   WG_WAIT(0, acc);
 #endif
 

@@ -77,6 +77,20 @@ describe("matmul on wgmma", function()
     end)
   end)
 
+  it("runs 3xtf32 with two sets of D (wait 1), and tiles that ask for bulk copies", function()
+    -- wait 1: step s's products go into one set while step s - 1's are
+    -- added (odd and even step counts); bulk is a GPU path: emulated, the
+    -- kernel copies as without it (PoCL's work-items cannot wait on one another)
+    emulated({tf32 = {bn = 16, bk = 8, wgs = 2, stages = 3, wait = 1, bulk = true},
+              ["3xtf32"] = {bn = 16, bk = 8, wgs = 1, stages = 3, wait = 1, bulk = true}},
+             function()
+      for _, cs in ipairs{{70, 9, 45, false, false, 1, 0}, {65, 17, 16, true, true, 1, 0.5},
+                          {5, 30, 8, false, true, -1, 0}} do
+        check_case(cs)
+      end
+    end)
+  end)
+
   it("runs the default tiles", function()
     emulated(nil, function()
       check_case({70, 200, 40, false, false, 1, 0})
@@ -116,6 +130,8 @@ describe("matmul on wgmma", function()
          prefix .. '.wait: expected 0 or 1, got 2')
     with({bn = 16, bk = 8, wgs = 1, stages = 2, wait = "1"},
          prefix .. '.wait: expected 0 or 1, got "1"')
+    with({bn = 16, bk = 8, wgs = 1, stages = 2, bulk = 1},
+         prefix .. '.bulk: expected a boolean or nil, got 1')
     with({bn = 12, bk = 8, wgs = 1, stages = 2},
          prefix .. ': bn 12, bk 8, stages 2, wait 0 do not make a tiling (8 | bn, 8 | bk, ' ..
          'stages at least 2 + wait)')

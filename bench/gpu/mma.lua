@@ -269,11 +269,11 @@ local SHAPES = {   -- bm bn bk wm wn stages trunc maxrreg
 }
 -- the wgmma kernels' tiles (lua/luagpu/matmul/params.lua), swept instead
 -- where they are the path
-local WGMMA_SHAPES = {   -- bn bk wgs stages wait
-  {128, 16, 2, 4, 1}, {128, 32, 2, 3, 1}, {128, 32, 2, 3, 0}, {128, 32, 2, 2, 0},
-  {192, 16, 2, 4, 1}, {192, 16, 2, 3, 0}, {192, 16, 2, 5, 1}, {192, 8, 2, 6, 1},
-  {192, 32, 2, 2, 0}, {192, 16, 1, 4, 1}, {160, 16, 2, 4, 1}, {224, 16, 2, 4, 1},
-  {256, 16, 2, 4, 1}, {256, 16, 2, 3, 0}, {256, 8, 2, 6, 1}, {64, 32, 2, 3, 1},
+local WGMMA_SHAPES = {   -- bn bk wgs stages wait bulk
+  {192, 16, 2, 4, 1, 0}, {256, 32, 2, 4, 1, 1}, {256, 32, 2, 4, 1, 0}, {256, 32, 2, 3, 1, 1},
+  {256, 32, 2, 4, 0, 1}, {256, 32, 2, 3, 0, 1}, {256, 64, 2, 2, 0, 1}, {192, 32, 2, 4, 0, 1},
+  {256, 16, 3, 4, 1, 1}, {256, 16, 3, 6, 1, 1}, {128, 32, 2, 3, 0, 1}, {120, 32, 2, 3, 0, 1},
+  {128, 24, 2, 4, 0, 1}, {128, 16, 3, 4, 0, 1}, {128, 16, 2, 6, 0, 1}, {128, 8, 2, 8, 0, 1},
 }
 -- Times each shape of shapes (made into params by make) as both
 -- precisions' tiles in module's params, at the first size, and checks two
@@ -305,8 +305,8 @@ end
 
 if sweep and matmul.path(dev, "tf32"):find("wgmma", 1, true) then
   sweep_tiles(wgmma, WGMMA_SHAPES, function(s)
-    return {bn = s[1], bk = s[2], wgs = s[3], stages = s[4], wait = s[5]}
-  end, "bn bk wgs stages wait", function(s) return table.concat(s, " ") end)
+    return {bn = s[1], bk = s[2], wgs = s[3], stages = s[4], wait = s[5], bulk = s[6] == 1}
+  end, "bn bk wgs stages wait bulk", function(s) return table.concat(s, " ") end)
 elseif sweep then
   if os.getenv("VERBOSE") then mma.build_options = "-cl-nv-verbose" end
   sweep_tiles(mma, SHAPES, function(s)

@@ -100,11 +100,14 @@ T.mma = {
 -- 8), bk (step along K, a multiple of 8), wgs (warpgroups of 128 work-items,
 -- each 64 rows: the tile is 64 wgs x bn), stages (local buffers, 2 to 8),
 -- wait (0 or 1: the steps of wgmma a warpgroup leaves in flight; 1 needs 3
--- stages). Chosen by bench/gpu/mma.lua's sweep on an H200
--- (docs/PERFORMANCE.md).
+-- stages; for 3xtf32, 1 keeps two sets of D), bulk (true: a producer warp
+-- copies each step's blocks by cp.async.bulk and mbarriers, see
+-- kernels/matmul_wgmma.cl). Chosen by bench/gpu/mma.lua's sweep on an H100
+-- (docs/PERFORMANCE.md, the session of 2026-11-27, morning); NVIDIA's
+-- driver runs these programs with at most 256 work-items a group (wgs 2).
 T.wgmma = {
-  tf32 = {bn = 192, bk = 16, wgs = 2, stages = 4, wait = 1},
-  ["3xtf32"] = {bn = 128, bk = 32, wgs = 2, stages = 3, wait = 0},
+  tf32 = {bn = 256, bk = 32, wgs = 2, stages = 4, wait = 1, bulk = true},
+  ["3xtf32"] = {bn = 128, bk = 32, wgs = 2, stages = 3, wait = 0, bulk = true},
 }
 
 -- The launch geometry of matmul_reg.cl's edge kernels: written into reg's

@@ -91,17 +91,23 @@ function M.patch(ptx, bn)
   return out
 end
 
--- The operand lists of the comments, for bn / 2 accumulators a work-item.
+-- The operand lists of the comments, for bn / 2 accumulators a work-item:
+-- WG_x_OUT for each register set x the kernel hands a wgmma (acc, d, d0,
+-- d1; dd is d0 and d1, for a wait that completes either).
 local function operand_lists(nacc)
-  local list, acc, d = {}, {}, {}
-  for i = 0, nacc - 1 do
-    list[#list + 1] = "%" .. i
-    acc[#acc + 1] = format('"+f"(acc[%d])', i)
-    d[#d + 1] = format('"+f"(d[%d])', i)
+  local list, outs = {}, {}
+  for i = 0, nacc - 1 do list[#list + 1] = "%" .. i end
+  local function out(name)
+    local t = {}
+    for i = 0, nacc - 1 do t[#t + 1] = format('"+f"(%s[%d])', name, i) end
+    return concat(t, ", ")
   end
-  return format('#define WG_ACC_LIST "{%s}"\n#define WG_acc_OUT %s\n#define WG_d_OUT %s\n' ..
-                '#define WG_TAIL ", %%%d, %%%d;"\n#line 1\n',
-                concat(list, ", "), concat(acc, ", "), concat(d, ", "), nacc, nacc + 1)
+  for _, name in ipairs{"acc", "d", "d0", "d1"} do
+    outs[#outs + 1] = format("#define WG_%s_OUT %s\n", name, out(name))
+  end
+  outs[#outs + 1] = format("#define WG_dd_OUT %s, %s\n", out("d0"), out("d1"))
+  return format('#define WG_ACC_LIST "{%s}"\n%s#define WG_TAIL ", %%%d, %%%d;"\n#line 1\n',
+                concat(list, ", "), concat(outs), nacc, nacc + 1)
 end
 
 ------------------------------------------------------------------ programs
@@ -139,6 +145,7 @@ end
 
 local function local_bytes_of(v, three)
   return v.stages * (three and 2 or 1) * 4 * (64 * v.wgs + v.bn) * v.bk
+         + (v.bulk and 16 * v.stages or 0)
 end
 M.local_bytes_of = local_bytes_of
 
@@ -162,6 +169,12 @@ local function check_params(fn, precision, p, dev, emulated)
     H.fail(fn, "matmul_wgmma.params[%q].wait: expected 0 or 1, got %s", precision, show(p.wait))
   end
   v.wait = wait
+  local bulk = p.bulk
+  if bulk ~= nil and type(bulk) ~= "boolean" then
+    H.fail(fn, "matmul_wgmma.params[%q].bulk: expected a boolean or nil, got %s", precision,
+           show(bulk))
+  end
+  v.bulk = bulk and not emulated or nil
   if v.bn % 8 ~= 0 or v.bk % 8 ~= 0 or v.stages < 2 + wait then
     H.fail(fn, "matmul_wgmma.params[%q]: bn %d, bk %d, stages %d, wait %d do not make a " ..
            "tiling (8 | bn, 8 | bk, stages at least 2 + wait)", precision, v.bn, v.bk,
@@ -183,7 +196,7 @@ end
 
 local function defines_of(v, three)
   return {BN = v.bn, BK = v.bk, WGS = v.wgs, STAGES = v.stages, WGWAIT = v.wait, MAIN = 1,
-          THREE = three and 1 or nil}
+          THREE = three and 1 or nil, BULK = v.bulk and 1 or nil}
 end
 
 -- The enqueue steps of op(A) (m x k) times op(B) (k x n) into C with tiles
