@@ -100,8 +100,8 @@ T.mma = {
 -- 8), bk (step along K, a multiple of 8), wgs (warpgroups of 128 work-items,
 -- each 64 rows: the tile is 64 wgs x bn), stages (local buffers, 2 to 8),
 -- wait (0 or 1: the steps of wgmma a warpgroup leaves in flight; 1 needs 3
--- stages; for 3xtf32, 1 keeps two sets of D), bulk (true: a producer warp
--- copies each step's blocks by cp.async.bulk and mbarriers, see
+-- stages; for 3xtf32, 1 keeps two sets of D), bulk (true: work-item 0
+-- copies each step's blocks by cp.async.bulk, with mbarriers; see
 -- kernels/matmul_wgmma.cl). Chosen by bench/gpu/mma.lua's sweep on an H100
 -- (docs/PERFORMANCE.md, the session of 2026-11-27, morning); NVIDIA's
 -- driver runs these programs with at most 256 work-items a group (wgs 2).
