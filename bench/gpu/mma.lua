@@ -11,7 +11,10 @@
 -- is from the call to dev:finish(). Accuracy: the largest |C - R| / (|A||B|)
 -- over the elements, R and |A||B| computed in double by matmul's fp64
 -- kernels, inputs uniform in [-1, 1]. SWEEP (any value) also times the
--- tile shapes of SHAPES below at the first size.
+-- tile shapes of SHAPES below at the first size. VERBOSE set prints the
+-- compiler's register counts and wgmma warnings of each program built;
+-- PTX_DIR=dir writes each wgmma program's patched PTX there (for the CUDA
+-- toolkit's ptxas -v -arch=sm_90a, found on the GPU machines).
 local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
 local gpu = rawget(_G, "gpu") or require "luagpu"
 local matmul = require "luagpu.matmul"
@@ -28,6 +31,23 @@ local sweep = arg and arg[5]
 local dev = gpu.device()
 if os.getenv("TRUNC") then mma.params.tf32.trunc, mma.params["3xtf32"].trunc = true, true end
 local median = bench.median
+
+-- PTX_DIR set: each wgmma program's patched PTX is written there (wgmma_N.ptx,
+-- N in build order), for ptxas -v and cuobjdump on the GPU machine
+if os.getenv("PTX_DIR") then
+  local patch, count = wgmma.patch, 0
+  wgmma.patch = function(ptx, bn)
+    local out, why = patch(ptx, bn)
+    if out then
+      count = count + 1
+      local f = assert(io.open(("%s/wgmma_%d.ptx"):format(os.getenv("PTX_DIR"), count), "w"))
+      f:write(out)
+      f:close()
+      print(("wrote wgmma_%d.ptx"):format(count))
+    end
+    return out, why
+  end
+end
 
 local baseline = {}
 if torch_file and torch_file ~= "-" and io.open(torch_file) then
@@ -194,12 +214,18 @@ end
 local seen = {}
 local function show_log()
   if not os.getenv("VERBOSE") then return end
-  for key, prog in pairs(mma.programs_of(dev)) do
+  local progs = {}
+  for key, prog in pairs(mma.programs_of(dev)) do progs[key] = prog end
+  for key, prog in pairs(wgmma.programs_of(dev)) do progs[key] = prog end
+  for key, prog in pairs(progs) do
     if seen[key] then goto next end
     seen[key] = true
     print("  " .. key:gsub("LG_ASM=%S+ ", ""))
     for line in tostring(prog.log):gmatch("[^\n]+") do
-      if line:find("registers") or line:find("spill") or line:find("lmem") then print("  ", line) end
+      if line:find("registers") or line:find("spill") or line:find("lmem")
+         or line:find("wgmma") or line:find("erializ") then
+        print("  ", line)
+      end
     end
     ::next::
   end
@@ -270,10 +296,9 @@ local SHAPES = {   -- bm bn bk wm wn stages trunc maxrreg
 -- the wgmma kernels' tiles (lua/luagpu/matmul/params.lua), swept instead
 -- where they are the path
 local WGMMA_SHAPES = {   -- bn bk wgs stages wait bulk
-  {192, 16, 2, 4, 1, 0}, {256, 32, 2, 4, 1, 1}, {256, 32, 2, 4, 1, 0}, {256, 32, 2, 3, 1, 1},
-  {256, 32, 2, 4, 0, 1}, {256, 32, 2, 3, 0, 1}, {256, 64, 2, 2, 0, 1}, {192, 32, 2, 4, 0, 1},
-  {256, 16, 3, 4, 1, 1}, {256, 16, 3, 6, 1, 1}, {128, 32, 2, 3, 0, 1}, {120, 32, 2, 3, 0, 1},
-  {128, 24, 2, 4, 0, 1}, {128, 16, 3, 4, 0, 1}, {128, 16, 2, 6, 0, 1}, {128, 8, 2, 8, 0, 1},
+  {256, 32, 2, 4, 1, 1}, {256, 32, 2, 4, 1, 0}, {256, 32, 2, 3, 0, 1}, {192, 16, 2, 4, 1, 0},
+  {192, 32, 2, 4, 0, 1}, {256, 16, 2, 6, 1, 1}, {128, 32, 2, 3, 0, 1}, {128, 32, 2, 3, 0, 0},
+  {128, 32, 2, 3, 1, 1}, {128, 24, 2, 4, 0, 1}, {128, 16, 2, 6, 0, 1}, {96, 32, 2, 3, 1, 1},
 }
 -- Times each shape of shapes (made into params by make) as both
 -- precisions' tiles in module's params, at the first size, and checks two
@@ -295,6 +320,8 @@ local function sweep_tiles(module, shapes, make, label, show)
     for _, p in ipairs{"tf32", "3xtf32"} do
       pcall(check_case, 129, 131, 67, false, false, 1, 0, 0, p)
       pcall(check_case, 256, 256, 256, true, false, 1, 0, 0, p)
+      pcall(check_case, 200, 260, 96, false, false, 1, 0, 0, p)
+      pcall(check_case, 130, 64, 260, false, true, 2, 0.5, 0, p)
     end
     row[#row + 1] = failures == before and "checked" or "WRONG RESULTS"
     show_log()
