@@ -468,6 +468,8 @@ describe("algo.scan errors", function()
       {"sort_ptx", "yes", algo.sort, "expected true, false or 'emulated', got \"yes\""},
       {"sort_ptx_local", 16, algo.sort, "expected a power of two from 32 to 256, got 16"},
       {"sort_items", 0 / 0, algo.sort, "expected an integer from 1 to 256, got"},
+      {"sort_ptx_local_bytes", -1, algo.sort, "expected an integer from 0 to 1048576, got -1"},
+      {"sort_ptx_local_bytes", 2 ^ 63, algo.sort, "expected an integer from 0 to 1048576, got"},
     } do
       local setting, bad, call, message = case[1], case[2], case[3], case[4]
       local saved = cls[setting]

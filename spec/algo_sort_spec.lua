@@ -533,6 +533,21 @@ describe("algo.sort in one sweep a pass (option onesweep = true)", function()
     assert(ok, err)
   end)
 
+  it("fits its tiles into sort_ptx_local_bytes where that is set", function()
+    -- 3000 bytes: far below the default tile's (256 x 24 keys and their
+    -- indices), so the tile halves until it fits, and still sorts
+    local saved2 = {CLS.sort_ptx_local, CLS.sort_ptx_items, CLS.sort_ptx_local_bytes}
+    local ok, err = pcall(function()
+      CLS.sort_ptx_local, CLS.sort_ptx_items, CLS.sort_ptx_local_bytes = 256, 24, 3000
+      local v = random_keys("float", math.random(5000, 9000))
+      local pos = get((algo.argsort(buffer("float", v), {onesweep = true})))
+      same(reference(v, false), pos, "argsort in tiles that fit 3000 bytes")
+    end)
+    CLS.sort_ptx_local, CLS.sort_ptx_items, CLS.sort_ptx_local_bytes = saved2[1], saved2[2],
+                                                                       saved2[3]
+    assert(ok, err)
+  end)
+
   it("runs sorts in a row and on two queues, each with its own keys", function()
     local q2 = dev:queue()
     local keys, bufs, evs = {}, {}, {}

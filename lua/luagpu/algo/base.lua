@@ -54,6 +54,9 @@ B.stats = P.counter({}, "algo")
 --                            for specs)
 --   sort_ptx_local, sort_ptx_items   its tile (sort_local and sort_items
 --                            are the portable kernel's)
+--   sort_ptx_local_bytes     the local memory its tiles may take; 0: the
+--                            device's local_mem_size (NVIDIA's OpenCL
+--                            reports 48 KB, and runs more on sm_90)
 --   sort_onesweep            with tiles ranked warp by warp, one kernel a
 --                            key pass (one-sweep: the digit counts of all
 --                            passes up front, each tile's places by a
@@ -72,7 +75,8 @@ B.CLASSES = {
          scan_groups_per_cu = 4, scan_ptx = true, scan_ptx_items = 64,
          scan_ptx_ticket = false,
          sort_local = 32, sort_items = 32, sort_ptx = true,
-         sort_ptx_local = 256, sort_ptx_items = 12, sort_onesweep = true,
+         sort_ptx_local = 256, sort_ptx_items = 24, sort_onesweep = true,
+         sort_ptx_local_bytes = 0,
          hist_local = 256, hist_groups_per_cu = 8,
          sort_rows_max = 1 << 16, sort_rows_local = 512, sort_rows_group = 2048},
   cpu = {scan_local = 16, scan_items = 128, scan_staged = false, scan_lookback = false,
@@ -80,6 +84,7 @@ B.CLASSES = {
          scan_ptx_ticket = false,
          sort_local = 16, sort_items = 256, sort_ptx = true,
          sort_ptx_local = 256, sort_ptx_items = 12, sort_onesweep = false,
+         sort_ptx_local_bytes = 0,
          hist_local = 16, hist_groups_per_cu = 4,
          sort_rows_max = 1 << 16, sort_rows_local = 64, sort_rows_group = 1024},
 }
@@ -99,6 +104,7 @@ local SETTINGS = {
   {"sort_local", pow2_in(2, 256)}, {"sort_items", int_in(1, 256)},
   {"sort_ptx", boolean_or("emulated")}, {"sort_ptx_local", pow2_in(32, 256)},
   {"sort_ptx_items", int_in(1, 256)}, {"sort_onesweep", boolean()},
+  {"sort_ptx_local_bytes", int_in(0, 1 << 20)},
   {"hist_local", pow2_in(1, 1024)}, {"hist_groups_per_cu", int_in(1, 1024)},
   {"sort_rows_max", int_in(0, 1 << 30)}, {"sort_rows_local", pow2_in(1, 1024)},
   {"sort_rows_group", pow2_in(2, 1 << 20)},

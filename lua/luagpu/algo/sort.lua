@@ -84,8 +84,10 @@ local function entry_for(fn, dev, kt, vt, force)
     return counts + RADIX * (kw and 8 or 4) + L * 4 + L * ipt * (size + vsize) + 64
            + (sweep and RADIX * 4 or 0)
   end
-  while bytes() > dev.local_mem_size and ipt > 1 do ipt = ipt // 2 end
-  while bytes() > dev.local_mem_size and L > (kw and 32 or 1) do L = L // 2 end
+  local limit = kw and cls.sort_ptx_local_bytes > 0 and cls.sort_ptx_local_bytes
+                or dev.local_mem_size
+  while bytes() > limit and ipt > 1 do ipt = ipt // 2 end
+  while bytes() > limit and L > (kw and 32 or 1) do L = L // 2 end
   local prog
   local scatter = kw and "sort_scatter_ptx" or "sort_scatter"
   while true do
