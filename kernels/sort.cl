@@ -221,6 +221,8 @@ __kernel void sort_scatter(__global const K *src, ulong soff, __global K *dst, u
 ** run this kernel's logic on any device; the digits' scan (warp 0's
 ** shuffles) is then done by work-item 0 alone. Slow; never chosen alone. */
 #define LG_WARP_SCRATCH __local uint wx[L];
+#define LG_WARP_PARAMS , __local uint *wx, uint lid   /* what LG_MATCH reads */
+#define LG_WARP_ARGS , wx, lid
 #define LG_SYNCWARP() barrier(CLK_LOCAL_MEM_FENCE)
 #define LG_MATCH(m, d)                                                      \
   do {                                                                      \
@@ -233,6 +235,8 @@ __kernel void sort_scatter(__global const K *src, ulong soff, __global K *dst, u
   } while (0)
 #else
 #define LG_WARP_SCRATCH
+#define LG_WARP_PARAMS
+#define LG_WARP_ARGS
 #define LG_SYNCWARP() LG_ASM volatile("bar.warp.sync 0xffffffff;" ::: "memory")
 #define LG_MATCH(m, d) LG_ASM volatile("match.any.sync.b32 %0, %1, 0xffffffff;" : "=r"(m) : "r"(d))
 inline uint lg_ushfl_up(uint v, uint d) {
@@ -242,31 +246,22 @@ inline uint lg_ushfl_up(uint v, uint d) {
 }
 #endif
 
-__kernel __attribute__((reqd_work_group_size(L, 1, 1)))
-void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong doff,
-                      __global const V *vsrc, ulong vsoff, __global V *vdst, ulong vdoff,
-                      int carry, PASS_ARGS, __global const uint *offsets) {
-  __local uint hist[NWARP * RADIX];   /* warp w's keys of digit d so far, then their place */
-  __local uint tot[RADIX];            /* the tile's keys of digit d, then their first place */
-  __local uint start[RADIX];          /* output place of the tile's rank 0 for digit d */
-  __local K sk[TILE];                 /* the tile's keys in rank order */
-  __local V sv[TILE];                 /* and what they carry */
-  LG_WARP_SCRATCH
-  uint lid = get_local_id(0), lane = lid & 31, warp = lid >> 5;
-  uint tile = get_group_id(0), j, r, d, w;
-  uint below = (1u << lane) - 1u;
-  __local uint *mine = hist + warp * RADIX;
-  ulong base = (ulong)tile * TILE, wbase = base + (ulong)warp * 32 * IPT;
-  uint count = n - base < TILE ? (uint)(n - base) : TILE;
-  /* in registers where the loops over them unroll: up to 32 keys a work-item
-     (longer unrolled loops took minutes to build on PoCL) */
-  K kk[IPT];
-  V vv[IPT];
-  uint pk[IPT];                       /* rank in the warp's digit | digit << 16 */
-  for (j = lid; j < NWARP * RADIX; j += L) hist[j] = 0;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  /* every load first: the ranking's warp instructions clobber memory, so
-     loads among them would wait one after the other */
+/* The tile ranking sort_scatter_ptx and sort_onesweep share. Loads the
+** work-item's IPT keys (from wbase, 32 apart: its lane of its warp's
+** part of the tile) into kk and what they carry into vv (vsrc's values
+** when carry is 1, else their indices), every load first (the ranking's
+** warp instructions clobber memory, so loads among them would wait one
+** after the other); then ranks them warp by warp: pk[r] is key r's rank
+** among its warp's keys of its digit | the digit << 16 (the digit RADIX:
+** no key), and mine, the warp's count of each digit (zero before), counts
+** them. The digit is lg_digit's (mode 0: of the key). kk, vv and pk are
+** in registers where the loops over them unroll: up to 32 keys a
+** work-item (longer unrolled loops took minutes to build on PoCL). */
+inline void lg_rank_tile(__global const K *src, ulong soff, __global const V *vsrc, ulong vsoff,
+                         int carry, ulong n, int mode, uint shift, int descending, ulong rowlen,
+                         ulong wbase, uint lane, __local uint *mine, K *kk, V *vv, uint *pk
+                         LG_WARP_PARAMS) {
+  uint below = (1u << lane) - 1u, r;
 #if IPT <= 32
 #pragma unroll
 #endif
@@ -295,6 +290,57 @@ void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong 
     pk[r] = rank | dg << 16;
     LG_SYNCWARP();
   }
+}
+
+/* Then, with tot[d] the tile's first place of digit d and hist (NWARP *
+** RADIX, the warps' counts: mine is the work-item's warp's) holding each
+** warp's first rank of d among the tile's, puts the work-item's keys (kk,
+** vv, pk of lg_rank_tile) in rank order into sk and sv. */
+inline void lg_place_tile(__local uint *hist, __local const uint *tot, __local const uint *mine,
+                          __local K *sk, __local V *sv, const K *kk, const V *vv,
+                          const uint *pk, uint lid) {
+  uint d, w, r;
+  for (d = lid; d < RADIX; d += L) {
+    uint s = tot[d];
+    for (w = 0; w < NWARP; w++) hist[w * RADIX + d] += s;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+#if IPT <= 32
+#pragma unroll
+#endif
+  for (r = 0; r < IPT; r++) {
+    uint dg = pk[r] >> 16;
+    if (dg < RADIX) {
+      uint p = mine[dg] + (pk[r] & 0xffffu);
+      sk[p] = kk[r];
+      sv[p] = vv[r];
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+__kernel __attribute__((reqd_work_group_size(L, 1, 1)))
+void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong doff,
+                      __global const V *vsrc, ulong vsoff, __global V *vdst, ulong vdoff,
+                      int carry, PASS_ARGS, __global const uint *offsets) {
+  __local uint hist[NWARP * RADIX];   /* warp w's keys of digit d so far, then their place */
+  __local uint tot[RADIX];            /* the tile's keys of digit d, then their first place */
+  __local uint start[RADIX];          /* output place of the tile's rank 0 for digit d */
+  __local K sk[TILE];                 /* the tile's keys in rank order */
+  __local V sv[TILE];                 /* and what they carry */
+  LG_WARP_SCRATCH
+  uint lid = get_local_id(0), lane = lid & 31, warp = lid >> 5;
+  uint tile = get_group_id(0), j, d, w;
+  __local uint *mine = hist + warp * RADIX;
+  ulong base = (ulong)tile * TILE, wbase = base + (ulong)warp * 32 * IPT;
+  uint count = n - base < TILE ? (uint)(n - base) : TILE;
+  K kk[IPT];
+  V vv[IPT];
+  uint pk[IPT];                       /* rank in the warp's digit | digit << 16 */
+  for (j = lid; j < NWARP * RADIX; j += L) hist[j] = 0;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  lg_rank_tile(src, soff, vsrc, vsoff, carry, n, mode, shift, descending, rowlen, wbase, lane,
+               mine, kk, vv, pk LG_WARP_ARGS);
   barrier(CLK_LOCAL_MEM_FENCE);
   for (d = lid; d < RADIX; d += L) {  /* each warp's first rank of digit d among the tile's */
     uint run = 0;
@@ -339,23 +385,7 @@ void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong 
   }
 #endif
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (d = lid; d < RADIX; d += L) {
-    uint s = tot[d];
-    for (w = 0; w < NWARP; w++) hist[w * RADIX + d] += s;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-#if IPT <= 32
-#pragma unroll
-#endif
-  for (r = 0; r < IPT; r++) {
-    uint dg = pk[r] >> 16;
-    if (dg < RADIX) {
-      uint p = mine[dg] + (pk[r] & 0xffffu);
-      sk[p] = kk[r];
-      sv[p] = vv[r];
-    }
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
+  lg_place_tile(hist, tot, mine, sk, sv, kk, vv, pk, lid);
   for (j = lid; j < count; j += L) {
     K k = sk[j];
     V v = sv[j];
@@ -449,8 +479,7 @@ void sort_onesweep(__global const K *src, ulong soff, __global K *dst, ulong dof
   __local uint tile_no;
   LG_WARP_SCRATCH
   uint lid = get_local_id(0), lane = lid & 31, warp = lid >> 5;
-  uint tile, j, r, d, w;
-  uint below = (1u << lane) - 1u;
+  uint tile, j, d, w;
   __local uint *mine = wh + warp * RADIX;
   ulong base, wbase;
   uint count;
@@ -470,33 +499,8 @@ void sort_onesweep(__global const K *src, ulong soff, __global K *dst, ulong dof
   base = (ulong)tile * TILE;
   wbase = base + (ulong)warp * 32 * IPT;
   count = n - base < TILE ? (uint)(n - base) : TILE;
-#if IPT <= 32
-#pragma unroll
-#endif
-  for (r = 0; r < IPT; r++) {
-    ulong i = wbase + r * 32 + lane;
-    if (i < n) {
-      kk[r] = src[soff + i];
-      vv[r] = carry == 1 ? vsrc[vsoff + i] : (V)i;
-    }
-  }
-#if IPT <= 32
-#pragma unroll
-#endif
-  for (r = 0; r < IPT; r++) {
-    ulong i = wbase + r * 32 + lane;
-    uint dg = RADIX, peers, c = 0, rank = 0;
-    if (i < n) dg = (uint)(lg_bits(kk[r], descending) >> shift) & (RADIX - 1);
-    LG_MATCH(peers, dg);
-    if (dg < RADIX) c = mine[dg];
-    LG_SYNCWARP();
-    if (dg < RADIX) {
-      rank = c + popcount(peers & below);
-      if ((peers >> lane) == 1u) mine[dg] = c + popcount(peers);   /* the last of them */
-    }
-    pk[r] = rank | dg << 16;
-    LG_SYNCWARP();
-  }
+  lg_rank_tile(src, soff, vsrc, vsoff, carry, n, 0, shift, descending, 1, wbase, lane, mine,
+               kk, vv, pk LG_WARP_ARGS);      /* mode 0: the key's digit */
   barrier(CLK_LOCAL_MEM_FENCE);
   /* per digit (the same work-item in each loop): the warps' first ranks,
      the tile's count published, then the look-back */
@@ -566,23 +570,7 @@ void sort_onesweep(__global const K *src, ulong soff, __global K *dst, ulong dof
   }
 #endif
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (d = lid; d < RADIX; d += L) {
-    uint s = tot[d];
-    for (w = 0; w < NWARP; w++) wh[w * RADIX + d] += s;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-#if IPT <= 32
-#pragma unroll
-#endif
-  for (r = 0; r < IPT; r++) {
-    uint dg = pk[r] >> 16;
-    if (dg < RADIX) {
-      uint p = mine[dg] + (pk[r] & 0xffffu);
-      sk[p] = kk[r];
-      sv[p] = vv[r];
-    }
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
+  lg_place_tile(wh, tot, mine, sk, sv, kk, vv, pk, lid);
   for (j = lid; j < count; j += L) {
     K k = sk[j];
     ulong pos = (ulong)(start[(uint)(lg_bits(k, descending) >> shift) & (RADIX - 1)] + j);

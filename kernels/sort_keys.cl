@@ -1,7 +1,8 @@
 /*
 ** sort_keys.cl: the key order luagpu.algo's sorts share, put before sort.cl
-** (the radix sort) and sort_rows.cl (rows in local memory) by their
-** recipes (lua/luagpu/algo/sort.lua, sort_rows.lua).
+** (the radix sort), sort_rows.cl (rows in local memory) and topk.cl
+** (x:topk) by their recipes (lua/luagpu/algo/sort.lua, sort_rows.lua,
+** lua/luagpu/tensor/topk.lua).
 **
 ** lg_bits(k, descending): key k of type K (KIND 0 unsigned, 1 signed, 2
 ** floating; BITS wide) as an unsigned U (uint, or ulong for 8-byte keys)
@@ -34,3 +35,54 @@ inline U lg_bits(K k, int descending) {
 #endif
   return u;
 }
+
+#ifdef LS
+/*
+** The sorts in local memory (sort_rows.cl, topk.cl: their recipes define
+** LS, the work-items of a group) sort slots, each a key's bits u (lg_bits)
+** paired with its position p, by (u, p): SLOT_DECL(n) declares n slots in
+** the kernel, SLOT_ARGS and SLOT_PASS hand them to a function, SET(i, u,
+** p) fills slot i, PAD(i) makes it a pad (all ones in both: after every
+** key, NaN included), POS(i) is its position, CSWAP(i, l, up) orders slots
+** i and l (ascending when up). Keys of up to 4 bytes pair into one ulong
+** (u << 32 | p); 8-byte keys keep the two apart.
+*/
+#if BITS <= 32
+#define SLOT_DECL(n) local ulong sk[n];
+#define SLOT_ARGS local ulong* sk
+#define SLOT_PASS sk
+#define SET(i, u, p) sk[i] = ((ulong)(u) << 32) | (ulong)(p)
+#define PAD(i) sk[i] = ~(ulong)0
+#define POS(i) ((uint)sk[i])
+#define CSWAP(i, l, up) {                                                      \
+    ulong a = sk[i], b = sk[l];                                                \
+    if ((a > b) == (up)) { sk[i] = b; sk[l] = a; } }
+#else
+#define SLOT_DECL(n) local ulong sk[n]; local uint sp[n];
+#define SLOT_ARGS local ulong* sk, local uint* sp
+#define SLOT_PASS sk, sp
+#define SET(i, u, p) do { sk[i] = (u); sp[i] = (p); } while (0)
+#define PAD(i) do { sk[i] = ~(ulong)0; sp[i] = ~(uint)0; } while (0)
+#define POS(i) sp[i]
+#define CSWAP(i, l, up) {                                                      \
+    ulong a = sk[i], b = sk[l]; uint pa = sp[i], pb = sp[l];                   \
+    if ((a > b || (a == b && pa > pb)) == (up)) {                              \
+      sk[i] = b; sk[l] = a; sp[i] = pb; sp[l] = pa; } }
+#endif
+
+/* Sorts the n slots ascending in segments of p (powers of two, p divides
+** n), a bitonic sort whose last merge of each segment (k == p) is
+** ascending: every work-item of the group calls it. Pads sort last. */
+void lg_bitonic(SLOT_ARGS, uint n, uint p, uint lid) {
+  for (uint k = 2; k <= p; k <<= 1) {
+    for (uint j = k >> 1; j > 0; j >>= 1) {
+      for (uint t = lid; t < n / 2; t += LS) {
+        uint i = 2 * t - (t & (j - 1)), l = i + j;
+        int up = k == p || (i & k) == 0;
+        CSWAP(i, l, up)
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+  }
+}
+#endif

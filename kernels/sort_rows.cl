@@ -21,28 +21,10 @@
 ** argsort's out may be its keys).
 */
 
-/* lg_bits(k, descending): kernels/sort_keys.cl, put before this file */
+/* lg_bits(k, descending), the slots (SLOT_DECL, SET, PAD, POS) and
+** lg_bitonic: kernels/sort_keys.cl, put before this file */
 
 #define EPT (N / LS)           /* slots per work-item when loading and writing */
-
-#if BITS <= 32
-#define SLOTS local ulong s[N];
-#define SET(i, u, p) s[i] = ((ulong)(u) << 32) | (ulong)(p)
-#define PAD(i) s[i] = ~(ulong)0
-#define POS(i) ((uint)s[i])
-#define CSWAP(i, l, up) {                                                      \
-    ulong a = s[i], b = s[l];                                                  \
-    if ((a > b) == (up)) { s[i] = b; s[l] = a; } }
-#else
-#define SLOTS local ulong sk[N]; local uint sp[N];
-#define SET(i, u, p) do { sk[i] = (u); sp[i] = (p); } while (0)
-#define PAD(i) do { sk[i] = ~(ulong)0; sp[i] = ~(uint)0; } while (0)
-#define POS(i) sp[i]
-#define CSWAP(i, l, up) {                                                      \
-    ulong a = sk[i], b = sk[l]; uint pa = sp[i], pb = sp[l];                   \
-    if ((a > b || (a == b && pa > pb)) == (up)) {                              \
-      sk[i] = b; sk[l] = a; sp[i] = pb; sp[l] = pa; } }
-#endif
 
 #ifndef V
 #define V uchar
@@ -54,7 +36,7 @@
 kernel void sort_rows(global K* keys, ulong koff, global V* restrict vals, ulong voff,
                       global OT* pos, ulong poff, ulong rowlen, ulong nrows,
                       int descending, uint base) {
-  SLOTS
+  SLOT_DECL(N)
   uint lid = get_local_id(0);
   ulong first = (ulong)get_group_id(0) * (N / P);
   /* load: slot i is element i % P of row first + i / P */
@@ -65,17 +47,7 @@ kernel void sort_rows(global K* keys, ulong koff, global V* restrict vals, ulong
     else PAD(i);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  /* bitonic: merges of size k; each row's last merge (k == P) ascending */
-  for (uint k = 2; k <= P; k <<= 1) {
-    for (uint j = k >> 1; j > 0; j >>= 1) {
-      for (uint t = lid; t < N / 2; t += LS) {
-        uint i = 2 * t - (t & (j - 1)), l = i + j;
-        int up = k == P || (i & k) == 0;
-        CSWAP(i, l, up)
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-  }
+  lg_bitonic(SLOT_PASS, N, P, lid);       /* each row of P slots sorted */
 #if defined(KEYS) || defined(VALS)
   /* gather by position: every element read before any is written (the
   ** group owns its rows) */

@@ -2,7 +2,8 @@
 ** topk.cl: x:topk by a radix select (lua/luagpu/tensor/topk.lua), put after
 ** sort_keys.cl (lg_bits: each value as the unsigned key whose order is the
 ** wanted one; largest = the complement, so the goal is always the k
-** smallest keys; NaN last, or first when largest).
+** smallest keys; NaN last, or first when largest; and the slots and
+** lg_bitonic, the sort in local memory).
 **
 ** The k-th smallest key T of a row is found digit by digit, 8 bits at a
 ** time from the top: a histogram of the digit over the keys whose higher
@@ -44,44 +45,6 @@
     uint b_ = (b);                                                             \
     if (b_ != cur) { if (cnt) atomic_add(&(h)[cur], cnt); cur = b_; cnt = 0; } \
     cnt++; }
-
-#if BITS <= 32
-#define SLOT_DECL(n) local ulong sk[n];
-#define SLOT_ARGS local ulong* sk
-#define SLOT_PASS sk
-#define SET(i, u, p) sk[i] = ((ulong)(u) << 32) | (ulong)(p)
-#define PAD(i) sk[i] = ~(ulong)0
-#define POS(i) ((uint)sk[i])
-#define CSWAP(i, l, up) {                                                      \
-    ulong a = sk[i], b = sk[l];                                                \
-    if ((a > b) == (up)) { sk[i] = b; sk[l] = a; } }
-#else
-#define SLOT_DECL(n) local ulong sk[n]; local uint sp[n];
-#define SLOT_ARGS local ulong* sk, local uint* sp
-#define SLOT_PASS sk, sp
-#define SET(i, u, p) do { sk[i] = (u); sp[i] = (p); } while (0)
-#define PAD(i) do { sk[i] = ~(ulong)0; sp[i] = ~(uint)0; } while (0)
-#define POS(i) sp[i]
-#define CSWAP(i, l, up) {                                                      \
-    ulong a = sk[i], b = sk[l]; uint pa = sp[i], pb = sp[l];                   \
-    if ((a > b || (a == b && pa > pb)) == (up)) {                              \
-      sk[i] = b; sk[l] = a; sp[i] = pb; sp[l] = pa; } }
-#endif
-
-/* Sorts the n slots ascending in segments of p (powers of two, p divides
-** n): every work-item of the group calls it. Pads (all ones) sort last. */
-void lg_bitonic(SLOT_ARGS, uint n, uint p, uint lid) {
-  for (uint k = 2; k <= p; k <<= 1) {
-    for (uint j = k >> 1; j > 0; j >>= 1) {
-      for (uint t = lid; t < n / 2; t += LS) {
-        uint i = 2 * t - (t & (j - 1)), l = i + j;
-        int up = k == p || (i & k) == 0;
-        CSWAP(i, l, up)
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-  }
-}
 
 /* The bin of histogram h holding rank *want (1-based) among its counts:
 ** sets digit s of *thr to it and *want to the rank within the bin. The

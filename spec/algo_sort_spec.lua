@@ -164,18 +164,55 @@ local function same(want, got, what)
   end
 end
 
--- Sorts keys v of type t with values 1 .. n (both ways) and checks the
--- result; returns what algo.sort returned and the keys' buffer.
-local function sort_checked(t, v, desc)
+-- Sorts keys v of type t with values 1 .. n (descending or not; extra:
+-- more options, or nil) and checks the result; returns what algo.sort
+-- returned, the keys' and the values' buffers, and the case's name.
+local function sort_checked(t, v, desc, extra)
   local n = #v
   local what = ("%s n=%d descending=%s"):format(t, n, desc)
   local keys = buffer(t, v)
   local idx = {}
   for i = 1, n do idx[i] = i end
   local vals = buffer("int", idx)
-  local got, ev = algo.sort(keys, {values = vals, descending = desc})
+  local opts = {values = vals, descending = desc}
+  for k, x in pairs(extra or {}) do opts[k] = x end
+  local got, ev = algo.sort(keys, opts)
   check_sorted(v, get(keys), get(vals), desc, what)
-  return got, ev, keys
+  return got, ev, keys, vals, what
+end
+
+-- Six sorts at once, the even ones on a second in-order queue, all in
+-- flight before the first is waited for (a sort's kernels ask for no
+-- Events on an in-order queue; the next sort on another queue shares its
+-- scratch buffers and must wait for it all): sort i of count(i) random
+-- keys of type kind(i), with the options opts(i, q2). Each must come back
+-- with its own keys sorted, and an Event.
+local function six_sorts(kind, count, opts)
+  local q2 = dev:queue()
+  local keys, bufs, evs = {}, {}, {}
+  for i = 1, 6 do
+    keys[i] = random_keys(kind(i), count(i))
+    bufs[i] = buffer(kind(i), keys[i])
+  end
+  for i = 1, 6 do
+    local _, ev = algo.sort(bufs[i], opts(i, q2))
+    assert.equal("luagpu.Event", tostring(ev):match("^luagpu%.Event"))
+    evs[i] = ev
+  end
+  for i = 6, 1, -1 do
+    evs[i]:wait()
+    same_keys(keys[i], reference(keys[i], false), get(bufs[i]), "sort " .. i)
+  end
+end
+
+-- Runs f with the settings of CLS in set (name = value) in place, and puts
+-- the old ones back after, also when f raises (then raising its error).
+local function with_settings(set, f)
+  local saved = {}
+  for k, x in pairs(set) do saved[k], CLS[k] = CLS[k], x end
+  local ok, err = pcall(f)
+  for k in pairs(set) do CLS[k] = saved[k] end
+  assert(ok, err)
 end
 
 describe_both("algo.sort", function()
@@ -263,24 +300,10 @@ describe_both("algo.sort", function()
 end)
 
 describe_both("algo.sort on two in-order queues at once", function()
-  -- a sort's kernels ask for no Events on an in-order queue; the next sort
-  -- on another queue shares its scratch buffers and must wait for it all
   it("gives each sort its own keys, the last of each in flight", function()
-    local q2 = dev:queue()
-    local keys, bufs, evs = {}, {}, {}
-    for i = 1, 6 do
-      keys[i] = random_keys(i % 2 == 0 and "uint" or "int", 20000 + 37 * i)
-      bufs[i] = buffer(i % 2 == 0 and "uint" or "int", keys[i])
-    end
-    for i = 1, 6 do
-      local _, ev = algo.sort(bufs[i], i % 2 == 0 and {queue = q2} or nil)
-      assert.equal("luagpu.Event", tostring(ev):match("^luagpu%.Event"))
-      evs[i] = ev
-    end
-    for i = 6, 1, -1 do
-      evs[i]:wait()
-      same_keys(keys[i], reference(keys[i], false), get(bufs[i]), "sort " .. i)
-    end
+    six_sorts(function(i) return i % 2 == 0 and "uint" or "int" end,
+              function(i) return 20000 + 37 * i end,
+              function(i, q2) return i % 2 == 0 and {queue = q2} or nil end)
   end)
 end)
 
@@ -377,15 +400,13 @@ end)
 describe("algo.sort with tiles ranked warp by warp", function()
   -- sort_scatter_ptx (NVIDIA) with its warp instructions emulated in local
   -- memory: the same ranking, warps' counts and placing, on PoCL
-  local cls = CLS
   for _, shape in ipairs {{64, 5, {"uint", "float", "long", "char"}}, {32, 8, {"float"}},
                           {128, 3, {"long"}}} do
     local L, ipt, types = shape[1], shape[2], shape[3]
     it(("sorts keys, values, rows and argsort in tiles of %d x %d"):format(L, ipt), function()
-      local saved = {cls.sort_ptx_local, cls.sort_ptx_items, cls.sort_ptx, cls.sort_rows_max}
-      cls.sort_ptx_local, cls.sort_ptx_items, cls.sort_ptx = L, ipt, "emulated"
-      cls.sort_rows_max = 0                  -- the radix sort even for rows that would fit
-      local ok, err = pcall(function()
+      -- (sort_rows_max 0: the radix sort even for rows that would fit)
+      with_settings({sort_ptx_local = L, sort_ptx_items = ipt, sort_ptx = "emulated",
+                     sort_rows_max = 0}, function()
         for _, t in ipairs(types) do
           for _, n in ipairs {0, 1, 100, math.random(1000, 30000)} do
             local v = random_keys(t, n)
@@ -398,9 +419,6 @@ describe("algo.sort with tiles ranked warp by warp", function()
         for i, p in ipairs(reference(v, false, 41)) do want[i] = (p - 1) % 41 + 1 end
         same(want, pos, "argsort of rows (places within each row)")
       end)
-      cls.sort_ptx_local, cls.sort_ptx_items, cls.sort_ptx = saved[1], saved[2], saved[3]
-      cls.sort_rows_max = saved[4]
-      assert(ok, err)
     end)
   end
 end)
@@ -441,21 +459,16 @@ describe("algo.sort in one sweep a pass (option onesweep = true)", function()
         -- ties: a tenth of the keys repeat the key before them
         for i = 2, n, 10 do v[i] = v[i - 1] end
         for _, desc in ipairs {false, true} do
-          local what = ("%s n=%d descending=%s"):format(t, n, desc)
-          local keys = buffer(t, v)
-          local idx = {}
-          for i = 1, n do idx[i] = i end
-          local vals = buffer("int", idx)
+          local keys, vals, what
           local c = sweeps(function()
-            algo.sort(keys, {values = vals, descending = desc, onesweep = true})
+            keys, vals, what = select(3, sort_checked(t, v, desc, {onesweep = true}))
           end)
           assert.equal(n > 1 and SIZE[t] or 0, c, what .. ": one-sweep passes")
-          local gk, gv = get(keys), get(vals)
-          check_sorted(v, gk, gv, desc, what)
+          local gv = get(vals)
           if KEYS_ONLY[t] then     -- (a build of its own per type: a few types)
             local k2 = buffer(t, v)
             algo.sort(k2, {descending = desc, onesweep = true})
-            same_keys(gk, idx, get(k2), what .. ": keys only")
+            same_keys(v, gv, get(k2), what .. ": keys only")   -- the keys sorted with values
           end
           local pos = get((algo.argsort(buffer(t, v), {descending = desc, onesweep = true,
                                                       type = "int"})))
@@ -516,10 +529,8 @@ describe("algo.sort in one sweep a pass (option onesweep = true)", function()
   end)
 
   it("looks back over thousands of tiles (tiles of 32 x 1 and 64 x 3 keys)", function()
-    local saved2 = {CLS.sort_ptx_local, CLS.sort_ptx_items}
-    local ok, err = pcall(function()
-      for _, shape in ipairs {{32, 1}, {64, 3}} do
-        CLS.sort_ptx_local, CLS.sort_ptx_items = shape[1], shape[2]
+    for _, shape in ipairs {{32, 1}, {64, 3}} do
+      with_settings({sort_ptx_local = shape[1], sort_ptx_items = shape[2]}, function()
         local n = math.random(60000, 80000)
         local v = random_keys("int", n)
         for _, desc in ipairs {false, true} do
@@ -527,10 +538,8 @@ describe("algo.sort in one sweep a pass (option onesweep = true)", function()
           same(reference(v, desc), pos, ("tiles of %d x %d, descending=%s"):format(shape[1],
                shape[2], desc))
         end
-      end
-    end)
-    CLS.sort_ptx_local, CLS.sort_ptx_items = saved2[1], saved2[2]
-    assert(ok, err)
+      end)
+    end
   end)
 
   it("fits its tiles into sort_ptx_local_bytes where that is set", function()
@@ -549,20 +558,9 @@ describe("algo.sort in one sweep a pass (option onesweep = true)", function()
   end)
 
   it("runs sorts in a row and on two queues, each with its own keys", function()
-    local q2 = dev:queue()
-    local keys, bufs, evs = {}, {}, {}
-    for i = 1, 6 do
-      keys[i] = random_keys("float", tile * (i % 3 + 1) + 37 * i)
-      bufs[i] = buffer("float", keys[i])
-    end
-    for i = 1, 6 do
-      local _, ev = algo.sort(bufs[i], {onesweep = true, queue = i % 2 == 0 and q2 or nil})
-      evs[i] = ev
-    end
-    for i = 6, 1, -1 do
-      evs[i]:wait()
-      same_keys(keys[i], reference(keys[i], false), get(bufs[i]), "sort " .. i)
-    end
+    six_sorts(function() return "float" end,
+              function(i) return tile * (i % 3 + 1) + 37 * i end,
+              function(i, q2) return {onesweep = true, queue = i % 2 == 0 and q2 or nil} end)
   end)
 end)
 
@@ -652,10 +650,8 @@ describe("algo.sort of rows in local memory", function()
   end
 
   it("takes the work-group sizes and slots of algo.classes, checked", function()
-    local saved = {CLS.sort_rows_local, CLS.sort_rows_group}
-    local ok, e = pcall(function()
-      for _, s in ipairs {{1, 2}, {2, 4}, {4, 1024}, {64, 64}} do
-        CLS.sort_rows_local, CLS.sort_rows_group = s[1], s[2]
+    for _, s in ipairs {{1, 2}, {2, 4}, {4, 1024}, {64, 64}} do
+      with_settings({sort_rows_local = s[1], sort_rows_group = s[2]}, function()
         for _, rl in ipairs {1, 3, 17, 64, 100} do
           local v = random_keys("float", 7 * rl)
           local keys = buffer("float", v)
@@ -668,16 +664,14 @@ describe("algo.sort of rows in local memory", function()
           check_rows(v, get(keys), get(vals), rl, false,
                      ("%d work-items, %d slots, rows of %d"):format(s[1], s[2], rl))
         end
-      end
+      end)
+    end
+    with_settings({sort_rows_local = 3}, function()
+      local ok, e = pcall(algo.sort, buffer("float", {2, 1}))
+      assert.is_false(ok)
+      assert.matches("algo.classes.%a+.sort_rows_local: expected a power of two from 1 to " ..
+                     "1024, got 3", tostring(e))
     end)
-    CLS.sort_rows_local, CLS.sort_rows_group = saved[1], saved[2]
-    assert(ok, e)
-    CLS.sort_rows_local = 3
-    local ok2, e2 = pcall(algo.sort, buffer("float", {2, 1}))
-    CLS.sort_rows_local = saved[1]
-    assert.is_false(ok2)
-    assert.matches("algo.classes.%a+.sort_rows_local: expected a power of two from 1 to 1024, " ..
-                   "got 3", tostring(e2))
   end)
 end)
 
@@ -706,13 +700,12 @@ describe("algo.sort errors", function()
               algo.sort, k, {onesweep = 1})
     has_error("luagpu: algo.argsort: argument #2: option onesweep: expected a boolean, got " ..
               "\"no\"", algo.argsort, k, {onesweep = "no"})
-    local saved = CLS.sort_onesweep
-    CLS.sort_onesweep = "yes"
-    local ok, e = pcall(algo.sort, k)
-    CLS.sort_onesweep = saved
-    assert.is_false(ok)
-    assert.matches("algo.classes.%a+.sort_onesweep: expected true or false, got \"yes\"",
-                   tostring(e))
+    with_settings({sort_onesweep = "yes"}, function()
+      local ok, e = pcall(algo.sort, k)
+      assert.is_false(ok)
+      assert.matches("algo.classes.%a+.sort_onesweep: expected true or false, got \"yes\"",
+                     tostring(e))
+    end)
     has_error("luagpu: algo.argsort: argument #2: option base: expected 0 or 1, got 2",
               algo.argsort, k, {base = 2})
     has_error("luagpu: algo.argsort: argument #2: option type: expected an integer element " ..

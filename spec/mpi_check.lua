@@ -6,12 +6,8 @@ local gpu = require "luagpu"
 local mpi = require "luagpu.mpi"
 local dev = gpu.devices()[mpi.rank % #gpu.devices() + 1]
 local size, rank = mpi.size, mpi.rank
-local checked = 0
-
-local function check(cond, fmt, ...)
-  if not cond then error(("rank %d: " .. fmt):format(rank, ...), 2) end
-  checked = checked + 1
-end
+local check, raises, checked =
+  dofile(arg[0]:match("^(.-)[^/]*$") .. "mpi_support.lua").checks(rank)
 
 -- value i of rank r for element type t
 local function value(t, r, i)
@@ -24,11 +20,6 @@ local function data(t, r, n)
   local a = gpu.array(t, n)
   for i = 1, n do a[i] = value(t, r, i) end
   return a
-end
-local function raises(pattern, f, ...)
-  local ok, err = pcall(f, ...)
-  check(not ok and tostring(err):find(pattern, 1, true), "expected an error with %q, got %s",
-        pattern, tostring(err))
 end
 
 local TYPES = {"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float"}
@@ -420,4 +411,4 @@ released:release()
 raises("attempt to use a released buffer", mpi.allreduce, released, "sum")
 
 mpi.barrier()
-if rank == 0 then print("checked " .. checked) end
+if rank == 0 then print("checked " .. checked()) end

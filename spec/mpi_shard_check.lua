@@ -9,12 +9,8 @@ local mpi = require "luagpu.mpi"
 local devs = gpu.devices()
 local dev = devs[mpi.rank % #devs + 1]
 local size, rank = mpi.size, mpi.rank
-local checked = 0
-
-local function check(cond, fmt, ...)
-  if not cond then error(("rank %d: " .. fmt):format(rank, ...), 2) end
-  checked = checked + 1
-end
+local check, raises, checked =
+  dofile(arg[0]:match("^(.-)[^/]*$") .. "mpi_support.lua").checks(rank)
 
 local function near(a, b, tol)
   if a ~= a or b ~= b then return a ~= a and b ~= b end
@@ -38,11 +34,6 @@ local function same(x, y, tol, what)
   walk(a, b, "")
 end
 
-local function raises(pattern, f, ...)
-  local ok, err = pcall(f, ...)
-  check(not ok and tostring(err):find(pattern, 1, true), "expected an error with %q, got %s",
-        pattern, tostring(err))
-end
 
 -- sizes that divide by the ranks and sizes that do not (some ranks one
 -- longer; with 3 ranks and 2 rows, a rank with none)
@@ -173,4 +164,4 @@ do
 end
 
 mpi.barrier()
-if rank == 0 then print(("checked %d"):format(checked)) end
+if rank == 0 then print(("checked %d"):format(checked())) end

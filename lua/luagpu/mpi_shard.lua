@@ -25,7 +25,7 @@ local gpu = require "luagpu"
 local H = require "luagpu.core.check"
 local O = require "luagpu.tensor.object"
 local X = require "luagpu.tensor.expr"
-local OPS = require "luagpu.tensor.ops"
+local SH = require "luagpu.tensor.shard"
 
 local type, ipairs, pairs, tostring = type, ipairs, pairs, tostring
 local getmetatable, setmetatable, rawget = getmetatable, setmetatable, rawget
@@ -169,26 +169,6 @@ function FIELDS.shape(s)
   return shape
 end
 
-MMT.__index = function(s, k)
-  local m = Methods[k]
-  if m then return m end
-  local f = FIELDS[k]
-  if f then return f(s) end
-  if type(k) == "string" and O.methods[k] then
-    return function()
-      fail("mpi_sharded:" .. k, "not supported on an MPI-sharded tensor: gather it first " ..
-           "(xs:gather()), or run it on xs.part")
-    end
-  end
-  return nil
-end
-
-MMT.__newindex = function(_, k)
-  fail("MPI-sharded tensor", "its fields are read-only (assigning %s)", show(k))
-end
-
-MMT.__close = function(s) Methods.release(s) end
-
 MMT.__tostring = function(s)
   local ok, x, d = pcall(fields, "mpi_sharded:tostring", 0, s)
   if not ok then return "luagpu.MpiShardedTensor (broken: " .. tostring(x) .. ")" end
@@ -244,37 +224,6 @@ end
 local function map1(fn, f, s, ...)
   local x, d, sizes = fields(fn, 0, s)
   return make(f(x, ...), d, sizes)
-end
-
-for _, row in ipairs(OPS.list) do
-  local name = row.name
-  local names = {}
-  if row.method then names[1] = name end
-  for _, a in ipairs(row.aliases) do names[#names + 1] = a end
-  local fn = "mpi_sharded:" .. name
-  local f
-  if row.arity == 1 then
-    f = function(s) return map1(fn, function(x) return x[name](x) end, s) end
-  elseif row.arity == 2 then
-    f = function(a, b)
-      if not is_msharded(a) then
-        fail(fn, "expected an MPI-sharded tensor (call it as xs:%s(y)), got %s", name,
-             typename(a))
-      end
-      return map2(fn, function(x, y) return x[name](x, y) end, a, b)
-    end
-  end
-  if f then
-    for _, n in ipairs(names) do Methods[n] = f end
-    if row.meta then
-      local op = row.meta
-      MMT[op] = function(a, b)
-        local mfn = "mpi_sharded " .. op:sub(3)
-        if row.arity == 1 then return map1(mfn, function(x) return O.MT[op](x, x) end, a) end
-        return map2(mfn, function(x, y) return O.MT[op](x, y) end, a, b)
-      end
-    end
-  end
 end
 
 function Methods.astype(s, t)
@@ -434,7 +383,7 @@ Methods.allgather = Methods.gather
 function Methods.get(s) return Methods.gather(s):get() end
 function Methods.totable(s) return Methods.gather(s):totable() end
 
------------------------------------------------------------------- help
+------------------------------------------------------------------ the type
 
 local DESCRIBE = {
   astype = "xs:astype(type): this rank's part converted",
@@ -452,14 +401,9 @@ local DESCRIBE = {
   get = "xs:get(): the whole as a host array (every rank)",
   totable = "xs:totable(): the whole as nested Lua tables (every rank)",
 }
-MMT.__methods = Methods
-MMT.__help = function()
-  local methods = {}
-  for name in pairs(Methods) do methods[name] = DESCRIBE[name] or "xs:" .. name .. "(...)" end
-  local names = {}
-  for name in pairs(FIELDS) do names[#names + 1] = name end
-  table.sort(names)
-  return {fields = names, methods = methods}
-end
+SH.build_type{mt = MMT, methods = Methods, fields = FIELDS, is = is_msharded,
+              map1 = map1, map2 = map2, prefix = "mpi_sharded", name = "MPI-sharded tensor",
+              a_name = "an MPI-sharded tensor", describe = DESCRIBE,
+              instead = "gather it first (xs:gather()), or run it on xs.part"}
 
 return MS

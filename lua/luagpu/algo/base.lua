@@ -225,6 +225,30 @@ function B.check_fp64(fn, dev, t)
   end
 end
 
+------------------------------------------------------------------ look-back
+
+-- Sets up what a decoupled look-back (scan.cl's scan_lookback, sort.cl's
+-- sort_onesweep) keeps in entry e of dev: e.ticket, the counter that
+-- numbers the tiles in the order they start, and e.epoch, the tag of the
+-- last run's status words (none yet). Returns e.
+function B.lookback_init(e, dev)
+  e.ticket, e.epoch = dev:buffer("uint", 1), 0
+  return e
+end
+
+-- The epoch of the next look-back run of entry e, which tags its status
+-- words: one more than the last, or 1 again after most (the largest the
+-- words hold), once seq has cleared words.
+function B.next_epoch(seq, e, words, most)
+  local epoch = e.epoch + 1
+  if epoch > most then
+    seq:cmd(words, "fill", 0)
+    epoch = 1
+  end
+  e.epoch = epoch
+  return epoch
+end
+
 ------------------------------------------------------------------ running
 
 -- A sequence of commands on queue q (nil: the default queue of the

@@ -124,8 +124,8 @@ local function entry_for(fn, dev, spec, seg, ft)
     ptx = cls.scan_ptx and not seg and L >= 32 and PTX_ACC[spec.acc] and ptx_keyword(dev)
           or false,
     ptx_items = cls.scan_ptx_items, ptx_ticket = cls.scan_ptx_ticket,
-    ticket = dev:buffer("uint", 1), epoch = 0,
   }
+  B.lookback_init(e, dev)
   entries[key] = e
   return e
 end
@@ -229,12 +229,7 @@ function S.run(fn, r)
   local ntiles = (n + tile - 1) // tile
   if lookback then
     local words = ST.scratch_buffer(e, dev, "words", "ulong", 2 * ntiles)
-    local epoch = e.epoch + 1
-    if epoch > MAX_EPOCH then
-      seq:cmd(words, "fill", 0)
-      epoch = 1
-    end
-    e.epoch = epoch
+    local epoch = B.next_epoch(seq, e, words, MAX_EPOCH)
     if ptx then
       seq:run(k.scan_lookback_ptx(x, xoff, n, r.out, r.ooff, excl, words, e.ticket, epoch),
               {ntiles * L}, {L})

@@ -121,7 +121,7 @@ local function entry_for(fn, dev, kt, vt, force)
     -- call's (dirty: a call stopped between the two, so the next one
     -- clears its set itself)
     e.onesweep, e.histograms, e.sweep = true, prog.sort_histograms, prog.sort_onesweep
-    e.ticket, e.epoch = dev:buffer("uint", 1), 0
+    B.lookback_init(e, dev)
     e.hists = {dev:buffer("uint", size * RADIX), dev:buffer("uint", size * RADIX)}
     e.parity, e.dirty = 1, false
     e.hist_groups = max(1, dev.compute_units * 8)
@@ -221,12 +221,7 @@ local function radix(fn, dev, e, seq, root, off, n, kt, r)
   for pi, p in ipairs(passes) do
     local rows = p[1] == 1
     if not rows and e.onesweep then
-      local epoch = e.epoch + 1
-      if epoch > MAX_EPOCH then
-        seq:cmd(words, "fill", 0)
-        epoch = 1
-      end
-      e.epoch = epoch
+      local epoch = B.next_epoch(seq, e, words, MAX_EPOCH)
       local first = pi == 1
       local keys_out = (r.keep and pi == #passes) and 0 or 1
       seq:run(e.sweep(src, soff, dst, doff, va, vaoff, vb, vboff, cmode, n, p[2], desc,

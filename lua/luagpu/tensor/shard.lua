@@ -203,26 +203,6 @@ function FIELDS.shape(s)
   return shape
 end
 
-SMT.__index = function(s, k)
-  local m = Sharded[k]
-  if m then return m end
-  local f = FIELDS[k]
-  if f then return f(s) end
-  if type(k) == "string" and O.methods[k] then
-    return function()
-      fail("sharded:" .. k, "not supported on a sharded tensor: put it on one device first " ..
-           "(xs:to(dev)), or run it on each of xs.shards")
-    end
-  end
-  return nil
-end
-
-SMT.__close = function(s) Sharded.release(s) end
-
-SMT.__newindex = function(_, k)
-  fail("sharded tensor", "its fields are read-only (assigning %s)", show(k))
-end
-
 SMT.__tostring = function(s)
   local ok, list, d = pcall(parts, "sharded:tostring", 0, s)
   if not ok then return "luagpu.ShardedTensor (broken: " .. tostring(list) .. ")" end
@@ -231,6 +211,94 @@ SMT.__tostring = function(s)
   return format("luagpu.ShardedTensor<%s>%s %s over %d device%s (%s)", list[1]._type,
                 show_shape(FIELDS.shape(s)), d and "along dim " .. d or "replicated", #list,
                 #list == 1 and "" or "s", concat(names, ", "))
+end
+
+------------------------------------------------------------------ building a type
+
+-- SH.build_type(t): what a sharded type's metatable t.mt and method table
+-- t.methods share (gpu.shard's here, mpi.shard's in luagpu.mpi_shard):
+--   a method per elementwise op of the op table (unless t.methods has its
+--   own of that name) and the operators, run on each shard by
+--   t.map1(fn, f, s) and t.map2(fn, f, a, b); t.is(v) says v is of the type
+--   __index: a method, else a field (t.fields[k](s)), else a refusal of
+--   the tensor methods the type lacks (t.instead: what to do instead)
+--   read-only fields, __close (t.methods.release), and __help (the lines
+--   of t.describe; the op table's too when t.op_help)
+-- Messages name the type by t.prefix ("sharded": "sharded:add"), t.name
+-- ("sharded tensor") and t.a_name ("a sharded tensor").
+function SH.build_type(t)
+  local mt, methods, fields, is = t.mt, t.methods, t.fields, t.is
+  local map1, map2, prefix = t.map1, t.map2, t.prefix
+  for _, row in ipairs(OPS.list) do
+    local name = row.name
+    local names = {}
+    if row.method then names[1] = name end
+    for _, a in ipairs(row.aliases) do names[#names + 1] = a end
+    local fn = prefix .. ":" .. name
+    local f
+    if row.arity == 1 then
+      f = function(s) return map1(fn, function(x) return x[name](x) end, s) end
+    elseif row.arity == 2 then
+      f = function(a, b)
+        if not is(a) then
+          fail(fn, "expected %s (call it as xs:%s(y)), got %s", t.a_name, name, typename(a))
+        end
+        return map2(fn, function(x, y) return x[name](x, y) end, a, b)
+      end
+    end
+    if f then
+      for _, n in ipairs(names) do methods[n] = methods[n] or f end
+      if row.meta then
+        local op = row.meta
+        mt[op] = function(a, b)
+          local mfn = prefix .. " " .. op:sub(3)
+          if row.arity == 1 then return map1(mfn, function(x) return O.MT[op](x, x) end, a) end
+          return map2(mfn, function(x, y) return O.MT[op](x, y) end, a, b)
+        end
+      end
+    end
+  end
+
+  mt.__index = function(s, k)
+    local m = methods[k]
+    if m then return m end
+    local f = fields[k]
+    if f then return f(s) end
+    if type(k) == "string" and O.methods[k] then
+      return function()
+        fail(prefix .. ":" .. k, "not supported on %s: %s", t.a_name, t.instead)
+      end
+    end
+    return nil
+  end
+
+  mt.__newindex = function(_, k)
+    fail(t.name, "its fields are read-only (assigning %s)", show(k))
+  end
+
+  mt.__close = function(s) methods.release(s) end
+
+  -- What the REPL's help(xs) and Tab show: the fields, and a line per method.
+  mt.__methods = methods
+  mt.__help = function()
+    local lines = {}
+    for name in pairs(methods) do lines[name] = t.describe[name] or "xs:" .. name .. "(...)" end
+    if t.op_help then
+      for _, row in ipairs(OPS.list) do
+        local call = row.arity == 1 and "xs:%s()" or "xs:%s(ys | number)"
+        if row.method then
+          lines[row.name] = format(call .. ": elementwise %s on each shard", row.name, row.name)
+        end
+        for _, a in ipairs(row.aliases) do
+          lines[a] = format(call .. ": the same as xs:%s", a, row.name)
+        end
+      end
+    end
+    local names = {}
+    for name in pairs(fields) do names[#names + 1] = name end
+    table.sort(names)
+    return {fields = names, methods = lines}
+  end
 end
 
 ------------------------------------------------------------------ elementwise
@@ -295,38 +363,6 @@ local function map1(fn, f, s, ...)
   local out = {}
   for i, x in ipairs(list) do out[i] = f(x, ...) end
   return make(out, d)
-end
-
-for _, row in ipairs(OPS.list) do
-  local name = row.name
-  local names = {}
-  if row.method then names[1] = name end
-  for _, a in ipairs(row.aliases) do names[#names + 1] = a end
-  local fn = "sharded:" .. name
-  local f
-  if row.arity == 1 then
-    f = function(s) return map1(fn, function(x) return x[name](x) end, s) end
-  elseif row.arity == 2 then
-    f = function(a, b)
-      if not is_sharded(a) then
-        fail(fn, "expected a sharded tensor (call it as xs:%s(y)), got %s", name, typename(a))
-      end
-      return map2(fn, function(x, y) return x[name](x, y) end, a, b)
-    end
-  end
-  if f then
-    for _, n in ipairs(names) do Sharded[n] = f end
-    if row.meta then
-      local op = row.meta
-      SMT[op] = function(a, b)
-        local mfn = "sharded " .. op:sub(3)
-        if row.arity == 1 then
-          return map1(mfn, function(x) return O.MT[op](x, x) end, a)
-        end
-        return map2(mfn, function(x, y) return O.MT[op](x, y) end, a, b)
-      end
-    end
-  end
 end
 
 -- xs:astype(t), xs:clamp(lo, hi): on each shard
@@ -549,10 +585,10 @@ function Sharded.totable(s)
   return Sharded.to(s, parts("sharded:totable", 0, s)[1]._dev):totable()
 end
 
------------------------------------------------------------------- help
+------------------------------------------------------------------ the type
 
--- What the REPL's help(xs) and Tab show: the fields, and a line per method
--- (the elementwise ones from the op table, as Sharded has them).
+-- What the REPL's help(xs) and Tab show for the methods above (the
+-- elementwise ones come from the op table).
 local DESCRIBE = {
   astype = "xs:astype(type): each shard converted",
   clamp = "xs:clamp(lo, hi): each shard limited to lo..hi (numbers)",
@@ -569,24 +605,11 @@ local DESCRIBE = {
   get = "xs:get(): the whole as a host array",
   totable = "xs:totable(): the whole as nested Lua tables",
 }
-SMT.__methods = Sharded
-SMT.__help = function()
-  local methods = {}
-  for name in pairs(Sharded) do methods[name] = DESCRIBE[name] or "xs:" .. name .. "(...)" end
-  for _, row in ipairs(OPS.list) do
-    local call = row.arity == 1 and "xs:%s()" or "xs:%s(ys | number)"
-    if row.method then
-      methods[row.name] = format(call .. ": elementwise %s on each shard", row.name, row.name)
-    end
-    for _, a in ipairs(row.aliases) do
-      methods[a] = format(call .. ": the same as xs:%s", a, row.name)
-    end
-  end
-  local fields = {}
-  for name in pairs(FIELDS) do fields[#fields + 1] = name end
-  table.sort(fields)
-  return {fields = fields, methods = methods}
-end
+SH.build_type{mt = SMT, methods = Sharded, fields = FIELDS, is = is_sharded,
+              map1 = map1, map2 = map2, prefix = "sharded", name = "sharded tensor",
+              a_name = "a sharded tensor", describe = DESCRIBE, op_help = true,
+              instead = "put it on one device first (xs:to(dev)), or run it on each of " ..
+                        "xs.shards"}
 
 SH.methods = Sharded
 return SH
