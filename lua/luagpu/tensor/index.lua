@@ -20,7 +20,7 @@ local X = require "luagpu.tensor.expr"
 local E = require "luagpu.tensor.elementwise"
 local new_tensor = require("luagpu.tensor.create").new_tensor
 
-local type, ipairs, tostring, pcall = type, ipairs, tostring, pcall
+local type, ipairs, tostring, pcall, rawequal = type, ipairs, tostring, pcall, rawequal
 local fail, typename, show = H.fail, H.typename, H.show
 local check, check_dim, show_shape, is_tensor = X.check, O.check_dim, O.show_shape, O.is_tensor
 local INTEGERS, FLOATS = TY.INTEGERS, TY.FLOATS
@@ -159,14 +159,28 @@ end
 -- out (contiguous, of idx's shape) = dat at idx's values along a dim:
 -- spec {dat =, dst = dat's strides over idx's dims with the indexed one 0,
 -- dstep =, len =}.
-local function gather(fn, where, out, idx, spec)
+-- base: the 1-D index tensor idx spreads (index_select: idx its elements
+-- along one dim, stride 0 in the others), checked in idx's place while idx
+-- still reads base's elements as made (else idx itself is checked).
+local function gather(fn, where, out, idx, spec, base)
   local dev, n = out._dev, out._n
   if n == 0 then return out end
   local shape, ist = idx._shape, idx._strides
   local nd = #shape
   if nd == 0 then shape, ist, nd = {1}, {0}, 1 end
   local dat = spec.dat
-  local big = O.check_bounds(fn, dat) >= BIG or O.check_bounds(fn, idx) >= BIG or n >= BIG
+  local big = O.check_bounds(fn, dat) >= BIG or n >= BIG
+  if base then
+    -- (base checked first: its fields are then of the right kinds)
+    local d, cap = spec.d, O.check_bounds(fn, base)
+    if #base._shape ~= 1 or not rawequal(base._st, idx._st) or base._off ~= idx._off
+       or base._type ~= idx._type or base._n ~= shape[d] or base._strides[1] ~= ist[d] then
+      cap = O.check_bounds(fn, idx)
+    end
+    big = big or cap >= BIG
+  else
+    big = big or O.check_bounds(fn, idx) >= BIG
+  end
   local k = program(fn, dev, out._type, idx._type, nd, 0, big and "ulong" or "uint").lg_gather
   local flag = flag_of(dev)
   k(out._st.buf, out._off, lanes(shape), idx._st.buf, idx._off, lanes(ist), dat._st.buf,
@@ -284,8 +298,10 @@ function methods.index_select(x, dim, idx)
   if b >= ROW_MIN and out._n > 0 and O.is_contiguous(x) then
     return index_rows(fn, out, x, d, idx, b)
   end
+  local spec = along(x, d)
+  spec.d = d
   local spread = O.view(idx._st, idx._type, shape, strides, idx._off)
-  return gather(fn, "argument #2", out, spread, along(x, d))
+  return gather(fn, "argument #2", out, spread, spec, idx)
 end
 
 -- x:take(idx): x's elements at idx's flat positions (x read in row-major
