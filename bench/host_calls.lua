@@ -46,6 +46,7 @@ local cases = {
   {"argmax2",       function() return S:argmax(2) end},
   {"sum1",          function() return M:sum(1) end},
   {"sum2",          function() return M:sum(2) end},
+  {"sum_all",       function() return M:sum() end},
   {"mm",            function() return A:mm(B) end},
   {"bmm",           function() return XB:mm(YB) end},
   {"einsum_bmm",    function() return gpu.einsum("bij,bjk->bik", XB, YB) end},

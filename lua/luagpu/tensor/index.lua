@@ -310,7 +310,7 @@ function methods.take(x, idx)
   local fn = "tensor:take"
   check(fn, 0, x)
   idx = index_arg(fn, 1, idx, x._dev)
-  local c = x:contiguous()
+  local c = O.is_contiguous(x) and x or x:contiguous()
   local out = O.empty(fn, x._dev, x._type, {table.unpack(idx._shape)})
   if out._n > 0 and c._n == 0 then
     fail(fn, "argument #1: the tensor has no elements to take")

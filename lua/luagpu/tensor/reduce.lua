@@ -313,7 +313,7 @@ local function reduce_all(fn, op, x)
     if op == "any" then return false elseif op == "all" then return true end
     return op == "prod" and (FLOATS[spec.out] and 1.0 or 1) or (FLOATS[spec.out] and 0.0 or 0)
   end
-  x = x:contiguous()
+  if x._expr or not O.is_contiguous(x) then x = x:contiguous() end
   if op == "sum" or op == "min" or op == "max" or (op == "mean" and MEAN_BY_SUM[x._type]) then
     reduce_helper = reduce_helper or require "luagpu.reduce"
     local b = O.elements_of(x)
@@ -351,7 +351,7 @@ local function reduce_dim(fn, op, x, d, keepdim)
   if L == 0 then
     return res:set(op == "prod" and 1 or op == "all" and 1 or op == "mean" and 0 / 0 or 0)
   end
-  if not O.is_contiguous(x) then x = x:contiguous() end
+  if x._expr or not O.is_contiguous(x) then x = x:contiguous() end
   reduce_into(fn, op, x, outer, L, inner, res)
   return res
 end
