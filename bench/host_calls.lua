@@ -20,6 +20,7 @@ local dev = gpu.device()
 local S = dev:tensor("float", {8, 16}, 1)
 local G = dev:tensor("long", {8, 16}, 3)
 local R = dev:tensor("long", {4}, {1, 3, 5, 7})
+local W = dev:tensor("float", {8, 64}, 1)               -- rows of 64: whole-row copies
 local x = dev:tensor("float", {64}, 2)
 local src = dev:tensor("float", {64}, 1)
 local Pi = dev:tensor("long", {64}, 5)
@@ -38,6 +39,7 @@ end)())
 local cases = {
   {"gather2",       function() return S:gather(2, G) end},
   {"index_select1", function() return S:index_select(1, R) end},
+  {"index_rows",    function() return W:index_select(1, R) end},
   {"scatter_add",   function() return x:scatter_add(1, Pi, src) end},
   {"masked_select", function() return x:masked_select(mask) end},
   {"cat3",          function() return gpu.cat{a, b, c} end},
