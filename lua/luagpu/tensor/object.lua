@@ -266,6 +266,7 @@ function O.dim_last(x, d, copy)
     moved = x:permute(order)
   end
   if copy then return moved:clone(), back end
+  if not moved._expr and O.is_contiguous(moved) then return moved, back end
   return moved:contiguous(), back
 end
 
