@@ -366,6 +366,48 @@ print(ok, e)
       end
     end)
 
+    -- The launch check remembers a layout it passed (per tensor): what a
+    -- script changes afterwards, in place or by rawset, is seen again.
+    it("sees fields changed after a launch passed them, in place too", function()
+      local function used(t, shape)
+        local x = dev:tensor(t or "float", shape or {4, 4}, 1)
+        x:sum(); x:sum(1); x:gather(2, dev:tensor("long", {4, 4}, 1))
+        return x
+      end
+      local cases = {
+        {"count", function(x) rawget(x, "_shape")[1] = 100 end},
+        {"its elements reach past its buffer of ", function(x) rawget(x, "_strides")[1] = 400 end},
+        {"shape or strides", function(x) rawget(x, "_shape")[3] = 2 end},
+        {"shape or strides", function(x) rawget(x, "_strides")[2] = 1.5 end},
+        {"shape, strides or offset", function(x)
+          setmetatable(rawget(x, "_shape"), {__len = function() return 2 end}) end},
+        {"shape, strides or offset", function(x) rawset(x, "_off", 0.5) end},
+        {"its elements reach past its buffer of 2)", function(x)
+          rawset(rawget(x, "_st"), "buf", dev:buffer("float", 2)) end},
+        {"type double over a buffer of float", function(x) rawset(x, "_type", "double") end},
+        {"attempt to use a released tensor", function(x) x:release() end},
+        {"the tensor's buffer was released", function(x) rawget(x, "_st").buf:release() end},
+      }
+      local launches = {
+        {"tensor:sum", function(x) return x:sum() end},
+        {"tensor:max", function(x) return x:max(1) end},
+        {"tensor:gather", function(x) return x:gather(2, dev:tensor("long", {4, 4}, 1)) end},
+        {"tensor:scatter_add", function(x)
+          return x:scatter_add(1, dev:tensor("long", {1, 4}, 1), dev:tensor("float", {1, 4}, 1)) end},
+        {"gpu.cat", function(x) return gpu.cat{x, x} end},
+      }
+      for _, c in ipairs(cases) do
+        for _, l in ipairs(launches) do
+          local x = used()
+          c[2](x)
+          local ok, e = pcall(l[2], x)
+          assert(not ok and tostring(e):find("luagpu: " .. l[1] .. ": ", 1, true)
+                 and tostring(e):find(c[1], 1, true),
+                 string.format("%s after %s: got %s", l[1], c[1], tostring(e)))
+        end
+      end
+    end)
+
     it("leaves the good cases alone", function()
       local x = dev:tensor("float", {4, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
       -- a layout a script sets that stays inside the buffer is just another view

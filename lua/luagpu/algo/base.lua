@@ -120,11 +120,20 @@ B.device_class = SET.reader("algo.classes", B.CLASSES, SETTINGS)
 -- Checks argument #arg of fn to be a live buffer (or what converts to one,
 -- such as a tensor) of scalars; returns its element type, root, offset and
 -- the buffer itself.
+-- A live Buffer's type, root and offset never change: learned once per
+-- Buffer (weak keys), read again only after gpu.type says it is live.
+local BUFFER_INFO = setmetatable({}, {__mode = "k"})
+local gpu_type = require("luagpu").type
+
 function B.check_buffer(fn, arg, b)
+  local live = gpu_type(b) == "Buffer"
+  local info = live and BUFFER_INFO[b]
+  if info then return info[1], info[2], info[3], b end
   local t, root, offset, buf = H.check_buffer(fn, arg, b)
   if not SIZES[t] then
     fail(fn, "argument #%d: expected a buffer of scalars, got %s elements", arg, t)
   end
+  if live then BUFFER_INFO[b] = {t, root, offset} end
   return t, root, offset, buf or b
 end
 

@@ -14,7 +14,7 @@
 
 local H = require "luagpu.core.check"
 
-local type, ipairs, tostring = type, ipairs, tostring
+local type, ipairs, tostring, load, setmetatable = type, ipairs, tostring, load, setmetatable
 local format, concat = string.format, table.concat
 local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
 
@@ -47,16 +47,22 @@ function S.reader(owner, classes, list)
   -- per class name: {cls = the table, raw = its values as read, extra,
   -- checked, sig}: a call whose class holds the same values skips the checks
   local memo = {}
+  -- unchanged(cls, raw): whether cls holds the values raw holds, each
+  -- setting read by a constant key (one function made here, not a loop
+  -- over list per call)
+  local tests = {}
+  for i, s in ipairs(list) do tests[i] = format("cls[%q] == raw[%d]", s[1], i) end
+  local unchanged = load("local cls, raw = ...; return " .. concat(tests, " and "),
+                         "=(" .. owner .. " settings)")
+  local types = setmetatable({}, {__mode = "k"})   -- dev -> dev.type (fixed)
   return function(fn, dev, extra)
-    local name = classes[dev.type] ~= nil and dev.type or "gpu"
+    local dtype = types[dev]
+    if dtype == nil then dtype = dev.type; types[dev] = dtype end
+    local name = classes[dtype] ~= nil and dtype or "gpu"
     local cls = classes[name]
     local m = memo[name]
-    if m and m.cls == cls and m.extra == extra then
-      local raw, same = m.raw, true
-      for i = 1, #list do
-        if cls[list[i][1]] ~= raw[i] then same = false; break end
-      end
-      if same then return m.checked, m.sig end
+    if m and m.cls == cls and m.extra == extra and unchanged(cls, m.raw) then
+      return m.checked, m.sig
     end
     if type(cls) ~= "table" then
       fail(fn, "%s.%s: expected a table of settings, got %s", owner, name, typename(cls))

@@ -20,11 +20,13 @@ local X = require "luagpu.tensor.expr"
 local E = require "luagpu.tensor.elementwise"
 local new_tensor = require("luagpu.tensor.create").new_tensor
 
-local type, ipairs, tostring, pcall = type, ipairs, tostring, pcall
+local type, ipairs, tostring, pcall, rawequal = type, ipairs, tostring, pcall, rawequal
 local fail, typename, show = H.fail, H.typename, H.show
 local check, check_dim, show_shape, is_tensor = X.check, O.check_dim, O.show_shape, O.is_tensor
 local INTEGERS, FLOATS = TY.INTEGERS, TY.FLOATS
-local ceil = ST.round_up
+local ceil, NO_EVENT = ST.round_up, ST.NO_EVENT
+local setmetatable = setmetatable
+local ZERO = {0}
 
 local I = {methods = {}}
 local methods = I.methods
@@ -38,41 +40,56 @@ local INDEX_TYPES = {int = "int", long = "long"}
 
 ------------------------------------------------------------------ kernels
 
-local programs = ST.device_cache()    -- dev -> "T I ND ADD" -> program
+local programs = ST.device_cache()    -- dev -> T -> I -> nd, ADD_KIND, IDX -> kernels
 
 -- The kernels of element type t, index type it, nd dims, ADD_KIND add and
--- position type idx (uint where every buffer has fewer than 2^31 elements).
+-- position type idx (uint where every buffer has fewer than 2^31 elements):
+-- a table of the program's kernels by name, each looked up once (kernel).
 local function program(fn, dev, t, it, nd, add, idx)
+  idx = idx or "ulong"
   local c = programs[dev]
   if not c then c = {}; programs[dev] = c end
-  idx = idx or "ulong"
-  local key = t .. " " .. it .. " " .. nd .. " " .. add .. " " .. idx
-  local p = c[key]
-  if p then return p end
+  local ct = c[t]
+  if not ct then ct = {}; c[t] = ct end
+  local ci = ct[it]
+  if not ci then ci = {}; ct[it] = ci end
+  local key = (nd * 8 + add) * 2 + (idx == "uint" and 0 or 1)
+  local ks = ci[key]
+  if ks then return ks end
   local defines = {{"T", t}, {"I", it}, {"ND", nd}, {"ADD_KIND", add}, {"IDX", idx},
                    {"IS_FLOAT", FLOATS[t] and 1 or 0}}
   if add == PTX_FLOAT_ADD then defines[#defines + 1] = {"LG_ASM", ptx_keyword(dev)} end
   local ok, prog = pcall(P.get, dev, {family = "tensor", file = "tensor_index.cl",
                                       defines = defines})
   if not ok then fail(fn, "the index kernels do not compile for %s: %s", t, tostring(prog)) end
-  c[key] = prog
-  return prog
+  ks = setmetatable({}, {__index = function(k, name)
+    local kernel = prog[name]
+    k[name] = kernel
+    return kernel
+  end})
+  ci[key] = ks
+  return ks
 end
 
 -- The flag of bad positions of dev: a long[2] made zero once (bad[1] set
 -- once by the first bad position, bad[2] its value).
 local flags = ST.device_cache()
+local get                   -- Buffer's get, looked up once
 local function flag_of(dev)
   local b = flags[dev]
-  if not b then b = dev:buffer("long", 2); flags[dev] = b end
+  if not b then
+    b = dev:buffer("long", 2)
+    flags[dev] = b
+    get = get or b.get
+  end
   return b
 end
 
--- Reads dev's flag after the kernels that may set it: raises naming the
--- first bad position (and puts the flag back to zero).
-local function check_flag(fn, dev, where, len)
-  local b = flags[dev]
-  local h = b:get()
+-- Reads flag b (dev's) after the kernels that may set it: raises naming
+-- the first bad position (and puts the flag back to zero). One blocking
+-- read of 16 bytes (through page-locked memory where the platform has it).
+local function check_flag(fn, b, where, len)
+  local h = get(b)
   if h[1] ~= 0 then
     b:fill(0):wait()
     fail(fn, "%s: position %d is out of range (1 to %d, or -%d to -1)", where, h[2], len, len)
@@ -80,9 +97,13 @@ local function check_flag(fn, dev, where, len)
 end
 
 -- lanes of list (a shape or strides), last-first, padded to 8
-local function lanes(list)
-  local v, nd = {0, 0, 0, 0, 0, 0, 0, 0}, #list
-  for i = 1, nd do v[i] = list[nd - i + 1] end
+local function lanes(l)
+  local nd = #l
+  if nd == 1 then return {l[1], 0, 0, 0, 0, 0, 0, 0} end
+  if nd == 2 then return {l[2], l[1], 0, 0, 0, 0, 0, 0} end
+  if nd == 3 then return {l[3], l[2], l[1], 0, 0, 0, 0, 0} end
+  local v = {0, 0, 0, 0, 0, 0, 0, 0}
+  for i = 1, nd do v[i] = l[nd - i + 1] end
   return v
 end
 
@@ -138,19 +159,34 @@ end
 -- out (contiguous, of idx's shape) = dat at idx's values along a dim:
 -- spec {dat =, dst = dat's strides over idx's dims with the indexed one 0,
 -- dstep =, len =}.
-local function gather(fn, where, out, idx, spec)
+-- base: the 1-D index tensor idx spreads (index_select: idx its elements
+-- along one dim, stride 0 in the others), checked in idx's place while idx
+-- still reads base's elements as made (else idx itself is checked).
+local function gather(fn, where, out, idx, spec, base)
   local dev, n = out._dev, out._n
   if n == 0 then return out end
   local shape, ist = idx._shape, idx._strides
   local nd = #shape
   if nd == 0 then shape, ist, nd = {1}, {0}, 1 end
   local dat = spec.dat
-  local big = O.check_bounds(fn, dat) >= BIG or O.check_bounds(fn, idx) >= BIG or n >= BIG
+  local big = O.check_bounds(fn, dat) >= BIG or n >= BIG
+  if base then
+    -- (base checked first: its fields are then of the right kinds)
+    local d, cap = spec.d, O.check_bounds(fn, base)
+    if #base._shape ~= 1 or not rawequal(base._st, idx._st) or base._off ~= idx._off
+       or base._type ~= idx._type or base._n ~= shape[d] or base._strides[1] ~= ist[d] then
+      cap = O.check_bounds(fn, idx)
+    end
+    big = big or cap >= BIG
+  else
+    big = big or O.check_bounds(fn, idx) >= BIG
+  end
   local k = program(fn, dev, out._type, idx._type, nd, 0, big and "ulong" or "uint").lg_gather
+  local flag = flag_of(dev)
   k(out._st.buf, out._off, lanes(shape), idx._st.buf, idx._off, lanes(ist), dat._st.buf,
-    dat._off, lanes(#spec.dst == 0 and {0} or spec.dst), spec.dstep, spec.len, n,
-    flag_of(dev)):run({ceil(n, LOCAL)}, {LOCAL}, ST.NO_EVENT)
-  check_flag(fn, dev, where, spec.len)
+    dat._off, lanes(#spec.dst == 0 and ZERO or spec.dst), spec.dstep, spec.len, n,
+    flag):run({ceil(n, LOCAL)}, {LOCAL}, NO_EVENT)
+  check_flag(fn, flag, where, spec.len)
   return out
 end
 
@@ -168,9 +204,10 @@ local function index_rows(fn, out, x, d, idx, b)
   local lx = 1                             -- a group: rows of lx work-items, LOCAL in all
   while lx < cols and lx < LOCAL do lx = lx * 2 end
   local ly = LOCAL // lx
+  local flag = flag_of(dev)
   k(out._st.buf, out._off, idx._st.buf, idx._off, idx._strides[1], m, x._st.buf, x._off, len,
-    b, rows, flag_of(dev)):run({ceil(cols, lx), ceil(rows, ly)}, {lx, ly}, ST.NO_EVENT)
-  check_flag(fn, dev, "argument #2", len)
+    b, rows, flag):run({ceil(cols, lx), ceil(rows, ly)}, {lx, ly}, NO_EVENT)
+  check_flag(fn, flag, "argument #2", len)
   return out
 end
 
@@ -188,16 +225,18 @@ local function scatter(fn, where, idx, src, spec, add)
   local big = O.check_bounds(fn, dat) >= BIG or O.check_bounds(fn, idx) >= BIG
               or O.check_bounds(fn, src) >= BIG or n >= BIG
   local k = program(fn, dev, dat._type, idx._type, nd, add, big and "ulong" or "uint").lg_scatter
+  local flag = flag_of(dev)
   k(dat._st.buf, dat._off, lanes(spec.dst), spec.dstep, spec.len, lanes(shape), idx._st.buf,
     idx._off, lanes(ist), src._st.buf, src._off, lanes(sst), n,
-    flag_of(dev)):run({ceil(n, LOCAL)}, {LOCAL}, ST.NO_EVENT)
-  check_flag(fn, dev, where, spec.len)
+    flag):run({ceil(n, LOCAL)}, {LOCAL}, NO_EVENT)
+  check_flag(fn, flag, where, spec.len)
 end
 
 -- The spec of x's dim d as gather and scatter take it.
 local function along(x, d)
-  local dst = {}
-  for i, s in ipairs(x._strides) do dst[i] = i == d and 0 or s end
+  local dst, st = {}, x._strides
+  for i = 1, #st do dst[i] = st[i] end
+  dst[d] = 0
   return {dat = x, dst = dst, dstep = x._strides[d], len = x._shape[d]}
 end
 
@@ -259,8 +298,10 @@ function methods.index_select(x, dim, idx)
   if b >= ROW_MIN and out._n > 0 and O.is_contiguous(x) then
     return index_rows(fn, out, x, d, idx, b)
   end
+  local spec = along(x, d)
+  spec.d = d
   local spread = O.view(idx._st, idx._type, shape, strides, idx._off)
-  return gather(fn, "argument #2", out, spread, along(x, d))
+  return gather(fn, "argument #2", out, spread, spec, idx)
 end
 
 -- x:take(idx): x's elements at idx's flat positions (x read in row-major
@@ -269,7 +310,7 @@ function methods.take(x, idx)
   local fn = "tensor:take"
   check(fn, 0, x)
   idx = index_arg(fn, 1, idx, x._dev)
-  local c = x:contiguous()
+  local c = O.is_contiguous(x) and x or x:contiguous()
   local out = O.empty(fn, x._dev, x._type, {table.unpack(idx._shape)})
   if out._n > 0 and c._n == 0 then
     fail(fn, "argument #1: the tensor has no elements to take")
@@ -285,12 +326,31 @@ local ADD_KIND = {int = 1, uint = 1, long = 2, ulong = 2, float = 3, double = 4}
 -- Float adds through NVIDIA's atom.global.add.f32 (a compare-and-swap
 -- loop retries under contention: several times slower where many add to
 -- one place) where a probe build of inline PTX works (algo.scan's).
-local function float_add_kind(dev)
+local add_kinds = ST.device_cache()   -- dev -> {float's ADD_KIND, 64-bit atomics}
+local function device_adds(dev)
+  local a = add_kinds[dev]
+  if a then return a end
   local ok, scan = pcall(require, "luagpu.algo.scan")
   if ok and ptx_keyword == nil then ptx_keyword = scan.ptx_keyword end
-  if ok and ptx_keyword(dev) then return PTX_FLOAT_ADD end
-  return 3
+  local ext = false
+  for _, e in ipairs(dev.extensions) do
+    if e == "cl_khr_int64_base_atomics" then ext = true end
+  end
+  a = {ok and ptx_keyword(dev) and PTX_FLOAT_ADD or 3, ext}
+  add_kinds[dev] = a
+  return a
 end
+
+-- A new contiguous copy of realized x (fn's): one buffer copy where x is
+-- contiguous, else x:clone()'s kernel.
+local function copy_of(fn, x)
+  if x._n == 0 or not O.is_contiguous(x) then return E.clone(x) end
+  local out = O.empty(fn, x._dev, x._type, {table.unpack(x._shape)})
+  O.check_bounds(fn, x)
+  O.elements_of(x):copy_to(O.elements_of(out))
+  return out
+end
+
 local function scatter_method(fn, x, dim, idx, src, add)
   check(fn, 0, x)
   local d = check_dim(fn, "argument #1", x, dim)
@@ -298,17 +358,14 @@ local function scatter_method(fn, x, dim, idx, src, add)
   local kind = 0
   if add then
     kind = ADD_KIND[x._type]
-    if kind == 3 then kind = float_add_kind(x._dev) end
     if not kind then
       fail(fn, "adds with atomics of 32 or 64 bits: int, uint, long, ulong, float or double, " ..
            "got %s (convert with :astype)", x._type)
     end
+    local adds = device_adds(x._dev)
+    if kind == 3 then kind = adds[1] end
     if kind % 2 == 0 then
-      local ext = false
-      for _, e in ipairs(x._dev.extensions) do
-        if e == "cl_khr_int64_base_atomics" then ext = true end
-      end
-      if not ext then
+      if not adds[2] then
         fail(fn, "%s has no 64-bit atomics (cl_khr_int64_base_atomics): %s cannot be added",
              x._dev.name, x._type)
       end
@@ -316,7 +373,7 @@ local function scatter_method(fn, x, dim, idx, src, add)
   end
   local v = values_arg(fn, 3, x, src)
   check_shapes(fn, x, d, idx, v)
-  local out = E.clone(x)
+  local out = copy_of(fn, x)
   scatter(fn, "argument #2", idx, v, along(out, d), kind)
   return out
 end
@@ -391,6 +448,8 @@ local function nonzero_positions(fn, m)
   return new_tensor(m._dev, "long", {count}, pos), count
 end
 
+local compact     -- luagpu.algo.compact, loaded on first use
+
 -- x:masked_select(mask): a 1-D tensor of x's elements where mask
 -- (broadcast to x's shape) is not 0, in row-major order: the scan of the
 -- mask, its count read, one kernel that moves the kept elements
@@ -414,11 +473,25 @@ function methods.masked_select(x, mask)
     fail(fn, "argument #1: the mask's shape %s does not broadcast to %s", show_shape(ms),
          show_shape(xs))
   end
-  local m = mask:expand({table.unpack(xs)}):contiguous()
+  -- (a mask of x's shape, contiguous, is used as it is)
+  local m = mask
+  if #ms ~= #xs or not O.is_contiguous(mask) then
+    m = mask:expand({table.unpack(xs)}):contiguous()
+  else
+    for i = 1, #ms do
+      if ms[i] ~= xs[i] then m = mask:expand({table.unpack(xs)}):contiguous(); break end
+    end
+  end
   if m._n == 0 then return O.empty(fn, dev, t, {0}) end
-  local ok, A = pcall(require, "luagpu.algo.compact")
-  if not ok then fail(fn, "not available: it needs luagpu.algo, which this build does not have") end
-  local c, out = x:contiguous(), nil
+  local A = compact
+  if not A then
+    local ok, mod = pcall(require, "luagpu.algo.compact")
+    if not ok then
+      fail(fn, "not available: it needs luagpu.algo, which this build does not have")
+    end
+    A, compact = mod, mod
+  end
+  local c, out = O.is_contiguous(x) and x or x:contiguous(), nil
   O.check_bounds(fn, c); O.check_bounds(fn, m)
   A.select(fn, t, c._st.buf, c._off, m._type, m._st.buf, m._off, m._n, dev, function(count)
     out = O.empty(fn, dev, t, {count})
@@ -486,7 +559,7 @@ function I.searchsorted(sorted, values, opts)
   local k = program(fn, dev, t, "long", 1, 0).lg_searchsorted
   O.check_bounds(fn, sorted); O.check_bounds(fn, v)
   k(sorted._st.buf, sorted._off, sorted._strides[1], sorted._n, v._st.buf, v._off, out._st.buf,
-    out._n, o.right and 1 or 0):run({ceil(out._n, LOCAL)}, {LOCAL}, ST.NO_EVENT)
+    out._n, o.right and 1 or 0):run({ceil(out._n, LOCAL)}, {LOCAL}, NO_EVENT)
   return out
 end
 

@@ -180,11 +180,17 @@ end
 
 ---------------------------------------------------------------- algo
 
+local algo_module     -- luagpu.algo once loaded
+
 local function algo(fn, name)
-  local ok, A = pcall(require, "luagpu.algo")
+  local A = algo_module
+  if A and type(A[name]) == "function" then return A end
+  local ok
+  ok, A = pcall(require, "luagpu.algo")
   if not ok or type(A) ~= "table" or type(A[name]) ~= "function" then
     fail(fn, "not available: it needs luagpu.algo's %s, which this build does not have", name)
   end
+  algo_module = A
   return A
 end
 

@@ -362,10 +362,24 @@ function J.cat(list, dim)
   end
   for k, n in ipairs(first._shape) do shape[k] = k == d and total or n end
   local out = O.empty(fn, first._dev, t, shape)
-  local at = 1
+  -- with no dim of more than one element before d, each input's part of
+  -- out is one run of its elements: a contiguous input of out's type is
+  -- one buffer copy (else a kernel writes its slice)
+  local outer, inner = 1, 1
+  for k = 1, d - 1 do outer = outer * shape[k] end
+  for k = d + 1, #shape do inner = inner * shape[k] end
+  local at, dst = 1, nil
   for _, x in ipairs(xs) do
     local n = x._shape[d]
-    if n > 0 and out._n > 0 then out:slice(d, at, at + n - 1):set(x) end
+    if n > 0 and out._n > 0 then
+      if outer == 1 and x._type == t and O.is_contiguous(x) then
+        O.check_bounds(fn, x)
+        dst = dst or out._st.buf
+        O.elements_of(x):copy_to(dst:sub((at - 1) * inner + 1, (at + n - 1) * inner))
+      else
+        out:slice(d, at, at + n - 1):set(x)
+      end
+    end
     at = at + n
   end
   return out

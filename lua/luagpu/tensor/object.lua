@@ -266,6 +266,7 @@ function O.dim_last(x, d, copy)
     moved = x:permute(order)
   end
   if copy then return moved:clone(), back end
+  if not moved._expr and O.is_contiguous(moved) then return moved, back end
   return moved:contiguous(), back
 end
 
@@ -297,13 +298,47 @@ local function is_view(v)
   return true
 end
 
+-- The layouts check_bounds passed, per tensor (weak keys): {s =, buf =,
+-- view =, shape =, strides =, off =, n =, t =, dev =, nd =, cap =, the
+-- shape's nd values, then the strides'}. A later check of the same tensor whose fields (read again,
+-- every one) equal these passes without the arithmetic and the type
+-- tests; any difference makes the full check run again.
+local PASSED = setmetatable({}, {__mode = "k"})
+local full_check
+
 -- Checks realized tensor x (fn's) against its storage's Buffer before a
 -- kernel or a copy uses it: x's fields live in a Lua table a script can
 -- write with rawset, so every position its shape, strides and offset reach
 -- must lie in the Buffer, and its type, count and device must be the
 -- Buffer's. Every launch over a tensor calls this (O(ndim), no allocation
--- but the first time a Buffer is met). Returns the Buffer's element count.
+-- but the first time a tensor or a Buffer is met). Returns the Buffer's
+-- element count.
 function O.check_bounds(fn, x)
+  local c = PASSED[x]
+  if c == nil or getmetatable(x) ~= MT then return full_check(fn, x) end
+  -- the same fields as last time? (==, on tables, may run a script's
+  -- __eq: what decides is what s holds, read raw, and the values in shape
+  -- and strides, which have no metatable when they match, so that their
+  -- __len and __index cannot answer differently later)
+  local s, shape, st, nd = x._st, x._shape, x._strides, c.nd
+  if s ~= c.s or x._off ~= c.off or x._n ~= c.n or x._type ~= c.t or x._dev ~= c.dev
+     or shape ~= c.shape or st ~= c.strides or getmetatable(shape) ~= nil
+     or getmetatable(st) ~= nil or #shape ~= nd or #st ~= nd then
+    return full_check(fn, x)
+  end
+  for i = 1, nd do
+    if shape[i] ~= c[i] or st[i] ~= c[nd + i] then return full_check(fn, x) end
+  end
+  local buf, bview = rawget(s, "buf"), rawget(s, "view")
+  if buf ~= c.buf or bview ~= c.view then return full_check(fn, x) end
+  if released(buf) or bview and released(bview) then
+    fail(fn, "the tensor's buffer was released")
+  end
+  return c.cap
+end
+
+function full_check(fn, x)
+  PASSED[x] = nil
   -- with luagpu's metatable, a field missing from x reads nil, as it will
   -- at launch; the shape and strides tables must have none (no __index or
   -- __len that could answer differently later); the storage is read raw
@@ -369,6 +404,10 @@ function O.check_bounds(fn, x)
     bad(fn, format("its elements reach past its buffer of %d", cap))
   end
   if n > 0 and under then bad(fn, "its elements reach before its buffer's first") end
+  local c = {s = s, buf = buf, view = bview, shape = shape, strides = st, off = off, n = n,
+             t = t, dev = x._dev, nd = nd, cap = cap}
+  for i = 1, nd do c[i], c[nd + i] = shape[i], st[i] end
+  PASSED[x] = c
   return cap
 end
 

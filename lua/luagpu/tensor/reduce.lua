@@ -178,7 +178,8 @@ local function dummy(dev, t)
   return d[t]
 end
 
-local NO_EVENT, same_args = ST.NO_EVENT, ST.same_args
+local NO_EVENT = ST.NO_EVENT
+local mathtype = math.type
 
 -- Per kernel, per output buffer (weak keys): the call bound last and its
 -- arguments. Binding checks and converts every argument, which costs more
@@ -189,14 +190,31 @@ local kept = setmetatable({}, {__mode = "k"})
 
 -- Runs kernel k over args (the output buffer args[out]), keeping the bound
 -- call when keep says its buffers may be held.
+-- Whether args binds as kept call c's did (ST.same_args' rule: the same
+-- values, numbers of the same Lua type, zeros of the same sign; c.kinds
+-- holds the math.type of each of c's arguments, learned once).
+local function same_binding(c, args)
+  local a, kinds, n = c.args, c.kinds, #args
+  if #a ~= n then return false end
+  for i = 1, n do
+    local x, y = a[i], args[i]
+    if x ~= y then return false end
+    local kind = kinds[i]
+    if kind and (mathtype(y) ~= kind or (y == 0 and 1 / x ~= 1 / y)) then return false end
+  end
+  return true
+end
+
 local function run(k, args, global, localsz, out, keep)
   local calls = kept[k]
   local c = calls and calls[args[out]]
-  if c and same_args(c.args, args) then return c.call:run(global, localsz, NO_EVENT) end
+  if c and same_binding(c, args) then return c.call:run(global, localsz, NO_EVENT) end
   local call = k(unpack(args))
   if keep then
     if not calls then calls = setmetatable({}, {__mode = "k"}); kept[k] = calls end
-    calls[args[out]] = {args = args, call = call}
+    local kinds = {}
+    for i = 1, #args do kinds[i] = mathtype(args[i]) or false end
+    calls[args[out]] = {args = args, call = call, kinds = kinds}
   end
   call:run(global, localsz, NO_EVENT)
 end
@@ -295,7 +313,7 @@ local function reduce_all(fn, op, x)
     if op == "any" then return false elseif op == "all" then return true end
     return op == "prod" and (FLOATS[spec.out] and 1.0 or 1) or (FLOATS[spec.out] and 0.0 or 0)
   end
-  x = x:contiguous()
+  if x._expr or not O.is_contiguous(x) then x = x:contiguous() end
   if op == "sum" or op == "min" or op == "max" or (op == "mean" and MEAN_BY_SUM[x._type]) then
     reduce_helper = reduce_helper or require "luagpu.reduce"
     local b = O.elements_of(x)
@@ -333,7 +351,7 @@ local function reduce_dim(fn, op, x, d, keepdim)
   if L == 0 then
     return res:set(op == "prod" and 1 or op == "all" and 1 or op == "mean" and 0 / 0 or 0)
   end
-  x = x:contiguous()
+  if x._expr or not O.is_contiguous(x) then x = x:contiguous() end
   reduce_into(fn, op, x, outer, L, inner, res)
   return res
 end

@@ -206,11 +206,14 @@ function methods.unique(x)
   local dev = x._dev
   local s = x:flatten():sort()
   -- 1 where a run of equal values starts (NaN after NaN is no start)
+  -- (the first element and, below, the bound past the last are one fill
+  -- each. Sorted, NaNs come last: a is a start where it differs from the
+  -- value before, b, unless b is NaN; integers have no NaN)
   local starts = O.empty(fn, dev, "uchar", {n})
-  starts:slice(1, 1, 1):set(1)
+  starts._st.buf:sub(1, 1):fill(1)
   if n > 1 then
     local a, b = s:slice(1, 2, n), s:slice(1, 1, n - 1)
-    starts:slice(1, 2, n):set((a:ne(b) * (1 - a:ne(a) * b:ne(b))):astype("uchar"))
+    starts:slice(1, 2, n):set(FLOATS[s._type] and a:ne(b) * b:eq(b) or a:ne(b))
   end
   -- the starts' values and positions (bounds[k]), then n + 1 past the last
   local values, bounds
@@ -221,7 +224,7 @@ function methods.unique(x)
     bounds = O.empty(fn, dev, "long", {count + 1})
     return values._st.buf, values._off, bounds._st.buf, bounds._off
   end)
-  bounds:slice(1, c + 1, c + 1):set(n + 1)
+  bounds._st.buf:sub(c + 1, c + 1):fill(n + 1)
   return values, (bounds:slice(1, 2, c + 1) - bounds:slice(1, 1, c)):eval()
 end
 

@@ -1,0 +1,86 @@
+-- bench/host_calls.lua: the host's own cost of one call of the array API's
+-- ops at tiny sizes (the device's time is negligible there): Lua VM
+-- instructions per call (a count hook of 1), C functions called per call,
+-- and wall-clock microseconds per call (the median of REPS calls, each
+-- timed up to its return, with dev:finish() after it outside the time).
+-- A program, not a test; run it on PoCL to compare the host path before
+-- and after a change.
+--
+--   build/luagpu bench/host_calls.lua [REPS [OP_PATTERN]]
+--
+-- Prints one line per op: name, instructions per call, C calls per call,
+-- microseconds per call.
+local bench = dofile((arg and arg[0] or "bench/"):match("^(.-)[^/]*$") .. "common.lua")
+local gpu = rawget(_G, "gpu") or require "luagpu"
+
+local reps = math.max(5, tonumber(arg and arg[1]) or 400)
+local only = arg and arg[2]
+local dev = gpu.device()
+
+local S = dev:tensor("float", {8, 16}, 1)
+local G = dev:tensor("long", {8, 16}, 3)
+local R = dev:tensor("long", {4}, {1, 3, 5, 7})
+local W = dev:tensor("float", {8, 64}, 1)               -- rows of 64: whole-row copies
+local x = dev:tensor("float", {64}, 2)
+local src = dev:tensor("float", {64}, 1)
+local Pi = dev:tensor("long", {64}, 5)
+local mask = x:gt(1.5):eval()
+local a, b, c = dev:tensor("float", {16}, 1), dev:tensor("float", {16}, 2),
+                dev:tensor("float", {16}, 3)
+local M = dev:tensor("float", {16, 16}, 1)
+local A, B = dev:tensor("float", {16, 16}, 1), dev:tensor("float", {16, 16}, 2)
+local XB, YB = dev:tensor("float", {4, 8, 8}, 1), dev:tensor("float", {4, 8, 8}, 2)
+local u = dev:tensor("float", {64}, (function()
+  local t = {}
+  for i = 1, 64 do t[i] = (i * 7) % 13 end
+  return t
+end)())
+
+local cases = {
+  {"gather2",       function() return S:gather(2, G) end},
+  {"index_select1", function() return S:index_select(1, R) end},
+  {"index_rows",    function() return W:index_select(1, R) end},
+  {"scatter_add",   function() return x:scatter_add(1, Pi, src) end},
+  {"masked_select", function() return x:masked_select(mask) end},
+  {"cat3",          function() return gpu.cat{a, b, c} end},
+  {"take",          function() return x:take(Pi) end},
+  {"cumsum",        function() return x:cumsum() end},
+  {"argmax2",       function() return S:argmax(2) end},
+  {"sum1",          function() return M:sum(1) end},
+  {"sum2",          function() return M:sum(2) end},
+  {"sum_all",       function() return M:sum() end},
+  {"mm",            function() return A:mm(B) end},
+  {"bmm",           function() return XB:mm(YB) end},
+  {"einsum_bmm",    function() return gpu.einsum("bij,bjk->bik", XB, YB) end},
+  {"argsort",       function() return u:argsort() end},
+  {"unique",        function() return u:unique() end},
+}
+
+-- VM instructions and C calls of n calls of f, per call.
+local function counts(f, n)
+  local ins, ccalls = 0, 0
+  local getinfo = debug.getinfo
+  debug.sethook(function(ev)
+    if ev == "count" then ins = ins + 1
+    elseif getinfo(2, "S").what == "C" then ccalls = ccalls + 1 end
+  end, "c", 1)
+  for _ = 1, n do f() end
+  debug.sethook()
+  return ins / n, ccalls / n
+end
+
+local function settle() dev:finish() end
+
+print(string.format("%-14s %10s %8s %10s", "op", "VM instr", "C calls", "us/call"))
+for _, case in ipairs(cases) do
+  local name, f = case[1], case[2]
+  if not only or name:find(only) or only:find(name, 1, true) then
+    for _ = 1, 20 do f(); settle() end              -- warm: programs, pools, caches
+    collectgarbage()
+    local ins, cc = counts(f, 20)
+    settle()
+    collectgarbage()
+    local us = bench.median(bench.enqueue_times(reps, f, settle)) * 1e6
+    print(string.format("%-14s %10.0f %8.0f %10.1f", name, ins, cc, us))
+  end
+end
