@@ -1476,6 +1476,87 @@ def rows_eval(prog, op, A):
     return V(out.astype(NP[ft]), ft, err)
 
 
+def linspace_eval(A):
+    """dev:linspace(t, first, last, count) (API.md): in double, the last
+    element last exactly; integer types take the floor."""
+    t = A["t"]
+    first, last, count = lua_num(A["first"]), lua_num(A["last"]), lua_num(A["count"])
+    phrases = []
+    for v in (first, last):
+        if not math.isfinite(v):
+            phrases.append("expected a finite number")
+        elif t not in FLOATS:
+            f = math.floor(v)
+            if f < RANGE[t][0] or f > RANGE[t][1]:
+                phrases.append("does not fit")
+    if is_float(count) or count < 0:
+        if not (is_float(count) and count == math.floor(count) and count >= 0):
+            phrases.append("count: expected an integer >= 0")
+    if phrases:
+        raise Expected(*phrases)
+    count = int(count)
+    if count == 1:
+        vals = [float(first)]
+    else:
+        step = (float(last) - float(first)) / (count - 1) if count > 1 else 0.0
+        vals = [float(first) + i * step for i in range(count)]
+        if count > 1:
+            vals[-1] = float(last)
+    err = np.zeros(count)
+    if t in FLOATS:
+        out = np.array(vals, np.float64).astype(NP[t])
+        err[:] = [2 * EPS[t] * abs(v) + TINY[t] for v in vals]
+        return V(out, t, err)
+    out = []
+    for i, v in enumerate(vals):
+        f = math.floor(v)
+        if abs(v - round(v)) <= 1e-9 * max(1.0, abs(v)) and i not in (0, count - 1):
+            err[i] = math.inf      # an integer in exact arithmetic: the floor may go either way
+        out.append(f)
+    return V(np.array(out, dtype=NP[t]), t, err)
+
+
+def create_eval(prog, A):
+    """The "create" programs: constructors, copies, item, NumPy spellings."""
+    sub, t = A["sub"], A["t"]
+    if sub in ("zeros", "ones"):
+        return V(np.full(A["shape"], 0 if sub == "zeros" else 1, dtype=NP[t]), t)
+    if sub == "full":
+        v = lua_num(A["v"])
+        fits(t, v)
+        return V(np.full(A["shape"], number_as(v, t), dtype=NP[t]), t)
+    if sub == "eye":
+        return V(np.eye(A["n"], A.get("m", A["n"]), dtype=NP[t]), t)
+    if sub == "linspace":
+        return linspace_eval(A)
+    if sub == "alias":
+        return prog.eval(A["tree"])
+    x = prog.operand(A["x"])
+    if sub in ("clone", "contiguous"):
+        return V(x.a.copy(), x.t)
+    if sub == "item":
+        if x.a.size != 1:
+            raise Expected("expected a tensor of 1 element")
+        v = x.a.reshape(-1)[0]
+        return ("number", float(v) if x.t in FLOATS else int(v), 0.0, x.t)
+    rt = A.get("type", x.t)
+    if sub == "full_like":
+        v = lua_num(A["v"])
+        fits(rt, v)
+        return V(np.full(x.a.shape, number_as(v, rt), dtype=NP[rt]), rt)
+    return V(np.full(x.a.shape, 0 if sub == "zeros_like" else 1, dtype=NP[rt]), rt)
+
+
+def create_names(A):
+    """The names an error of a "create" program may give (API.md, Errors)."""
+    sub = A["sub"]
+    if sub in ("zeros", "ones", "full", "eye", "linspace"):
+        return ("device:" + sub, "dev:" + sub)
+    if sub == "alias":
+        return ("tensor:" + A["alias"], "tensor:" + A["tree"]["op"])
+    return ("tensor:" + sub,)
+
+
 def paths_eval(prog, op, A):
     """The ops of D.OPSP that check.py had not: a V, a number or a list."""
     if op in ("sort", "argsort"):
@@ -1489,6 +1570,8 @@ def paths_eval(prog, op, A):
         k.a[...] = ka
         v.a[...] = va
         return ("list", [V(ka.copy(), k.t), V(va.copy(), v.t)])
+    if op == "create":
+        return create_eval(prog, A)
     return rows_eval(prog, op, A)
 
 
@@ -1501,7 +1584,7 @@ def ops_eval(prog, p):
     """The result of an "ops" program (issue 32's ops): a V, ("number", v,
     err, t) or ("list", [...])."""
     op, A = p["op"], p["a"]
-    if op in ("sort", "argsort", "algo_sort", "softmax", "log_softmax", "logsumexp"):
+    if op in ("sort", "argsort", "algo_sort", "softmax", "log_softmax", "logsumexp", "create"):
         return paths_eval(prog, op, A)
     if op in ("var", "std", "norm"):
         return stats(prog, p, A)
@@ -1982,6 +2065,8 @@ def run(p):
                 names = OP_NAMES.get(p["op"], ("tensor:" + p["op"],))
                 if p["op"] == "mreduce":
                     names = ("tensor:" + p["a"]["rop"],)
+                if p["op"] == "create":
+                    names = create_names(p["a"])
                 if not any(msg.startswith("luagpu: %s: " % n) for n in names):
                     return "luagpu raised %r; expected it to name %s" % (msg, " or ".join(names))
             return None

@@ -363,7 +363,7 @@ local OPS = false         -- D.run's ops: false, true (KINDS_X), "only" or "path
 local ops_family, ops_program   -- (below)
 local paths_family, paths_program   -- (below, with OPSP's comment)
 local OPSP = {"topk_whole", "onesweep", "softmax", "topk_select", "logsumexp", "topk_long",
-              "onesweep", "log_softmax", "topk_kmax", "topk_natural"}
+              "onesweep", "log_softmax", "topk_kmax", "topk_natural", "create"}
 D.OPSP = OPSP
 local DEV                  -- D.run's device: the sizes where the ways change
 
@@ -655,7 +655,10 @@ end
 -- x:sort, x:argsort, x:unique and key-value sorts, sizes around its tile;
 -- softmax, log_softmax and logsumexp on both ways (rows in registers, and
 -- longer rows read twice: by luagpu.tensor.rows' sizes, or with its ITEMS
--- lowered). Each program's first lines set what it changes (a reproducer
+-- lowered); and the calls the other families do not draw (gen.lua's
+-- "create": dev:zeros .. dev:linspace, the *_like constructors, clone,
+-- contiguous, item, and the NumPy spellings arcsin .. fix, invert,
+-- left_shift ...). Each program's first lines set what it changes (a reproducer
 -- runs as printed); D.run puts the settings back after it.
 
 local function class_of(dev) return dev.type == "cpu" and "cpu" or "gpu" end
@@ -744,6 +747,101 @@ local function shape_around(nd, d, L, most)
     end
   end
   return s
+end
+
+-- The NumPy spellings (API.md: the same ops): name, the op it is, its
+-- second operand (nil, "num", "shift" or "tensor"), integer types only.
+local ALIASES = {{"arcsin", "asin"}, {"arccos", "acos"}, {"arctan", "atan"},
+                 {"arcsinh", "asinh"}, {"arccosh", "acosh"}, {"arctanh", "atanh"},
+                 {"arctan2", "atan2", "tensor"}, {"arctan2", "atan2", "num"}, {"fix", "trunc"},
+                 {"invert", "bitwise_not", nil, true}, {"bitwise_invert", "bitwise_not", nil, true},
+                 {"left_shift", "lshift", "shift", true},
+                 {"bitwise_left_shift", "lshift", "tensor", true},
+                 {"right_shift", "rshift", "shift", true},
+                 {"bitwise_right_shift", "rshift", "shift", true}}
+
+-- A program of "create": one of the constructors, copies and spellings
+-- (its sub-op drawn per program; the family fixes the element type).
+local function create_program(fam, lines, desc, A, operand, x_operand, numtext)
+  local t = fam.types[1]
+  desc.op = "create"
+  local sub = pick{"zeros", "ones", "full", "eye", "linspace", "zeros_like", "ones_like",
+                   "full_like", "clone", "contiguous", "item", "alias", "alias", "alias"}
+  A.sub, A.t = sub, t
+  local S = random_shape(int(0, 3))
+  local function shape_arg()
+    if #S == 1 and chance(0.5) then return tostring(S[1]) end
+    return shape_text(S)
+  end
+  local function fill_value(typ)
+    local v = number(chance(0.8) and "int" or "float", typ)
+    if FLOATS[typ] and chance(0.3) then v = pick{0 / 0, 1 / 0, -0.0, 2.5, 1e300} end
+    return v
+  end
+  if sub == "zeros" or sub == "ones" then
+    A.shape = S
+    return format("dev:%s(%q, %s)", sub, t, shape_arg())
+  elseif sub == "full" then
+    A.shape, A.v = S, fill_value(t)
+    return format("dev:full(%q, %s, %s)", t, shape_arg(), numtext(A.v))
+  elseif sub == "eye" then
+    A.n = int(0, 5)
+    if chance(0.5) then A.m = int(0, 5) end
+    return format("dev:eye(%q, %d%s)", t, A.n, A.m and ", " .. A.m or "")
+  elseif sub == "linspace" then
+    local function ends()
+      local r = uniform()
+      if r < 0.4 then return int(-6, 6) end
+      if r < 0.7 then return int(-12, 12) / 4 end
+      if r < 0.95 then return (uniform() - 0.5) * 2.0^int(0, 12) end
+      return pick{0 / 0, 1 / 0, 300, -200, 70000, 2.0^40}
+    end
+    A.first, A.last = ends(), ends()
+    A.count = pick{0, 1, 2, int(3, 12), int(3, 40), 100}
+    if chance(0.03) then A.count = pick{-1, 1.5} end
+    return format("dev:linspace(%q, %s, %s, %s)", t, numtext(A.first), numtext(A.last),
+                  numtext(A.count))
+  elseif sub == "zeros_like" or sub == "ones_like" or sub == "full_like" or
+         sub == "clone" or sub == "contiguous" or sub == "item" then
+    if sub == "item" then S = pick{{}, {1}, {1, 1}, {1, 1, 1}, {2}, {0}} end
+    local x, kx = x_operand(S, true, t)
+    A.x = kx
+    if sub == "clone" or sub == "contiguous" or sub == "item" then
+      return format("%s:%s()", x, sub)
+    end
+    local args = {}
+    if sub == "full_like" then
+      A.v = fill_value(t)
+      args[1] = numtext(A.v)
+    end
+    if chance(0.5) then
+      A.type = pick(TYPES)
+      if sub == "full_like" then A.v = fill_value(A.type); args[1] = numtext(A.v) end
+      args[#args + 1] = format("%q", A.type)
+    end
+    return format("%s:%s(%s)", x, sub, concat(args, ", "))
+  end
+  -- alias: the NumPy spelling of an op, against the op itself in check.py
+  local al = pick(ALIASES)
+  local xt = t
+  if al[4] and FLOATS[xt] then xt = pick(INTS) end
+  local x, kx = x_operand(S, true, xt)
+  local args = {{op = "leaf", operand = kx}}
+  local text
+  if al[3] == "tensor" then
+    local y, ky = x_operand(S, true, al[4] and pick(INTS) or pick(TYPES))
+    args[2] = {op = "leaf", operand = ky}
+    text = format("%s:%s(%s)", x, al[1], y)
+  elseif al[3] then
+    local v = al[3] == "shift" and pick{int(0, 9), 31, 63, 64, -1, 8} or number("int", xt)
+    if al[3] == "num" and chance(0.3) then v = pick{0.5, -2.5, 0 / 0} end
+    args[2] = {op = "num", v = v}
+    text = format("%s:%s(%s)", x, al[1], numtext(v))
+  else
+    text = format("%s:%s()", x, al[1])
+  end
+  A.alias, A.tree = al[1], {op = al[2], args = args}
+  return text
 end
 
 function paths_program(fam, lines, desc, A, operand, x_operand, numtext)
@@ -866,6 +964,7 @@ function paths_program(fam, lines, desc, A, operand, x_operand, numtext)
     args[#args + 1] = dtext
     return format("%s:%s(%s)", x, desc.op, concat(args, ", "))
   end
+  if op == "create" then return create_program(fam, lines, desc, A, operand, x_operand, numtext) end
   -- softmax, log_softmax, logsumexp
   desc.op = op
   local RW = require "luagpu.tensor.rows"
