@@ -854,7 +854,7 @@ function paths_program(fam, lines, desc, A, operand, x_operand, numtext)
     local way = A.way
     if way == "whole" then L = pick{int(1, 16), int(1, 128), 128, 64, 65, 2, 3}
     elseif way == "select" then L = pick{129, 130, int(129, 700), int(700, 2100), 1024, 1025}
-    elseif way == "long" then L = pick{int(2, 300), int(300, 3000), 1024, 1025, 2049}
+    elseif way == "long" then L = pick{int(2, 300), int(300, 3000), 1024, 1025, 2049, int(2, 40)}
     elseif way == "kmax" then L = pick{2048, 2049, 2047, 2050, int(2048, 2400)}
     else L = fam.natural and fam.natural + pick{0, 0, 1, 3} or int(2, 300) end
     if way == "kmax" then
@@ -874,6 +874,9 @@ function paths_program(fam, lines, desc, A, operand, x_operand, numtext)
     local d = int(1, nd)
     local S = shape_around(nd, d, L, most)
     if way == "whole" and nd >= 2 and chance(0.5) then S[d == 1 and 2 or 1] = int(20, 40) end
+    if way == "long" and L <= 40 and nd >= 2 then
+      S[d == 1 and 2 or 1] = int(50, 400)     -- many short rows the long way (rows in grid dim 1)
+    end
     local TK = require "luagpu.tensor.topk"
     local TKS = TK.sizes[class_of(DEV)]
     local saved = TKS.rows_max
