@@ -830,6 +830,29 @@ print(pcall(y.get, y))
       end
     end)
 
+    it("x[i] and x:select: hostile positions, and an empty dim named as such (the message " ..
+       "read '(1 to 0, or -0 to -1)')", function()
+      local x = dev:tensor("float", {3, 2}, {1, 2, 3, 4, 5, 6})
+      for _, i in ipairs{0 / 0, 2.0^63, 1.5} do
+        has_error("luagpu: tensor[i]: expected an integer position, got " .. shown(i),
+                  function() return x[i] end)
+        has_error("luagpu: tensor[i] =: expected an integer position, got " .. shown(i),
+                  function() x[i] = 1 end)
+      end
+      for _, i in ipairs{math.mininteger, math.maxinteger, 4, -4} do
+        has_error("luagpu: tensor[i]: position " .. i .. " is out of range (1 to 3, or -3 to -1)",
+                  function() return x[i] end)
+      end
+      has_error("luagpu: tensor[i]: position 1 is out of range (the dim has size 0)",
+                function() return dev:tensor("float", {0})[1] end)
+      has_error("luagpu: tensor[i] =: position -1 is out of range (the dim has size 0)",
+                function() dev:tensor("float", {0, 2})[-1] = 5 end)
+      local e = dev:tensor("float", {2, 0})
+      has_error("luagpu: tensor:select: dim 2: position 1 is out of range (the dim has size 0)",
+                e.select, e, 2, 1)
+      assert.same({1, 2}, flat(x[1]))
+    end)
+
     it("sorts in one sweep: the onesweep option and class settings checked, bad buffers " ..
        "refused", function()
       local algo = gpu.algo
