@@ -181,7 +181,9 @@ fuzz: asan-build
 # [EXTRA=1] [OPS=] (FAMILIES: kernel families, default N/6; each costs a few
 # PoCL builds; EXTRA=0: without the ops of issue 32, the programs a seed drew
 # before them; OPS=only: every family one of issue 32's indexing, joining
-# and statistics ops, OPS=0: none, default: every other family).
+# and statistics ops, OPS=0: none, OPS=paths: every family one of the ways
+# topk, the one-sweep sort and softmax take by size, default: every other
+# family, half of them such a way).
 N ?= 2000
 FAMILIES ?=
 EXTRA ?= 1

@@ -362,9 +362,14 @@ local FIELDS = {"type", "shape", "count", "bytes", "device", "access", "parent",
 local ops = {
   -- creating
   {8, function() add("Buffer", M.Device.buffer(maybe(pick, "Device"), gtype(), gshape(),
-      gopts(function()
+      (R() < 0.25 and function(f) return f() end or gopts)(function()
         local t = ({"in", "out", "mixed", "inout", 1})[R(5)]
-        return {access = t, host = R() < 0.5 and gtable(R(0, 8)) or pick("Array")}
+        if R() < 0.5 then t = nil end
+        -- pinned (CL_MEM_ALLOC_HOST_PTR) now and then, with host or init = false too
+        local pinned = R() < 0.4 and (R() < 0.9 or junk()) or nil
+        local r = R()
+        return {access = t, host = r < 0.3 and gtable(R(0, 8)) or r < 0.6 and pick("Array") or nil,
+                pinned = pinned, init = R() < 0.1 and (R() < 0.8 and false or junk()) or nil}
       end))) end},
   {2, function() add("Buffer", M.Device.scalar(maybe(pick, "Device"), gtype(),
       R() < 0.7 and gnum() or gtable(R(0, 5)))) end},

@@ -21,6 +21,16 @@ local EXTRA_SEED, EXTRA_PROGRAMS, EXTRA_FAMILIES = 7, 300, 40
 -- The third, of issue 32's indexing, joining and statistics ops only (one
 -- per family, gen.lua's OPS32 in turn: 37 families draw each once).
 local OPS_SEED, OPS_PROGRAMS, OPS_FAMILIES = 32, 185, 37
+-- The fourth, of the ways the calls of the session of 2026-11-27 choose by
+-- size (gen.lua's OPSP, one family each): topk's rows sorted whole or
+-- selected in local memory and its long rows' histogram passes (at the
+-- length where this device's plan turns, and with rows_max lowered), k at
+-- 1, L, L / 2 and 1024; x:sort, x:argsort and algo.sort's key-value sort in
+-- one sweep a pass (emulated warp ranks) around the tile; softmax,
+-- log_softmax and logsumexp in registers and read twice; the constructors,
+-- copies and NumPy spellings no other family draws. Few programs:
+-- each one-sweep family costs a build of several seconds on PoCL.
+local PATHS_SEED, PATHS_PROGRAMS, PATHS_FAMILIES = 3, 33, 11
 
 local function find_python()
   for _, py in ipairs{"python3", "/usr/bin/python3"} do
@@ -140,6 +150,45 @@ describe("tensors against NumPy", function()
     assert.equal(2, #spoiled)
     report = check(spoiled)
     assert.matches("differential: 2 programs, 2 mismatches", report, 1, true)
+  end)
+
+  it("agree on " .. PATHS_PROGRAMS .. " programs of topk's, the one-sweep sort's and " ..
+     "softmax's ways (seed " .. PATHS_SEED .. ")", function()
+    assert(py or not os.getenv("CI"), "python3 with numpy not found under CI")
+    if not py then return pending("python3 with numpy not found: nothing to compare with") end
+    local dev = gpu.devices()[1]
+    if not dev.fp64 then
+      return pending(dev.name .. " has no fp64: the programs use double (long / 2, means)")
+    end
+    local cls = dev.type == "cpu" and "cpu" or "gpu"
+    local C, TKS = gpu.algo.classes[cls], require("luagpu.tensor.topk").sizes[cls]
+    local before = {C.sort_onesweep, C.sort_ptx, C.sort_rows_max, TKS.rows_max}
+    local out = os.tmpname()
+    local ok, e = pcall(D.run, {n = PATHS_PROGRAMS, seed = PATHS_SEED, families = PATHS_FAMILIES,
+                                out = out, device = dev, extra = true, ops = "paths"})
+    if not ok then os.remove(out); error(e, 0) end
+    local list = {}
+    for line in io.lines(out) do list[#list + 1] = line end
+    os.remove(out)
+    local all = table.concat(list, "\n")
+    -- every way drawn: topk's (as its plan says), the one-sweep sorts, the row ops
+    for _, way in ipairs{"whole", "select", "long", "kmax", "natural"} do
+      assert.matches('"way":"' .. way .. '"', all, 1, true)
+    end
+    for _, plan in ipairs{"rows", "long", "sort"} do
+      assert.matches('"plan":"' .. plan .. '"', all, 1, true)
+    end
+    for _, op in ipairs{"algo_sort", "argsort", "softmax", "log_softmax", "logsumexp",
+                        "create"} do
+      assert.matches('"op":"' .. op .. '"', all, 1, true)
+    end
+    assert.matches("C.sort_onesweep, C.sort_ptx, C.sort_rows_max = true", all, 1, true)
+    -- the settings the programs changed are back
+    assert.same(before, {C.sort_onesweep, C.sort_ptx, C.sort_rows_max, TKS.rows_max})
+    local report, done = check(list)
+    assert.matches("differential: " .. PATHS_PROGRAMS .. " programs, 0 mismatches", report, 1,
+                   true)
+    assert(done, report)
   end)
 
   it("the checker finds a wrong value, a wrong shape, a changed input and a missing error",

@@ -67,6 +67,105 @@ describe("luagpu.mpi", function()
     assert.not_matches("not built", out, 1, true)
   end)
 
+  it("raises a clear error for each hostile argument of shard, sharded, reduce_scatter and " ..
+     "mpi.chunk_bytes (one rank), and cuts pieces of any byte count right", function()
+    if not needs_mpi() then return end
+    local path = os.tmpname()
+    write_file(path, [==[
+      local gpu = require "luagpu"
+      local mpi = require "luagpu.mpi"
+      local dev = gpu.device()
+      local bad = 0
+      local function shown(v)
+        if type(v) == "number" then return v ~= v and "nan" or tostring(v) end
+        if type(v) == "string" then return string.format("%q", v) end
+        return type(v) == "boolean" and tostring(v) or type(v)
+      end
+      -- f(...) raises an error containing text
+      local function raises(text, f, ...)
+        local ok, e = pcall(f, ...)
+        if ok or not tostring(e):find(text, 1, true) then
+          bad = bad + 1
+          print("FAIL: expected " .. text .. ", got " .. (ok and "no error" or tostring(e)))
+        end
+      end
+      local x = dev:tensor("float", {4, 3})
+      for _, d in ipairs{0, 3, -3, 1.5, 0 / 0, "1", 2.0^63, true} do
+        for _, fn in ipairs{"shard", "sharded"} do
+          raises("luagpu: mpi." .. fn .. ": argument #2: dim " .. shown(d) .. " is out of " ..
+                 "range (1 to 2, or -2 to -1)", mpi[fn], x, d)
+        end
+      end
+      local rt = dev:tensor("float", {4})
+      rt:release()
+      local rb = dev:buffer("float", 4)
+      rb:release()
+      for _, fn in ipairs{"shard", "sharded"} do
+        raises("luagpu: mpi." .. fn .. ": argument #1: expected a tensor, got nil", mpi[fn])
+        raises("luagpu: mpi." .. fn .. ": argument #1: expected a tensor, got luagpu.Buffer",
+               mpi[fn], dev:buffer("float", 4))
+        raises("luagpu: mpi." .. fn .. ": argument #1: a 0-d tensor has no dim to shard",
+               mpi[fn], dev:tensor("float", {}))
+        raises("luagpu: mpi." .. fn .. ": attempt to use a released tensor", mpi[fn], rt)
+      end
+      for _, v in ipairs{{"nil"}, {"table", {1, 2}}, {"boolean", true}, {"string", "x"}} do
+        raises("luagpu: mpi.reduce_scatter: argument #1: expected a number, a host array, a " ..
+               "Buffer or a Tensor, got " .. v[1], mpi.reduce_scatter, v[2], "sum")
+      end
+      -- a released tensor is named as reduce_scatter's (it raised from tensor:contiguous)
+      raises("luagpu: mpi.reduce_scatter: attempt to use a released tensor",
+             mpi.reduce_scatter, rt, "sum")
+      raises("luagpu: mpi.reduce_scatter: argument #1: attempt to use a released buffer",
+             mpi.reduce_scatter, rb, "sum")
+      for _, op in ipairs{{"\"bogus\"", "bogus"}, {"number", 1}, {"nil"}, {"number", 0 / 0}} do
+        raises("luagpu: mpi.reduce_scatter: argument #2: expected \"sum\", \"prod\", \"min\" " ..
+               "or \"max\", got " .. op[1], mpi.reduce_scatter, x, op[2])
+      end
+      -- a 0-d tensor on one rank stays 0-d (it came back of shape {1})
+      local z = mpi.reduce_scatter(dev:tensor("float", {}, 2.5), "sum")
+      if #z.shape ~= 0 or z:item() ~= 2.5 then
+        bad = bad + 1
+        print("FAIL: reduce_scatter of a 0-d tensor: shape {" .. table.concat(z.shape, ", ") ..
+              "}")
+      end
+      for _, c in ipairs{0 / 0, -1, "8", 2.0^70, math.huge, 1.5, true, {}, math.mininteger} do
+        mpi.chunk_bytes = c
+        for _, fn in ipairs{"allreduce", "bcast"} do
+          raises("luagpu: mpi." .. fn .. ": mpi.chunk_bytes: expected an integer >= 0 (0 or " ..
+                 "false: no pieces), got " .. shown(c), mpi[fn], dev:buffer("float", 1000),
+                 fn == "allreduce" and "sum" or 0)
+        end
+      end
+      -- pieces of any byte count (below an element, odd, 0 and false: none)
+      for _, c in ipairs{1, 3, 5, 7, 4099, 0, false} do
+        mpi.chunk_bytes = c
+        for _, t in ipairs{"float", "double", "short", "int"} do
+          local n = 1000
+          local vals = {}
+          for i = 1, n do vals[i] = i end
+          local b = dev:buffer(t, n, {host = vals})
+          local y = dev:tensor(t, {n}, gpu.array(t, vals))
+          for what, got in pairs{allreduce = mpi.allreduce(b, "sum"):get(),
+                                 bcast = mpi.bcast(y, 0):get()} do
+            for i = 1, n do
+              if got[i] ~= i then
+                bad = bad + 1
+                print(("FAIL: %s of %s with mpi.chunk_bytes = %s: [%d] = %s"):format(what, t,
+                      tostring(c), i, tostring(got[i])))
+                break
+              end
+            end
+          end
+        end
+      end
+      print("hostile mpi: " .. bad .. " failed")
+    ]==])
+    local out, code = mpirun(1, shell_quote(PROG) .. " " .. shell_quote(path))
+    os.remove(path)
+    assert.equal(0, code, out)
+    assert.matches("hostile mpi: 0 failed", out, 1, true)
+  end)
+
   it("ends a job whose rank fails, and one that calls os.exit, without hanging", function()
     if not needs_mpi() then return end
     local path = os.tmpname()

@@ -205,6 +205,41 @@ end)
 -- script in a child process so that a crash fails one spec, not the suite.
 -- Each prints what it caught; the process must exit 0 and print exactly that.
 local CRASHERS = {
+  ["pinned buffers of odd sizes and every kind of type, mapped, written and read"] = {[==[
+    local dev = gpu.device()
+    local bad = 0
+    for _, t in ipairs{"char", "uchar3", "short", "int", "float3", "long", "double16",
+                       "ulong2", "float"} do
+      for _, n in ipairs{0, 1, 3, 7, 33, 1001} do
+        local b = dev:buffer(t, n, {pinned = true})
+        local a = b:map("write")
+        local k = #a
+        for i = 1, k do a[i] = i % 100 end
+        b:unmap(a)
+        local g = b:get()
+        for i = 1, k do if g[i] ~= i % 100 then bad = bad + 1 break end end
+        -- a copy into and out of an ordinary buffer
+        local c = dev:buffer(t, n)
+        b:copy_to(c):wait()
+        local h = c:get()
+        for i = 1, k do if h[i] ~= i % 100 then bad = bad + 1 break end end
+        b:release()
+      end
+    end
+    for _, o in ipairs{{pinned = 1}, {pinned = "yes"}, {pinned = 0 / 0},
+                       {pinned = true, use_host = true, host = gpu.array("int", 3)}} do
+      local ok, e = pcall(dev.buffer, dev, "int", 3, o)
+      if ok or not tostring(e):find("luagpu: dev:buffer: argument #3: pinned", 1, true) then
+        bad = bad + 1
+        print(e)
+      end
+    end
+    for _, n in ipairs{-1, 1.5, 0 / 0, 2^62} do
+      local ok, e = pcall(dev.buffer, dev, "float", n, {pinned = true})
+      if ok or not tostring(e):find("luagpu: dev:buffer: ", 1, true) then bad = bad + 1 end
+    end
+    print("pinned: " .. bad)
+  ]==], "pinned: 0\n"},
   ["gpu.wait of a table whose __len is negative"] = {[==[
     local t = setmetatable({}, {__len = function() return -100000 end})
     print(select("#", gpu.wait(t)))

@@ -812,6 +812,167 @@ print(pcall(y.get, y))
     end)
   end)
 
+  describe("hostile arguments of the session of 2026-11-27's calls", function()
+    -- topk, the one-sweep sort and the pool's settings: each bad value
+    -- raises a luagpu error naming the call and the argument
+    local HOSTILE = {-1, 0 / 0, 2.0^63, 1.5, "2", math.huge, -math.huge, math.mininteger,
+                     math.maxinteger, {}, true}
+    local function shown(v)
+      if type(v) == "number" then return v ~= v and "nan" or tostring(v) end
+      if type(v) == "string" then return string.format("%q", v) end
+      return type(v) == "boolean" and tostring(v) or type(v)
+    end
+
+    it("x:topk: k outside 0 .. L, k not an integer, dims out of range, released tensors",
+       function()
+      local x = dev:tensor("float", {2, 8}, {1, 2, 3, 4, 5, 6, 7, 8, 8, 7, 6, 5, 4, 3, 2, 1})
+      for _, k in ipairs(HOSTILE) do
+        has_error("luagpu: tensor:topk: argument #1: expected k from 0 to 8 (the size of dim 2), " ..
+                  "got " .. shown(k), x.topk, x, k)
+      end
+      has_error("luagpu: tensor:topk: argument #1: expected k from 0 to 8 (the size of dim 2), " ..
+                "got 9", x.topk, x, 9)
+      has_error("luagpu: tensor:topk: argument #1: expected k from 0 to 2 (the size of dim 1), " ..
+                "got 3", x.topk, x, 3, 1)
+      -- k = 0 and k = L are allowed; an integral float is an integer
+      local v0, p0 = x:topk(0)
+      assert.same({2, 0}, v0.shape)
+      assert.same({2, 0}, p0.shape)
+      local v, p = x:topk(2.0)
+      assert.same({8, 7, 8, 7}, flat(v))
+      assert.same({8, 7, 1, 2}, flat(p))
+      assert.same({2, 8}, (x:topk(8)).shape)
+      for _, d in ipairs{0, 3, -3, 1.5, 0 / 0, "1", 2.0^63, math.mininteger, true} do
+        has_error("luagpu: tensor:topk: argument #2: dim " .. shown(d) .. " is out of range " ..
+                  "(1 to 2, or -2 to -1)", x.topk, x, 1, d)
+      end
+      has_error("luagpu: tensor:topk: argument #3: option largest: expected a boolean, got 1",
+                x.topk, x, 1, 2, {largest = 1})
+      has_error("luagpu: tensor:topk: argument #3: unknown option 'larg'", x.topk, x, 1, 2,
+                {larg = true})
+      has_error("luagpu: tensor:topk: argument #3: expected an options table, got string",
+                x.topk, x, 1, 2, "largest")
+      has_error("luagpu: tensor:topk: expected a tensor of at least 1 dim, got a 0-d one",
+                x.topk, dev:tensor("float", {}), 0)
+      has_error("luagpu: tensor:topk: argument #0: expected a tensor, got number", x.topk, 5, 1)
+      local r = dev:tensor("float", {4})
+      r:release()
+      has_error("luagpu: tensor:topk: attempt to use a released tensor", r.topk, r, 1)
+      -- the long way's settings, changed by a script, are checked at the call
+      local TK = require "luagpu.tensor.topk"
+      local cls = dev.type == "cpu" and "cpu" or "gpu"
+      local saved = TK.sizes[cls].rows_max
+      for _, bad in ipairs{-1, 0 / 0, 1.5, "0"} do
+        TK.sizes[cls].rows_max = bad
+        local ok, e = pcall(x.topk, x, 1)
+        TK.sizes[cls].rows_max = saved
+        assert.is_false(ok)
+        assert.matches("luagpu: tensor:topk: topk.sizes." .. cls .. ".rows_max: expected a " ..
+                       "positive integer, got " .. shown(bad), e, 1, true)
+      end
+    end)
+
+    it("x[i] and x:select: hostile positions, and an empty dim named as such (the message " ..
+       "read '(1 to 0, or -0 to -1)')", function()
+      local x = dev:tensor("float", {3, 2}, {1, 2, 3, 4, 5, 6})
+      for _, i in ipairs{0 / 0, 2.0^63, 1.5} do
+        has_error("luagpu: tensor[i]: expected an integer position, got " .. shown(i),
+                  function() return x[i] end)
+        has_error("luagpu: tensor[i] =: expected an integer position, got " .. shown(i),
+                  function() x[i] = 1 end)
+      end
+      for _, i in ipairs{math.mininteger, math.maxinteger, 4, -4} do
+        has_error("luagpu: tensor[i]: position " .. i .. " is out of range (1 to 3, or -3 to -1)",
+                  function() return x[i] end)
+      end
+      has_error("luagpu: tensor[i]: position 1 is out of range (the dim has size 0)",
+                function() return dev:tensor("float", {0})[1] end)
+      has_error("luagpu: tensor[i] =: position -1 is out of range (the dim has size 0)",
+                function() dev:tensor("float", {0, 2})[-1] = 5 end)
+      local e = dev:tensor("float", {2, 0})
+      has_error("luagpu: tensor:select: dim 2: position 1 is out of range (the dim has size 0)",
+                e.select, e, 2, 1)
+      assert.same({1, 2}, flat(x[1]))
+    end)
+
+    it("sorts in one sweep: the onesweep option and class settings checked, bad buffers " ..
+       "refused", function()
+      local algo = gpu.algo
+      local b = dev:buffer("float", 100)
+      for _, v in ipairs{1, "yes", 0 / 0, {}, 0} do
+        has_error("luagpu: algo.sort: argument #2: option onesweep: expected a boolean, got " ..
+                  shown(v), algo.sort, b, {onesweep = v})
+        has_error("luagpu: algo.argsort: argument #2: option onesweep: expected a boolean, got " ..
+                  shown(v), algo.argsort, b, {onesweep = v})
+      end
+      has_error("luagpu: tensor:sort: argument #2: unknown option 'onesweep'",
+                dev:tensor("float", {4}).sort, dev:tensor("float", {4}), {onesweep = true})
+      has_error("luagpu: algo.sort: argument #1: the tensor is not contiguous",
+                algo.sort, dev:tensor("float", {4, 4}):t(), {onesweep = true})
+      local rb = dev:buffer("float", 4)
+      rb:release()
+      has_error("luagpu: algo.sort: argument #1: attempt to use a released buffer",
+                algo.sort, rb, {onesweep = true})
+      has_error("luagpu: algo.sort: argument #2: option values: attempt to use a released " ..
+                "buffer", algo.sort, dev:buffer("float", 4), {onesweep = true, values = rb})
+      has_error("luagpu: algo.sort: argument #2: option values: expected 4 elements",
+                algo.sort, dev:buffer("float", 4), {onesweep = true, values = dev:buffer("int", 3)})
+      local k = dev:buffer("float", 8)
+      has_error("luagpu: algo.sort: argument #2: option values: the output overlaps the input",
+                algo.sort, k:sub(1, 4), {onesweep = true, values = k:sub(3, 6)})
+      has_error("luagpu: algo.sort: argument #1: expected a buffer of scalars, got float4",
+                algo.sort, dev:buffer("float4", 10), {onesweep = true})
+      has_error("luagpu: algo.argsort: argument #2: option type: uchar cannot hold positions " ..
+                "up to 300", algo.argsort, dev:buffer("float", 300), {onesweep = true,
+                                                                       type = "uchar"})
+      local C = algo.classes[dev.type == "cpu" and "cpu" or "gpu"]
+      local cls = dev.type == "cpu" and "cpu" or "gpu"
+      for _, v in ipairs{1, "yes", 0 / 0} do
+        local saved = C.sort_onesweep
+        C.sort_onesweep = v
+        local ok, e = pcall(algo.sort, dev:buffer("float", 10))
+        C.sort_onesweep = saved
+        assert.is_false(ok)
+        assert.matches("luagpu: algo.sort: algo.classes." .. cls .. ".sort_onesweep: expected " ..
+                       "true or false, got " .. shown(v), e, 1, true)
+      end
+      -- no keys and one key: nothing to sort, no kernel to fail
+      assert.equal(0, #algo.sort(dev:buffer("float", 0), {onesweep = true}))
+      assert.equal(1, #algo.sort(dev:buffer("float", 1), {onesweep = true}))
+    end)
+
+    it("pool.set_budget and pool.set_limit take a live Device and bytes >= 0 (issue found " ..
+       "by the fuzzer's session: a string or table raised inside the pool at a later call, " ..
+       "NaN turned collections off)", function()
+      local pool = require "luagpu.core.pool"
+      local m0 = dev:memory()
+      for _, fn in ipairs{"set_budget", "set_limit"} do
+        for _, v in ipairs{0 / 0, -1, "abc", 2.0^70, math.huge, 1.5, {}, true, math.mininteger} do
+          has_error("luagpu: pool." .. fn .. ": argument #2: expected a number of bytes (an " ..
+                    "integer >= 0), got " .. shown(v), pool[fn], dev, v)
+        end
+        has_error("luagpu: pool." .. fn .. ": argument #2: expected a number of bytes",
+                  pool[fn], dev)
+        has_error("luagpu: pool." .. fn .. ": argument #1: expected a luagpu.Device, got nil",
+                  pool[fn], nil, 5)
+        has_error("luagpu: pool." .. fn .. ": argument #1: expected a luagpu.Device, got string",
+                  pool[fn], "dev", 5)
+      end
+      -- nothing changed by the refused calls; good values still taken
+      local m1 = dev:memory()
+      assert.equal(m0.budget, m1.budget)
+      assert.equal(m0.limit, m1.limit)
+      pool.set_budget(dev, 2.0^20)
+      assert.equal(1 << 20, dev:memory().budget)
+      assert.equal("integer", math.type(dev:memory().budget))
+      pool.set_budget(dev, m0.budget)
+      pool.set_limit(dev, m0.limit)
+      local x = dev:tensor("float", {100})
+      for _ = 1, 50 do x = (x + 1):eval() end
+      assert.equal(50, x:max())
+    end)
+  end)
+
   describe("where of narrow types (item 41)", function()
     it("feeds min, max and clamp for char, uchar, short and ushort", function()
       for _, t in ipairs{"char", "uchar", "short", "ushort"} do

@@ -117,7 +117,11 @@ local function kind_of(fn, arg, x)
     return "buffer"
   end
   local T = tensor_module()
-  if T and T.is_tensor(x) then return "tensor" end
+  if T and T.is_tensor(x) then
+    -- a released one raises here, naming fn (not the tensor op that reads it)
+    require("luagpu.tensor.expr").check(fn, arg, x, true)
+    return "tensor"
+  end
   fail(fn, "argument #%d: expected a number, a host array, a Buffer or a Tensor, got %s", arg,
        typename(x))
 end
@@ -432,7 +436,9 @@ function M.reduce_scatter(x, op)
          "share (pad it to a multiple of %d)", shape[1], M.size, M.size)
   end
   shape[1] = shape[1] // M.size
-  local out = array_like(a, shape)
+  -- a 0-d x (one value, as a number: one rank only) gives a 0-d result
+  if #shape_of(kind, x, a) == 0 then shape = {} end
+  local out = array_like(a, #shape == 0 and {1} or shape)
   call(core.reduce_scatter, a, op, out)
   if kind == "number" then return out[1] end
   return from_host(kind, x, out, shape)

@@ -1390,15 +1390,202 @@ def cumprod_eval(x, dim):
 
 # the names an op's errors start with (x[i] = v raises tensor:set's words
 # for its value, as API.md says)
+# ---------------------------------------------------------------- the ways of 2026-11-27
+
+def row_special(op, r):
+    """API.md, Row operations: the result of a row with a NaN, an infinite
+    max or no elements (op's row as float64 list, or a number), else None."""
+    L = len(r)
+    if op == "logsumexp":
+        if L == 0:
+            return -math.inf
+        if any(math.isnan(v) for v in r):
+            return math.nan
+        m = max(r)
+        if math.isinf(m):
+            return m
+        return None
+    if L == 0:
+        return []
+    if any(math.isnan(v) for v in r) or math.isinf(max(r)):
+        return [math.nan] * L
+    return None
+
+
+def row_op(op, r, ft):
+    """softmax, log_softmax or logsumexp of row r (float64 values): the
+    values and their error bounds (lists), or a number and its bound."""
+    sp = row_special(op, r)
+    eps, tiny = EPS[ft], TINY[ft]
+    L = len(r)
+    if sp is not None:
+        if op == "logsumexp":
+            return sp, 0.0
+        return sp, [0.0] * L
+    m = max(r)
+    es = [math.exp(v - m) for v in r]
+    s = math.fsum(es)
+    ls = math.log(s)
+    n = 2 * L + 16
+    if op == "logsumexp":
+        return m + ls, eps * (2 * abs(m) + 2 * abs(ls) + n) + tiny
+    out, err = [], []
+    for v, e in zip(r, es):
+        if v == -math.inf:
+            out.append(0.0 if op == "softmax" else -math.inf)
+            err.append(0.0)
+        elif op == "softmax":
+            out.append(e / s)
+            err.append(e / s * eps * (abs(v - m) + n) + 4 * tiny)
+        else:
+            out.append((v - m) - ls)
+            err.append(eps * (2 * abs(v - m) + 2 * abs(ls) + n) + tiny)
+    return out, err
+
+
+def rows_eval(prog, op, A):
+    """x:softmax([dim]), x:log_softmax([dim]), x:logsumexp([dim [, keepdim]])."""
+    x = prog.operand(A["x"])
+    ft = floating(x.t)
+    a = f64(cast(x.a, x.t, ft))
+    if op == "logsumexp" and "dim" not in A:
+        v, e = row_op(op, [float(u) for u in a.reshape(-1)], ft)
+        return ("number", v, e, ft)
+    if a.ndim == 0:
+        raise Expected("at least 1 dim")
+    d = a.ndim - 1 if "dim" not in A else dim0(x, A["dim"])
+    moved = np.moveaxis(a, d, -1)
+    L = moved.shape[-1]
+    nrows = int(np.prod(moved.shape[:-1]))
+    rows = moved.reshape(nrows, L)
+    if op == "logsumexp":
+        out, err = np.zeros(nrows), np.zeros(nrows)
+        for i in range(nrows):
+            out[i], err[i] = row_op(op, [float(u) for u in rows[i]], ft)
+        shape = moved.shape[:-1]
+        out, err = out.reshape(shape), err.reshape(shape)
+        if A.get("keepdim"):
+            out, err = np.expand_dims(out, d), np.expand_dims(err, d)
+        return V(out.astype(NP[ft]), ft, err)
+    out, err = np.zeros((nrows, L)), np.zeros((nrows, L))
+    for i in range(nrows):
+        o, e = row_op(op, [float(u) for u in rows[i]], ft)
+        out[i], err[i] = o, e
+    out = np.moveaxis(out.reshape(moved.shape), -1, d)
+    err = np.moveaxis(err.reshape(moved.shape), -1, d)
+    return V(out.astype(NP[ft]), ft, err)
+
+
+def linspace_eval(A):
+    """dev:linspace(t, first, last, count) (API.md): in double, the last
+    element last exactly; integer types take the floor."""
+    t = A["t"]
+    first, last, count = lua_num(A["first"]), lua_num(A["last"]), lua_num(A["count"])
+    phrases = []
+    for v in (first, last):
+        if not math.isfinite(v):
+            phrases.append("expected a finite number")
+        elif t not in FLOATS:
+            f = math.floor(v)
+            if f < RANGE[t][0] or f > RANGE[t][1]:
+                phrases.append("does not fit")
+    if is_float(count) or count < 0:
+        if not (is_float(count) and count == math.floor(count) and count >= 0):
+            phrases.append("count: expected an integer >= 0")
+    if phrases:
+        raise Expected(*phrases)
+    count = int(count)
+    if count == 1:
+        vals = [float(first)]
+    else:
+        step = (float(last) - float(first)) / (count - 1) if count > 1 else 0.0
+        vals = [float(first) + i * step for i in range(count)]
+        if count > 1:
+            vals[-1] = float(last)
+    err = np.zeros(count)
+    if t in FLOATS:
+        out = np.array(vals, np.float64).astype(NP[t])
+        err[:] = [2 * EPS[t] * abs(v) + TINY[t] for v in vals]
+        return V(out, t, err)
+    out = []
+    for i, v in enumerate(vals):
+        f = math.floor(v)
+        if abs(v - round(v)) <= 1e-9 * max(1.0, abs(v)) and i not in (0, count - 1):
+            err[i] = math.inf      # an integer in exact arithmetic: the floor may go either way
+        out.append(f)
+    return V(np.array(out, dtype=NP[t]), t, err)
+
+
+def create_eval(prog, A):
+    """The "create" programs: constructors, copies, item, NumPy spellings."""
+    sub, t = A["sub"], A["t"]
+    if sub in ("zeros", "ones"):
+        return V(np.full(A["shape"], 0 if sub == "zeros" else 1, dtype=NP[t]), t)
+    if sub == "full":
+        v = lua_num(A["v"])
+        fits(t, v)
+        return V(np.full(A["shape"], number_as(v, t), dtype=NP[t]), t)
+    if sub == "eye":
+        return V(np.eye(A["n"], A.get("m", A["n"]), dtype=NP[t]), t)
+    if sub == "linspace":
+        return linspace_eval(A)
+    if sub == "alias":
+        return prog.eval(A["tree"])
+    x = prog.operand(A["x"])
+    if sub in ("clone", "contiguous"):
+        return V(x.a.copy(), x.t)
+    if sub == "item":
+        if x.a.size != 1:
+            raise Expected("expected a tensor of 1 element")
+        v = x.a.reshape(-1)[0]
+        return ("number", float(v) if x.t in FLOATS else int(v), 0.0, x.t)
+    rt = A.get("type", x.t)
+    if sub == "full_like":
+        v = lua_num(A["v"])
+        fits(rt, v)
+        return V(np.full(x.a.shape, number_as(v, rt), dtype=NP[rt]), rt)
+    return V(np.full(x.a.shape, 0 if sub == "zeros_like" else 1, dtype=NP[rt]), rt)
+
+
+def create_names(A):
+    """The names an error of a "create" program may give (API.md, Errors)."""
+    sub = A["sub"]
+    if sub in ("zeros", "ones", "full", "eye", "linspace"):
+        return ("device:" + sub, "dev:" + sub)
+    if sub == "alias":
+        return ("tensor:" + A["alias"], "tensor:" + A["tree"]["op"])
+    return ("tensor:" + sub,)
+
+
+def paths_eval(prog, op, A):
+    """The ops of D.OPSP that check.py had not: a V, a number or a list."""
+    if op in ("sort", "argsort"):
+        return scan(op, prog.operand(A["x"]), A.get("dim"), A.get("descending"))
+    if op == "algo_sort":
+        # algo.sort(keys, {values =, descending =, onesweep = true}): both
+        # sorted in place (stable), and read back so afterwards
+        k, v = prog.operand(A["keys"]), prog.operand(A["values"])
+        order = sorted_positions(pyvals(k.a, k.t), k.t, bool(A.get("descending")))
+        ka, va = k.a[order], v.a[order]
+        k.a[...] = ka
+        v.a[...] = va
+        return ("list", [V(ka.copy(), k.t), V(va.copy(), v.t)])
+    if op == "create":
+        return create_eval(prog, A)
+    return rows_eval(prog, op, A)
+
+
 OP_NAMES = {"index": ("tensor[i]",), "setindex": ("tensor[i] =", "tensor:set"),
             "cat": ("gpu.cat",), "stack": ("gpu.stack",), "searchsorted": ("gpu.searchsorted",),
-            "einsum": ("gpu.einsum",), "outer": ("gpu.outer",)}
+            "einsum": ("gpu.einsum",), "outer": ("gpu.outer",), "algo_sort": ("algo.sort",)}
 
 
 def ops_eval(prog, p):
     """The result of an "ops" program (issue 32's ops): a V, ("number", v,
     err, t) or ("list", [...])."""
     op, A = p["op"], p["a"]
+    if op in ("sort", "argsort", "algo_sort", "softmax", "log_softmax", "logsumexp", "create"):
+        return paths_eval(prog, op, A)
     if op in ("var", "std", "norm"):
         return stats(prog, p, A)
     if op == "einsum":
@@ -1878,6 +2065,8 @@ def run(p):
                 names = OP_NAMES.get(p["op"], ("tensor:" + p["op"],))
                 if p["op"] == "mreduce":
                     names = ("tensor:" + p["a"]["rop"],)
+                if p["op"] == "create":
+                    names = create_names(p["a"])
                 if not any(msg.startswith("luagpu: %s: " % n) for n in names):
                     return "luagpu raised %r; expected it to name %s" % (msg, " or ".join(names))
             return None

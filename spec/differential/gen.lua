@@ -20,8 +20,10 @@
 --     tan .. lgamma, round, trunc, sign, masks, atan2, hypot, fmod, bitwise
 --     and logical ops; ops: with extra, families of issue 32's indexing,
 --     joining and statistics ops (OPS32): true (the default with extra)
---     every other family, false none, "only" every family); returns the
---     number of programs and of errors raised
+--     every other family, false none, "only" every family; "paths": the
+--     ways of the session of 2026-11-27 (OPSP: topk's, the one-sweep sort,
+--     softmax's) in every family, and with true every other ops family
+--     draws one); returns the number of programs and of errors raised
 
 local D = {}
 
@@ -145,7 +147,10 @@ local function lua_number(v)
     if v == math.mininteger then return "math.mininteger" end
     return format("%d", v)
   end
-  if v ~= v then return "(0/0)" end
+  if v ~= v then   -- NaN of either sign (0/0's, or its negation)
+    local function sign(x) return string.pack(">d", x):byte(1) >= 128 end
+    return sign(v) == sign(0 / 0) and "(0/0)" or "(-(0/0))"
+  end
   if v == 1 / 0 then return "math.huge" end
   if v == -1 / 0 then return "-math.huge" end
   if v == 0 and 1 / v < 0 then return "-0.0" end
@@ -354,8 +359,13 @@ local KINDS_X = {"elem", "ops", "reduce", "ops", "set", "ops", "elem", "ops", "s
                  "reduce", "ops", "argsort", "ops", "elem", "ops", "set", "ops", "reduce", "ops",
                  "cumsum", "ops", "elem", "ops"}
 local KINDS_OPS = {"ops"}
-local OPS = false         -- D.run's ops: false, true (KINDS_X) or "only" (KINDS_OPS)
+local OPS = false         -- D.run's ops: false, true (KINDS_X), "only" or "paths" (KINDS_OPS)
 local ops_family, ops_program   -- (below)
+local paths_family, paths_program   -- (below, with OPSP's comment)
+local OPSP = {"topk_whole", "onesweep", "softmax", "topk_select", "logsumexp", "topk_long",
+              "onesweep", "log_softmax", "topk_kmax", "topk_natural", "create"}
+D.OPSP = OPSP
+local DEV                  -- D.run's device: the sizes where the ways change
 
 -- Family number id: its kind (elem, reduce, cumsum, sort, argsort, set),
 -- element types, template and options; reductions take REDUCE's ops in
@@ -365,7 +375,7 @@ local function family(id, first)
   local ntypes = int(1, 3)
   fam.types = {}
   for i = 1, ntypes do fam.types[i] = pick(TYPES) end
-  local kinds = OPS == "only" and KINDS_OPS or OPS and KINDS_X or KINDS
+  local kinds = (OPS == "only" or OPS == "paths") and KINDS_OPS or OPS and KINDS_X or KINDS
   fam.kind = kinds[(id - 1) % #kinds + 1]
   fam.nd = pick{0, 1, 1, 2, 2, 2, 3, 3, 4}      -- the dims of its programs' results
   if fam.kind == "cumsum" or fam.kind == "sort" or fam.kind == "argsort" then
@@ -573,8 +583,14 @@ local EINSUM = {
 
 function ops_family(fam, id, first)
   local k = 0
-  local kinds = OPS == "only" and KINDS_OPS or KINDS_X
+  local kinds = (OPS == "only" or OPS == "paths") and KINDS_OPS or KINDS_X
   for i = 1, id do if kinds[(i - 1) % #kinds + 1] == "ops" then k = k + 1 end end
+  if OPS == "paths" or OPS == true and k % 2 == 0 then
+    -- the ways of the session of 2026-11-27, in turn
+    local j = OPS == "paths" and k or k // 2
+    fam.op, fam.paths = OPSP[(j - 2 + first) % #OPSP + 1], true
+    return paths_family(fam)
+  end
   fam.op = OPS32[(k - 2 + first * 5) % #OPS32 + 1]
   fam.itype = pick(INTS)
   local op = fam.op
@@ -624,6 +640,370 @@ local function tie_value(t)
     return int(math.max(RANGE[t][1], -2), 3)
   end
   return value(t, pick(MODES))
+end
+
+------------------------------------------------------------------ the ways of the session of 2026-11-27
+
+-- Families of kind "ops" that take the ways each call chooses by size
+-- (D.run{ops = "paths"}, and every other ops family of ops = true):
+-- x:topk on its ways (rows sorted whole in local memory, rows selected in
+-- local memory, the long rows' histogram passes: by the sizes where
+-- luagpu.tensor.topk's plan changes on this device, or with its rows_max
+-- lowered, as a script may), k at 1, L, half of L and K_MAX; the radix
+-- sort in one sweep a pass (algo.classes' sort_onesweep with the warp
+-- instructions emulated, sort_rows_max 0; algo.sort's onesweep option) for
+-- x:sort, x:argsort, x:unique and key-value sorts, sizes around its tile;
+-- softmax, log_softmax and logsumexp on both ways (rows in registers, and
+-- longer rows read twice: by luagpu.tensor.rows' sizes, or with its ITEMS
+-- lowered); and the calls the other families do not draw (gen.lua's
+-- "create": dev:zeros .. dev:linspace, the *_like constructors, clone,
+-- contiguous, item, and the NumPy spellings arcsin .. fix, invert,
+-- left_shift ...). Each program's first lines set what it changes (a reproducer
+-- runs as printed); D.run puts the settings back after it.
+
+local function class_of(dev) return dev.type == "cpu" and "cpu" or "gpu" end
+local CLS_TEXT = 'dev.type == "cpu" and "cpu" or "gpu"'
+
+local function floor_pow2(n)
+  local p = 1
+  while p * 2 <= n do p = p * 2 end
+  return p
+end
+
+-- The radix sort's tile in one sweep (algo/sort.lua's entry_for, from the
+-- class's settings and the device's fields) for keys of type t.
+local function onesweep_tile(t)
+  local gpu = require "luagpu"
+  local C = gpu.algo.classes[class_of(DEV)]
+  local L = math.min(C.sort_ptx_local, floor_pow2(DEV.max_work_group_size), 256)
+  local ipt = C.sort_ptx_items
+  while L * ipt > 32768 do ipt = ipt // 2 end
+  local size = SIZE[t]
+  local function bytes() return (L // 32) * 1024 + 2048 + L * 4 + L * ipt * (size + 4) + 64 + 1024 end
+  while bytes() > DEV.local_mem_size and ipt > 1 do ipt = ipt // 2 end
+  while bytes() > DEV.local_mem_size and L > 32 do L = L // 2 end
+  return L * ipt
+end
+
+-- The least row length from lo up that takes topk's way `way` for k
+-- (nil: none up to hi).
+local function first_way(t, k, way, lo, hi)
+  local TK = require "luagpu.tensor.topk"
+  if TK.plan(DEV, t, hi, k) ~= way then return nil end
+  while lo < hi do
+    local mid = (lo + hi) // 2
+    if TK.plan(DEV, t, mid, k) == way then hi = mid else lo = mid + 1 end
+  end
+  return lo
+end
+
+function paths_family(fam)
+  local op = fam.op
+  fam.types[1] = pick(TYPES)
+  if op == "topk_natural" then
+    -- the long way at the first length the rows kernel does not take
+    -- (rows_max or local memory, as this device has them)
+    fam.k = pick{1, 7, 100}
+    fam.natural = first_way(fam.types[1], fam.k, "long", 2 * fam.k, 1 << 22)
+  elseif op == "onesweep" then
+    -- one build a family: the passes carry positions (x:argsort, x:sort of
+    -- several rows), nothing (x:sort of one row, x:unique), or values of
+    -- another type (algo.sort's values)
+    fam.carry = pick{"uint", "uint", "none", "values"}
+    fam.types[2] = pick(TYPES)
+    fam.tile = onesweep_tile(fam.types[1])
+  elseif op == "softmax" or op == "log_softmax" or op == "logsumexp" then
+    fam.lowered = chance(0.4)     -- rows.sizes' ITEMS 1: the long way at a few hundred
+  end
+  return fam
+end
+
+-- Values of type t in a mode drawn for a program: ties and NaNs, the
+-- type's limits, specials, random, or a mix.
+local function path_values(t)
+  local mode = pick{"ties", "ties", "limits", "special", "random", "mixed", "distinct"}
+  -- NaNs of both signs (0/0 has one, its negation the other: both sort last)
+  local function both(v) if v ~= v and chance(0.5) then return -v end return v end
+  if mode == "ties" then return function() return both(tie_value(t)) end end
+  if mode == "distinct" then
+    return function()
+      if FLOATS[t] then return value(t, "random") end
+      return chance(0.9) and value(t, "random") or value(t, "limits")
+    end
+  end
+  return function() return both(value(t, mode)) end
+end
+
+-- A shape of nd dims with L at dim d, the others small (their product
+-- at most most).
+local function shape_around(nd, d, L, most)
+  local s = {}
+  local left = most
+  for i = 1, nd do
+    if i == d then s[i] = L
+    else
+      s[i] = chance(0.04) and 0 or int(1, math.max(1, math.min(3, left)))
+      left = left // math.max(s[i], 1)
+    end
+  end
+  return s
+end
+
+-- The NumPy spellings (API.md: the same ops): name, the op it is, its
+-- second operand (nil, "num", "shift" or "tensor"), integer types only.
+local ALIASES = {{"arcsin", "asin"}, {"arccos", "acos"}, {"arctan", "atan"},
+                 {"arcsinh", "asinh"}, {"arccosh", "acosh"}, {"arctanh", "atanh"},
+                 {"arctan2", "atan2", "tensor"}, {"arctan2", "atan2", "num"}, {"fix", "trunc"},
+                 {"invert", "bitwise_not", nil, true}, {"bitwise_invert", "bitwise_not", nil, true},
+                 {"left_shift", "lshift", "shift", true},
+                 {"bitwise_left_shift", "lshift", "tensor", true},
+                 {"right_shift", "rshift", "shift", true},
+                 {"bitwise_right_shift", "rshift", "shift", true}}
+
+-- A program of "create": one of the constructors, copies and spellings
+-- (its sub-op drawn per program; the family fixes the element type).
+local function create_program(fam, lines, desc, A, operand, x_operand, numtext)
+  local t = fam.types[1]
+  desc.op = "create"
+  local sub = pick{"zeros", "ones", "full", "eye", "linspace", "zeros_like", "ones_like",
+                   "full_like", "clone", "contiguous", "item", "alias", "alias", "alias"}
+  A.sub, A.t = sub, t
+  local S = random_shape(int(0, 3))
+  local function shape_arg()
+    if #S == 1 and chance(0.5) then return tostring(S[1]) end
+    return shape_text(S)
+  end
+  local function fill_value(typ)
+    local v = number(chance(0.8) and "int" or "float", typ)
+    if FLOATS[typ] and chance(0.3) then v = pick{0 / 0, 1 / 0, -0.0, 2.5, 1e300} end
+    return v
+  end
+  if sub == "zeros" or sub == "ones" then
+    A.shape = S
+    return format("dev:%s(%q, %s)", sub, t, shape_arg())
+  elseif sub == "full" then
+    A.shape, A.v = S, fill_value(t)
+    return format("dev:full(%q, %s, %s)", t, shape_arg(), numtext(A.v))
+  elseif sub == "eye" then
+    A.n = int(0, 5)
+    if chance(0.5) then A.m = int(0, 5) end
+    return format("dev:eye(%q, %d%s)", t, A.n, A.m and ", " .. A.m or "")
+  elseif sub == "linspace" then
+    local function ends()
+      local r = uniform()
+      if r < 0.4 then return int(-6, 6) end
+      if r < 0.7 then return int(-12, 12) / 4 end
+      if r < 0.95 then return (uniform() - 0.5) * 2.0^int(0, 12) end
+      return pick{0 / 0, 1 / 0, 300, -200, 70000, 2.0^40}
+    end
+    A.first, A.last = ends(), ends()
+    A.count = pick{0, 1, 2, int(3, 12), int(3, 40), 100}
+    if chance(0.03) then A.count = pick{-1, 1.5} end
+    return format("dev:linspace(%q, %s, %s, %s)", t, numtext(A.first), numtext(A.last),
+                  numtext(A.count))
+  elseif sub == "zeros_like" or sub == "ones_like" or sub == "full_like" or
+         sub == "clone" or sub == "contiguous" or sub == "item" then
+    if sub == "item" then S = pick{{}, {1}, {1, 1}, {1, 1, 1}, {2}, {0}} end
+    local x, kx = x_operand(S, true, t)
+    A.x = kx
+    if sub == "clone" or sub == "contiguous" or sub == "item" then
+      return format("%s:%s()", x, sub)
+    end
+    local args = {}
+    if sub == "full_like" then
+      A.v = fill_value(t)
+      args[1] = numtext(A.v)
+    end
+    if chance(0.5) then
+      A.type = pick(TYPES)
+      if sub == "full_like" then A.v = fill_value(A.type); args[1] = numtext(A.v) end
+      args[#args + 1] = format("%q", A.type)
+    end
+    return format("%s:%s(%s)", x, sub, concat(args, ", "))
+  end
+  -- alias: the NumPy spelling of an op, against the op itself in check.py
+  local al = pick(ALIASES)
+  local xt = t
+  if al[4] and FLOATS[xt] then xt = pick(INTS) end
+  local x, kx = x_operand(S, true, xt)
+  local args = {{op = "leaf", operand = kx}}
+  local text
+  if al[3] == "tensor" then
+    local y, ky = x_operand(S, true, al[4] and pick(INTS) or pick(TYPES))
+    args[2] = {op = "leaf", operand = ky}
+    text = format("%s:%s(%s)", x, al[1], y)
+  elseif al[3] then
+    local v = al[3] == "shift" and pick{int(0, 9), 31, 63, 64, -1, 8} or number("int", xt)
+    if al[3] == "num" and chance(0.3) then v = pick{0.5, -2.5, 0 / 0} end
+    args[2] = {op = "num", v = v}
+    text = format("%s:%s(%s)", x, al[1], numtext(v))
+  else
+    text = format("%s:%s()", x, al[1])
+  end
+  A.alias, A.tree = al[1], {op = al[2], args = args}
+  return text
+end
+
+function paths_program(fam, lines, desc, A, operand, x_operand, numtext)
+  local op, t = fam.op, fam.types[1]
+  local cls = "local CLS = " .. CLS_TEXT
+  if op:sub(1, 5) == "topk_" then
+    desc.op = "topk"
+    A.way = op:sub(6)
+    local L, k
+    local way = A.way
+    if way == "whole" then L = pick{int(1, 16), int(1, 128), 128, 64, 65, 2, 3}
+    elseif way == "select" then L = pick{129, 130, int(129, 700), int(700, 2100), 1024, 1025}
+    elseif way == "long" then L = pick{int(2, 300), int(300, 3000), 1024, 1025, 2049, int(2, 40)}
+    elseif way == "kmax" then L = pick{2048, 2049, 2047, 2050, int(2048, 2400)}
+    else L = fam.natural and fam.natural + pick{0, 0, 1, 3} or int(2, 300) end
+    if way == "kmax" then
+      k = pick{1024, 1024, 1025, 1023, L // 2, L // 2 + 1}
+    elseif way == "natural" and fam.natural then
+      k = fam.k
+    else
+      k = pick{1, 1, L, L // 2, L // 2 + 1, int(0, L // 2), int(0, L // 2), 0,
+               int(1, math.min(L, 8)), L - 1, math.min(L, 1024)}
+    end
+    k = math.max(0, math.min(k, L))
+    if chance(0.02) then k = pick{L + 1, -1} end
+    -- few rows of long ones, many of short ones (several a group)
+    local most = L > 600 and 3 or L > 128 and 6 or 60
+    if way == "natural" then most = 1 end
+    local nd = pick{1, 1, 2, 2, 3}
+    local d = int(1, nd)
+    local S = shape_around(nd, d, L, most)
+    if way == "whole" and nd >= 2 and chance(0.5) then S[d == 1 and 2 or 1] = int(20, 40) end
+    if way == "long" and L <= 40 and nd >= 2 then
+      S[d == 1 and 2 or 1] = int(50, 400)     -- many short rows the long way (rows in grid dim 1)
+    end
+    local TK = require "luagpu.tensor.topk"
+    local TKS = TK.sizes[class_of(DEV)]
+    local saved = TKS.rows_max
+    if way == "long" then
+      local R = pick{0, L - 1, L // 2}
+      lines[#lines + 1] = cls
+      lines[#lines + 1] = format('require("luagpu.tensor.topk").sizes[CLS].rows_max = %d', R)
+      TKS.rows_max = R
+    end
+    -- the way the call plans to take (the spec sees each one drawn)
+    if k >= 0 and k <= L then A.plan = TK.plan(DEV, t, L, k) end
+    TKS.rows_max = saved
+    local x, kx
+    if way == "natural" then
+      -- a long row as it is (no views: its values are written once)
+      local list, f = {}, path_values(t)
+      for i = 1, count(S) do list[i] = f() end
+      x, kx = operand(t, S, false, nil, nil, list)
+    else
+      x, kx = x_operand(S, true, t, path_values(t))
+    end
+    A.x, A.k = kx, k
+    local args = {tostring(k)}
+    if d ~= nd or chance(0.7) then
+      A.dim = chance(0.3) and d - nd - 1 or d
+      args[#args + 1] = tostring(A.dim)
+    end
+    if chance(0.5) then
+      A.largest = chance(0.5)
+      args[#args + 1] = "{largest = " .. tostring(A.largest) .. "}"
+    end
+    return format("{%s:topk(%s)}", x, concat(args, ", "))
+  elseif op == "onesweep" then
+    lines[#lines + 1] = "local C = gpu.algo.classes[" .. CLS_TEXT .. "]"
+    lines[#lines + 1] = 'C.sort_onesweep, C.sort_ptx, C.sort_rows_max = true, "emulated", 0'
+    local tile = fam.tile
+    local n = pick{int(2, 40), tile - 1, tile, tile + 1, int(tile, 3 * tile + 7), 2 * tile + 1,
+                   1, 0, int(2, 9)}
+    local vals = path_values(t)
+    A.descending = chance(0.4) or nil
+    local dtext = A.descending and "{descending = true}" or nil
+    if fam.carry == "values" then
+      -- algo.sort of a tensor's keys, values of another type moved along
+      desc.op = "algo_sort"
+      local list, vlist = {}, {}
+      local vt = fam.types[2]
+      for i = 1, n do list[i] = vals(); vlist[i] = value(vt, "random") end
+      local kname, kk = operand(t, {n}, false, nil, nil, list)
+      local vname, vk = operand(vt, {n}, false, nil, nil, vlist)
+      A.keys, A.values = kk, vk
+      lines[#lines + 1] = format("gpu.algo.sort(%s, {values = %s, descending = %s, " ..
+                                 "onesweep = true})", kname, vname, tostring(A.descending == true))
+      return format("{%s, %s}", kname, vname)
+    end
+    local S, d
+    if fam.carry == "none" then
+      -- one row: x:sort of a 1-D tensor (or of a dim with the others 1), x:unique
+      desc.op = chance(0.5) and "unique" or "sort"
+      local nd = desc.op == "unique" and int(1, 3) or pick{1, 1, 2}
+      d = int(1, nd)
+      S = shape_around(nd, d, n, 1)
+      if desc.op == "unique" and nd > 1 then
+        -- any shape of n elements
+        S = {n}
+        for _ = 2, nd do table.insert(S, 1) end
+      end
+      for i = 1, nd do if i ~= d then S[i] = 1 end end
+    else
+      desc.op = chance(0.5) and "argsort" or "sort"
+      local rows = pick{2, 3, int(2, 9), 257, 300, 1}
+      local L = math.max(1, n // rows)
+      if rows >= 257 then L = int(1, 3) end
+      local nd = pick{2, 2, 3}
+      d = int(1, nd)
+      S = shape_around(nd, d, L, 1)
+      local other = d == 1 and 2 or 1
+      S[other] = rows
+      if desc.op == "sort" and rows == 1 then S[other] = 2 end
+    end
+    local x, kx = x_operand(S, true, t, vals)
+    A.x = kx
+    if desc.op == "unique" then return format("{%s:unique()}", x) end
+    local args = {}
+    if d ~= #S or chance(0.6) then
+      A.dim = chance(0.3) and d - #S - 1 or d
+      args[#args + 1] = tostring(A.dim)
+    end
+    args[#args + 1] = dtext
+    return format("%s:%s(%s)", x, desc.op, concat(args, ", "))
+  end
+  if op == "create" then return create_program(fam, lines, desc, A, operand, x_operand, numtext) end
+  -- softmax, log_softmax, logsumexp
+  desc.op = op
+  local RW = require "luagpu.tensor.rows"
+  local sz = RW.sizes[class_of(DEV)]
+  local items = sz.ITEMS
+  if fam.lowered then
+    items = 1
+    lines[#lines + 1] = cls
+    lines[#lines + 1] = 'require("luagpu.tensor.rows").sizes[CLS].ITEMS = 1'
+  end
+  -- the longest row kept in registers: LS * ITEMS chunks of 4
+  local thr = math.min(sz.LS, floor_pow2(DEV.max_work_group_size)) * items * 4
+  local L = pick{int(1, 8), thr - 1, thr, thr + 1, thr + 3, thr + 4, int(thr // 2, 2 * thr),
+                 int(1, 300), 0, 1, 4, 5}
+  if L > 6000 then L = int(1, 6000) end
+  local nd = pick{1, 1, 2, 2, 3}
+  local d = int(1, nd)
+  local S = shape_around(nd, d, L, L > 1000 and 3 or 8)
+  local x, kx = x_operand(S, true, t, function()
+    -- mostly finite values (a NaN or infinity rules its whole row)
+    if chance(0.03) then return value(t, "special") end
+    return value(t, pick{"small", "random", "random", "small"})
+  end)
+  A.x = kx
+  if op == "logsumexp" and chance(0.2) then return format("%s:logsumexp()", x) end
+  local dim
+  if op == "logsumexp" or d ~= nd or chance(0.6) then
+    dim = chance(0.3) and d - nd - 1 or d
+    if chance(0.02) then dim = nd + 1 end
+    A.dim = dim
+  end
+  if op == "logsumexp" and chance(0.4) then
+    A.keepdim = true
+    return format("%s:logsumexp(%d, %s)", x, dim, chance(0.5) and "true" or "{keepdim = true}")
+  end
+  return format("%s:%s(%s)", x, op, dim or "")
 end
 
 function ops_program(fam, S, lines, desc, operand, dim_arg)
@@ -679,6 +1059,11 @@ function ops_program(fam, S, lines, desc, operand, dim_arg)
     return s
   end
   local out
+  if fam.paths then
+    out = paths_program(fam, lines, desc, A, operand, x_operand, numtext)
+    lines[#lines + 1] = "local out = " .. out
+    return
+  end
   local nd = #S
   if op == "index" or op == "setindex" then
     if nd == 0 and chance(0.9) then S = {int(1, 3)}; nd = 1 end
@@ -1297,6 +1682,16 @@ function D.run(opts)
   EXTRA = opts.extra or false
   OPS = opts.ops
   if OPS == nil then OPS = EXTRA end
+  DEV = dev
+  -- what a program of the ways may change, put back after each
+  local cls = class_of(dev)
+  local C = gpu.algo.classes[cls]
+  local TKS = require("luagpu.tensor.topk").sizes[cls]
+  local RWS = require("luagpu.tensor.rows").sizes[cls]
+  local saved = {C.sort_onesweep, C.sort_ptx, C.sort_rows_max, TKS.rows_max, RWS.ITEMS}
+  local function restore()
+    C.sort_onesweep, C.sort_ptx, C.sort_rows_max, TKS.rows_max, RWS.ITEMS = table.unpack(saved)
+  end
   seed(s)
   local nfam = opts.families or math.max(1, n // 6)
   local fams = {}
@@ -1333,6 +1728,7 @@ function D.run(opts)
       desc.error = tostring(out)
       errors = errors + 1
     end
+    restore()
     f:write(json(desc), "\n")
     if opts.progress and i % 50 == 0 then io.stderr:write(format("%d programs\n", i)) end
   end

@@ -277,15 +277,29 @@ function M.memory(dev)
           limit = p.cap, collections = p.full, budget = p.collect_bytes}
 end
 
+-- Checks the arguments of set_budget and set_limit (fn): a live Device
+-- and bytes, an integer >= 0 (an integral float too); returns bytes.
+local function check_bytes(fn, dev, bytes)
+  H.check_object(fn, "argument #1", dev, "Device")
+  local n = H.integer(bytes)
+  if n == nil or n < 0 then
+    H.fail(fn, "argument #2: expected a number of bytes (an integer >= 0), got %s",
+           H.show(bytes))
+  end
+  return n
+end
+
 -- Sets the bytes a class of dev's pool hands out between two collections
 -- before a miss collects (the default: a 32nd of the device's memory, at
 -- least 4 MiB, at most 2 GiB).
 function M.set_budget(dev, bytes)
+  bytes = check_bytes("pool.set_budget", dev, bytes)
   pool_of(dev).collect_bytes = bytes
 end
 
 -- Sets the most bytes the pool of dev keeps for reuse (0: none).
 function M.set_limit(dev, bytes)
+  bytes = check_bytes("pool.set_limit", dev, bytes)
   pool_of(dev).cap = bytes
   if bytes == 0 then M.trim(dev) end
 end

@@ -18,6 +18,10 @@
 -- ties by position, NaN largest.
 --
 --   TK.topk(fn, x, d, k, largest)   values, positions (1-based long), or nil
+--   TK.plan(dev, t, L, k)   the way rows of L keys of type t take for k:
+--                "sort", "empty", "rows" or "long" (the rows kernel may
+--                still fall back to the long way where the device allows
+--                fewer work-items per group than planned)
 --   TK.sizes     per device class: LS (work-items per group), rows_max,
 --                groups_per_cu (the long way's groups); a script or spec may
 --                change them (rows_max = 0: always the long way)
@@ -29,7 +33,8 @@ local O = require "luagpu.tensor.object"
 
 local tostring, pcall, ipairs = tostring, pcall, ipairs
 local min, max = math.min, math.max
-local fail = require("luagpu.core.check").fail
+local H = require "luagpu.core.check"
+local fail, show = H.fail, H.show
 local SIZES, FLOATS, SIGNED = TY.SIZES, TY.FLOATS, TY.SIGNED
 local ceil_div, floor_pow2, round_up, NO_EVENT = ST.ceil_div, ST.floor_pow2, ST.round_up,
                                                  ST.NO_EVENT
@@ -117,7 +122,8 @@ local function class_sizes(fn, dev)
   for _, name in ipairs {"LS", "rows_max", "groups_per_cu"} do
     local v = sz[name]
     if math.type(v) ~= "integer" or v < 1 and not (name == "rows_max" and v == 0) then
-      fail(fn, "topk.sizes.%s.%s: expected a positive integer, got %s", cls, name, tostring(v))
+      fail(fn, "topk.sizes.%s.%s: expected a positive integer, got %s", cls, name,
+           show(v))
     end
   end
   return sz
@@ -182,6 +188,13 @@ local function run_long(fn, dev, sz, src, L, nrows, k, largest, vals, pos)
                                                                                  NO_EVENT)
   prog.topk_sort(xb, xo, L, ki, cand._st.buf, k, vals._st.buf, vals._off, pos._st.buf,
                  pos._off):run({nrows * LS}, {LS}, NO_EVENT)
+end
+
+function TK.plan(dev, t, L, k)
+  if k > TK.K_MAX or 2 * k > L or L >= 1 << 32 then return "sort" end
+  if k == 0 then return "empty" end
+  local sz = class_sizes("topk.plan", dev)
+  return rows_plan(dev, sz, t, L, k) and "rows" or "long"
 end
 
 -- x's k smallest keys along dim d (largest: the k largest) by the radix

@@ -81,6 +81,13 @@ function V.slice(x, dim, first, last, step)
   return reshaped(x, shape, strides, off)
 end
 
+-- The positions along a dim of size n, for a message: "(1 to n, or -n to
+-- -1)", or "(the dim has size 0)".
+local function positions(n)
+  if n == 0 then return "(the dim has size 0)" end
+  return ("(1 to %d, or -%d to -1)"):format(n, n)
+end
+
 function V.select(x, dim, i)
   local fn = "tensor:select"
   check(fn, 0, x)
@@ -89,8 +96,7 @@ function V.select(x, dim, i)
   local p = integer(i)
   if p and p < 0 then p = p + size + 1 end
   if not p or p < 1 or p > size then
-    fail(fn, "dim %d: position %s is out of range (1 to %d, or -%d to -1)", d, show(i),
-         size, size)
+    fail(fn, "dim %d: position %s is out of range %s", d, show(i), positions(size))
   end
   local shape, strides = copy_list(x._shape), copy_list(x._strides)
   local off = x._off + (p - 1) * strides[d]
@@ -111,7 +117,7 @@ local function index_view(fn, x, i)
   local size = x._shape[1]
   if p < 0 then p = p + size + 1 end
   if p < 1 or p > size then
-    fail(fn, "position %s is out of range (1 to %d, or -%d to -1)", show(i), size, size)
+    fail(fn, "position %s is out of range %s", show(i), positions(size))
   end
   return V.select(x, 1, p)
 end
