@@ -163,5 +163,20 @@ do
                                        true), "tostring: %s", tostring(mpi.shard(x, 1)))
 end
 
+-- a second release, or <close> after an explicit one, does nothing; a
+-- gather where no rank holds an element is the empty whole
+do
+  do
+    local c <close> = mpi.shard(dev:rand("float", {6, 4}, 46), 1)
+    c:release()
+  end
+  local r = mpi.shard(dev:rand("float", {6, 4}, 47), 1)
+  r:release()
+  r:release()
+  local g = mpi.sharded(dev:tensor("float", {0, 3}), 1):gather()
+  check(#g._shape == 2 and g._shape[1] == 0 and g._shape[2] == 3,
+        "an empty gather: shape {%s}", table.concat(g._shape, ", "))
+end
+
 mpi.barrier()
 if rank == 0 then print(("checked %d"):format(checked())) end

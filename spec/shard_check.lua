@@ -143,4 +143,15 @@ raises("sharded tensor: its fields are read-only", function() xs.dim = 2 end)
 rawset(xs, "_shards", {x, 5})
 raises("sharded:to: argument #0: the sharded tensor's shard 2 is number, not a tensor",
        function() return xs:to(d1) end)
+-- a second release, or <close> after an explicit one, does nothing
+do
+  local r = gpu.shard(random("float", {4, 2}), devs)
+  do
+    local c <close> = gpu.shard(random("float", {4, 2}), devs)
+    c:release()
+  end
+  r:release()
+  r:release()
+  checked = checked + 1
+end
 print("checked " .. checked)

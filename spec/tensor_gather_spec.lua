@@ -83,6 +83,10 @@ out = [np.take(x, z(s, x.shape[%d]), %d)]
     local x = dev:tensor("float", {3, 40})
     has_error("luagpu: tensor:index_select: argument #2: position -4 is out of range (1 to 3, " ..
               "or -3 to -1)", x.index_select, x, 1, dev:tensor("long", {2}, {1, -4}))
+    -- a dim of size 0 is named as such (it read "(1 to 0, or -0 to -1)")
+    local e = dev:tensor("float", {0, 3})
+    has_error("luagpu: tensor:index_select: argument #2: position 1 is out of range (the dim " ..
+              "has size 0)", e.index_select, e, 1, dev:tensor("long", {1}, {1}))
   end)
 
   it("scatters, adds and puts as put_along_axis, np.add.at and np.put", function()

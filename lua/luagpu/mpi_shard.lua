@@ -245,8 +245,10 @@ function Methods.eval(s)
 end
 
 function Methods.release(s)
-  local x = fields("mpi_sharded:release", 0, s)
-  x:release()
+  -- a second release (or <close> after one) does nothing, as for tensors
+  local x = is_msharded(s) and rawget(s, "_part")
+  if is_tensor(x) then return x:release() end
+  fields("mpi_sharded:release", 0, s)
 end
 
 ------------------------------------------------------------------ reductions
@@ -375,7 +377,8 @@ function Methods.gather(s)
     at = at + most
   end
   join = join or require "luagpu.tensor.join"
-  local whole = #pieces == 1 and pieces[1] or join.cat(pieces, 1)
+  -- no rank holds an element: the gathered rows are the (empty) whole
+  local whole = #pieces == 0 and all or #pieces == 1 and pieces[1] or join.cat(pieces, 1)
   return whole:permute(back):contiguous()
 end
 Methods.allgather = Methods.gather

@@ -92,7 +92,7 @@ local function check_flag(fn, b, where, len)
   local h = get(b)
   if h[1] ~= 0 then
     b:fill(0):wait()
-    fail(fn, "%s: position %d is out of range (1 to %d, or -%d to -1)", where, h[2], len, len)
+    fail(fn, "%s: position %d is out of range %s", where, h[2], O.positions(len))
   end
 end
 

@@ -411,4 +411,11 @@ function full_check(fn, x)
   return cap
 end
 
+-- O.positions(n): the positions along a dim of size n, for a message:
+-- "(1 to n, or -n to -1)", or "(the dim has size 0)".
+function O.positions(n)
+  if n == 0 then return "(the dim has size 0)" end
+  return ("(1 to %d, or -%d to -1)"):format(n, n)
+end
+
 return O

@@ -392,7 +392,13 @@ end
 
 -- xs:release(): every shard's memory back now.
 function Sharded.release(s)
-  for _, x in ipairs(parts("sharded:release", 0, s)) do x:release() end
+  -- each shard's release twice does nothing, so neither does this (<close>
+  -- after an explicit release)
+  local list = is_sharded(s) and rawget(s, "_shards")
+  local ok = type(list) == "table" and getmetatable(list) == nil
+  for i = 1, ok and #list or 0 do ok = ok and is_tensor(rawget(list, i)) end
+  if not ok then parts("sharded:release", 0, s) end
+  for i = 1, #list do rawget(list, i):release() end
 end
 
 ------------------------------------------------------------------ reductions

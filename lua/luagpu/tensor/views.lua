@@ -81,12 +81,7 @@ function V.slice(x, dim, first, last, step)
   return reshaped(x, shape, strides, off)
 end
 
--- The positions along a dim of size n, for a message: "(1 to n, or -n to
--- -1)", or "(the dim has size 0)".
-local function positions(n)
-  if n == 0 then return "(the dim has size 0)" end
-  return ("(1 to %d, or -%d to -1)"):format(n, n)
-end
+local positions = O.positions
 
 function V.select(x, dim, i)
   local fn = "tensor:select"
