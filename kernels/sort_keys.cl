@@ -85,4 +85,61 @@ void lg_bitonic(SLOT_ARGS, uint n, uint p, uint lid) {
     }
   }
 }
+/* The same where each work-item owns a run of R slots (R a constant power
+** of two, n = LS * R): the run lid * R .. in registers for the stages whose
+** pairs lie inside it (j < R), which need no barrier; only the stages of
+** larger j go through local memory, one barrier each. A statement. */
+#if BITS <= 32
+#define RUN_DECL(R) ulong r_[R];
+#define RUN_GET1(e, i) r_[e] = sk[i]
+#define RUN_PUT1(e, i) sk[i] = r_[e]
+#define RUN_SWAP(a, b, up) {                                                   \
+    ulong x_ = r_[a], y_ = r_[b];                                              \
+    if ((x_ > y_) == (up)) { r_[a] = y_; r_[b] = x_; } }
+#else
+#define RUN_DECL(R) ulong r_[R]; uint rp_[R];
+#define RUN_GET1(e, i) do { r_[e] = sk[i]; rp_[e] = sp[i]; } while (0)
+#define RUN_PUT1(e, i) do { sk[i] = r_[e]; sp[i] = rp_[e]; } while (0)
+#define RUN_SWAP(a, b, up) {                                                   \
+    ulong x_ = r_[a], y_ = r_[b]; uint px_ = rp_[a], py_ = rp_[b];             \
+    if ((x_ > y_ || (x_ == y_ && px_ > py_)) == (up)) {                        \
+      r_[a] = y_; r_[b] = x_; rp_[a] = py_; rp_[b] = px_; } }
+#endif
+/* stages j = jtop .. 1 of the merges of size k (segments p) on the run */
+#define RUN_STAGES(R, k, p, jtop, lid)                                         \
+  _Pragma("unroll") for (uint j_ = (R) / 2; j_ > 0; j_ >>= 1)                  \
+    if (j_ <= (jtop))                                                          \
+      _Pragma("unroll") for (uint e_ = 0; e_ < (R); e_++)                      \
+        if ((e_ & j_) == 0) {                                                  \
+          uint i_ = (lid) * (R) + e_;                                          \
+          int up_ = (k) == (p) || (i_ & (k)) == 0;                             \
+          RUN_SWAP(e_, e_ + j_, up_)                                           \
+        }
+#define RUN_GET(R, lid)                                                        \
+  _Pragma("unroll") for (uint e_ = 0; e_ < (R); e_++) RUN_GET1(e_, (lid) * (R) + e_);
+#define RUN_PUT(R, lid)                                                        \
+  _Pragma("unroll") for (uint e_ = 0; e_ < (R); e_++) RUN_PUT1(e_, (lid) * (R) + e_);
+#define LG_BITONIC_RUNS(n, p, R, lid)                                          \
+  {                                                                            \
+    RUN_DECL(R)                                                                \
+    RUN_GET(R, lid)                                                            \
+    for (uint k = 2; k <= (R) && k <= (p); k <<= 1)                            \
+      RUN_STAGES(R, k, p, k >> 1, lid)                                         \
+    for (uint k = 2 * (R); k <= (p); k <<= 1) {                                \
+      RUN_PUT(R, lid)                                                          \
+      barrier(CLK_LOCAL_MEM_FENCE);                                            \
+      for (uint j = k >> 1; j >= (R); j >>= 1) {                               \
+        for (uint t = (lid); t < (n) / 2; t += LS) {                           \
+          uint i = 2 * t - (t & (j - 1)), l = i + j;                           \
+          int up = k == (p) || (i & k) == 0;                                   \
+          CSWAP(i, l, up)                                                      \
+        }                                                                      \
+        barrier(CLK_LOCAL_MEM_FENCE);                                          \
+      }                                                                        \
+      RUN_GET(R, lid)                                                          \
+      RUN_STAGES(R, k, p, (R) / 2, lid)                                        \
+    }                                                                          \
+    RUN_PUT(R, lid)                                                            \
+    barrier(CLK_LOCAL_MEM_FENCE);                                              \
+  }
 #endif
