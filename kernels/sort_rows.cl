@@ -22,8 +22,7 @@
 */
 
 /* lg_bits(k, descending), the slots (SLOT_DECL, SET, PAD, POS) and
-** LG_BITONIC_RUNS (a work-item's EPT slots in registers for the stages
-** inside them): kernels/sort_keys.cl, put before this file */
+** lg_bitonic: kernels/sort_keys.cl, put before this file */
 
 #define EPT (N / LS)           /* slots per work-item when loading and writing */
 
@@ -48,7 +47,7 @@ kernel void sort_rows(global K* keys, ulong koff, global V* restrict vals, ulong
     else PAD(i);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  LG_BITONIC_RUNS(N, P, EPT, lid)         /* each row of P slots sorted */
+  lg_bitonic(SLOT_PASS, N, P, lid);       /* each row of P slots sorted */
 #if defined(KEYS) || defined(VALS)
   /* gather by position: every element read before any is written (the
   ** group owns its rows) */
