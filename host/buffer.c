@@ -193,6 +193,27 @@ static int read_shape(lua_State *L, int idx, size_t *shape, const char *fn) {
     shape[i] = (size_t)v;
     lua_pop(L, 1);
   }
+  /* a shape holds only its sizes: an option put there ({4, pinned = true})
+     would be lost */
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    int isint = 0;
+    lua_Integer k;
+    lua_pop(L, 1);
+    k = lua_tointegerx(L, -1, &isint);
+    if (lua_type(L, -1) != LUA_TNUMBER || !isint || k < 1 || k > ndim) {
+      const char *key;
+      if (lua_type(L, -1) == LUA_TSTRING)
+        key = lua_pushfstring(L, "\"%s\"", lua_tostring(L, -1));
+      else if (lua_type(L, -1) == LUA_TNUMBER) {
+        lua_pushvalue(L, -1);           /* lua_tostring converts in place: a copy */
+        key = lua_tostring(L, -1);
+      } else
+        key = luaL_typename(L, -1);
+      lg_argerror(L, fn, 2, "a shape holds only sizes, got the key %s (options go in "
+                  "argument #3)", key);
+    }
+  }
   return ndim;
 }
 

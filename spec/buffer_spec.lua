@@ -90,6 +90,12 @@ describe("dev:buffer", function()
               dev.buffer, dev, "float", {4, -1})
     has_error("luagpu: dev:buffer: argument #2: expected a shape of 1 to 8 sizes, got 0",
               dev.buffer, dev, "float", {})
+    -- an option put in the shape was once lost: a plain buffer came back
+    has_error("luagpu: dev:buffer: argument #2: a shape holds only sizes, got the key " ..
+              "\"pinned\" (options go in argument #3)", dev.buffer, dev, "float",
+              {4, pinned = true})
+    has_error("luagpu: dev:buffer: argument #2: a shape holds only sizes, got the key 5 " ..
+              "(options go in argument #3)", dev.buffer, dev, "float", {4, [5] = 1})
     has_error("luagpu: dev:buffer: argument #3: access: expected \"in\", \"out\" or \"mixed\", "
               .. "got \"inout\"", dev.buffer, dev, "float", 4, {access = "inout"})
     has_error("luagpu: dev:buffer: argument #3: unknown option 'acess' (expected access, host, use_host, pinned, init)",

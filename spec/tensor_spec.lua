@@ -72,6 +72,12 @@ describe("tensors", function()
                 dev.tensor, dev, "float", {2, 1.5})
       has_error("argument #2: size 1: expected an integer >= 0, got nan", dev.tensor, dev, "float", {0 / 0})
       has_error("argument #2: size 1: expected an integer >= 0, got -1", dev.tensor, dev, "float", {-1})
+      -- an option put in the shape was once lost ({pinned = true}: a 0-d tensor)
+      has_error("luagpu: device:tensor: argument #2: a shape holds only sizes, got the key " ..
+                "\"pinned\" (options go in a table of their own)", dev.tensor, dev, "float",
+                {pinned = true})
+      has_error("argument #2: a shape holds only sizes, got the key 9", dev.tensor, dev, "float",
+                {2, 3, [9] = 1})
       has_error("argument #2: shape {4294967296, 4294967296} is too large (at most 2^53 elements)",
                 dev.tensor, dev, "float", {2^32, 2^32})
       has_error("needs 8796093022208 bytes, more than the device's max_alloc_size",

@@ -199,6 +199,17 @@ function O.check_shape(fn, where, shape)
       fail(fn, "%s: %d dimensions are too many (at most %d)", where, n, MAX_DIMS)
     end
     for i = 1, n do list[i] = rawget(shape, i) end
+    -- a shape holds only its sizes: an option put there ({4, pinned = true})
+    -- would be lost. next() past the last size finds any other key at once
+    -- where the sizes are the table's array part; else every key is looked at
+    if next(shape, n > 0 and n or nil) ~= nil then
+      for k in next, shape do
+        if mathtype(k) ~= "integer" or k < 1 or k > n then
+          fail(fn, "%s: a shape holds only sizes, got the key %s (options go in a table " ..
+               "of their own)", where, show(k))
+        end
+      end
+    end
   else
     fail(fn, "%s: expected a shape (a table of sizes), got %s", where, typename(shape))
   end
