@@ -107,7 +107,7 @@ T.mma = {
 -- driver runs these programs with at most 256 work-items a group (wgs 2).
 T.wgmma = {
   tf32 = {bn = 256, bk = 32, wgs = 2, stages = 4, wait = 1, bulk = true},
-  ["3xtf32"] = {bn = 128, bk = 24, wgs = 2, stages = 4, wait = 0, bulk = true},
+  ["3xtf32"] = {bn = 128, bk = 32, wgs = 2, stages = 3, wait = 0, bulk = true},
 }
 
 -- The launch geometry of matmul_reg.cl's edge kernels: written into reg's
