@@ -150,6 +150,8 @@ do
   raises("dim", function() mpi.shard(x, 3) end)
   raises("its fields are read-only", function() xs.part = x end)
   raises("not supported on an MPI-sharded tensor", function() xs:sort() end)
+  raises('mpi_sharded:astype: argument #1: expected an element type', function()
+    return xs:astype("flaot") end)
   rawset(xs, "_dim", 9)
   raises("the MPI-sharded tensor's fields were changed", function() return xs:sum() end)
   -- ranks that bring different tensors all raise

@@ -227,6 +227,7 @@ local function map1(fn, f, s, ...)
 end
 
 function Methods.astype(s, t)
+  O.check_type("mpi_sharded:astype", "argument #1", t)   -- named as the caller wrote it
   return map1("mpi_sharded:astype", function(x) return x:astype(t) end, s)
 end
 
