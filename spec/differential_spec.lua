@@ -51,72 +51,70 @@ local function check(list)
   return report, ok
 end
 
+-- check.py's report on the lines of n programs says they all agree
+local function agree(list, n)
+  local report, done = check(list)
+  assert.matches("differential: " .. n .. " programs, 0 mismatches", report, 1, true)
+  assert(done, report)
+end
+
+-- The device the programs run on, or nil (after pending) where they cannot
+-- be compared. make test installs python3-numpy: under CI a missing NumPy is
+-- a failure.
+local function ready()
+  assert(py or not os.getenv("CI"), "python3 with numpy not found under CI")
+  if not py then return pending("python3 with numpy not found: nothing to compare with") end
+  local dev = gpu.devices()[1]
+  if not dev.fp64 then
+    return pending(dev.name .. " has no fp64: the programs use double (long / 2, means)")
+  end
+  return dev
+end
+
+-- The JSON lines of D.run(opts) (written to a temporary file, removed).
+local function run_programs(opts)
+  local out = os.tmpname()
+  opts.out = out
+  local ok, e = pcall(D.run, opts)
+  if not ok then os.remove(out); error(e, 0) end
+  local list = {}
+  for line in io.lines(out) do list[#list + 1] = line end
+  os.remove(out)
+  return list
+end
+
 setup(function()
   py = find_python()
 end)
 
 describe("tensors against NumPy", function()
   it("agree on " .. PROGRAMS .. " random programs (seed " .. SEED .. ")", function()
-    -- make test installs python3-numpy: under CI a missing NumPy is a failure
-    assert(py or not os.getenv("CI"), "python3 with numpy not found under CI")
-    if not py then return pending("python3 with numpy not found: nothing to compare with") end
-    local dev = gpu.devices()[1]
-    if not dev.fp64 then
-      return pending(dev.name .. " has no fp64: the programs use double (long / 2, means)")
-    end
-    local out = os.tmpname()
-    local ok, e = pcall(D.run, {n = PROGRAMS, seed = SEED, families = FAMILIES, out = out,
-                                device = dev})
-    if not ok then os.remove(out); error(e, 0) end
-    lines = {}
-    for line in io.lines(out) do lines[#lines + 1] = line end
-    os.remove(out)
-    local report, done = check(lines)
-    assert.matches("differential: " .. PROGRAMS .. " programs, 0 mismatches", report, 1, true)
-    assert(done, report)
+    local dev = ready()
+    if not dev then return end
+    lines = run_programs{n = PROGRAMS, seed = SEED, families = FAMILIES, device = dev}
+    agree(lines, PROGRAMS)
   end)
 
   it("agree on " .. EXTRA_PROGRAMS .. " programs with the ops of issue 32 (seed " .. EXTRA_SEED ..
      ")", function()
-    assert(py or not os.getenv("CI"), "python3 with numpy not found under CI")
-    if not py then return pending("python3 with numpy not found: nothing to compare with") end
-    local dev = gpu.devices()[1]
-    if not dev.fp64 then
-      return pending(dev.name .. " has no fp64: the programs use double (long / 2, means)")
-    end
-    local out = os.tmpname()
-    local ok, e = pcall(D.run, {n = EXTRA_PROGRAMS, seed = EXTRA_SEED, families = EXTRA_FAMILIES,
-                                out = out, device = dev, extra = true, ops = false})
-    if not ok then os.remove(out); error(e, 0) end
-    local list = {}
-    for line in io.lines(out) do list[#list + 1] = line end
-    os.remove(out)
+    local dev = ready()
+    if not dev then return end
+    local list = run_programs{n = EXTRA_PROGRAMS, seed = EXTRA_SEED, families = EXTRA_FAMILIES,
+                              device = dev, extra = true, ops = false}
     -- the new ops were drawn: bitwise, shifts, math and masks
     local all = table.concat(list, "\n")
     for _, op in ipairs{"bitwise_and", "lshift", "bitwise_not", "logical_not", "fmod", "tan"} do
       assert.matches('"op":"' .. op .. '"', all, 1, true)
     end
-    local report, done = check(list)
-    assert.matches("differential: " .. EXTRA_PROGRAMS .. " programs, 0 mismatches", report, 1,
-                   true)
-    assert(done, report)
+    agree(list, EXTRA_PROGRAMS)
   end)
 
   it("agree on " .. OPS_PROGRAMS .. " programs of issue 32's indexing, joining and statistics " ..
      "ops (seed " .. OPS_SEED .. ")", function()
-    assert(py or not os.getenv("CI"), "python3 with numpy not found under CI")
-    if not py then return pending("python3 with numpy not found: nothing to compare with") end
-    local dev = gpu.devices()[1]
-    if not dev.fp64 then
-      return pending(dev.name .. " has no fp64: the programs use double (long / 2, means)")
-    end
-    local out = os.tmpname()
-    local ok, e = pcall(D.run, {n = OPS_PROGRAMS, seed = OPS_SEED, families = OPS_FAMILIES,
-                                out = out, device = dev, extra = true, ops = "only"})
-    if not ok then os.remove(out); error(e, 0) end
-    local list = {}
-    for line in io.lines(out) do list[#list + 1] = line end
-    os.remove(out)
+    local dev = ready()
+    if not dev then return end
+    local list = run_programs{n = OPS_PROGRAMS, seed = OPS_SEED, families = OPS_FAMILIES,
+                              device = dev, extra = true, ops = "only"}
     local all = table.concat(list, "\n")
     for _, op in ipairs{"index", "setindex", "gather", "index_select", "take", "scatter",
                         "scatter_add", "put", "masked_fill", "masked_select", "nonzero",
@@ -126,10 +124,7 @@ describe("tensors against NumPy", function()
                         "dot", "outer", "einsum", "cumprod"} do
       assert.matches('"op":"' .. op .. '"', all, 1, true)
     end
-    local report, done = check(list)
-    assert.matches("differential: " .. OPS_PROGRAMS .. " programs, 0 mismatches", report, 1,
-                   true)
-    assert(done, report)
+    agree(list, OPS_PROGRAMS)
     -- the checker sees a wrong element of an op of issue 32, and a
     -- position out of range that raised nothing
     local spoiled = {}
@@ -154,22 +149,13 @@ describe("tensors against NumPy", function()
 
   it("agree on " .. PATHS_PROGRAMS .. " programs of topk's, the one-sweep sort's and " ..
      "softmax's ways (seed " .. PATHS_SEED .. ")", function()
-    assert(py or not os.getenv("CI"), "python3 with numpy not found under CI")
-    if not py then return pending("python3 with numpy not found: nothing to compare with") end
-    local dev = gpu.devices()[1]
-    if not dev.fp64 then
-      return pending(dev.name .. " has no fp64: the programs use double (long / 2, means)")
-    end
+    local dev = ready()
+    if not dev then return end
     local cls = dev.type == "cpu" and "cpu" or "gpu"
     local C, TKS = gpu.algo.classes[cls], require("luagpu.tensor.topk").sizes[cls]
     local before = {C.sort_onesweep, C.sort_ptx, C.sort_rows_max, TKS.rows_max}
-    local out = os.tmpname()
-    local ok, e = pcall(D.run, {n = PATHS_PROGRAMS, seed = PATHS_SEED, families = PATHS_FAMILIES,
-                                out = out, device = dev, extra = true, ops = "paths"})
-    if not ok then os.remove(out); error(e, 0) end
-    local list = {}
-    for line in io.lines(out) do list[#list + 1] = line end
-    os.remove(out)
+    local list = run_programs{n = PATHS_PROGRAMS, seed = PATHS_SEED, families = PATHS_FAMILIES,
+                              device = dev, extra = true, ops = "paths"}
     local all = table.concat(list, "\n")
     -- every way drawn: topk's (as its plan says), the one-sweep sorts, the row ops
     for _, way in ipairs{"whole", "select", "long", "kmax", "natural"} do
@@ -185,10 +171,7 @@ describe("tensors against NumPy", function()
     assert.matches("C.sort_onesweep, C.sort_ptx, C.sort_rows_max = true", all, 1, true)
     -- the settings the programs changed are back
     assert.same(before, {C.sort_onesweep, C.sort_ptx, C.sort_rows_max, TKS.rows_max})
-    local report, done = check(list)
-    assert.matches("differential: " .. PATHS_PROGRAMS .. " programs, 0 mismatches", report, 1,
-                   true)
-    assert(done, report)
+    agree(list, PATHS_PROGRAMS)
   end)
 
   it("the checker finds a wrong value, a wrong shape, a changed input and a missing error",
