@@ -226,11 +226,6 @@ local function map1(fn, f, s, ...)
   return make(f(x, ...), d, sizes)
 end
 
-function Methods.astype(s, t)
-  O.check_type("mpi_sharded:astype", "argument #1", t)   -- named as the caller wrote it
-  return map1("mpi_sharded:astype", function(x) return x:astype(t) end, s)
-end
-
 function Methods.clamp(s, lo, hi)
   if type(lo) ~= "number" and lo ~= nil or type(hi) ~= "number" and hi ~= nil then
     fail("mpi_sharded:clamp", "expected numbers for the bounds")

@@ -220,6 +220,7 @@ end
 --   a method per elementwise op of the op table (unless t.methods has its
 --   own of that name) and the operators, run on each shard by
 --   t.map1(fn, f, s) and t.map2(fn, f, a, b); t.is(v) says v is of the type
+--   astype(type), by t.map1 (the type checked first)
 --   __index: a method, else a field (t.fields[k](s)), else a refusal of
 --   the tensor methods the type lacks (t.instead: what to do instead)
 --   read-only fields, __close (t.methods.release), and __help (the lines
@@ -257,6 +258,14 @@ function SH.build_type(t)
         end
       end
     end
+  end
+
+  -- xs:astype(t): each part converted (the type checked first, so that
+  -- its message names the sharded call)
+  local astype = prefix .. ":astype"
+  methods.astype = methods.astype or function(s, tp)
+    O.check_type(astype, "argument #1", tp)
+    return map1(astype, function(x) return x:astype(tp) end, s)
   end
 
   mt.__index = function(s, k)
@@ -365,10 +374,7 @@ local function map1(fn, f, s, ...)
   return make(out, d)
 end
 
--- xs:astype(t), xs:clamp(lo, hi): on each shard
-function Sharded.astype(s, t)
-  return map1("sharded:astype", function(x) return x:astype(t) end, s)
-end
+-- xs:clamp(lo, hi): on each shard (xs:astype: SH.build_type)
 function Sharded.clamp(s, lo, hi)
   if is_sharded(lo) or is_sharded(hi) then
     fail("sharded:clamp", "bounds as sharded tensors are not supported: give numbers")
