@@ -292,6 +292,18 @@ inline void lg_rank_tile(__global const K *src, ulong soff, __global const V *vs
   }
 }
 
+/* Digit d's count in each warp's row of wh (NWARP rows of RADIX) made the
+** warp's first rank among the tile's keys of d; returns the tile's count. */
+inline uint lg_warp_firsts(__local uint *wh, uint d) {
+  uint run = 0;
+  for (uint w = 0; w < NWARP; w++) {
+    uint c = wh[w * RADIX + d];
+    wh[w * RADIX + d] = run;
+    run += c;
+  }
+  return run;
+}
+
 /* Then, with tot[d] the tile's first place of digit d and hist (NWARP *
 ** RADIX, the warps' counts: mine is the work-item's warp's) holding each
 ** warp's first rank of d among the tile's, puts the work-item's keys (kk,
@@ -330,7 +342,7 @@ void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong 
   __local V sv[TILE];                 /* and what they carry */
   LG_WARP_SCRATCH
   uint lid = get_local_id(0), lane = lid & 31, warp = lid >> 5;
-  uint tile = get_group_id(0), j, d, w;
+  uint tile = get_group_id(0), j, d;
   __local uint *mine = hist + warp * RADIX;
   ulong base = (ulong)tile * TILE, wbase = base + (ulong)warp * 32 * IPT;
   uint count = n - base < TILE ? (uint)(n - base) : TILE;
@@ -342,15 +354,7 @@ void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong 
   lg_rank_tile(src, soff, vsrc, vsoff, carry, n, mode, shift, descending, rowlen, wbase, lane,
                mine, kk, vv, pk LG_WARP_ARGS);
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (d = lid; d < RADIX; d += L) {  /* each warp's first rank of digit d among the tile's */
-    uint run = 0;
-    for (w = 0; w < NWARP; w++) {
-      uint c = hist[w * RADIX + d];
-      hist[w * RADIX + d] = run;
-      run += c;
-    }
-    tot[d] = run;
-  }
+  for (d = lid; d < RADIX; d += L) tot[d] = lg_warp_firsts(hist, d);
   barrier(CLK_LOCAL_MEM_FENCE);
 #ifdef LG_EMULATE_WARP
   if (lid == 0) {
@@ -479,7 +483,7 @@ void sort_onesweep(__global const K *src, ulong soff, __global K *dst, ulong dof
   __local uint tile_no;
   LG_WARP_SCRATCH
   uint lid = get_local_id(0), lane = lid & 31, warp = lid >> 5;
-  uint tile, j, d, w;
+  uint tile, j, d;
   __local uint *mine = wh + warp * RADIX;
   ulong base, wbase;
   uint count;
@@ -505,12 +509,7 @@ void sort_onesweep(__global const K *src, ulong soff, __global K *dst, ulong dof
   /* per digit (the same work-item in each loop): the warps' first ranks,
      the tile's count published, then the look-back */
   for (d = lid; d < RADIX; d += L) {
-    uint run = 0;
-    for (w = 0; w < NWARP; w++) {
-      uint c = wh[w * RADIX + d];
-      wh[w * RADIX + d] = run;
-      run += c;
-    }
+    uint run = lg_warp_firsts(wh, d);
     tot[d] = run;
     words[(ulong)tile * RADIX + d] = LB_WORD(run, tile == 0, epoch);
   }
