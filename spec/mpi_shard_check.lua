@@ -62,6 +62,11 @@ for _, rows in ipairs{6, 7, 2, 1} do
     same((xs + row):gather(), x + row, 1e-6, what .. ": broadcast")
     same((xs * y):gather(), x * y, 1e-6, what .. ": whole plain tensor")
     same(xs:gt(0.5):gather(), x:gt(0.5), 0, what .. ": comparison")
+    -- a whole plain tensor of more dims moves the sharded dim
+    local deep = dev:rand("float", {3, shape[1], shape[2]}, 14)
+    local xd = xs + deep
+    check(xd.dim == dim + 1, "%s: dim %s after broadcasting", what, tostring(xd.dim))
+    same(xd:gather(), x + deep, 1e-6, what .. ": broadcast to 3 dims")
     -- whole reductions: one number on every rank
     check(near(xs:sum(), x:sum(), 1e-5), "%s: sum %s against %s", what, xs:sum(), x:sum())
     check(near(xs:mean(), x:mean(), 1e-5), "%s: mean", what)

@@ -97,6 +97,26 @@ same((Ms + rows):to(d1), M + row, nil, "M + row")
 same((Ms * rows - Ms):to(d2), M * row - M, 1e-6, "M * row - M")
 check(rows:sum() == row:sum(), "replicated sum")
 
+-- a replicated operand spanning the sharded dim is cut as the shards are;
+-- one of more dims moves the sharded dim (dims align from the last)
+local v, W = random("float", {7}), random("float", {3, 7})
+local vs = gpu.shard(v, devs)
+local vW = vs + gpu.replicate(W, devs)
+check(vW.dim == 2 and vW.shape[1] == 3 and vW.shape[2] == 7, "dim after broadcasting")
+same(vW:to(d1), v + W, nil, "sharded {7} + replicated {3, 7}")
+local col, R7 = random("float", {7, 1}), random("float", {7, 4})
+same((gpu.shard(R7, devs) * gpu.replicate(col, devs)):to(d2), R7 * col, nil,
+     "rows times a replicated column")
+same((gpu.replicate(col, devs) - gpu.shard(R7, devs)):to(d1), col - R7, nil,
+     "a replicated column minus rows")
+raises("sharded add: argument #2: a replicated tensor of size 4 along the sharded dim 2: " ..
+       "give the whole (7) or 1 (broadcast)",
+       function() return vs + gpu.replicate(random("float", {3, 4}), devs) end)
+local V2 = random("float", {2, 7})
+same((vs * gpu.shard(V2, devs, 2)):to(d1), v * V2, nil, "{7} along 1 times {2, 7} along 2")
+raises("sharded add: the tensors are sharded along dims 1 and 1 (of 1 and 2 dims)",
+       function() return vs + gpu.shard(random("float", {7, 7}), devs) end)
+
 -- mm: rows of A sharded, B replicated or on one device; batches sharded alike
 local A, B = random("float", {10, 6}), random("float", {6, 3})
 local As = gpu.shard(A, devs)
@@ -104,6 +124,9 @@ same(As:mm(gpu.replicate(B, devs)):to(d1), A:mm(B), 1e-5, "mm replicated")
 same(As:mm(B):to(d1), A:mm(B), 1e-5, "mm with B on one device")
 local X, Y = random("float", {5, 3, 4}), random("float", {5, 4, 2})
 same(gpu.shard(X, devs):mm(gpu.shard(Y, devs)):to(d1), X:mm(Y), 1e-5, "bmm sharded alike")
+raises("sharded:mm: shard 1 holds 3 and 2 batches: shard both alike", function()
+  return gpu.shard(X, devs):mm(gpu.shard({Y:slice(1, 1, 2):to(d1), Y:slice(1, 3, 5):to(d2)}))
+end)
 
 -- shards given as they are: no copy
 local p1, p2 = random("int", {2, 3}):to(d1), random("int", {4, 3}):to(d2)

@@ -185,7 +185,12 @@ local function operand(fn, arg, x, a_sizes, d, b)
   if type(b) == "number" then return b end
   if is_msharded(b) then
     local y, db, sb = fields(fn, arg, b)
-    if db ~= d then fail(fn, "the tensors are sharded along dims %d and %d", d, db) end
+    -- (dims align from the last, as in broadcasting)
+    local nx, ny = #x._shape, #y._shape
+    if d - nx ~= db - ny then
+      fail(fn, "the tensors are sharded along dims %d and %d (of %d and %d dims)", d, db,
+           nx, ny)
+    end
     for r = 1, #sb do
       if sb[r] ~= a_sizes[r] then
         fail(fn, "rank %d holds %d and %d along dim %d: shard both alike", r - 1,
@@ -217,8 +222,10 @@ local function map2(fn, f, a, b)
   if not is_msharded(a) then a, b, swapped = b, a, true end
   local x, d, sizes = fields(fn, swapped and 2 or 1, a)
   local y = operand(fn, swapped and 1 or 2, x, sizes, d, b)
-  if swapped then return make(f(y, x), d, sizes) end
-  return make(f(x, y), d, sizes)
+  local z
+  if swapped then z = f(y, x) else z = f(x, y) end
+  -- an operand of more dims moves the sharded dim (aligned from the last)
+  return make(z, d + (#z._shape - #x._shape), sizes)
 end
 
 local function map1(fn, f, s, ...)

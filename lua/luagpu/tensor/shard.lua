@@ -27,7 +27,7 @@ local type, ipairs, pairs, tostring = type, ipairs, pairs, tostring
 local getmetatable, setmetatable, rawget, rawequal = getmetatable, setmetatable, rawget, rawequal
 local mtype, format, concat = math.type, string.format, table.concat
 local fail, typename, show = H.fail, H.typename, H.show
-local is_tensor, show_shape = O.is_tensor, O.show_shape
+local is_tensor, show_shape, RELEASED = O.is_tensor, O.show_shape, O.RELEASED
 
 local SH = {}
 local RD                                    -- luagpu.reduce, loaded when asked
@@ -40,20 +40,37 @@ SH.MT = SMT
 local function is_sharded(v) return getmetatable(v) == SMT end
 SH.is_sharded = is_sharded
 
--- The shards of sharded tensor s (argument arg of fn), checked: a list of
--- live tensors on distinct devices, of one type, whose shapes agree but
--- along the sharded dim (all of them, replicated); returns the shards (a
--- new list) and the dim (nil: replicated).
-local function parts(fn, arg, s)
-  if not is_sharded(s) then
-    fail(fn, "argument #%d: expected a sharded tensor, got %s", arg, typename(s))
+-- Sharded tensors that passed the whole check of parts below, or that
+-- luagpu made from parts it knew to agree, with what that saw, in one
+-- flat table: {list =, dim =, n =, t =, nd =, [i] = shard i, [n + i] =
+-- its device, [2n + i] = its shape table, [3n + (i - 1) * nd + k] = the
+-- shape's values}. A sharded tensor op after op is checked again only as
+-- far as telling that none of that changed (each shard's buffer and
+-- fields are checked by the op on it, at its launch, as for any tensor).
+local PASSED = setmetatable({}, {__mode = "k"})
+
+local function remember(s, list, dim)
+  local n, first = #list, list[1]
+  local nd = #first._shape
+  local m = {list = list, dim = dim, n = n, t = first._type, nd = nd}
+  for i = 1, n do
+    local x = list[i]
+    local shape = x._shape
+    m[i], m[n + i], m[2 * n + i] = x, x._dev, shape
+    local base = 3 * n + (i - 1) * nd
+    for k = 1, nd do m[base + k] = shape[k] end
   end
+  PASSED[s] = m
+end
+
+local function full_parts(fn, arg, s)
+  PASSED[s] = nil
   local list, dim = rawget(s, "_shards"), rawget(s, "_dim")
   if type(list) ~= "table" or getmetatable(list) ~= nil or
      (dim ~= nil and (mtype(dim) ~= "integer" or dim < 1)) then
     fail(fn, "argument #%d: the sharded tensor's fields were changed", arg)
   end
-  local out, seen, first = {}, {}, nil
+  local out, first = {}, nil
   for i = 1, #list do
     local x = rawget(list, i)
     if not is_tensor(x) then
@@ -61,11 +78,11 @@ local function parts(fn, arg, s)
            typename(x))
     end
     X.check(fn, arg, x, true)
-    if seen[x._dev] then
-      fail(fn, "argument #%d: the sharded tensor's shards %d and %d share a device", arg,
-           seen[x._dev], i)
+    for j = 1, i - 1 do
+      if out[j]._dev == x._dev then
+        fail(fn, "argument #%d: the sharded tensor's shards %d and %d share a device", arg, j, i)
+      end
     end
-    seen[x._dev] = i
     if not first then first = x
     else
       local a, b = first._shape, x._shape
@@ -82,11 +99,53 @@ local function parts(fn, arg, s)
   if dim and dim > #first._shape then
     fail(fn, "argument #%d: the sharded tensor's fields were changed", arg)
   end
+  remember(s, list, dim)
   return out, dim
+end
+
+-- The shards of sharded tensor s (argument arg of fn), checked: a list of
+-- live tensors on distinct devices, of one type, whose shapes agree but
+-- along the sharded dim (all of them, replicated); returns the shards (a
+-- new list) and the dim (nil: replicated).
+local function parts(fn, arg, s)
+  if not is_sharded(s) then
+    fail(fn, "argument #%d: expected a sharded tensor, got %s", arg, typename(s))
+  end
+  local m = PASSED[s]
+  if m == nil then return full_parts(fn, arg, s) end
+  local list = rawget(s, "_shards")
+  if list ~= m.list or rawget(s, "_dim") ~= m.dim or getmetatable(list) ~= nil or
+     #list ~= m.n then
+    return full_parts(fn, arg, s)
+  end
+  local n, t, nd, out = m.n, m.t, m.nd, {}
+  for i = 1, n do
+    local x = rawget(list, i)
+    if not rawequal(x, m[i]) then return full_parts(fn, arg, s) end
+    local shape = x._shape
+    if x._st == RELEASED or x._dev ~= m[n + i] or x._type ~= t or
+       not rawequal(shape, m[2 * n + i]) or getmetatable(shape) ~= nil or #shape ~= nd then
+      return full_parts(fn, arg, s)
+    end
+    local base = 3 * n + (i - 1) * nd
+    for k = 1, nd do
+      if shape[k] ~= m[base + k] then return full_parts(fn, arg, s) end
+    end
+    out[i] = x
+  end
+  return out, m.dim
 end
 
 local function make(shards, dim)
   return setmetatable({_shards = shards, _dim = dim}, SMT)
+end
+
+-- A sharded tensor of parts luagpu just made from checked ones (an op on
+-- each shard), known to agree: remembered as checked.
+local function made(shards, dim)
+  local s = setmetatable({_shards = shards, _dim = dim}, SMT)
+  remember(s, shards, dim)
+  return s
 end
 
 -- The device list (argument arg): a list of distinct live Devices.
@@ -237,24 +296,30 @@ function SH.build_type(t)
     for _, a in ipairs(row.aliases) do names[#names + 1] = a end
     local fn = prefix .. ":" .. name
     local f
+    -- (each op's function on one part made once, not per call)
     if row.arity == 1 then
-      f = function(s) return map1(fn, function(x) return x[name](x) end, s) end
+      local one = function(x) return x[name](x) end
+      f = function(s) return map1(fn, one, s) end
     elseif row.arity == 2 then
+      local one = function(x, y) return x[name](x, y) end
       f = function(a, b)
         if not is(a) then
           fail(fn, "expected %s (call it as xs:%s(y)), got %s", t.a_name, name, typename(a))
         end
-        return map2(fn, function(x, y) return x[name](x, y) end, a, b)
+        return map2(fn, one, a, b)
       end
     end
     if f then
       for _, n in ipairs(names) do methods[n] = methods[n] or f end
       if row.meta then
         local op = row.meta
-        mt[op] = function(a, b)
-          local mfn = prefix .. " " .. op:sub(3)
-          if row.arity == 1 then return map1(mfn, function(x) return O.MT[op](x, x) end, a) end
-          return map2(mfn, function(x, y) return O.MT[op](x, y) end, a, b)
+        local mfn = prefix .. " " .. op:sub(3)
+        if row.arity == 1 then
+          local one = function(x) return O.MT[op](x, x) end
+          mt[op] = function(a) return map1(mfn, one, a) end
+        else
+          local one = function(x, y) return O.MT[op](x, y) end
+          mt[op] = function(a, b) return map2(mfn, one, a, b) end
         end
       end
     end
@@ -312,11 +377,40 @@ end
 
 ------------------------------------------------------------------ elementwise
 
+-- The parts of replicated lr (argument arg) that go with the shards ls
+-- (sharded along d), as a whole tensor broadcasts against the whole
+-- (NumPy's rule, dims aligned from the last): lr itself where its size
+-- along the sharded dim is 1 or it has no such dim, else, where it is the
+-- whole's size, each shard's slice of it.
+local function matching(fn, arg, ls, d, lr)
+  local ns, nr = #ls[1]._shape, #lr[1]._shape
+  local k = d - (ns - nr)
+  local size = k >= 1 and lr[1]._shape[k] or 1
+  if size == 1 then return lr end
+  local total = 0
+  for i = 1, #ls do total = total + ls[i]._shape[d] end
+  if size ~= total then
+    fail(fn, "argument #%d: a replicated tensor of size %d along the sharded dim %d: give " ..
+         "the whole (%d) or 1 (broadcast)", arg, size, d + (nr > ns and nr - ns or 0), total)
+  end
+  local out, first = {}, 1
+  for i = 1, #ls do
+    local m = ls[i]._shape[d]
+    out[i] = lr[i]:slice(k, first, first + m - 1)
+    first = first + m
+  end
+  return out
+end
+
 -- The layout that a and b (sharded tensors) share, for an op of fn: the
--- shards of each, paired by device, and the result's dim. A replicated
--- operand pairs with any layout over the same devices (broadcast on each
--- device); two sharded ones must be sharded alike.
-local function paired(fn, a, b)
+-- parts of each, paired by device, and the result's sharded dim (dims
+-- align from the last, as in broadcasting). A replicated operand pairs
+-- with any layout over the same devices (broadcast on each device, or
+-- sliced as the shards where it spans the sharded dim); two sharded ones
+-- must be sharded alike.
+-- The parts of sharded tensors a and b, paired by device (shard i of
+-- each on one device), and their dims.
+local function same_devices(fn, a, b)
   local la, da = parts(fn, 1, a)
   local lb, db = parts(fn, 2, b)
   if #la ~= #lb then
@@ -328,50 +422,69 @@ local function paired(fn, a, b)
            la[i]._dev.name, lb[i]._dev.name)
     end
   end
+  return la, da, lb, db
+end
+
+local function paired(fn, a, b)
+  local la, da, lb, db = same_devices(fn, a, b)
+  local na, nb = #la[1]._shape, #lb[1]._shape
+  local n = na > nb and na or nb
   if da and db then
-    if da ~= db then fail(fn, "the tensors are sharded along dims %d and %d", da, db) end
+    if da + (n - na) ~= db + (n - nb) then
+      fail(fn, "the tensors are sharded along dims %d and %d (of %d and %d dims)", da, db,
+           na, nb)
+    end
     for i = 1, #la do
       if la[i]._shape[da] ~= lb[i]._shape[db] then
         fail(fn, "shard %d holds %d and %d along dim %d: shard both alike", i,
              la[i]._shape[da], lb[i]._shape[db], da)
       end
     end
+    return la, lb, da + (n - na)
+  elseif da then
+    return la, matching(fn, 2, la, da, lb), da + (n - na)
+  elseif db then
+    return matching(fn, 1, lb, db, la), lb, db + (n - nb)
   end
-  return la, lb, da or db
+  return la, lb, nil
 end
 
 -- The op f over the shards of the operands (sharded tensors or numbers:
 -- at least one sharded); arg names fn's operands in messages.
 local function map2(fn, f, a, b)
-  if is_sharded(a) and is_sharded(b) then
+  local sa, sb = is_sharded(a), is_sharded(b)
+  if sa and sb then
     local la, lb, d = paired(fn, a, b)
     local out = {}
     for i = 1, #la do out[i] = f(la[i], lb[i]) end
-    return make(out, d)
+    return made(out, d)
   end
   local s, v, first = a, b, true
-  if not is_sharded(a) then s, v, first = b, a, false end
-  if is_tensor(v) then
-    fail(fn, "a sharded tensor with a tensor on one device: shard it alike (gpu.shard) or " ..
-         "replicate it (gpu.replicate), or put the sharded one on one device (xs:to(dev))")
-  end
+  if not sa then s, v, first = b, a, false end
   if type(v) ~= "number" then
+    if is_tensor(v) then
+      fail(fn, "a sharded tensor with a tensor on one device: shard it alike (gpu.shard) " ..
+           "or replicate it (gpu.replicate), or put the sharded one on one device " ..
+           "(xs:to(dev))")
+    end
     fail(fn, "argument #%d: expected a sharded tensor or a number, got %s", first and 2 or 1,
          typename(v))
   end
   local list, d = parts(fn, first and 1 or 2, s)
   local out = {}
-  for i, x in ipairs(list) do
-    if first then out[i] = f(x, v) else out[i] = f(v, x) end
+  if first then
+    for i = 1, #list do out[i] = f(list[i], v) end
+  else
+    for i = 1, #list do out[i] = f(v, list[i]) end
   end
-  return make(out, d)
+  return made(out, d)
 end
 
 local function map1(fn, f, s, ...)
   local list, d = parts(fn, 0, s)
   local out = {}
-  for i, x in ipairs(list) do out[i] = f(x, ...) end
-  return make(out, d)
+  for i = 1, #list do out[i] = f(list[i], ...) end
+  return made(out, d)
 end
 
 -- xs:clamp(lo, hi): on each shard (xs:astype: SH.build_type)
@@ -549,11 +662,16 @@ function Sharded.mm(s, b)
   end
   local rhs = {}
   if is_sharded(b) then
-    local la, lb = paired(fn, s, b)
-    local _, db = parts(fn, 1, b)
-    if db ~= nil and not (db == 1 and #la[1]._shape == 3) then
+    local _, _, lb, db = same_devices(fn, s, b)
+    if db ~= nil and not (db == 1 and #list[1]._shape == 3) then
       fail(fn, "argument #1: expected a replicated tensor (gpu.replicate), or batches " ..
            "sharded alike, got one sharded along dim %d", db)
+    end
+    for i = 1, db and #list or 0 do
+      if list[i]._shape[1] ~= lb[i]._shape[1] then
+        fail(fn, "shard %d holds %d and %d batches: shard both alike", i,
+             list[i]._shape[1], lb[i]._shape[1])
+      end
     end
     rhs = lb
   elseif is_tensor(b) then
