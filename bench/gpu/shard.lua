@@ -16,18 +16,22 @@ local d1, d2 = devs[1], devs[2]
 local now = gpu.now
 
 local function median(t) table.sort(t); return t[(#t + 1) // 2] end
-local function wall(f)
-  local keep
-  for _ = 1, 2 do keep = f(); d1:finish(); d2:finish() end
-  local t = {}
+local function once(f)
+  local t0 = now()
+  local keep = f()
+  d1:finish(); d2:finish()
+  return now() - t0, keep
+end
+-- one and two GPUs' calls taking turns (so that a slow spell of the shared
+-- host falls on both), after two warm-up calls of each: their medians
+local function walls(one, two)
+  for _ = 1, 2 do once(one); once(two) end
+  local a, b = {}, {}
   for r = 1, reps do
-    keep = nil
-    local t0 = now()
-    keep = f()
-    d1:finish(); d2:finish()
-    t[r] = now() - t0
+    a[r] = once(one)
+    b[r] = once(two)
   end
-  return median(t)
+  return median(a), median(b)
 end
 
 local small = arg and arg[3] == "small"
@@ -49,7 +53,7 @@ local rows = {
 print(("device: %s x2"):format(d1.name))
 print(("%-22s %12s %12s %8s"):format("op", "one GPU", "two GPUs", "speedup"))
 for _, r in ipairs(rows) do
-  local one, two = wall(r[2]), wall(r[3])
+  local one, two = walls(r[2], r[3])
   print(("%-22s %9.1f us %9.1f us %7.2fx"):format(r[1], one * 1e6, two * 1e6, one / two))
   print(("LUAGPU shard_%s one %.1f two %.1f us"):format(r[1], one * 1e6, two * 1e6))
 end

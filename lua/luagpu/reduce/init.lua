@@ -278,6 +278,14 @@ end
 local function collect(e, n, input, q, dev, waits, async)
   ST.wait_for_last_user(e, q, dev, waits)
   local l = launches(e, n, input)
+  if async == "launch" and ST.in_order(q) then
+    -- (on an in-order queue the read waits for the passes: no Events, even
+    -- where the queue profiles)
+    enqueue_quiet(l, q, waits)
+    ST.set_last_user(e, false, q, dev)
+    local result = e.result
+    return function() return result:read(q and {queue = q} or nil) end
+  end
   if not async and ST.in_order(q) then
     enqueue_quiet(l, q, waits)
     ST.set_last_user(e, nil, q, dev)        -- the blocking read sees them done
@@ -292,6 +300,7 @@ local function collect(e, n, input, q, dev, waits, async)
     events, ev = {}, e.result:read(q and {queue = q} or nil)
   end
   ST.set_last_user(e, ev, q, dev)
+  if async == "launch" then return function() return ev end end
   if async then return ev, events end
   return ev:wait()
 end
@@ -385,13 +394,21 @@ local split   -- luagpu.split, loaded when a call asks for several devices
 -- else nil. M.QUIET (for luagpu's own helpers, as reduce.sum(b, M.QUIET)):
 -- async, and on an in-order queue only the result's read asks for an Event
 -- (one enqueue with a profiled Event costs NVIDIA's OpenCL about 11 us, one
--- without 4): "quiet".
-local QUIET = {}
-M.QUIET = QUIET
+-- without 4): "quiet". M.LAUNCH (for reductions over several devices, as
+-- a sharded tensor's): the passes enqueued, no read yet; returns a
+-- function that enqueues the result's read and returns its Event (ev:wait()
+-- gives the number; on an out-of-order queue the read was enqueued with
+-- the passes), so that every device's passes run before any read is
+-- enqueued and every read before the host waits for one: "launch". (No
+-- clFlush: NVIDIA's driver submits at the enqueue, and a flush with work
+-- pending cost about 10 us there.)
+local QUIET, LAUNCH = {}, {}
+M.QUIET, M.LAUNCH = QUIET, LAUNCH
 
 local function quick_async(opts)
   if opts == nil then return false end
   if opts == QUIET then return "quiet" end
+  if opts == LAUNCH then return "launch" end
   if type(opts) ~= "table" or getmetatable(opts) ~= nil then return nil end
   local k, v = next(opts)
   if k == "async" and v == true and next(opts, k) == nil then return true end

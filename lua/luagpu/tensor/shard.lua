@@ -18,6 +18,7 @@
 -- replicated). A replicated tensor (dim nil) combines with a sharded one
 -- by broadcasting on each device (a bias row over sharded rows).
 
+local gpu = require "luagpu"
 local H = require "luagpu.core.check"
 local O = require "luagpu.tensor.object"
 local X = require "luagpu.tensor.expr"
@@ -550,10 +551,13 @@ local function reduce_options(fn, opts)
   return opts == true, nil
 end
 
--- A whole reduction of the shards in list: each shard's launched first
--- (luagpu.reduce's async form where x:sum() takes it, else a reduction
--- into one element), read after, combined on the host (a mean from the
--- shards' sums, or their means times their counts).
+-- A whole reduction of the shards in list: every shard's passes launched
+-- first (luagpu.reduce's LAUNCH form where x:sum() takes it, else a
+-- reduction into one element), then every result's read enqueued, then
+-- the reads waited for (all at once), combined on the host (a mean from the shards'
+-- sums, or their means times their counts). (On NVIDIA's driver a
+-- blocking read costs about 15 us more than a read enqueued while the
+-- passes run.)
 local function whole(fn, op, list)
   local pending, n = {}, 0
   for _, x in ipairs(list) do
@@ -566,23 +570,36 @@ local function whole(fn, op, list)
       local t = flat._type
       if op == "sum" or op == "min" or op == "max" or (op == "mean" and t == "float") then
         RD = RD or require "luagpu.reduce"
-        -- (QUIET: only the read asks for an Event, the launches none)
-        local opts = op == "mean" and {async = true, acc = "double"} or RD.QUIET
-        local ev = RD[op == "mean" and "sum" or op](O.elements_of(flat), opts)
-        pending[#pending + 1] = function() return ev:wait() end    -- a sum for mean
+        if op == "mean" then                  -- a sum in double, for the mean
+          pending[#pending + 1] = {ev = RD.sum(O.elements_of(flat), {async = true,
+                                                                     acc = "double"})}
+        else
+          pending[#pending + 1] = {read = RD[op](O.elements_of(flat), RD.LAUNCH)}
+        end
       else
         local r = flat[op](flat, 1)
-        if op == "mean" then pending[#pending + 1] = function() return r:item() * c end
-        else pending[#pending + 1] = function() return r:item() end end
+        if op == "mean" then pending[#pending + 1] = {get = function() return r:item() * c end}
+        else pending[#pending + 1] = {get = function() return r:item() end} end
       end
       n = n + c
     end
   end
   if #pending == 0 then return list[1][op](list[1]) end    -- no element: as one device says
+  -- the reads enqueued, then waited for at once (one clWaitForEvents)
+  local evs, at = {}, {}
+  for i, p in ipairs(pending) do
+    if p.read then p.ev = p.read() end
+    if p.ev then evs[#evs + 1], at[#evs + 1] = p.ev, i end
+  end
+  if #evs > 0 then
+    local got = {gpu.wait(evs)}
+    for j, i in ipairs(at) do pending[i].value = got[j] end
+  end
   local add = COMBINE[op == "mean" and "sum" or op][1]
   local acc
-  for _, get in ipairs(pending) do
-    local v = get()
+  for _, p in ipairs(pending) do
+    local v = p.value
+    if v == nil then v = p.get() end
     acc = acc == nil and v or add(acc, v)
   end
   if op == "mean" then return acc / n end
