@@ -23,6 +23,7 @@ local new_tensor = require("luagpu.tensor.create").new_tensor
 local type, ipairs, tostring, pcall, rawequal = type, ipairs, tostring, pcall, rawequal
 local fail, typename, show = H.fail, H.typename, H.show
 local check, check_dim, show_shape, is_tensor = X.check, O.check_dim, O.show_shape, O.is_tensor
+local drop = O.drop
 local INTEGERS, FLOATS = TY.INTEGERS, TY.FLOATS
 local ceil, NO_EVENT = ST.round_up, ST.NO_EVENT
 local setmetatable = setmetatable
@@ -274,10 +275,12 @@ function methods.gather(x, dim, idx)
   local fn = "tensor:gather"
   check(fn, 0, x)
   local d = check_dim(fn, "argument #1", x, dim)
-  idx = index_arg(fn, 2, idx, x._dev)
-  check_shapes(fn, x, d, idx)
-  local out = O.empty(fn, x._dev, x._type, {table.unpack(idx._shape)})
-  return gather(fn, "argument #2", out, idx, along(x, d))
+  local i = index_arg(fn, 2, idx, x._dev)
+  check_shapes(fn, x, d, i)
+  local out = O.empty(fn, x._dev, x._type, {table.unpack(i._shape)})
+  gather(fn, "argument #2", out, i, along(x, d))
+  if i ~= idx then drop(i) end                -- a conversion made here
+  return out
 end
 
 -- x:index_select(dim, idx): x's slices at the positions of the 1-D idx
@@ -286,6 +289,7 @@ function methods.index_select(x, dim, idx)
   local fn = "tensor:index_select"
   check(fn, 0, x)
   local d = check_dim(fn, "argument #1", x, dim)
+  local given = idx
   idx = index_arg(fn, 2, idx, x._dev)
   if #idx._shape ~= 1 then
     fail(fn, "argument #2: expected a 1-D index tensor, got shape %s", show_shape(idx._shape))
@@ -296,7 +300,9 @@ function methods.index_select(x, dim, idx)
   local b = 1
   for i = d + 1, #shape do b = b * shape[i] end
   if b >= ROW_MIN and out._n > 0 and O.is_contiguous(x) then
-    return index_rows(fn, out, x, d, idx, b)
+    index_rows(fn, out, x, d, idx, b)
+    if idx ~= given then drop(idx) end        -- a conversion made here
+    return out
   end
   local spec = along(x, d)
   spec.d = d
@@ -309,13 +315,16 @@ end
 function methods.take(x, idx)
   local fn = "tensor:take"
   check(fn, 0, x)
-  idx = index_arg(fn, 1, idx, x._dev)
+  local i = index_arg(fn, 1, idx, x._dev)
   local c = O.is_contiguous(x) and x or x:contiguous()
-  local out = O.empty(fn, x._dev, x._type, {table.unpack(idx._shape)})
+  local out = O.empty(fn, x._dev, x._type, {table.unpack(i._shape)})
   if out._n > 0 and c._n == 0 then
     fail(fn, "argument #1: the tensor has no elements to take")
   end
-  return gather(fn, "argument #1", out, idx, flat(c, #idx._shape))
+  gather(fn, "argument #1", out, i, flat(c, #i._shape))
+  if c ~= x then drop(c) end                  -- copies made here
+  if i ~= idx then drop(i) end
+  return out
 end
 
 -- x:scatter(dim, idx, src) / x:scatter_add(dim, idx, src): a copy of x with
@@ -354,7 +363,7 @@ end
 local function scatter_method(fn, x, dim, idx, src, add)
   check(fn, 0, x)
   local d = check_dim(fn, "argument #1", x, dim)
-  idx = index_arg(fn, 2, idx, x._dev)
+  local i = index_arg(fn, 2, idx, x._dev)
   local kind = 0
   if add then
     kind = ADD_KIND[x._type]
@@ -372,9 +381,11 @@ local function scatter_method(fn, x, dim, idx, src, add)
     end
   end
   local v = values_arg(fn, 3, x, src)
-  check_shapes(fn, x, d, idx, v)
+  check_shapes(fn, x, d, i, v)
   local out = copy_of(fn, x)
-  scatter(fn, "argument #2", idx, v, along(out, d), kind)
+  scatter(fn, "argument #2", i, v, along(out, d), kind)
+  if v ~= src then drop(v) end                -- made here (a number's, a conversion)
+  if i ~= idx then drop(i) end
   return out
 end
 
@@ -391,20 +402,23 @@ end
 function methods.put(x, idx, v)
   local fn = "tensor:put"
   check(fn, 0, x)
-  idx = index_arg(fn, 1, idx, x._dev)
+  local i = index_arg(fn, 1, idx, x._dev)
+  local given = v
   v = values_arg(fn, 2, x, v)
   if #v._shape > 0 then
-    if v._n ~= idx._n then
-      fail(fn, "argument #2: expected %d values (one per position), got %d", idx._n, v._n)
+    if v._n ~= i._n then
+      fail(fn, "argument #2: expected %d values (one per position), got %d", i._n, v._n)
     end
-    v = v:contiguous():reshape({table.unpack(idx._shape)})
+    v = v:contiguous():reshape({table.unpack(i._shape)})
   end
-  if idx._n == 0 then return x end
+  if i._n == 0 then return x end
   if x._n == 0 then fail(fn, "argument #1: the tensor has no elements to put into") end
   X.flush_readers(x._st)
   local c = O.is_contiguous(x) and x or x:contiguous()
-  scatter(fn, "argument #1", idx, v, flat(c, #idx._shape), 0)
-  if c ~= x then x:set(c) end
+  scatter(fn, "argument #1", i, v, flat(c, #i._shape), 0)
+  if c ~= x then x:set(c); drop(c) end        -- copies made here
+  if type(given) == "number" then drop(v) end
+  if i ~= idx then drop(i) end
   return x
 end
 
@@ -497,6 +511,8 @@ function methods.masked_select(x, mask)
     out = O.empty(fn, dev, t, {count})
     return out._st.buf, out._off
   end)
+  if c ~= x then drop(c) end                  -- copies made here
+  if m ~= mask then drop(m) end
   return out
 end
 

@@ -9,6 +9,7 @@
 --   O.view(s, t, shape, strides, off)    a tensor over storage s
 --   O.lazy(dev, e)                a lazy tensor of expression e
 --   O.empty(fn, dev, t, shape)    a new contiguous tensor, contents undefined
+--   O.drop(x)                     a temporary's block back to the pool now
 --   O.contiguous_strides, O.numel, O.show_shape, O.is_contiguous
 --   O.elements_of(x)              the Buffer of realized x's elements
 --   O.check_type, O.check_device_type, O.check_shape, O.check_alloc,
@@ -142,6 +143,19 @@ end
 function O.empty(fn, dev, t, shape)
   local n = numel(shape)
   return view(memory.storage(fn, dev, t, n), t, shape, contiguous_strides(shape), 0)
+end
+
+-- Hands back now the block of x, a temporary an op made for itself (with
+-- O.empty, a copy) and gave no one: the pool may give it to the device's
+-- next op, which its queue runs after the commands that read x, as after
+-- x's collection, without waiting for one. x is unusable after. (A block
+-- with a view, a reader or a script's eyes on it is left to the collector.)
+function O.drop(x)
+  local s = x._st
+  if type(s) == "table" and s.pool and s.holders == 1 and not s.readers and not s.exposed then
+    memory.give_back(s)
+    x._st, x._expr = RELEASED, false
+  end
 end
 
 -- Whether x is row-major (lazy tensors are).

@@ -30,7 +30,7 @@ local format = string.format
 local min, max, huge = math.min, math.max, math.huge
 local fail, show = H.fail, H.show
 local FLOATS, LIMITS, NAN = TY.FLOATS, TY.LIMITS, TY.NAN
-local check_bounds, empty, check = O.check_bounds, O.empty, X.check
+local check_bounds, empty, check, drop = O.check_bounds, O.empty, X.check, O.drop
 local ceil_div, round_up = ST.ceil_div, ST.round_up
 
 -- cols4_waves: column reductions read 4 columns per work-item (cols4)
@@ -251,6 +251,7 @@ local function reduce_into(fn, op, x, outer, L, inner, res)
                       pidx._st.buf, dres, vec}, {outer * nsplit * sz.LS}, {sz.LS}, 8, keep)
     run(p.k.rows2, {part._st.buf, pidx._st.buf, 0, nsplit, nsplit, 1, 1, L, dpart, didx,
                        outbuf}, {outer * sz.LS}, {sz.LS}, 11, keep)
+    drop(part); drop(pidx)
     return
   end
   if R.cols4_waves and not spec.ARG and inner % 4 == 0 and x._off % 4 == 0 then
@@ -274,6 +275,7 @@ local function reduce_into(fn, op, x, outer, L, inner, res)
     local gx1 = ceil_div(inner, sz.CX)
     run(p.k.cols2, {part._st.buf, didx, 0, nsplit, inner, nsplit, 1, 1, L, dpart,
                        didx, outbuf}, {gx1 * sz.CX, outer * sz.CY}, {sz.CX, sz.CY}, 12, keep)
+    drop(part)
     return
   end
   -- columns: 4 times as many groups as rows get, so that the last wave of
@@ -297,6 +299,7 @@ local function reduce_into(fn, op, x, outer, L, inner, res)
                     pidx._st.buf, dres}, global, {sz.CX, sz.CY}, 9, keep)
   run(p.k.cols2, {part._st.buf, pidx._st.buf, 0, nsplit, inner, nsplit, 1, 1, L, dpart,
                      didx, outbuf}, {gx * sz.CX, outer * sz.CY}, {sz.CX, sz.CY}, 12, keep)
+  drop(part); drop(pidx)
 end
 
 local function empty_error(fn, op, what, why)
@@ -313,19 +316,25 @@ local function reduce_all(fn, op, x)
     if op == "any" then return false elseif op == "all" then return true end
     return op == "prod" and (FLOATS[spec.out] and 1.0 or 1) or (FLOATS[spec.out] and 0.0 or 0)
   end
+  local given = x
   if x._expr or not O.is_contiguous(x) then x = x:contiguous() end
   if op == "sum" or op == "min" or op == "max" or (op == "mean" and MEAN_BY_SUM[x._type]) then
     reduce_helper = reduce_helper or require "luagpu.reduce"
     local b = O.elements_of(x)
+    local v
     if op == "mean" then
-      local s = reduce_helper.sum(b, x._type == "float" and {acc = "double"} or nil)
-      return s / n
+      v = reduce_helper.sum(b, x._type == "float" and {acc = "double"} or nil) / n
+    else
+      v = reduce_helper[op](b)
     end
-    return reduce_helper[op](b)
+    if x ~= given then drop(x) end          -- a copy made here
+    return v
   end
   local res = empty(fn, x._dev, spec.out, {1})
   reduce_into(fn, op, x, 1, n, 1, res)
+  if x ~= given then drop(x) end
   local v = res:get()[1]
+  drop(res)
   if op == "any" or op == "all" then return v ~= 0 end
   return v
 end
@@ -351,8 +360,10 @@ local function reduce_dim(fn, op, x, d, keepdim)
   if L == 0 then
     return res:set(op == "prod" and 1 or op == "all" and 1 or op == "mean" and 0 / 0 or 0)
   end
+  local given = x
   if x._expr or not O.is_contiguous(x) then x = x:contiguous() end
   reduce_into(fn, op, x, outer, L, inner, res)
+  if x ~= given then drop(x) end            -- a copy made here
   return res
 end
 

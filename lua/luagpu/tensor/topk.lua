@@ -188,6 +188,7 @@ local function run_long(fn, dev, sz, src, L, nrows, k, largest, vals, pos)
                                                                                  NO_EVENT)
   prog.topk_sort(xb, xo, L, ki, cand._st.buf, k, vals._st.buf, vals._off, pos._st.buf,
                  pos._off):run({nrows * LS}, {LS}, NO_EVENT)
+  O.drop(st); O.drop(hist); O.drop(eqc); O.drop(cand)   -- back to the pool now
 end
 
 function TK.plan(dev, t, L, k)
@@ -223,6 +224,7 @@ function TK.topk(fn, x, d, k, largest)
   if not (plan and run_rows(fn, dev, src, L, nrows, k, largest, vals, pos, plan)) then
     run_long(fn, dev, sz, src, L, nrows, k, largest, vals, pos)
   end
+  if src ~= x then O.drop(src) end            -- a copy with d last, made here
   if back then
     return vals:permute(back):contiguous(), pos:permute(back):contiguous()
   end
