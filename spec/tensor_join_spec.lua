@@ -168,6 +168,33 @@ describe("joining and splitting tensors", function()
               y.roll, y, 0.5, 1)
   end)
 
+  it("reads rows backwards four at a time where they align, as NumPy", function()
+    -- (rows of a multiple of 4 reversed: one vector read turned round; other
+    -- lengths and offsets take the general kernel: both must agree)
+    if not S.need_numpy(assert, pending) then return end
+    for _, t in ipairs(S.TYPES) do
+      do
+        for _, shape in ipairs{{3, 8}, {2, 12}, {5, 4}, {16}, {3, 6}, {9}, {2, 3, 8}} do
+          local x = dev:tensor(t, shape, S.random_values(t, S.numel(shape)))
+          local y = dev:tensor(t, shape, S.random_values(t, S.numel(shape)))
+          local nd = #shape
+          local vars = {x = np_of(x), y = np_of(y)}
+          local ref = S.numpy(("out = [np.flip(x, %d), np.flip(x, %d) + y, np.flip(x), " ..
+                               "np.flip(x, %d)[..., 1:-1] if x.shape[-1] > 2 else x]")
+                              :format(nd - 1, nd - 1, nd - 1), vars)
+          same(ref[1], x:flip(nd):contiguous())
+          same(ref[2], x:flip(nd) + y)
+          local all = {}
+          for d = 1, nd do all[d] = d end
+          same(ref[3], x:flip(all):contiguous())
+          if shape[nd] > 2 then
+            same(ref[4], x:flip(nd):slice(nd, 2, -2):contiguous())
+          end
+        end
+      end
+    end
+  end)
+
   it("tril, triu, repeat_tiles and pad as NumPy", function()
     if not S.need_numpy(assert, pending) then return end
     for _ = 1, 5 do

@@ -12,8 +12,8 @@
 --         multiples of 4: each work-item loads and stores 4-wide vectors
 --   flat  the same with other offsets: one element per work-item
 --   rows  two dims left, out contiguous, rows a multiple of 4 long, each
---         operand read along a row by 1 or 0 (M + row, M * col): 4-wide
---         vectors, one division per item
+--         operand read along a row by 1, 0 or -1 (M + row, M * col,
+--         M:flip(2)): 4-wide vectors, one division per item
 --   nd    any strides: the position is decomposed per dim (up to 8)
 -- Indices are 32-bit when every buffer involved has fewer than 2^31
 -- elements.
@@ -113,7 +113,9 @@ end
 
 -- The mode of a simplified 2-D layout: rows when out is contiguous, its
 -- rows a multiple of VW long and aligned, and every leaf walks a row by 1
--- (aligned the same way) or by 0, whatever its row stride; else nd.
+-- (aligned the same way), by -1 (a reversed row, x:flip: its VW elements
+-- end on an aligned place, read as one vector and turned round) or by 0,
+-- whatever its row stride; else nd.
 local function rows_or_nd(out, leaves, sshape, ssets)
   local cols, ost = sshape[2], ssets[1]
   if cols % VW ~= 0 or ost[1] ~= cols or ost[2] ~= 1 or out._off % VW ~= 0 then return "nd" end
@@ -122,6 +124,8 @@ local function rows_or_nd(out, leaves, sshape, ssets)
     local inner = st[2]
     if inner == 1 then
       if st[1] % VW ~= 0 or leaves[k]._off % VW ~= 0 then return "nd" end
+    elseif inner == -1 then
+      if st[1] % VW ~= 0 or (leaves[k]._off + 1) % VW ~= 0 then return "nd" end
     elseif inner ~= 0 then
       return "nd"
     end
@@ -150,16 +154,24 @@ local function layout_of(out, leaves, n)
   if #sshape == 2 then return sshape, ssets, rows_or_nd(out, leaves, sshape, ssets) end
   if #sshape ~= 1 or ssets[1][1] ~= 1 then return sshape, ssets, "nd" end
   aligned = out._off % VW == 0
+  local reversed = false
   for k = 1, #leaves do
     local s = ssets[k + 1][1]
-    if s ~= 0 and s ~= 1 then return sshape, ssets, "nd" end
+    if s == -1 then reversed = true
+    elseif s ~= 0 and s ~= 1 then return sshape, ssets, "nd" end
     if s == 1 and leaves[k]._off % VW ~= 0 then aligned = false end
+  end
+  if reversed then
+    -- one row (a reversed operand read as rows mode reads one)
+    local rshape, rsets = {1, sshape[1]}, {{sshape[1], 1}}
+    for k = 1, #leaves do rsets[k + 1] = {0, ssets[k + 1][1]} end
+    return rshape, rsets, rows_or_nd(out, leaves, rshape, rsets)
   end
   return sshape, ssets, (aligned and n >= VW) and "vec" or "flat"
 end
 
 -- The stride (0 or 1) of leaf k in a vec or flat layout; in rows, along
--- a row.
+-- a row (0, 1 or -1).
 local function flat_stride(ssets, k)
   if not ssets then return 1 end
   local st = ssets[k + 1]

@@ -189,7 +189,7 @@ end
 -- The kernel body of the layout's mode: nd (the position decomposed per
 -- dim), flat (one element per work-item), vec (VW elements per item) or
 -- rows (VW elements of one row per item, operands broadcast along rows or
--- columns).
+-- columns, or read along a row backwards).
 local function body_of(w, layout, call)
   local idx, nd, strides = layout.idx, layout.nd, layout.strides
   local nl = #w.leaves
@@ -223,6 +223,11 @@ local function body_of(w, layout, call)
     for k, x in ipairs(w.leaves) do
       if strides[k] == 0 then
         add("  %s u%d = in%d[off%d + row * (%s)rs%d];", x._type, k, k, k, idx, k)
+      elseif strides[k] == -1 then
+        -- a reversed row: the vector ending at element col, turned round
+        -- (unsigned sums: the place is never below 0 in a valid view)
+        add("  %s%d u%d = (*(global const %s%d*)(in%d + (%s)((off%d + row * (%s)rs%d) - " ..
+            "(col + %d)))).s3210;", x._type, VW, k, x._type, VW, k, idx, k, idx, k, VW - 1)
       else
         add("  %s%d u%d = *(global const %s%d*)(in%d + (%s)(off%d + row * (%s)rs%d + col));",
             x._type, VW, k, x._type, VW, k, idx, k, idx, k)
