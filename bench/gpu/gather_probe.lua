@@ -72,6 +72,19 @@ timed("tiny kernel, finish", function() k(flag):run({64}, {64}); dev:finish() en
 timed("tiny kernel, 16-byte get", function() k(flag):run({64}, {64}); return flag:get() end)
 timed("tiny kernel, read event wait", function() k(flag):run({64}, {64}); return flag:read():wait() end)
 
+timed("tiny kernel, event wait", function() k(flag):run({64}, {64}):wait() end)
+timed("tiny kernel, poll the event", function()
+  local ev = k(flag):run({64}, {64})
+  dev:flush()
+  while ev.status ~= "complete" do end
+end)
+timed("tiny kernel, read event polled", function()
+  k(flag):run({64}, {64})
+  local ev = flag:read()
+  dev:flush()
+  while ev.status ~= "complete" do end
+  return ev:wait()
+end)
 local sc = dev:scalar("long", 0)
 timed("scalar get, device idle", function() return sc:get() end)
 timed("tiny kernel, scalar get", function() k(sc):run({64}, {64}); return sc:get() end)
@@ -93,10 +106,19 @@ for _, bytes in ipairs{4096, 1 << 20, 64 << 20} do
   local slab = dev:buffer("float", (bytes // 4) * 16, ST.NO_INIT)
   local k = 0
   keep = {}
-  timed(("sub-buffer of %d bytes"):format(bytes), function()
+  timed(("view of %d bytes"):format(bytes), function()
     k = k % 16
     keep[#keep + 1] = slab:sub(k * (bytes // 4) + 1, (k + 1) * (bytes // 4))
     k = k + 1 end)
+  local tk = dev:build([[__kernel void touch(__global float *b) { if (get_global_id(0) == 0) b[0] = 1; }]]).touch
+  timed(("view of %d bytes, first kernel on it (clCreateSubBuffer)"):format(bytes), function()
+    k = k % 16
+    local v = slab:sub(k * (bytes // 4) + 1, (k + 1) * (bytes // 4))
+    keep[#keep + 1] = v
+    tk(v):run({64}, {64})
+    k = k + 1 end)
+  local whole = dev:buffer("float", bytes // 4, ST.NO_INIT)
+  timed(("a kernel on a buffer of %d bytes"):format(bytes), function() tk(whole):run({64}, {64}) end)
   keep = nil
   slab:release()
 end

@@ -1,0 +1,20 @@
+import torch, time
+dev = "cuda"
+x20 = torch.rand(1 << 20, device=dev)
+u20 = (torch.rand(1 << 20, device=dev) * 1000).floor().int()
+x24 = torch.rand(1 << 24, device=dev)
+def t(name, f, reps=50):
+    for _ in range(5): f()
+    torch.cuda.synchronize()
+    ws, ds = [], []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t0 = time.perf_counter(); s.record(); r = f(); e.record(); torch.cuda.synchronize()
+        ws.append((time.perf_counter() - t0) * 1e6); ds.append(s.elapsed_time(e) * 1e3)
+    ws.sort(); ds.sort()
+    print(f"torch {name:16s} wall {ws[len(ws)//2]:8.1f} us  device(events) {ds[len(ds)//2]:8.1f} us")
+t("sort_2^20", lambda: torch.sort(x20))
+t("argsort_2^20", lambda: torch.argsort(x20))
+t("unique_2^20", lambda: torch.unique(u20, return_counts=True))
+t("sort_2^24", lambda: torch.sort(x24))
+t("argsort_2^24", lambda: torch.argsort(x24))
