@@ -55,8 +55,9 @@ B.stats = P.counter({}, "algo")
 --   sort_ptx_local, sort_ptx_items   its tile (sort_local and sort_items
 --                            are the portable kernel's)
 --   sort_ptx_local_bytes     the local memory its tiles may take; 0: the
---                            device's local_mem_size (NVIDIA's OpenCL
---                            reports 48 KB, and runs more on sm_90)
+--                            device's local_mem_size, or 150000 bytes on
+--                            an sm_90 device (NVIDIA's OpenCL reports 48
+--                            KB, and runs more there)
 --   sort_onesweep            with tiles ranked warp by warp, one kernel a
 --                            key pass (one-sweep: the digit counts of all
 --                            passes up front, each tile's places by a

@@ -81,6 +81,25 @@ end
 -- (other helpers ask too: tensor scatter_add's float atomics)
 S.ptx_keyword = ptx_keyword
 
+-- The PTX target of NVIDIA's compiler for dev ("sm_90"), read from the
+-- probe's binary; false where ptx_keyword is or the binary names none.
+local ptx_targets = ST.device_cache()
+function S.ptx_target(dev)
+  local t = ptx_targets[dev]
+  if t == nil then
+    t = false
+    local kw = ptx_keyword(dev)
+    if kw then
+      local ok, prog = pcall(P.get, dev, {family = "algo probe", source = PTX_PROBE,
+                                          defines = {{"LG_ASM", kw}}})
+      local bin = ok and prog.binary
+      t = type(bin) == "string" and bin:match("%.target%s+(sm_%w+)") or false
+    end
+    ptx_targets[dev] = t
+  end
+  return t
+end
+
 ------------------------------------------------------------------ programs
 
 -- Per device (weak keys): scan key -> entry (entry_for).
