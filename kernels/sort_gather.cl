@@ -12,9 +12,13 @@ __kernel void sort_gather(__global const V *src, ulong soff, __global V *dst, ul
 }
 
 /* out[ooff + i] = the position of idx[i] in its row of rowlen, plus base
-** (0 or 1). */
+** (0 or 1). (Indices are below 2^32: 32-bit arithmetic, and no division
+** where the whole is one row.) */
 __kernel void sort_positions(__global const uint *idx, __global V *out, ulong ooff, ulong n,
                              ulong rowlen, uint base) {
   ulong i = get_global_id(0);
-  if (i < n) out[ooff + i] = (V)(idx[i] % rowlen + base);
+  if (i >= n) return;
+  uint k = idx[i];
+  if (rowlen < n) k = (uint)(k % (uint)rowlen);
+  out[ooff + i] = (V)((ulong)k + base);
 }
