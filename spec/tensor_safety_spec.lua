@@ -408,6 +408,21 @@ print(ok, e)
       end
     end)
 
+    it("changes only the tensor whose fields a script writes", function()
+      -- (1-D tensors each have strides of their own: writing x's in place
+      -- neither reaches y nor a lazy result made later)
+      local x = dev:tensor("float", {8}, {1, 2, 3, 4, 5, 6, 7, 8})
+      local y = dev:tensor("float", {8}, {8, 7, 6, 5, 4, 3, 2, 1})
+      rawget(x, "_strides")[1] = 2
+      rawget(x, "_shape")[1] = 4
+      assert.same({8, 7, 6, 5, 4, 3, 2, 1}, y:totable())
+      assert.same({16, 14, 12, 10, 8, 6, 4, 2}, (y * 2):totable())
+      local ok, e = pcall(x.totable, x)               -- x itself: refused (its count is 8)
+      assert.is_false(ok)
+      assert.matches("the tensor's fields were changed (count)", tostring(e), 1, true)
+      assert.same({1, 1, 1, 1, 1, 1, 1, 1}, dev:tensor("float", {8}, 1):totable())
+    end)
+
     it("leaves the good cases alone", function()
       local x = dev:tensor("float", {4, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
       -- a layout a script sets that stays inside the buffer is just another view

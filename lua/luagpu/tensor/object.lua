@@ -92,11 +92,11 @@ function O.is_tensor(v)
   return type(v) == "table" and rawget(v, TAG) == true
 end
 
--- Row-major strides of shape (strides tables are never written: 1-D
--- shapes share one).
-local ONE = {1}
+-- Row-major strides of shape: a table of its own for each tensor (luagpu
+-- never writes one, but a script that writes one through x._strides must
+-- change only x).
 local function contiguous_strides(shape)
-  if #shape == 1 then return ONE end
+  if #shape == 1 then return {1} end
   local st, s = {}, 1
   for i = #shape, 1, -1 do
     st[i] = s
