@@ -214,8 +214,9 @@ lg_Array *lg_table_to_array(lua_State *L, int idx, lg_Type t, size_t expect_coun
   n = lua_rawlen(L, idx);
   if (expect_count != (size_t)-1) {
     if (expect_count > SIZE_MAX / w || n != expect_count * w)
-      lg_argerror(L, fn, arg, "expected %I values, got %I",
-                  (lua_Integer)(expect_count * w), (lua_Integer)n);
+      lg_argerror(L, fn, arg, "expected %I value%s, got %I",
+                  (lua_Integer)(expect_count * w), expect_count * w == 1 ? "" : "s",
+                  (lua_Integer)n);
   } else if (n % w != 0) {
     lg_argerror(L, fn, arg, "expected a multiple of %d values for %s, got %I",
                 t.width, lg_type_name(t, tname), (lua_Integer)n);
@@ -270,7 +271,7 @@ static int check_shape(lua_State *L, int idx, size_t *shape, const char *fn, int
     v = lua_tointegerx(L, -1, &isint);
     if (!isint || lua_type(L, -1) != LUA_TNUMBER || v < 0)
       lg_argerror(L, fn, arg, "shape[%d]: expected a size (integer >= 0), got %s", i + 1,
-                  lua_type(L, -1) == LUA_TNUMBER ? luaL_tolstring(L, -1, NULL)
+                  lua_type(L, -1) == LUA_TNUMBER ? lg_tolstring(L, -1)
                                                  : luaL_typename(L, -1));
     shape[i] = (size_t)v;
     lua_pop(L, 1);
@@ -332,7 +333,7 @@ static int check_index(lua_State *L, const lg_Array *a, int idx, size_t *pos, in
   int isint = 0;
   i = lua_tointegerx(L, idx, &isint);
   if (!isint)
-    lg_error(L, "array", "index %s is not an integer", luaL_tolstring(L, idx, NULL));
+    lg_error(L, "array", "index %s is not an integer", lg_tolstring(L, idx));
   if (i < 0) i += n + 1;
   if (i >= 1 && i <= n) {
     *pos = (size_t)(i - 1);
@@ -502,7 +503,7 @@ static lua_Integer sub_position(lua_State *L, int idx, int arg, lua_Integer n) {
   lua_Integer v;
   if (lua_type(L, idx) != LUA_TNUMBER) lg_typeerror(L, "array:sub", arg, idx, "an integer");
   v = lua_tointegerx(L, idx, &isint);
-  if (!isint) lg_argerror(L, "array:sub", arg, "expected an integer, got %s", lua_tostring(L, idx));
+  if (!isint) lg_argerror(L, "array:sub", arg, "expected an integer, got %s", lg_tolstring(L, idx));
   return v < 0 ? v + n + 1 : v;
 }
 

@@ -227,8 +227,9 @@ void lg_check_array_fits(lua_State *L, const lg_Array *a, lg_Type t, size_t coun
              "converted: make one with gpu.array(\"%s\", ...))", what, lg_type_name(t, want),
              lg_type_name(a->type, got), want);
   if (a->count != count)
-    lg_error(L, fn, "%s: expected %I values, got %I", what,
-             (lua_Integer)(count * (size_t)t.width), (lua_Integer)a->nscalars);
+    lg_error(L, fn, "%s: expected %I value%s, got %I", what,
+             (lua_Integer)(count * (size_t)t.width), count * (size_t)t.width == 1 ? "" : "s",
+             (lua_Integer)a->nscalars);
 }
 
 /* dev:buffer(type, n | {shape} [, {access = "in"|"out"|"mixed", host = data,
@@ -365,14 +366,14 @@ static int buf_sub(lua_State *L) {
   int isint = 0;
   if (lua_type(L, 2) != LUA_TNUMBER) lg_typeerror(L, "buffer:sub", 1, 2, "an integer");
   first = lua_tointegerx(L, 2, &isint);
-  if (!isint) lg_argerror(L, "buffer:sub", 1, "expected an integer, got %s", lua_tostring(L, 2));
+  if (!isint) lg_argerror(L, "buffer:sub", 1, "expected an integer, got %s", lg_tolstring(L, 2));
   if (lua_isnoneornil(L, 3)) {
     last = -1;
   } else {
     if (lua_type(L, 3) != LUA_TNUMBER) lg_typeerror(L, "buffer:sub", 2, 3, "an integer");
     last = lua_tointegerx(L, 3, &isint);
     if (!isint)
-      lg_argerror(L, "buffer:sub", 2, "expected an integer, got %s", lua_tostring(L, 3));
+      lg_argerror(L, "buffer:sub", 2, "expected an integer, got %s", lg_tolstring(L, 3));
   }
   first = resolve(first, b->count);
   last = resolve(last, b->count);
@@ -481,7 +482,7 @@ static int buf_index(lua_State *L) {
 
 static int buf_newindex(lua_State *L) {
   return lg_error(L, "buffer", "cannot set field '%s' (buffers have read-only fields; "
-                  "use buffer:write to change the contents)", luaL_tolstring(L, 2, NULL));
+                  "use buffer:write to change the contents)", lg_tolstring(L, 2));
 }
 
 static int buf_len(lua_State *L) {

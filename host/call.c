@@ -237,7 +237,7 @@ static cl_uint get_sizes(lua_State *L, int idx, size_t *out, size_t min, const c
     v = lua_tointegerx(L, idx, &isnum);
     if (!isnum || v < (lua_Integer)min)
       lg_argerror(L, fn, argno, "%s: expected an integer >= %d, got %s", what, (int)min,
-                  luaL_tolstring(L, idx, NULL));
+                  lg_tolstring(L, idx));
     out[0] = (size_t)v;
     return 1;
   }
@@ -251,7 +251,7 @@ static cl_uint get_sizes(lua_State *L, int idx, size_t *out, size_t min, const c
     v = lua_tointegerx(L, -1, &isnum);
     if (!isnum || v < (lua_Integer)min)
       lg_argerror(L, fn, argno, "%s[%d]: expected an integer >= %d, got %s", what, (int)i + 1,
-                  (int)min, luaL_tolstring(L, -1, NULL));
+                  (int)min, lg_tolstring(L, -1));
     out[i] = (size_t)v;
     lua_pop(L, 1);
   }
@@ -364,7 +364,7 @@ static int launch(lua_State *L, const Launch *a) {
       lg_argerror(L, fn, argno, "global size %s needs %s work-groups, more than the 2^32 - 1 "
                   "OpenCL drivers can launch", fmt_sizes(L, g, dims),
                   groups < 9e18 ? lua_pushfstring(L, "%I", (lua_Integer)groups)
-                                : lua_pushfstring(L, "%f", (lua_Number)groups));
+                                : lg_pushnumber(L, (lua_Number)groups));
   }
   if (a->off != NULL && a->offdims != dims)
     lg_error(L, fn, "offset %s has not the %d dimension%s of global size %s",

@@ -52,7 +52,7 @@ int lg_released_error(lua_State *L, int idx, const char *what) {
 ** fields to write. Upvalue 1 is the class's name in lower case. */
 static int class_newindex(lua_State *L) {
   return lg_error(L, lua_tostring(L, lua_upvalueindex(1)), "field '%s' is read-only",
-                  luaL_tolstring(L, 2, NULL));
+                  lg_tolstring(L, 2));
 }
 
 int lg_handle_released(lua_State *L) {
@@ -297,7 +297,7 @@ void lg_checkoptions(lua_State *L, int idx, const char *fn, int arg,
     while (k != NULL && keys[i] != NULL && strcmp(keys[i], k) != 0) i++;
     if (k == NULL || keys[i] == NULL) {
       luaL_Buffer b;
-      const char *bad = luaL_tolstring(L, -2, NULL);
+      const char *bad = lg_tolstring(L, -2);
       luaL_buffinit(L, &b);
       for (i = 0; keys[i] != NULL; i++) {
         if (i > 0) luaL_addstring(&b, ", ");

@@ -62,7 +62,7 @@ static void push_arg(lua_State *L, const lg_Kernel *k, const lg_Call *c, cl_uint
     lua_pushfstring(L, "#%d %s (local: %I bytes)", (int)i + 1, name, (lua_Integer)v->size);
   } else if (a->typed && a->type.width == 1) {
     lg_push_scalar(L, a->type.scalar, v->value);
-    lua_pushfstring(L, "#%d %s = %s (%s)", (int)i + 1, name, luaL_tolstring(L, -1, NULL),
+    lua_pushfstring(L, "#%d %s = %s (%s)", (int)i + 1, name, lg_tolstring(L, -1),
                     a->type_name);
     lua_replace(L, -3);
     lua_pop(L, 1);

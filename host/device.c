@@ -301,7 +301,7 @@ static int dev_summary(lua_State *L) {
       push_key(L, k);
       for (j = 1; j <= n; j++) {
         lua_rawgeti(L, -2, j);
-        lua_pushstring(L, luaL_tolstring(L, -1, NULL));
+        lua_pushstring(L, lg_tolstring(L, -1));
         lua_remove(L, -2);
         lua_remove(L, -2);
         if (j < n) lua_pushstring(L, sep);
@@ -310,7 +310,7 @@ static int dev_summary(lua_State *L) {
       lua_pushliteral(L, "\n");
       lua_concat(L, 2);
     } else {
-      luaL_tolstring(L, -1, NULL);
+      lg_tolstring(L, -1);
       push_key(L, k);
       lua_insert(L, -2);
       lua_pushliteral(L, "\n");

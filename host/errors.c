@@ -146,6 +146,19 @@ int lg_error(lua_State *L, const char *fn, const char *fmt, ...) {
   return lua_error(L);
 }
 
+const char *lg_tolstring(lua_State *L, int idx) {
+  if (lua_type(L, idx) == LUA_TNUMBER && !lua_isinteger(L, idx)) {
+    lua_Number x = lua_tonumber(L, idx);
+    if (x != x) return lua_pushstring(L, "nan");
+  }
+  return luaL_tolstring(L, idx, NULL);
+}
+
+const char *lg_pushnumber(lua_State *L, lua_Number x) {
+  if (x != x) return lua_pushstring(L, "nan");
+  return lua_pushfstring(L, "%f", x);
+}
+
 int lg_typeerror(lua_State *L, const char *fn, int arg, int idx, const char *what) {
   const char *got;
   if (luaL_getmetafield(L, idx, "__name") == LUA_TSTRING)
@@ -169,7 +182,7 @@ size_t lg_checksize(lua_State *L, int idx, const char *fn, int arg, const char *
     return (size_t)lg_typeerror(L, fn, arg, idx, what);
   n = lua_tointegerx(L, idx, &isint);
   if (!isint)
-    return (size_t)lg_argerror(L, fn, arg, "expected %s, got %s", what, lua_tostring(L, idx));
+    return (size_t)lg_argerror(L, fn, arg, "expected %s, got %s", what, lg_tolstring(L, idx));
   if (n < 0)
     return (size_t)lg_argerror(L, fn, arg, "expected %s, got %I", what, n);
   return (size_t)n;

@@ -202,7 +202,7 @@ static int dev_image(lua_State *L) {
     v = lua_tointegerx(L, -1, &ok);
     if (!ok || v < 1)
       return lg_argerror(L, fn, 2, "size[%d]: expected an integer >= 1, got %s", i + 1,
-                         luaL_tolstring(L, -1, NULL));
+                         lg_tolstring(L, -1));
     im->size[i] = (size_t)v;
     lua_pop(L, 1);
   }
@@ -360,7 +360,7 @@ static int dev_sampler(lua_State *L) {
         if (strcmp(x, addr_names[i]) == 0) break;
       if (x == NULL || lua_type(L, -1) != LUA_TSTRING || addr_names[i] == NULL)
         return lg_argerror(L, fn, 1, "address: expected \"none\", \"clamp_to_edge\", \"clamp\", "
-                           "\"repeat\" or \"mirrored_repeat\", got %s", luaL_tolstring(L, -1, NULL));
+                           "\"repeat\" or \"mirrored_repeat\", got %s", lg_tolstring(L, -1));
       a = i;
     }
     if (lua_getfield(L, 2, "filter") != LUA_TNIL) {
@@ -368,7 +368,7 @@ static int dev_sampler(lua_State *L) {
       if (x == NULL || lua_type(L, -1) != LUA_TSTRING ||
           (strcmp(x, "nearest") != 0 && strcmp(x, "linear") != 0))
         return lg_argerror(L, fn, 1, "filter: expected \"nearest\" or \"linear\", got %s",
-                           luaL_tolstring(L, -1, NULL));
+                           lg_tolstring(L, -1));
       f = strcmp(x, "linear") == 0;
     }
   }

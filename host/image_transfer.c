@@ -26,7 +26,7 @@ static void read_coords(lua_State *L, const lg_Image *im, int idx, size_t *out, 
     v = lua_tointegerx(L, -1, &ok);
     if (!ok || v < 1)
       lg_argerror(L, fn, argno, "%s[%d]: expected an integer >= 1, got %s", what, k + 1,
-                  luaL_tolstring(L, -1, NULL));
+                  lg_tolstring(L, -1));
     out[k] = origin ? (size_t)v - 1 : (size_t)v;
     lua_pop(L, 1);
   }
@@ -273,7 +273,7 @@ static int img_copy(lua_State *L, int from) {
       lua_Integer v = lua_tointegerx(L, optsidx, &ok);
       if (!ok || v < 1)
         return lg_argerror(L, fn, optsidx - 1, "offset: expected an integer >= 1, got %s",
-                           luaL_tolstring(L, optsidx, NULL));
+                           lg_tolstring(L, optsidx));
       offset = (size_t)v - 1;
       given = 1;
       optsidx++;

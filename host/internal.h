@@ -53,6 +53,11 @@ int lg_error(lua_State *L, const char *fn, const char *fmt, ...);
 /* Raises "luagpu: FN: argument #ARG: expected WHAT, got TYPENAME" for the
 ** value at stack index idx (typename uses __name, so "luagpu.Buffer"). */
 int lg_typeerror(lua_State *L, const char *fn, int arg, int idx, const char *what);
+/* luaL_tolstring (the value at idx as text, pushed) and lua_pushfstring's
+** "%f" of x, for messages: a NaN shows as "nan" (its sign means nothing;
+** Lua's own format gives "-nan" on most hosts, as NumPy does not). */
+const char *lg_tolstring(lua_State *L, int idx);
+const char *lg_pushnumber(lua_State *L, lua_Number x);
 /* Reads a size (integer >= 0) from the value at idx; raises naming fn/arg. */
 size_t lg_checksize(lua_State *L, int idx, const char *fn, int arg, const char *what);
 /* True for the CL errors that mean "out of memory": a full collection may

@@ -652,7 +652,7 @@ static int prog_index(lua_State *L) {
     lua_getiuservalue(L, 1, 3);
     push_names(L, -1);
     return lg_error(L, "program", "no kernel named %s (kernels: %s)",
-                    luaL_tolstring(L, 2, NULL), lua_tostring(L, -2));
+                    lg_tolstring(L, 2), lua_tostring(L, -2));
   }
   lua_getiuservalue(L, 1, 3);
   if (strcmp(key, "kernels") == 0) {

@@ -67,7 +67,7 @@ static lua_Integer position(lua_State *L, int idx, int argno, lua_Integer n) {
   int ok;
   lua_Integer v = lua_tointegerx(L, idx, &ok);
   if (!ok)
-    lg_argerror(L, "buffer:map", argno, "expected an integer, got %s", luaL_tolstring(L, idx, NULL));
+    lg_argerror(L, "buffer:map", argno, "expected an integer, got %s", lg_tolstring(L, idx));
   return v < 0 ? v + n + 1 : v;
 }
 

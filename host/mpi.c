@@ -196,7 +196,8 @@ static Data check_out(lua_State *L, const char *fn, int arg, const Data *in, lon
     fail(L, fn, "argument #%d: expected an array of %s, got one of %s", arg,
           type_names[in->type], type_names[o.type]);
   if ((long long)o.n != n)
-    fail(L, fn, "argument #%d: expected %I values, got %d", arg, (lua_Integer)n, o.n);
+    fail(L, fn, "argument #%d: expected %I value%s, got %d", arg, (lua_Integer)n,
+         n == 1 ? "" : "s", o.n);
   return o;
 }
 

@@ -97,9 +97,9 @@ static lua_Integer check_units(lua_State *L, int idx, const char *what, int k) {
   if (!ok || v < 1) {
     if (k > 0)
       lg_argerror(L, "device:partition", 1, "%s[%d]: expected an integer >= 1, got %s", what, k,
-                  luaL_tolstring(L, idx, NULL));
+                  lg_tolstring(L, idx));
     lg_argerror(L, "device:partition", 1, "%s: expected an integer >= 1, got %s", what,
-                luaL_tolstring(L, idx, NULL));
+                lg_tolstring(L, idx));
   }
   return v;
 }

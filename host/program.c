@@ -39,7 +39,7 @@ static void push_defines(lua_State *L, int idx, const char *fn, int arg) {
     char num[64];
     if (k == NULL || !(*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z')))
       lg_argerror(L, fn, arg, "defines: expected identifiers as names, got %s",
-                  luaL_tolstring(L, -2, NULL));
+                  lg_tolstring(L, -2));
     for (p = k; *p; p++)
       if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
             (*p >= '0' && *p <= '9')))

@@ -43,7 +43,7 @@ static int read_dims(lua_State *L, int idx, int n, size_t *out, lua_Integer leas
     v = lua_tointegerx(L, -1, &ok);
     if (!ok || v < least)
       lg_argerror(L, fn, argno, "%s[%d]: expected an integer >= %d, got %s", what, i + 1,
-                  (int)least, luaL_tolstring(L, -1, NULL));
+                  (int)least, lg_tolstring(L, -1));
     out[i] = (size_t)v;
     lua_pop(L, 1);
   }

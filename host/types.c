@@ -135,7 +135,7 @@ void lg_store_scalar(lua_State *L, int idx, lg_Scalar s, void *p,
         return;
       }
       lg_error(L, fn, "%s: %s is not an integer (%s holds integers)", what,
-               lua_pushfstring(L, "%f", x), lg_scalar_names[s]);
+               lg_pushnumber(L, x), lg_scalar_names[s]);
     }
     store_integer(L, s, i, p, fn, what);
   }

@@ -197,6 +197,17 @@ describe("dev:scalar", function()
               dev.scalar, dev, "uchar", 300)
     has_error("luagpu: buffer:write: argument #1: 2.5 is not an integer",
               function() dev:scalar("int"):write(2.5) end)
+    -- a NaN shows as nan (whatever its sign bit: 0/0 has it set on x86)
+    has_error("luagpu: dev:scalar: argument #2: nan is not an integer (int holds integers)",
+              dev.scalar, dev, "int", 0 / 0)
+    has_error("luagpu: dev:scalar: argument #2: nan is not an integer (int holds integers)",
+              dev.scalar, dev, "int", -(0 / 0))
+    has_error("luagpu: dev:buffer: argument #2: expected an element count (integer >= 0), " ..
+              "got nan", dev.buffer, dev, "float", 0 / 0)
+    has_error("luagpu: buffer:sub: argument #1: expected an integer, got nan",
+              function() return dev:buffer("int", 4):sub(0 / 0) end)
+    has_error("luagpu: dev:scalar: argument #2: expected 1 value, got 2",
+              dev.scalar, dev, "int", {1, 2})
   end)
 end)
 
