@@ -269,6 +269,51 @@ describe_both("algo.sort", function()
     end
   end)
 
+  it("sorts into out, the keys left as they were, with values and rows too", function()
+    for _, t in ipairs {"float", "int", "ushort", "long", "uchar"} do
+      for _, case in ipairs {{3000, 0}, {1, 0}, {2, 0}, {1200, 300}, {5000, 1000}} do
+        local n, rl = case[1], case[2]
+        local v = random_keys(t, n)
+        for _, desc in ipairs {false, true} do
+          local what = ("%s, %d keys, rows of %d, descending=%s"):format(t, n, rl, desc)
+          local keys, out = buffer(t, v), dev:buffer(t, n)
+          local opts = {descending = desc, out = out}
+          if rl > 0 then opts.row_length = rl end
+          local tens = {}
+          for i = 1, n do tens[i] = i * 10 end
+          local vals = buffer("long", tens)
+          opts.values = vals
+          do
+            local r = algo.sort(keys, opts)
+            assert.equal(out, r, what .. ": returns out")
+            local p = reference(v, desc, rl > 0 and rl or nil)
+            same_keys(v, p, get(out), what)
+            local orig = {}
+            for i = 1, n do orig[i] = i end
+            same_keys(v, orig, get(keys), what .. ": the keys untouched")
+            local want = {}
+            for i = 1, #p do want[i] = p[i] * 10 end
+            same(want, get(vals), what .. ": values")
+          end
+        end
+      end
+    end
+    -- out may be the keys themselves (in place); overlapping, mistyped or
+    -- short outs raise
+    local keys = buffer("int", {3, 1, 2, 5, 4})
+    algo.sort(keys, {out = keys})
+    same({1, 2, 3, 4, 5}, get(keys), "out = keys")
+    local big = dev:buffer("int", 10)
+    has_error("luagpu: algo.sort: argument #2: option out: the output overlaps the keys",
+              algo.sort, big:sub(1, 5), {out = big:sub(3, 7)})
+    has_error("luagpu: algo.sort: argument #2: option out: expected a buffer of int (the " ..
+              "keys' type), got one of float", algo.sort, keys, {out = dev:buffer("float", 5)})
+    has_error("luagpu: algo.sort: argument #2: option out: expected 5 elements, got 4",
+              algo.sort, keys, {out = dev:buffer("int", 4)})
+    has_error("luagpu: algo.sort: argument #2: option out: the output overlaps the values",
+              algo.sort, keys, {values = big:sub(1, 5), out = big:sub(4, 8)})
+  end)
+
   it("sorts views and values of another type, on other queues", function()
     local v = random_keys("int", 30000)
     local big = buffer("int", v)

@@ -251,9 +251,18 @@ local function radix(fn, dev, e, seq, root, off, n, kt, r)
     end
     src, soff, dst, doff = dst, doff, src, soff
     if pi == 1 and r.keep then dst, doff = r.keep, 0 end
+    if pi == 1 and r.out then dst, doff = r.out.root, r.out.offset end
     if cmode ~= 0 then va, vaoff, vb, vboff, cmode = vb, vboff, va, vaoff, 1 end
   end
-  if src ~= root and not r.keep then   -- an odd number of passes: the keys are in keys2
+  if r.out then                         -- the keys into out, the input left as it was
+    if src ~= r.out.root then
+      seq:cmd(src:sub(soff + 1, soff + n), "copy_to",
+              r.out.root:sub(r.out.offset + 1, r.out.offset + n))
+    end
+    if r.values and not carry and va ~= r.values.root then
+      seq:cmd(va:sub(1, n), "copy_to", r.values.root:sub(r.values.offset + 1, r.values.offset + n))
+    end
+  elseif src ~= root and not r.keep then   -- an odd number of passes: the keys are in keys2
     seq:cmd(keys2:sub(1, n), "copy_to", root:sub(off + 1, off + n))
     if r.values and not carry then
       seq:cmd(va:sub(1, n), "copy_to", r.values.root:sub(r.values.offset + 1, r.values.offset + n))
@@ -293,11 +302,12 @@ end
 
 ------------------------------------------------------------------ algo.sort
 
-local SORT_OPTIONS = H.option_names{"values", "descending", "row_length", "onesweep", "wait",
-                                    "queue"}
+local SORT_OPTIONS = H.option_names{"values", "descending", "row_length", "onesweep", "out",
+                                    "wait", "queue"}
 
 -- algo.sort(keys [, opts]) -> keys, Event: sorts keys (and opts.values)
--- in place.
+-- in place; with opts.out (a buffer of the keys' type and count) the
+-- sorted keys go there and keys stay as they were (out is returned).
 function M.sort(keys, opts)
   local fn = "algo.sort"
   local o = H.check_options(fn, 2, opts, SORT_OPTIONS)
@@ -320,14 +330,41 @@ function M.sort(keys, opts)
     if r.rowlen == 0 then r.values = {root = vroot, offset = voff, type = vt}
     else r.carry = true end
   end
+  local out = o.out
+  if out ~= nil then
+    local ot, oroot, ooff, ob = B.check_buffer_option(fn, 2, out, "out")
+    if ot ~= kt then
+      fail(fn, "argument #2: option out: expected a buffer of %s (the keys' type), got one of %s",
+           kt, ot)
+    end
+    if #ob ~= n then fail(fn, "argument #2: option out: expected %d elements, got %d", n, #ob) end
+    B.check_platform(fn, "argument #2: option out", oroot, dev)
+    B.check_overlap(fn, "argument #2: option out", root, off, n, oroot, ooff, n, true,
+                    "the keys")
+    if vals ~= nil then
+      B.check_overlap(fn, "argument #2: option out", vroot, voff, n, oroot, ooff, n, false,
+                      "the values")
+    end
+    if not (oroot == root and ooff == off) then r.out = {root = oroot, offset = ooff} end
+  end
   local q, waits = o.queue, o.wait
   local rl = r.rowlen ~= 0 and r.rowlen or n
   local le = n > 1 and RS.entry(fn, dev, kt, rl, n // rl, {keys = true, vt = vals ~= nil and vt or nil})
-  if le then
+  if le or (r.out and n <= 1) then
     local seq = B.sequence(q, waits)
-    RS.run(seq, le, {dev = dev, keys = root, koff = off, vals = vroot, voff = voff, rowlen = rl,
-                     nrows = n // rl, descending = r.descending})
-    return keys, seq:event(dev)
+    local kroot, koff = root, off
+    if r.out then                           -- sorted in place in out, a copy of the keys
+      if n > 0 then
+        seq:cmd(root:sub(off + 1, off + n), "copy_to", r.out.root:sub(r.out.offset + 1,
+                                                                      r.out.offset + n))
+      end
+      kroot, koff = r.out.root, r.out.offset
+    end
+    if le then
+      RS.run(seq, le, {dev = dev, keys = kroot, koff = koff, vals = vroot, voff = voff,
+                       rowlen = rl, nrows = n // rl, descending = r.descending})
+    end
+    return r.out and out or keys, seq:event(dev)
   end
   -- what the passes carry: the values, the original indices (rows), or
   -- nothing (uchar then: the tile's unused slots take the least room)
@@ -348,7 +385,7 @@ function M.sort(keys, opts)
   end
   local ev = seq:event(dev)
   ST.set_last_user(e, ev, q, dev)
-  return keys, ev
+  return r.out and out or keys, ev
 end
 
 ------------------------------------------------------------------ algo.argsort

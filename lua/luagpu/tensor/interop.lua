@@ -233,9 +233,11 @@ function methods.sort(x, dim, opts)
   local d, desc = sort_args(fn, x, dim, opts)
   local A = algo(fn, "sort")
   if x._n == 0 then return O.empty(fn, x._dev, x._type, x._shape) end
-  local out, back = dim_last(x, d, true)   -- sorted in place: a copy of its own
+  local src, back = dim_last(x, d)         -- (a copy only where dim d is not last)
+  local out = O.empty(fn, x._dev, x._type, src._shape)
   local L = out._shape[#out._shape]
-  A.sort(own_buffer(out), {row_length = L, descending = desc})
+  A.sort(own_buffer(src), {row_length = L, descending = desc, out = own_buffer(out)})
+  if src ~= x then O.drop(src) end
   return back and out:permute(back) or out
 end
 
