@@ -467,13 +467,16 @@ void sort_histograms(__global const K *src, ulong soff, ulong n, int descending,
 
 /* hist + hoff: this pass's RADIX global counts. zero: nzero uints the group of
 ** ticket 0 sets to 0 (the histograms of the next call; nzero 0: none).
-** keys_out 0: only what the keys carry is written (argsort's last pass). */
+** keys_out 0: only what the keys carry is written (argsort's last pass).
+** pdst not 0 (argsort's last pass of a whole sort): the carried indices go
+** to pdst + pdoff as long positions from pbase, not to vdst. */
 __kernel __attribute__((reqd_work_group_size(L, 1, 1)))
 void sort_onesweep(__global const K *src, ulong soff, __global K *dst, ulong doff,
                    __global const V *vsrc, ulong vsoff, __global V *vdst, ulong vdoff,
                    int carry, ulong n, uint shift, int descending, __global const uint *hist,
                    uint hoff, __global volatile ulong *words, __global volatile uint *ticket,
-                   uint epoch, __global uint *zero, uint nzero, int keys_out) {
+                   uint epoch, __global uint *zero, uint nzero, int keys_out,
+                   __global long *pdst, ulong pdoff, long pbase, int positions) {
   __local uint wh[NWARP * RADIX];     /* warp w's keys of digit d so far, then their place */
   __local uint tot[RADIX];            /* the tile's keys of digit d, then their first place */
   __local uint before[RADIX];         /* keys of digit d in the tiles before this one */
@@ -574,7 +577,8 @@ void sort_onesweep(__global const K *src, ulong soff, __global K *dst, ulong dof
     K k = sk[j];
     ulong pos = (ulong)(start[(uint)(lg_bits(k, descending) >> shift) & (RADIX - 1)] + j);
     if (keys_out) dst[doff + pos] = k;
-    if (carry) vdst[vdoff + pos] = sv[j];
+    if (positions) pdst[pdoff + pos] = (long)sv[j] + pbase;
+    else if (carry) vdst[vdoff + pos] = sv[j];
   }
 }
 #endif

@@ -191,7 +191,7 @@ local function radix(fn, dev, e, seq, root, off, n, kt, r)
     places = ST.scratch_buffer(e, dev, "places", "uint", RADIX * chunks)
   end
   local carry = r.carry or r.rowlen ~= 0
-  local nodata = dummy(dev)
+  local nodata, nolong = dummy(dev), dummy(dev, "long")
   -- what the passes carry: from (va, vaoff) to (vb, vboff), swapped after each
   local none = dummy(dev, e.vt)
   local va, vaoff, vb, vboff, cmode = none, 0, none, 0, 0
@@ -232,11 +232,17 @@ local function radix(fn, dev, e, seq, root, off, n, kt, r)
     if not rows and e.onesweep then
       local epoch = B.next_epoch(seq, e, words, MAX_EPOCH)
       local first = pi == 1
-      local keys_out = (r.keep and pi == #passes) and 0 or 1
+      local last = pi == #passes
+      local keys_out = (r.keep and last) and 0 or 1
+      -- argsort's positions (long, from its base) written by the last pass
+      local pp = last and r.positions
       seq:run(e.sweep(src, soff, dst, doff, va, vaoff, vb, vboff, cmode, n, p[2], desc,
                       hist, (pi - 1) * RADIX, words, e.ticket, epoch,
-                      first and other or nodata, first and #other or 0, keys_out),
+                      first and other or nodata, first and #other or 0, keys_out,
+                      pp and pp.root or nolong, pp and pp.offset or 0, pp and pp.base or 0,
+                      pp and 1 or 0),
               {ntiles * L}, {L})
+      if pp then r.positions_done = true end
       if first then e.parity, e.dirty = 3 - e.parity, false end
     else
       seq:run(e.count(src, soff, rows and va or nodata, rows and 1 or 0, n, p[1], p[2], desc,
@@ -452,8 +458,12 @@ function M.argsort(keys, opts)
     -- the first pass reads the keys, the others go between two scratch
     -- buffers
     r.keep = ST.scratch_buffer(e, dev, "argsort keys", kt, n)
+    -- one row into long positions: the last one-sweep pass writes them
+    if r.rowlen == 0 and it == "long" then r.positions = {root = oroot, offset = ooff, base = base} end
     local idx = n > 1 and radix(fn, dev, e, seq, root, off, n, kt, r) or dummy(dev)
-    seq:run(ge.positions(idx, oroot, ooff, n, rowlen, base), {n})
+    if not r.positions_done then
+      seq:run(ge.positions(idx, oroot, ooff, n, rowlen, base), {n})
+    end
   end
   local ev = seq:event(dev)
   ST.set_last_user(e, ev, q, dev)
