@@ -309,6 +309,9 @@ describe("algo compaction and histogram errors", function()
               {out = b})
     has_error("luagpu: algo.nonzero: argument #2: option base: expected 0 or 1, got -1",
               algo.nonzero, b, {base = -1})
+    -- an out of floats names out, not the type option the call did not give
+    has_error("luagpu: algo.nonzero: argument #2: option out: expected a buffer of integers, " ..
+              "got float elements", algo.nonzero, b, {out = dev:buffer("float", 10)})
     has_error("luagpu: algo.nonzero: argument #2: option type: expected an integer element " ..
               "type, got \"double\"", algo.nonzero, b, {type = "double"})
     has_error("luagpu: algo.nonzero: argument #2: option type: char cannot hold positions up to 200",

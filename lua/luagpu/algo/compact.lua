@@ -135,6 +135,9 @@ function M.nonzero(b, opts)
   if o.out ~= nil and it == nil then
     local ob = H.to_buffer and H.to_buffer(o.out, fn, "argument #2: option out") or o.out
     it = H.class_of(ob) == "Buffer" and ob.type or nil
+    if it ~= nil and not INTEGERS[it] then
+      fail(fn, "argument #2: option out: expected a buffer of integers, got %s elements", it)
+    end
   end
   it = it or "long"
   if type(it) ~= "string" or not INTEGERS[it] then
