@@ -230,6 +230,8 @@ out = [v[pos], pos + 1]
               x.topk, x, 1, 3)
     has_error("luagpu: tensor:topk: expected a tensor of at least 1 dim, got a 0-d one",
               function() return dev:tensor("float", {}):topk(0) end)
+    has_error("luagpu: tensor:topk: argument #2: expected an integer dim, got a table (several " ..
+              "dims at once are not supported yet)", x.topk, x, 1, {2})
     -- a class's sizes that are no table (a script set them to nil)
     local sizes = TK.sizes[cls]
     for _, bad in ipairs{false, 5} do
