@@ -149,7 +149,7 @@ function M.nonzero(b, opts)
     fail(fn, "argument #2: option base: expected 0 or 1, got %s", show(base))
   end
   local t, root, off, n, dev = check_input(fn, b, o)
-  if n + base - 1 > (1 << (SIZES[it] * 8 - 1)) - 1 and SIZES[it] < 8 then
+  if SIZES[it] < 8 and n + base - 1 > TY.RANGES[it][2] then   -- (uchar holds 255)
     fail(fn, "argument #2: option type: %s cannot hold positions up to %d", it, n + base - 1)
   end
   local out, oroot, ooff, ob = o.out
