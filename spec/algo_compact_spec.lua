@@ -309,6 +309,16 @@ describe("algo compaction and histogram errors", function()
               {out = b})
     has_error("luagpu: algo.nonzero: argument #2: option base: expected 0 or 1, got -1",
               algo.nonzero, b, {base = -1})
+    -- unsigned types hold their whole range (uchar was refused past 127)
+    assert.equal(200, select(2, algo.nonzero(buffer("int", (function()
+      local t = {} for i = 1, 200 do t[i] = 1 end return t end)()), {type = "uchar", base = 0})))
+    has_error("luagpu: algo.nonzero: argument #2: option type: uchar cannot hold positions up " ..
+              "to 256", algo.nonzero, dev:buffer("int", 256), {type = "uchar"})
+    has_error("luagpu: algo.histogram: argument #2: option range: expected two numbers {lo, hi}, " ..
+              "got a third: 2", algo.histogram, dev:buffer("float", 4), {bins = 2, range = {0, 1, 2}})
+    -- an out of floats names out, not the type option the call did not give
+    has_error("luagpu: algo.nonzero: argument #2: option out: expected a buffer of integers, " ..
+              "got float elements", algo.nonzero, b, {out = dev:buffer("float", 10)})
     has_error("luagpu: algo.nonzero: argument #2: option type: expected an integer element " ..
               "type, got \"double\"", algo.nonzero, b, {type = "double"})
     has_error("luagpu: algo.nonzero: argument #2: option type: char cannot hold positions up to 200",

@@ -759,6 +759,9 @@ describe("algo.sort errors", function()
               algo.argsort, k, {type = "int", out = dev:buffer("long", 10)})
     has_error("luagpu: algo.argsort: argument #2: option out: expected 10 elements, got 3",
               algo.argsort, k, {out = dev:buffer("long", 3)})
+    -- an out of floats names out, not the type option the call did not give
+    has_error("luagpu: algo.argsort: argument #2: option out: expected a buffer of integers, " ..
+              "got float elements", algo.argsort, k, {out = dev:buffer("float", 10)})
     has_error("luagpu: algo.argsort: argument #2: option type: char cannot hold positions up to 300",
               algo.argsort, dev:buffer("int", 300), {type = "char"})
   end)

@@ -130,6 +130,8 @@ describe("matmul on wgmma", function()
          prefix .. '.wait: expected 0 or 1, got 2')
     with({bn = 16, bk = 8, wgs = 1, stages = 2, wait = "1"},
          prefix .. '.wait: expected 0 or 1, got "1"')
+    with({bn = 16, bk = 8, wgs = 1, stages = 2, wait = false},
+         prefix .. '.wait: expected 0 or 1, got false')
     with({bn = 16, bk = 8, wgs = 1, stages = 2, bulk = 1},
          prefix .. '.bulk: expected a boolean or nil, got 1')
     with({bn = 12, bk = 8, wgs = 1, stages = 2},

@@ -198,6 +198,17 @@ describe("the async form", function()
       assert.equal((select(4, reference(vals, 1, 10))), e3:wait())
     end
     assert.is_true(hi >= lo)
+    -- a tensor gives the Event (and LAUNCH its function) too, not the number;
+    -- a list of buffers takes neither
+    local x = dev:tensor("int", {4}, {1, 2, 3, 4})
+    local ev, passes = reduce.sum(x, reduce.QUIET)
+    assert.same({}, passes)
+    assert.equal(10, ev:wait())
+    assert.equal(4, reduce.max(x, reduce.LAUNCH)():wait())
+    for _, o in ipairs{reduce.QUIET, reduce.LAUNCH} do
+      has_error("luagpu: reduce.sum: argument #2: a list of buffers takes only option acc",
+                reduce.sum, {b, b:sub(1, 10)}, o)
+    end
   end)
 
   it("asks for no pass Events on an in-order queue without profiling", function()

@@ -292,6 +292,12 @@ describe("tensor constructors", function()
     for _, c in ipairs(cases) do has_error(c[1], table.unpack(c, 2)) end
     -- a shape's __len and __index are never called: it is read raw (0 entries here)
     assert.same({}, dev:zeros("int", odd).shape)
+    -- a values table holds only values, as a shape holds only sizes (the key was dropped)
+    has_error("luagpu: device:tensor: argument #3: the table holds only values, got the key " ..
+              "\"pinned\" (options go in a table of their own)", dev.tensor, dev, "float", {2},
+              {1, 2, pinned = true})
+    has_error("luagpu: device:tensor: argument #3: the table[2] holds only values, got the key " ..
+              "\"n\"", dev.tensor, dev, "float", {2, 2}, {{1, 2}, {3, 4, n = 2}})
     local x = dev:tensor("int", {2})
     has_error("luagpu: tensor:full_like: argument #1: expected a number, got nil", x.full_like, x)
     has_error("luagpu: tensor:zeros_like: argument #1: expected an element type", x.zeros_like,

@@ -180,6 +180,33 @@ describe("tensor memory", function()
     assert.equal(5 * n, t4:sum())
   end)
 
+  it("trims the free blocks past a lowered limit, and refuses a block past max_alloc_size",
+     function()
+    local pool = require "luagpu.core.pool"
+    local m0 = dev:memory()
+    do
+      local keep = {}
+      for i = 1, 6 do keep[i] = (dev:tensor("float", {1000 * i}) + i):eval() end
+    end
+    collectgarbage(); collectgarbage()
+    assert.is_true(dev:memory().pooled >= 4 * 1000 * 21)
+    pool.set_limit(dev, 4 * 4096)
+    local m1 = dev:memory()
+    assert.is_true(m1.pooled <= 4 * 4096, m1.pooled)
+    pool.set_limit(dev, m0.limit)
+    local y = (dev:tensor("float", {3000}) + 2):eval()  -- the pool still serves
+    assert.equal(6000, y:sum())
+    -- a result of 2^62 elements (of an empty tensor's dims) raises at once
+    -- (the size class's rounding looped for ever past 2^62)
+    assert.equal(1 << 62, pool.class_size(1 << 62))
+    local z = dev:tensor("float", {0, 1 << 31, 1 << 31})
+    local ok, e = pcall(z.sum, z, 1)
+    assert.is_false(ok)
+    assert.matches("luagpu: tensor:sum: 4611686018427387904 elements of float do not fit one " ..
+                   "buffer (the device's max_alloc_size is " .. dev.max_alloc_size .. " bytes)",
+                   e, 1, true)
+  end)
+
   it("sorts and argsorts into pool blocks: no buffer made once warm", function()
     local x = dev:rand("float", {2, 3001})
     for _ = 1, 3 do x:argsort(); x:sort(); x:cumsum() end

@@ -506,5 +506,10 @@ out = [x.sum(axis=%s, dtype=np.float64), x.max(axis=%s), x.min(axis=%s, keepdims
               "(several dims at once are not supported yet)", x.cumsum, x, {1, 2})
     has_error("luagpu: tensor:sort: argument #1: expected an integer dim, got a table " ..
               "(several dims at once are not supported yet)", x.sort, x, {1, 2}, {})
+    -- a list of dims alone is dims too, not an options table ("unknown option '1'")
+    for _, f in ipairs{"sort", "argsort"} do
+      has_error("luagpu: tensor:" .. f .. ": argument #1: expected an integer dim, got a table " ..
+                "(several dims at once are not supported yet)", x[f], x, {1, 2})
+    end
   end)
 end)

@@ -211,6 +211,12 @@ out = [float(np.dot(a, b)), np.outer(a, b), np.searchsorted(s, v) + 1,
               function() return dev:tensor("int", {2}, {1, -1}):bincount() end)
     has_error("luagpu: tensor:bincount: expected a 1-D tensor of integers, got {2, 3} of float",
               x.bincount, x)
+    -- a ulong past 2^63 (a negative Lua integer from max) gave an empty result
+    has_error("luagpu: tensor:bincount: the values reach 9223372036854775808: too many bins",
+              function() return dev:tensor("ulong", {2}, {1, 2 ^ 63}):bincount() end)
+    -- (it was algo.histogram's message, naming option bins)
+    has_error("luagpu: tensor:bincount: argument #1: 2147483648 bins are too many (at most " ..
+              "2147483647)", function() return dev:tensor("int", {2}, {1, 2}):bincount(2 ^ 31) end)
     has_error("luagpu: tensor:dot: expected two 1-D tensors of one length, got shapes {2, 3} " ..
               "and {2, 3}", x.dot, x, x)
     has_error("luagpu: gpu.outer: argument #2: expected a 1-D tensor, got shape {2, 3}",

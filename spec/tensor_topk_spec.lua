@@ -230,5 +230,22 @@ out = [v[pos], pos + 1]
               x.topk, x, 1, 3)
     has_error("luagpu: tensor:topk: expected a tensor of at least 1 dim, got a 0-d one",
               function() return dev:tensor("float", {}):topk(0) end)
+    has_error("luagpu: tensor:topk: argument #2: expected an integer dim, got a table (several " ..
+              "dims at once are not supported yet)", x.topk, x, 1, {2})
+    -- a class's sizes that are no table (a script set them to nil)
+    local sizes = TK.sizes[cls]
+    for _, bad in ipairs{false, 5} do
+      TK.sizes[cls] = bad
+      local ok, e = pcall(x.topk, x, 1)
+      TK.sizes[cls] = sizes
+      assert.is_false(ok)
+      assert.matches("luagpu: tensor:topk: topk.sizes." .. cls .. ": expected a table of sizes, " ..
+                     "got " .. tostring(bad), e, 1, true)
+    end
+    TK.sizes[cls] = nil
+    local ok, e = pcall(x.topk, x, 1)
+    TK.sizes[cls] = sizes
+    assert.is_false(ok)
+    assert.matches("topk.sizes." .. cls .. ": expected a table of sizes, got nil", e, 1, true)
   end)
 end)

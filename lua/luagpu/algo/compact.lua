@@ -135,6 +135,9 @@ function M.nonzero(b, opts)
   if o.out ~= nil and it == nil then
     local ob = H.to_buffer and H.to_buffer(o.out, fn, "argument #2: option out") or o.out
     it = H.class_of(ob) == "Buffer" and ob.type or nil
+    if it ~= nil and not INTEGERS[it] then
+      fail(fn, "argument #2: option out: expected a buffer of integers, got %s elements", it)
+    end
   end
   it = it or "long"
   if type(it) ~= "string" or not INTEGERS[it] then
@@ -146,7 +149,7 @@ function M.nonzero(b, opts)
     fail(fn, "argument #2: option base: expected 0 or 1, got %s", show(base))
   end
   local t, root, off, n, dev = check_input(fn, b, o)
-  if n + base - 1 > (1 << (SIZES[it] * 8 - 1)) - 1 and SIZES[it] < 8 then
+  if SIZES[it] < 8 and n + base - 1 > TY.RANGES[it][2] then   -- (uchar holds 255)
     fail(fn, "argument #2: option type: %s cannot hold positions up to %d", it, n + base - 1)
   end
   local out, oroot, ooff, ob = o.out

@@ -59,6 +59,10 @@ local function check_range(fn, r)
   if lo == nil or hi == nil then
     fail(fn, "argument #2: option range: expected finite numbers {lo, hi}")
   end
+  if r[3] ~= nil then         -- ({0, 1, 2}: which two were meant?)
+    fail(fn, "argument #2: option range: expected two numbers {lo, hi}, got a third: %s",
+         show(r[3]))
+  end
   if not (lo < hi) then
     fail(fn, "argument #2: option range: expected lo < hi, got {%s, %s}", show(lo), show(hi))
   end

@@ -421,6 +421,9 @@ function M.argsort(keys, opts)
     if it ~= nil and it ~= ot then
       fail(fn, "argument #2: option out: expected a buffer of %s, got %s", tostring(it), ot)
     end
+    if not INTEGERS[ot] then
+      fail(fn, "argument #2: option out: expected a buffer of integers, got %s elements", ot)
+    end
     it = ot
     if #ob ~= n then fail(fn, "argument #2: option out: expected %d elements, got %d", n, #ob) end
     B.check_platform(fn, "argument #2: option out", oroot, dev)

@@ -67,7 +67,7 @@ local function pool_of(dev)
     local mem = dev.global_mem_size
     p = {free = {}, out = {}, owned = {}, used = 0, pooled = 0, made = 0, buffers = 0,
          spent = {}, futile = {}, since = {}, collect_cost = nil,
-         cap = min(mem // 4, 4 << 30), full = 0,
+         cap = min(mem // 4, 4 << 30), full = 0, max_alloc = dev.max_alloc_size,
          collect_bytes = max(COLLECT_MIN, min(mem // 32, COLLECT_MAX))}
     pools[dev] = p
   end
@@ -80,7 +80,7 @@ local function class_size(n)
   if n <= 64 then return 64 end
   if n <= 4096 and n & (n - 1) == 0 then return n end
   local p = 1
-  while p * 2 <= n do p = p * 2 end
+  while p <= n // 2 do p = p * 2 end      -- (p * 2 <= n wraps at 2^62)
   local q = max(p // 4, 1)
   return (n + q - 1) // q * q
 end
@@ -206,9 +206,16 @@ end
 
 function M.storage(fn, dev, t, n)
   local p = pools[dev] or pool_of(dev)
+  local size = SIZES[t]
+  local most = p.max_alloc // size
+  if n > most then
+    fail(fn, "%d elements of %s do not fit one buffer (the device's max_alloc_size is %d " ..
+         "bytes)", n, t, p.max_alloc)
+  end
   local cap = class_size(n)
+  if cap > most then cap = n end         -- the class's rounding would not fit
   local key = KEYS[t][cap]
-  local bytes = cap * SIZES[t]
+  local bytes = cap * size
   local buf = take(p, key)
   local since = p.since[key] or 0
   if not buf and since >= 1 and (since >= COLLECT_BLOCKS or since * bytes >= p.collect_bytes
@@ -300,8 +307,28 @@ end
 -- Sets the most bytes the pool of dev keeps for reuse (0: none).
 function M.set_limit(dev, bytes)
   bytes = check_bytes("pool.set_limit", dev, bytes)
-  pool_of(dev).cap = bytes
-  if bytes == 0 then M.trim(dev) end
+  local p = pool_of(dev)
+  p.cap = bytes
+  -- free blocks past the new limit: released, the largest first
+  if p.pooled > bytes then
+    local blocks = {}
+    for key, list in next, p.free do
+      for i = 1, #list do blocks[#blocks + 1] = {key = key, buf = list[i]} end
+    end
+    local function bytes_of(b) return #b.buf * SIZES[b.buf.type] end
+    table.sort(blocks, function(a, b) return bytes_of(a) > bytes_of(b) end)
+    local drop = {}
+    for _, b in ipairs(blocks) do
+      if p.pooled <= bytes then break end
+      drop[b.buf] = true
+      p.pooled = p.pooled - release_block(p, b.buf, bytes_of(b))
+    end
+    for key, list in next, p.free do
+      local kept = {}
+      for i = 1, #list do if not drop[list[i]] then kept[#kept + 1] = list[i] end end
+      p.free[key] = kept[1] and kept or nil
+    end
+  end
 end
 
 return M

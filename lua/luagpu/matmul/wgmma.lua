@@ -164,7 +164,7 @@ local function check_params(fn, precision, p, dev, emulated)
     end
     v[name] = x
   end
-  local wait = integer(p.wait or 0)
+  local wait = p.wait == nil and 0 or integer(p.wait)   -- (false is no 0)
   if wait ~= 0 and wait ~= 1 then
     H.fail(fn, "matmul_wgmma.params[%q].wait: expected 0 or 1, got %s", precision, show(p.wait))
   end

@@ -442,7 +442,8 @@ local function builtin_call(kind)
     if type(b) == "table" and getmetatable(b) == nil and rawget(b, 1) ~= nil then
       if opts ~= nil then
         local o = check_opts(fn, 2, opts, names)
-        if o.async or o.queue or o.wait[1] or o.devices then
+        if async == "quiet" or async == "launch" or o.async or o.queue or o.wait[1]
+           or o.devices then
           fail(fn, "argument #2: a list of buffers takes only option acc (each buffer is " ..
                "reduced on its own device's default queue)")
         end
@@ -469,11 +470,15 @@ local function builtin_call(kind)
       return split.reduce_devices(fn, kind, reduce_one, b, opts)
     end
     local spec = builtin(kind, t, acc)
-    if async ~= nil and gpu_type(b) == "Buffer" then
+    if async ~= nil then
+      -- (a tensor, or another value that is a buffer, too: QUIET and LAUNCH
+      -- return what they promise whatever holds the elements)
       local count, input = check_inputs(fn, spec, b)
       local dev = input.x.device
       local e = entry_for(fn, dev, spec)
-      quick[b] = {e = e, n = count, input = input, dev = dev, key = spec.key}
+      if gpu_type(b) == "Buffer" then
+        quick[b] = {e = e, n = count, input = input, dev = dev, key = spec.key}
+      end
       return collect(e, count, input, nil, dev, {}, async)
     end
     return run(fn, spec, b, nil, opts)

@@ -20,11 +20,24 @@ local X = require "luagpu.tensor.expr"
 local G = require "luagpu.tensor.codegen"
 
 local type, tostring, rawget, rawlen, pcall, ipairs = type, tostring, rawget, rawlen, pcall, ipairs
-local floor = math.floor
+local floor, mathtype, next = math.floor, math.type, next
 local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
 local show_shape, check_type = O.show_shape, O.check_type
 
 local C = {device_methods = {}, methods = {}}
+
+-- Checks that table t (at: its name in messages) holds only its n values:
+-- another key ({1, 2, pinned = true}) would be dropped unseen. next() past
+-- the last value finds one at once where the values are the array part.
+local function only_values(fn, t, n, at)
+  if next(t, n > 0 and n or nil) == nil then return end
+  for k in next, t do
+    if mathtype(k) ~= "integer" or k < 1 or k > n then
+      fail(fn, "argument #3: %s holds only values, got the key %s (options go in a table " ..
+           "of their own)", at, show(k))
+    end
+  end
+end
 
 -- Flattens a nested table (read raw) of the given shape into flat, checking
 -- every level's length.
@@ -34,6 +47,7 @@ local function flatten(fn, t, shape, level, flat, at)
     fail(fn, "argument #3: %s has %d entries, the shape %s needs %d", at, n,
          show_shape(shape), shape[level])
   end
+  only_values(fn, t, n, at)
   for i = 1, n do
     local v = rawget(t, i)
     if level == #shape then
@@ -113,6 +127,7 @@ function C.new_tensor(dev, t, shape, init)
   elseif type(init) == "table" then
     local flat
     if rawlen(init) == n and (n == 0 or type(rawget(init, 1)) ~= "table") then
+      only_values(fn, init, n, "the table")
       flat = {}
       for i = 1, n do flat[i] = rawget(init, i) end
     elseif #list == 0 then

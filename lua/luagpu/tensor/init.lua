@@ -51,7 +51,7 @@ local new_tensor = CR.new_tensor
 local ipairs, pairs, tostring, pcall, rawset = ipairs, pairs, tostring, pcall, rawset
 local setmetatable = setmetatable
 local format, concat, unpack = string.format, table.concat, table.unpack
-local floor, huge = math.floor, math.huge
+local floor, huge, max = math.floor, math.huge, math.max
 local fail, show_shape, contiguous_strides = H.fail, O.show_shape, O.contiguous_strides
 local realize, check = X.realize, X.check
 
@@ -219,7 +219,15 @@ end
 MT.__tostring = function(x)
   local head = format("luagpu.Tensor<%s>%s", x._type, show_shape(x._shape))
   local shape, t = x._shape, x._type
+  -- (an empty tensor of many rows, {2^40, 0}, is elided too: its rows print)
   local elide = x._n > SUMMARY
+  if not elide then
+    local m = 1
+    for _, n in ipairs(shape) do
+      m = m * max(n, 1)
+      if m > SUMMARY then elide = true; break end
+    end
+  end
   local ok, a, held = pcall(function()
     if not elide then return Tensor.get(x), shape end
     local r, rshape = shown_part(x)

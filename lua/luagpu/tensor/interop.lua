@@ -216,7 +216,8 @@ function methods.cumprod(x, dim) return cumulative("tensor:cumprod", "prod", x, 
 local SORT_OPTIONS = H.option_names({"descending"}, "option ")
 
 local function sort_args(fn, x, dim, opts)
-  if type(dim) == "table" and opts == nil then dim, opts = nil, dim end
+  -- (a list is dims, {1, 2}: refused as such, not as unknown options)
+  if type(dim) == "table" and opts == nil and rawget(dim, 1) == nil then dim, opts = nil, dim end
   local d = check_dim_arg(fn, x, dim)
   local o = H.check_options(fn, 2, opts, SORT_OPTIONS)
   if o.descending ~= nil and type(o.descending) ~= "boolean" then

@@ -143,6 +143,10 @@ end
 local function dim_of(fn, x, dim)
   if #x._shape == 0 then fail(fn, "expected a tensor of at least 1 dim, got a 0-d one") end
   if dim == nil then return #x._shape end
+  if type(dim) == "table" then
+    fail(fn, "argument #2: expected an integer dim, got a table (several dims at once are " ..
+         "not supported yet)")
+  end
   return check_dim(fn, "argument #2", x, dim)
 end
 
@@ -176,7 +180,7 @@ local TOPK_OPTIONS = H.option_names({"largest"}, "option ")
 function methods.topk(x, k, dim, opts)
   local fn = "tensor:topk"
   check(fn, 0, x)
-  if type(dim) == "table" and opts == nil then dim, opts = nil, dim end
+  if type(dim) == "table" and opts == nil and rawget(dim, 1) == nil then dim, opts = nil, dim end
   local d = dim_of(fn, x, dim)
   local o = H.check_options(fn, 3, opts, TOPK_OPTIONS)
   if o.largest ~= nil and type(o.largest) ~= "boolean" then
@@ -241,9 +245,16 @@ function methods.bincount(x, bins)
   if not least or least < 0 then
     fail(fn, "argument #1: expected a number of bins >= 0, got %s", show(bins))
   end
+  if least > (1 << 31) - 1 then
+    fail(fn, "argument #1: %d bins are too many (at most 2147483647)", least)
+  end
   local nb = least
   if x._n > 0 then
     local lo, hi = x:min(), x:max()
+    -- (a ulong past 2^63 comes as a negative Lua integer)
+    if x._type == "ulong" and hi < 0 then
+      fail(fn, "the values reach %s: too many bins", string.format("%u", hi))
+    end
     if lo < 0 then fail(fn, "expected values >= 0, got %d", lo) end
     if hi >= (1 << 31) - 1 then fail(fn, "the values reach %d: too many bins", hi) end
     nb = math.max(nb, hi + 1)

@@ -31,7 +31,7 @@ local ST = require "luagpu.core.steps"
 local TY = require "luagpu.core.types"
 local O = require "luagpu.tensor.object"
 
-local tostring, pcall, ipairs = tostring, pcall, ipairs
+local tostring, pcall, ipairs, type = tostring, pcall, ipairs, type
 local min, max = math.min, math.max
 local H = require "luagpu.core.check"
 local fail, show = H.fail, H.show
@@ -119,6 +119,9 @@ end
 local function class_sizes(fn, dev)
   local cls = dev.type == "cpu" and "cpu" or "gpu"
   local sz = TK.sizes[cls]
+  if type(sz) ~= "table" then
+    fail(fn, "topk.sizes.%s: expected a table of sizes, got %s", cls, show(sz))
+  end
   for _, name in ipairs {"LS", "rows_max", "groups_per_cu"} do
     local v = sz[name]
     if math.type(v) ~= "integer" or v < 1 and not (name == "rows_max" and v == 0) then
