@@ -458,6 +458,11 @@ describe("tensors' mm and bmm", function()
     assert.equal(plain, g)
     support.has_error("luagpu: tensor:bmm: expected 3-D tensors, got shapes {9, 5} and {4, 5, 7}",
                       a.bmm, a:select(1, 1), b)
+    support.has_error("luagpu: tensor:mm: argument #2: takes no options, got table (for a " ..
+                      "precision or other options, call luagpu.matmul on the tensors)",
+                      a.mm, a, b, {precision = "tf32"})
+    support.has_error("luagpu: tensor:bmm: argument #2: takes no options, got number",
+                      a.bmm, a, b, 1)
     support.has_error("luagpu: tensor:mm: expected 2-D or 3-D tensors, got shapes {4} and {4, 5}",
                       a.mm, dev:tensor("float", {4}), dev:tensor("float", {4, 5}))
     support.has_error("luagpu: tensor:mm: shapes {4, 9, 5} and {3, 5, 7} do not multiply " ..

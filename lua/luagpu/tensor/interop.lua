@@ -113,10 +113,25 @@ local function mm(fn, x, y, batched)
   return out
 end
 
-function methods.mm(x, y) return mm("tensor:mm", x, y, false) end
+-- (a second argument raises: torch users pass options that do nothing
+-- here, a precision among them; luagpu.matmul takes those)
+local function no_options(fn, opts)
+  if opts ~= nil then
+    fail(fn, "argument #2: takes no options, got %s (for a precision or other options, " ..
+         "call luagpu.matmul on the tensors)", H.typename(opts))
+  end
+end
+
+function methods.mm(x, y, opts)
+  no_options("tensor:mm", opts)
+  return mm("tensor:mm", x, y, false)
+end
 
 -- x:bmm(y): as torch.bmm, both 3-D (a batch of 1 is shared).
-function methods.bmm(x, y) return mm("tensor:bmm", x, y, true) end
+function methods.bmm(x, y, opts)
+  no_options("tensor:bmm", opts)
+  return mm("tensor:bmm", x, y, true)
+end
 
 ---------------------------------------------------------------- devices
 
