@@ -215,6 +215,15 @@ do
          function() return cs:clamp(c, 1) end)
   raises("sharded:min: the min of an empty tensor is undefined",
          function() return gpu.shard(d1:tensor("float", {0}), devs):min() end)
+  -- a whole of size 1 along the sharded dim broadcasts against a replicated one
+  local r1, R3 = random("float", {1, 4}), random("float", {3, 4})
+  same((gpu.shard(r1, devs) + gpu.replicate(R3, devs)):to(d1), r1 + R3, nil,
+       "size 1 along the sharded dim broadcast")
+  -- a shard's tensor error names the sharded call
+  local u = gpu.shard(d1:tensor("uchar", {4, 3}), devs)
+  raises("luagpu: sharded add: argument #2: -4 does not fit uchar", function() return u + -4 end)
+  raises("luagpu: sharded:mm: expected two tensors of float", function() return u:mm(x) end)
+  raises("luagpu: sharded:min: argument #1: dim 5 is out of range", function() return u:min(5) end)
 end
 -- a second release, or <close> after an explicit one, does nothing
 do

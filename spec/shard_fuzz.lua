@@ -18,7 +18,8 @@
 -- indexing, a tensor method sharded tensors lack, release and use after).
 -- Every result must be the whole's (shape, type, values; NaN = NaN;
 -- reductions within a tolerance); an error of one must be an error of the
--- other, and the sharded one a luagpu error. Prints one line per mismatch
+-- other, and the sharded one a luagpu error naming the sharded call
+-- ("sharded add", "sharded:sum"), never a Lua one. Prints one line per mismatch
 -- and "programs N mismatches M" at the end (exit status 1 on a mismatch).
 local gpu = require "luagpu"
 
@@ -190,6 +191,9 @@ local function both(what, fw, fs, refusal)
        not e:find("attempt to use a released", 1, true) then
       mismatch("%s: the sharded one raised a Lua error: %s", what, e)
     end
+    if not e:find("sharded", 1, true) and not e:find("gpu.", 1, true) then
+      mismatch("%s: the sharded one's error does not name the sharded call: %s", what, e)
+    end
     if okw then
       if refusal and e:find(refusal) then return false end
       mismatch("%s: the sharded one raised (%s), the whole gave %s", what, e, tostring(rw))
@@ -268,7 +272,13 @@ local function program()
   local list = random() < 0.5 and {d1, d2} or {d2, d1}
   local x = tensor(t, shape)
   log[#log + 1] = ("x = %s {%s}"):format(t, table.concat(shape, ","))
-  local W, S = x, shard(x, dim, list)
+  local W, S
+  if random() < 0.12 then
+    log[#log + 1] = "xs = gpu.replicate(x, devs)"
+    W, S = x, gpu.replicate(x, list)
+  else
+    W, S = x, shard(x, dim, list)
+  end
   compare("gpu.shard", W, S)
   for _ = 1, random(0, 4) do
     local r = random()
@@ -301,8 +311,21 @@ local function program()
         local ys = operand_shape(W.shape, dd, true)
         local k = dd - (#W.shape - #ys)
         if k < 1 then ys = {table.unpack(W.shape)} end
+        if random() < 0.2 and #ys < 4 then table.insert(ys, 1, random(1, 3)) end
         Y = tensor(ty, ys)
-        YS = shard_like(Y, S)
+        if #ys > #W.shape then
+          -- sharded as xs is along the aligned dim
+          local k2 = dd + 1
+          local parts, first = {}, 1
+          for i, p in ipairs(S.shards) do
+            local n = p.shape[dd]
+            parts[i] = Y:slice(k2, first, first + n - 1):to(p.device)
+            first = first + n
+          end
+          YS = gpu.shard(parts, k2)
+        else
+          YS = shard_like(Y, S)
+        end
         how = "sharded alike"
       else
         local ys, _, k = operand_shape(W.shape, dd or 1)

@@ -502,14 +502,48 @@ local function paired(fn, a, b)
   return la, lb, nil
 end
 
+-- Raises error e (of an op on the shards, caught) again at the script's
+-- call: a tensor op's message names fn, the sharded call, instead
+-- ("luagpu: tensor:add: argument #2: -4 does not fit uchar" becomes
+-- "luagpu: sharded add: ..."); luagpu's own keep their name.
+local function rethrow(fn, e)
+  if type(e) == "string" then
+    local name, rest = e:match("^luagpu: ([^:]+[:%[%.]?[%w_%]]*): (.*)$")
+    if name then
+      if name:match("^tensor") then name = fn end
+      fail(name, "%s", rest)
+    end
+  end
+  error(e, 0)
+end
+SH.rethrow = rethrow
+
+-- out[i] = f(la[i], lb[i]) for each shard (lb: a list, or a number that
+-- goes second, or first when before)
+local function each2(f, la, lb, out, before)
+  if type(lb) == "table" then
+    for i = 1, #la do out[i] = f(la[i], lb[i]) end
+  elseif before then
+    for i = 1, #la do out[i] = f(lb, la[i]) end
+  else
+    for i = 1, #la do out[i] = f(la[i], lb) end
+  end
+  return out
+end
+
+local function each1(f, list, out, ...)
+  for i = 1, #list do out[i] = f(list[i], ...) end
+  return out
+end
+
 -- The op f over the shards of the operands (sharded tensors or numbers:
 -- at least one sharded); arg names fn's operands in messages.
 local function map2(fn, f, a, b)
   local sa, sb = is_sharded(a), is_sharded(b)
   if sa and sb then
     local la, lb, d = paired(fn, a, b)
-    local out = {}
-    for i = 1, #la do out[i] = f(la[i], lb[i]) end
+    local ok, out = pcall(each2, f, la, lb, {})
+    if not ok then rethrow(fn, out) end
     return made(out, d)
   end
   local s, v, first = a, b, true
@@ -524,19 +558,15 @@ local function map2(fn, f, a, b)
          typename(v))
   end
   local list, d = parts(fn, first and 1 or 2, s)
-  local out = {}
-  if first then
-    for i = 1, #list do out[i] = f(list[i], v) end
-  else
-    for i = 1, #list do out[i] = f(v, list[i]) end
-  end
+  local ok, out = pcall(each2, f, list, v, {}, not first)
+  if not ok then rethrow(fn, out) end
   return made(out, d)
 end
 
 local function map1(fn, f, s, ...)
   local list, d = parts(fn, 0, s)
-  local out = {}
-  for i = 1, #list do out[i] = f(list[i], ...) end
+  local ok, out = pcall(each1, f, list, {}, ...)
+  if not ok then rethrow(fn, out) end
   return made(out, d)
 end
 
@@ -742,10 +772,16 @@ local function reduction(op)
       fail(fn, "argument #1: several dims at once are not supported on a sharded tensor")
     end
     if d == nil then                          -- replicated: any copy answers
-      return list[1][op](list[1], dim, opts)
+      local ok, r = pcall(list[1][op], list[1], dim, opts)
+      if not ok then rethrow(fn, r) end
+      return r
     end
     local keep, t = reduce_options(fn, opts)
-    if t == nil then return reduce_parts(fn, op, list, d, dim, keep) end
+    if t == nil then
+      local ok, r = pcall(reduce_parts, fn, op, list, d, dim, keep)
+      if not ok then rethrow(fn, r) end
+      return r
+    end
     if op == "min" or op == "max" then
       fail(fn, "argument #2: option type is for sum, prod and mean, not %s", op)
     end
@@ -754,7 +790,9 @@ local function reduction(op)
       O.check_device_type(fn, x._dev, t)
       list[i] = x:astype(t)
     end
-    return as_type(t, reduce_parts(fn, op, list, d, dim, keep))
+    local ok, r = pcall(reduce_parts, fn, op, list, d, dim, keep)
+    if not ok then rethrow(fn, r) end
+    return as_type(t, r)
   end
 end
 
@@ -811,8 +849,8 @@ function Sharded.mm(s, b)
   if not alike and na >= 3 and nb >= 3 then
     rhs = matching(fn, 1, list, 1, rhs, na - 2, nb - 2)
   end
-  local out = {}
-  for i, x in ipairs(list) do out[i] = x:mm(rhs[i]) end
+  local ok, out = pcall(each2, list[1].mm, list, rhs, {})
+  if not ok then rethrow(fn, out) end
   -- (a b of more dims than xs moves xs's rows: dims align from the last)
   return make(out, 1 + #out[1]._shape - na)
 end
