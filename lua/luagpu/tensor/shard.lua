@@ -912,4 +912,5 @@ SH.build_type{mt = SMT, methods = Sharded, fields = FIELDS, is = is_sharded,
                         "xs.shards"}
 
 SH.methods = Sharded
+SH.reduce_options, SH.as_type = reduce_options, as_type
 return SH
