@@ -80,9 +80,11 @@ end
 
 ------------------------------------------------------------------ drawing
 
+local nan_share = 0.04                      -- (per program: some are mostly NaN)
 local function value(t)
   local r = random()
   if FLOATS[t] then
+    if r < nan_share then return 0 / 0 end
     if r < 0.04 then return 0 / 0 elseif r < 0.06 then return math.huge
     elseif r < 0.08 then return -math.huge elseif r < 0.11 then return -0.0
     elseif r < 0.13 then return random(-1000, 1000) * 1e6 end
@@ -153,6 +155,16 @@ local function close(a, b, tol, scale)
   return math.abs(a - b) <= tol * math.max(1, math.abs(b), scale or 0)
 end
 
+-- The sum of |x| over x's finite elements: how far a sum of them may
+-- move with the order of its terms (nil when there is none to tell).
+local function finite_scale(x)
+  local ok, a = pcall(function()
+    local v = x:astype("double")
+    return gpu.where(v:isfinite(), v:abs(), 0):sum()
+  end)
+  return ok and a == a and a or nil
+end
+
 -- result w (the whole's) against s (the sharded program's)
 local function compare(what, w, s, tol, scale)
   if is_sharded(s) then s = s:to(d1) end
@@ -211,7 +223,8 @@ local function shard(x, dim, list)
   local nd = #x.shape
   local d = dim < 0 and nd + 1 + dim or dim
   if random() < 0.5 then
-    log[#log + 1] = ("xs = gpu.shard(x, {%s}, %d)"):format(list[1] == d1 and "d1, d2" or
+    log[#log + 1] = ("xs = gpu.shard(x, {%s}, %d)"):format(#list == 1 and "one device" or
+                                                           list[1] == d1 and "d1, d2" or
                                                            "d2, d1", dim)
     return gpu.shard(x, list, dim)
   end
@@ -264,14 +277,28 @@ end
 
 local function program()
   log = {}
-  local t = pick(TYPES)
+  local t = random() < 0.4 and pick{"float", "double"} or pick(TYPES)
+  if quick then t = pick(TYPES) end
   local shape = draw_shape()
   local nd = #shape
   local d = random(nd)
   local dim = random() < 0.3 and d - nd - 1 or d
-  local list = random() < 0.5 and {d1, d2} or {d2, d1}
+  nan_share = random() < 0.15 and 0.85 or 0.04
+  local r0 = random()
+  local list = r0 < 0.08 and {d1} or r0 < 0.08 and {d2} or r0 < 0.54 and {d1, d2} or {d2, d1}
   local x = tensor(t, shape)
   log[#log + 1] = ("x = %s {%s}"):format(t, table.concat(shape, ","))
+  local r1 = random()
+  if r1 < 0.1 and nd >= 2 then
+    -- a view that is not contiguous: the transpose of the reversed shape's
+    local rev, order = {}, {}
+    for i = 1, nd do rev[i], order[i] = shape[nd + 1 - i], nd + 1 - i end
+    x = tensor(t, rev):permute(order)
+    log[#log + 1] = "x = a permuted view"
+  elseif r1 < 0.18 then
+    x = x * 1
+    log[#log + 1] = "x = x * 1 (lazy)"
+  end
   local W, S
   if random() < 0.12 then
     log[#log + 1] = "xs = gpu.replicate(x, devs)"
@@ -362,9 +389,22 @@ local function program()
       local ok, w, s = both("clamp", function() return W:clamp(lo, hi) end,
                             function() return S:clamp(lo, hi) end)
       if ok then W, S = w, s end
-    else
+    elseif r < 0.97 then
       log[#log + 1] = "xs:eval()"
       compare("eval", W:eval(), S:eval())
+    else
+      -- a reduction along a dim mid-chain: on with a sharded result
+      local op = pick{"sum", "prod", "mean", "min", "max"}
+      local k, keep = random(#W.shape), random() < 0.5
+      log[#log + 1] = ("xs:%s(%d, %s)"):format(op, k, tostring(keep))
+      local ok, w, s = both(op, function() return W[op](W, k, keep) end,
+                            function() return S[op](S, k, keep) end)
+      if ok then
+        local rtol = (W.type == "float") and 1e-3 or 1e-9
+        compare(op, w, s, rtol, finite_scale(W))
+        if not is_sharded(s) then return end
+        W, S = w, s
+      end
     end
     if quick then W:eval(); S:eval() end
   end
@@ -390,8 +430,7 @@ local function program()
       local rtol = (rt == "float" or W.type == "float") and 1e-3 or 1e-9
       local scale
       if op == "sum" or op == "mean" then
-        local okabs, a = pcall(function() return W:astype("double"):abs():sum() end)
-        scale = okabs and a or nil
+        scale = finite_scale(W)
       end
       if op == "prod" then rtol = rtol * 10 end
       compare(op, w, s, rtol, scale)
