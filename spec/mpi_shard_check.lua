@@ -185,5 +185,35 @@ do
         "an empty gather: shape {%s}", table.concat(g._shape, ", "))
 end
 
+-- found by the fuzzer of gpu.shard's (the same defects here; each wrong or
+-- refused before its fix)
+do
+  local c = dev:full("char", {4, 2}, 100)
+  local cs = mpi.shard(c, 1)
+  check(cs:sum(nil, {type = "char"}) == c:sum(nil, {type = "char"}), "sum type char")
+  same(cs:sum(1, {keepdim = true}), c:sum(1, true), 0, "keepdim as an option")
+  same(cs:sum(2, {type = "char"}):gather(), c:sum(2, {type = "char"}), 0, "type along 2")
+  same(cs:mean(1, {type = "int"}), c:mean(1, {type = "int"}), 0, "mean type int")
+  check(cs:sum(1, {type = "char"}).type == "char", "type char along the sharded dim")
+  check(#cs == 8, "#xs")
+  raises("mpi_sharded[i]: not supported on an MPI-sharded tensor", function() return cs[1] end)
+  raises("luagpu: mpi_sharded add: argument #2: 300 does not fit char",
+         function() return mpi.shard(dev:full("char", {4, 2}, 1), 1) + 300 end)
+  -- batches times a whole b of batches; rows times batches move the rows
+  local A, B = dev:rand("float", {3, 2, 3}, 51), dev:rand("float", {3, 3, 2}, 52)
+  same(mpi.shard(A, 1):mm(B):gather(), A:mm(B), 1e-5, "batches times whole batches")
+  local A2, B3 = dev:rand("float", {2, 3}, 53), dev:rand("float", {4, 3, 2}, 54)
+  local r = mpi.shard(A2, 1):mm(B3)
+  check(r.dim == 2, "rows times batches: dim %d", r.dim)
+  same(r:gather(), A2:mm(B3), 1e-5, "rows times batches")
+  -- a whole of size 1 along the sharded dim broadcasts
+  local r1, R3 = dev:rand("float", {1, 4}, 55), dev:rand("float", {3, 4}, 56)
+  same((mpi.shard(r1, 1) + R3):gather(), r1 + R3, 1e-6, "size 1 along the sharded dim")
+  -- a rawset of a field raises even where the fields would still agree
+  local ps = mpi.shard(c, 1)
+  rawset(ps, "_part", ps.part:clone())
+  raises("the MPI-sharded tensor's fields were changed", function() return ps:sum() end)
+end
+
 mpi.barrier()
 if rank == 0 then print(("checked %d"):format(checked())) end

@@ -163,9 +163,68 @@ raises("sharded:argmax: not supported on a sharded tensor", function() return xs
 raises("sharded:mm: expected a tensor sharded along dim 1", function() return other:mm(x) end)
 raises("sharded:sum: argument #2: unknown option 'typ' (expected keepdim, type)", function() return xs:sum(1, {typ = "double"}) end)
 raises("sharded tensor: its fields are read-only", function() xs.dim = 2 end)
-rawset(xs, "_shards", {x, 5})
+rawset(rawget(xs, "_shards"), 2, 5)
 raises("sharded:to: argument #0: the sharded tensor's shard 2 is number, not a tensor",
        function() return xs:to(d1) end)
+rawset(xs, "_shards", {x, x:to(d2)})
+raises("sharded:to: argument #0: the sharded tensor's fields were changed",
+       function() return xs:to(d1) end)
+
+-- found by spec/shard_fuzz.lua (each wrong or a Lua error before its fix)
+do
+  -- whole min and max skip NaNs when a shard is all NaN
+  local n = d1:tensor("float", {4}, {0 / 0, 0 / 0, 1, 2})
+  check(gpu.shard(n, devs):min() == 1 and gpu.shard(n, devs):max() == 2, "min/max of NaN shard")
+  -- a mean along the sharded dim sums in double (long sums wrap)
+  local big = d1:tensor("long", {2, 1}, {math.maxinteger, math.maxinteger})
+  same(gpu.shard(big, devs):mean(1), big:mean(1), 1e-12, "mean of long along the sharded dim")
+  -- type = converts the result, as one tensor's reduction does
+  local c = d1:tensor("char", {4, 2}, {100, 100, 100, 100, 100, 100, 100, 100})
+  local cs = gpu.shard(c, devs)
+  check(cs:sum(nil, {type = "char"}) == c:sum(nil, {type = "char"}), "sum type char")
+  same(cs:sum(1, {type = "char"}), c:sum(1, {type = "char"}), nil, "sum along 1 type char")
+  same(cs:sum(2, {type = "char"}):to(d1), c:sum(2, {type = "char"}), nil, "sum along 2 type char")
+  same(cs:mean(1, {type = "int"}), c:mean(1, {type = "int"}), nil, "mean type int")
+  raises("sharded:sum: argument #2: option type: expected an element type",
+         function() return cs:sum(1, {type = "half"}) end)
+  -- #xs, xs[i] and unknown keys as a tensor's
+  check(#cs == 8, "#xs is %s", tostring(#cs))
+  raises("sharded[i]: not supported on a sharded tensor", function() return cs[1] end)
+  raises("sharded tensor: no field or method 'foo'", function() return cs.foo end)
+  -- batches times a whole b of batches; rows times batches move the rows
+  local A3, B3 = random("float", {2, 2, 3}), random("float", {2, 3, 2})
+  same(gpu.shard(A3, devs):mm(B3):to(d1), A3:mm(B3), 1e-5, "batches times whole batches")
+  same(gpu.shard(A3, devs):mm(gpu.replicate(B3, devs)):to(d1), A3:mm(B3), 1e-5,
+       "batches times replicated batches")
+  local A2 = random("float", {2, 3})
+  local r = gpu.shard(A2, devs):mm(gpu.replicate(random("float", {4, 3, 2}), devs))
+  check(r.dim == 2 and table.concat(r.shape, ",") == "4,2,2", "rows times batches")
+  -- an empty shard of batches (one device's x:mm of 0 batches raised)
+  local one3, W = random("double", {1, 7, 7}), random("double", {7, 4})
+  same(gpu.shard(one3, devs):mm(W):to(d1), one3:mm(W), 1e-12, "empty shard of batches")
+  -- hostile input
+  raises("gpu.shard: argument #2: expected a list of devices, got a table with key 3",
+         gpu.shard, x, {[1] = d1, [3] = d2})
+  raises("gpu.shard: argument #1: expected a list of tensors, got a table with key 3",
+         gpu.shard, {[1] = x, [3] = x:to(d2)})
+  local moved = gpu.shard(c, devs)
+  rawset(moved, "_dim", nil)
+  raises("sharded:sum: argument #0: the sharded tensor's fields were changed",
+         function() return moved:sum() end)
+  raises("sharded:clamp: argument #1: expected a number or nil, got luagpu.Tensor",
+         function() return cs:clamp(c, 1) end)
+  raises("sharded:min: the min of an empty tensor is undefined",
+         function() return gpu.shard(d1:tensor("float", {0}), devs):min() end)
+  -- a whole of size 1 along the sharded dim broadcasts against a replicated one
+  local r1, R3 = random("float", {1, 4}), random("float", {3, 4})
+  same((gpu.shard(r1, devs) + gpu.replicate(R3, devs)):to(d1), r1 + R3, nil,
+       "size 1 along the sharded dim broadcast")
+  -- a shard's tensor error names the sharded call
+  local u = gpu.shard(d1:tensor("uchar", {4, 3}), devs)
+  raises("luagpu: sharded add: argument #2: -4 does not fit uchar", function() return u + -4 end)
+  raises("luagpu: sharded:mm: expected two tensors of float", function() return u:mm(x) end)
+  raises("luagpu: sharded:min: argument #1: dim 5 is out of range", function() return u:min(5) end)
+end
 -- a second release, or <close> after an explicit one, does nothing
 do
   local r = gpu.shard(random("float", {4, 2}), devs)

@@ -48,6 +48,10 @@ function MS.init(m) mpi = m end
 
 local function is_msharded(v) return getmetatable(v) == MMT end
 
+-- What each MPI-sharded tensor was made with: a script's rawset of its
+-- fields raises, even where they would still agree.
+local ORIGIN = setmetatable({}, {__mode = "k"})
+
 -- The part, dim and sizes of sharded s (argument arg of fn), checked: a
 -- live tensor whose size along dim is this rank's entry of sizes (a list
 -- of one size per rank).
@@ -56,8 +60,10 @@ local function fields(fn, arg, s)
     fail(fn, "argument #%d: expected an MPI-sharded tensor, got %s", arg, typename(s))
   end
   local x, d, sizes = rawget(s, "_part"), rawget(s, "_dim"), rawget(s, "_sizes")
+  local o = ORIGIN[s]
   if not is_tensor(x) or mtype(d) ~= "integer" or type(sizes) ~= "table" or
-     getmetatable(sizes) ~= nil or #sizes ~= mpi.size then
+     getmetatable(sizes) ~= nil or #sizes ~= mpi.size or
+     o and (o[1] ~= x or o[2] ~= d or o[3] ~= sizes) then
     fail(fn, "argument #%d: the MPI-sharded tensor's fields were changed", arg)
   end
   X.check(fn, arg, x, true)
@@ -103,7 +109,9 @@ local function total_of(sizes)
 end
 
 local function make(x, d, sizes)
-  return setmetatable({_part = x, _dim = d, _sizes = sizes}, MMT)
+  local s = setmetatable({_part = x, _dim = d, _sizes = sizes}, MMT)
+  ORIGIN[s] = {x, d, sizes}
+  return s
 end
 
 local function check_dim(fn, arg, x, dim)
@@ -206,6 +214,13 @@ local function operand(fn, arg, x, a_sizes, d, b)
     local bd = k >= 1 and b._shape[k] or 1
     local total = total_of(a_sizes)
     if bd == 1 then return b end
+    if total == 1 then
+      -- the whole's size 1 there broadcasts: the rank of that 1 takes b
+      -- whole, the others none of it (the result's sizes: new ones)
+      local sizes = {}
+      for r, n in ipairs(a_sizes) do sizes[r] = n == 1 and bd or 0 end
+      return a_sizes[mpi.rank + 1] == 1 and b or b:slice(k, 1, 0), sizes
+    end
     if bd == total then                          -- the whole: this rank's part of it
       local first = first_of(a_sizes)
       return b:slice(k, first, first + a_sizes[mpi.rank + 1] - 1)
@@ -221,16 +236,19 @@ local function map2(fn, f, a, b)
   local swapped = false
   if not is_msharded(a) then a, b, swapped = b, a, true end
   local x, d, sizes = fields(fn, swapped and 2 or 1, a)
-  local y = operand(fn, swapped and 1 or 2, x, sizes, d, b)
-  local z
-  if swapped then z = f(y, x) else z = f(x, y) end
+  local y, new_sizes = operand(fn, swapped and 1 or 2, x, sizes, d, b)
+  local ok, z
+  if swapped then ok, z = pcall(f, y, x) else ok, z = pcall(f, x, y) end
+  if not ok then SH.rethrow(fn, z) end
   -- an operand of more dims moves the sharded dim (aligned from the last)
-  return make(z, d + (#z._shape - #x._shape), sizes)
+  return make(z, d + (#z._shape - #x._shape), new_sizes or sizes)
 end
 
 local function map1(fn, f, s, ...)
   local x, d, sizes = fields(fn, 0, s)
-  return make(f(x, ...), d, sizes)
+  local ok, z = pcall(f, x, ...)
+  if not ok then SH.rethrow(fn, z) end
+  return make(z, d, sizes)
 end
 
 function Methods.clamp(s, lo, hi)
@@ -290,46 +308,68 @@ local function whole(fn, op, x, s)
   return r
 end
 
+-- The reduction op of s (part x, along d, sizes) along dim (nil: whole).
+local function reduce_part(fn, op, s, x, d, sizes, dim, keepdim)
+  if dim == nil then return whole(fn, op, x, s) end
+  local k = O.check_dim(fn, "argument #1", x, dim)
+  if k ~= d then                             -- along another dim: still sharded
+    local nd = (not keepdim and k < d) and d - 1 or d
+    return make(x[op](x, k, keepdim), nd, sizes)
+  end
+  -- along the sharded dim: each rank's partial (a rank without elements
+  -- brings op's identity), combined on every rank by one allreduce
+  local total = total_of(sizes)
+  if total == 0 then return x[op](x, k, keepdim) end
+  local p
+  if x._shape[d] == 0 then
+    local shape = {table.unpack(x._shape)}
+    shape[d] = 1
+    p = x._dev:full(op == "mean" and "double" or x._type, shape, identity(op, x._type))
+  elseif op == "mean" then
+    p = x:astype("double"):sum(k, true)
+  else
+    p = x[op](x, k, true)
+  end
+  local ranks_with
+  if (op == "min" or op == "max") and FLOATS[x._type] then
+    -- as for whole ones: NaN partials (rows all NaN) bring the identity,
+    -- and NaN comes back where no rank had a number
+    local ok = x._shape[d] == 0 and p:zeros_like("uchar") or p:isnan():eq(0)
+    p = gpu.where(ok, p, identity(op, x._type))
+    ranks_with = mpi.allreduce(ok:astype("int"):contiguous(), "sum")
+  end
+  local r = mpi.allreduce(p:contiguous(), MPI_OP[op])
+  if ranks_with then r = gpu.where(ranks_with:gt(0), r, 0 / 0):eval() end
+  if op == "mean" then r = (r / total):astype(FLOATS[x._type] and x._type or "double"):eval() end
+  if not keepdim then r = r:squeeze(k) end
+  return r
+end
+
 local function reduction(op)
   local fn = "mpi_sharded:" .. op
-  return function(s, dim, keepdim)
+  return function(s, dim, opts)
     local x, d, sizes = fields(fn, 0, s)
-    if keepdim ~= nil and type(keepdim) ~= "boolean" then
-      fail(fn, "argument #2: keepdim: expected a boolean, got %s", typename(keepdim))
+    if type(dim) == "table" then
+      fail(fn, "argument #1: several dims at once are not supported on an MPI-sharded tensor")
     end
-    if dim == nil then return whole(fn, op, x, s) end
-    local k = O.check_dim(fn, "argument #1", x, dim)
-    if k ~= d then                             -- along another dim: still sharded
-      local nd = (not keepdim and k < d) and d - 1 or d
-      return make(x[op](x, k, keepdim), nd, sizes)
+    local keepdim, t = SH.reduce_options(fn, opts)
+    if t ~= nil then
+      if op == "min" or op == "max" then
+        fail(fn, "argument #2: option type is for sum, prod and mean, not %s", op)
+      end
+      O.check_type(fn, "argument #2: option type", t)
+      O.check_device_type(fn, x._dev, t)
+      x = x:astype(t)
+      s = make(x, d, sizes)
     end
-    -- along the sharded dim: each rank's partial (a rank without elements
-    -- brings op's identity), combined on every rank by one allreduce
-    local total = total_of(sizes)
-    if total == 0 then return x[op](x, k, keepdim) end
-    local p
-    if x._shape[d] == 0 then
-      local shape = {table.unpack(x._shape)}
-      shape[d] = 1
-      p = x._dev:full(op == "mean" and "double" or x._type, shape, identity(op, x._type))
-    elseif op == "mean" then
-      p = x:astype("double"):sum(k, true)
-    else
-      p = x[op](x, k, true)
+    local ok, r = pcall(reduce_part, fn, op, s, x, d, sizes, dim, keepdim)
+    if not ok then SH.rethrow(fn, r) end
+    if t == nil then return r end
+    if is_msharded(r) then
+      local p = rawget(r, "_part")
+      return make(p._type == t and p or p:astype(t), rawget(r, "_dim"), rawget(r, "_sizes"))
     end
-    local ranks_with
-    if (op == "min" or op == "max") and FLOATS[x._type] then
-      -- as for whole ones: NaN partials (rows all NaN) bring the identity,
-      -- and NaN comes back where no rank had a number
-      local ok = x._shape[d] == 0 and p:zeros_like("uchar") or p:isnan():eq(0)
-      p = gpu.where(ok, p, identity(op, x._type))
-      ranks_with = mpi.allreduce(ok:astype("int"):contiguous(), "sum")
-    end
-    local r = mpi.allreduce(p:contiguous(), MPI_OP[op])
-    if ranks_with then r = gpu.where(ranks_with:gt(0), r, 0 / 0):eval() end
-    if op == "mean" then r = (r / total):astype(FLOATS[x._type] and x._type or "double"):eval() end
-    if not keepdim then r = r:squeeze(k) end
-    return r
+    return SH.as_type(t, r)
   end
 end
 
@@ -348,7 +388,25 @@ function Methods.mm(s, b)
   if not is_tensor(b) then
     fail(fn, "argument #1: expected a tensor every rank holds alike, got %s", typename(b))
   end
-  return make(x:mm(b), 1, sizes)
+  -- batches (x of 3 dims) times b's batches (b's batch dim aligned from
+  -- the last): this rank's part of them, or b's one batch
+  local new_sizes
+  if #x._shape >= 3 and #b._shape >= 3 then
+    local k = #b._shape - 2
+    local nb, total = b._shape[k], total_of(sizes)
+    if total == 1 and nb ~= 1 then
+      new_sizes = {}
+      for r, n in ipairs(sizes) do new_sizes[r] = n == 1 and nb or 0 end
+      if x._shape[1] == 0 then b = b:slice(k, 1, 0) end
+    elseif nb == total and nb ~= 1 then
+      local first = first_of(sizes)
+      b = b:slice(k, first, first + x._shape[1] - 1)
+    end
+  end
+  local ok, z = pcall(x.mm, x, b)
+  if not ok then SH.rethrow(fn, z) end
+  -- (a b of more dims than x moves x's rows: dims align from the last)
+  return make(z, 1 + #z._shape - #x._shape, new_sizes or sizes)
 end
 
 ------------------------------------------------------------------ gathering

@@ -100,7 +100,8 @@ local function mm(fn, x, y, batched)
     fail(fn, "shapes %s and %s do not multiply (batches of %d and %d)", show_shape(xs),
          show_shape(ys), bx, by)
   end
-  local nb = (bx or by) and math.max(bx or 1, by or 1)
+  -- (the batch count: the one not 1, 0 too: a batch of 0 times one is 0)
+  local nb = (bx or by) and ((bx == nil or bx == 1) and (by or 1) or bx)
   O.check_device_type(fn, x._dev, x._type)
   local out = O.empty(fn, x._dev, x._type, nb and {nb, m, n} or {m, n})
   if out._n == 0 then return out end

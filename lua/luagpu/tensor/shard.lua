@@ -23,9 +23,11 @@ local H = require "luagpu.core.check"
 local O = require "luagpu.tensor.object"
 local X = require "luagpu.tensor.expr"
 local OPS = require "luagpu.tensor.ops"
+local TY = require "luagpu.core.types"
 
 local type, ipairs, pairs, tostring = type, ipairs, pairs, tostring
-local getmetatable, setmetatable, rawget, rawequal = getmetatable, setmetatable, rawget, rawequal
+local getmetatable, setmetatable, rawget, rawequal, next = getmetatable, setmetatable, rawget,
+  rawequal, next
 local mtype, format, concat = math.type, string.format, table.concat
 local fail, typename, show = H.fail, H.typename, H.show
 local is_tensor, show_shape, RELEASED = O.is_tensor, O.show_shape, O.RELEASED
@@ -50,6 +52,11 @@ SH.is_sharded = is_sharded
 -- fields are checked by the op on it, at its launch, as for any tensor).
 local PASSED = setmetatable({}, {__mode = "k"})
 
+-- What each sharded tensor was made with, in the same form (the record
+-- made() remembers, or make()'s own): a script's rawset of its fields or
+-- of its list's entries raises, even where the parts would still agree.
+local ORIGIN = setmetatable({}, {__mode = "k"})
+
 local function remember(s, list, dim)
   local n, first = #list, list[1]
   local nd = #first._shape
@@ -62,15 +69,17 @@ local function remember(s, list, dim)
     for k = 1, nd do m[base + k] = shape[k] end
   end
   PASSED[s] = m
+  return m
 end
 
 local function full_parts(fn, arg, s)
   PASSED[s] = nil
   local list, dim = rawget(s, "_shards"), rawget(s, "_dim")
-  if type(list) ~= "table" or getmetatable(list) ~= nil or
-     (dim ~= nil and (mtype(dim) ~= "integer" or dim < 1)) then
-    fail(fn, "argument #%d: the sharded tensor's fields were changed", arg)
-  end
+  local o = ORIGIN[s]
+  local changed = type(list) ~= "table" or getmetatable(list) ~= nil or
+                  (dim ~= nil and (mtype(dim) ~= "integer" or dim < 1)) or
+                  o and (list ~= o.list or dim ~= o.dim)
+  if changed then fail(fn, "argument #%d: the sharded tensor's fields were changed", arg) end
   local out, first = {}, nil
   for i = 1, #list do
     local x = rawget(list, i)
@@ -97,9 +106,11 @@ local function full_parts(fn, arg, s)
     out[i] = x
   end
   if #out == 0 then fail(fn, "argument #%d: the sharded tensor has no shards", arg) end
-  if dim and dim > #first._shape then
-    fail(fn, "argument #%d: the sharded tensor's fields were changed", arg)
+  changed = dim and dim > #first._shape or o and #list ~= o.n
+  for i = 1, o and not changed and o.n or 0 do
+    if not rawequal(rawget(list, i), o[i]) then changed = true end
   end
+  if changed then fail(fn, "argument #%d: the sharded tensor's fields were changed", arg) end
   remember(s, list, dim)
   return out, dim
 end
@@ -138,15 +149,29 @@ local function parts(fn, arg, s)
 end
 
 local function make(shards, dim)
-  return setmetatable({_shards = shards, _dim = dim}, SMT)
+  local s = setmetatable({_shards = shards, _dim = dim}, SMT)
+  local o = {list = shards, dim = dim, n = #shards}
+  for i = 1, o.n do o[i] = shards[i] end
+  ORIGIN[s] = o
+  return s
 end
 
 -- A sharded tensor of parts luagpu just made from checked ones (an op on
 -- each shard), known to agree: remembered as checked.
 local function made(shards, dim)
   local s = setmetatable({_shards = shards, _dim = dim}, SMT)
-  remember(s, shards, dim)
+  ORIGIN[s] = remember(s, shards, dim)
   return s
+end
+
+-- Raises unless list (argument arg of fn, of what) has no key but 1..n.
+local function check_list(fn, arg, list, n, what)
+  for k in next, list do
+    if mtype(k) ~= "integer" or k < 1 or k > n then
+      fail(fn, "argument #%d: expected a list of %s, got a table with key %s%s", arg, what,
+           show(k), n == 0 and "" or format(" (a hole after entry %d, or not a position)", n))
+    end
+  end
 end
 
 -- The device list (argument arg): a list of distinct live Devices.
@@ -157,7 +182,10 @@ local function device_list(fn, arg, devices)
   end
   local out, seen = {}, {}
   local n = rawget(devices, 1) ~= nil and #devices or 0
-  if n == 0 then fail(fn, "argument #%d: expected a list of devices, got an empty one", arg) end
+  if n == 0 and next(devices) == nil then
+    fail(fn, "argument #%d: expected a list of devices, got an empty one", arg)
+  end
+  check_list(fn, arg, devices, n, "devices")
   for i = 1, n do
     local d = rawget(devices, i)
     local cls, released = H.class_of(d)
@@ -211,7 +239,10 @@ function SH.shard(x, devices, dim)
   -- the parts given: argument #2 is the dim
   dim = devices
   local n = rawget(x, 1) ~= nil and #x or 0
-  if n == 0 then fail(fn, "argument #1: expected a list of tensors, got an empty one") end
+  if n == 0 and next(x) == nil then
+    fail(fn, "argument #1: expected a list of tensors, got an empty one")
+  end
+  check_list(fn, 1, x, n, "tensors")
   local shards = {}
   for i = 1, n do
     local t = rawget(x, i)
@@ -344,8 +375,22 @@ function SH.build_type(t)
         fail(prefix .. ":" .. k, "not supported on %s: %s", t.a_name, t.instead)
       end
     end
-    return nil
+    -- an internal field a script removed with rawset: nil here, and the
+    -- check of the parts names it
+    if type(k) == "string" and k:byte(1) == 95 then return nil end
+    -- as a tensor's: a number is x[i] (which a sharded tensor lacks), and
+    -- any other key raises
+    if type(k) == "number" then
+      fail(prefix .. "[i]", "not supported on %s: %s", t.a_name, t.instead)
+    end
+    if O.fields[k] then
+      fail(prefix .. "." .. k, "not supported on %s: %s", t.a_name, t.instead)
+    end
+    fail(t.name, "no field or method %s", type(k) == "string" and "'" .. k .. "'" or show(k))
   end
+
+  -- #xs: its number of elements, as a tensor's
+  mt.__len = function(s) return O.numel(fields.shape(s)) end
 
   mt.__newindex = function(_, k)
     fail(t.name, "its fields are read-only (assigning %s)", show(k))
@@ -383,13 +428,20 @@ end
 -- (NumPy's rule, dims aligned from the last): lr itself where its size
 -- along the sharded dim is 1 or it has no such dim, else, where it is the
 -- whole's size, each shard's slice of it.
-local function matching(fn, arg, ls, d, lr)
-  local ns, nr = #ls[1]._shape, #lr[1]._shape
+local function matching(fn, arg, ls, d, lr, ns, nr)
+  ns, nr = ns or #ls[1]._shape, nr or #lr[1]._shape
   local k = d - (ns - nr)
   local size = k >= 1 and lr[1]._shape[k] or 1
   if size == 1 then return lr end
   local total = 0
   for i = 1, #ls do total = total + ls[i]._shape[d] end
+  if total == 1 then
+    -- the whole's size 1 there broadcasts: its one shard of 1 takes lr
+    -- whole, the empty ones none of it (an uneven result)
+    local out = {}
+    for i = 1, #ls do out[i] = ls[i]._shape[d] == 1 and lr[i] or lr[i]:slice(k, 1, 0) end
+    return out
+  end
   if size ~= total then
     fail(fn, "argument #%d: a replicated tensor of size %d along the sharded dim %d: give " ..
          "the whole (%d) or 1 (broadcast)", arg, size, d + (nr > ns and nr - ns or 0), total)
@@ -450,14 +502,48 @@ local function paired(fn, a, b)
   return la, lb, nil
 end
 
+-- Raises error e (of an op on the shards, caught) again at the script's
+-- call: a tensor op's message names fn, the sharded call, instead
+-- ("luagpu: tensor:add: argument #2: -4 does not fit uchar" becomes
+-- "luagpu: sharded add: ..."); luagpu's own keep their name.
+local function rethrow(fn, e)
+  if type(e) == "string" then
+    local name, rest = e:match("^luagpu: ([^:]+[:%[%.]?[%w_%]]*): (.*)$")
+    if name then
+      if name:match("^tensor") then name = fn end
+      fail(name, "%s", rest)
+    end
+  end
+  error(e, 0)
+end
+SH.rethrow = rethrow
+
+-- out[i] = f(la[i], lb[i]) for each shard (lb: a list, or a number that
+-- goes second, or first when before)
+local function each2(f, la, lb, out, before)
+  if type(lb) == "table" then
+    for i = 1, #la do out[i] = f(la[i], lb[i]) end
+  elseif before then
+    for i = 1, #la do out[i] = f(lb, la[i]) end
+  else
+    for i = 1, #la do out[i] = f(la[i], lb) end
+  end
+  return out
+end
+
+local function each1(f, list, out, ...)
+  for i = 1, #list do out[i] = f(list[i], ...) end
+  return out
+end
+
 -- The op f over the shards of the operands (sharded tensors or numbers:
 -- at least one sharded); arg names fn's operands in messages.
 local function map2(fn, f, a, b)
   local sa, sb = is_sharded(a), is_sharded(b)
   if sa and sb then
     local la, lb, d = paired(fn, a, b)
-    local out = {}
-    for i = 1, #la do out[i] = f(la[i], lb[i]) end
+    local ok, out = pcall(each2, f, la, lb, {})
+    if not ok then rethrow(fn, out) end
     return made(out, d)
   end
   local s, v, first = a, b, true
@@ -472,26 +558,26 @@ local function map2(fn, f, a, b)
          typename(v))
   end
   local list, d = parts(fn, first and 1 or 2, s)
-  local out = {}
-  if first then
-    for i = 1, #list do out[i] = f(list[i], v) end
-  else
-    for i = 1, #list do out[i] = f(v, list[i]) end
-  end
+  local ok, out = pcall(each2, f, list, v, {}, not first)
+  if not ok then rethrow(fn, out) end
   return made(out, d)
 end
 
 local function map1(fn, f, s, ...)
   local list, d = parts(fn, 0, s)
-  local out = {}
-  for i = 1, #list do out[i] = f(list[i], ...) end
+  local ok, out = pcall(each1, f, list, {}, ...)
+  if not ok then rethrow(fn, out) end
   return made(out, d)
 end
 
 -- xs:clamp(lo, hi): on each shard (xs:astype: SH.build_type)
 function Sharded.clamp(s, lo, hi)
-  if is_sharded(lo) or is_sharded(hi) then
-    fail("sharded:clamp", "bounds as sharded tensors are not supported: give numbers")
+  for i, v in ipairs{lo, hi} do
+    if v ~= nil and type(v) ~= "number" then
+      fail("sharded:clamp", "argument #%d: expected a number or nil, got %s%s", i,
+           typename(v), (is_tensor(v) or is_sharded(v)) and
+           " (bounds as tensors are not supported on a sharded tensor)" or "")
+    end
   end
   return map1("sharded:clamp", function(x) return x:clamp(lo, hi) end, s)
 end
@@ -527,9 +613,10 @@ end
 local COMBINE = {
   sum = {function(a, b) return a + b end, function(a, b) return a + b end},
   prod = {function(a, b) return a * b end, function(a, b) return a * b end},
-  min = {function(a, b) return (a < b or a ~= a) and a or b end,
+  -- (min and max skip NaNs, as one tensor's: NaN only when both are)
+  min = {function(a, b) return (a < b or b ~= b) and a or b end,
          function(a, b) return a:min(b) end},
-  max = {function(a, b) return (a > b or a ~= a) and a or b end,
+  max = {function(a, b) return (a > b or b ~= b) and a or b end,
          function(a, b) return a:max(b) end},
 }
 
@@ -606,6 +693,77 @@ local function whole(fn, op, list)
   return acc
 end
 
+-- v (a reduction's result: a Lua number, a tensor or a sharded one) as
+-- type t (the option type), as one tensor's reduction converts it:
+-- integers wrap as C converts, float rounds.
+local function as_type(t, v)
+  if type(v) ~= "number" then
+    if is_sharded(v) then
+      local out = {}
+      for i, x in ipairs(rawget(v, "_shards")) do out[i] = x._type == t and x or x:astype(t) end
+      return made(out, rawget(v, "_dim"))
+    end
+    return v._type == t and v or v:astype(t):eval()
+  end
+  if t == "float" then return (string.unpack("f", string.pack("f", v))) end
+  if t == "double" then return v + 0.0 end
+  local bits = TY.SIZES[t] * 8
+  v = math.tointeger(v) or v
+  if bits == 64 or mtype(v) ~= "integer" then return v end
+  v = v % (1 << bits)
+  if TY.SIGNED[t] and v >= 1 << (bits - 1) then v = v - (1 << bits) end
+  return v
+end
+
+-- The reduction op of the shards in list (sharded along d) along dim
+-- (nil: whole), keepdim keep.
+local function reduce_parts(fn, op, list, d, dim, keep)
+  local total = 0
+  for _, x in ipairs(list) do total = total + x._shape[d] end
+  if dim == nil then
+    if op == "min" or op == "max" then
+      local n = 0
+      for _, x in ipairs(list) do n = n + O.numel(x._shape) end
+      if n == 0 then fail(fn, "the %s of an empty tensor is undefined", op) end
+    end
+    local r = whole(fn, op, list)
+    -- (float partials combined in double: rounded as one tensor's)
+    if list[1]._type == "float" and op ~= "mean" then r = as_type("float", r) end
+    return r
+  end
+  local k = O.check_dim(fn, "argument #1", list[1], dim)
+  if k ~= d then                              -- along another dim: still sharded
+    local out = {}
+    for i, x in ipairs(list) do out[i] = x[op](x, k, keep) end
+    return make(out, (not keep and k < d) and d - 1 or d)
+  end
+  -- along the sharded dim: each shard's partial (dim kept), combined on
+  -- the first device (a mean's: sums in double, but float's, as one
+  -- tensor's mean accumulates)
+  if total == 0 and (op == "min" or op == "max") then
+    fail(fn, "the %s of an empty dim is undefined (dim %d has size 0)", op, k)
+  end
+  local home = list[1]._dev
+  local acc
+  for _, x in ipairs(list) do
+    if x._shape[d] > 0 then
+      local p
+      if op == "mean" then
+        p = (x._type == "float" and x or x:astype("double")):sum(k, true)
+      else
+        p = x[op](x, k, true)
+      end
+      p = p:to(home)
+      acc = acc and COMBINE[op == "mean" and "sum" or op][2](acc, p) or p
+    end
+  end
+  if not acc then return list[1][op](list[1], k, keep) end
+  if op == "mean" then acc = acc / total end
+  acc = acc:eval()
+  if not keep then acc = acc:squeeze(k) end
+  return acc
+end
+
 local function reduction(op)
   local fn = "sharded:" .. op
   return function(s, dim, opts)
@@ -614,41 +772,27 @@ local function reduction(op)
       fail(fn, "argument #1: several dims at once are not supported on a sharded tensor")
     end
     if d == nil then                          -- replicated: any copy answers
-      return list[1][op](list[1], dim, opts)
+      local ok, r = pcall(list[1][op], list[1], dim, opts)
+      if not ok then rethrow(fn, r) end
+      return r
     end
     local keep, t = reduce_options(fn, opts)
-    if t ~= nil then
-      if op == "min" or op == "max" then
-        fail(fn, "argument #2: option type is for sum, prod and mean, not %s", op)
-      end
-      for i, x in ipairs(list) do list[i] = x:astype(t) end
+    if t == nil then
+      local ok, r = pcall(reduce_parts, fn, op, list, d, dim, keep)
+      if not ok then rethrow(fn, r) end
+      return r
     end
-    local total = 0
-    for _, x in ipairs(list) do total = total + x._shape[d] end
-    if dim == nil then return whole(fn, op, list) end
-    local k = O.check_dim(fn, "argument #1", list[1], dim)
-    if k ~= d then                            -- along another dim: still sharded
-      local out = {}
-      for i, x in ipairs(list) do out[i] = x[op](x, k, keep) end
-      return make(out, (not keep and k < d) and d - 1 or d)
+    if op == "min" or op == "max" then
+      fail(fn, "argument #2: option type is for sum, prod and mean, not %s", op)
     end
-    -- along the sharded dim: each shard's partial (dim kept), combined on
-    -- the first device
-    local home = list[1]._dev
-    local acc
-    for _, x in ipairs(list) do
-      if x._shape[d] > 0 then
-        local p
-        if op == "mean" then p = x:sum(k, true) else p = x[op](x, k, true) end
-        p = p:to(home)
-        acc = acc and COMBINE[op == "mean" and "sum" or op][2](acc, p) or p
-      end
+    O.check_type(fn, "argument #2: option type", t)
+    for i, x in ipairs(list) do
+      O.check_device_type(fn, x._dev, t)
+      list[i] = x:astype(t)
     end
-    if not acc then return list[1][op](list[1], k, keep) end
-    if op == "mean" then acc = acc / total end
-    acc = acc:eval()
-    if not keep then acc = acc:squeeze(k) end
-    return acc
+    local ok, r = pcall(reduce_parts, fn, op, list, d, dim, keep)
+    if not ok then rethrow(fn, r) end
+    return as_type(t, r)
   end
 end
 
@@ -677,9 +821,10 @@ function Sharded.mm(s, b)
     fail(fn, "expected a tensor sharded along dim 1 (rows, or batches), got one %s",
          d and "sharded along dim " .. d or "replicated")
   end
-  local rhs = {}
+  local rhs, alike = {}, false
   if is_sharded(b) then
     local _, _, lb, db = same_devices(fn, s, b)
+    alike = db ~= nil
     if db ~= nil and not (db == 1 and #list[1]._shape == 3) then
       fail(fn, "argument #1: expected a replicated tensor (gpu.replicate), or batches " ..
            "sharded alike, got one sharded along dim %d", db)
@@ -697,9 +842,17 @@ function Sharded.mm(s, b)
   else
     fail(fn, "argument #1: expected a tensor or a replicated tensor, got %s", typename(b))
   end
-  local out = {}
-  for i, x in ipairs(list) do out[i] = x:mm(rhs[i]) end
-  return make(out, 1)
+  -- batches (xs of 3 dims) times a whole b of batches: each shard's
+  -- batches times b's (b's batch dim aligned from the last, as broadcasting
+  -- does), or b's one batch
+  local na, nb = #list[1]._shape, #rhs[1]._shape
+  if not alike and na >= 3 and nb >= 3 then
+    rhs = matching(fn, 1, list, 1, rhs, na - 2, nb - 2)
+  end
+  local ok, out = pcall(each2, list[1].mm, list, rhs, {})
+  if not ok then rethrow(fn, out) end
+  -- (a b of more dims than xs moves xs's rows: dims align from the last)
+  return make(out, 1 + #out[1]._shape - na)
 end
 
 ------------------------------------------------------------------ gathering
@@ -759,4 +912,5 @@ SH.build_type{mt = SMT, methods = Sharded, fields = FIELDS, is = is_sharded,
                         "xs.shards"}
 
 SH.methods = Sharded
+SH.reduce_options, SH.as_type = reduce_options, as_type
 return SH
