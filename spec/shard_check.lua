@@ -155,6 +155,10 @@ raises("gpu.shard: argument #1: the sharded tensor's shard 2 (int {4, 3}) does n
 local xs, other = gpu.shard(x, devs), gpu.shard(random("float", {4, 2}), devs, 2)
 raises("the tensors are sharded along dims 1 and 2", function() return xs + other end)
 raises("sharded add: a sharded tensor with a tensor on one device", function() return xs + x end)
+raises("tensor:min: argument #1: expected a dim, a list of dims or a tensor, got " ..
+       "luagpu.ShardedTensor", function() return x:min(xs) end)
+raises("tensor:max: argument #1: expected a dim, a list of dims or a tensor, got " ..
+       "luagpu.ShardedTensor", function() return x:max(xs) end)
 raises("shard 1 of the sharded tensors is on two devices",
        function() return xs + gpu.shard(x, {d2, d1}) end)
 local uneven = gpu.shard({random("float", {1, 2}):to(d1), random("float", {3, 2}):to(d2)})

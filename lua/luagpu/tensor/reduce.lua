@@ -467,13 +467,22 @@ local methods = R.methods
 for op in pairs(SPECS) do methods[op] = reduction(op) end
 local rmin, rmax, emin, emax = methods.min, methods.max, E.ops.min, E.ops.max
 -- x:min(y) with a tensor y is elementwise; a number or nothing: the
--- reduction (a number is a dim)
+-- reduction (a number is a dim). An object of another kind (a sharded
+-- tensor) is neither: it raises as such, not as a bad dim.
+local function other_object(fn, a)
+  if type(a) == "table" and getmetatable(a) ~= nil and not O.is_tensor(a) then
+    H.fail(fn, "argument #1: expected a dim, a list of dims or a tensor, got %s",
+           H.typename(a))
+  end
+end
 function methods.min(x, a, b)
   if O.is_tensor(a) then return emin(x, a) end
+  other_object("tensor:min", a)
   return rmin(x, a, b)
 end
 function methods.max(x, a, b)
   if O.is_tensor(a) then return emax(x, a) end
+  other_object("tensor:max", a)
   return rmax(x, a, b)
 end
 
