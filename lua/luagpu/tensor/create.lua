@@ -27,15 +27,12 @@ local show_shape, check_type = O.show_shape, O.check_type
 local C = {device_methods = {}, methods = {}}
 
 -- Checks that table t (at: its name in messages) holds only its n values:
--- another key ({1, 2, pinned = true}) would be dropped unseen. next() past
--- the last value finds one at once where the values are the array part.
+-- another key ({1, 2, pinned = true}) would be dropped unseen.
 local function only_values(fn, t, n, at)
-  if next(t, n > 0 and n or nil) == nil then return end
-  for k in next, t do
-    if mathtype(k) ~= "integer" or k < 1 or k > n then
-      fail(fn, "argument #3: %s holds only values, got the key %s (options go in a table " ..
-           "of their own)", at, show(k))
-    end
+  local k = O.stray_key(t, n)
+  if k ~= nil then
+    fail(fn, "argument #3: %s holds only values, got the key %s (options go in a table " ..
+         "of their own)", at, show(k))
   end
 end
 

@@ -10,6 +10,7 @@
 --   O.lazy(dev, e)                a lazy tensor of expression e
 --   O.empty(fn, dev, t, shape)    a new contiguous tensor, contents undefined
 --   O.drop(x)                     a temporary's block back to the pool now
+--   O.stray_key(t, n)             a key of t other than 1..n, or nil
 --   O.contiguous_strides, O.numel, O.show_shape, O.is_contiguous
 --   O.elements_of(x)              the Buffer of realized x's elements
 --   O.check_type, O.check_device_type, O.check_shape, O.check_alloc,
@@ -202,6 +203,18 @@ function O.check_device_type(fn, dev, t)
 end
 
 -- Checks a shape: a number (1-D) or a list of at most 8 integer sizes >= 0
+-- A key of table t other than the positions 1..n (read raw), or nil: a
+-- list of sizes or values with an option put among them. next() past the
+-- last position finds none at once where they are the table's array part;
+-- else every key is looked at.
+function O.stray_key(t, n)
+  if next(t, n > 0 and n or nil) == nil then return nil end
+  for k in next, t do
+    if mathtype(k) ~= "integer" or k < 1 or k > n then return k end
+  end
+  return nil
+end
+
 -- (read raw) whose product fits; returns a new list and the count.
 function O.check_shape(fn, where, shape)
   local list = {}
@@ -214,15 +227,11 @@ function O.check_shape(fn, where, shape)
     end
     for i = 1, n do list[i] = rawget(shape, i) end
     -- a shape holds only its sizes: an option put there ({4, pinned = true})
-    -- would be lost. next() past the last size finds any other key at once
-    -- where the sizes are the table's array part; else every key is looked at
-    if next(shape, n > 0 and n or nil) ~= nil then
-      for k in next, shape do
-        if mathtype(k) ~= "integer" or k < 1 or k > n then
-          fail(fn, "%s: a shape holds only sizes, got the key %s (options go in a table " ..
-               "of their own)", where, show(k))
-        end
-      end
+    -- would be lost
+    local k = O.stray_key(shape, n)
+    if k ~= nil then
+      fail(fn, "%s: a shape holds only sizes, got the key %s (options go in a table " ..
+           "of their own)", where, show(k))
     end
   else
     fail(fn, "%s: expected a shape (a table of sizes), got %s", where, typename(shape))
