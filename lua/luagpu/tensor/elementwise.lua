@@ -119,7 +119,8 @@ local function with_scalar(fn, op, floatify, x, v, varg)
   end
   local sv = {kind = "scalar", value = v, type = ct, shape = {}, size = 1}
   local e = {kind = "op", op = op.name, args = varg == 2 and {nx, sv} or {sv, nx}, ct = ct,
-             type = op.result or ct, shape = nx.shape, size = nx.size + 2}
+             type = op.result or ct, shape = nx.shape, size = nx.size + 2, fn = fn,
+             _stores = false}
   return result(x._dev, e, fn)
 end
 
@@ -144,10 +145,11 @@ local function binary_op(op)
       local sa, sb = na.shape, nb.shape
       local shape = same_shape(sa, sb) and sa or broadcast(fn, sa, sb)
       local e = {kind = "op", op = name, args = {na, nb}, ct = ct, type = rtype or ct,
-                 shape = shape, size = 1 + na.size + nb.size, fn = fn}
+                 shape = shape, size = 1 + na.size + nb.size, fn = fn, _stores = false}
       if ea or eb or not settings.lazy then return result(a._dev, e, fn) end
       -- two realized operands: result's rules, inline
       local st_a, st_b = a._st, b._st
+      e._stores = st_a == st_b and {st_a} or {st_a, st_b}
       local x = O.lazy(a._dev, e)
       if st_a.exposed or st_b.exposed then return realize(x) end
       local r = st_a.readers
@@ -188,7 +190,7 @@ local function unary_op(op)
     -- X.apply's node for one operand (its shape the operand's: a broadcast
     -- of one shape is itself)
     local e = {kind = "op", op = name, args = {nx}, ct = ct, type = rtype or ct,
-               shape = nx.shape, size = nx.size + 1}
+               shape = nx.shape, size = nx.size + 1, fn = fn, _stores = false}
     return result(x._dev, e, fn)
   end
 end

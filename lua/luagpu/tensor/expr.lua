@@ -81,8 +81,10 @@ local function stores_of(e)
   local list = e._stores
   if list then return list end
   local args = e.args
-  if args then
-    -- one operand with storages (x * 2, exp(x)): its list, shared
+  if args and #args == 1 then
+    list = stores_of(args[1])         -- exp(x): its operand's list, shared
+  elseif args then
+    -- one operand with storages (x * 2): its list, shared
     local first, many
     for i = 1, #args do
       local k = args[i].kind
@@ -132,8 +134,9 @@ local function realize(x, s)
   s.holders = 1
   x._st = s
   G.run(fn, e, x)
+  -- (x stays among the readers of e's storages, realized: a write there
+  -- drops it, flush_readers, without a walk of the tree now)
   x._expr = false
-  unregister(e, x)
   return x
 end
 X.realize = realize
@@ -256,24 +259,6 @@ local function same_shape(a, b)
 end
 X.same_shape = same_shape
 
--- Whether tree e reads a storage the script has seen.
-local function exposed_in(e)
-  local list = stores_of(e)
-  for i = 1, #list do if list[i].exposed then return true end end
-  return false
-end
-
--- Adds lazy tensor x to the readers of tree e's storages.
-local function register(e, x)
-  local list = stores_of(e)
-  for i = 1, #list do
-    local s = list[i]
-    local r = s.readers
-    if not r then r = setmetatable({}, WEAK_KEYS); s.readers = r end
-    r[x] = true
-  end
-end
-
 -- Tree a as an operand of a result of shape: a tree that reads positions
 -- (arange) is realized first when the result broadcasts it, since a
 -- kernel's position is the result's; returns the node to use.
@@ -289,21 +274,75 @@ X.positioned = positioned
 -- realized now.
 function X.result(dev, e, fn)
   e.fn = fn
-  if e.args then
-    for i, a in ipairs(e.args) do
-      local p = positioned(dev, a, e.shape)
-      if p ~= a then
-        e.args[i] = p
-        e.size = e.size - a.size + 1
-      elseif a.has_index or a.kind == "index" then
-        e.has_index = true
+  local args = e.args
+  if args then
+    for i = 1, #args do
+      local a = args[i]
+      if a.has_index or a.kind == "index" then
+        local p = positioned(dev, a, e.shape)
+        if p ~= a then
+          args[i] = p
+          e.size = e.size - a.size + 1
+        else
+          e.has_index = true
+        end
       end
     end
   end
   local x = lazy(dev, e)
-  if not settings.lazy or e.size > MAX_NODES or exposed_in(e) then return realize(x) end
-  register(e, x)
+  if not settings.lazy or e.size > MAX_NODES then return realize(x) end
+  -- registered with its storages, unless one is exposed (then run now)
+  local list = stores_of(e)
+  for i = 1, #list do
+    if list[i].exposed then return realize(x) end
+  end
+  for i = 1, #list do
+    local s = list[i]
+    local r = s.readers
+    if not r then r = setmetatable({}, WEAK_KEYS); s.readers = r end
+    r[x] = true
+  end
   return x
+end
+
+-- Lazy r's op made again over a2 (and b2) in place of a (and b), its
+-- operands (a number operand the same in both): the tensor of a node with
+-- r's op, types and shape over their nodes (a number's node shared), on
+-- a2's device, as the op would make it but without its checks; nil where
+-- that is not known to be the same (r not one op node over exactly a's and
+-- b's nodes, or a2, b2 not of a's, b's types and shapes). r comes from
+-- the op just now, and the caller vouches for a2 and b2 as for a and b
+-- (sharded tensors: one op on every shard, the first one checked).
+local function same_as(v, old, arg)
+  return arg == (old._expr or old._leaf) and v._type == old._type and
+         v._st ~= O.RELEASED and same_shape(v._shape, old._shape)
+end
+
+function X.again(r, a, b, a2, b2)
+  local e = r._expr
+  if not e or e.kind ~= "op" then return nil end
+  local args = e.args
+  local x, y, n = args[1], args[2], #args
+  local dev
+  if b == nil then                                  -- op(a)
+    if n ~= 1 or not same_as(a2, a, x) then return nil end
+    x, dev = a2._expr or leaf(a2), a2._dev
+  elseif n ~= 2 then
+    return nil
+  elseif type(b) == "number" then                   -- a op number
+    if y.kind ~= "scalar" or not same_as(a2, a, x) then return nil end
+    x, dev = a2._expr or leaf(a2), a2._dev
+  elseif type(a) == "number" then                   -- number op b
+    if x.kind ~= "scalar" or not same_as(b2, b, y) then return nil end
+    y, dev = b2._expr or leaf(b2), b2._dev
+  else                                              -- a op b
+    if not same_as(a2, a, x) or not same_as(b2, b, y) then return nil end
+    x, y, dev = a2._expr or leaf(a2), b2._expr or leaf(b2), a2._dev
+  end
+  local e2 = {kind = "op", op = e.op, args = y and {x, y} or {x}, ct = e.ct, type = e.type,
+              shape = e.shape, size = 1 + x.size + (y and y.size or 0), fn = e.fn,
+              _stores = false}
+  return X.result(dev, e2, e.fn)
 end
 
 ------------------------------------------------------------------ operands

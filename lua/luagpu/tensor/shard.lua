@@ -519,20 +519,36 @@ end
 SH.rethrow = rethrow
 
 -- out[i] = f(la[i], lb[i]) for each shard (lb: a list, or a number that
--- goes second, or first when before)
+-- goes second, or first when before). The shards after the first take the
+-- first's node made again over theirs (X.again: one op's checks, not one
+-- per shard), or where that does not apply, f.
+local again = X.again
 local function each2(f, la, lb, out, before)
   if type(lb) == "table" then
-    for i = 1, #la do out[i] = f(la[i], lb[i]) end
+    local a, b = la[1], lb[1]
+    local r = f(a, b)
+    out[1] = r
+    for i = 2, #la do out[i] = again(r, a, b, la[i], lb[i]) or f(la[i], lb[i]) end
   elseif before then
-    for i = 1, #la do out[i] = f(lb, la[i]) end
+    local r = f(lb, la[1])
+    out[1] = r
+    for i = 2, #la do out[i] = again(r, lb, la[1], lb, la[i]) or f(lb, la[i]) end
   else
-    for i = 1, #la do out[i] = f(la[i], lb) end
+    local r = f(la[1], lb)
+    out[1] = r
+    for i = 2, #la do out[i] = again(r, la[1], lb, la[i], lb) or f(la[i], lb) end
   end
   return out
 end
 
 local function each1(f, list, out, ...)
-  for i = 1, #list do out[i] = f(list[i], ...) end
+  local a = list[1]
+  local r = f(a, ...)
+  out[1] = r
+  local plain = select("#", ...) == 0
+  for i = 2, #list do
+    out[i] = plain and again(r, a, nil, list[i]) or f(list[i], ...)
+  end
   return out
 end
 
