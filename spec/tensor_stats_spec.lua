@@ -274,4 +274,18 @@ out = [float(np.dot(a, b)), np.outer(a, b), np.searchsorted(s, v) + 1,
               "(the min of no elements)",
               function() return dev:tensor("float", {0, 2}):norm(-math.huge, 1) end)
   end)
+  -- x:dot(y) and gpu.outer(a, b) named the product inside (tensor:mul)
+  it("dot and outer name themselves for tensors on two devices", function()
+    local out, code = support.two_devices([[
+      local gpu = require "luagpu"
+      local d1, d2 = table.unpack(gpu.devices())
+      local a, b = d1:tensor("float", {3}, 1), d2:tensor("float", {3}, 1)
+      for _, f in ipairs{function() return a:dot(b) end, function() return gpu.outer(a, b) end} do
+        print(select(2, pcall(f)))
+      end]])
+    assert.equal(0, code, out)
+    local dot, outer = out:match("^(.-)\n(.-)\n$")
+    assert.matches("^luagpu: tensor:dot: argument #1: the tensors are on different devices %(", dot)
+    assert.matches("^luagpu: gpu.outer: argument #2: the tensors are on different devices %(", outer)
+  end)
 end)

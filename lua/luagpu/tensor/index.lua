@@ -434,6 +434,7 @@ function methods.masked_fill(x, mask, v)
   local why = TY.fits(x._type, v)
   if why then fail(fn, "argument #2: %s", why) end
   check(fn, 1, mask)
+  O.check_same_device(fn, 1, mask, x._dev)
   local ms, xs = mask._shape, x._shape
   for i = 1, #ms do
     local n, k = ms[#ms - i + 1], xs[#xs - i + 1]

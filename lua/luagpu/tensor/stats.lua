@@ -275,6 +275,7 @@ function methods.dot(x, y)
   check(fn, 0, x)
   if not is_tensor(y) then fail(fn, "argument #1: expected a tensor, got %s", typename(y)) end
   check(fn, 1, y)
+  O.check_same_device(fn, 1, y, x._dev)
   if #x._shape ~= 1 or #y._shape ~= 1 or x._n ~= y._n then
     fail(fn, "expected two 1-D tensors of one length, got shapes %s and %s",
          show_shape(x._shape), show_shape(y._shape))
@@ -293,6 +294,7 @@ function M.outer(a, b)
       fail(fn, "argument #%d: expected a 1-D tensor, got shape %s", i, show_shape(v._shape))
     end
   end
+  O.check_same_device(fn, 2, b, a._dev)
   return (a:reshape{a._n, 1} * b:reshape{1, b._n}):eval()
 end
 
