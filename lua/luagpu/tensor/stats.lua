@@ -12,6 +12,7 @@ local O = require "luagpu.tensor.object"
 local X = require "luagpu.tensor.expr"
 local RW = require "luagpu.tensor.rows"
 local TK = require "luagpu.tensor.topk"
+local algo = require("luagpu.tensor.interop").algo
 
 local type, ipairs, rawget = type, ipairs, rawget
 local huge = math.huge
@@ -159,12 +160,14 @@ function methods.median(x, dim)
   check(fn, 0, x)
   if dim == nil then
     if x._n == 0 then fail(fn, "the median of an empty tensor is undefined") end
+    algo(fn, "sort", x._dev)      -- (dev's algo.classes checked under fn: so below)
     local s = x:flatten():sort()
     return s[(x._n + 1) // 2]
   end
   local d = check_dim(fn, "argument #1", x, dim)
   local L = x._shape[d]
   if L == 0 then fail(fn, "the median of an empty dim is undefined (dim %d has size 0)", d) end
+  algo(fn, "argsort", x._dev)
   local pos = x:argsort(d):slice(d, (L + 1) // 2, (L + 1) // 2)
   return x:gather(d, pos):squeeze(d), pos:squeeze(d)
 end
@@ -193,6 +196,7 @@ function methods.topk(x, k, dim, opts)
   end
   local v, p = TK.topk(fn, x, d, n, o.largest ~= false)
   if v then return v, p end
+  algo(fn, "argsort", x._dev)
   local pos = x:argsort(d, {descending = o.largest ~= false}):slice(d, 1, n)
   return x:gather(d, pos), pos:contiguous()
 end
@@ -208,6 +212,7 @@ function methods.unique(x)
     return O.empty(fn, x._dev, x._type, {0}), O.empty(fn, x._dev, "long", {0})
   end
   local dev = x._dev
+  algo(fn, "sort", dev)
   local s = x:flatten():sort()
   -- 1 where a run of equal values starts (NaN after NaN is no start)
   -- (the first element and, below, the bound past the last are one fill
@@ -260,7 +265,7 @@ function methods.bincount(x, bins)
     nb = math.max(nb, hi + 1)
   end
   if nb == 0 or x._n == 0 then return O.empty(fn, x._dev, "long", {nb}):set(0) end
-  local A = require "luagpu.algo"
+  local A = algo(fn, "histogram", x._dev)
   local counts = A.histogram(O.elements_of(x:contiguous()), {bins = nb})
   return require("luagpu.tensor.create").new_tensor(x._dev, "uint", {nb}, counts)
     :astype("long"):eval()
