@@ -885,6 +885,33 @@ print(pcall(y.get, y))
         assert.matches("luagpu: tensor:topk: topk.sizes." .. cls .. ".rows_max: expected a " ..
                        "positive integer, got " .. shown(bad), e, 1, true)
       end
+      -- LS, the work-items of a group, must be a power of two: the rows
+      -- kernel's groups are rows of a power of two of work-items, and
+      -- another LS left work-items past the last row, writing outside the
+      -- group's local memory (100 crashed PoCL)
+      saved = TK.sizes[cls].LS
+      for _, bad in ipairs{100, 48, 3, 0, -64, 2048, 64.5, 0 / 0, "64", true} do
+        TK.sizes[cls].LS = bad
+        local ok, e = pcall(x.topk, dev:tensor("float", {4, 500}, 1), 20)
+        TK.sizes[cls].LS = saved
+        assert.is_false(ok)
+        assert.matches("luagpu: tensor:topk: topk.sizes." .. cls .. ".LS: expected a power of " ..
+                       "two from 1 to 1024, got " .. shown(bad), e, 1, true)
+      end
+      -- any power of two gives the sort's result, either way (rows of 500:
+      -- one kernel; of 20000: the long way)
+      for _, ls in ipairs{1, 2, 16, 1024} do
+        for _, L in ipairs{500, 20000} do
+          local v = {}
+          for i = 1, 3 * L do v[i] = (i * 7919) % 1009 end
+          local y = dev:tensor("float", {3, L}, v)
+          TK.sizes[cls].LS = ls
+          local ok, got = pcall(y.topk, y, 20)
+          TK.sizes[cls].LS = saved
+          assert(ok, got)
+          assert.same(y:sort(2, {descending = true}):slice(2, 1, 20):totable(), got:totable())
+        end
+      end
     end)
 
     it("x[i] and x:select: hostile positions, and an empty dim named as such (the message " ..
