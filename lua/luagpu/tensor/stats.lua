@@ -48,6 +48,12 @@ local function covered(fn, x, dim)
   return dim, n
 end
 
+-- Raises where a call got an argument past its last, n (an options table
+-- such as {keepdim = true} would otherwise do nothing, silently).
+local function no_more(fn, n, v)
+  if v ~= nil then fail(fn, "argument #%d: expected no more arguments, got %s", n, typename(v)) end
+end
+
 ------------------------------------------------------------------ spread
 
 -- Whether dim d of x is its last of a size other than 1 (the rows kernel
@@ -110,9 +116,10 @@ function methods.std(x, dim, opts) return spread("tensor:std", x, dim, opts, tru
 -- x:norm([p] [, dim_or_dims]): (sum |x|^p)^(1/p) (p default 2; math.huge:
 -- max |x|, -math.huge: min |x|; 0: the count of elements not 0), over all
 -- elements (a Lua number) or along dims (a tensor). Integers in double.
-function methods.norm(x, p, dim)
+function methods.norm(x, p, dim, extra)
   local fn = "tensor:norm"
   check(fn, 0, x)
+  no_more(fn, 3, extra)
   if p == nil then p = 2 end
   if type(p) ~= "number" or p ~= p then
     fail(fn, "argument #1: expected a number p (or math.huge), got %s", show(p))
@@ -275,9 +282,10 @@ end
 
 -- x:dot(y): the sum of the products of two 1-D tensors of one length (a
 -- Lua number; types promoted).
-function methods.dot(x, y)
+function methods.dot(x, y, extra)
   local fn = "tensor:dot"
   check(fn, 0, x)
+  no_more(fn, 2, extra)
   if not is_tensor(y) then fail(fn, "argument #1: expected a tensor, got %s", typename(y)) end
   check(fn, 1, y)
   O.check_same_device(fn, 1, y, x._dev)
@@ -290,8 +298,9 @@ end
 
 -- gpu.outer(a, b): the matrix a[i] * b[j] of two 1-D tensors (one fused
 -- kernel; types promoted).
-function M.outer(a, b)
+function M.outer(a, b, extra)
   local fn = "gpu.outer"
+  no_more(fn, 3, extra)
   for i, v in ipairs {a, b} do
     if not is_tensor(v) then fail(fn, "argument #%d: expected a tensor, got %s", i, typename(v)) end
     check(fn, i, v)
