@@ -229,6 +229,37 @@ do
   raises("luagpu: sharded:mm: expected two tensors of float", function() return u:mm(x) end)
   raises("luagpu: sharded:min: argument #1: dim 5 is out of range", function() return u:min(5) end)
 end
+-- xs:to(dev) and xs:gather(dev) give a tensor of the caller's own: a copy
+-- even where a shard already is the whole on dev (a replicated tensor, one
+-- shard, a shard and empty ones), so that writing it leaves xs as it was
+-- (they gave the shard itself)
+do
+  local w = random("float", {1, 3})
+  local want = w:totable()
+  for _, case in ipairs{{"replicated", gpu.replicate(w, devs)}, {"one shard", gpu.shard(w, {d1})},
+                        {"one shard elsewhere", gpu.shard(w, {d2})},
+                        {"a shard and an empty one", gpu.shard(w, devs, 1)},
+                        {"replicated, lazy", gpu.replicate(w, devs) * 1}} do
+    local what, ws = case[1], case[2]
+    for _, dev in ipairs{d1, d2} do
+      for _, m in ipairs{"to", "gather"} do
+        local r = ws[m](ws, dev)
+        check(r.device == dev, "%s: %s: on another device", what, m)
+        for _, sh in ipairs(ws.shards) do
+          check(not rawequal(r, sh), "%s: %s: a shard itself", what, m)
+        end
+        r:set(7)
+        local got = ws:totable()
+        for i = 1, 3 do
+          check(got[1][i] == want[1][i], "%s: %s(dev): writing the result wrote the shard (%s)",
+                what, m, tostring(got[1][i]))
+        end
+      end
+    end
+  end
+  raises("luagpu: sharded:to: argument #1: expected a luagpu.Device, got nil",
+         function() return gpu.replicate(w, devs):to() end)
+end
 -- a second release, or <close> after an explicit one, does nothing
 do
   local r = gpu.shard(random("float", {4, 2}), devs)

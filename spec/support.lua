@@ -78,6 +78,14 @@ function support.sh(cmd)
   return out, code
 end
 
+-- Runs the Lua program text under BUILD's luagpu with two PoCL devices
+-- (POCL_DEVICES="pthread pthread"); returns its output and exit code.
+function support.two_devices(text)
+  local build = os.getenv("LUAGPU_BUILD") or "build"
+  return support.sh("POCL_DEVICES='pthread pthread' " .. support.shell_quote(build .. "/luagpu") ..
+                    " -e " .. support.shell_quote(text))
+end
+
 -- A new empty folder under the temporary directory; returns its path.
 function support.tmpdir()
   local dir = os.tmpname()

@@ -239,4 +239,15 @@ out = [np.where(m != 0, 7, x).astype(x.dtype), x[m != 0], np.argwhere(x != 0) + 
     has_error("luagpu: tensor:masked_fill: argument #1: the mask's shape {2, 2} does not " ..
               "broadcast to {2, 3}", x.masked_fill, x, dev:tensor("uchar", {2, 2}), 1)
   end)
+  -- it named gpu.where, argument #3
+  it("masked_fill names itself for a mask on another device", function()
+    local out, code = support.two_devices([[
+      local gpu = require "luagpu"
+      local d1, d2 = table.unpack(gpu.devices())
+      local x, m = d1:tensor("float", {3}, 1), d2:tensor("uchar", {3}, 1)
+      print(select(2, pcall(x.masked_fill, x, m, 0)))]])
+    assert.equal(0, code, out)
+    assert.matches("^luagpu: tensor:masked_fill: argument #1: the tensors are on different " ..
+                   "devices %(.*%)\n$", out)
+  end)
 end)

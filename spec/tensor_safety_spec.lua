@@ -885,6 +885,33 @@ print(pcall(y.get, y))
         assert.matches("luagpu: tensor:topk: topk.sizes." .. cls .. ".rows_max: expected a " ..
                        "positive integer, got " .. shown(bad), e, 1, true)
       end
+      -- LS, the work-items of a group, must be a power of two: the rows
+      -- kernel's groups are rows of a power of two of work-items, and
+      -- another LS left work-items past the last row, writing outside the
+      -- group's local memory (100 crashed PoCL)
+      saved = TK.sizes[cls].LS
+      for _, bad in ipairs{100, 48, 3, 0, -64, 2048, 64.5, 0 / 0, "64", true} do
+        TK.sizes[cls].LS = bad
+        local ok, e = pcall(x.topk, dev:tensor("float", {4, 500}, 1), 20)
+        TK.sizes[cls].LS = saved
+        assert.is_false(ok)
+        assert.matches("luagpu: tensor:topk: topk.sizes." .. cls .. ".LS: expected a power of " ..
+                       "two from 1 to 1024, got " .. shown(bad), e, 1, true)
+      end
+      -- any power of two gives the sort's result, either way (rows of 500:
+      -- one kernel; of 20000: the long way)
+      for _, ls in ipairs{1, 2, 16, 1024} do
+        for _, L in ipairs{500, 20000} do
+          local v = {}
+          for i = 1, 3 * L do v[i] = (i * 7919) % 1009 end
+          local y = dev:tensor("float", {3, L}, v)
+          TK.sizes[cls].LS = ls
+          local ok, got = pcall(y.topk, y, 20)
+          TK.sizes[cls].LS = saved
+          assert(ok, got)
+          assert.same(y:sort(2, {descending = true}):slice(2, 1, 20):totable(), got:totable())
+        end
+      end
     end)
 
     it("x[i] and x:select: hostile positions, and an empty dim named as such (the message " ..
@@ -954,6 +981,45 @@ print(pcall(y.get, y))
       -- no keys and one key: nothing to sort, no kernel to fail
       assert.equal(0, #algo.sort(dev:buffer("float", 0), {onesweep = true}))
       assert.equal(1, #algo.sort(dev:buffer("float", 1), {onesweep = true}))
+    end)
+
+    -- they named the algo helper inside (algo.sort, algo.argsort, algo.scan,
+    -- algo.nonzero, algo.histogram), which the script did not call
+    it("a bad algo.classes setting names the tensor call and the setting", function()
+      local algo = gpu.algo
+      local cls = algo.classes[dev.type] and dev.type or "gpu"
+      local C = algo.classes[cls]
+      local x = dev:tensor("float", {2, 300}, 1)
+      local calls = {
+        {"tensor:sort", function() return x:sort() end},
+        {"tensor:argsort", function() return x:argsort(1) end},
+        {"tensor:cumsum", function() return x:cumsum() end},
+        {"tensor:cumprod", function() return x:cumprod(1) end},
+        {"tensor:median", function() return x:median() end},
+        {"tensor:median", function() return x:median(2) end},
+        {"tensor:topk", function() return x:topk(200) end},     -- by a sort (2k > L)
+        {"tensor:unique", function() return x:unique() end},
+        {"tensor:nonzero", function() return x:nonzero() end},
+        {"tensor:masked_select", function() return x:masked_select(x:gt(0)) end},
+        {"tensor:bincount", function() return dev:tensor("int", {4}, 1):bincount() end},
+        {"device:randperm", function() return dev:randperm(10) end},
+      }
+      for _, setting in ipairs{{"sort_local", 3, "a power of two from 2 to 256"},
+                               {"scan_lookback", "yes", "true or false"}} do
+        local name, bad, words = setting[1], setting[2], setting[3]
+        local saved = C[name]
+        C[name] = bad
+        local got = {}
+        for i, c in ipairs(calls) do got[i] = {pcall(c[2])} end
+        C[name] = saved
+        for i, c in ipairs(calls) do
+          local ok, e = got[i][1], tostring(got[i][2])
+          assert(not ok and e:find(("luagpu: %s: algo.classes.%s.%s: expected %s, got %s")
+                                   :format(c[1], cls, name, words, shown(bad)), 1, true),
+                 c[1] .. ": " .. e)
+        end
+      end
+      assert.same({1, 1, 1}, x:sort():slice(2, 1, 3):totable()[1])
     end)
 
     it("pool.set_budget and pool.set_limit take a live Device and bytes >= 0 (issue found " ..

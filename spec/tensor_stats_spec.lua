@@ -268,10 +268,32 @@ out = [float(np.dot(a, b)), np.outer(a, b), np.searchsorted(s, v) + 1,
               z.norm, z, 1, 1)
     has_error("luagpu: tensor:var: argument #1: expected a list of dims, got an empty one",
               x.var, x, {}, {correction = 0})
+    -- a further argument did nothing, silently (keepdim is no option of norm)
+    has_error("luagpu: tensor:norm: argument #3: expected no more arguments, got table",
+              x.norm, x, 2, {1}, {keepdim = true})
+    local v = dev:tensor("float", {3}, 1)
+    has_error("luagpu: tensor:dot: argument #2: expected no more arguments, got number",
+              v.dot, v, v, 1)
+    has_error("luagpu: gpu.outer: argument #3: expected no more arguments, got table",
+              gpu.outer, v, v, {type = "double"})
     has_error("luagpu: tensor:norm: the norm of order inf of an empty tensor is undefined " ..
               "(the max of no elements)", function() return dev:tensor("float", {0}):norm(math.huge) end)
     has_error("luagpu: tensor:norm: the norm of order -inf of an empty dim is undefined " ..
               "(the min of no elements)",
               function() return dev:tensor("float", {0, 2}):norm(-math.huge, 1) end)
+  end)
+  -- x:dot(y) and gpu.outer(a, b) named the product inside (tensor:mul)
+  it("dot and outer name themselves for tensors on two devices", function()
+    local out, code = support.two_devices([[
+      local gpu = require "luagpu"
+      local d1, d2 = table.unpack(gpu.devices())
+      local a, b = d1:tensor("float", {3}, 1), d2:tensor("float", {3}, 1)
+      for _, f in ipairs{function() return a:dot(b) end, function() return gpu.outer(a, b) end} do
+        print(select(2, pcall(f)))
+      end]])
+    assert.equal(0, code, out)
+    local dot, outer = out:match("^(.-)\n(.-)\n$")
+    assert.matches("^luagpu: tensor:dot: argument #1: the tensors are on different devices %(", dot)
+    assert.matches("^luagpu: gpu.outer: argument #2: the tensors are on different devices %(", outer)
   end)
 end)

@@ -19,6 +19,7 @@ local O = require "luagpu.tensor.object"
 local X = require "luagpu.tensor.expr"
 local E = require "luagpu.tensor.elementwise"
 local new_tensor = require("luagpu.tensor.create").new_tensor
+local algo = require("luagpu.tensor.interop").algo
 
 local type, ipairs, tostring, pcall, rawequal = type, ipairs, tostring, pcall, rawequal
 local fail, typename, show = H.fail, H.typename, H.show
@@ -434,6 +435,7 @@ function methods.masked_fill(x, mask, v)
   local why = TY.fits(x._type, v)
   if why then fail(fn, "argument #2: %s", why) end
   check(fn, 1, mask)
+  O.check_same_device(fn, 1, mask, x._dev)
   local ms, xs = mask._shape, x._shape
   for i = 1, #ms do
     local n, k = ms[#ms - i + 1], xs[#xs - i + 1]
@@ -455,8 +457,7 @@ end
 -- contiguous uchar mask m that are not 0 (luagpu.algo's nonzero), and
 -- their count.
 local function nonzero_positions(fn, m)
-  local ok, A = pcall(require, "luagpu.algo")
-  if not ok then fail(fn, "not available: it needs luagpu.algo, which this build does not have") end
+  local A = algo(fn, "nonzero", m._dev)      -- (dev's algo.classes checked under fn)
   local pos, count = A.nonzero(O.elements_of(m), {type = "long"})
   if count == 0 then return nil, 0 end
   return new_tensor(m._dev, "long", {count}, pos), count

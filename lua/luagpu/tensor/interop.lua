@@ -197,18 +197,28 @@ end
 ---------------------------------------------------------------- algo
 
 local algo_module     -- luagpu.algo once loaded
+local algo_settings   -- luagpu.algo.base's reader of algo.classes
 
-local function algo(fn, name)
+-- luagpu.algo, which must have function name, for tensor op fn; with dev,
+-- the algo.classes settings of dev's class are checked here, so that a bad
+-- one names fn, the script's call ("luagpu: tensor:sort:
+-- algo.classes.gpu.sort_local: expected ..."), not the algo helper inside
+-- (algo.sort). Checked again only when a setting changed.
+local function algo(fn, name, dev)
   local A = algo_module
-  if A and type(A[name]) == "function" then return A end
-  local ok
-  ok, A = pcall(require, "luagpu.algo")
-  if not ok or type(A) ~= "table" or type(A[name]) ~= "function" then
-    fail(fn, "not available: it needs luagpu.algo's %s, which this build does not have", name)
+  if not (A and type(A[name]) == "function") then
+    local ok
+    ok, A = pcall(require, "luagpu.algo")
+    if not ok or type(A) ~= "table" or type(A[name]) ~= "function" then
+      fail(fn, "not available: it needs luagpu.algo's %s, which this build does not have", name)
+    end
+    algo_module = A
+    algo_settings = require("luagpu.algo.base").device_class
   end
-  algo_module = A
+  if dev then algo_settings(fn, dev) end
   return A
 end
+I.algo = algo
 
 local dim_last, check_dim_arg = O.dim_last, O.check_one_dim
 
@@ -217,7 +227,7 @@ local dim_last, check_dim_arg = O.dim_last, O.check_one_dim
 local function cumulative(fn, op, x, dim)
   check(fn, 0, x)
   local d = check_dim_arg(fn, x, dim)
-  local A = algo(fn, "scan")
+  local A = algo(fn, "scan", x._dev)
   if x._n == 0 then return O.empty(fn, x._dev, x._type, x._shape) end
   local src, back = dim_last(x, d)
   local out = O.empty(fn, x._dev, x._type, src._shape)
@@ -248,7 +258,7 @@ function methods.sort(x, dim, opts)
   local fn = "tensor:sort"
   check(fn, 0, x)
   local d, desc = sort_args(fn, x, dim, opts)
-  local A = algo(fn, "sort")
+  local A = algo(fn, "sort", x._dev)
   if x._n == 0 then return O.empty(fn, x._dev, x._type, x._shape) end
   local src, back = dim_last(x, d)         -- (a copy only where dim d is not last)
   local out = O.empty(fn, x._dev, x._type, src._shape)
@@ -264,7 +274,7 @@ function methods.argsort(x, dim, opts)
   local fn = "tensor:argsort"
   check(fn, 0, x)
   local d, desc = sort_args(fn, x, dim, opts)
-  local A = algo(fn, "argsort")
+  local A = algo(fn, "argsort", x._dev)
   if x._n == 0 then return O.empty(fn, x._dev, "long", x._shape) end
   local src, back = dim_last(x, d)
   local L = src._shape[#src._shape]

@@ -16,6 +16,7 @@ local P = require "luagpu.core.programs"
 local ST = require "luagpu.core.steps"
 local TY = require "luagpu.core.types"
 local O = require "luagpu.tensor.object"
+local algo = require("luagpu.tensor.interop").algo
 
 local tostring, pcall, type = tostring, pcall, type
 local mtype, tointeger = math.type, math.tointeger
@@ -188,6 +189,7 @@ function DM.randperm(dev, n, seed)
   local list = shape_of(fn, dev, "ulong", {count}, 1)
   local key = key_of(fn, 2, seed)
   if count == 0 then return O.empty(fn, dev, "long", list) end
+  algo(fn, "argsort", dev)      -- (dev's algo.classes checked under fn: so below)
   local keys = generate(fn, "randint", dev, "ulong", list, count, key, 2, 0, 0)
   local perm = keys:argsort()
   keys:release()

@@ -873,32 +873,41 @@ end
 
 ------------------------------------------------------------------ gathering
 
--- xs:to(dev): the whole tensor on dev (shards copied there and joined
--- along the sharded dim; a replicated one: the copy on dev, or the
--- first's copied).
-function Sharded.to(s, dev)
-  local fn = "sharded:to"
+-- The whole of sharded s on dev (shards copied there and joined along the
+-- sharded dim; a replicated one: the copy on dev, or the first's copied).
+-- own: the result is the caller's, never a shard itself (a shard already
+-- on dev is cloned); else it may be one, to be read only.
+local function whole(fn, s, dev, own)
   local list, d = parts(fn, 0, s)
   local cls, released = H.class_of(dev)
   if cls ~= "Device" or released then
     fail(fn, "argument #1: expected a luagpu.Device, got %s",
          released and "a released device" or typename(dev))
   end
-  if d == nil then
-    for _, x in ipairs(list) do if x._dev == dev then return x end end
+  if d == nil or #list == 1 then
+    for _, x in ipairs(list) do
+      if x._dev == dev then return own and x:clone() or x end
+    end
     return list[1]:to(dev)
   end
   local moved = {}
   for i, x in ipairs(list) do moved[i] = x:to(dev) end
-  if #moved == 1 then return moved[1] end
   return require("luagpu.tensor.join").cat(moved, d)
 end
+
+-- xs:to(dev): the whole tensor on dev, a tensor of its own (a copy even
+-- where a shard already is the whole on dev: writing it never writes xs).
+function Sharded.to(s, dev) return whole("sharded:to", s, dev, true) end
 Sharded.gather = Sharded.to
 
--- xs:get(), xs:totable(): the whole, as one device's tensor gives them.
-function Sharded.get(s) return Sharded.to(s, parts("sharded:get", 0, s)[1]._dev):get() end
+-- xs:get(), xs:totable(): the whole, as one device's tensor gives them
+-- (on the first shard's device; read there, no copy of a shard on it).
+local function first_device(fn, s) return parts(fn, 0, s)[1]._dev end
+function Sharded.get(s)
+  return whole("sharded:get", s, first_device("sharded:get", s), false):get()
+end
 function Sharded.totable(s)
-  return Sharded.to(s, parts("sharded:totable", 0, s)[1]._dev):totable()
+  return whole("sharded:totable", s, first_device("sharded:totable", s), false):totable()
 end
 
 ------------------------------------------------------------------ the type
@@ -916,7 +925,7 @@ local DESCRIBE = {
   min = "xs:min([dim [, keepdim]] | ys): the smallest, or elementwise with a sharded ys",
   max = "xs:max([dim [, keepdim]] | ys): the largest, or elementwise with a sharded ys",
   mm = "xs:mm(b): each shard of rows times b (replicated, or a tensor copied to each device)",
-  to = "xs:to(dev): the whole tensor on dev (shards copied there and joined)",
+  to = "xs:to(dev): the whole tensor on dev, a copy (shards copied there and joined)",
   gather = "xs:gather(dev): the same as xs:to(dev)",
   get = "xs:get(): the whole as a host array",
   totable = "xs:totable(): the whole as nested Lua tables",

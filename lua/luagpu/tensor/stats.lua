@@ -12,6 +12,7 @@ local O = require "luagpu.tensor.object"
 local X = require "luagpu.tensor.expr"
 local RW = require "luagpu.tensor.rows"
 local TK = require "luagpu.tensor.topk"
+local algo = require("luagpu.tensor.interop").algo
 
 local type, ipairs, rawget = type, ipairs, rawget
 local huge = math.huge
@@ -45,6 +46,12 @@ local function covered(fn, x, dim)
     seen[d] = true
   end
   return dim, n
+end
+
+-- Raises where a call got an argument past its last, n (an options table
+-- such as {keepdim = true} would otherwise do nothing, silently).
+local function no_more(fn, n, v)
+  if v ~= nil then fail(fn, "argument #%d: expected no more arguments, got %s", n, typename(v)) end
 end
 
 ------------------------------------------------------------------ spread
@@ -109,9 +116,10 @@ function methods.std(x, dim, opts) return spread("tensor:std", x, dim, opts, tru
 -- x:norm([p] [, dim_or_dims]): (sum |x|^p)^(1/p) (p default 2; math.huge:
 -- max |x|, -math.huge: min |x|; 0: the count of elements not 0), over all
 -- elements (a Lua number) or along dims (a tensor). Integers in double.
-function methods.norm(x, p, dim)
+function methods.norm(x, p, dim, extra)
   local fn = "tensor:norm"
   check(fn, 0, x)
+  no_more(fn, 3, extra)
   if p == nil then p = 2 end
   if type(p) ~= "number" or p ~= p then
     fail(fn, "argument #1: expected a number p (or math.huge), got %s", show(p))
@@ -159,12 +167,14 @@ function methods.median(x, dim)
   check(fn, 0, x)
   if dim == nil then
     if x._n == 0 then fail(fn, "the median of an empty tensor is undefined") end
+    algo(fn, "sort", x._dev)      -- (dev's algo.classes checked under fn: so below)
     local s = x:flatten():sort()
     return s[(x._n + 1) // 2]
   end
   local d = check_dim(fn, "argument #1", x, dim)
   local L = x._shape[d]
   if L == 0 then fail(fn, "the median of an empty dim is undefined (dim %d has size 0)", d) end
+  algo(fn, "argsort", x._dev)
   local pos = x:argsort(d):slice(d, (L + 1) // 2, (L + 1) // 2)
   return x:gather(d, pos):squeeze(d), pos:squeeze(d)
 end
@@ -193,6 +203,7 @@ function methods.topk(x, k, dim, opts)
   end
   local v, p = TK.topk(fn, x, d, n, o.largest ~= false)
   if v then return v, p end
+  algo(fn, "argsort", x._dev)
   local pos = x:argsort(d, {descending = o.largest ~= false}):slice(d, 1, n)
   return x:gather(d, pos), pos:contiguous()
 end
@@ -208,6 +219,7 @@ function methods.unique(x)
     return O.empty(fn, x._dev, x._type, {0}), O.empty(fn, x._dev, "long", {0})
   end
   local dev = x._dev
+  algo(fn, "sort", dev)
   local s = x:flatten():sort()
   -- 1 where a run of equal values starts (NaN after NaN is no start)
   -- (the first element and, below, the bound past the last are one fill
@@ -260,7 +272,7 @@ function methods.bincount(x, bins)
     nb = math.max(nb, hi + 1)
   end
   if nb == 0 or x._n == 0 then return O.empty(fn, x._dev, "long", {nb}):set(0) end
-  local A = require "luagpu.algo"
+  local A = algo(fn, "histogram", x._dev)
   local counts = A.histogram(O.elements_of(x:contiguous()), {bins = nb})
   return require("luagpu.tensor.create").new_tensor(x._dev, "uint", {nb}, counts)
     :astype("long"):eval()
@@ -270,11 +282,13 @@ end
 
 -- x:dot(y): the sum of the products of two 1-D tensors of one length (a
 -- Lua number; types promoted).
-function methods.dot(x, y)
+function methods.dot(x, y, extra)
   local fn = "tensor:dot"
   check(fn, 0, x)
+  no_more(fn, 2, extra)
   if not is_tensor(y) then fail(fn, "argument #1: expected a tensor, got %s", typename(y)) end
   check(fn, 1, y)
+  O.check_same_device(fn, 1, y, x._dev)
   if #x._shape ~= 1 or #y._shape ~= 1 or x._n ~= y._n then
     fail(fn, "expected two 1-D tensors of one length, got shapes %s and %s",
          show_shape(x._shape), show_shape(y._shape))
@@ -284,8 +298,9 @@ end
 
 -- gpu.outer(a, b): the matrix a[i] * b[j] of two 1-D tensors (one fused
 -- kernel; types promoted).
-function M.outer(a, b)
+function M.outer(a, b, extra)
   local fn = "gpu.outer"
+  no_more(fn, 3, extra)
   for i, v in ipairs {a, b} do
     if not is_tensor(v) then fail(fn, "argument #%d: expected a tensor, got %s", i, typename(v)) end
     check(fn, i, v)
@@ -293,6 +308,7 @@ function M.outer(a, b)
       fail(fn, "argument #%d: expected a 1-D tensor, got shape %s", i, show_shape(v._shape))
     end
   end
+  O.check_same_device(fn, 2, b, a._dev)
   return (a:reshape{a._n, 1} * b:reshape{1, b._n}):eval()
 end
 

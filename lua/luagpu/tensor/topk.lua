@@ -22,7 +22,8 @@
 --                "sort", "empty", "rows" or "long" (the rows kernel may
 --                still fall back to the long way where the device allows
 --                fewer work-items per group than planned)
---   TK.sizes     per device class: LS (work-items per group), rows_max,
+--   TK.sizes     per device class: LS (work-items per group, a power of
+--                two up to 1024; cut to what the device allows), rows_max,
 --                groups_per_cu (the long way's groups); a script or spec may
 --                change them (rows_max = 0: always the long way)
 
@@ -122,7 +123,14 @@ local function class_sizes(fn, dev)
   if type(sz) ~= "table" then
     fail(fn, "topk.sizes.%s: expected a table of sizes, got %s", cls, show(sz))
   end
-  for _, name in ipairs {"LS", "rows_max", "groups_per_cu"} do
+  -- LS: a power of two (the rows kernel's groups are RPG rows of TPR
+  -- work-items, powers of two that must make LS: another LS left
+  -- work-items past the last row, writing outside the group's local memory)
+  local ls = sz.LS
+  if math.type(ls) ~= "integer" or ls < 1 or ls > 1024 or ls & (ls - 1) ~= 0 then
+    fail(fn, "topk.sizes.%s.LS: expected a power of two from 1 to 1024, got %s", cls, show(ls))
+  end
+  for _, name in ipairs {"rows_max", "groups_per_cu"} do
     local v = sz[name]
     if math.type(v) ~= "integer" or v < 1 and not (name == "rows_max" and v == 0) then
       fail(fn, "topk.sizes.%s.%s: expected a positive integer, got %s", cls, name,
