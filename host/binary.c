@@ -18,19 +18,60 @@
 #define MAGIC "LUAGPU-BINARY-1\n"
 #define MAGIC_LEN (sizeof MAGIC - 1)
 
+cl_int lg_binary_size(lg_Program *p, cl_uint *index, cl_uint *count, size_t *size) {
+  cl_uint nd = 0, j;
+  cl_device_id *ids = NULL;
+  size_t *sizes = NULL;
+  cl_int err = clGetProgramInfo(p->prog, CL_PROGRAM_NUM_DEVICES, sizeof nd, &nd, NULL);
+  *size = 0;
+  if (err == CL_SUCCESS && nd == 0) err = CL_INVALID_PROGRAM_EXECUTABLE;
+  if (err == CL_SUCCESS && ((ids = calloc(nd, sizeof *ids)) == NULL ||
+                            (sizes = calloc(nd, sizeof *sizes)) == NULL))
+    err = CL_OUT_OF_HOST_MEMORY;
+  if (err == CL_SUCCESS)
+    err = clGetProgramInfo(p->prog, CL_PROGRAM_DEVICES, nd * sizeof *ids, ids, NULL);
+  if (err == CL_SUCCESS)
+    err = clGetProgramInfo(p->prog, CL_PROGRAM_BINARY_SIZES, nd * sizeof *sizes, sizes, NULL);
+  if (err == CL_SUCCESS) {
+    for (j = 0; j < nd && ids[j] != p->dev->id; j++) continue;
+    if (j == nd) {
+      err = CL_INVALID_DEVICE;
+    } else {
+      *index = j;
+      *count = nd;
+      *size = sizes[j];
+    }
+  }
+  free(ids);
+  free(sizes);
+  return err;
+}
+
+cl_int lg_binary_copy(lg_Program *p, cl_uint index, cl_uint count, unsigned char *out) {
+  /* (an entry left NULL: the driver skips that device's binary) */
+  unsigned char **bins = calloc(count, sizeof *bins);
+  cl_int err;
+  if (bins == NULL) return CL_OUT_OF_HOST_MEMORY;
+  bins[index] = out;
+  err = clGetProgramInfo(p->prog, CL_PROGRAM_BINARIES, count * sizeof *bins, bins, NULL);
+  free(bins);
+  return err;
+}
+
 /* Pushes the driver's binary of p (raising naming fn on failure). The
 ** build lock is let go while Lua allocates (which may raise). */
 static void push_driver_binary(lua_State *L, lg_Program *p, const char *fn) {
   size_t size = 0;
+  cl_uint index = 0, count = 0;
   unsigned char *bin;
   cl_int err;
   lg_pocl_lock(p->dev->platform);
-  err = clGetProgramInfo(p->prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL);
+  err = lg_binary_size(p, &index, &count, &size);
   lg_pocl_unlock();
   if (err == CL_SUCCESS && size > 0) {
     bin = lua_newuserdatauv(L, size, 0);
     lg_pocl_lock(p->dev->platform);
-    err = clGetProgramInfo(p->prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL);
+    err = lg_binary_copy(p, index, count, bin);
     lg_pocl_unlock();
     if (err == CL_SUCCESS) lua_pushlstring(L, (const char *)bin, size);
     lua_remove(L, err == CL_SUCCESS ? -2 : -1);

@@ -540,6 +540,13 @@ void lg_check_kernels(lua_State *L, int progidx, const char *fn);
 ** so kernel.c does not link to it: a hook, declared in the layers block of
 ** docs/ARCHITECTURE.md, "hook kernel.c -> binary.c: __binary"). */
 void lg_open_binary(lua_State *L);
+/* The driver's binary of program p for p's device. Programs live in a
+** context of all the platform's devices and report one binary per device
+** of the program: lg_binary_size finds p's (its index among count) and its
+** size in bytes (0: none); lg_binary_copy copies it into out (size bytes).
+** Both return the OpenCL status; neither calls Lua. */
+cl_int lg_binary_size(lg_Program *p, cl_uint *index, cl_uint *count, size_t *size);
+cl_int lg_binary_copy(lg_Program *p, cl_uint index, cl_uint count, unsigned char *out);
 void lg_open_png(lua_State *L);    /* gpu.encode_png, gpu.write_file (png.c) */
 
 /* What a kernel parameter takes. */

@@ -204,16 +204,17 @@ static int build_cached(lua_State *L, lg_Program *p, const char *key, const char
 static void store_binary(lua_State *L, lg_Program *p, const char *key, int fields,
                          Capture *c) {
   size_t size = 0;
+  cl_uint index = 0, count = 0;
   unsigned char *bin;
   lg_CacheEntry e;
   cl_int err;
   lg_step_begin(c, p->dev);
-  err = clGetProgramInfo(p->prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL);
+  err = lg_binary_size(p, &index, &count, &size);
   lg_step_end(c);
   if (err != CL_SUCCESS || size == 0) return;
   bin = lua_newuserdatauv(L, size, 0);
   lg_step_begin(c, p->dev);
-  err = clGetProgramInfo(p->prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL);
+  err = lg_binary_copy(p, index, count, bin);
   lg_step_end(c);
   lua_getfield(L, fields, "log");
   lg_push_captured(L, c);

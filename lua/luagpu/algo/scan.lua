@@ -92,8 +92,10 @@ function S.ptx_target(dev)
     if kw then
       local ok, prog = pcall(P.get, dev, {family = "algo probe", source = PTX_PROBE,
                                           defines = {{"LG_ASM", kw}}})
-      local bin = ok and prog.binary
-      t = type(bin) == "string" and bin:match("%.target%s+(sm_%w+)") or false
+      -- (a driver that cannot give the binary leaves the target unknown)
+      local bin
+      if ok then ok, bin = pcall(function() return prog.binary end) end
+      t = ok and type(bin) == "string" and bin:match("%.target%s+(sm_%w+)") or false
     end
     ptx_targets[dev] = t
   end
