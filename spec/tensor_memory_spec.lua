@@ -180,6 +180,34 @@ describe("tensor memory", function()
     assert.equal(5 * n, t4:sum())
   end)
 
+  it("keeps the blocks of the class in use past the limit, releasing classes asked for " ..
+     "less recently first", function()
+    local pool = require "luagpu.core.pool"
+    local m0 = dev:memory()
+    pool.trim(dev)
+    pool.set_limit(dev, 3 * 4 * 4096)             -- room for three blocks of 4096 floats
+    do
+      local a = {}
+      for i = 1, 3 do a[i] = dev:tensor("float", {4096}, i) end
+      for i = 1, 3 do a[i]:release() end
+    end
+    assert.equal(3 * 4 * 4096, dev:memory().pooled)
+    -- a loop over another class (3000 floats: blocks of 3072) then reuses one
+    -- block: the limit is kept by releasing a 4096 block, not each new one
+    local made = dev:memory().made
+    for i = 1, 10 do
+      local a = dev:tensor("float", {3000}, i)
+      local b = (a * 2):eval()
+      assert.equal(2 * i * 3000, b:sum())
+      a:release()
+      b:release()
+    end
+    local m1 = dev:memory()
+    assert.is_true(m1.made - made <= 3, m1.made - made)
+    assert.is_true(m1.pooled <= 3 * 4 * 4096, m1.pooled)
+    pool.set_limit(dev, m0.limit)
+  end)
+
   it("trims the free blocks past a lowered limit, and refuses a block past max_alloc_size",
      function()
     local pool = require "luagpu.core.pool"

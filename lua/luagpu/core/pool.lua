@@ -19,7 +19,9 @@
 --   M.set_limit(dev, bytes), M.set_budget(dev, bytes)   (below)
 --
 -- Blocks are kept per element type and size class (4 classes per power of
--- two, so a block is at most 25% larger than asked). The pool holds every
+-- two, so a block is at most 25% larger than asked), up to a quarter of the
+-- device's memory free: past that, free blocks of the classes asked for
+-- least recently are released first. The pool holds every
 -- buffer it made strongly, so a buffer is never finalized while a storage
 -- that dies in the same collection hands it back. Lua cannot see device
 -- memory, so the pool counts the blocks it hands out per class since the
@@ -66,8 +68,8 @@ local function pool_of(dev)
   if not p then
     local mem = dev.global_mem_size
     p = {free = {}, out = {}, owned = {}, used = 0, pooled = 0, made = 0, buffers = 0,
-         spent = {}, futile = {}, since = {}, collect_cost = nil,
-         cap = min(mem // 4, 4 << 30), full = 0, max_alloc = dev.max_alloc_size,
+         spent = {}, futile = {}, since = {}, collect_cost = nil, tick = 0, last = {},
+         cap = mem // 4, full = 0, max_alloc = dev.max_alloc_size,
          collect_bytes = max(COLLECT_MIN, min(mem // 32, COLLECT_MAX))}
     pools[dev] = p
   end
@@ -93,6 +95,30 @@ local function release_block(p, buf, bytes)
   return bytes
 end
 
+-- Releases free blocks of classes other than key, those used least
+-- recently first, until bytes more fit under the pool's limit; returns
+-- whether they do. (A loop that moved on to other sizes leaves blocks of
+-- classes it no longer asks for: they go before a block of a class in use.)
+local function make_room(p, key, bytes)
+  local order = {}
+  for k, list in next, p.free do
+    if k ~= key and #list > 0 then order[#order + 1] = k end
+  end
+  local last = p.last
+  table.sort(order, function(a, b) return (last[a] or 0) < (last[b] or 0) end)
+  for _, k in ipairs(order) do
+    local list = p.free[k]
+    for i = #list, 1, -1 do
+      if p.pooled + bytes <= p.cap then return true end
+      local buf = list[i]
+      list[i] = nil
+      p.pooled = p.pooled - release_block(p, buf, #buf * SIZES[buf.type])
+    end
+    if #list == 0 then p.free[k] = nil end
+  end
+  return p.pooled + bytes <= p.cap
+end
+
 -- Hands a storage's buffer back (the storage's __gc).
 local function give_back(s)
   local p, buf = s.pool, s.buf
@@ -101,7 +127,7 @@ local function give_back(s)
   p.out[key] = (p.out[key] or 1) - 1
   p.used = p.used - s.bytes
   if gpu.type(buf) ~= "Buffer" then p.owned[buf] = nil; return end
-  if p.pooled + s.bytes > p.cap then
+  if p.pooled + s.bytes > p.cap and not make_room(p, key, s.bytes) then
     release_block(p, buf, s.bytes)
     return
   end
@@ -216,6 +242,8 @@ function M.storage(fn, dev, t, n)
   if cap > most then cap = n end         -- the class's rounding would not fit
   local key = KEYS[t][cap]
   local bytes = cap * size
+  local tick = p.tick + 1
+  p.tick, p.last[key] = tick, tick
   local buf = take(p, key)
   local since = p.since[key] or 0
   if not buf and since >= 1 and (since >= COLLECT_BLOCKS or since * bytes >= p.collect_bytes
