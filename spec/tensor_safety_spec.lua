@@ -1234,9 +1234,13 @@ print(pcall(y.get, y))
          "\"foo\"", function() return gpu.stack({x, x, foo = 2}) end},
       }
       for _, c in ipairs(CASES) do has_error(c[1] .. OPT, c[2]) end
-      -- and an empty list of dims says so
+      -- and an empty list of dims says so; a table where one dim goes is no dim
       has_error("luagpu: tensor:flip: argument #1: expected a list of dims, got an empty one",
                 x.flip, x, {})
+      has_error("luagpu: tensor:squeeze: argument #1: expected an integer dim, got table",
+                x.squeeze, x, {1})
+      has_error("luagpu: gpu.cat: argument #2: expected an integer dim, got luagpu.Tensor",
+                gpu.cat, {x, x}, x)
     end)
   end)
 

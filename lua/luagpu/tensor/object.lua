@@ -285,6 +285,10 @@ function O.check_dim(fn, where, x, dim, extra)
   local d = integer(dim)
   if d and d < 0 then d = d + nd + 1 end
   if not d or d < 1 or d > nd then
+    local k = type(dim)
+    if k == "table" or k == "userdata" or k == "function" then
+      fail(fn, "%s: expected an integer dim, got %s", where, typename(dim))
+    end
     if nd == 0 then fail(fn, "%s: a 0-d tensor has no dims, got %s", where, show(dim)) end
     fail(fn, "%s: dim %s is out of range (1 to %d, or -%d to -1)", where, show(dim), nd, nd)
   end
