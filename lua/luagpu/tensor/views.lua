@@ -84,10 +84,11 @@ end
 
 local positions = O.positions
 
-function V.select(x, dim, i, ...)
+-- x:select(dim, i) after its arguments' count was checked (x[i] has no
+-- more: it comes here directly)
+local function select_at(x, dim, i)
   local fn = "tensor:select"
   check(fn, 0, x)
-  O.no_more(fn, 3, ...)
   local d = check_dim(fn, "argument #1", x, dim)
   local size = x._shape[d]
   local p = integer(i)
@@ -100,6 +101,11 @@ function V.select(x, dim, i, ...)
   table.remove(shape, d)
   table.remove(strides, d)
   return reshaped(x, shape, strides, off)
+end
+
+function V.select(x, dim, i, ...)
+  O.no_more("tensor:select", 3, ...)
+  return select_at(x, dim, i)
 end
 
 -- x[i]: the select of dim 1 at i (negative: from the end); for a 1-D x
@@ -116,7 +122,7 @@ local function index_view(fn, x, i)
   if p < 1 or p > size then
     fail(fn, "position %s is out of range %s", show(i), positions(size))
   end
-  return V.select(x, 1, p)
+  return select_at(x, 1, p)
 end
 
 function O.index(x, i)
