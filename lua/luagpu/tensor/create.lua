@@ -29,11 +29,7 @@ local C = {device_methods = {}, methods = {}}
 -- Checks that table t (at: its name in messages) holds only its n values:
 -- another key ({1, 2, pinned = true}) would be dropped unseen.
 local function only_values(fn, t, n, at)
-  local k = O.stray_key(t, n)
-  if k ~= nil then
-    fail(fn, "argument #3: %s holds only values, got the key %s (options go in a table " ..
-         "of their own)", at, show(k))
-  end
+  O.check_entries(fn, "argument #3", t, n, at .. " holds only values")
 end
 
 -- Flattens a nested table (read raw) of the given shape into flat, checking
@@ -184,20 +180,23 @@ end
 local DM = C.device_methods
 
 -- dev:zeros(t, shape), dev:ones(t, shape), dev:full(t, shape, v)
-function DM.zeros(dev, t, shape)
+function DM.zeros(dev, t, shape, ...)
   local fn = "device:zeros"
+  O.no_more(fn, 3, ...)
   local list, n = check_new(fn, dev, t, shape)
   return filled(fn, dev, t, list, n, 0, 3)
 end
 
-function DM.ones(dev, t, shape)
+function DM.ones(dev, t, shape, ...)
   local fn = "device:ones"
+  O.no_more(fn, 3, ...)
   local list, n = check_new(fn, dev, t, shape)
   return filled(fn, dev, t, list, n, 1, 3)
 end
 
-function DM.full(dev, t, shape, v)
+function DM.full(dev, t, shape, v, ...)
   local fn = "device:full"
+  O.no_more(fn, 4, ...)
   local list, n = check_new(fn, dev, t, shape)
   return filled(fn, dev, t, list, n, v, 3)
 end
@@ -205,8 +204,9 @@ end
 -- x:zeros_like([t]), x:ones_like([t]), x:full_like(v [, t]): x's shape
 -- (and type, unless t is given) on x's device; x may be lazy (it is not
 -- evaluated).
-local function like(fn, x, v, varg, t)
+local function like(fn, x, v, varg, t, ...)
   X.check(fn, 0, x, true)
+  O.no_more(fn, varg + 2, ...)
   if t == nil then t = x._type else check_type(fn, "argument #" .. varg + 1, t) end
   local dev = x._dev
   O.check_device_type(fn, dev, t)
@@ -216,9 +216,9 @@ local function like(fn, x, v, varg, t)
   return filled(fn, dev, t, list, x._n, v, varg)
 end
 
-function C.methods.zeros_like(x, t) return like("tensor:zeros_like", x, 0, 0, t) end
-function C.methods.ones_like(x, t) return like("tensor:ones_like", x, 1, 0, t) end
-function C.methods.full_like(x, v, t) return like("tensor:full_like", x, v, 1, t) end
+function C.methods.zeros_like(x, t, ...) return like("tensor:zeros_like", x, 0, 0, t, ...) end
+function C.methods.ones_like(x, t, ...) return like("tensor:ones_like", x, 1, 0, t, ...) end
+function C.methods.full_like(x, v, t, ...) return like("tensor:full_like", x, v, 1, t, ...) end
 
 ------------------------------------------------------------------ eye, linspace
 
@@ -242,9 +242,10 @@ end
 -- dev:eye(t, n [, m]): the n x m matrix (m defaults to n) with ones on the
 -- diagonal: one kernel, element i (0-based, row-major) is 1 where
 -- i % (m + 1) == 0 and i < min(n, m) * (m + 1).
-function DM.eye(dev, t, n, m)
+function DM.eye(dev, t, n, m, ...)
   local fn = "device:eye"
   H.check_object(fn, "self", dev, "Device")
+  O.no_more(fn, 4, ...)
   check_type(fn, "argument #1", t)
   O.check_device_type(fn, dev, t)
   n = check_count(fn, 2, "rows", n)
@@ -265,9 +266,10 @@ end
 -- both included (count 1: first), as NumPy's linspace: first + i * step,
 -- step = (last - first) / (count - 1), the last one last exactly; computed
 -- in double (float without fp64), floored for integer types (as NumPy 2).
-function DM.linspace(dev, t, first, last, count)
+function DM.linspace(dev, t, first, last, count, ...)
   local fn = "device:linspace"
   H.check_object(fn, "self", dev, "Device")
+  O.no_more(fn, 5, ...)
   check_type(fn, "argument #1", t)
   O.check_device_type(fn, dev, t)
   local bounds = {first, last}

@@ -239,7 +239,8 @@ local function plan_of(lists, out)
   return p
 end
 
-function M.einsum(spec, a, b)
+function M.einsum(spec, a, b, ...)
+  O.no_more(FN, 4, ...)
   local ops = {a, b}
   local n = b == nil and 1 or 2
   for i = 1, n do

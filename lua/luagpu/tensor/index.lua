@@ -272,9 +272,10 @@ end
 
 -- x:gather(dim, idx): out[..., j, ...] = x[..., idx[..., j, ...], ...] along
 -- dim (PyTorch's gather): the shape of idx, the type of x.
-function methods.gather(x, dim, idx)
+function methods.gather(x, dim, idx, ...)
   local fn = "tensor:gather"
   check(fn, 0, x)
+  O.no_more(fn, 3, ...)
   local d = check_dim(fn, "argument #1", x, dim)
   local i = index_arg(fn, 2, idx, x._dev)
   check_shapes(fn, x, d, i)
@@ -286,9 +287,10 @@ end
 
 -- x:index_select(dim, idx): x's slices at the positions of the 1-D idx
 -- along dim, in idx's order.
-function methods.index_select(x, dim, idx)
+function methods.index_select(x, dim, idx, ...)
   local fn = "tensor:index_select"
   check(fn, 0, x)
+  O.no_more(fn, 3, ...)
   local d = check_dim(fn, "argument #1", x, dim)
   local given = idx
   idx = index_arg(fn, 2, idx, x._dev)
@@ -313,9 +315,10 @@ end
 
 -- x:take(idx): x's elements at idx's flat positions (x read in row-major
 -- order): the shape of idx.
-function methods.take(x, idx)
+function methods.take(x, idx, ...)
   local fn = "tensor:take"
   check(fn, 0, x)
+  O.no_more(fn, 2, ...)
   local i = index_arg(fn, 1, idx, x._dev)
   local c = O.is_contiguous(x) and x or x:contiguous()
   local out = O.empty(fn, x._dev, x._type, {table.unpack(i._shape)})
@@ -361,8 +364,9 @@ local function copy_of(fn, x)
   return out
 end
 
-local function scatter_method(fn, x, dim, idx, src, add)
+local function scatter_method(fn, x, dim, idx, src, add, ...)
   check(fn, 0, x)
+  O.no_more(fn, 4, ...)
   local d = check_dim(fn, "argument #1", x, dim)
   local i = index_arg(fn, 2, idx, x._dev)
   local kind = 0
@@ -390,19 +394,20 @@ local function scatter_method(fn, x, dim, idx, src, add)
   return out
 end
 
-function methods.scatter(x, dim, idx, src)
-  return scatter_method("tensor:scatter", x, dim, idx, src, false)
+function methods.scatter(x, dim, idx, src, ...)
+  return scatter_method("tensor:scatter", x, dim, idx, src, false, ...)
 end
 
-function methods.scatter_add(x, dim, idx, src)
-  return scatter_method("tensor:scatter_add", x, dim, idx, src, true)
+function methods.scatter_add(x, dim, idx, src, ...)
+  return scatter_method("tensor:scatter_add", x, dim, idx, src, true, ...)
 end
 
 -- x:put(idx, v): x's elements at idx's flat positions (row-major order)
 -- set to v's (a number, or a tensor of as many elements as idx); x itself.
-function methods.put(x, idx, v)
+function methods.put(x, idx, v, ...)
   local fn = "tensor:put"
   check(fn, 0, x)
+  O.no_more(fn, 3, ...)
   local i = index_arg(fn, 1, idx, x._dev)
   local given = v
   v = values_arg(fn, 2, x, v)
@@ -425,9 +430,10 @@ end
 
 -- x:masked_fill(mask, v): a new tensor: v where mask (broadcast to x's
 -- shape) is not 0, else x's elements.
-function methods.masked_fill(x, mask, v)
+function methods.masked_fill(x, mask, v, ...)
   local fn = "tensor:masked_fill"
   check(fn, 0, x)
+  O.no_more(fn, 3, ...)
   if not is_tensor(mask) then
     fail(fn, "argument #1: expected a mask tensor, got %s", typename(mask))
   end
@@ -469,9 +475,10 @@ local compact     -- luagpu.algo.compact, loaded on first use
 -- (broadcast to x's shape) is not 0, in row-major order: the scan of the
 -- mask, its count read, one kernel that moves the kept elements
 -- (luagpu.algo.compact's select).
-function methods.masked_select(x, mask)
+function methods.masked_select(x, mask, ...)
   local fn = "tensor:masked_select"
   check(fn, 0, x)
+  O.no_more(fn, 2, ...)
   if not is_tensor(mask) then
     fail(fn, "argument #1: expected a mask tensor, got %s", typename(mask))
   end
@@ -519,9 +526,10 @@ end
 
 -- x:nonzero(): the positions (1-based) of x's elements that are not 0, a
 -- {count, ndim} long tensor in row-major order.
-function methods.nonzero(x)
+function methods.nonzero(x, ...)
   local fn = "tensor:nonzero"
   check(fn, 0, x)
+  O.no_more(fn, 1, ...)
   local nd, dev = #x._shape, x._dev
   if x._n == 0 then return O.empty(fn, dev, "long", {0, nd}) end
   local m = x:ne(0):contiguous()
@@ -538,8 +546,9 @@ end
 -- first place whose element is not below it (right: above it), #sorted + 1
 -- past them all (NumPy's searchsorted + 1). A long tensor of values' shape.
 local SEARCH_OPTIONS = H.option_names({"right"}, "option ")
-function I.searchsorted(sorted, values, opts)
+function I.searchsorted(sorted, values, opts, ...)
   local fn = "gpu.searchsorted"
+  O.no_more(fn, 4, ...)
   if not is_tensor(sorted) then
     fail(fn, "argument #1: expected a sorted 1-D tensor, got %s", typename(sorted))
   end

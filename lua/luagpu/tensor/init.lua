@@ -91,13 +91,15 @@ for _, part in ipairs{CR.device_methods, RND.device_methods} do
 end
 
 -- dev:tensor(type, shape [, init]) (see docs/API.md, "Tensors").
-function DM.tensor(dev, t, shape, init)
+function DM.tensor(dev, t, shape, init, ...)
   H.check_object("device:tensor", "self", dev, "Device")
+  O.no_more("device:tensor", 4, ...)
   return new_tensor(dev, t, shape, init)
 end
 
-function DM.memory(dev)
+function DM.memory(dev, ...)
   H.check_object("device:memory", "self", dev, "Device")
+  O.no_more("device:memory", 1, ...)
   return memory.memory(dev)
 end
 
@@ -140,8 +142,9 @@ end
 ------------------------------------------------------------------ reading
 
 -- The values of contiguous x, a host array of x's shape (1 value for 0-d).
-function Tensor.get(x)
+function Tensor.get(x, ...)
   check("tensor:get", 0, x)
+  O.no_more("tensor:get", 1, ...)
   x = x:contiguous()
   local shape = x._shape
   local a
@@ -155,7 +158,9 @@ function Tensor.get(x)
 end
 
 -- Nested tables of x's values (a number for a 0-d tensor).
-function Tensor.totable(x)
+function Tensor.totable(x, ...)
+  check("tensor:totable", 0, x)
+  O.no_more("tensor:totable", 1, ...)
   local a = Tensor.get(x)
   local flat = a:totable()
   local shape = x._shape
@@ -177,8 +182,9 @@ function Tensor.totable(x)
 end
 
 -- The one value of a tensor of one element.
-function Tensor.item(x)
+function Tensor.item(x, ...)
   check("tensor:item", 0, x)
+  O.no_more("tensor:item", 1, ...)
   if x._n ~= 1 then fail("tensor:item", "expected a tensor of 1 element, got %d", x._n) end
   return x:get()[1]
 end
@@ -270,8 +276,9 @@ MT.__tostring = function(x)
 end
 
 -- A realized x (returns x); lazy results run their kernel now.
-function Tensor.eval(x)
+function Tensor.eval(x, ...)
   check("tensor:eval", 0, x)
+  O.no_more("tensor:eval", 1, ...)
   return x
 end
 

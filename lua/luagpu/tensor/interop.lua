@@ -123,14 +123,16 @@ local function no_options(fn, opts)
   end
 end
 
-function methods.mm(x, y, opts)
+function methods.mm(x, y, opts, ...)
   no_options("tensor:mm", opts)
+  O.no_more("tensor:mm", 3, ...)
   return mm("tensor:mm", x, y, false)
 end
 
 -- x:bmm(y): as torch.bmm, both 3-D (a batch of 1 is shared).
-function methods.bmm(x, y, opts)
+function methods.bmm(x, y, opts, ...)
   no_options("tensor:bmm", opts)
+  O.no_more("tensor:bmm", 3, ...)
   return mm("tensor:bmm", x, y, true)
 end
 
@@ -141,9 +143,10 @@ end
 -- through the driver, after what x's device had enqueued (NVIDIA's OpenCL
 -- goes through the host; docs/SCALING.md has the figures); another
 -- platform's device gets x through a host array.
-function methods.to(x, dev)
+function methods.to(x, dev, ...)
   local fn = "tensor:to"
   check(fn, 0, x)
+  O.no_more(fn, 2, ...)
   local cls, released = H.class_of(dev)
   if cls ~= "Device" or released then
     fail(fn, "argument #1: expected a luagpu.Device, got %s",
@@ -171,8 +174,9 @@ end
 
 ---------------------------------------------------------------- .npy
 
-function methods.save(x, path)
+function methods.save(x, path, ...)
   check("tensor:save", 0, x)
+  O.no_more("tensor:save", 2, ...)
   if type(path) ~= "string" then
     fail("tensor:save", "argument #1: expected a path, got %s", typename(path))
   end
@@ -183,8 +187,9 @@ function methods.save(x, path)
 end
 
 -- gpu.load(path, dev [, type]): the .npy file as a tensor on dev.
-function I.load(path, dev, t)
+function I.load(path, dev, t, ...)
   local fn = "gpu.load"
+  O.no_more(fn, 4, ...)
   local ok, a, fshape = pcall(gpu.load, path, t)
   if not ok then fail(fn, "%s", tostring(a):gsub("^luagpu: gpu.load: ", "")) end
   if not TY.SIZES[a.type] then
@@ -224,8 +229,9 @@ local dim_last, check_dim_arg = O.dim_last, O.check_one_dim
 
 -- x:cumsum([dim]) / x:cumprod([dim]): inclusive prefix sums (products)
 -- along dim (default: the last), in x's type (integers wrap).
-local function cumulative(fn, op, x, dim)
+local function cumulative(fn, op, x, dim, ...)
   check(fn, 0, x)
+  O.no_more(fn, 2, ...)
   local d = check_dim_arg(fn, x, dim)
   local A = algo(fn, "scan", x._dev)
   if x._n == 0 then return O.empty(fn, x._dev, x._type, x._shape) end
@@ -236,8 +242,8 @@ local function cumulative(fn, op, x, dim)
   return back and out:permute(back) or out
 end
 
-function methods.cumsum(x, dim) return cumulative("tensor:cumsum", "sum", x, dim) end
-function methods.cumprod(x, dim) return cumulative("tensor:cumprod", "prod", x, dim) end
+function methods.cumsum(x, dim, ...) return cumulative("tensor:cumsum", "sum", x, dim, ...) end
+function methods.cumprod(x, dim, ...) return cumulative("tensor:cumprod", "prod", x, dim, ...) end
 
 local SORT_OPTIONS = H.option_names({"descending"}, "option ")
 
@@ -254,9 +260,10 @@ end
 
 -- x:sort([dim] [, {descending = true}]): the values sorted along dim
 -- (default: the last), a new tensor.
-function methods.sort(x, dim, opts)
+function methods.sort(x, dim, opts, ...)
   local fn = "tensor:sort"
   check(fn, 0, x)
+  O.no_more(fn, 3, ...)
   local d, desc = sort_args(fn, x, dim, opts)
   local A = algo(fn, "sort", x._dev)
   if x._n == 0 then return O.empty(fn, x._dev, x._type, x._shape) end
@@ -270,9 +277,10 @@ end
 
 -- x:argsort([dim] [, {descending = true}]): the 1-based positions along
 -- dim that sort x (stable), a long tensor.
-function methods.argsort(x, dim, opts)
+function methods.argsort(x, dim, opts, ...)
   local fn = "tensor:argsort"
   check(fn, 0, x)
+  O.no_more(fn, 3, ...)
   local d, desc = sort_args(fn, x, dim, opts)
   local A = algo(fn, "argsort", x._dev)
   if x._n == 0 then return O.empty(fn, x._dev, "long", x._shape) end

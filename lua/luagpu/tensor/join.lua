@@ -30,9 +30,10 @@ local methods = J.methods
 
 -- x:squeeze([dim]): without dim, x without its dims of size 1; with dim,
 -- without that dim when its size is 1, else x's shape (as PyTorch). A view.
-function methods.squeeze(x, dim)
+function methods.squeeze(x, dim, ...)
   local fn = "tensor:squeeze"
   check(fn, 0, x)
+  O.no_more(fn, 2, ...)
   local shape, strides = {}, {}
   local d = dim ~= nil and check_dim(fn, "argument #1", x, dim)
   for i, n in ipairs(x._shape) do
@@ -45,9 +46,10 @@ end
 
 -- x:unsqueeze(dim): x with a dim of size 1 inserted at position dim (1 to
 -- ndim + 1; -1 appends). A view.
-function methods.unsqueeze(x, dim)
+function methods.unsqueeze(x, dim, ...)
   local fn = "tensor:unsqueeze"
   check(fn, 0, x)
+  O.no_more(fn, 2, ...)
   local nd = #x._shape
   if nd >= MAX_DIMS then
     fail(fn, "the tensor has %d dims already (at most %d)", nd, MAX_DIMS)
@@ -68,8 +70,9 @@ function methods.unsqueeze(x, dim)
 end
 
 -- x:flatten(): x as one dim (x:reshape{-1}: a view when the strides allow).
-function methods.flatten(x)
+function methods.flatten(x, ...)
   check("tensor:flatten", 0, x)
+  O.no_more("tensor:flatten", 1, ...)
   return x:reshape{-1}
 end
 
@@ -78,19 +81,19 @@ end
 -- x:flip(dim_or_dims): x with the elements of each dim given (a number or
 -- a list) in reverse order. A view (negative strides, as NumPy's flip;
 -- PyTorch's copies: x:flip(d):clone() for one).
-function methods.flip(x, dims)
+function methods.flip(x, dims, ...)
   local fn = "tensor:flip"
   check(fn, 0, x)
-  local list = dims
-  if type(dims) ~= "table" or getmetatable(dims) ~= nil then list = {dims} end
+  O.no_more(fn, 2, ...)
+  local list
+  if type(dims) == "table" and getmetatable(dims) == nil then
+    list = O.check_dims(fn, 1, x, dims)
+  else
+    list = {check_dim(fn, "argument #1", x, dims)}
+  end
   local shape, strides, off = {}, {}, x._off
   for i, n in ipairs(x._shape) do shape[i], strides[i] = n, x._strides[i] end
-  local seen = {}
-  for i = 1, math.max(1, rawlen(list)) do
-    local d = check_dim(fn, list == dims and "argument #1: entry " .. i or "argument #1", x,
-                        rawget(list, i))
-    if seen[d] then fail(fn, "argument #1: dim %d appears twice", d) end
-    seen[d] = true
+  for _, d in ipairs(list) do
     if shape[d] > 1 then
       off = off + (shape[d] - 1) * strides[d]
       strides[d] = -strides[d]
@@ -102,9 +105,10 @@ end
 -- x:roll(shift, dim): x's elements along dim moved shift places on (as
 -- NumPy and PyTorch: the last ones come round first). A new tensor: the
 -- two parts each set into place.
-function methods.roll(x, shift, dim)
+function methods.roll(x, shift, dim, ...)
   local fn = "tensor:roll"
   check(fn, 0, x)
+  O.no_more(fn, 3, ...)
   local k = integer(shift)
   if not k then fail(fn, "argument #1: expected an integer shift, got %s", show(shift)) end
   local d = check_dim(fn, "argument #2", x, dim)
@@ -130,8 +134,9 @@ end
 -- dims) on and below (tril) or on and above (triu) diagonal k (0 the main
 -- one, > 0 above it), zeros elsewhere. A new tensor, one kernel with the
 -- positions' comparison fused (two small aranges made first).
-local function triangle(fn, x, k, below)
+local function triangle(fn, x, k, below, ...)
   check(fn, 0, x)
+  O.no_more(fn, 2, ...)
   local d = k == nil and 0 or integer(k)
   if not d then fail(fn, "argument #1: expected an integer diagonal, got %s", show(k)) end
   local rows, cols = last_two(fn, x)
@@ -144,21 +149,23 @@ local function triangle(fn, x, k, below)
   return E.where(mask, x, 0):astype(x._type):eval()
 end
 
-function methods.tril(x, k) return triangle("tensor:tril", x, k, true) end
-function methods.triu(x, k) return triangle("tensor:triu", x, k, false) end
+function methods.tril(x, k, ...) return triangle("tensor:tril", x, k, true, ...) end
+function methods.triu(x, k, ...) return triangle("tensor:triu", x, k, false, ...) end
 
 -- x:repeat_tiles(reps): x repeated reps[i] times along dim i (NumPy's
 -- tile: a list shorter than x's dims repeats its last dims, a longer one
 -- adds leading dims). A new tensor: per dim repeated, one copy of an
 -- expanded view (or, with 8 dims already, one set per repetition).
-function methods.repeat_tiles(x, reps)
+function methods.repeat_tiles(x, reps, ...)
   local fn = "tensor:repeat_tiles"
   check(fn, 0, x)
+  O.no_more(fn, 2, ...)
   if type(reps) == "number" then reps = {reps} end
   if type(reps) ~= "table" or getmetatable(reps) ~= nil then
     fail(fn, "argument #1: expected a list of repetitions, got %s", typename(reps))
   end
   local nr, nd = rawlen(reps), #x._shape
+  O.check_entries(fn, "argument #1", reps, nr, "a list of repetitions holds only counts")
   local D = math.max(nr, nd)
   if D > MAX_DIMS then fail(fn, "argument #1: %d dims are too many (at most %d)", D, MAX_DIMS) end
   local counts, total = {}, x._n
@@ -202,9 +209,10 @@ end
 -- x:pad(widths [, value]): x with value (default 0) around it: widths is
 -- a number (every dim, both sides) or one {before, after} per dim. A new
 -- tensor: filled, then x set into the middle.
-function methods.pad(x, widths, value)
+function methods.pad(x, widths, value, ...)
   local fn = "tensor:pad"
   check(fn, 0, x)
+  O.no_more(fn, 3, ...)
   local nd = #x._shape
   local pairs_ = {}
   if type(widths) == "number" then
@@ -219,6 +227,7 @@ function methods.pad(x, widths, value)
       fail(fn, "argument #1: expected %d pairs {before, after} (one per dim), got %d", nd,
            rawlen(widths))
     end
+    O.check_entries(fn, "argument #1", widths, nd, "a list of widths holds only pairs")
     for i = 1, nd do
       local p = rawget(widths, i)
       local b = type(p) == "table" and integer(rawget(p, 1))
@@ -228,6 +237,7 @@ function methods.pad(x, widths, value)
              type(p) == "table" and "{" .. show(rawget(p, 1)) .. ", " .. show(rawget(p, 2)) .. "}"
              or show(p))
       end
+      O.check_entries(fn, "argument #1: entry " .. i, p, 2, "a pair holds only {before, after}")
       pairs_[i] = {b, a}
     end
   else
@@ -272,13 +282,15 @@ end
 -- x:split(size [, dim]): parts of size elements along dim (default 1), the
 -- last smaller when they do not divide it; x:split({n1, n2, ...} [, dim]):
 -- parts of those sizes, which must add up to the dim's. A list of views.
-function methods.split(x, size, dim)
+function methods.split(x, size, dim, ...)
   local fn = "tensor:split"
   check(fn, 0, x)
+  O.no_more(fn, 3, ...)
   local d = check_dim(fn, "argument #2", x, dim == nil and 1 or dim)
   local len = x._shape[d]
   local sizes = {}
   if type(size) == "table" and getmetatable(size) == nil then
+    O.check_entries(fn, "argument #1", size, rawlen(size), "a list of sizes holds only sizes")
     local total = 0
     for i = 1, rawlen(size) do
       local n = integer(rawget(size, i))
@@ -305,9 +317,10 @@ end
 -- x:chunk(n [, dim]): x in n parts along dim (default 1) of ceil(len / n)
 -- elements, the last smaller; fewer parts when there are not enough
 -- elements (as PyTorch). A list of views.
-function methods.chunk(x, n, dim)
+function methods.chunk(x, n, dim, ...)
   local fn = "tensor:chunk"
   check(fn, 0, x)
+  O.no_more(fn, 3, ...)
   local c = integer(n)
   if not c or c < 1 then fail(fn, "argument #1: expected a number of parts >= 1, got %s", show(n)) end
   local d = check_dim(fn, "argument #2", x, dim == nil and 1 or dim)
@@ -325,6 +338,7 @@ local function check_list(fn, list)
   end
   local n = rawlen(list)
   if n == 0 then fail(fn, "argument #1: expected a list of tensors, got an empty one") end
+  O.check_entries(fn, "argument #1", list, n, "a list of tensors holds only tensors")
   local xs, t = {}, nil
   for i = 1, n do
     local x = rawget(list, i)
@@ -342,8 +356,9 @@ end
 -- gpu.cat(list [, dim]): the tensors of list joined along dim (default 1;
 -- negative from the end): equal shapes but for that dim, their types
 -- promoted. A new tensor; each input is one kernel writing its slice.
-function J.cat(list, dim)
+function J.cat(list, dim, ...)
   local fn = "gpu.cat"
+  O.no_more(fn, 3, ...)
   local xs, t = check_list(fn, list)
   local first = xs[1]
   local d = check_dim(fn, "argument #2", first, dim == nil and 1 or dim)
@@ -387,8 +402,9 @@ end
 
 -- gpu.stack(list [, dim]): tensors of one shape joined along a new dim at
 -- position dim (default 1; 1 to ndim + 1, negative from the end).
-function J.stack(list, dim)
+function J.stack(list, dim, ...)
   local fn = "gpu.stack"
+  O.no_more(fn, 3, ...)
   local xs = check_list(fn, list)
   local first = xs[1]
   for i, x in ipairs(xs) do

@@ -11,6 +11,9 @@
 --   O.empty(fn, dev, t, shape)    a new contiguous tensor, contents undefined
 --   O.drop(x)                     a temporary's block back to the pool now
 --   O.stray_key(t, n)             a key of t other than 1..n, or nil
+--   O.check_entries(fn, where, t, n, holds)   raises on such a key
+--   O.no_more(fn, n, ...)         raises on an argument past a call's last
+--   O.check_dims(fn, arg, x, list)   a list of dims, checked
 --   O.contiguous_strides, O.numel, O.show_shape, O.is_contiguous
 --   O.elements_of(x)              the Buffer of realized x's elements
 --   O.check_type, O.check_device_type, O.check_shape, O.check_alloc,
@@ -202,7 +205,6 @@ function O.check_device_type(fn, dev, t)
   end
 end
 
--- Checks a shape: a number (1-D) or a list of at most 8 integer sizes >= 0
 -- A key of table t other than the positions 1..n (read raw), or nil: a
 -- list of sizes or values with an option put among them. next() past the
 -- last position finds none at once where they are the table's array part;
@@ -215,6 +217,29 @@ function O.stray_key(t, n)
   return nil
 end
 
+-- Raises where list t (where: its name, "argument #1") of n entries holds
+-- another key ({1, 2, keepdim = true}: the option would do nothing, unseen);
+-- holds says what it may hold ("a list of dims holds only dims").
+function O.check_entries(fn, where, t, n, holds)
+  local k = O.stray_key(t, n)
+  if k ~= nil then
+    fail(fn, "%s: %s, got the key %s (options go in a table of their own)", where, holds, show(k))
+  end
+end
+
+-- Raises where a call got arguments past its last: ... are they, the first
+-- argument #n (nils are passed over: x:sum(1, nil) is x:sum(1)). An options
+-- table there ({keepdim = true} to an op that takes none) would do nothing.
+function O.no_more(fn, n, ...)
+  for i = 1, select("#", ...) do
+    local v = select(i, ...)
+    if v ~= nil then
+      fail(fn, "argument #%d: expected no more arguments, got %s", n + i - 1, typename(v))
+    end
+  end
+end
+
+-- Checks a shape: a number (1-D) or a list of at most 8 integer sizes >= 0
 -- (read raw) whose product fits; returns a new list and the count.
 function O.check_shape(fn, where, shape)
   local list = {}
@@ -226,13 +251,7 @@ function O.check_shape(fn, where, shape)
       fail(fn, "%s: %d dimensions are too many (at most %d)", where, n, MAX_DIMS)
     end
     for i = 1, n do list[i] = rawget(shape, i) end
-    -- a shape holds only its sizes: an option put there ({4, pinned = true})
-    -- would be lost
-    local k = O.stray_key(shape, n)
-    if k ~= nil then
-      fail(fn, "%s: a shape holds only sizes, got the key %s (options go in a table " ..
-           "of their own)", where, show(k))
-    end
+    O.check_entries(fn, where, shape, n, "a shape holds only sizes")
   else
     fail(fn, "%s: expected a shape (a table of sizes), got %s", where, typename(shape))
   end
@@ -266,10 +285,31 @@ function O.check_dim(fn, where, x, dim, extra)
   local d = integer(dim)
   if d and d < 0 then d = d + nd + 1 end
   if not d or d < 1 or d > nd then
+    local k = type(dim)
+    if k == "table" or k == "userdata" or k == "function" then
+      fail(fn, "%s: expected an integer dim, got %s", where, typename(dim))
+    end
     if nd == 0 then fail(fn, "%s: a 0-d tensor has no dims, got %s", where, show(dim)) end
     fail(fn, "%s: dim %s is out of range (1 to %d, or -%d to -1)", where, show(dim), nd, nd)
   end
   return d
+end
+
+-- A list of dims of x (argument #arg of fn, read raw): only its positions,
+-- at least one, none twice. Returns a new list of them positive, in the
+-- order given, and the set of them.
+function O.check_dims(fn, arg, x, list)
+  local where = "argument #" .. arg
+  local n = rawlen(list)
+  O.check_entries(fn, where, list, n, "a list of dims holds only dims")
+  if n == 0 then fail(fn, "%s: expected a list of dims, got an empty one", where) end
+  local dims, seen = {}, {}
+  for i = 1, n do
+    local d = O.check_dim(fn, where .. ": entry " .. i, x, rawget(list, i))
+    if seen[d] then fail(fn, "%s: dim %d appears twice", where, d) end
+    seen[d], dims[i] = true, d
+  end
+  return dims, seen
 end
 
 -- The dim argument of the ops along one dim (cumsum, sort, softmax, ...):

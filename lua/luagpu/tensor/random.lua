@@ -79,16 +79,18 @@ end
 
 local function per_item(t) return t == "float" and 4 or 2 end
 
-function R.rand(dev, t, shape, seed)
+function R.rand(dev, t, shape, seed, ...)
   local fn = "device:rand"
   check_type(fn, dev, t, true)
+  O.no_more(fn, 4, ...)
   local list, n = shape_of(fn, dev, t, shape, 2)
   return generate(fn, "rand", dev, t, list, n, key_of(fn, 3, seed), per_item(t))
 end
 
-function R.randn(dev, t, shape, seed)
+function R.randn(dev, t, shape, seed, ...)
   local fn = "device:randn"
   check_type(fn, dev, t, true)
+  O.no_more(fn, 4, ...)
   local list, n = shape_of(fn, dev, t, shape, 2)
   return generate(fn, "randn", dev, t, list, n, key_of(fn, 3, seed), per_item(t))
 end
@@ -110,9 +112,10 @@ local DM = R.device_methods
 
 -- dev:uniform(t, shape, lo, hi [, seed]): uniform in [lo, hi) (lo + (hi -
 -- lo) * u, which rounding may take to hi); lo <= hi, both finite.
-function DM.uniform(dev, t, shape, lo, hi, seed)
+function DM.uniform(dev, t, shape, lo, hi, seed, ...)
   local fn = "device:uniform"
   check_type(fn, dev, t, true)
+  O.no_more(fn, 6, ...)
   local list, n = shape_of(fn, dev, t, shape, 2)
   if lo ~= nil and hi ~= nil and type(lo) == "number" and type(hi) == "number" and hi < lo then
     fail(fn, "argument #4: hi (%s) is less than lo (%s)", show(hi), show(lo))
@@ -129,9 +132,10 @@ end
 
 -- dev:normal(t, shape, mean, std [, seed]): normal with that mean and
 -- standard deviation (std >= 0), mean + std * z.
-function DM.normal(dev, t, shape, mean, std, seed)
+function DM.normal(dev, t, shape, mean, std, seed, ...)
   local fn = "device:normal"
   check_type(fn, dev, t, true)
+  O.no_more(fn, 6, ...)
   local list, n = shape_of(fn, dev, t, shape, 2)
   if type(std) == "number" and std < 0 then
     fail(fn, "argument #4: std: expected a number >= 0, got %s", show(std))
@@ -163,9 +167,10 @@ end
 
 -- dev:randint(t, lo, hi, shape [, seed]): integers lo..hi, both included,
 -- uniform (each of the hi - lo + 1 values within 2^-64 of its share).
-function DM.randint(dev, t, lo, hi, shape, seed)
+function DM.randint(dev, t, lo, hi, shape, seed, ...)
   local fn = "device:randint"
   check_type(fn, dev, t, false)
+  O.no_more(fn, 6, ...)
   lo = bound(fn, 2, "lo", t, lo)
   hi = bound(fn, 3, "hi", t, hi)
   if (t == "ulong" and math.ult(hi, lo)) or (t ~= "ulong" and hi < lo) then
@@ -179,9 +184,10 @@ end
 
 -- dev:randperm(n [, seed]): a long tensor holding 1..n in random order:
 -- the positions that sort n random 64-bit keys (x:argsort, stable).
-function DM.randperm(dev, n, seed)
+function DM.randperm(dev, n, seed, ...)
   local fn = "device:randperm"
   H.check_object(fn, "self", dev, "Device")
+  O.no_more(fn, 3, ...)
   local count = integer(n)
   if not count or count < 0 then
     fail(fn, "argument #1: expected an integer >= 0, got %s", show(n))

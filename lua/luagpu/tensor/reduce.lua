@@ -25,7 +25,7 @@ local X = require "luagpu.tensor.expr"
 local E = require "luagpu.tensor.elementwise"
 
 local type, pairs, tostring, pcall, unpack = type, pairs, tostring, pcall, table.unpack
-local ipairs, rawget, rawlen, getmetatable = ipairs, rawget, rawlen, getmetatable
+local ipairs, rawget, getmetatable = ipairs, rawget, getmetatable
 local format = string.format
 local min, max, huge = math.min, math.max, math.huge
 local fail, show = H.fail, H.show
@@ -415,8 +415,9 @@ local TYPED = {sum = true, prod = true, mean = true}
 -- prod, mean: the type to accumulate in and give)}.
 local function reduction(op)
   local fn = "tensor:" .. op
-  return function(x, dim, opts)
+  return function(x, dim, opts, ...)
     check(fn, 0, x)
+    O.no_more(fn, 3, ...)
     local keepdim, t = opts, nil
     if type(opts) == "table" then
       H.check_options(fn, 2, opts, REDUCE_OPTIONS)
@@ -444,14 +445,7 @@ end
 reduce_by_dims = function(fn, op, x, dim, keepdim)
     if dim == nil then return reduce_all(fn, op, x) end
     if type(dim) == "table" and getmetatable(dim) == nil then
-      local dims, seen = {}, {}
-      for i = 1, rawlen(dim) do
-        local d = O.check_dim(fn, "argument #1: entry " .. i, x, rawget(dim, i))
-        if seen[d] then fail(fn, "argument #1: dim %d appears twice", d) end
-        seen[d] = true
-        dims[#dims + 1] = d
-      end
-      if #dims == 0 then fail(fn, "argument #1: expected a list of dims, got an empty one") end
+      local dims = O.check_dims(fn, 1, x, dim)
       if #dims == 1 then return reduce_dim(fn, op, x, dims[1], keepdim) end
       if R_ARG[op] then
         fail(fn, "argument #1: %s takes one dim (or none), got %d", op, #dims)
@@ -475,15 +469,21 @@ local function other_object(fn, a)
            H.typename(a))
   end
 end
-function methods.min(x, a, b)
-  if O.is_tensor(a) then return emin(x, a) end
+function methods.min(x, a, ...)
+  if O.is_tensor(a) then
+    O.no_more("tensor:min", 2, ...)
+    return emin(x, a)
+  end
   other_object("tensor:min", a)
-  return rmin(x, a, b)
+  return rmin(x, a, ...)
 end
-function methods.max(x, a, b)
-  if O.is_tensor(a) then return emax(x, a) end
+function methods.max(x, a, ...)
+  if O.is_tensor(a) then
+    O.no_more("tensor:max", 2, ...)
+    return emax(x, a)
+  end
   other_object("tensor:max", a)
-  return rmax(x, a, b)
+  return rmax(x, a, ...)
 end
 
 return R

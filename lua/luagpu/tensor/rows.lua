@@ -126,8 +126,9 @@ local dim_last, check_dim_arg = O.dim_last, O.check_one_dim
 -- (default dim: the last).
 local function normalizer(mode)
   local fn = "tensor:" .. mode
-  return function(x, dim)
+  return function(x, dim, ...)
     check(fn, 0, x)
+    O.no_more(fn, 2, ...)
     local d = check_dim_arg(fn, x, dim)
     x = as_floating(fn, x)
     if x._n == 0 then return empty(fn, x._dev, x._type, x._shape) end
@@ -146,9 +147,10 @@ RW.methods.log_softmax = normalizer("log_softmax")
 -- x:logsumexp([dim [, keepdim]]): log(sum(exp(x))) along dim, a tensor
 -- (keepdim: the dim kept with size 1); without dim, of all elements, a
 -- Lua number.
-function RW.methods.logsumexp(x, dim, keepdim)
+function RW.methods.logsumexp(x, dim, keepdim, ...)
   local fn = "tensor:logsumexp"
   check(fn, 0, x)
+  O.no_more(fn, 3, ...)
   if type(keepdim) == "table" then
     local o = H.check_options(fn, 2, keepdim, H.option_names({"keepdim"}, "option "))
     keepdim = o.keepdim

@@ -14,9 +14,10 @@ local RW = require "luagpu.tensor.rows"
 local TK = require "luagpu.tensor.topk"
 local algo = require("luagpu.tensor.interop").algo
 
-local type, ipairs, rawget = type, ipairs, rawget
+local type, ipairs, rawget, getmetatable = type, ipairs, rawget, getmetatable
 local huge = math.huge
 local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
+local no_more = O.no_more
 local check, check_dim, show_shape, is_tensor = X.check, O.check_dim, O.show_shape, O.is_tensor
 local FLOATS, INTEGERS = TY.FLOATS, TY.INTEGERS
 
@@ -35,23 +36,15 @@ end
 -- each result covers.
 local function covered(fn, x, dim)
   if dim == nil then return nil, x._n end
-  local list = type(dim) == "table" and dim or {dim}
-  if #list == 0 then fail(fn, "argument #1: expected a list of dims, got an empty one") end
-  local n, seen = 1, {}
-  for i = 1, #list do
-    local d = check_dim(fn, "argument #1" .. (list == dim and ": entry " .. i or ""), x,
-                        rawget(list, i))
-    if seen[d] then fail(fn, "argument #1: dim %d appears twice", d) end
-    n = n * x._shape[d]
-    seen[d] = true
+  local dims
+  if type(dim) == "table" and getmetatable(dim) == nil then
+    dims = O.check_dims(fn, 1, x, dim)
+  else
+    dims = {check_dim(fn, "argument #1", x, dim)}
   end
+  local n = 1
+  for _, d in ipairs(dims) do n = n * x._shape[d] end
   return dim, n
-end
-
--- Raises where a call got an argument past its last, n (an options table
--- such as {keepdim = true} would otherwise do nothing, silently).
-local function no_more(fn, n, v)
-  if v ~= nil then fail(fn, "argument #%d: expected no more arguments, got %s", n, typename(v)) end
 end
 
 ------------------------------------------------------------------ spread
@@ -75,8 +68,9 @@ local VAR_OPTIONS = H.option_names({"correction", "keepdim"}, "option ")
 -- then the squared deviations (one kernel of both along a single last dim:
 -- luagpu.tensor.rows). Integers in double. A Lua number without a
 -- dim; NaN when n - correction <= 0.
-local function spread(fn, x, dim, opts, std)
+local function spread(fn, x, dim, opts, std, ...)
   check(fn, 0, x)
+  no_more(fn, 3, ...)
   if type(dim) == "table" and rawget(dim, 1) == nil and opts == nil then dim, opts = nil, dim end
   local o = H.check_options(fn, 2, opts, VAR_OPTIONS)
   local c = o.correction == nil and 1 or o.correction
@@ -108,18 +102,18 @@ local function spread(fn, x, dim, opts, std)
   return (std and v:sqrt() or v):eval()
 end
 
-function methods.var(x, dim, opts) return spread("tensor:var", x, dim, opts, false) end
+function methods.var(x, dim, opts, ...) return spread("tensor:var", x, dim, opts, false, ...) end
 
 -- x:std(...): the square root of x:var(...).
-function methods.std(x, dim, opts) return spread("tensor:std", x, dim, opts, true) end
+function methods.std(x, dim, opts, ...) return spread("tensor:std", x, dim, opts, true, ...) end
 
 -- x:norm([p] [, dim_or_dims]): (sum |x|^p)^(1/p) (p default 2; math.huge:
 -- max |x|, -math.huge: min |x|; 0: the count of elements not 0), over all
 -- elements (a Lua number) or along dims (a tensor). Integers in double.
-function methods.norm(x, p, dim, extra)
+function methods.norm(x, p, dim, ...)
   local fn = "tensor:norm"
   check(fn, 0, x)
-  no_more(fn, 3, extra)
+  no_more(fn, 3, ...)
   if p == nil then p = 2 end
   if type(p) ~= "number" or p ~= p then
     fail(fn, "argument #1: expected a number p (or math.huge), got %s", show(p))
@@ -147,31 +141,32 @@ end
 
 ------------------------------------------------------------------ order
 
--- The dim argument of median and topk: given, or the last.
-local function dim_of(fn, x, dim)
+-- The dim argument (argument #arg) of median and topk: given, or the last.
+local function dim_of(fn, arg, x, dim)
   if #x._shape == 0 then fail(fn, "expected a tensor of at least 1 dim, got a 0-d one") end
   if dim == nil then return #x._shape end
   if type(dim) == "table" then
-    fail(fn, "argument #2: expected an integer dim, got a table (several dims at once are " ..
-         "not supported yet)")
+    fail(fn, "argument #%d: expected an integer dim, got a table (several dims at once are " ..
+         "not supported yet)", arg)
   end
-  return check_dim(fn, "argument #2", x, dim)
+  return check_dim(fn, "argument #" .. arg, x, dim)
 end
 
 -- x:median([dim]): the lower median (of an even count, the smaller of the
 -- two middle elements, as PyTorch's; NumPy averages them): without dim, a
 -- Lua number over every element; along dim, the values and their 1-based
 -- positions (two tensors). NaN sorts last. By a sort (argsort along dim).
-function methods.median(x, dim)
+function methods.median(x, dim, ...)
   local fn = "tensor:median"
   check(fn, 0, x)
+  no_more(fn, 2, ...)
   if dim == nil then
     if x._n == 0 then fail(fn, "the median of an empty tensor is undefined") end
     algo(fn, "sort", x._dev)      -- (dev's algo.classes checked under fn: so below)
     local s = x:flatten():sort()
     return s[(x._n + 1) // 2]
   end
-  local d = check_dim(fn, "argument #1", x, dim)
+  local d = dim_of(fn, 1, x, dim)
   local L = x._shape[d]
   if L == 0 then fail(fn, "the median of an empty dim is undefined (dim %d has size 0)", d) end
   algo(fn, "argsort", x._dev)
@@ -187,11 +182,12 @@ local TOPK_OPTIONS = H.option_names({"largest"}, "option ")
 -- order; NaN counts as the largest (it sorts last). By a radix select
 -- (luagpu.tensor.topk: k up to 1024 and at most half the dim), else by a
 -- sort along dim.
-function methods.topk(x, k, dim, opts)
+function methods.topk(x, k, dim, opts, ...)
   local fn = "tensor:topk"
   check(fn, 0, x)
+  no_more(fn, 4, ...)
   if type(dim) == "table" and opts == nil and rawget(dim, 1) == nil then dim, opts = nil, dim end
-  local d = dim_of(fn, x, dim)
+  local d = dim_of(fn, 2, x, dim)
   local o = H.check_options(fn, 3, opts, TOPK_OPTIONS)
   if o.largest ~= nil and type(o.largest) ~= "boolean" then
     fail(fn, "argument #3: option largest: expected a boolean, got %s", show(o.largest))
@@ -211,9 +207,10 @@ end
 -- x:unique(): the distinct values of x, ascending (NaNs as one, last), and
 -- how many times each occurs (long): two 1-D tensors. By a sort, a mask of
 -- the places where the value changes, and a compaction.
-function methods.unique(x)
+function methods.unique(x, ...)
   local fn = "tensor:unique"
   check(fn, 0, x)
+  no_more(fn, 1, ...)
   local n = x._n
   if n == 0 then
     return O.empty(fn, x._dev, x._type, {0}), O.empty(fn, x._dev, "long", {0})
@@ -247,9 +244,10 @@ end
 -- x:bincount([bins]): how many times each value 0, 1, ... occurs in x (a
 -- 1-D tensor of integers >= 0): a long tensor of max(bins, max(x) + 1)
 -- elements (as PyTorch's minlength). By algo.histogram's integer keys.
-function methods.bincount(x, bins)
+function methods.bincount(x, bins, ...)
   local fn = "tensor:bincount"
   check(fn, 0, x)
+  no_more(fn, 2, ...)
   if #x._shape ~= 1 or not INTEGERS[x._type] then
     fail(fn, "expected a 1-D tensor of integers, got %s of %s", show_shape(x._shape), x._type)
   end
@@ -282,10 +280,10 @@ end
 
 -- x:dot(y): the sum of the products of two 1-D tensors of one length (a
 -- Lua number; types promoted).
-function methods.dot(x, y, extra)
+function methods.dot(x, y, ...)
   local fn = "tensor:dot"
   check(fn, 0, x)
-  no_more(fn, 2, extra)
+  no_more(fn, 2, ...)
   if not is_tensor(y) then fail(fn, "argument #1: expected a tensor, got %s", typename(y)) end
   check(fn, 1, y)
   O.check_same_device(fn, 1, y, x._dev)
@@ -298,9 +296,9 @@ end
 
 -- gpu.outer(a, b): the matrix a[i] * b[j] of two 1-D tensors (one fused
 -- kernel; types promoted).
-function M.outer(a, b, extra)
+function M.outer(a, b, ...)
   local fn = "gpu.outer"
-  no_more(fn, 3, extra)
+  no_more(fn, 3, ...)
   for i, v in ipairs {a, b} do
     if not is_tensor(v) then fail(fn, "argument #%d: expected a tensor, got %s", i, typename(v)) end
     check(fn, i, v)

@@ -48,9 +48,10 @@ local function slice_down(fn, x, d, f, l, s, first, last)
   return reshaped(x, shape, strides, off)
 end
 
-function V.slice(x, dim, first, last, step)
+function V.slice(x, dim, first, last, step, ...)
   local fn = "tensor:slice"
   check(fn, 0, x)
+  O.no_more(fn, 5, ...)
   local d = check_dim(fn, "argument #1", x, dim)
   local size = x._shape[d]
   local s = integer(step == nil and 1 or step)
@@ -83,7 +84,9 @@ end
 
 local positions = O.positions
 
-function V.select(x, dim, i)
+-- x:select(dim, i) after its arguments' count was checked (x[i] has no
+-- more: it comes here directly)
+local function select_at(x, dim, i)
   local fn = "tensor:select"
   check(fn, 0, x)
   local d = check_dim(fn, "argument #1", x, dim)
@@ -100,6 +103,11 @@ function V.select(x, dim, i)
   return reshaped(x, shape, strides, off)
 end
 
+function V.select(x, dim, i, ...)
+  O.no_more("tensor:select", 3, ...)
+  return select_at(x, dim, i)
+end
+
 -- x[i]: the select of dim 1 at i (negative: from the end); for a 1-D x
 -- the element itself (a number), as NumPy and PyTorch users expect.
 local function index_view(fn, x, i)
@@ -114,7 +122,7 @@ local function index_view(fn, x, i)
   if p < 1 or p > size then
     fail(fn, "position %s is out of range %s", show(i), positions(size))
   end
-  return V.select(x, 1, p)
+  return select_at(x, 1, p)
 end
 
 function O.index(x, i)
@@ -129,9 +137,10 @@ function O.set_index(x, i, v)
   index_view("tensor[i] =", x, i):set(v)
 end
 
-function V.permute(x, order)
+function V.permute(x, order, ...)
   local fn = "tensor:permute"
   check(fn, 0, x)
+  O.no_more(fn, 2, ...)
   local nd = #x._shape
   if type(order) ~= "table" then
     fail(fn, "argument #1: expected a table of dims, got %s", typename(order))
@@ -140,6 +149,7 @@ function V.permute(x, order)
     fail(fn, "argument #1: expected %d dims (a permutation of 1..%d), got %d", nd, nd,
          rawlen(order))
   end
+  O.check_entries(fn, "argument #1", order, nd, "a permutation holds only dims")
   local seen, shape, strides = {}, {}, {}
   for i = 1, nd do
     local d = check_dim(fn, "argument #1: entry " .. i, x, rawget(order, i))
@@ -150,9 +160,10 @@ function V.permute(x, order)
   return reshaped(x, shape, strides, x._off)
 end
 
-function V.transpose(x, d1, d2)
+function V.transpose(x, d1, d2, ...)
   local fn = "tensor:transpose"
   check(fn, 0, x)
+  O.no_more(fn, 3, ...)
   local a = check_dim(fn, "argument #1", x, d1)
   local b = check_dim(fn, "argument #2", x, d2)
   local shape, strides = copy_list(x._shape), copy_list(x._strides)
@@ -161,8 +172,9 @@ function V.transpose(x, d1, d2)
   return reshaped(x, shape, strides, x._off)
 end
 
-function V.t(x)
+function V.t(x, ...)
   check("tensor:t", 0, x)
+  O.no_more("tensor:t", 1, ...)
   local nd = #x._shape
   if nd > 2 then
     fail("tensor:t", "expected a tensor of at most 2 dims, got %d (use transpose or permute)", nd)
@@ -201,15 +213,17 @@ end
 
 -- x:reshape{...}: a view when the strides allow (always for contiguous
 -- tensors), else a contiguous copy. One size may be -1 (inferred).
-function V.reshape(x, shape)
+function V.reshape(x, shape, ...)
   local fn = "tensor:reshape"
   check(fn, 0, x)
+  O.no_more(fn, 2, ...)
   if type(shape) ~= "table" then
     fail(fn, "argument #1: expected a table of sizes, got %s", typename(shape))
   end
   local list, infer, known = {}, nil, 1
   local n = rawlen(shape)
   if n > MAX_DIMS then fail(fn, "argument #1: %d dimensions are too many (at most %d)", n, MAX_DIMS) end
+  O.check_entries(fn, "argument #1", shape, n, "a shape holds only sizes")
   for i = 1, n do
     local v = integer(rawget(shape, i))
     if v == -1 and not infer then
@@ -240,9 +254,10 @@ end
 
 -- x:expand{...}: size-1 dims repeated (stride 0), new leading dims; -1
 -- keeps a size.
-function V.expand(x, shape)
+function V.expand(x, shape, ...)
   local fn = "tensor:expand"
   check(fn, 0, x)
+  O.no_more(fn, 2, ...)
   if type(shape) ~= "table" then
     fail(fn, "argument #1: expected a table of sizes, got %s", typename(shape))
   end
@@ -250,6 +265,7 @@ function V.expand(x, shape)
   if n < nd or n > MAX_DIMS then
     fail(fn, "argument #1: expected %d to %d sizes, got %d", nd, MAX_DIMS, n)
   end
+  O.check_entries(fn, "argument #1", shape, n, "a shape holds only sizes")
   local out, st, want = {}, {}, {}
   for i = 1, n do want[i] = tostring(rawget(shape, i)) end
   for i = 1, n do
@@ -283,8 +299,9 @@ function V.expand(x, shape)
   return reshaped(x, out, st, x._off)
 end
 
-function V.contiguous(x)
+function V.contiguous(x, ...)
   check("tensor:contiguous", 0, x)
+  O.no_more("tensor:contiguous", 1, ...)
   if is_contiguous(x) then return x end
   return E.clone(x)
 end
