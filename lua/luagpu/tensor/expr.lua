@@ -81,13 +81,8 @@ local function stores_of(e)
   local list = e._stores
   if list then return list end
   local args = e.args
-  local n = args and #args
-  if n == 1 then
+  if args and #args == 1 then
     list = stores_of(args[1])         -- exp(x): its operand's list, shared
-  elseif n == 2 and args[2].kind == "scalar" then
-    list = stores_of(args[1])         -- x * 2: x's list, shared
-  elseif n == 2 and args[1].kind == "scalar" then
-    list = stores_of(args[2])
   elseif args then
     -- one operand with storages (x * 2): its list, shared
     local first, many
