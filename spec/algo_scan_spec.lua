@@ -488,3 +488,45 @@ describe("algo.scan errors", function()
     assert.matches("algo_scan_spec.lua:" .. line .. ": luagpu: algo.scan:", e, 1, true)
   end)
 end)
+
+describe("algo calls with event = false", function()
+  it("return false for the Event, and give the same results", function()
+    local n = 3000
+    local v, w = {}, {}
+    for i = 1, n do v[i] = math.random(-100, 100); w[i] = v[i] end
+    local b = dev:buffer("int", n)
+    b:write(v):wait()
+    -- a prefix sum, then a sort and an argsort of rows, each asked for no Event
+    local out, ev = algo.scan(b, {out = dev:buffer("int", n), event = false})
+    assert.is_false(ev)
+    local sorted = dev:buffer("int", n)
+    local _, ev2 = algo.sort(b, {out = sorted, row_length = 100, event = false})
+    assert.is_false(ev2)
+    local pos, ev3 = algo.argsort(b, {event = false})
+    assert.is_false(ev3)
+    -- the default queue is in order: reading after them sees their results
+    local s, h, p = out:read():wait(), sorted:read():wait(), pos:read():wait()
+    local acc = 0
+    for i = 1, n do
+      acc = acc + w[i]
+      assert.equal(acc, s[i])
+    end
+    for r = 0, n // 100 - 1 do
+      local row = {}
+      for j = 1, 100 do row[j] = w[r * 100 + j] end
+      table.sort(row)
+      for j = 1, 100 do assert.equal(row[j], h[r * 100 + j]) end
+    end
+    for i = 2, n do
+      local a, c = w[p[i - 1]], w[p[i]]
+      assert.is_true(a < c or (a == c and p[i - 1] < p[i]))
+    end
+    -- asked for (true, or the default), an Event comes back
+    local _, e4 = algo.scan(b, {event = true})
+    assert.equal("Event", gpu.type(e4))
+    has_error("luagpu: algo.scan: argument #2: option event: expected a boolean, got 1",
+              algo.scan, b, {event = 1})
+    has_error("luagpu: algo.sort: argument #2: option event: expected a boolean, got \"no\"",
+              algo.sort, b, {event = "no"})
+  end)
+end)

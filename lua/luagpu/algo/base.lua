@@ -327,4 +327,24 @@ function Seq:event(dev)
   return self.last or self:marker(dev)
 end
 
+-- What a call returns for its sequence: the Event as Seq:event, or false
+-- where the caller asked for none (option event = false) and its commands
+-- made none (an in-order queue orders what comes next by itself: no
+-- marker enqueued).
+function Seq:result(dev, want)
+  if not want and self.last == false then return false end
+  return self:event(dev)
+end
+
+-- Option event of opts (argument arg of fn): false asks for no Event at
+-- the end of the call; returns whether one is wanted.
+function B.want_event(fn, arg, opts)
+  local v = opts.event
+  if v == nil then return true end
+  if type(v) ~= "boolean" then
+    fail(fn, "argument #%d: option event: expected a boolean, got %s", arg, show(v))
+  end
+  return v
+end
+
 return B

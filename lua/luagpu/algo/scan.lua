@@ -279,9 +279,9 @@ end
 ------------------------------------------------------------------ checks
 
 local OPTIONS = H.option_names{"exclusive", "row_length", "flags", "out", "acc", "op",
-                               "lookback", "wait", "queue"}
+                               "lookback", "event", "wait", "queue"}
 local SCANNER_OPTIONS = H.option_names{"exclusive", "row_length", "flags", "out",
-                                       "lookback", "wait", "queue"}
+                                       "lookback", "event", "wait", "queue"}
 
 -- Checks b (argument #1) and the options of a scan (argument #2); acc_of
 -- (t, out_type, o) gives the accumulator type. Returns the run table for
@@ -294,6 +294,7 @@ local function check_scan(fn, b, opts, names, acc_of)
   if o.queue then B.check_platform(fn, "argument #1", xroot, dev) end
   local r = {x = xroot, xoff = xoff, n = n, queue = o.queue, wait = o.wait, type = t}
   r.exclusive = B.flag(fn, 2, o, "exclusive")
+  r.quiet = not B.want_event(fn, 2, o)
   local lb = o.lookback
   if lb ~= nil and type(lb) ~= "boolean" then
     fail(fn, "argument #2: option lookback: expected a boolean, got %s", show(lb))

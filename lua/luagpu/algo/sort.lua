@@ -309,6 +309,7 @@ end
 ------------------------------------------------------------------ algo.sort
 
 local SORT_OPTIONS = H.option_names{"values", "descending", "row_length", "onesweep", "out",
+                                    "event",
                                     "wait", "queue"}
 
 -- algo.sort(keys [, opts]) -> keys, Event: sorts keys (and opts.values)
@@ -320,6 +321,7 @@ function M.sort(keys, opts)
   local kt, root, off, n, dev = check_keys(fn, keys, o)
   local r = {descending = B.flag(fn, 2, o, "descending"), rowlen = rows_of(fn, o, n),
              onesweep = onesweep_of(fn, o)}
+  local want = B.want_event(fn, 2, o)
   local vals, vt, vroot, voff = o.values
   if vals ~= nil then
     local vb
@@ -370,7 +372,7 @@ function M.sort(keys, opts)
       RS.run(seq, le, {dev = dev, keys = kroot, koff = koff, vals = vroot, voff = voff,
                        rowlen = rl, nrows = n // rl, descending = r.descending})
     end
-    return r.out and out or keys, seq:event(dev)
+    return r.out and out or keys, seq:result(dev, want)
   end
   -- what the passes carry: the values, the original indices (rows), or
   -- nothing (uchar then: the tile's unused slots take the least room)
@@ -389,14 +391,14 @@ function M.sort(keys, opts)
       seq:cmd(v2:sub(1, n), "copy_to", vroot:sub(voff + 1, voff + n))
     end
   end
-  local ev = seq:event(dev)
+  local ev = seq:result(dev, want)
   ST.set_last_user(e, ev, q, dev)
   return r.out and out or keys, ev
 end
 
 ------------------------------------------------------------------ algo.argsort
 
-local ARGSORT_OPTIONS = H.option_names{"descending", "row_length", "type", "base", "out",
+local ARGSORT_OPTIONS = H.option_names{"descending", "row_length", "type", "base", "out", "event",
                                        "onesweep", "wait", "queue"}
 
 -- algo.argsort(keys [, opts]) -> positions, Event: the positions (in their
@@ -407,6 +409,7 @@ function M.argsort(keys, opts)
   local kt, root, off, n, dev = check_keys(fn, keys, o)
   local r = {descending = B.flag(fn, 2, o, "descending"), rowlen = rows_of(fn, o, n),
              carry = true, onesweep = onesweep_of(fn, o)}
+  local want = B.want_event(fn, 2, o)
   local base = o.base
   if base == nil then base = 1 end
   if base ~= 0 and base ~= 1 then
@@ -449,7 +452,7 @@ function M.argsort(keys, opts)
     RS.run(seq, le, {dev = dev, keys = root, koff = off, pos = oroot, poff = ooff,
                      rowlen = rowlen, nrows = n // rowlen, descending = r.descending,
                      base = base})
-    return out, seq:event(dev)
+    return out, seq:result(dev, want)
   end
   local e = entry_for(fn, dev, kt, "uint", r.onesweep)
   local ge = gather_for(fn, dev, it)
@@ -468,7 +471,7 @@ function M.argsort(keys, opts)
       seq:run(ge.positions(idx, oroot, ooff, n, rowlen, base), {n})
     end
   end
-  local ev = seq:event(dev)
+  local ev = seq:result(dev, want)
   ST.set_last_user(e, ev, q, dev)
   return out, ev
 end

@@ -238,7 +238,7 @@ local function cumulative(fn, op, x, dim, ...)
   local src, back = dim_last(x, d)
   local out = O.empty(fn, x._dev, x._type, src._shape)
   local L = src._shape[#src._shape]
-  A.scan(own_buffer(src), {row_length = L, out = own_buffer(out), op = op})
+  A.scan(own_buffer(src), {row_length = L, out = own_buffer(out), op = op, event = false})
   return back and out:permute(back) or out
 end
 
@@ -270,7 +270,8 @@ function methods.sort(x, dim, opts, ...)
   local src, back = dim_last(x, d)         -- (a copy only where dim d is not last)
   local out = O.empty(fn, x._dev, x._type, src._shape)
   local L = out._shape[#out._shape]
-  A.sort(own_buffer(src), {row_length = L, descending = desc, out = own_buffer(out)})
+  A.sort(own_buffer(src), {row_length = L, descending = desc, out = own_buffer(out),
+                           event = false})
   if src ~= x then O.drop(src) end
   return back and out:permute(back) or out
 end
@@ -288,7 +289,7 @@ function methods.argsort(x, dim, opts, ...)
   local L = src._shape[#src._shape]
   local pos = O.empty(fn, x._dev, "long", src._shape)    -- a pool block, 1-based positions
   A.argsort(own_buffer(src), {row_length = L, descending = desc, base = 1, type = "long",
-                              out = own_buffer(pos)})
+                              out = own_buffer(pos), event = false})
   return back and pos:permute(back) or pos
 end
 
