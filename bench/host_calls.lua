@@ -37,6 +37,9 @@ local u = dev:tensor("float", {64}, (function()
 end)())
 
 local cases = {
+  -- issue 29's bar: a 4-node expression of small tensors built (not run)
+  {"build4",        function() return (a * 1.5 + 0.25):exp() - b end},
+  {"chain5_eval",   function() return ((a * 1.5 + 0.25):exp() * 0.5 - b):eval() end},
   {"gather2",       function() return S:gather(2, G) end},
   {"index_select1", function() return S:index_select(1, R) end},
   {"index_rows",    function() return W:index_select(1, R) end},
