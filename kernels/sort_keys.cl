@@ -48,15 +48,25 @@ inline U lg_bits(K k, int descending) {
 ** (u << 32 | p); 8-byte keys keep the two apart.
 */
 #if BITS <= 32
-#define SLOT_DECL(n) local ulong sk[n];
+/* SLOT_PAD 1 (sort_rows.cl): a spare slot after every 16, so that a
+** work-item's run of consecutive slots and its neighbours' fall in
+** different banks of local memory; SI(i) is slot i's place. */
+#if defined(SLOT_PAD) && SLOT_PAD
+#define SI(i) ((i) + ((i) >> 4))
+#define SLOT_ROOM(n) ((n) + ((n) >> 4))
+#else
+#define SI(i) (i)
+#define SLOT_ROOM(n) (n)
+#endif
+#define SLOT_DECL(n) local ulong sk[SLOT_ROOM(n)];
 #define SLOT_ARGS local ulong* sk
 #define SLOT_PASS sk
-#define SET(i, u, p) sk[i] = ((ulong)(u) << 32) | (ulong)(p)
-#define PAD(i) sk[i] = ~(ulong)0
-#define POS(i) ((uint)sk[i])
+#define SET(i, u, p) sk[SI(i)] = ((ulong)(u) << 32) | (ulong)(p)
+#define PAD(i) sk[SI(i)] = ~(ulong)0
+#define POS(i) ((uint)sk[SI(i)])
 #define CSWAP(i, l, up) {                                                      \
-    ulong a = sk[i], b = sk[l];                                                \
-    if ((a > b) == (up)) { sk[i] = b; sk[l] = a; } }
+    ulong a = sk[SI(i)], b = sk[SI(l)];                                        \
+    if ((a > b) == (up)) { sk[SI(i)] = b; sk[SI(l)] = a; } }
 #else
 #define SLOT_DECL(n) local ulong sk[n]; local uint sp[n];
 #define SLOT_ARGS local ulong* sk, local uint* sp

@@ -26,6 +26,57 @@
 
 #define EPT (N / LS)           /* slots per work-item when loading and writing */
 
+#if BITS <= 32
+/* The bitonic network of lg_bitonic over the group's N slots (segments of
+** P), with the stages whose pairs lie in one work-item's chunk of EPT
+** consecutive slots run in its registers: a work-item holds its chunk;
+** for each merge size k the stages of distance EPT and more run in local
+** memory (a barrier each), those below EPT in registers with no barrier.
+** For rows of 1024 slots and chunks of 8, 27 of the 55 stages leave local
+** memory alone. (Keys of up to 4 bytes: one ulong a slot, a spare slot
+** after every 16: SLOT_PAD.) */
+#define REG_STAGE(k, j)                                                         \
+  _Pragma("unroll")                                                             \
+  for (uint c = 0; c < EPT; c++)                                                \
+    if ((c & (j)) == 0) {                                                       \
+      ulong a = r[c], b = r[c + (j)];                                           \
+      int up = (k) == P || ((base + c) & (k)) == 0;                             \
+      if ((a > b) == up) { r[c] = b; r[c + (j)] = a; }                          \
+    }
+
+static void bitonic_chunks(local ulong* sk, uint lid) {
+  const uint base = lid * EPT;
+  ulong r[EPT];
+  _Pragma("unroll")
+  for (uint c = 0; c < EPT; c++) r[c] = sk[SI(base + c)];
+  /* merges within a chunk */
+  for (uint k = 2; k <= P && k <= EPT; k <<= 1)
+    _Pragma("unroll")
+    for (uint j = EPT >> 1; j > 0; j >>= 1)
+      if (j < k) REG_STAGE(k, j)
+  for (uint k = 2 * EPT; k <= P; k <<= 1) {
+    _Pragma("unroll")
+    for (uint c = 0; c < EPT; c++) sk[SI(base + c)] = r[c];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint j = k >> 1; j >= EPT; j >>= 1) {
+      for (uint t = lid; t < N / 2; t += LS) {
+        uint i = 2 * t - (t & (j - 1)), l = i + j;
+        int up = k == P || (i & k) == 0;
+        CSWAP(i, l, up)
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    _Pragma("unroll")
+    for (uint c = 0; c < EPT; c++) r[c] = sk[SI(base + c)];
+    _Pragma("unroll")
+    for (uint j = EPT >> 1; j > 0; j >>= 1) REG_STAGE(k, j)
+  }
+  _Pragma("unroll")
+  for (uint c = 0; c < EPT; c++) sk[SI(base + c)] = r[c];
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+#endif
+
 #ifndef V
 #define V uchar
 #endif
@@ -47,7 +98,11 @@ kernel void sort_rows(global K* keys, ulong koff, global V* restrict vals, ulong
     else PAD(i);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  lg_bitonic(SLOT_PASS, N, P, lid);       /* each row of P slots sorted */
+#if BITS <= 32
+  bitonic_chunks(sk, lid);                /* each row of P slots sorted */
+#else
+  lg_bitonic(SLOT_PASS, N, P, lid);
+#endif
 #if defined(KEYS) || defined(VALS)
   /* gather by position: every element read before any is written (the
   ** group owns its rows) */

@@ -79,7 +79,7 @@ B.CLASSES = {
          sort_ptx_local = 256, sort_ptx_items = 24, sort_onesweep = true,
          sort_ptx_local_bytes = 0,
          hist_local = 256, hist_groups_per_cu = 8,
-         sort_rows_max = 1 << 16, sort_rows_local = 512, sort_rows_group = 2048},
+         sort_rows_max = 1 << 16, sort_rows_local = 64, sort_rows_group = 512},
   cpu = {scan_local = 16, scan_items = 128, scan_staged = false, scan_lookback = false,
          scan_groups_per_cu = 4, scan_ptx = true, scan_ptx_items = 64,
          scan_ptx_ticket = false,

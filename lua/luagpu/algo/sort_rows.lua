@@ -41,8 +41,11 @@ function R.entry(fn, dev, kt, rowlen, nrows, what)
   local cls, sig = B.device_class(fn, dev)
   if rowlen > cls.sort_rows_max then return nil end
   local P = ceil_pow2(rowlen)
-  local slot = SIZES[kt] <= 4 and 8 or 12
-  local room = (dev.local_mem_size - RESERVE) // slot
+  -- slots of 8 bytes (keys of up to 4 bytes: with a spare one after every
+  -- 16, SLOT_PAD) or 12
+  local small = SIZES[kt] <= 4
+  local room = small and (dev.local_mem_size - RESERVE) * 16 // (17 * 8)
+               or (dev.local_mem_size - RESERVE) // 12
   if room < 2 or P > floor_pow2(room) then return nil end
   -- slots per group: sort_rows_group, fewer when there are fewer keys
   local N = max(P, min(cls.sort_rows_group, floor_pow2(room), ceil_pow2(nrows * P)), 2)
@@ -58,7 +61,7 @@ function R.entry(fn, dev, kt, rowlen, nrows, what)
     local defines = {
       {"K", kt}, {"U", size == 8 and "ulong" or "uint"},
       {"KIND", FLOATS[kt] and 2 or SIGNED[kt] and 1 or 0}, {"BITS", size * 8},
-      {"P", P}, {"N", N}, {"LS", LS},
+      {"P", P}, {"N", N}, {"LS", LS}, {"SLOT_PAD", small and 1 or 0},
     }
     if what.keys then defines[#defines + 1] = {"KEYS", 1} end
     if what.vt then
