@@ -215,5 +215,34 @@ do
   raises("the MPI-sharded tensor's fields were changed", function() return ps:sum() end)
 end
 
+-- an argument past a call's last raises on every rank, naming the call
+-- and the argument (issue 32); trailing nils are no arguments
+do
+  local c = dev:full("float", {4, 2}, 2)
+  local cs = mpi.shard(c, 1)
+  for _, case in ipairs{
+    {"mpi_sharded:add", 2, function() return cs:add(cs, 1) end},
+    {"mpi_sharded:exp", 1, function() return cs:exp(1) end},
+    {"mpi_sharded:astype", 2, function() return cs:astype("double", 1) end},
+    {"mpi_sharded:clamp", 3, function() return cs:clamp(0, 1, 1) end},
+    {"mpi_sharded:eval", 1, function() return cs:eval(1) end},
+    {"mpi_sharded:sum", 3, function() return cs:sum(1, false, 1) end},
+    {"mpi_sharded:max", 3, function() return cs:max(nil, nil, {}) end},
+    {"mpi_sharded:mm", 2, function() return cs:mm(dev:full("float", {2, 3}, 1), 1) end},
+    {"mpi_sharded:gather", 1, function() return cs:gather(1) end},
+    {"mpi_sharded:gather", 1, function() return cs:allgather(1) end},
+    {"mpi_sharded:get", 1, function() return cs:get(1) end},
+    {"mpi_sharded:totable", 1, function() return cs:totable(1) end},
+    {"mpi_sharded:release", 1, function() return cs:release(1) end},
+  } do
+    raises(("luagpu: %s: argument #%d: expected no more arguments, got "):format(case[1], case[2]),
+           case[3])
+  end
+  check(cs:sum(nil, nil, nil) == 16, "sum with trailing nils")
+  same(cs:add(cs, nil):clamp(nil, 3, nil):gather(nil), dev:full("float", {4, 2}, 3), 0,
+       "trailing nils")
+  cs:release(nil)
+end
+
 mpi.barrier()
 if rank == 0 then print(("checked %d"):format(checked())) end

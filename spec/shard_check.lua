@@ -271,4 +271,44 @@ do
   r:release()
   checked = checked + 1
 end
+-- an argument past a call's last raises, naming the call and the argument
+-- (issue 32), and trailing nils are no arguments
+do
+  local m = random("float", {4, 2})
+  local ms, rs = gpu.shard(m, devs), gpu.replicate(m, devs)
+  local ys = gpu.shard(random("float", {4, 2}), devs)
+  local cases = {
+    {"sharded:add", 2, function() return ms:add(ys, 1) end},
+    {"sharded:mul", 2, function() return ms:mul(2, ys) end},
+    {"sharded:exp", 1, function() return ms:exp(1) end},
+    {"sharded:neg", 1, function() return ms:neg(ms) end},
+    {"sharded:astype", 2, function() return ms:astype("double", 1) end},
+    {"sharded:clamp", 3, function() return ms:clamp(0, 1, 1) end},
+    {"sharded:eval", 1, function() return ms:eval(1) end},
+    {"sharded:sum", 3, function() return ms:sum(1, false, 1) end},
+    {"sharded:sum", 3, function() return rs:sum(nil, nil, 1) end},
+    {"sharded:prod", 3, function() return ms:prod(nil, nil, {}) end},
+    {"sharded:mean", 3, function() return ms:mean(2, true, 1) end},
+    {"sharded:min", 3, function() return ms:min(1, false, 1) end},
+    {"sharded:min", 2, function() return ms:min(ys, 1) end},
+    {"sharded:max", 3, function() return ms:max(nil, nil, 1) end},
+    {"sharded:max", 3, function() return ms:max(ys, nil, 1) end},
+    {"sharded:mm", 2, function() return ms:mm(random("float", {2, 3}), 1) end},
+    {"sharded:to", 2, function() return ms:to(d1, 1) end},
+    {"sharded:to", 2, function() return ms:gather(d2, true) end},
+    {"sharded:get", 1, function() return ms:get(1) end},
+    {"sharded:totable", 1, function() return ms:totable(1) end},
+    {"sharded:release", 1, function() return ms:release(1) end},
+  }
+  for _, c in ipairs(cases) do
+    raises(("luagpu: %s: argument #%d: expected no more arguments, got "):format(c[1], c[2]), c[3])
+  end
+  -- none of those released ms or changed it
+  same(ms:to(d1), m, nil, "after the refused calls")
+  same((ms:add(ys, nil):exp(nil):clamp(nil, 2, nil)):to(d1, nil),
+       (m:add(ys:to(d1)):exp():clamp(nil, 2)), 1e-6, "trailing nils")
+  near(ms:sum(nil, nil, nil), m:sum(), 1e-6, "sum with trailing nils")
+  ms:release(nil)
+  raises("luagpu: sharded:to: attempt to use a released tensor", function() return ms:to(d1) end)
+end
 print("checked " .. checked)

@@ -1152,6 +1152,24 @@ print(pcall(y.get, y))
         {"device:normal", 6, function() return dev:normal("float", {2}, 0, 1, 1, 1) end},
         {"device:randint", 6, function() return dev:randint("int", 0, 3, {2}, 1, 1) end},
         {"device:randperm", 3, function() return dev:randperm(3, 1, 1) end},
+        -- the elementwise methods (an operator, x + y, takes no more)
+        {"tensor:add", 2, function() return x:add(x, 3) end},
+        {"tensor:sub", 2, function() return x:sub(1, 2) end},
+        {"tensor:pow", 2, function() return x:pow(2, {}) end},
+        {"tensor:exp", 1, function() return x:exp(1) end},
+        {"tensor:neg", 1, function() return x:neg(2) end},
+        {"tensor:isnan", 1, function() return x:isnan(1) end},
+        {"tensor:bitwise_and", 2, function() return iv:bitwise_and(1, 1) end},
+        {"tensor:bitwise_not", 1, function() return iv:bitwise_not(1) end},
+        {"tensor:lshift", 2, function() return iv:left_shift(1, 1) end},
+        {"tensor:clamp", 3, function() return x:clamp(0, 1, 1) end},
+        {"tensor:astype", 2, function() return x:astype("double", 1) end},
+        {"tensor:map", 3, function() return x:map("x + 1", nil, 1) end},
+        {"tensor:set", 2, function() return x:clone():set(0, 1) end},
+        {"tensor:clone", 1, function() return x:clone(1) end},
+        {"tensor:release", 1, function() return x:clone():release(1) end},
+        {"gpu.where", 4, function() return gpu.where(m, x, 0, 1) end},
+        {"device:arange", 5, function() return dev:arange("int", 1, 5, 1, 1) end},
       }
       for _, c in ipairs(CASES) do
         local e = support.errmsg(c[3])
@@ -1173,6 +1191,25 @@ print(pcall(y.get, y))
       assert.same({4, 3}, x:permute({2, 1}).shape)
       assert.same({{1, 2, 3}, {4, 5, 6}}, dev:tensor("float", {6}, {1, 2, 3, 4, 5, 6})
                                             :reshape({2, 3}):totable())
+      assert.same({-2, 6, 8, 8}, flat(s:add(s, nil):sub(v, nil):mul(2):clamp(nil, 8, nil)))
+      assert.same({1, 2, 3, 4}, flat(s:neg(nil):abs(nil):astype("int", nil):clone(nil)))
+      assert.same({1, 4, 7}, flat(dev:arange("int", 1, 9, 3, nil)))
+      assert.same({3, 0, 0, 4}, flat(gpu.where(v:gt(2), v, 0, nil)))
+    end)
+
+    it("a release with an extra argument releases nothing; <close> still releases", function()
+      local y = x:clone()
+      assert.is_false(pcall(y.release, y, 1))
+      assert.same({1, 2, 3, 4}, flat(y:select(1, 1)))
+      -- Lua gives __close the error closing the scope: no extra argument
+      local ok, e = pcall(function()
+        local z <close> = x:clone()
+        y = z
+        error("closed by an error", 0)
+      end)
+      assert.is_false(ok)
+      assert.equal("closed by an error", e)
+      has_error("luagpu: tensor:select: attempt to use a released tensor", y.select, y, 1, 1)
     end)
 
     it("an unknown option key raises, naming it and the known ones", function()

@@ -31,7 +31,7 @@ local type, ipairs, pairs, tostring = type, ipairs, pairs, tostring
 local getmetatable, setmetatable, rawget = getmetatable, setmetatable, rawget
 local mtype, format = math.type, string.format
 local fail, typename, show = H.fail, H.typename, H.show
-local is_tensor, show_shape = O.is_tensor, O.show_shape
+local is_tensor, show_shape, no_more = O.is_tensor, O.show_shape, O.no_more
 
 local MS = {}
 local Methods = {}
@@ -251,7 +251,8 @@ local function map1(fn, f, s, ...)
   return make(z, d, sizes)
 end
 
-function Methods.clamp(s, lo, hi)
+function Methods.clamp(s, lo, hi, ...)
+  no_more("mpi_sharded:clamp", 3, ...)
   if type(lo) ~= "number" and lo ~= nil or type(hi) ~= "number" and hi ~= nil then
     fail("mpi_sharded:clamp", "expected numbers for the bounds")
   end
@@ -259,13 +260,15 @@ function Methods.clamp(s, lo, hi)
 end
 
 -- xs:eval(): this rank's part evaluated.
-function Methods.eval(s)
+function Methods.eval(s, ...)
   local x = fields("mpi_sharded:eval", 0, s)
+  no_more("mpi_sharded:eval", 1, ...)
   x:eval()
   return s
 end
 
-function Methods.release(s)
+function Methods.release(s, ...)
+  no_more("mpi_sharded:release", 1, ...)
   -- a second release (or <close> after one) does nothing, as for tensors
   local x = is_msharded(s) and rawget(s, "_part")
   if is_tensor(x) then return x:release() end
@@ -347,8 +350,9 @@ end
 
 local function reduction(op)
   local fn = "mpi_sharded:" .. op
-  return function(s, dim, opts)
+  return function(s, dim, opts, ...)
     local x, d, sizes = fields(fn, 0, s)
+    no_more(fn, 3, ...)
     if type(dim) == "table" then
       fail(fn, "argument #1: several dims at once are not supported on an MPI-sharded tensor")
     end
@@ -379,9 +383,10 @@ for op in pairs(MPI_OP) do Methods[op] = reduction(op) end
 
 -- xs:mm(b): each rank's rows (sharded along dim 1) times b, a plain tensor
 -- every rank holds alike: sharded along dim 1.
-function Methods.mm(s, b)
+function Methods.mm(s, b, ...)
   local fn = "mpi_sharded:mm"
   local x, d, sizes = fields(fn, 0, s)
+  no_more(fn, 2, ...)
   if d ~= 1 then
     fail(fn, "expected a tensor sharded along dim 1 (rows, or batches), got one along dim %d", d)
   end
@@ -414,9 +419,10 @@ end
 -- xs:gather() (also allgather): the whole tensor on every rank, on its
 -- part's device: the parts, moved to dim 1 and padded to the longest,
 -- exchanged by one allgather, then joined.
-function Methods.gather(s)
+function Methods.gather(s, ...)
   local fn = "mpi_sharded:gather"
   local x, d, sizes = fields(fn, 0, s)
+  no_more(fn, 1, ...)
   local nd = #x._shape
   local order, back = {d}, {}
   for i = 1, nd do if i ~= d then order[#order + 1] = i end end
@@ -444,8 +450,14 @@ function Methods.gather(s)
 end
 Methods.allgather = Methods.gather
 
-function Methods.get(s) return Methods.gather(s):get() end
-function Methods.totable(s) return Methods.gather(s):totable() end
+function Methods.get(s, ...)
+  no_more("mpi_sharded:get", 1, ...)
+  return Methods.gather(s):get()
+end
+function Methods.totable(s, ...)
+  no_more("mpi_sharded:totable", 1, ...)
+  return Methods.gather(s):totable()
+end
 
 ------------------------------------------------------------------ the type
 

@@ -29,7 +29,7 @@ local setmetatable = setmetatable
 local mtype = math.type
 local fail, typename, show = H.fail, H.typename, H.show
 local SIZES, promote, floating = TY.SIZES, TY.promote, TY.floating
-local is_tensor, show_shape, TAG = O.is_tensor, O.show_shape, O.TAG
+local is_tensor, show_shape, TAG, no_more = O.is_tensor, O.show_shape, O.TAG, O.no_more
 local leaf, node_of, realize, result = X.leaf, X.node_of, X.realize, X.result
 local check, check_operand, combined_type, operand = X.check, X.check_operand, X.combined_type,
   X.operand
@@ -255,6 +255,25 @@ local function integers_only(op, f)
   end
 end
 
+-- The method of op f (x:add(y), x:exp()): f, but an argument past the
+-- op's operands raises (x:add(y, 3), x:exp(1)). Operators call f itself
+-- and pay nothing for the check; a method pays a test of one parameter
+-- against nil and a tail call (an argument after a nil one, x:add(y, nil,
+-- 3), goes unseen).
+local function method_of(op, f)
+  local fn = "tensor:" .. op.name
+  if op.arity == 1 then
+    return function(x, extra)
+      if extra ~= nil then no_more(fn, 1, extra) end
+      return f(x)
+    end
+  end
+  return function(a, b, extra)
+    if extra ~= nil then no_more(fn, 2, extra) end
+    return f(a, b)
+  end
+end
+
 for _, op in ipairs(OPS.list) do
   local f
   if op.rule ~= "where" and op.rule ~= "cast" then
@@ -264,8 +283,9 @@ for _, op in ipairs(OPS.list) do
   if f then
     E.ops[op.name] = f
     if op.method then
-      methods[op.name] = f
-      for _, alias in ipairs(op.aliases) do methods[alias] = f end
+      local m = method_of(op, f)
+      methods[op.name] = m
+      for _, alias in ipairs(op.aliases) do methods[alias] = m end
     end
     if op.meta then E.metamethods[op.meta] = f end
   end
@@ -276,9 +296,10 @@ local emin, emax = E.ops.min, E.ops.max
 -- x:clamp(lo, hi): max(x, lo) then min(.., hi); a nil bound is not
 -- applied (x:clamp(lo) is a lower bound only, x:clamp(nil, hi) an upper
 -- one), as PyTorch's clamp(min=, max=).
-function methods.clamp(x, lo, hi)
+function methods.clamp(x, lo, hi, ...)
   local fn = "tensor:clamp"
   check(fn, 0, x, true)
+  no_more(fn, 3, ...)
   if lo == nil and hi == nil then
     fail(fn, "expected a lower bound (argument #1), an upper bound (argument #2) or both, " ..
          "got neither")
@@ -291,8 +312,9 @@ function methods.clamp(x, lo, hi)
 end
 
 -- gpu.where(mask, a, b): a where mask is not 0, else b (broadcast).
-function E.where(mask, a, b)
+function E.where(mask, a, b, ...)
   local fn = "gpu.where"
+  no_more(fn, 4, ...)
   if not is_tensor(mask) then
     fail(fn, "argument #1: expected a tensor (a mask), got %s", typename(mask))
   end
@@ -312,9 +334,10 @@ function E.where(mask, a, b)
                       shape = shape, size = 1 + m.size + na.size + nb.size}, fn)
 end
 
-function methods.astype(x, t)
+function methods.astype(x, t, ...)
   local fn = "tensor:astype"
   check(fn, 0, x, true)
+  no_more(fn, 2, ...)
   O.check_type(fn, "argument #1", t)
   O.check_device_type(fn, x._dev, t)
   local a = node_of(x)
@@ -334,9 +357,10 @@ local RESERVED = {auto = true, break_ = true, case = true, char = true, const = 
 -- x:map(expr [, vars]): one kernel computing the OpenCL C expression
 -- expr of x (named x) and vars (names -> numbers or tensors), in the
 -- type they all promote to.
-function methods.map(x, expr, vars)
+function methods.map(x, expr, vars, ...)
   local fn = "tensor:map"
   check(fn, 0, x, true)
+  no_more(fn, 3, ...)
   if type(expr) ~= "string" then
     fail(fn, "argument #1: expected an OpenCL C expression, got %s", typename(expr))
   end
@@ -404,9 +428,10 @@ end
 -- x:set(v): v (a number, or a tensor broadcast to x's shape) written into
 -- x's elements (a view writes its base). v's type must promote to x's
 -- (an int view takes int or narrower, not double: astype first).
-function methods.set(x, v)
+function methods.set(x, v, ...)
   local fn = "tensor:set"
   check(fn, 0, x)
+  no_more(fn, 2, ...)
   local e
   if type(v) == "number" then
     local why = TY.fits(x._type, v)
@@ -443,9 +468,10 @@ function methods.set(x, v)
 end
 
 -- A contiguous copy of x in a new storage.
-function E.clone(x)
+function E.clone(x, ...)
   local fn = "tensor:clone"
   check(fn, 0, x)
+  no_more(fn, 1, ...)
   local out = O.empty(fn, x._dev, x._type, x._shape)
   G.run(fn, leaf(x), out)
   return out
@@ -456,9 +482,10 @@ methods.clone = E.clone
 
 -- dev:arange(type, n): 1, 2, ..., n; dev:arange(type, first, last [, step]):
 -- first, first + step, ... up to last, as `for v = first, last, step`.
-function E.arange(dev, t, first, last, step)
+function E.arange(dev, t, first, last, step, ...)
   local fn = "device:arange"
   H.check_object(fn, "self", dev, "Device")
+  no_more(fn, 5, ...)
   O.check_type(fn, "argument #1", t)
   O.check_device_type(fn, dev, t)
   if last == nil then first, last = 1, first end

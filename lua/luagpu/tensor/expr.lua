@@ -7,7 +7,8 @@
 --   X.realize(x)           evaluates lazy x into a new storage (returns x)
 --   X.check(fn, arg, x, lazy_ok)   checks x to be a tensor, realized unless
 --                          lazy_ok, its fields sound; returns x
---   X.release(x)           x:release(), __close
+--   X.release(x)           x:release()
+--   X.close(x)             __close: x:release() without its checks
 --   X.expose(s), X.flush_readers(s)  storage s seen by the script; the lazy
 --                          tensors reading s evaluated
 --   X.result(dev, e, fn)   the tensor of new expression e: lazy or realized
@@ -151,14 +152,20 @@ function X.storage_for(x)
   return memory.storage(type(e.fn) == "string" and e.fn or "tensor", x._dev, e.type, x._n)
 end
 
+local function check_self(x)
+  if not is_tensor(x) then
+    fail("tensor:release", "argument #0: expected a tensor, got %s", typename(x))
+  end
+end
+
 -- x:release() (also __close): x is unusable from now on. A lazy x stops
 -- reading its inputs; a realized one hands its block back to the pool now
 -- when it is the only tensor ever made over it, else the block waits for
 -- the collector as before; lazy tensors reading it are evaluated first.
-function X.release(x)
-  if not is_tensor(x) then
-    fail("tensor:release", "argument #0: expected a tensor, got %s", typename(x))
-  end
+-- __close is X.close: Lua passes it a second value (the error that
+-- closes the scope, or nil), which is no argument past release's last.
+function X.close(x)
+  check_self(x)
   local s, e = x._st, x._expr
   if s == O.RELEASED then return end
   if e then
@@ -168,6 +175,12 @@ function X.release(x)
     if s.pool and s.holders == 1 then memory.give_back(s) end
   end
   x._expr, x._st = false, O.RELEASED
+end
+
+function X.release(x, ...)
+  check_self(x)
+  O.no_more("tensor:release", 1, ...)
+  X.close(x)
 end
 
 -- Points the leaves of tree e that read storage s at their twins over

@@ -82,7 +82,7 @@ Tensor.is_contiguous = O.is_contiguous
 -- help(x) in the REPL: the fields and a line per method (luagpu.tensor.help)
 MT.__help = function() return require("luagpu.tensor.help").class() end
 Tensor.release = X.release
-MT.__close = X.release
+MT.__close = X.close
 
 M.device_methods = {arange = E.arange, rand = RND.rand, randn = RND.randn}
 local DM = M.device_methods

@@ -30,7 +30,8 @@ local getmetatable, setmetatable, rawget, rawequal, next = getmetatable, setmeta
   rawequal, next
 local mtype, format, concat = math.type, string.format, table.concat
 local fail, typename, show = H.fail, H.typename, H.show
-local is_tensor, show_shape, RELEASED = O.is_tensor, O.show_shape, O.RELEASED
+local is_tensor, show_shape, RELEASED, no_more = O.is_tensor, O.show_shape, O.RELEASED,
+  O.no_more
 
 local SH = {}
 local RD                                    -- luagpu.reduce, loaded when asked
@@ -331,13 +332,17 @@ function SH.build_type(t)
     -- (each op's function on one part made once, not per call)
     if row.arity == 1 then
       local one = function(x) return x[name](x) end
-      f = function(s) return map1(fn, one, s) end
+      f = function(s, ...)
+        no_more(fn, 1, ...)
+        return map1(fn, one, s)
+      end
     elseif row.arity == 2 then
       local one = function(x, y) return x[name](x, y) end
-      f = function(a, b)
+      f = function(a, b, ...)
         if not is(a) then
           fail(fn, "expected %s (call it as xs:%s(y)), got %s", t.a_name, name, typename(a))
         end
+        no_more(fn, 2, ...)
         return map2(fn, one, a, b)
       end
     end
@@ -360,8 +365,9 @@ function SH.build_type(t)
   -- xs:astype(t): each part converted (the type checked first, so that
   -- its message names the sharded call)
   local astype = prefix .. ":astype"
-  methods.astype = methods.astype or function(s, tp)
+  methods.astype = methods.astype or function(s, tp, ...)
     O.check_type(astype, "argument #1", tp)
+    no_more(astype, 2, ...)
     return map1(astype, function(x) return x:astype(tp) end, s)
   end
 
@@ -587,7 +593,8 @@ local function map1(fn, f, s, ...)
 end
 
 -- xs:clamp(lo, hi): on each shard (xs:astype: SH.build_type)
-function Sharded.clamp(s, lo, hi)
+function Sharded.clamp(s, lo, hi, ...)
+  no_more("sharded:clamp", 3, ...)
   for i, v in ipairs{lo, hi} do
     if v ~= nil and type(v) ~= "number" then
       fail("sharded:clamp", "argument #%d: expected a number or nil, got %s%s", i,
@@ -602,8 +609,9 @@ end
 -- then nothing waited for). Every shard's output block is taken first, so
 -- that a collection the pool may run comes before the first launch, not
 -- between two devices' launches.
-function Sharded.eval(s)
+function Sharded.eval(s, ...)
   local list = parts("sharded:eval", 0, s)
+  no_more("sharded:eval", 1, ...)
   local blocks = {}
   for i, x in ipairs(list) do blocks[i] = X.storage_for(x) or false end
   for i, x in ipairs(list) do
@@ -613,7 +621,8 @@ function Sharded.eval(s)
 end
 
 -- xs:release(): every shard's memory back now.
-function Sharded.release(s)
+function Sharded.release(s, ...)
+  no_more("sharded:release", 1, ...)
   -- each shard's release twice does nothing, so neither does this (<close>
   -- after an explicit release)
   local list = is_sharded(s) and rawget(s, "_shards")
@@ -782,8 +791,9 @@ end
 
 local function reduction(op)
   local fn = "sharded:" .. op
-  return function(s, dim, opts)
+  return function(s, dim, opts, ...)
     local list, d = parts(fn, 0, s)
+    no_more(fn, 3, ...)
     if type(dim) == "table" then
       fail(fn, "argument #1: several dims at once are not supported on a sharded tensor")
     end
@@ -815,13 +825,19 @@ end
 for _, op in ipairs{"sum", "prod", "mean"} do Sharded[op] = reduction(op) end
 local rmin, rmax = reduction("min"), reduction("max")
 -- xs:min(ys) / xs:max(ys) with a sharded ys: elementwise; else reductions
-function Sharded.min(s, a, b)
-  if is_sharded(a) then return map2("sharded:min", function(x, y) return x:min(y) end, s, a) end
-  return rmin(s, a, b)
+function Sharded.min(s, a, ...)
+  if is_sharded(a) then
+    no_more("sharded:min", 2, ...)
+    return map2("sharded:min", function(x, y) return x:min(y) end, s, a)
+  end
+  return rmin(s, a, ...)
 end
-function Sharded.max(s, a, b)
-  if is_sharded(a) then return map2("sharded:max", function(x, y) return x:max(y) end, s, a) end
-  return rmax(s, a, b)
+function Sharded.max(s, a, ...)
+  if is_sharded(a) then
+    no_more("sharded:max", 2, ...)
+    return map2("sharded:max", function(x, y) return x:max(y) end, s, a)
+  end
+  return rmax(s, a, ...)
 end
 
 ------------------------------------------------------------------ products
@@ -830,9 +846,10 @@ end
 -- device: b replicated over xs's devices (gpu.replicate), or a tensor
 -- (copied to each device that lacks it, each call), or, for batches
 -- (3-d), sharded along dim 1 alike. The product sharded along dim 1.
-function Sharded.mm(s, b)
+function Sharded.mm(s, b, ...)
   local fn = "sharded:mm"
   local list, d = parts(fn, 0, s)
+  no_more(fn, 2, ...)
   if d ~= 1 then
     fail(fn, "expected a tensor sharded along dim 1 (rows, or batches), got one %s",
          d and "sharded along dim " .. d or "replicated")
@@ -897,16 +914,21 @@ end
 
 -- xs:to(dev): the whole tensor on dev, a tensor of its own (a copy even
 -- where a shard already is the whole on dev: writing it never writes xs).
-function Sharded.to(s, dev) return whole("sharded:to", s, dev, true) end
+function Sharded.to(s, dev, ...)
+  no_more("sharded:to", 2, ...)
+  return whole("sharded:to", s, dev, true)
+end
 Sharded.gather = Sharded.to
 
 -- xs:get(), xs:totable(): the whole, as one device's tensor gives them
 -- (on the first shard's device; read there, no copy of a shard on it).
 local function first_device(fn, s) return parts(fn, 0, s)[1]._dev end
-function Sharded.get(s)
+function Sharded.get(s, ...)
+  no_more("sharded:get", 1, ...)
   return whole("sharded:get", s, first_device("sharded:get", s), false):get()
 end
-function Sharded.totable(s)
+function Sharded.totable(s, ...)
+  no_more("sharded:totable", 1, ...)
   return whole("sharded:totable", s, first_device("sharded:totable", s), false):totable()
 end
 
