@@ -311,4 +311,24 @@ do
   ms:release(nil)
   raises("luagpu: sharded:to: attempt to use a released tensor", function() return ms:to(d1) end)
 end
+-- x:to(dev), gpu.shard and gpu.replicate read x on the other device's
+-- queue: a write of x right after (on x's queue) waits for those reads
+-- (it did not: the copies got the new values now and then)
+do
+  local n = 1 << 16
+  local copies = {
+    to = function(x) return x:to(d2) end,
+    shard = function(x) return gpu.shard(x, {d1, d2}) end,
+    replicate = function(x) return gpu.replicate(x, {d2, d1}) end}
+  for what, copy in pairs(copies) do
+    for round = 1, 10 do
+      local x = d1:tensor("int", {n}, round)
+      local y = copy(x)
+      x:set(-1)
+      local got = y:to(d1):sum()
+      check(got == round * n, "%s of x, then x:set: a sum of %s, not %s", what, tostring(got),
+            tostring(round * n))
+    end
+  end
+end
 print("checked " .. checked)

@@ -1342,8 +1342,9 @@ def einsum_eval(prog, A):
         if rt in FLOATS:
             prods = [a for a in terms]
             v, e = float_sum(prods, rt)
-            e = e * 2 + (EPS[rt] * 4 * math.fsum(abs(a) for a in prods) if all(
-                math.isfinite(a) for a in prods) else 0)
+            if math.isfinite(e):     # (else an overflow: fsum of the sizes would raise)
+                e = e * 2 + (EPS[rt] * 4 * math.fsum(abs(a) for a in prods) if all(
+                    math.isfinite(a) for a in prods) else 0)
             vals.append(v)
             errs.append(e)
         else:
@@ -1353,6 +1354,50 @@ def einsum_eval(prog, A):
         r = np.array(vals, dtype=np.float64).astype(NP[rt]).reshape(shape)
         return V(r, rt, np.array(errs).reshape(shape))
     return V(wrap(vals, rt, shape), rt)
+
+
+def mm_eval(prog, A):
+    """x:mm(y) and x:bmm(y) (API.md, Matrices): products of float (or of
+    double) matrices, batched when 3-D (either 2-D, for x:mm, or of batch 1)."""
+    x, y = prog.operand(A["x"]), prog.operand(A["y"])
+    xa, ya = x.a, y.a
+    faults = []
+    if x.t != y.t or x.t not in FLOATS:
+        faults.append("expected two tensors of float (or two of double)")
+    if A.get("bmm"):
+        if xa.ndim != 3 or ya.ndim != 3:
+            faults.append("expected 3-D tensors")
+    elif xa.ndim not in (2, 3) or ya.ndim not in (2, 3):
+        faults.append("expected 2-D or 3-D tensors")
+    if not faults or len(faults) == 1 and faults[0].startswith("expected two"):
+        bx = xa.shape[0] if xa.ndim == 3 else 1
+        by = ya.shape[0] if ya.ndim == 3 else 1
+        if xa.shape[-1] != ya.shape[-2] or (bx != by and bx != 1 and by != 1):
+            faults.append("do not multiply")
+    if faults:
+        raise Expected(*faults)
+    t = x.t
+    batch = xa.ndim == 3 or ya.ndim == 3
+    xb = xa if xa.ndim == 3 else xa[None]
+    yb = ya if ya.ndim == 3 else ya[None]
+    nb = max(xb.shape[0], yb.shape[0])
+    m, k, n = xb.shape[1], xb.shape[2], yb.shape[2]
+    vals = np.zeros((nb, m, n))
+    errs = np.zeros((nb, m, n))
+    for bi in range(nb):
+        xm = xb[bi if xb.shape[0] > 1 else 0]
+        ym = yb[bi if yb.shape[0] > 1 else 0]
+        for i in range(m):
+            for j in range(n):
+                prods = [float(xm[i, q]) * float(ym[q, j]) for q in range(k)]
+                v, e = float_sum(prods, t)
+                if math.isfinite(e):
+                    e = e * 2 + (EPS[t] * 4 * math.fsum(abs(a) for a in prods) if all(
+                        math.isfinite(a) for a in prods) else 0)
+                vals[bi, i, j], errs[bi, i, j] = v, e
+    if not batch:
+        vals, errs = vals[0], errs[0]
+    return V(vals.astype(NP[t]), t, errs)
 
 
 def cumprod_eval(x, dim):
@@ -1590,6 +1635,8 @@ def ops_eval(prog, p):
         return stats(prog, p, A)
     if op == "einsum":
         return einsum_eval(prog, A)
+    if op == "mm":
+        return mm_eval(prog, A)
     if op in ("cat", "stack"):
         xs = [prog.operand(k) for k in A["list"]]
         t = xs[0].t
@@ -2065,6 +2112,8 @@ def run(p):
                 names = OP_NAMES.get(p["op"], ("tensor:" + p["op"],))
                 if p["op"] == "mreduce":
                     names = ("tensor:" + p["a"]["rop"],)
+                if p["op"] == "mm" and p["a"].get("bmm"):
+                    names = ("tensor:bmm",)
                 if p["op"] == "create":
                     names = create_names(p["a"])
                 if not any(msg.startswith("luagpu: %s: " % n) for n in names):

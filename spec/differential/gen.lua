@@ -572,7 +572,7 @@ local OPS32 = {"index", "gather", "squeeze", "var", "setindex", "index_select", 
                "std", "take", "flatten", "norm", "scatter", "split", "median", "scatter_add",
                "chunk", "topk", "put", "flip", "unique", "masked_fill", "roll", "bincount",
                "masked_select", "tril", "dot", "nonzero", "triu", "outer", "searchsorted",
-               "repeat_tiles", "einsum", "pad", "cumprod", "cat", "mreduce", "stack"}
+               "repeat_tiles", "einsum", "pad", "cumprod", "cat", "mreduce", "stack", "mm"}
 local MREDUCE = {"sum", "prod", "mean", "min", "max", "any", "all"}
 local EINSUM = {
   {"ij,jk->ik", {"i", "j"}, {"j", "k"}}, {"ij->ji", {"i", "j"}}, {"ii->i", {"i", "i"}},
@@ -606,6 +606,11 @@ function ops_family(fam, id, first)
     end
   elseif op == "einsum" then
     fam.spec = pick(EINSUM)
+  elseif op == "mm" then
+    -- float or double, mostly both one type (others raise); x:bmm now and then
+    fam.types[1] = pick{"float", "double", "float", "double", pick(TYPES)}
+    fam.types[2] = chance(0.9) and fam.types[1] or pick(TYPES)
+    fam.bmm = chance(0.25)
   end
   return fam
 end
@@ -1422,6 +1427,28 @@ function ops_program(fam, S, lines, desc, operand, dim_arg)
     else
       out = format("gpu.einsum(%q, %s)", spec[1], a)
     end
+  elseif op == "mm" then
+    -- {m, k} x {k, n}, or batches of 3-D ones (either 2-D or of batch 1
+    -- for x:mm); now and then shapes that do not multiply or a bad rank
+    local function size() return chance(0.1) and int(6, 70) or int(0, 5) end  -- (tiles' edges)
+    local m, k, n, b = size(), size(), size(), int(1, 3)
+    local xs, ys = {m, k}, {k, n}
+    local r = uniform()
+    if fam.bmm or r < 0.4 then
+      local bx, by = b, b
+      if not fam.bmm and chance(0.3) then bx = 1 elseif not fam.bmm and chance(0.3) then by = 1 end
+      if chance(0.05) then by = b + 1 end
+      xs, ys = {bx, m, k}, {by, k, n}
+      if not fam.bmm and chance(0.3) then
+        if chance(0.5) then xs = {m, k} else ys = {k, n} end
+      end
+    end
+    if chance(0.05) then ys[#ys - 1] = k + 1 end
+    if chance(0.04) then xs = {k} end
+    local x, xk = x_operand(xs, false, t)
+    local y, yk = x_operand(ys, false, t2)
+    A.x, A.y, A.bmm = xk, yk, fam.bmm or nil
+    out = format("%s:%s(%s)", x, fam.bmm and "bmm" or "mm", y)
   end
   lines[#lines + 1] = "local out = " .. out
 end

@@ -163,9 +163,14 @@ function methods.to(x, dev, ...)
   local out = O.empty(fn, dev, x._type, shape)
   if out._n == 0 then return out end
   if dev.platform == from.platform then
-    local q, ready = dev:default_queue(), from:default_queue():marker()
-    from:default_queue():flush()
-    elements_of(src):copy_to(elements_of(out), {queue = q, wait = {ready}})
+    -- (on dev's queue after what x's had enqueued; later commands on x's
+    -- queue, a write of x among them, wait for the copy: its barrier)
+    local fq = from:default_queue()
+    local q, ready = dev:default_queue(), fq:marker()
+    fq:flush()
+    local copied = elements_of(src):copy_to(elements_of(out), {queue = q, wait = {ready}})
+    q:flush()
+    fq:barrier{wait = {copied}}
   else
     elements_of(out):write(src:get())
   end
