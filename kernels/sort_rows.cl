@@ -28,16 +28,20 @@
 
 #if BITS <= 32
 /* The bitonic network of lg_bitonic over the group's N slots (segments of
-** P), with the stages whose pairs lie in one work-item's chunk of EPT
-** consecutive slots run in its registers: a work-item holds its chunk;
-** for each merge size k the stages of distance EPT and more run in local
-** memory (a barrier each), those below EPT in registers with no barrier.
-** For rows of 1024 slots and chunks of 8, 27 of the 55 stages leave local
-** memory alone. (Keys of up to 4 bytes: one ulong a slot, a spare slot
-** after every 16: SLOT_PAD.) */
+** P), with the stages whose pairs lie in one chunk of CH consecutive slots
+** run in registers: for each merge size k the stages of distance CH and
+** more run in local memory (a barrier each), then each work-item takes its
+** NCH chunks into registers one at a time for the stages below CH, with no
+** barrier. CH is at most 16 (more would unroll into too much code): for
+** rows of 1024 slots, 34 of the 55 stages leave local memory alone. (Keys
+** of up to 4 bytes: one ulong a slot, a spare slot after every 16 so that
+** neighbouring chunks fall in different banks: SLOT_PAD.) */
+#define CH (EPT < 16 ? EPT : 16)
+#define NCH (EPT / CH)
+
 #define REG_STAGE(k, j)                                                         \
   _Pragma("unroll")                                                             \
-  for (uint c = 0; c < EPT; c++)                                                \
+  for (uint c = 0; c < CH; c++)                                                 \
     if ((c & (j)) == 0) {                                                       \
       ulong a = r[c], b = r[c + (j)];                                           \
       int up = (k) == P || ((base + c) & (k)) == 0;                             \
@@ -45,20 +49,22 @@
     }
 
 static void bitonic_chunks(local ulong* sk, uint lid) {
-  const uint base = lid * EPT;
-  ulong r[EPT];
-  _Pragma("unroll")
-  for (uint c = 0; c < EPT; c++) r[c] = sk[SI(base + c)];
+  ulong r[CH];
   /* merges within a chunk */
-  for (uint k = 2; k <= P && k <= EPT; k <<= 1)
+  for (uint m = 0; m < NCH; m++) {
+    const uint base = (lid + m * LS) * CH;
     _Pragma("unroll")
-    for (uint j = EPT >> 1; j > 0; j >>= 1)
-      if (j < k) REG_STAGE(k, j)
-  for (uint k = 2 * EPT; k <= P; k <<= 1) {
+    for (uint c = 0; c < CH; c++) r[c] = sk[SI(base + c)];
+    for (uint k = 2; k <= P && k <= CH; k <<= 1)
+      _Pragma("unroll")
+      for (uint j = CH >> 1; j > 0; j >>= 1)
+        if (j < k) REG_STAGE(k, j)
     _Pragma("unroll")
-    for (uint c = 0; c < EPT; c++) sk[SI(base + c)] = r[c];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint j = k >> 1; j >= EPT; j >>= 1) {
+    for (uint c = 0; c < CH; c++) sk[SI(base + c)] = r[c];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint k = 2 * CH; k <= P; k <<= 1) {
+    for (uint j = k >> 1; j >= CH; j >>= 1) {
       for (uint t = lid; t < N / 2; t += LS) {
         uint i = 2 * t - (t & (j - 1)), l = i + j;
         int up = k == P || (i & k) == 0;
@@ -66,14 +72,17 @@ static void bitonic_chunks(local ulong* sk, uint lid) {
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
-    _Pragma("unroll")
-    for (uint c = 0; c < EPT; c++) r[c] = sk[SI(base + c)];
-    _Pragma("unroll")
-    for (uint j = EPT >> 1; j > 0; j >>= 1) REG_STAGE(k, j)
+    for (uint m = 0; m < NCH; m++) {
+      const uint base = (lid + m * LS) * CH;
+      _Pragma("unroll")
+      for (uint c = 0; c < CH; c++) r[c] = sk[SI(base + c)];
+      _Pragma("unroll")
+      for (uint j = CH >> 1; j > 0; j >>= 1) REG_STAGE(k, j)
+      _Pragma("unroll")
+      for (uint c = 0; c < CH; c++) sk[SI(base + c)] = r[c];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
   }
-  _Pragma("unroll")
-  for (uint c = 0; c < EPT; c++) sk[SI(base + c)] = r[c];
-  barrier(CLK_LOCAL_MEM_FENCE);
 }
 #endif
 
