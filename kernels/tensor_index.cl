@@ -72,6 +72,65 @@ __kernel void lg_gather(__global T *out, ulong ooff, ulong8 shape,
   out[ooff + i] = p < 0 ? (T)0 : dat[(IDX)(dp + (IDX)p * (IDX)dstep)];
 }
 
+#define LG_T4 LG_CAT(T, 4)
+#define LG_CAT(a, b) LG_CAT2(a, b)
+#define LG_CAT2(a, b) a##b
+
+/* The same along the last dim of rows that fit local memory: a group per
+** row of out (m elements), whose data row (len elements, dstep apart) is
+** read once, coalesced, into row; the positions then read it there, not
+** a sector of global memory each. Built with ND the number of leading
+** dims (those before the indexed one): lead, ist and dst give theirs. */
+__kernel void lg_gather_rows(__global T *out, ulong ooff, ulong8 lead,
+                             __global const I *idx, ulong ioff, long8 ist, long istep,
+                             __global const T *dat, ulong doff, long8 dst, long dstep,
+                             long len, ulong m, volatile __global long *bad,
+                             __local T *row) {
+  IDX r = (IDX)get_group_id(0), lid = (IDX)get_local_id(0), ls = (IDX)get_local_size(0);
+  IDX ip = (IDX)ioff, sp = 0, dp = (IDX)doff;
+  lg_places(r, lead, ist, (long8)(0), dst, &ip, &sp, &dp);
+  for (IDX c = lid; c < (IDX)len; c += ls) row[c] = dat[dp + c * (IDX)dstep];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  IDX to = (IDX)ooff + r * (IDX)m;
+  for (IDX j = lid; j < (IDX)m; j += ls) {
+    long p = lg_place((long)idx[ip + j * (IDX)istep], len, bad);
+    out[to + j] = p < 0 ? (T)0 : row[p];
+  }
+}
+
+/* lg_gather_rows four elements of out per work-item: idx's rows
+** contiguous (istep 1), m, ooff, ioff and idx's leading strides multiples
+** of 4, so that every row of idx and of out starts on a vector of 4;
+** rowvec: the data rows too (dstep 1, len, doff and dat's leading strides
+** multiples of 4) are read 4 at a time. */
+#define LG_I4 LG_CAT(I, 4)
+__kernel void lg_gather_rows4(__global T *out, ulong ooff, ulong8 lead,
+                              __global const I *idx, ulong ioff, long8 ist, long istep,
+                              __global const T *dat, ulong doff, long8 dst, long dstep,
+                              long len, ulong m, volatile __global long *bad,
+                              __local T *row, int rowvec) {
+  IDX r = (IDX)get_group_id(0), lid = (IDX)get_local_id(0), ls = (IDX)get_local_size(0);
+  IDX ip = (IDX)ioff, sp = 0, dp = (IDX)doff;
+  lg_places(r, lead, ist, (long8)(0), dst, &ip, &sp, &dp);
+  if (rowvec) {
+    __global const LG_T4 *src = (__global const LG_T4 *)(dat + dp);
+    __local LG_T4 *to4 = (__local LG_T4 *)row;
+    for (IDX c = lid; c < (IDX)len / 4; c += ls) to4[c] = src[c];
+  } else {
+    for (IDX c = lid; c < (IDX)len; c += ls) row[c] = dat[dp + c * (IDX)dstep];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  __global const LG_I4 *from = (__global const LG_I4 *)(idx + ip);
+  __global LG_T4 *to = (__global LG_T4 *)(out + (IDX)ooff + r * (IDX)m);
+  for (IDX j = lid; j < (IDX)m / 4; j += ls) {
+    LG_I4 v = from[j];
+    long p0 = lg_place((long)v.s0, len, bad), p1 = lg_place((long)v.s1, len, bad);
+    long p2 = lg_place((long)v.s2, len, bad), p3 = lg_place((long)v.s3, len, bad);
+    to[j] = (LG_T4)(p0 < 0 ? (T)0 : row[p0], p1 < 0 ? (T)0 : row[p1],
+                    p2 < 0 ? (T)0 : row[p2], p3 < 0 ? (T)0 : row[p3]);
+  }
+}
+
 /* index_select of whole rows: out (contiguous, rows of b elements, a * m
 ** of them) row r = the row at idx(r % m) of block r / m of dat (rows of b,
 ** blocks of len rows, contiguous). Work-item (c, r) copies element c of
@@ -92,9 +151,6 @@ __kernel void lg_index_rows(__global T *out, ulong ooff, __global const I *idx, 
   out[(IDX)ooff + to + c] = p < 0 ? (T)0 : dat[(IDX)doff + from + c];
 }
 
-#define LG_T4 LG_CAT(T, 4)
-#define LG_CAT(a, b) LG_CAT2(a, b)
-#define LG_CAT2(a, b) a##b
 __kernel void lg_index_rows4(__global T *out, ulong ooff, __global const I *idx, ulong ioff,
                              long istep, ulong m, __global const T *dat, ulong doff, long len,
                              ulong b, ulong rows, volatile __global long *bad) {

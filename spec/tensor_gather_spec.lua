@@ -60,6 +60,55 @@ out = [x[tuple(idx)], np.take(x, z(s, x.shape[%d]), %d), np.take(x.ravel(), z(k,
     end
   end)
 
+  it("gathers along the last dim of long rows (a row a group, read once into local memory) " ..
+     "as take_along_axis: views, fewer rows, narrower and wider index rows, rows that do " ..
+     "not fit", function()
+    if not S.need_numpy(assert, pending) then return end
+    -- the longest row of floats the local-memory path takes on this device
+    local room = math.min(dev.local_mem_size // 2, 32768) // 4
+    local lens = {256, 257, 700, room, room + 1}
+    for round = 1, #lens do
+      local len = lens[round]
+      local nd = round % 3 + 1
+      local shape = {}
+      for k = 1, nd - 1 do shape[k] = math.random(1, 3) end
+      shape[nd] = len
+      local t = round % 2 == 0 and "float" or S.TYPES[math.random(#S.TYPES)]
+      if t ~= "float" and round == #lens then t = "float" end
+      local x = random_tensor(t, shape)
+      if round == 2 then               -- a reversed view: a negative stride along the row
+        x = random_tensor(t, shape):flip(nd)
+      end
+      local ishape = {}
+      for k = 1, nd - 1 do ishape[k] = math.random(1, shape[k]) end
+      ishape[nd] = ({1, 300, len, 2 * len + 3, 255})[round]
+      local g = positions(round % 2 == 0 and "int" or "long", ishape, len)
+      local vars = {x = np_of(x), g = np_of(g)}
+      local ref = S.numpy(([=[
+def z(p, n): return np.where(p < 0, p + n, p - 1)
+idx = list(np.indices(g.shape)); idx[%d] = z(g, x.shape[%d])
+out = [x[tuple(idx)]]
+]=]):format(nd - 1, nd - 1), vars)
+      same(ref[1], x:gather(nd, g))
+      -- index_select along the last dim gathers through the same kernel
+      local sel = positions("long", {ishape[nd]}, len)
+      ref = S.numpy(([=[
+out = [np.take(x, np.where(s < 0, s + x.shape[%d], s - 1), %d)]
+]=]):format(nd - 1, nd - 1), {x = np_of(x), s = np_of(sel)})
+      same(ref[1], x:index_select(nd, sel))
+    end
+    -- a position out of range in a long row raises, and the next call works
+    local x = dev:arange("float", 3 * 300):reshape{3, 300}
+    local v = {}
+    for i = 1, 600 do v[i] = 1 end
+    v[600] = 301
+    has_error("luagpu: tensor:gather: argument #2: position 301 is out of range (1 to 300, " ..
+              "or -300 to -1)", x.gather, x, 2, dev:tensor("long", {2, 300}, v))
+    v[600] = -300
+    local r = x:gather(2, dev:tensor("long", {2, 300}, v)):get()
+    assert.same({1, 1, 301, 301, 301}, {r[1], r[300], r[301], r[599], r[600]})
+  end)
+
   it("index_select copies whole rows of contiguous tensors as np.take: vectors of 4 or not, " ..
      "offsets, reversed index tensors", function()
     if not S.need_numpy(assert, pending) then return end

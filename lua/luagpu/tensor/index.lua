@@ -11,6 +11,7 @@
 -- records the first one in a per-device flag, which the call reads once
 -- (one blocking read of 16 bytes per call) and raises with.
 
+local gpu = require "luagpu"
 local H = require "luagpu.core.check"
 local P = require "luagpu.core.programs"
 local ST = require "luagpu.core.steps"
@@ -98,6 +99,33 @@ local function check_flag(fn, b, where, len)
   end
 end
 
+-- Gathers along the last dim read each row of the data once into local
+-- memory (lg_gather_rows) where a row has at least ROWS_MIN elements and
+-- fits half the device's local memory (at most ROWS_BYTES): a position
+-- then reads local memory, not a sector of global memory.
+local ROWS_MIN, ROWS_BYTES = 256, 32768
+local room_of = ST.device_cache()     -- dev -> bytes a row may take
+local function rows_room(dev, t)
+  local room = room_of[dev]
+  if not room then
+    room = math.min(dev.local_mem_size // 2, ROWS_BYTES)
+    room_of[dev] = room
+  end
+  return room // TY.SIZES[t]
+end
+
+-- gpu.localmem(t, n), made once per type and count
+local row_memories = setmetatable({}, {__index = function(c, t)
+  local by_n = setmetatable({}, {__index = function(b, n)
+    local lm = gpu.localmem(t, n)
+    b[n] = lm
+    return lm
+  end})
+  c[t] = by_n
+  return by_n
+end})
+local function row_memory(t, n) return row_memories[t][n] end
+
 -- lanes of list (a shape or strides), last-first, padded to 8
 local function lanes(l)
   local nd = #l
@@ -106,6 +134,20 @@ local function lanes(l)
   if nd == 3 then return {l[3], l[2], l[1], 0, 0, 0, 0, 0} end
   local v = {0, 0, 0, 0, 0, 0, 0, 0}
   for i = 1, nd do v[i] = l[nd - i + 1] end
+  return v
+end
+
+-- Whether off and l[1..k] are all multiples of 4.
+local function fours(off, l, k)
+  if off % 4 ~= 0 then return false end
+  for i = 1, k do if l[i] % 4 ~= 0 then return false end end
+  return true
+end
+
+-- lanes of l[1..k] (the leading dims of a list of k + 1), last-first
+local function lead_lanes(l, k)
+  local v = {0, 0, 0, 0, 0, 0, 0, 0}
+  for i = 1, k do v[i] = l[k - i + 1] end
   return v
 end
 
@@ -183,8 +225,26 @@ local function gather(fn, where, out, idx, spec, base)
   else
     big = big or O.check_bounds(fn, idx) >= BIG
   end
-  local k = program(fn, dev, out._type, idx._type, nd, 0, big and "ulong" or "uint").lg_gather
   local flag = flag_of(dev)
+  local len = spec.len
+  if spec.d == nd and len >= ROWS_MIN and len <= rows_room(dev, out._type) then
+    -- along the last dim, rows that fit local memory: a group per row
+    local prog = program(fn, dev, out._type, idx._type, nd - 1, 0, big and "ulong" or "uint")
+    local m, dst, dstep = shape[nd], spec.dst, spec.dstep
+    local args = {out._st.buf, out._off, lead_lanes(shape, nd - 1), idx._st.buf, idx._off,
+                  lead_lanes(ist, nd - 1), ist[nd], dat._st.buf, dat._off,
+                  lead_lanes(dst, nd - 1), dstep, len, m, flag, row_memory(out._type, len)}
+    local k = prog.lg_gather_rows
+    -- four at a time where idx's and out's rows start on vectors of 4
+    if ist[nd] == 1 and m % 4 == 0 and out._off % 4 == 0 and fours(idx._off, ist, nd - 1) then
+      k = prog.lg_gather_rows4
+      args[16] = dstep == 1 and len % 4 == 0 and fours(dat._off, dst, nd - 1) and 1 or 0
+    end
+    k(table.unpack(args)):run({n // m * LOCAL}, {LOCAL}, NO_EVENT)
+    check_flag(fn, flag, where, len)
+    return out
+  end
+  local k = program(fn, dev, out._type, idx._type, nd, 0, big and "ulong" or "uint").lg_gather
   k(out._st.buf, out._off, lanes(shape), idx._st.buf, idx._off, lanes(ist), dat._st.buf,
     dat._off, lanes(#spec.dst == 0 and ZERO or spec.dst), spec.dstep, spec.len, n,
     flag):run({ceil(n, LOCAL)}, {LOCAL}, NO_EVENT)
@@ -239,7 +299,7 @@ local function along(x, d)
   local dst, st = {}, x._strides
   for i = 1, #st do dst[i] = st[i] end
   dst[d] = 0
-  return {dat = x, dst = dst, dstep = x._strides[d], len = x._shape[d]}
+  return {dat = x, dst = dst, dstep = x._strides[d], len = x._shape[d], d = d}
 end
 
 -- The spec of x's elements in row-major order (x contiguous), for nd
