@@ -202,29 +202,18 @@ end
 
 -- out (contiguous, of idx's shape) = dat at idx's values along a dim:
 -- spec {dat =, dst = dat's strides over idx's dims with the indexed one 0,
--- dstep =, len =}.
--- base: the 1-D index tensor idx spreads (index_select: idx its elements
--- along one dim, stride 0 in the others), checked in idx's place while idx
--- still reads base's elements as made (else idx itself is checked).
-local function gather(fn, where, out, idx, spec, base)
+-- dstep =, len =, d = the indexed dim}. idx may be a view luagpu made of
+-- an index tensor (index_select spreads a 1-D one: its elements along one
+-- dim, stride 0 in the others).
+local function gather(fn, where, out, idx, spec)
   local dev, n = out._dev, out._n
   if n == 0 then return out end
   local shape, ist = idx._shape, idx._strides
   local nd = #shape
   if nd == 0 then shape, ist, nd = {1}, {0}, 1 end
+  -- (dat and idx: checked at the method's entry, or views of such)
   local dat = spec.dat
-  local big = O.check_bounds(fn, dat) >= BIG or n >= BIG
-  if base then
-    -- (base checked first: its fields are then of the right kinds)
-    local d, cap = spec.d, O.check_bounds(fn, base)
-    if #base._shape ~= 1 or not rawequal(base._st, idx._st) or base._off ~= idx._off
-       or base._type ~= idx._type or base._n ~= shape[d] or base._strides[1] ~= ist[d] then
-      cap = O.check_bounds(fn, idx)
-    end
-    big = big or cap >= BIG
-  else
-    big = big or O.check_bounds(fn, idx) >= BIG
-  end
+  local big = O.cap(fn, dat) >= BIG or O.cap(fn, idx) >= BIG or n >= BIG
   local flag = flag_of(dev)
   local len = spec.len
   if spec.d == nd and len >= ROWS_MIN and len <= rows_room(dev, out._type) then
@@ -258,7 +247,7 @@ end
 local function index_rows(fn, out, x, d, idx, b)
   local dev, len, m = out._dev, x._shape[d], idx._n
   local rows = out._n // b
-  local big = O.check_bounds(fn, x) >= BIG or O.check_bounds(fn, idx) >= BIG or out._n >= BIG
+  local big = O.cap(fn, x) >= BIG or O.cap(fn, idx) >= BIG or out._n >= BIG
   local prog = program(fn, dev, out._type, idx._type, 1, 0, big and "ulong" or "uint")
   local vec = b % 4 == 0 and x._off % 4 == 0 and out._off % 4 == 0
   local k = vec and prog.lg_index_rows4 or prog.lg_index_rows
@@ -284,8 +273,8 @@ local function scatter(fn, where, idx, src, spec, add)
   local nd = #shape
   if #sst ~= nd then sst = zeros(nd) end            -- a number: one element
   if nd == 0 then shape, ist, sst, nd = {1}, {0}, {0}, 1 end
-  local big = O.check_bounds(fn, dat) >= BIG or O.check_bounds(fn, idx) >= BIG
-              or O.check_bounds(fn, src) >= BIG or n >= BIG
+  local big = O.cap(fn, dat) >= BIG or O.cap(fn, idx) >= BIG or O.cap(fn, src) >= BIG
+              or n >= BIG
   local k = program(fn, dev, dat._type, idx._type, nd, add, big and "ulong" or "uint").lg_scatter
   local flag = flag_of(dev)
   k(dat._st.buf, dat._off, lanes(spec.dst), spec.dstep, spec.len, lanes(shape), idx._st.buf,
@@ -370,7 +359,7 @@ function methods.index_select(x, dim, idx, ...)
   local spec = along(x, d)
   spec.d = d
   local spread = O.view(idx._st, idx._type, shape, strides, idx._off)
-  return gather(fn, "argument #2", out, spread, spec, idx)
+  return gather(fn, "argument #2", out, spread, spec)
 end
 
 -- x:take(idx): x's elements at idx's flat positions (x read in row-major
@@ -419,7 +408,6 @@ end
 local function copy_of(fn, x)
   if x._n == 0 or not O.is_contiguous(x) then return E.clone(x) end
   local out = O.empty(fn, x._dev, x._type, {table.unpack(x._shape)})
-  O.check_bounds(fn, x)
   O.elements_of(x):copy_to(O.elements_of(out))
   return out
 end
@@ -573,8 +561,8 @@ function methods.masked_select(x, mask, ...)
     end
     A, compact = mod, mod
   end
+  -- (c and m: x and mask, checked at the entry, or copies made here)
   local c, out = O.is_contiguous(x) and x or x:contiguous(), nil
-  O.check_bounds(fn, c); O.check_bounds(fn, m)
   A.select(fn, t, c._st.buf, c._off, m._type, m._st.buf, m._off, m._n, dev, function(count)
     out = O.empty(fn, dev, t, {count})
     return out._st.buf, out._off
@@ -642,8 +630,8 @@ function I.searchsorted(sorted, values, opts, ...)
   local v = values:contiguous()
   local out = O.empty(fn, dev, "long", {table.unpack(values._shape)})
   if out._n == 0 then return out end
+  -- (sorted and v: checked at the entry, or made here)
   local k = program(fn, dev, t, "long", 1, 0).lg_searchsorted
-  O.check_bounds(fn, sorted); O.check_bounds(fn, v)
   k(sorted._st.buf, sorted._off, sorted._strides[1], sorted._n, v._st.buf, v._off, out._st.buf,
     out._n, o.right and 1 or 0):run({ceil(out._n, LOCAL)}, {LOCAL}, NO_EVENT)
   return out

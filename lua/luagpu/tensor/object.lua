@@ -411,6 +411,16 @@ function O.check_bounds(fn, x)
   return c.cap
 end
 
+-- The element count of the Buffer under x, a tensor this call checked
+-- (X.check at its entry: O.check_bounds) or made from checked ones (a
+-- view, a result): its Buffer's count, known since that check, without
+-- checking x's fields again. Any other tensor is checked now.
+function O.cap(fn, x)
+  local known = CAP[rawget(x._st, "buf")]
+  if known then return known[1] end
+  return O.check_bounds(fn, x)
+end
+
 function full_check(fn, x)
   PASSED[x] = nil
   -- with luagpu's metatable, a field missing from x reads nil, as it will

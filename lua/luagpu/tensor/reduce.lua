@@ -30,7 +30,7 @@ local format = string.format
 local min, max, huge = math.min, math.max, math.huge
 local fail, show = H.fail, H.show
 local FLOATS, LIMITS, NAN = TY.FLOATS, TY.LIMITS, TY.NAN
-local check_bounds, empty, check, drop = O.check_bounds, O.empty, X.check, O.drop
+local empty, check, drop = O.empty, X.check, O.drop
 local ceil_div, round_up = ST.ceil_div, ST.round_up
 
 -- cols4_waves: column reductions read 4 columns per work-item (cols4)
@@ -222,9 +222,10 @@ end
 local reduce_helper
 
 -- Reduces contiguous x ([outer, L, inner]) into res (outer * inner
--- elements of the op's out type, a tensor just made: not checked again).
+-- elements of the op's out type, a tensor just made). x was checked at
+-- the method's entry (X.check), or luagpu made it from such a tensor (a
+-- view, a contiguous copy): neither is checked again.
 local function reduce_into(fn, op, x, outer, L, inner, res)
-  check_bounds(fn, x)
   local keep = x._st.pool ~= nil and res._st.pool ~= nil
   local dev, t = x._dev, x._type
   local p = program(fn, dev, op, t)
