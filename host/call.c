@@ -132,33 +132,44 @@ static void bind_local(lua_State *L, lg_Kernel *k, const lg_ArgInfo *a, int i, i
   ca->value = NULL;
 }
 
+/* The number (or the table of numbers, for a vector) at idx into slot:
+** the messages that name the argument are made only for a value that
+** needs them (formatting them for every argument of every call cost more
+** than the rest of the binding). */
 static void bind_scalar(lua_State *L, lg_Kernel *k, const lg_ArgInfo *a, int i, int idx,
                         lg_CallArg *ca, unsigned char *slot) {
-  const char *what = lua_pushfstring(L, "argument #%d (%s %s)", i, a->type_name, a->name);
   int w = a->type.width, j;
   size_t es = lg_scalar_size(a->type.scalar);
+  ca->size = lg_type_size(a->type);
+  ca->value = slot;
   if (w == 1) {
-    lg_store_scalar(L, idx, a->type.scalar, slot, k->command, what);
-  } else {
+    if (!lg_store_scalar_quick(L, idx, a->type.scalar, slot)) {
+      const char *what = lua_pushfstring(L, "argument #%d (%s %s)", i, a->type_name, a->name);
+      lg_store_scalar(L, idx, a->type.scalar, slot, k->command, what);
+      lua_pop(L, 1);
+    }
+    return;
+  }
+  if (!lua_istable(L, idx) || luaL_getmetafield(L, idx, "__name") != LUA_TNIL ||
+      lua_rawlen(L, idx) != (size_t)w) {
+    const char *what = lua_pushfstring(L, "argument #%d (%s %s)", i, a->type_name, a->name);
     if (!lua_istable(L, idx) || luaL_getmetafield(L, idx, "__name") != LUA_TNIL)
       lg_error(L, k->command, "%s: expected a table of %d numbers, got %s", what, w,
                luaL_typename(L, idx));
-    if (lua_rawlen(L, idx) != (size_t)w)
-      lg_error(L, k->command, "%s: expected a table of %d numbers, got a table of %d", what, w,
-               (int)lua_rawlen(L, idx));
-    for (j = 0; j < w; j++) {
+    lg_error(L, k->command, "%s: expected a table of %d numbers, got a table of %d", what, w,
+             (int)lua_rawlen(L, idx));
+  }
+  for (j = 0; j < w; j++) {
+    lua_rawgeti(L, idx, j + 1);
+    if (!lg_store_scalar_quick(L, -1, a->type.scalar, slot + (size_t)j * es)) {
+      const char *what = lua_pushfstring(L, "argument #%d (%s %s)", i, a->type_name, a->name);
       const char *wj = lua_pushfstring(L, "%s[%d]", what, j + 1);
-      lua_rawgeti(L, idx, j + 1);
-      lg_store_scalar(L, -1, a->type.scalar, slot + (size_t)j * es, k->command, wj);
+      lg_store_scalar(L, -3, a->type.scalar, slot + (size_t)j * es, k->command, wj);
       lua_pop(L, 2);
     }
+    lua_pop(L, 1);
   }
-  lua_pop(L, 1);
-  ca->size = lg_type_size(a->type);
-  ca->value = slot;
 }
-
-
 
 lg_Call *lg_bindcall(lua_State *L, int kidx, int first, int last) {
   lg_Kernel *k = luaL_checkudata(L, kidx, LG_KERNEL_MT);

@@ -199,6 +199,12 @@ lg_Type lg_checktype(lua_State *L, int idx, const char *fn, int arg);
 ** only when they come from math.ult-style use (i.e. never: -1 raises). */
 void lg_store_scalar(lua_State *L, int idx, lg_Scalar s, void *p,
                      const char *fn, const char *what);
+/* lg_store_scalar's common cases without a message at hand: stores the
+** Lua integer or float at idx into *p as s and returns 1 where it fits s
+** (a float only into float or double); returns 0, storing nothing, for
+** anything else, which the caller hands to lg_store_scalar with its
+** message (to store, or to raise). */
+int lg_store_scalar_quick(lua_State *L, int idx, lg_Scalar s, void *p);
 /* Pushes the scalar at p: integers as Lua integers (ulong above 2^63-1
 ** wraps, as Lua's own unsigned arithmetic does), floats as floats. */
 void lg_push_scalar(lua_State *L, lg_Scalar s, const void *p);

@@ -141,6 +141,20 @@ void lg_store_scalar(lua_State *L, int idx, lg_Scalar s, void *p,
   }
 }
 
+int lg_store_scalar_quick(lua_State *L, int idx, lg_Scalar s, void *p) {
+  if (lua_isinteger(L, idx)) {
+    lua_Integer v = lua_tointeger(L, idx);
+    if (s <= LG_UINT && (v < int_ranges[s].lo || v > int_ranges[s].hi)) return 0;
+    if (s == LG_ULONG && v < 0) return 0;
+    store_integer(L, s, v, p, NULL, NULL);      /* fits: raises nothing */
+    return 1;
+  }
+  if (lua_type(L, idx) != LUA_TNUMBER) return 0;
+  if (s == LG_FLOAT) { *(float *)p = (float)lua_tonumber(L, idx); return 1; }
+  if (s == LG_DOUBLE) { *(double *)p = (double)lua_tonumber(L, idx); return 1; }
+  return 0;
+}
+
 void lg_push_scalar(lua_State *L, lg_Scalar s, const void *p) {
   switch (s) {
     case LG_CHAR:   lua_pushinteger(L, *(const int8_t *)p); break;
