@@ -102,20 +102,22 @@ __kernel void lg_gather_rows(__global T *out, ulong ooff, ulong8 lead,
 ** contiguous (istep 1), m, ooff, ioff and idx's leading strides multiples
 ** of 4, so that every row of idx and of out starts on a vector of 4;
 ** rowvec: the data rows too (dstep 1, len, doff and dat's leading strides
-** multiples of 4) are read 4 at a time. */
+** multiples of 4) are read 4 at a time. row4 is the row's local memory
+** as vectors (a __local T* need not be aligned for them on NVIDIA's
+** OpenCL: a vector store there faults). */
 #define LG_I4 LG_CAT(I, 4)
 __kernel void lg_gather_rows4(__global T *out, ulong ooff, ulong8 lead,
                               __global const I *idx, ulong ioff, long8 ist, long istep,
                               __global const T *dat, ulong doff, long8 dst, long dstep,
                               long len, ulong m, volatile __global long *bad,
-                              __local T *row, int rowvec) {
+                              __local LG_T4 *row4, int rowvec) {
   IDX r = (IDX)get_group_id(0), lid = (IDX)get_local_id(0), ls = (IDX)get_local_size(0);
   IDX ip = (IDX)ioff, sp = 0, dp = (IDX)doff;
+  __local T *row = (__local T *)row4;
   lg_places(r, lead, ist, (long8)(0), dst, &ip, &sp, &dp);
   if (rowvec) {
     __global const LG_T4 *src = (__global const LG_T4 *)(dat + dp);
-    __local LG_T4 *to4 = (__local LG_T4 *)row;
-    for (IDX c = lid; c < (IDX)len / 4; c += ls) to4[c] = src[c];
+    for (IDX c = lid; c < (IDX)len / 4; c += ls) row4[c] = src[c];
   } else {
     for (IDX c = lid; c < (IDX)len; c += ls) row[c] = dat[dp + c * (IDX)dstep];
   }

@@ -227,6 +227,7 @@ local function gather(fn, where, out, idx, spec)
     -- four at a time where idx's and out's rows start on vectors of 4
     if ist[nd] == 1 and m % 4 == 0 and out._off % 4 == 0 and fours(idx._off, ist, nd - 1) then
       k = prog.lg_gather_rows4
+      args[15] = row_memory(out._type .. "4", (len + 3) // 4)
       args[16] = dstep == 1 and len % 4 == 0 and fours(dat._off, dst, nd - 1) and 1 or 0
     end
     k(table.unpack(args)):run({n // m * LOCAL}, {LOCAL}, NO_EVENT)
