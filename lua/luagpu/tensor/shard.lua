@@ -572,7 +572,7 @@ end
 -- The op f over the shards of the operands (sharded tensors or numbers:
 -- at least one sharded); arg names fn's operands in messages.
 local function map2(fn, f, a, b)
-  local sa, sb = is_sharded(a), is_sharded(b)
+  local sa, sb = getmetatable(a) == SMT, getmetatable(b) == SMT
   if sa and sb then
     local la, lb, d = paired(fn, a, b)
     local ok, out = pcall(each2, f, la, lb, {})
@@ -687,7 +687,8 @@ local function whole(fn, op, list)
   -- LAUNCH form), its read's Event, or (where all[k] is false) a function
   -- that gives its value; all: whether every one is a read or an Event
   local got, how, k, n = {}, nil, 0, 0
-  local launch = op == "sum" or op == "min" or op == "max"
+  local launch = (op == "sum" or op == "min" or op == "max") and RD[op]
+  local LAUNCH, elements_of = RD.LAUNCH, O.elements_of
   for i = 1, #list do
     local x = list[i]
     local shape = x._shape
@@ -699,7 +700,7 @@ local function whole(fn, op, list)
       end
       k = k + 1
       if launch then
-        got[k] = RD[op](O.elements_of(flat), RD.LAUNCH)
+        got[k] = launch(elements_of(flat), LAUNCH)
       elseif op == "mean" and flat._type == "float" then   -- a sum in double, for the mean
         got[k] = RD.sum(O.elements_of(flat), {async = true, acc = "double"})
       else
