@@ -684,8 +684,8 @@ end
 local function whole(fn, op, list)
   RD = RD or require "luagpu.reduce"
   -- got[k]: the k-th non-empty shard's read (a function: luagpu.reduce's
-  -- LAUNCH form), its read's Event, or (where all[k] is false) a function
-  -- that gives its value; all: whether every one is a read or an Event
+  -- LAUNCH form), its read's Event, or false where how[k] gives its value
+  -- (how: nil while every one is a read or an Event)
   local got, how, k, n = {}, nil, 0, 0
   local launch = (op == "sum" or op == "min" or op == "max") and RD[op]
   local LAUNCH, elements_of = RD.LAUNCH, O.elements_of
