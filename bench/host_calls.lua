@@ -6,16 +6,25 @@
 -- A program, not a test; run it on PoCL to compare the host path before
 -- and after a change.
 --
---   build/luagpu bench/host_calls.lua [REPS [OP_PATTERN]]
+--   build/luagpu bench/host_calls.lua [REPS [OP_PATTERN [profile]]]
 --
 -- Prints one line per op: name, instructions per call, C calls per call,
--- microseconds per call.
+-- microseconds per call. With "profile", each op's instructions per call by
+-- the function they ran in (source:line where it is defined), and the C
+-- calls in order with the instructions run before each (where the second
+-- shard's launch comes, for the sharded ones).
+--
+-- The cases named shard_* run on a sharded tensor over two devices (on
+-- PoCL: POCL_DEVICES="pthread pthread"); with one device they say so and
+-- are skipped.
 local bench = dofile((arg and arg[0] or "bench/"):match("^(.-)[^/]*$") .. "common.lua")
 local gpu = rawget(_G, "gpu") or require "luagpu"
 
 local reps = math.max(5, tonumber(arg and arg[1]) or 400)
 local only = arg and arg[2]
+local profile = arg and arg[3] == "profile"
 local dev = gpu.device()
+local devs = gpu.devices()
 
 local S = dev:tensor("float", {8, 16}, 1)
 local G = dev:tensor("long", {8, 16}, 3)
@@ -35,6 +44,15 @@ local u = dev:tensor("float", {64}, (function()
   for i = 1, 64 do t[i] = (i * 7) % 13 end
   return t
 end)())
+
+-- sharded over the first two devices: 2 x 4096 floats, 2 x (32 x 64)
+local xs, ys, Ms
+if #devs >= 2 then
+  local pair = {devs[1], devs[2]}
+  xs = gpu.shard(devs[1]:tensor("float", {8192}, 0.5), pair)
+  ys = gpu.shard(devs[1]:tensor("float", {8192}, 0.25), pair)
+  Ms = gpu.shard(devs[1]:tensor("float", {64, 64}, 1), pair)
+end
 
 local cases = {
   -- issue 29's bar: a 4-node expression of small tensors built (not run)
@@ -57,6 +75,11 @@ local cases = {
   {"einsum_bmm",    function() return gpu.einsum("bij,bjk->bik", XB, YB) end},
   {"argsort",       function() return u:argsort() end},
   {"unique",        function() return u:unique() end},
+  -- sharded over two devices (issue 31: the host's time between launches)
+  {"shard_chain5",  function() return ((xs * 1.5 + 0.25):exp() * 0.5 - ys):eval() end, 2},
+  {"shard_sum",     function() return xs:sum() end, 2},
+  {"shard_sum2",    function() return Ms:sum(2) end, 2},
+  {"shard_sum1",    function() return Ms:sum(1) end, 2},
 }
 
 -- VM instructions and C calls of n calls of f, per call.
@@ -72,12 +95,47 @@ local function counts(f, n)
   return ins / n, ccalls / n
 end
 
-local function settle() dev:finish() end
+-- Instructions per call of n calls of f by the function they ran in, and
+-- the C calls of one more call in order, each with the instructions before
+-- it; printed.
+local function profile_of(f, n)
+  local getinfo = debug.getinfo
+  local by = {}
+  debug.sethook(function()
+    local i = getinfo(2, "S")
+    local k = i.short_src .. ":" .. i.linedefined
+    by[k] = (by[k] or 0) + 1
+  end, "", 1)
+  for _ = 1, n do f() end
+  debug.sethook()
+  local rows = {}
+  for k, v in pairs(by) do rows[#rows + 1] = {k, v / n} end
+  table.sort(rows, function(a, b) return a[2] > b[2] end)
+  for _, r in ipairs(rows) do print(string.format("    %8.1f  %s", r[2], r[1])) end
+  local ins, seq = 0, {}
+  debug.sethook(function(ev)
+    if ev == "count" then ins = ins + 1
+    else
+      local i = getinfo(2, "Sn")
+      if i.what == "C" then seq[#seq + 1] = string.format("%d:%s", ins, i.name or "?") end
+    end
+  end, "c", 1)
+  f()
+  debug.sethook()
+  print("    C calls (instructions before): " .. table.concat(seq, " "))
+end
+
+local function settle() for _, d in ipairs(devs) do d:finish() end end
 
 print(string.format("%-14s %10s %8s %10s", "op", "VM instr", "C calls", "us/call"))
 for _, case in ipairs(cases) do
   local name, f = case[1], case[2]
-  if not only or name:find(only) or only:find(name, 1, true) then
+  if case[3] and #devs < case[3] then
+    if not only or name:find(only) then
+      print(string.format("%-14s needs %d devices (on PoCL: POCL_DEVICES=\"pthread pthread\")",
+                          name, case[3]))
+    end
+  elseif not only or name:find(only) or only:find(name, 1, true) then
     for _ = 1, 20 do f(); settle() end              -- warm: programs, pools, caches
     collectgarbage()
     local ins, cc = counts(f, 20)
@@ -85,5 +143,6 @@ for _, case in ipairs(cases) do
     collectgarbage()
     local us = bench.median(bench.enqueue_times(reps, f, settle)) * 1e6
     print(string.format("%-14s %10.0f %8.0f %10.1f", name, ins, cc, us))
+    if profile then profile_of(f, 20); settle() end
   end
 end

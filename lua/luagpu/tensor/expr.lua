@@ -326,9 +326,13 @@ end
 -- b's nodes, or a2, b2 not of a's, b's types and shapes). r comes from
 -- the op just now, and the caller vouches for a2 and b2 as for a and b
 -- (sharded tensors: one op on every shard, the first one checked).
+-- (the caller's shapes have no metatable: == is raw, one table shared by
+-- the shards' nodes needs no walk)
+local RELEASED = O.RELEASED
 local function same_as(v, old, arg)
+  local a, b = v._shape, old._shape
   return arg == (old._expr or old._leaf) and v._type == old._type and
-         v._st ~= O.RELEASED and same_shape(v._shape, old._shape)
+         v._st ~= RELEASED and (a == b or same_shape(a, b))
 end
 
 function X.again(r, a, b, a2, b2)
@@ -352,10 +356,32 @@ function X.again(r, a, b, a2, b2)
     if not same_as(a2, a, x) or not same_as(b2, b, y) then return nil end
     x, y, dev = a2._expr or leaf(a2), b2._expr or leaf(b2), a2._dev
   end
+  local size = 1 + x.size + (y and y.size or 0)
   local e2 = {kind = "op", op = e.op, args = y and {x, y} or {x}, ct = e.ct, type = e.type,
-              shape = e.shape, size = 1 + x.size + (y and y.size or 0), fn = e.fn,
-              _stores = false}
-  return X.result(dev, e2, e.fn)
+              shape = e.shape, size = size, fn = e.fn, _stores = false}
+  if e.has_index or x.has_index or x.kind == "index" or
+     y and (y.has_index or y.kind == "index") then
+    return X.result(dev, e2, e.fn)
+  end
+  -- X.result's work for a node without positions, its storages those of
+  -- its one operand with any (shared) or of both
+  local out = lazy(dev, e2)
+  if not settings.lazy or size > MAX_NODES then return realize(out) end
+  local list
+  if y == nil or y.kind == "scalar" then list = stores_of(x)
+  elseif x.kind == "scalar" then list = stores_of(y)
+  else list = stores_of(e2) end
+  e2._stores = list
+  for i = 1, #list do
+    if list[i].exposed then return realize(out) end
+  end
+  for i = 1, #list do
+    local st = list[i]
+    local rd = st.readers
+    if not rd then rd = setmetatable({}, WEAK_KEYS); st.readers = rd end
+    rd[out] = true
+  end
+  return out
 end
 
 ------------------------------------------------------------------ operands

@@ -46,30 +46,33 @@ SH.is_sharded = is_sharded
 
 -- Sharded tensors that passed the whole check of parts below, or that
 -- luagpu made from parts it knew to agree, with what that saw, in one
--- flat table: {list =, dim =, n =, t =, nd =, [i] = shard i, [n + i] =
--- its device, [2n + i] = its shape table, [3n + (i - 1) * nd + k] = the
--- shape's values}. A sharded tensor op after op is checked again only as
--- far as telling that none of that changed (each shard's buffer and
--- fields are checked by the op on it, at its launch, as for any tensor).
+-- flat table: {list =, dim =, n =, t =, nd =, at = {[shard i] = i}, [i] =
+-- its device, its shape's values from n + 1 + (i - 1) * nd on}. A
+-- sharded tensor op after op is checked again only as far as telling that
+-- none of that changed (each shard's buffer and fields are checked by the
+-- op on it, at its launch, as for any tensor). Tensors as keys are raw
+-- lookups: no rawequal per shard, and a script's __eq never answers.
 local PASSED = setmetatable({}, {__mode = "k"})
 
 -- What each sharded tensor was made with, in the same form (the record
--- made() remembers, or make()'s own): a script's rawset of its fields or
--- of its list's entries raises, even where the parts would still agree.
+-- made() remembers, or make()'s own {list =, dim =, n =, at =}):
+-- a script's rawset of its fields or of its list's entries raises, even
+-- where the parts would still agree.
 local ORIGIN = setmetatable({}, {__mode = "k"})
 
-local function remember(s, list, dim)
+-- The record of the parts in list (checked to agree, or known to).
+local function record(list, dim)
   local n, first = #list, list[1]
   local nd = #first._shape
-  local m = {list = list, dim = dim, n = n, t = first._type, nd = nd}
+  local at = {}
+  local m = {list = list, dim = dim, n = n, t = first._type, nd = nd, at = at}
   for i = 1, n do
     local x = list[i]
     local shape = x._shape
-    m[i], m[n + i], m[2 * n + i] = x, x._dev, shape
-    local base = 3 * n + (i - 1) * nd
+    at[x], m[i] = i, x._dev
+    local base = n + (i - 1) * nd
     for k = 1, nd do m[base + k] = shape[k] end
   end
-  PASSED[s] = m
   return m
 end
 
@@ -81,7 +84,7 @@ local function full_parts(fn, arg, s)
                   (dim ~= nil and (mtype(dim) ~= "integer" or dim < 1)) or
                   o and (list ~= o.list or dim ~= o.dim)
   if changed then fail(fn, "argument #%d: the sharded tensor's fields were changed", arg) end
-  local out, first = {}, nil
+  local first = nil
   for i = 1, #list do
     local x = rawget(list, i)
     if not is_tensor(x) then
@@ -90,7 +93,7 @@ local function full_parts(fn, arg, s)
     end
     X.check(fn, arg, x, true)
     for j = 1, i - 1 do
-      if out[j]._dev == x._dev then
+      if rawget(list, j)._dev == x._dev then
         fail(fn, "argument #%d: the sharded tensor's shards %d and %d share a device", arg, j, i)
       end
     end
@@ -104,55 +107,59 @@ local function full_parts(fn, arg, s)
              "1 (%s %s)", arg, i, x._type, show_shape(b), first._type, show_shape(a))
       end
     end
-    out[i] = x
   end
-  if #out == 0 then fail(fn, "argument #%d: the sharded tensor has no shards", arg) end
+  if not first then fail(fn, "argument #%d: the sharded tensor has no shards", arg) end
   changed = dim and dim > #first._shape or o and #list ~= o.n
   for i = 1, o and not changed and o.n or 0 do
-    if not rawequal(rawget(list, i), o[i]) then changed = true end
+    if o.at[rawget(list, i)] ~= i then changed = true end
   end
   if changed then fail(fn, "argument #%d: the sharded tensor's fields were changed", arg) end
-  remember(s, list, dim)
-  return out, dim
+  PASSED[s] = record(list, dim)
+  return list, dim
 end
 
 -- The shards of sharded tensor s (argument arg of fn), checked: a list of
 -- live tensors on distinct devices, of one type, whose shapes agree but
--- along the sharded dim (all of them, replicated); returns the shards (a
--- new list) and the dim (nil: replicated).
+-- along the sharded dim (all of them, replicated); returns the shards and
+-- the dim (nil: replicated). The list is s's own, for the caller to read
+-- within its call and never to write or hand out (FIELDS.shards copies).
 local function parts(fn, arg, s)
-  if not is_sharded(s) then
+  if getmetatable(s) ~= SMT then
     fail(fn, "argument #%d: expected a sharded tensor, got %s", arg, typename(s))
   end
   local m = PASSED[s]
   if m == nil then return full_parts(fn, arg, s) end
-  local list = rawget(s, "_shards")
-  if list ~= m.list or rawget(s, "_dim") ~= m.dim or getmetatable(list) ~= nil or
-     #list ~= m.n then
+  -- (s's fields read plainly: a field a script removed reads nil through
+  -- SMT.__index; the list's entries too, once it is known to have no
+  -- metatable)
+  local list, n = s._shards, m.n
+  if list ~= m.list or s._dim ~= m.dim or getmetatable(list) ~= nil or #list ~= n then
     return full_parts(fn, arg, s)
   end
-  local n, t, nd, out = m.n, m.t, m.nd, {}
+  local t, nd, at = m.t, m.nd, m.at
+  local base = n
   for i = 1, n do
-    local x = rawget(list, i)
-    if not rawequal(x, m[i]) then return full_parts(fn, arg, s) end
+    local x = list[i]
+    if at[x] ~= i then return full_parts(fn, arg, s) end
     local shape = x._shape
-    if x._st == RELEASED or x._dev ~= m[n + i] or x._type ~= t or
-       not rawequal(shape, m[2 * n + i]) or getmetatable(shape) ~= nil or #shape ~= nd then
+    if x._st == RELEASED or x._dev ~= m[i] or x._type ~= t or getmetatable(shape) ~= nil or
+       #shape ~= nd then
       return full_parts(fn, arg, s)
     end
-    local base = 3 * n + (i - 1) * nd
     for k = 1, nd do
       if shape[k] ~= m[base + k] then return full_parts(fn, arg, s) end
     end
-    out[i] = x
+    base = base + nd
   end
-  return out, m.dim
+  return list, m.dim
 end
 
 local function make(shards, dim)
   local s = setmetatable({_shards = shards, _dim = dim}, SMT)
-  local o = {list = shards, dim = dim, n = #shards}
-  for i = 1, o.n do o[i] = shards[i] end
+  local n = #shards
+  local at = {}
+  for i = 1, n do at[shards[i]] = i end
+  local o = {list = shards, dim = dim, n = n, at = at}
   ORIGIN[s] = o
   return s
 end
@@ -161,7 +168,8 @@ end
 -- each shard), known to agree: remembered as checked.
 local function made(shards, dim)
   local s = setmetatable({_shards = shards, _dim = dim}, SMT)
-  ORIGIN[s] = remember(s, shards, dim)
+  local m = record(shards, dim)
+  PASSED[s], ORIGIN[s] = m, m
   return s
 end
 
@@ -278,7 +286,10 @@ local FIELDS = {}
 function FIELDS.dim(s) local _, d = parts("sharded:dim", 0, s) return d end
 function FIELDS.type(s) return parts("sharded:type", 0, s)[1]._type end
 function FIELDS.ndim(s) return #parts("sharded:ndim", 0, s)[1]._shape end
-function FIELDS.shards(s) return parts("sharded:shards", 0, s) end
+function FIELDS.shards(s)
+  local list = parts("sharded:shards", 0, s)
+  return table.move(list, 1, #list, 1, {})
+end
 function FIELDS.devices(s)
   local out = {}
   for i, x in ipairs(parts("sharded:devices", 0, s)) do out[i] = x._dev end
@@ -561,7 +572,7 @@ end
 -- The op f over the shards of the operands (sharded tensors or numbers:
 -- at least one sharded); arg names fn's operands in messages.
 local function map2(fn, f, a, b)
-  local sa, sb = is_sharded(a), is_sharded(b)
+  local sa, sb = getmetatable(a) == SMT, getmetatable(b) == SMT
   if sa and sb then
     local la, lb, d = paired(fn, a, b)
     local ok, out = pcall(each2, f, la, lb, {})
@@ -671,49 +682,65 @@ end
 -- blocking read costs about 15 us more than a read enqueued while the
 -- passes run.)
 local function whole(fn, op, list)
-  local pending, n = {}, 0
-  for _, x in ipairs(list) do
-    local c = O.numel(x._shape)
+  RD = RD or require "luagpu.reduce"
+  -- got[k]: the k-th non-empty shard's read (a function: luagpu.reduce's
+  -- LAUNCH form), its read's Event, or false where how[k] gives its value
+  -- (how: nil while every one is a read or an Event)
+  local got, how, k, n = {}, nil, 0, 0
+  local launch = (op == "sum" or op == "min" or op == "max") and RD[op]
+  local LAUNCH, elements_of = RD.LAUNCH, O.elements_of
+  for i = 1, #list do
+    local x = list[i]
+    local shape = x._shape
+    local c = #shape == 1 and shape[1] or O.numel(shape)
     if c > 0 then
       local flat = x
-      if #x._shape ~= 1 or x._expr or not O.is_contiguous(x) then
+      if #shape ~= 1 or x._expr or (c ~= 1 and x._strides[1] ~= 1) then
         flat = x:reshape({c}):contiguous()
       end
-      local t = flat._type
-      if op == "sum" or op == "min" or op == "max" or (op == "mean" and t == "float") then
-        RD = RD or require "luagpu.reduce"
-        if op == "mean" then                  -- a sum in double, for the mean
-          pending[#pending + 1] = {ev = RD.sum(O.elements_of(flat), {async = true,
-                                                                     acc = "double"})}
-        else
-          pending[#pending + 1] = {read = RD[op](O.elements_of(flat), RD.LAUNCH)}
-        end
+      k = k + 1
+      if launch then
+        got[k] = launch(elements_of(flat), LAUNCH)
+      elseif op == "mean" and flat._type == "float" then   -- a sum in double, for the mean
+        got[k] = RD.sum(O.elements_of(flat), {async = true, acc = "double"})
       else
         local r = flat[op](flat, 1)
-        if op == "mean" then pending[#pending + 1] = {get = function() return r:item() * c end}
-        else pending[#pending + 1] = {get = function() return r:item() end} end
+        how = how or {}
+        how[k] = op == "mean" and function() return r:item() * c end or
+                 function() return r:item() end
+        got[k] = false
       end
       n = n + c
     end
   end
-  if #pending == 0 then return list[1][op](list[1]) end    -- no element: as one device says
+  if k == 0 then return list[1][op](list[1]) end    -- no element: as one device says
   -- the reads enqueued, then waited for at once (one clWaitForEvents)
-  local evs, at = {}, {}
-  for i, p in ipairs(pending) do
-    if p.read then p.ev = p.read() end
-    if p.ev then evs[#evs + 1], at[#evs + 1] = p.ev, i end
-  end
-  if #evs > 0 then
-    local got = {gpu.wait(evs)}
-    for j, i in ipairs(at) do pending[i].value = got[j] end
+  local values
+  if how == nil then
+    for j = 1, k do
+      local g = got[j]
+      if type(g) == "function" then got[j] = g() end
+    end
+    values = {gpu.wait(got)}
+  else
+    local evs, at = {}, {}
+    for j = 1, k do
+      local g = got[j]
+      if type(g) == "function" then g = g() end
+      if g then evs[#evs + 1], at[#evs + 1] = g, j end
+    end
+    values = {}
+    if #evs > 0 then
+      local w = {gpu.wait(evs)}
+      for e, j in ipairs(at) do values[j] = w[e] end
+    end
+    for j = 1, k do
+      if values[j] == nil then values[j] = how[j]() end
+    end
   end
   local add = COMBINE[op == "mean" and "sum" or op][1]
-  local acc
-  for _, p in ipairs(pending) do
-    local v = p.value
-    if v == nil then v = p.get() end
-    acc = acc == nil and v or add(acc, v)
-  end
+  local acc = values[1]
+  for j = 2, k do acc = add(acc, values[j]) end
   if op == "mean" then return acc / n end
   return acc
 end
@@ -791,9 +818,17 @@ end
 
 local function reduction(op)
   local fn = "sharded:" .. op
+  local empty = op == "min" or op == "max"
   return function(s, dim, opts, ...)
     local list, d = parts(fn, 0, s)
     no_more(fn, 3, ...)
+    if dim == nil and opts == nil and d ~= nil and not empty then
+      -- xs:sum(), the whole: what reduce_parts does, without its options
+      local ok, r = pcall(whole, fn, op, list)
+      if not ok then rethrow(fn, r) end
+      if op ~= "mean" and list[1]._type == "float" then r = as_type("float", r) end
+      return r
+    end
     if type(dim) == "table" then
       fail(fn, "argument #1: several dims at once are not supported on a sharded tensor")
     end
@@ -812,10 +847,12 @@ local function reduction(op)
       fail(fn, "argument #2: option type is for sum, prod and mean, not %s", op)
     end
     O.check_type(fn, "argument #2: option type", t)
+    local conv = {}
     for i, x in ipairs(list) do
       O.check_device_type(fn, x._dev, t)
-      list[i] = x:astype(t)
+      conv[i] = x:astype(t)
     end
+    list = conv
     local ok, r = pcall(reduce_parts, fn, op, list, d, dim, keep)
     if not ok then rethrow(fn, r) end
     return as_type(t, r)
