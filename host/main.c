@@ -668,6 +668,11 @@ static int pmain(lua_State *L) {
     return 1;
   }
   lua_setglobal(L, "gpu");
+  /* Lua's generational collector, and the tensor pool told so: a loop's
+  ** dead results are found by minor collections (core/pool.lua) */
+  lua_gc(L, LUA_GCGEN, 0, 0);
+  if (luaL_dostring(L, "require('luagpu.core.pool').generational = true") != LUA_OK)
+    lua_pop(L, 1);
   if (flags & HAS_PRECOMPILE) {
     lua_pushinteger(L, precompile(L, argv, argc, script));
     return 1;

@@ -77,6 +77,36 @@ describe("tensor memory", function()
     for i = 1, n, 4099 do assert.near(hx[i] + hy[i], h[i], 1e-6) end
   end)
 
+  it("under the generational collector, finds a loop's dead large results by minor " ..
+     "collections: no full collection once settled, one block more", function()
+    local pool = require "luagpu.core.pool"
+    local n = 1 << 16
+    local x, y = dev:rand("float", {n}, 1):eval(), dev:rand("float", {n}, 2):eval()
+    local m0 = dev:memory()
+    pool.set_budget(dev, 4 * n)          -- each miss of this class is past the budget
+    local was = collectgarbage("generational")
+    pool.generational = true
+    local ok, err = pcall(function()
+      local want = (x:get():totable())
+      local hy = y:get()
+      for i = 1, n do want[i] = (want[i] + hy[i]) * 2 end
+      local z
+      for _ = 1, 8 do z = ((x + y) * 2):eval() end          -- settling
+      local m1 = dev:memory()
+      for _ = 1, 30 do z = ((x + y) * 2):eval() end
+      local m2 = dev:memory()
+      assert.equal(0, m2.collections - m1.collections)
+      assert.is_true(m2.steps - m1.steps >= 30)
+      assert.equal(0, m2.made - m1.made)
+      local got = z:get()
+      for i = 1, n, 97 do assert.near(want[i], got[i], 1e-6) end
+    end)
+    pool.generational = false
+    collectgarbage(was)
+    pool.set_budget(dev, m0.budget)
+    assert(ok, err)
+  end)
+
   it("hands a released tensor's block back at once: a loop makes one buffer", function()
     local a = dev:rand("float", {4099})
     local m0 = dev:memory()

@@ -63,13 +63,30 @@ local COLLECT_BLOCKS, COLLECT_MIN, COLLECT_MAX = 256, 4 << 20, 2 << 30
 
 local pools = ST.device_cache()
 
+-- Whether the program runs Lua's generational collector (the luagpu
+-- program does: host/main.c; a program that requires luagpu and switches
+-- to it sets this too). Then a miss that would collect runs a minor
+-- collection (a step, a 20th of a full collection's time) first, which
+-- finds dead the results a loop made two calls ago, provided they were
+-- made after a step: a lazy result's tensor is made before its block, so
+-- for DUE_RESULTS lazy results after such a miss of large blocks (the
+-- byte budget's) the device's lazy results run the step before they are
+-- made (M.step_first, from O.lazy).
+-- (A result that outlives two steps is old: only a full collection finds
+-- it dead.)
+M.generational = false
+local DUE_RESULTS = 64
+local due = setmetatable({}, {__mode = "k"})     -- dev -> lazy results still to step first
+M.due = due
+
 local function pool_of(dev)
   local p = pools[dev]
   if not p then
     local mem = dev.global_mem_size
     p = {free = {}, out = {}, owned = {}, used = 0, pooled = 0, made = 0, buffers = 0,
          spent = {}, futile = {}, since = {}, collect_cost = nil, tick = 0, last = {},
-         cap = mem // 4, full = 0, max_alloc = dev.max_alloc_size,
+         after_full = {}, stepped = false,
+         cap = mem // 4, full = 0, steps = 0, max_alloc = dev.max_alloc_size,
          collect_bytes = max(COLLECT_MIN, min(mem // 32, COLLECT_MAX))}
     pools[dev] = p
   end
@@ -248,15 +265,36 @@ function M.storage(fn, dev, t, n)
   local since = p.since[key] or 0
   if not buf and since >= 1 and (since >= COLLECT_BLOCKS or since * bytes >= p.collect_bytes
                                  or cheaper_to_collect(p, key, since)) then
-    local t0 = now()
-    collectgarbage()
-    p.collect_cost = now() - t0
-    p.full = p.full + 1
-    p.spent, p.since = {}, {}
-    buf = take(p, key)
-    p.futile[key] = not buf and since or nil
-    since = 0
+    local full = true
+    if M.generational then
+      -- a minor collection (unless one ran just before this result was
+      -- made); a full one only where it gave nothing back, and not twice
+      -- in a row: a full collection makes the live results old, so the
+      -- one a loop holds dies old; one more block instead lets the next
+      -- ones die young
+      if not p.stepped then
+        collectgarbage("step", 0)
+        p.steps = p.steps + 1
+      end
+      -- (large blocks only: the byte budget's misses; a small op's
+      -- result does not wait for a step)
+      if since * bytes >= p.collect_bytes then due[dev] = DUE_RESULTS end
+      buf = take(p, key)
+      full = not buf and not p.after_full[key]
+      p.after_full[key] = full or nil
+    end
+    if full then
+      local t0 = now()
+      collectgarbage()
+      p.collect_cost = now() - t0
+      p.full = p.full + 1
+      p.spent, p.since = {}, {}
+      buf = take(p, key)
+      p.futile[key] = not buf and since or nil
+      since = 0
+    end
   end
+  p.stepped = false
   if buf then
     p.pooled = p.pooled - bytes
   else
@@ -306,10 +344,23 @@ function M.shared(buf)
   return s
 end
 
+-- Runs the minor collection due before dev's next lazy result is made
+-- (O.lazy calls it while due[dev] is set): one per block taken, before the
+-- first node of the expression it holds (a step per node would make the
+-- result a loop holds outlive two steps).
+function M.step_first(dev)
+  local p = pool_of(dev)
+  if p.stepped then return end
+  local d = due[dev]
+  due[dev] = d > 1 and d - 1 or nil
+  collectgarbage("step", 0)
+  p.steps, p.stepped = p.steps + 1, true
+end
+
 function M.memory(dev)
   local p = pool_of(dev)
   return {used = p.used, pooled = p.pooled, buffers = p.buffers, made = p.made,
-          limit = p.cap, collections = p.full, budget = p.collect_bytes}
+          limit = p.cap, collections = p.full, steps = p.steps, budget = p.collect_bytes}
 end
 
 -- Checks the arguments of set_budget and set_limit (fn): a live Device

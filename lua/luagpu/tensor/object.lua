@@ -137,7 +137,9 @@ end
 O.view = view
 
 -- A new lazy tensor of expression e (luagpu.tensor.expr realizes it).
+local due = memory.due
 function O.lazy(dev, e)
+  if due[dev] then memory.step_first(dev) end
   return setmetatable({[TAG] = true, _expr = e, _leaf = false, _st = false, _type = e.type,
                        _shape = e.shape, _strides = contiguous_strides(e.shape), _off = 0,
                        _n = numel(e.shape), _dev = dev}, MT)
