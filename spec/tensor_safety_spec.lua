@@ -1170,6 +1170,25 @@ print(pcall(y.get, y))
         {"tensor:release", 1, function() return x:clone():release(1) end},
         {"gpu.where", 4, function() return gpu.where(m, x, 0, 1) end},
         {"device:arange", 5, function() return dev:arange("int", 1, 5, 1, 1) end},
+        -- an argument after a nil one (each family of elementwise op)
+        {"tensor:add", 3, function() return x:add(x, nil, 3) end},
+        {"tensor:div", 4, function() return x:div(2, nil, nil, {}) end},
+        {"tensor:lt", 3, function() return x:lt(1, nil, 1) end},
+        {"tensor:exp", 2, function() return x:exp(nil, 1) end},
+        {"tensor:isnan", 3, function() return x:isnan(nil, nil, {}) end},
+        {"tensor:atan2", 3, function() return x:arctan2(x, nil, 1) end},
+        {"tensor:bitwise_and", 3, function() return iv:bitwise_and(1, nil, 1) end},
+        {"tensor:bitwise_not", 2, function() return iv:invert(nil, 1) end},
+        {"tensor:lshift", 3, function() return iv:lshift(1, nil, 1) end},
+        {"tensor:logical_not", 2, function() return m:logical_not(nil, 1) end},
+        {"tensor:min", 3, function() return x:min(x, nil, 1) end},
+        {"tensor:clamp", 4, function() return x:clamp(0, 1, nil, 1) end},
+        {"tensor:astype", 3, function() return x:astype("double", nil, 1) end},
+        {"tensor:map", 4, function() return x:map("x + 1", nil, nil, 1) end},
+        {"tensor:set", 3, function() return x:clone():set(0, nil, 1) end},
+        {"tensor:clone", 2, function() return x:clone(nil, 1) end},
+        {"gpu.where", 5, function() return gpu.where(m, x, 0, nil, 1) end},
+        {"device:arange", 6, function() return dev:arange("int", 1, 5, 1, nil, 1) end},
       }
       for _, c in ipairs(CASES) do
         local e = support.errmsg(c[3])
@@ -1193,6 +1212,9 @@ print(pcall(y.get, y))
                                             :reshape({2, 3}):totable())
       assert.same({-2, 6, 8, 8}, flat(s:add(s, nil):sub(v, nil):mul(2):clamp(nil, 8, nil)))
       assert.same({1, 2, 3, 4}, flat(s:neg(nil):abs(nil):astype("int", nil):clone(nil)))
+      assert.same({2, 4, 6, 8}, flat(s:add(s, nil, nil, nil)))
+      assert.same({1, 2, 3, 4}, flat(s:neg(nil, nil):abs(nil, nil, nil)))
+      assert.same({0, 1, 2, 1}, flat(iv:bitwise_and(3, nil, nil)))
       assert.same({1, 4, 7}, flat(dev:arange("int", 1, 9, 3, nil)))
       assert.same({3, 0, 0, 4}, flat(gpu.where(v:gt(2), v, 0, nil)))
     end)
