@@ -1022,6 +1022,47 @@ print(pcall(y.get, y))
       assert.same({1, 1, 1}, x:sort():slice(2, 1, 3):totable()[1])
     end)
 
+    -- (each read them twice: once in the tensor op to name it, again in the
+    -- algo helper inside)
+    it("x:cumsum(), x:sort() and x:argsort() read algo.classes once a call, as the helpers do",
+       function()
+      local algo = gpu.algo
+      local cls = algo.classes[dev.type] and dev.type or "gpu"
+      local C = algo.classes[cls]
+      local reads = 0
+      algo.classes[cls] = setmetatable({}, {__index = function(_, k)
+        reads = reads + 1
+        return C[k]
+      end})
+      local function count(f)
+        f()                               -- (built, and the settings' copy made)
+        reads = 0
+        f()
+        return reads
+      end
+      local x = dev:tensor("float", {2, 300}, 1)
+      local b, o = dev:buffer("float", 600), dev:buffer("float", 600)
+      local p = dev:buffer("long", 600)
+      local ok, e = pcall(function()
+        local got = {
+          cumsum = count(function() return x:cumsum() end),
+          sort = count(function() return x:sort() end),
+          argsort = count(function() return x:argsort() end),
+        }
+        local want = {
+          cumsum = count(function() return algo.scan(b, {row_length = 300, out = o}) end),
+          sort = count(function() return algo.sort(b, {row_length = 300, out = o}) end),
+          argsort = count(function()
+            return algo.argsort(b, {row_length = 300, out = p, type = "long"})
+          end),
+        }
+        assert.is_true(want.cumsum > 0 and want.sort > 0 and want.argsort > 0)
+        assert.same(want, got)
+      end)
+      algo.classes[cls] = C
+      assert(ok, e)
+    end)
+
     it("pool.set_budget and pool.set_limit take a live Device and bytes >= 0 (issue found " ..
        "by the fuzzer's session: a string or table raised inside the pool at a later call, " ..
        "NaN turned collections off)", function()
