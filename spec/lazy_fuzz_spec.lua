@@ -5,16 +5,10 @@
 -- reads midway and release, each against the same program run eagerly
 -- (require("luagpu.tensor").lazy = false), in a child process. With
 -- X.flush_readers made a no-op this seed finds 16 mismatches.
-local BUILD = os.getenv("LUAGPU_BUILD") or "build"
 local support = require "support"
-local shell_quote = support.shell_quote
 
 describe("lazy chains under a differential fuzzer", function()
   it("agree with eager evaluation for 50 random programs", function()
-    local p = io.popen(shell_quote(BUILD .. "/luagpu") .. " spec/lazy_fuzz.lua 20261127 50 quick 2>&1")
-    local out = p:read("a")
-    local ok = p:close()
-    assert(ok, out)
-    assert.matches("programs 50 mismatches 0 %(errors in both: %d+%)\n$", out)
+    support.run_fuzzer("spec/lazy_fuzz.lua", 20261127, 50, {more = " %(errors in both: %d+%)"})
   end)
 end)

@@ -86,6 +86,23 @@ function support.two_devices(text)
                     " -e " .. support.shell_quote(text))
 end
 
+-- Runs the differential fuzzer script (spec/lazy_fuzz.lua, spec/shard_fuzz.lua)
+-- in its quick mode under BUILD's luagpu, in a child process: seed, programs
+-- random programs; with opts.two_devices on two PoCL devices (POCL_DEVICES=
+-- "pthread pthread"). Asserts that it exited 0 and that its last line is
+-- "programs N mismatches 0" followed by opts.more (a pattern), and returns
+-- its output.
+function support.run_fuzzer(script, seed, programs, opts)
+  opts = opts or {}
+  local build = os.getenv("LUAGPU_BUILD") or "build"
+  local env = opts.two_devices and "POCL_DEVICES='pthread pthread' " or ""
+  local out, code = support.sh(("%s%s %s %d %d quick"):format(env,
+    support.shell_quote(build .. "/luagpu"), support.shell_quote(script), seed, programs))
+  assert(code == 0, out)
+  assert.matches("programs " .. programs .. " mismatches 0" .. (opts.more or "") .. "\n$", out)
+  return out
+end
+
 -- A new empty folder under the temporary directory; returns its path.
 function support.tmpdir()
   local dir = os.tmpname()

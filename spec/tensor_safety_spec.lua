@@ -1022,6 +1022,47 @@ print(pcall(y.get, y))
       assert.same({1, 1, 1}, x:sort():slice(2, 1, 3):totable()[1])
     end)
 
+    -- (each read them twice: once in the tensor op to name it, again in the
+    -- algo helper inside)
+    it("x:cumsum(), x:sort() and x:argsort() read algo.classes once a call, as the helpers do",
+       function()
+      local algo = gpu.algo
+      local cls = algo.classes[dev.type] and dev.type or "gpu"
+      local C = algo.classes[cls]
+      local reads = 0
+      algo.classes[cls] = setmetatable({}, {__index = function(_, k)
+        reads = reads + 1
+        return C[k]
+      end})
+      local function count(f)
+        f()                               -- (built, and the settings' copy made)
+        reads = 0
+        f()
+        return reads
+      end
+      local x = dev:tensor("float", {2, 300}, 1)
+      local b, o = dev:buffer("float", 600), dev:buffer("float", 600)
+      local p = dev:buffer("long", 600)
+      local ok, e = pcall(function()
+        local got = {
+          cumsum = count(function() return x:cumsum() end),
+          sort = count(function() return x:sort() end),
+          argsort = count(function() return x:argsort() end),
+        }
+        local want = {
+          cumsum = count(function() return algo.scan(b, {row_length = 300, out = o}) end),
+          sort = count(function() return algo.sort(b, {row_length = 300, out = o}) end),
+          argsort = count(function()
+            return algo.argsort(b, {row_length = 300, out = p, type = "long"})
+          end),
+        }
+        assert.is_true(want.cumsum > 0 and want.sort > 0 and want.argsort > 0)
+        assert.same(want, got)
+      end)
+      algo.classes[cls] = C
+      assert(ok, e)
+    end)
+
     it("pool.set_budget and pool.set_limit take a live Device and bytes >= 0 (issue found " ..
        "by the fuzzer's session: a string or table raised inside the pool at a later call, " ..
        "NaN turned collections off)", function()
@@ -1170,6 +1211,25 @@ print(pcall(y.get, y))
         {"tensor:release", 1, function() return x:clone():release(1) end},
         {"gpu.where", 4, function() return gpu.where(m, x, 0, 1) end},
         {"device:arange", 5, function() return dev:arange("int", 1, 5, 1, 1) end},
+        -- an argument after a nil one (each family of elementwise op)
+        {"tensor:add", 3, function() return x:add(x, nil, 3) end},
+        {"tensor:div", 4, function() return x:div(2, nil, nil, {}) end},
+        {"tensor:lt", 3, function() return x:lt(1, nil, 1) end},
+        {"tensor:exp", 2, function() return x:exp(nil, 1) end},
+        {"tensor:isnan", 3, function() return x:isnan(nil, nil, {}) end},
+        {"tensor:atan2", 3, function() return x:arctan2(x, nil, 1) end},
+        {"tensor:bitwise_and", 3, function() return iv:bitwise_and(1, nil, 1) end},
+        {"tensor:bitwise_not", 2, function() return iv:invert(nil, 1) end},
+        {"tensor:lshift", 3, function() return iv:lshift(1, nil, 1) end},
+        {"tensor:logical_not", 2, function() return m:logical_not(nil, 1) end},
+        {"tensor:min", 3, function() return x:min(x, nil, 1) end},
+        {"tensor:clamp", 4, function() return x:clamp(0, 1, nil, 1) end},
+        {"tensor:astype", 3, function() return x:astype("double", nil, 1) end},
+        {"tensor:map", 4, function() return x:map("x + 1", nil, nil, 1) end},
+        {"tensor:set", 3, function() return x:clone():set(0, nil, 1) end},
+        {"tensor:clone", 2, function() return x:clone(nil, 1) end},
+        {"gpu.where", 5, function() return gpu.where(m, x, 0, nil, 1) end},
+        {"device:arange", 6, function() return dev:arange("int", 1, 5, 1, nil, 1) end},
       }
       for _, c in ipairs(CASES) do
         local e = support.errmsg(c[3])
@@ -1193,6 +1253,9 @@ print(pcall(y.get, y))
                                             :reshape({2, 3}):totable())
       assert.same({-2, 6, 8, 8}, flat(s:add(s, nil):sub(v, nil):mul(2):clamp(nil, 8, nil)))
       assert.same({1, 2, 3, 4}, flat(s:neg(nil):abs(nil):astype("int", nil):clone(nil)))
+      assert.same({2, 4, 6, 8}, flat(s:add(s, nil, nil, nil)))
+      assert.same({1, 2, 3, 4}, flat(s:neg(nil, nil):abs(nil, nil, nil)))
+      assert.same({0, 1, 2, 1}, flat(iv:bitwise_and(3, nil, nil)))
       assert.same({1, 4, 7}, flat(dev:arange("int", 1, 9, 3, nil)))
       assert.same({3, 0, 0, 4}, flat(gpu.where(v:gt(2), v, 0, nil)))
     end)

@@ -116,6 +116,22 @@ local SETTINGS = {
 -- settings build again). Checked again only when a value changed.
 B.device_class = SET.reader("algo.classes", B.CLASSES, SETTINGS)
 
+-- The options key of a tensor op's own name (a table: no script names it).
+-- A tensor op that calls algo.sort, algo.argsort or algo.scan puts its name
+-- there (opts[B.CALLER] = "tensor:sort"); past its check of the options,
+-- the helper then raises under that name, its one check of algo.classes
+-- included, so that a bad setting names
+-- the script's call and the settings are checked once per call, not once by
+-- the tensor op and again inside.
+B.CALLER = setmetatable({}, {__tostring = function() return "(the caller's name)" end})
+
+-- H.option_names(names), taking B.CALLER too.
+function B.option_names(names)
+  local known = H.option_names(names)
+  known.set[B.CALLER] = true
+  return known
+end
+
 ------------------------------------------------------------------ checks
 
 -- Checks argument #arg of fn to be a live buffer (or what converts to one,

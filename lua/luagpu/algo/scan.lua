@@ -25,6 +25,7 @@ local setmetatable = setmetatable
 local fail, typename, show = H.fail, H.typename, H.show
 local SIZES, LIMITS, FLOATS, INTEGERS = TY.SIZES, TY.LIMITS, TY.FLOATS, TY.INTEGERS
 local floor_pow2 = ST.floor_pow2
+local CALLER = B.CALLER
 
 local S = {}
 
@@ -278,21 +279,23 @@ end
 
 ------------------------------------------------------------------ checks
 
-local OPTIONS = H.option_names{"exclusive", "row_length", "flags", "out", "acc", "op",
+local OPTIONS = B.option_names{"exclusive", "row_length", "flags", "out", "acc", "op",
                                "lookback", "event", "wait", "queue"}
 local SCANNER_OPTIONS = H.option_names{"exclusive", "row_length", "flags", "out",
                                        "lookback", "event", "wait", "queue"}
 
 -- Checks b (argument #1) and the options of a scan (argument #2); acc_of
 -- (t, out_type, o) gives the accumulator type. Returns the run table for
--- S.run, without its spec, and the output buffer (made when not given).
+-- S.run, without its spec (its caller: a tensor op's name given under
+-- B.CALLER, or nil), and the output buffer (made when not given).
 local function check_scan(fn, b, opts, names, acc_of)
   local o = H.check_options(fn, 2, opts, names)
   local t, xroot, xoff, buf = B.check_buffer(fn, 1, b)
   local n = #buf
   local dev = o.queue and o.queue.device or xroot.device
   if o.queue then B.check_platform(fn, "argument #1", xroot, dev) end
-  local r = {x = xroot, xoff = xoff, n = n, queue = o.queue, wait = o.wait, type = t}
+  local r = {x = xroot, xoff = xoff, n = n, queue = o.queue, wait = o.wait, type = t,
+             caller = o[CALLER]}
   r.exclusive = B.flag(fn, 2, o, "exclusive")
   r.quiet = not B.want_event(fn, 2, o)
   local lb = o.lookback
@@ -409,7 +412,7 @@ function S.scan(b, opts)
     return B.element_type(fn, "argument #2: option acc", o.acc)
   end)
   r.spec = builtin(op, r.type, out.type)
-  return out, S.run(fn, r)
+  return out, S.run(r.caller or fn, r)
 end
 
 ------------------------------------------------------------------ algo.scanner

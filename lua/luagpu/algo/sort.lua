@@ -30,6 +30,7 @@ local min, max = math.min, math.max
 local fail, show = H.fail, H.show
 local SIZES, FLOATS, SIGNED, INTEGERS = TY.SIZES, TY.FLOATS, TY.SIGNED, TY.INTEGERS
 local floor_pow2 = ST.floor_pow2
+local CALLER = B.CALLER
 
 local M = {}
 
@@ -308,7 +309,7 @@ end
 
 ------------------------------------------------------------------ algo.sort
 
-local SORT_OPTIONS = H.option_names{"values", "descending", "row_length", "onesweep", "out",
+local SORT_OPTIONS = B.option_names{"values", "descending", "row_length", "onesweep", "out",
                                     "event",
                                     "wait", "queue"}
 
@@ -316,8 +317,8 @@ local SORT_OPTIONS = H.option_names{"values", "descending", "row_length", "onesw
 -- in place; with opts.out (a buffer of the keys' type and count) the
 -- sorted keys go there and keys stay as they were (out is returned).
 function M.sort(keys, opts)
-  local fn = "algo.sort"
-  local o = H.check_options(fn, 2, opts, SORT_OPTIONS)
+  local o = H.check_options("algo.sort", 2, opts, SORT_OPTIONS)
+  local fn = o[CALLER] or "algo.sort"
   local kt, root, off, n, dev = check_keys(fn, keys, o)
   local r = {descending = B.flag(fn, 2, o, "descending"), rowlen = rows_of(fn, o, n),
              onesweep = onesweep_of(fn, o)}
@@ -398,14 +399,14 @@ end
 
 ------------------------------------------------------------------ algo.argsort
 
-local ARGSORT_OPTIONS = H.option_names{"descending", "row_length", "type", "base", "out", "event",
+local ARGSORT_OPTIONS = B.option_names{"descending", "row_length", "type", "base", "out", "event",
                                        "onesweep", "wait", "queue"}
 
 -- algo.argsort(keys [, opts]) -> positions, Event: the positions (in their
 -- row, from opts.base, 1 by default) of the keys in sorted order.
 function M.argsort(keys, opts)
-  local fn = "algo.argsort"
-  local o = H.check_options(fn, 2, opts, ARGSORT_OPTIONS)
+  local o = H.check_options("algo.argsort", 2, opts, ARGSORT_OPTIONS)
+  local fn = o[CALLER] or "algo.argsort"
   local kt, root, off, n, dev = check_keys(fn, keys, o)
   local r = {descending = B.flag(fn, 2, o, "descending"), rowlen = rows_of(fn, o, n),
              carry = true, onesweep = onesweep_of(fn, o)}

@@ -24,7 +24,7 @@ local OPS = require "luagpu.tensor.ops"
 local G = require "luagpu.tensor.codegen"
 local new_tensor = require("luagpu.tensor.create").new_tensor
 
-local type, ipairs, next, tostring, rawget = type, ipairs, next, tostring, rawget
+local type, ipairs, next, tostring, rawget, select = type, ipairs, next, tostring, rawget, select
 local setmetatable = setmetatable
 local mtype = math.type
 local fail, typename, show = H.fail, H.typename, H.show
@@ -255,21 +255,21 @@ local function integers_only(op, f)
   end
 end
 
--- The method of op f (x:add(y), x:exp()): f, but an argument past the
--- op's operands raises (x:add(y, 3), x:exp(1)). Operators call f itself
--- and pay nothing for the check; a method pays a test of one parameter
--- against nil and a tail call (an argument after a nil one, x:add(y, nil,
--- 3), goes unseen).
+-- The method of op f (x:add(y), x:exp()): f, but any argument past the
+-- op's operands raises (x:add(y, 3), x:add(y, nil, 3), x:exp(1)); nils
+-- there are no arguments (x:add(y, nil) is x:add(y)). Operators call f
+-- itself and pay nothing for the check; a method pays a count of its
+-- extra arguments (one call of select) and a tail call.
 local function method_of(op, f)
   local fn = "tensor:" .. op.name
   if op.arity == 1 then
-    return function(x, extra)
-      if extra ~= nil then no_more(fn, 1, extra) end
+    return function(x, ...)
+      if select("#", ...) ~= 0 then no_more(fn, 1, ...) end
       return f(x)
     end
   end
-  return function(a, b, extra)
-    if extra ~= nil then no_more(fn, 2, extra) end
+  return function(a, b, ...)
+    if select("#", ...) ~= 0 then no_more(fn, 2, ...) end
     return f(a, b)
   end
 end

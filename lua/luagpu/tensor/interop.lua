@@ -208,12 +208,16 @@ end
 
 local algo_module     -- luagpu.algo once loaded
 local algo_settings   -- luagpu.algo.base's reader of algo.classes
+local CALLER          -- luagpu.algo.base's options key of the caller's name
 
 -- luagpu.algo, which must have function name, for tensor op fn; with dev,
 -- the algo.classes settings of dev's class are checked here, so that a bad
 -- one names fn, the script's call ("luagpu: tensor:sort:
 -- algo.classes.gpu.sort_local: expected ..."), not the algo helper inside
--- (algo.sort). Checked again only when a setting changed.
+-- (algo.sort), for an op that does more than call the helper. An op that
+-- only calls algo.sort, algo.argsort or algo.scan passes no dev and gives
+-- the helper its name instead (opts[CALLER] = fn): the helper's own check,
+-- the one of the call, then names fn.
 local function algo(fn, name, dev)
   local A = algo_module
   if not (A and type(A[name]) == "function") then
@@ -223,7 +227,8 @@ local function algo(fn, name, dev)
       fail(fn, "not available: it needs luagpu.algo's %s, which this build does not have", name)
     end
     algo_module = A
-    algo_settings = require("luagpu.algo.base").device_class
+    local base = require "luagpu.algo.base"
+    algo_settings, CALLER = base.device_class, base.CALLER
   end
   if dev then algo_settings(fn, dev) end
   return A
@@ -238,12 +243,13 @@ local function cumulative(fn, op, x, dim, ...)
   check(fn, 0, x)
   O.no_more(fn, 2, ...)
   local d = check_dim_arg(fn, x, dim)
-  local A = algo(fn, "scan", x._dev)
+  local A = algo(fn, "scan")          -- (dev's algo.classes checked in A.scan, under fn)
   if x._n == 0 then return O.empty(fn, x._dev, x._type, x._shape) end
   local src, back = dim_last(x, d)
   local out = O.empty(fn, x._dev, x._type, src._shape)
   local L = src._shape[#src._shape]
-  A.scan(own_buffer(src), {row_length = L, out = own_buffer(out), op = op, event = false})
+  A.scan(own_buffer(src), {row_length = L, out = own_buffer(out), op = op, event = false,
+                           [CALLER] = fn})
   return back and out:permute(back) or out
 end
 
@@ -270,13 +276,13 @@ function methods.sort(x, dim, opts, ...)
   check(fn, 0, x)
   O.no_more(fn, 3, ...)
   local d, desc = sort_args(fn, x, dim, opts)
-  local A = algo(fn, "sort", x._dev)
+  local A = algo(fn, "sort")          -- (dev's algo.classes checked in A.sort, under fn)
   if x._n == 0 then return O.empty(fn, x._dev, x._type, x._shape) end
   local src, back = dim_last(x, d)         -- (a copy only where dim d is not last)
   local out = O.empty(fn, x._dev, x._type, src._shape)
   local L = out._shape[#out._shape]
   A.sort(own_buffer(src), {row_length = L, descending = desc, out = own_buffer(out),
-                           event = false})
+                           event = false, [CALLER] = fn})
   if src ~= x then O.drop(src) end
   return back and out:permute(back) or out
 end
@@ -288,13 +294,13 @@ function methods.argsort(x, dim, opts, ...)
   check(fn, 0, x)
   O.no_more(fn, 3, ...)
   local d, desc = sort_args(fn, x, dim, opts)
-  local A = algo(fn, "argsort", x._dev)
+  local A = algo(fn, "argsort")       -- (dev's algo.classes checked in A.argsort, under fn)
   if x._n == 0 then return O.empty(fn, x._dev, "long", x._shape) end
   local src, back = dim_last(x, d)
   local L = src._shape[#src._shape]
   local pos = O.empty(fn, x._dev, "long", src._shape)    -- a pool block, 1-based positions
   A.argsort(own_buffer(src), {row_length = L, descending = desc, base = 1, type = "long",
-                              out = own_buffer(pos), event = false})
+                              out = own_buffer(pos), event = false, [CALLER] = fn})
   return back and pos:permute(back) or pos
 end
 

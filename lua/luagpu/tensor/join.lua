@@ -85,12 +85,7 @@ function methods.flip(x, dims, ...)
   local fn = "tensor:flip"
   check(fn, 0, x)
   O.no_more(fn, 2, ...)
-  local list
-  if type(dims) == "table" and getmetatable(dims) == nil then
-    list = O.check_dims(fn, 1, x, dims)
-  else
-    list = {check_dim(fn, "argument #1", x, dims)}
-  end
+  local list = O.check_dim_or_dims(fn, 1, x, dims)
   local shape, strides, off = {}, {}, x._off
   for i, n in ipairs(x._shape) do shape[i], strides[i] = n, x._strides[i] end
   for _, d in ipairs(list) do

@@ -504,4 +504,25 @@ function O.positions(n)
   return ("(1 to %d, or -%d to -1)"):format(n, n)
 end
 
+-- Argument #arg of fn: a dim of x, or a list of them (a table without a
+-- metatable, checked by O.check_dims). Returns a new list of them positive.
+function O.check_dim_or_dims(fn, arg, x, dims)
+  if type(dims) == "table" and getmetatable(dims) == nil then
+    return (O.check_dims(fn, arg, x, dims))
+  end
+  return {O.check_dim(fn, "argument #" .. arg, x, dims)}
+end
+
+-- Argument #arg of fn, the dim of an op along one dim (median, topk): nil
+-- for the last; a list raises (O.check_one_dim for argument #1).
+function O.check_one_dim_at(fn, arg, x, dim)
+  if #x._shape == 0 then fail(fn, "expected a tensor of at least 1 dim, got a 0-d one") end
+  if dim == nil then return #x._shape end
+  if type(dim) == "table" then
+    fail(fn, "argument #%d: expected an integer dim, got a table (several dims at once are " ..
+         "not supported yet)", arg)
+  end
+  return O.check_dim(fn, "argument #" .. arg, x, dim)
+end
+
 return O

@@ -14,7 +14,7 @@ local RW = require "luagpu.tensor.rows"
 local TK = require "luagpu.tensor.topk"
 local algo = require("luagpu.tensor.interop").algo
 
-local type, ipairs, rawget, getmetatable = type, ipairs, rawget, getmetatable
+local type, ipairs, rawget = type, ipairs, rawget
 local huge = math.huge
 local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
 local no_more = O.no_more
@@ -36,14 +36,8 @@ end
 -- each result covers.
 local function covered(fn, x, dim)
   if dim == nil then return nil, x._n end
-  local dims
-  if type(dim) == "table" and getmetatable(dim) == nil then
-    dims = O.check_dims(fn, 1, x, dim)
-  else
-    dims = {check_dim(fn, "argument #1", x, dim)}
-  end
   local n = 1
-  for _, d in ipairs(dims) do n = n * x._shape[d] end
+  for _, d in ipairs(O.check_dim_or_dims(fn, 1, x, dim)) do n = n * x._shape[d] end
   return dim, n
 end
 
@@ -142,15 +136,7 @@ end
 ------------------------------------------------------------------ order
 
 -- The dim argument (argument #arg) of median and topk: given, or the last.
-local function dim_of(fn, arg, x, dim)
-  if #x._shape == 0 then fail(fn, "expected a tensor of at least 1 dim, got a 0-d one") end
-  if dim == nil then return #x._shape end
-  if type(dim) == "table" then
-    fail(fn, "argument #%d: expected an integer dim, got a table (several dims at once are " ..
-         "not supported yet)", arg)
-  end
-  return check_dim(fn, "argument #" .. arg, x, dim)
-end
+local dim_of = O.check_one_dim_at
 
 -- x:median([dim]): the lower median (of an even count, the smaller of the
 -- two middle elements, as PyTorch's; NumPy averages them): without dim, a
