@@ -383,7 +383,7 @@ function J.cat(list, dim, ...)
     local n = x._shape[d]
     if n > 0 and out._n > 0 then
       if outer == 1 and x._type == t and O.is_contiguous(x) then
-        O.check_bounds(fn, x)
+        -- (x checked by check_list)
         dst = dst or out._st.buf
         O.elements_of(x):copy_to(dst:sub((at - 1) * inner + 1, (at + n - 1) * inner))
       else
