@@ -81,6 +81,15 @@ describe("k(...)", function()
         assert.equal(v, out:get()[1])
       end
     end
+    -- integral floats take the checking path, and store exactly
+    local oi, ou = dev:buffer("int", 1), dev:buffer("ulong", 1)
+    prog.put_int(-7.0, oi):run({1}):wait()
+    prog.put_ulong(2.0 ^ 63, ou):run({1}):wait()
+    assert.same({-7, math.mininteger}, {oi:get()[1], ou:get()[1]})
+    has_error("luagpu: kernel put_char: argument #1 (char v): -129 does not fit char (-128 to 127)",
+              prog.put_char, -129, dev:buffer("char", 1))
+    has_error("luagpu: kernel put_int: argument #1 (int v): 2147483648 does not fit int " ..
+              "(-2147483648 to 2147483647)", prog.put_int, 2147483648, oi)
     has_error("luagpu: kernel put_uchar: argument #1 (uchar v): 300 does not fit uchar (0 to 255)",
               prog.put_uchar, 300, dev:buffer("uchar", 1))
     has_error("luagpu: kernel put_uint: argument #1 (uint v): -1 does not fit uint",
