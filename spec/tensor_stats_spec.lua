@@ -263,8 +263,8 @@ out = [float(np.dot(a, b)), np.outer(a, b), np.searchsorted(s, v) + 1,
               z.std, z, {-1})
     has_error("luagpu: tensor:var: argument #1: dim 2 appears twice", x.var, x, {2, -1})
     has_error("luagpu: tensor:std: argument #1: dim 1 appears twice", x.std, x, {1, 1})
-    has_error("luagpu: tensor:norm: argument #1: dim 2 appears twice", x.norm, x, 2, {2, 2})
-    has_error("luagpu: tensor:norm: argument #1: a 0-d tensor has no dims, got 1",
+    has_error("luagpu: tensor:norm: argument #2: dim 2 appears twice", x.norm, x, 2, {2, 2})
+    has_error("luagpu: tensor:norm: argument #2: a 0-d tensor has no dims, got 1",
               z.norm, z, 1, 1)
     has_error("luagpu: tensor:var: argument #1: expected a list of dims, got an empty one",
               x.var, x, {}, {correction = 0})

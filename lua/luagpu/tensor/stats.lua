@@ -31,13 +31,13 @@ local function floating(fn, x)
   return x:astype("double")
 end
 
--- The dims argument: nil (all), a dim or a list; returns the reduction's
--- dim argument as given (checked by the reduction) and how many elements
--- each result covers.
-local function covered(fn, x, dim)
+-- The dims argument (argument #arg, default 1): nil (all), a dim or a
+-- list; returns the reduction's dim argument as given (checked by the
+-- reduction) and how many elements each result covers.
+local function covered(fn, x, dim, arg)
   if dim == nil then return nil, x._n end
   local n = 1
-  for _, d in ipairs(O.check_dim_or_dims(fn, 1, x, dim)) do n = n * x._shape[d] end
+  for _, d in ipairs(O.check_dim_or_dims(fn, arg or 1, x, dim)) do n = n * x._shape[d] end
   return dim, n
 end
 
@@ -112,7 +112,7 @@ function methods.norm(x, p, dim, ...)
   if type(p) ~= "number" or p ~= p then
     fail(fn, "argument #1: expected a number p (or math.huge), got %s", show(p))
   end
-  local _, n = covered(fn, x, dim)
+  local _, n = covered(fn, x, dim, 2)          -- (x:norm(p, dim): dim is argument #2)
   local a = floating(fn, x):abs()
   if (p == huge or p == -huge) and n == 0 then
     fail(fn, "the norm of order %s of %s is undefined (the %s of no elements)", show(p),
