@@ -1310,7 +1310,7 @@ print(pcall(y.get, y))
          function() return x:var({1, foo = 2}) end},
         {"luagpu: tensor:std: argument #1: a list of dims holds only dims, got the key \"foo\"",
          function() return x:std({1, 2, foo = 2}) end},
-        {"luagpu: tensor:norm: argument #1: a list of dims holds only dims, got the key \"foo\"",
+        {"luagpu: tensor:norm: argument #2: a list of dims holds only dims, got the key \"foo\"",
          function() return x:norm(2, {1, foo = 2}) end},
         {"luagpu: tensor:flip: argument #1: a list of dims holds only dims, got the key \"foo\"",
          function() return x:flip({1, foo = 2}) end},
