@@ -283,6 +283,21 @@ local function positioned(dev, a, shape)
 end
 X.positioned = positioned
 
+-- Lazy x registered as a reader of the storages of list (its tree's),
+-- unless one is exposed: then x is realized now. Returns x.
+local function registered(x, list)
+  for i = 1, #list do
+    if list[i].exposed then return realize(x) end
+  end
+  for i = 1, #list do
+    local s = list[i]
+    local r = s.readers
+    if not r then r = setmetatable({}, WEAK_KEYS); s.readers = r end
+    r[x] = true
+  end
+  return x
+end
+
 -- A tensor of tree e on dev (made by fn): lazy when allowed, else
 -- realized now.
 function X.result(dev, e, fn)
@@ -304,18 +319,7 @@ function X.result(dev, e, fn)
   end
   local x = lazy(dev, e)
   if not settings.lazy or e.size > MAX_NODES then return realize(x) end
-  -- registered with its storages, unless one is exposed (then run now)
-  local list = stores_of(e)
-  for i = 1, #list do
-    if list[i].exposed then return realize(x) end
-  end
-  for i = 1, #list do
-    local s = list[i]
-    local r = s.readers
-    if not r then r = setmetatable({}, WEAK_KEYS); s.readers = r end
-    r[x] = true
-  end
-  return x
+  return registered(x, stores_of(e))
 end
 
 -- Lazy r's op made again over a2 (and b2) in place of a (and b), its
@@ -372,16 +376,7 @@ function X.again(r, a, b, a2, b2)
   elseif x.kind == "scalar" then list = stores_of(y)
   else list = stores_of(e2) end
   e2._stores = list
-  for i = 1, #list do
-    if list[i].exposed then return realize(out) end
-  end
-  for i = 1, #list do
-    local st = list[i]
-    local rd = st.readers
-    if not rd then rd = setmetatable({}, WEAK_KEYS); st.readers = rd end
-    rd[out] = true
-  end
-  return out
+  return registered(out, list)
 end
 
 ------------------------------------------------------------------ operands
