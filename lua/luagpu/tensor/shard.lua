@@ -860,21 +860,17 @@ local function reduction(op)
 end
 
 for _, op in ipairs{"sum", "prod", "mean"} do Sharded[op] = reduction(op) end
-local rmin, rmax = reduction("min"), reduction("max")
 -- xs:min(ys) / xs:max(ys) with a sharded ys: elementwise; else reductions
-function Sharded.min(s, a, ...)
-  if is_sharded(a) then
-    no_more("sharded:min", 2, ...)
-    return map2("sharded:min", function(x, y) return x:min(y) end, s, a)
+for _, op in ipairs{"min", "max"} do
+  local fn, reduce = "sharded:" .. op, reduction(op)
+  local function each(x, y) return x[op](x, y) end
+  Sharded[op] = function(s, a, ...)
+    if is_sharded(a) then
+      no_more(fn, 2, ...)
+      return map2(fn, each, s, a)
+    end
+    return reduce(s, a, ...)
   end
-  return rmin(s, a, ...)
-end
-function Sharded.max(s, a, ...)
-  if is_sharded(a) then
-    no_more("sharded:max", 2, ...)
-    return map2("sharded:max", function(x, y) return x:max(y) end, s, a)
-  end
-  return rmax(s, a, ...)
 end
 
 ------------------------------------------------------------------ products
