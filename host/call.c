@@ -132,6 +132,11 @@ static void bind_local(lua_State *L, lg_Kernel *k, const lg_ArgInfo *a, int i, i
   ca->value = NULL;
 }
 
+/* Pushes "argument #i (TYPE NAME)", for messages. */
+static const char *arg_what(lua_State *L, int i, const lg_ArgInfo *a) {
+  return lua_pushfstring(L, "argument #%d (%s %s)", i, a->type_name, a->name);
+}
+
 /* The number (or the table of numbers, for a vector) at idx into slot:
 ** the messages that name the argument are made only for a value that
 ** needs them (formatting them for every argument of every call cost more
@@ -144,26 +149,21 @@ static void bind_scalar(lua_State *L, lg_Kernel *k, const lg_ArgInfo *a, int i, 
   ca->value = slot;
   if (w == 1) {
     if (!lg_store_scalar_quick(L, idx, a->type.scalar, slot)) {
-      const char *what = lua_pushfstring(L, "argument #%d (%s %s)", i, a->type_name, a->name);
-      lg_store_scalar(L, idx, a->type.scalar, slot, k->command, what);
+      lg_store_scalar(L, idx, a->type.scalar, slot, k->command, arg_what(L, i, a));
       lua_pop(L, 1);
     }
     return;
   }
-  if (!lua_istable(L, idx) || luaL_getmetafield(L, idx, "__name") != LUA_TNIL ||
-      lua_rawlen(L, idx) != (size_t)w) {
-    const char *what = lua_pushfstring(L, "argument #%d (%s %s)", i, a->type_name, a->name);
-    if (!lua_istable(L, idx) || luaL_getmetafield(L, idx, "__name") != LUA_TNIL)
-      lg_error(L, k->command, "%s: expected a table of %d numbers, got %s", what, w,
-               luaL_typename(L, idx));
-    lg_error(L, k->command, "%s: expected a table of %d numbers, got a table of %d", what, w,
-             (int)lua_rawlen(L, idx));
-  }
+  if (!lua_istable(L, idx) || luaL_getmetafield(L, idx, "__name") != LUA_TNIL)
+    lg_error(L, k->command, "%s: expected a table of %d numbers, got %s", arg_what(L, i, a), w,
+             luaL_typename(L, idx));
+  if (lua_rawlen(L, idx) != (size_t)w)
+    lg_error(L, k->command, "%s: expected a table of %d numbers, got a table of %d",
+             arg_what(L, i, a), w, (int)lua_rawlen(L, idx));
   for (j = 0; j < w; j++) {
     lua_rawgeti(L, idx, j + 1);
     if (!lg_store_scalar_quick(L, -1, a->type.scalar, slot + (size_t)j * es)) {
-      const char *what = lua_pushfstring(L, "argument #%d (%s %s)", i, a->type_name, a->name);
-      const char *wj = lua_pushfstring(L, "%s[%d]", what, j + 1);
+      const char *wj = lua_pushfstring(L, "%s[%d]", arg_what(L, i, a), j + 1);
       lg_store_scalar(L, -3, a->type.scalar, slot + (size_t)j * es, k->command, wj);
       lua_pop(L, 2);
     }
