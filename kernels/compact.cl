@@ -54,6 +54,33 @@ __kernel void compact_stepped_at(__global const T *x, ulong xoff, __global const
   }
 }
 
+/* tensor:unique, on sorted x: 1 in starts where a run of equal values
+** begins (the first element; an element that differs from the one before,
+** unless that one is NaN: the NaNs sorted last are one run). */
+__kernel void compact_run_starts(__global const T *x, ulong xoff, ulong n,
+                                 __global uchar *starts, ulong soff) {
+  ulong i = get_global_id(0);
+  if (i < n) {
+    uchar s = 1;
+    if (i > 0) {
+      T a = x[xoff + i], b = x[xoff + i - 1];
+      s = (a != b && b == b) ? 1 : 0;
+    }
+    starts[soff + i] = s;
+  }
+}
+
+/* tensor:unique: the length of each of the c runs, from where each starts
+** (at: 1-based positions in the n sorted elements, ascending). */
+__kernel void compact_run_lengths(__global const long *at, ulong aoff, ulong c, ulong n,
+                                  __global long *out, ulong ooff) {
+  ulong k = get_global_id(0);
+  if (k < c) {
+    ulong next = k + 1 < c ? (ulong)at[aoff + k + 1] : n + 1;
+    out[ooff + k] = (long)(next - (ulong)at[aoff + k]);
+  }
+}
+
 /* The kept elements, in order, then the others, in order. */
 __kernel void compact_partition(__global const T *x, ulong xoff, __global const uint *pos,
                                 ulong n, __global T *out, ulong ooff) {

@@ -166,6 +166,18 @@ out = [np.take_along_axis(x, lo, %d).squeeze(%d), lo.squeeze(%d) + 1,
     assert.same({-2, 1}, {u[1], u[2]})
     assert.is_true(u[3] ~= u[3])
     assert.same({1, 2, 2}, c:totable())
+    -- long runs across work-groups, NaNs among them, as NumPy
+    for _, t in ipairs({"int", "float", "double"}) do
+      local vals = {}
+      for i = 1, 3001 do vals[i] = math.random(-20, 20) end
+      if t ~= "int" then vals[5], vals[3000] = 0 / 0, 0 / 0 end
+      local z = dev:tensor(t, {3001}, vals)
+      local ref = S.numpy("u, c = np.unique(z, return_counts=True)\nout = [u, c]",
+                          {z = np_of(z)})
+      local zu, zc = z:unique()
+      same(ref[1], zu)
+      same(ref[2], zc)
+    end
   end)
 
   it("dot, outer, searchsorted and einsum as NumPy", function()

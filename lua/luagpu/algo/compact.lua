@@ -35,7 +35,8 @@ local function entry_for(fn, dev, t, pred, it)
   local map = "(((" .. pred .. ")) ? 1u : 0u)"
   e = {values = prog.compact_values, positions = prog.compact_positions,
        partition = prog.compact_partition, stepped = prog.compact_stepped,
-       stepped_at = prog.compact_stepped_at,
+       stepped_at = prog.compact_stepped_at, run_starts = prog.compact_run_starts,
+       run_lengths = prog.compact_run_lengths,
        spec = {type = t, acc = "uint", map = map, op = "a + b", neutral = "0", custom = true,
                key = concat({"compact", t, map}, "\0")}}
   entries[key] = e
@@ -198,6 +199,31 @@ function M.select(fn, t, root, off, mt, mroot, moff, n, dev, make_out)
     local e = entry_for(fn, dev, t, "1", "long")
     if aroot then seq:run(e.stepped_at(root, off, pos, n, oroot, ooff, aroot, aoff), {n})
     else seq:run(e.stepped(root, off, pos, n, oroot, ooff), {n}) end
+  end
+  ST.set_last_user(em, seq.last, nil, dev)     -- (false: ordered by the default queue)
+  return c
+end
+
+-- The runs of equal values in the n sorted elements of type t at (root,
+-- off) on dev (luagpu.tensor's unique; arguments checked by it): a kernel
+-- that marks where each run starts, the scan of those marks and its count
+-- read, one kernel that moves each run's first value and notes where it
+-- starts, one that turns those places into lengths. make_out(count)
+-- returns the buffer and offset for the values, then a long buffer and
+-- offset for the lengths, and a long buffer and offset of count elements
+-- to note the starts in (scratch). NaNs (sorted last) are one run.
+-- Returns the count.
+function M.runs(fn, t, root, off, n, dev, make_out, make_starts)
+  if n > MAX_COUNT then fail(fn, "%d elements are too many (at most 2^32 - 1)", n) end
+  local e = entry_for(fn, dev, t, "1", "long")
+  local sroot, soff = make_starts(n)
+  local marks = B.sequence(nil, {})
+  marks:run(e.run_starts(root, off, n, sroot, soff), {n})
+  local c, pos, seq, em = count(fn, "x != 0", {wait = {}}, "uchar", sroot, soff, n, dev)
+  local vroot, voff, lroot, loff, aroot, aoff = make_out(c)
+  if c > 0 then
+    seq:run(e.stepped_at(root, off, pos, n, vroot, voff, aroot, aoff), {n})
+    seq:run(e.run_lengths(aroot, aoff, c, n, lroot, loff), {c})
   end
   ST.set_last_user(em, seq.last, nil, dev)     -- (false: ordered by the default queue)
   return c

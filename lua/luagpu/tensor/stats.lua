@@ -191,8 +191,10 @@ function methods.topk(x, k, dim, opts, ...)
 end
 
 -- x:unique(): the distinct values of x, ascending (NaNs as one, last), and
--- how many times each occurs (long): two 1-D tensors. By a sort, a mask of
--- the places where the value changes, and a compaction.
+-- how many times each occurs (long): two 1-D tensors. By a sort, then
+-- luagpu.algo.compact's runs: a kernel marking where each run of equal
+-- values starts, their count, one kernel moving each run's first value, one
+-- writing the runs' lengths.
 function methods.unique(x, ...)
   local fn = "tensor:unique"
   check(fn, 0, x)
@@ -204,27 +206,19 @@ function methods.unique(x, ...)
   local dev = x._dev
   algo(fn, "sort", dev)
   local s = x:flatten():sort()
-  -- 1 where a run of equal values starts (NaN after NaN is no start)
-  -- (the first element and, below, the bound past the last are one fill
-  -- each. Sorted, NaNs come last: a is a start where it differs from the
-  -- value before, b, unless b is NaN; integers have no NaN)
-  local starts = O.empty(fn, dev, "uchar", {n})
-  starts._st.buf:sub(1, 1):fill(1)
-  if n > 1 then
-    local a, b = s:slice(1, 2, n), s:slice(1, 1, n - 1)
-    starts:slice(1, 2, n):set(FLOATS[s._type] and a:ne(b) * b:eq(b) or a:ne(b))
-  end
-  -- the starts' values and positions (bounds[k]), then n + 1 past the last
-  local values, bounds
+  local values, counts, starts, at
   local A = require "luagpu.algo.compact"
-  local c = A.select(fn, s._type, s._st.buf, s._off, "uchar", starts._st.buf, starts._off, n,
-                     dev, function(count)
+  A.runs(fn, s._type, s._st.buf, s._off, n, dev, function(count)
     values = O.empty(fn, dev, s._type, {count})
-    bounds = O.empty(fn, dev, "long", {count + 1})
-    return values._st.buf, values._off, bounds._st.buf, bounds._off
+    counts = O.empty(fn, dev, "long", {count})
+    at = O.empty(fn, dev, "long", {count})
+    return values._st.buf, values._off, counts._st.buf, counts._off, at._st.buf, at._off
+  end, function(len)
+    starts = O.empty(fn, dev, "uchar", {len})
+    return starts._st.buf, starts._off
   end)
-  bounds._st.buf:sub(c + 1, c + 1):fill(n + 1)
-  return values, (bounds:slice(1, 2, c + 1) - bounds:slice(1, 1, c)):eval()
+  O.drop(at); O.drop(starts); O.drop(s)
+  return values, counts
 end
 
 -- x:bincount([bins]): how many times each value 0, 1, ... occurs in x (a
