@@ -8,14 +8,37 @@
 
 #include "internal.h"
 
-/* Options these calls take: anything else is most likely a typo. */
+/* Options these calls take: anything else is most likely a typo. fill and
+** copy_to also take event = false (enqueue without an Event, return
+** nothing), as call:run does. */
 static const char *const transfer_options[] = {"wait", "queue", NULL};
+static const char *const device_options[] = {"wait", "queue", "event", NULL};
 
 /* Pushes the buffer's device, then reads the options at optsidx (pushing
 ** the queue and the wait list). Returns the stack index of the queue. */
 static int get_opts(lua_State *L, int optsidx, const char *fn, int argno, lg_Opts *o) {
   optsidx = lua_absindex(L, optsidx);
   lg_checkoptions(L, optsidx, fn, argno, transfer_options);
+  lua_getiuservalue(L, 1, 1);
+  lg_getopts(L, optsidx, -1, fn, argno, o);
+  return lua_gettop(L) - 1;
+}
+
+/* get_opts for fill and copy_to, which also take event = false: returns
+** the queue's stack index and sets *no_event. */
+static int get_device_opts(lua_State *L, int optsidx, const char *fn, int argno, lg_Opts *o,
+                           int *no_event) {
+  optsidx = lua_absindex(L, optsidx);
+  lg_checkoptions(L, optsidx, fn, argno, device_options);
+  *no_event = 0;
+  if (lua_istable(L, optsidx)) {
+    if (lua_getfield(L, optsidx, "event") != LUA_TNIL) {
+      if (!lua_isboolean(L, -1))
+        lg_argerror(L, fn, argno, "event: expected a boolean, got %s", luaL_typename(L, -1));
+      *no_event = !lua_toboolean(L, -1);
+    }
+    lua_pop(L, 1);
+  }
   lua_getiuservalue(L, 1, 1);
   lg_getopts(L, optsidx, -1, fn, argno, o);
   return lua_gettop(L) - 1;
@@ -35,6 +58,7 @@ typedef struct Transfer {
   const lg_Buffer *b, *dst;    /* dst: COPY only */
   void *host;                  /* WRITE and READ: count elements; FILL: one */
   int blocking;                /* READ only: no Event is asked for */
+  int no_event;                /* FILL and COPY: option event = false */
 } Transfer;
 
 static const char *const enqueue_names[] = {
@@ -68,8 +92,10 @@ static cl_int enqueue_once(const Transfer *t, const lg_Opts *o, cl_event *ev) {
 ** collection (dead buffers may hold it). */
 static cl_event enqueue(lua_State *L, const Transfer *t, const lg_Opts *o) {
   cl_event ev = NULL;
-  cl_event *evp = t->blocking && !lg_tracing(L) ? NULL : &ev;
+  int eventless = t->blocking || t->no_event;
+  cl_event *evp = eventless && !lg_tracing(L) ? NULL : &ev;
   cl_int err;
+  if (t->b->count == 0 && t->no_event) return NULL;   /* nothing to move, nothing to tell */
   if (t->b->count == 0) {
     err = clEnqueueMarkerWithWaitList(o->queue->q, o->nwait, o->wait, &ev);
   } else {
@@ -84,7 +110,7 @@ static cl_event enqueue(lua_State *L, const Transfer *t, const lg_Opts *o) {
     static const char *const kinds[] = {"write", "read", "fill", "copy"};
     lg_trace_add(L, o->queue->q, ev, kinds[t->kind], NULL, 0, NULL, NULL,
                  t->b->count * lg_type_size(t->b->type), o->nwait, o->wait);
-    if (t->blocking && ev != NULL) {
+    if (eventless && ev != NULL) {
       clReleaseEvent(ev);
       ev = NULL;
     }
@@ -113,7 +139,7 @@ static void push_event(lua_State *L, cl_event ev, const char *command, int a, in
 static int buf_write(lua_State *L) {
   static const char *const fn = "buffer:write";
   lg_Buffer *b = lg_checkbuffer(L, 1);
-  Transfer t = {WRITE, NULL, NULL, NULL, 0};
+  Transfer t = {WRITE, NULL, NULL, NULL, 0, 0};
   lg_Array *a;
   lg_Opts o;
   int arr, qidx;
@@ -156,7 +182,7 @@ static int buf_write(lua_State *L) {
 ** had. get reads it and gives the slot back; read's Event owns it. */
 static int read_number(lua_State *L, lg_Buffer *b, int optsidx, int blocking) {
   const char *fn = blocking ? "buffer:get" : "buffer:read";
-  Transfer t = {READ, NULL, NULL, NULL, 0};
+  Transfer t = {READ, NULL, NULL, NULL, 0, 0};
   lg_Array *a;
   lg_Opts o;
   cl_event ev;
@@ -194,7 +220,7 @@ static int read_number(lua_State *L, lg_Buffer *b, int optsidx, int blocking) {
 static int read_impl(lua_State *L, int blocking) {
   const char *fn = blocking ? "buffer:get" : "buffer:read";
   lg_Buffer *b = lg_checkbuffer(L, 1);
-  Transfer t = {READ, NULL, NULL, NULL, 0};
+  Transfer t = {READ, NULL, NULL, NULL, 0, 0};
   lg_Array *a;
   lg_Opts o;
   cl_event ev;
@@ -262,7 +288,7 @@ static int buf_fill(lua_State *L) {
   lg_Buffer *b = lg_checkbuffer(L, 1);
   size_t ssize = lg_scalar_size(b->type.scalar);
   union { char c[128]; double align; } pattern;
-  Transfer t = {FILL, NULL, NULL, NULL, 0};
+  Transfer t = {FILL, NULL, NULL, NULL, 0, 0};
   lg_Opts o;
   int i, qidx, w = b->type.width;
   lua_settop(L, 3);
@@ -284,10 +310,14 @@ static int buf_fill(lua_State *L) {
   } else {
     lg_typeerror(L, fn, 1, 2, w > 1 ? "a number or a table of lanes" : "a number");
   }
-  qidx = get_opts(L, 3, fn, 2, &o);
+  qidx = get_device_opts(L, 3, fn, 2, &o, &t.no_event);
   check_live(L, b, &o, fn);
   t.b = b;
   t.host = pattern.c;
+  if (t.no_event) {
+    enqueue(L, &t, &o);
+    return 0;
+  }
   push_event(L, enqueue(L, &t, &o), "fill", 1, 0, qidx);
   return 1;
 }
@@ -300,7 +330,7 @@ static int buf_copy_to(lua_State *L) {
   static const char *const fn = "buffer:copy_to";
   lg_Buffer *b = lg_checkbuffer(L, 1), *d = lg_testbuffer(L, 2);
   char t1[LG_TYPENAME_MAX], t2[LG_TYPENAME_MAX];
-  Transfer t = {COPY, NULL, NULL, NULL, 0};
+  Transfer t = {COPY, NULL, NULL, NULL, 0, 0};
   lg_Opts o;
   int qidx;
   lua_settop(L, 3);
@@ -320,11 +350,15 @@ static int buf_copy_to(lua_State *L) {
     lg_argerror(L, fn, 1, "source and destination overlap (elements %I..%I and %I..%I of "
                 "one buffer)", (lua_Integer)b->offset + 1, (lua_Integer)(b->offset + b->count),
                 (lua_Integer)d->offset + 1, (lua_Integer)(d->offset + d->count));
-  qidx = get_opts(L, 3, fn, 2, &o);
+  qidx = get_device_opts(L, 3, fn, 2, &o, &t.no_event);
   check_live(L, b, &o, fn);
   if (!lg_buffer_live(d)) lg_argerror(L, fn, 1, "attempt to use a released buffer");
   t.b = b;
   t.dst = d;
+  if (t.no_event) {
+    enqueue(L, &t, &o);
+    return 0;
+  }
   push_event(L, enqueue(L, &t, &o), "copy", 1, 2, qidx);
   return 1;
 }

@@ -330,6 +330,33 @@ describe("buffer:fill", function()
   end)
 end)
 
+describe("buffer:fill and buffer:copy_to with event = false", function()
+  it("enqueue without an Event, return nothing, and check the option", function()
+    local n = math.random(2, 300)
+    local ref = random_list("int", n)
+    local a = dev:buffer("int", n, {host = ref})
+    local b = dev:buffer("int", n)
+    assert.equal(0, select("#", a:copy_to(b, {event = false})))
+    local v = math.random(-100, 100)
+    assert.equal(0, select("#", a:sub(2, n):fill(v, {event = false})))
+    dev:finish()
+    assert.same(ref, contents(b))
+    for i = 2, n do ref[i] = v end
+    assert.same(ref, contents(a))
+    -- event = true is the default: an Event
+    assert.equal("Event", gpu.type(a:fill(1, {event = true})))
+    assert.equal(0, select("#", dev:buffer("int", 0):fill(1, {event = false})))
+    has_error("luagpu: buffer:fill: argument #2: event: expected a boolean, got number",
+              a.fill, a, 1, {event = 0})
+    has_error("luagpu: buffer:copy_to: argument #2: event: expected a boolean, got string",
+              a.copy_to, a, b, {event = "no"})
+    has_error("luagpu: buffer:copy_to: argument #2: unknown option 'evnt' (expected wait, "
+              .. "queue, event)", a.copy_to, a, b, {evnt = false})
+    has_error("luagpu: buffer:write: argument #2: unknown option 'event' (expected wait, "
+              .. "queue)", a.write, a, ref, {event = false})
+  end)
+end)
+
 describe("buffer:copy_to", function()
   it("copies between buffers and views of the same type and count", function()
     local n = 200

@@ -15,6 +15,7 @@ local gpu = require "luagpu"
 local H = require "luagpu.core.check"
 local memory = require "luagpu.core.pool"
 local TY = require "luagpu.core.types"
+local NO_EVENT = require("luagpu.core.steps").NO_EVENT   -- (enqueue without an Event)
 local O = require "luagpu.tensor.object"
 local X = require "luagpu.tensor.expr"
 local G = require "luagpu.tensor.codegen"
@@ -99,7 +100,7 @@ function C.new_tensor(dev, t, shape, init)
   end
   local x = O.empty(fn, dev, t, list)
   if init == nil then
-    if n > 0 then x._st.buf:sub(1, n):fill(0) end
+    if n > 0 then x._st.buf:sub(1, n):fill(0, NO_EVENT) end
   elseif type(init) == "number" then
     -- the rules of scalar operands (x:set(v), x + v) and of tables alike
     local why = TY.fits(t, init)

@@ -35,6 +35,7 @@
 
 local H = require "luagpu.core.check"
 local TY = require "luagpu.core.types"
+local NO_EVENT = require("luagpu.core.steps").NO_EVENT   -- (enqueue without an Event)
 local memory = require "luagpu.core.pool"
 local O = require "luagpu.tensor.object"
 local G = require "luagpu.tensor.codegen"
@@ -227,7 +228,7 @@ function X.flush_readers(s)
   end
   local buf, n = s.buf, s.count
   local snap = memory.storage("tensor", s.dev, buf.type, n)
-  buf:copy_to(snap.count == n and snap.buf or snap.buf:sub(1, n))
+  buf:copy_to(snap.count == n and snap.buf or snap.buf:sub(1, n), NO_EVENT)
   local twins, snap_readers = {}, setmetatable({}, WEAK_KEYS)
   snap.readers = snap_readers
   for _, r in ipairs(list) do

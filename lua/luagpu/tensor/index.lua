@@ -409,7 +409,7 @@ end
 local function copy_of(fn, x)
   if x._n == 0 or not O.is_contiguous(x) then return E.clone(x) end
   local out = O.empty(fn, x._dev, x._type, {table.unpack(x._shape)})
-  O.elements_of(x):copy_to(O.elements_of(out))
+  O.elements_of(x):copy_to(O.elements_of(out), NO_EVENT)
   return out
 end
 

@@ -14,6 +14,7 @@
 
 local H = require "luagpu.core.check"
 local TY = require "luagpu.core.types"
+local NO_EVENT = require("luagpu.core.steps").NO_EVENT   -- (enqueue without an Event)
 local O = require "luagpu.tensor.object"
 local X = require "luagpu.tensor.expr"
 local E = require "luagpu.tensor.elementwise"
@@ -385,7 +386,7 @@ function J.cat(list, dim, ...)
       if outer == 1 and x._type == t and O.is_contiguous(x) then
         -- (x checked by check_list)
         dst = dst or out._st.buf
-        O.elements_of(x):copy_to(dst:sub((at - 1) * inner + 1, (at + n - 1) * inner))
+        O.elements_of(x):copy_to(dst:sub((at - 1) * inner + 1, (at + n - 1) * inner), NO_EVENT)
       else
         out:slice(d, at, at + n - 1):set(x)
       end
