@@ -66,6 +66,32 @@ describe("joining and splitting tensors", function()
     end
   end)
 
+  it("cat of many inputs of one type (four to a launch), views among them, as NumPy", function()
+    if not S.need_numpy(assert, pending) then return end
+    for round = 1, 6 do
+      local t = ({"int", "float", "double", "uchar", "long", "short"})[round]
+      local cols = math.random(1, 3)
+      local count = math.random(5, 11)
+      local xs, vars, names = {}, {}, {}
+      for i = 1, count do
+        local rows = math.random(0, 9)
+        local x
+        if i % 3 == 0 then          -- a contiguous view at an offset
+          local skip = math.random(1, 5)
+          x = random_tensor(t, {rows + skip, cols}):slice(1, skip + 1, skip + rows)
+        elseif i % 3 == 1 and cols > 1 then   -- not contiguous: a kernel writes it
+          x = random_tensor(t, {cols, rows}):t()
+        else
+          x = random_tensor(t, {rows, cols})
+        end
+        xs[i] = x
+        vars["x" .. i], names[i] = np_of(x), "x" .. i
+      end
+      same(S.numpy(("out = np.concatenate([%s], axis=0)"):format(table.concat(names, ",")),
+                   vars), gpu.cat(xs))
+    end
+  end)
+
   it("splits and chunks into views that write their base", function()
     if not S.need_numpy(assert, pending) then return end
     for _ = 1, 10 do

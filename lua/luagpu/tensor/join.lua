@@ -14,7 +14,11 @@
 
 local H = require "luagpu.core.check"
 local TY = require "luagpu.core.types"
-local NO_EVENT = require("luagpu.core.steps").NO_EVENT   -- (enqueue without an Event)
+local ST = require "luagpu.core.steps"
+local P = require "luagpu.core.programs"
+local NO_EVENT = ST.NO_EVENT                  -- (enqueue without an Event)
+local LOCAL = 256
+local copy_run
 local O = require "luagpu.tensor.object"
 local X = require "luagpu.tensor.expr"
 local E = require "luagpu.tensor.elementwise"
@@ -349,6 +353,45 @@ local function check_list(fn, list)
   return xs, t
 end
 
+local kernels = ST.device_cache()      -- dev -> type -> VEC -> lg_cat4
+
+local function cat_kernel(fn, dev, t, vec)
+  local c = kernels[dev]
+  if not c then c = {}; kernels[dev] = c end
+  local key = t .. vec
+  local k = c[key]
+  if k then return k end
+  local ok, prog = pcall(P.get, dev, {family = "tensor", file = "tensor_join.cl",
+                                      defines = {{"T", t}, {"VEC", vec}}})
+  if not ok then fail(fn, "the join kernel does not compile for %s: %s", t, tostring(prog)) end
+  k = prog.lg_cat4
+  c[key] = k
+  return k
+end
+
+-- Copies the inputs in run (at most four; run.at: where the first begins
+-- in out, in elements; each of the others begins where the one before
+-- ends) into contiguous out by one launch of lg_cat4 (four elements a
+-- work-item where every part starts on a vector of 4), and empties run.
+function copy_run(fn, out, run)
+  local bufs, offs, starts = {}, {}, {}
+  local m, total = #run, 0
+  local vec = (out._off + run.at) % 4 == 0
+  for k = 1, m do
+    local x = run[k]
+    bufs[k], offs[k], starts[k] = x._st.buf, x._off, total
+    vec = vec and x._off % 4 == 0 and total % 4 == 0
+    total = total + x._n
+    run[k] = nil
+  end
+  for k = m + 1, 4 do bufs[k], offs[k], starts[k] = bufs[1], 0, total end
+  vec = vec and total % 4 == 0
+  local k = cat_kernel(fn, out._dev, out._type, vec and 4 or 1)
+  local items = vec and total // 4 or total
+  k(out._st.buf, out._off + run.at, total, bufs[1], bufs[2], bufs[3], bufs[4], offs, starts)
+    :run({ST.round_up(items, LOCAL)}, {LOCAL}, NO_EVENT)
+end
+
 -- gpu.cat(list [, dim]): the tensors of list joined along dim (default 1;
 -- negative from the end): equal shapes but for that dim, their types
 -- promoted. A new tensor; each input is one kernel writing its slice.
@@ -373,26 +416,29 @@ function J.cat(list, dim, ...)
   end
   for k, n in ipairs(first._shape) do shape[k] = k == d and total or n end
   local out = O.empty(fn, first._dev, t, shape)
-  -- with no dim of more than one element before d, each input's part of
-  -- out is one run of its elements: a contiguous input of out's type is
-  -- one buffer copy (else a kernel writes its slice)
   local outer, inner = 1, 1
   for k = 1, d - 1 do outer = outer * shape[k] end
   for k = d + 1, #shape do inner = inner * shape[k] end
-  local at, dst = 1, nil
+  -- with no dim of more than one element before d, each input's part of
+  -- out is one run of its elements: neighbouring contiguous inputs of
+  -- out's type are copied by lg_cat4, four to a launch (else a kernel
+  -- writes each slice)
+  local run, at = {}, 1
   for _, x in ipairs(xs) do
     local n = x._shape[d]
     if n > 0 and out._n > 0 then
       if outer == 1 and x._type == t and O.is_contiguous(x) then
-        -- (x checked by check_list)
-        dst = dst or out._st.buf
-        O.elements_of(x):copy_to(dst:sub((at - 1) * inner + 1, (at + n - 1) * inner), NO_EVENT)
+        if run[1] == nil then run.at = (at - 1) * inner end
+        run[#run + 1] = x                   -- (x checked by check_list)
+        if run[4] then copy_run(fn, out, run) end
       else
+        if run[1] then copy_run(fn, out, run) end
         out:slice(d, at, at + n - 1):set(x)
       end
     end
     at = at + n
   end
+  if run[1] then copy_run(fn, out, run) end
   return out
 end
 
