@@ -281,6 +281,38 @@ out = [np.where(m != 0, 7, x).astype(x.dtype), x[m != 0], np.argwhere(x != 0) + 
     assert.same({3.0, 0.2}, {r[1], r[2]})
   end)
 
+  -- found by the audit: put read its positions and values from the memory
+  -- it was writing (y:put(y, y) gave {3, 2, 3} for {3, 2, 1})
+  it("put reads positions and values that are the tensor itself as np.put does", function()
+    if not S.need_numpy(assert, pending) then return end
+    for _ = 1, 6 do
+      local n = math.random(2, 40)
+      local perm = dev:randperm(n)
+      local vars = {p = np_of(perm)}
+      local y = dev:arange("long", n):add(0):eval()
+      y:put(perm, perm:slice(1, -1, 1, -1):contiguous():add(0):eval())    -- (a value copy)
+      local ref = S.numpy([[
+a = p.copy(); np.put(a, a - 1, a)
+b = np.arange(1, len(p) + 1); np.put(b, p - 1, b[::-1].copy())
+c = p.copy(); np.put(c, np.arange(len(p)), c[::-1].copy())
+out = [a, b, c]
+]], vars)
+      local a = perm:clone()
+      assert.equal(a, a:put(a, a))                        -- positions and values: a
+      same(ref[1], a)
+      local b = dev:arange("long", n)
+      b:put(perm, b:slice(1, -1, 1, -1))                   -- values: a view of b
+      same(ref[2], b)
+      local c = perm:clone()
+      c:put(dev:arange("long", n), c:flip(1):contiguous())
+      same(ref[3], c)
+      local d = perm:clone()
+      local pos = dev:arange("long", n)
+      d:put(pos, d:slice(1, 1, n))                         -- values: d's own elements
+      same({shape = {n}, data = perm:get():totable()}, d)
+    end
+  end)
+
   it("masked_fill names itself when the mask does not broadcast", function()
     local x = dev:tensor("float", {2, 3})
     has_error("luagpu: tensor:masked_fill: argument #1: the mask's shape {4, 2, 3} does not " ..

@@ -470,8 +470,14 @@ function methods.put(x, idx, v, ...)
   if x._n == 0 then fail(fn, "argument #1: the tensor has no elements to put into") end
   X.flush_readers(x._st)
   local c = O.is_contiguous(x) and x or x:contiguous()
-  scatter(fn, "argument #1", i, v, flat(c, #i._shape), 0)
+  -- positions or values in the memory written (x:put(x, v), x:put(idx, x)):
+  -- read from copies made first, as if put read them all before writing
+  local ic = i._st == c._st and E.clone(i) or i
+  local vc = v._st == c._st and E.clone(v) or v
+  scatter(fn, "argument #1", ic, vc, flat(c, #i._shape), 0)
   if c ~= x then x:set(c); drop(c) end        -- copies made here
+  if ic ~= i then drop(ic) end
+  if vc ~= v then drop(vc) end
   if type(given) == "number" then drop(v) end
   if i ~= idx then drop(i) end
   return x
