@@ -280,6 +280,14 @@ describe("joining and splitting tensors", function()
     local big = dev:tensor("int", {1, 1, 1, 1, 1, 1, 1, 1})
     has_error("luagpu: tensor:unsqueeze: the tensor has 8 dims already (at most 8)",
               big.unsqueeze, big, 1)
+    -- found by the audit: stack named tensor:unsqueeze; sizes whose sum
+    -- wrapped to the dim's length passed split's check and failed in slice
+    has_error("luagpu: gpu.stack: argument #1: the tensors have 8 dims already (at most 8)",
+              gpu.stack, {big, big})
+    has_error("luagpu: tensor:split: argument #1: the sizes add up to 18446744073709551616, " ..
+              "dim 1 has 2", a.split, a, {math.maxinteger, math.maxinteger, 4})
+    has_error("luagpu: tensor:split: argument #1: the sizes add up to 9223372036854775808, " ..
+              "dim 1 has 2", a.split, a, {math.maxinteger, 1})
     local b = dev:tensor("int", {2})
     local c = dev:tensor("int", {2})
     c:release()

@@ -287,17 +287,20 @@ function methods.split(x, size, dim, ...)
   local sizes = {}
   if type(size) == "table" and getmetatable(size) == nil then
     O.check_entries(fn, "argument #1", size, rawlen(size), "a list of sizes holds only sizes")
-    local total = 0
+    local total = 0          -- (a float once past 2^63 - 1: it must not wrap to len)
     for i = 1, rawlen(size) do
       local n = integer(rawget(size, i))
       if not n or n < 0 then
         fail(fn, "argument #1: size %d: expected an integer >= 0, got %s", i,
              show(rawget(size, i)))
       end
-      sizes[i], total = n, total + n
+      sizes[i] = n
+      if math.type(total) == "integer" and total <= math.maxinteger - n then total = total + n
+      else total = total + (n + 0.0) end
     end
     if total ~= len then
-      fail(fn, "argument #1: the sizes add up to %d, dim %d has %d", total, d, len)
+      fail(fn, "argument #1: the sizes add up to %s, dim %d has %d", math.type(total) ==
+           "integer" and total or ("%.0f"):format(total), d, len)
     end
   else
     local n = integer(size)
@@ -411,6 +414,10 @@ function J.stack(list, dim, ...)
       fail(fn, "argument #1: item %d has shape %s, item 1 %s (stack needs one shape)", i,
            show_shape(a), show_shape(b))
     end
+  end
+  if #first._shape >= MAX_DIMS then
+    fail(fn, "argument #1: the tensors have %d dims already (at most %d)", #first._shape,
+         MAX_DIMS)
   end
   local d = check_dim(fn, "argument #2", first, dim == nil and 1 or dim, 1)
   local lifted = {}
