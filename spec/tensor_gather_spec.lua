@@ -311,6 +311,16 @@ out = [a, b, c]
       d:put(pos, d:slice(1, 1, n))                         -- values: d's own elements
       same({shape = {n}, data = perm:get():totable()}, d)
     end
+    -- an expanded view: its places are one element; put wrote a copy back
+    -- over it and left {0}, whichever write landed last
+    local one = dev:tensor("int", {1})
+    local e = one:expand{4}
+    local err = support.errmsg(function() local r = e:put(dev:tensor("long", {1}, 2), 5); return r end)
+    assert.equal("spec/tensor_gather_spec.lua:" .. debug.getinfo(1, "l").currentline - 1 ..
+                 ": luagpu: tensor:put: the tensor's elements share memory (dim 1 has stride " ..
+                 "0, as x:expand makes): put into the tensor it expands, or a :clone()", err)
+    assert.same({0}, one:totable())
+    assert.same({0, 5, 0, 0}, e:clone():put(dev:tensor("long", {1}, 2), 5):totable())
   end)
 
   it("masked_fill names itself when the mask does not broadcast", function()

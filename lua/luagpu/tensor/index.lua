@@ -468,6 +468,13 @@ function methods.put(x, idx, v, ...)
   end
   if i._n == 0 then return x end
   if x._n == 0 then fail(fn, "argument #1: the tensor has no elements to put into") end
+  -- (an expanded view's places share memory: which write would land there?)
+  for d, st in ipairs(x._strides) do
+    if st == 0 and x._shape[d] > 1 then
+      fail(fn, "the tensor's elements share memory (dim %d has stride 0, as x:expand " ..
+           "makes): put into the tensor it expands, or a :clone()", d)
+    end
+  end
   X.flush_readers(x._st)
   local c = O.is_contiguous(x) and x or x:contiguous()
   -- positions or values in the memory written (x:put(x, v), x:put(idx, x)):
