@@ -261,6 +261,22 @@ out = [np.where(m != 0, 7, x).astype(x.dtype), x[m != 0], np.argwhere(x != 0) + 
               "broadcast to {3, 4}", x.masked_select, x, dev:tensor("uchar", {3}))
     has_error("luagpu: tensor:masked_select: argument #1: expected a mask tensor, got nil",
               x.masked_select, x)
+    -- found by the audit: ulong positions from 2^63, converted to long,
+    -- counted from the end (2^64 - 1 took the last element)
+    local far = dev:tensor("long", {2}, {2, -1}):astype("ulong")
+    local v = dev:arange("float", 6)
+    has_error("luagpu: tensor:take: argument #1: position 18446744073709551615 is out of range " ..
+              "(no position reaches 2^63)", v.take, v, far)
+    has_error("luagpu: tensor:index_select: argument #2: position 18446744073709551615 is out " ..
+              "of range (no position reaches 2^63)", v.index_select, v, 1, far)
+    has_error("luagpu: tensor:scatter_add: argument #2: position 18446744073709551615 is out " ..
+              "of range (no position reaches 2^63)", v.scatter_add, v, 1, far, 1)
+    has_error("luagpu: tensor:put: argument #1: position 9223372036854775808 is out of range " ..
+              "(no position reaches 2^63)", v.put, v, dev:full("ulong", {1}, 2.0^63), 0)
+    assert.same({1, 2, 3, 4, 5, 6}, v:totable())
+    has_error("luagpu: tensor:take: argument #1: position 7 is out of range (1 to 6, or -6 to " ..
+              "-1)", v.take, v, dev:tensor("ulong", {1}, 7))
+    assert.same({6, 2}, v:take(dev:tensor("ulong", {2}, {6, 2})):totable())
   end)
   -- found by the differential test (issue 32): the number went through
   -- float, rounding the long values it did not replace

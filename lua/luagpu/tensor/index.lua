@@ -171,6 +171,14 @@ local function index_arg(fn, arg, idx, dev)
     fail(fn, "argument #%d: expected an index tensor of integers (long or int), got one of %s",
          arg, idx._type)
   end
+  if idx._type == "ulong" and idx._n > 0 then
+    -- (converted to long, a position from 2^63 would count from the end)
+    local hi = idx:max()             -- (the largest; from 2^63 a negative Lua integer)
+    if hi < 0 then
+      fail(fn, "argument #%d: position %s is out of range (no position reaches 2^63)", arg,
+           string.format("%u", hi))
+    end
+  end
   if not INDEX_TYPES[idx._type] then idx = idx:astype("long"):eval() end
   return idx
 end
