@@ -1,7 +1,7 @@
 -- Ports of PyOpenCL's own array tests (test/test_array.py: test_concatenate,
 -- test_stack, test_reverse, test_fancy_fill, test_fancy_indexing,
 -- test_take_put, test_skip_slicing, test_newaxis, test_squeeze,
--- test_any_all) to luagpu's names: what a PyOpenCL user checks first, with
+-- test_any_all, test_bitwise; test_algorithm.py's test_unique) to luagpu's names: what a PyOpenCL user checks first, with
 -- references computed in Lua on random data (positions 1-based here).
 local gpu = require "luagpu"
 
@@ -134,5 +134,75 @@ describe("PyOpenCL's array tests, ported", function()
     a:set(1)
     assert.is_true(a:all())
     assert.is_true(a:any())
+  end)
+
+  -- Lua's own operators on integers, wrapped to type t's width as C's
+  -- casts do (two's complement)
+  local BITS = {char = 8, short = 16, int = 32, long = 64}
+  local function wrap(t, v)
+    local b = BITS[t]
+    if b == 64 then return v end
+    v = v & ((1 << b) - 1)
+    return v >= 1 << (b - 1) and v - (1 << b) or v
+  end
+  local WIDER = {char = 1, short = 2, int = 3, long = 4}
+
+  it("test_bitwise: & | ~ and unary ~ for every pair of long, int, short, char", function()
+    local types = {"long", "int", "short", "char"}
+    local lo, hi = -(1 << 31), (1 << 31) - 1
+    for _, at in ipairs(types) do
+      for _, bt in ipairs(types) do
+        local n = 16
+        local ha, hb = {}, {}
+        for i = 1, n do
+          ha[i] = wrap(at, math.random(lo, hi)); hb[i] = wrap(bt, math.random(lo, hi))
+        end
+        local a, b = dev:tensor(at, {n}, ha), dev:tensor(bt, {n}, hb)
+        local s = wrap(at, math.random(lo, hi))            -- a scalar that fits a's type
+        local rt = WIDER[at] >= WIDER[bt] and at or bt     -- the promoted (signed) type
+        local ops = {{"band", function(x, y) return x & y end},
+                     {"bor", function(x, y) return x | y end},
+                     {"bxor", function(x, y) return x ~ y end}}
+        for _, op in ipairs(ops) do
+          local f = op[2]
+          local ab, as, sa = f(a, b), f(a, s), f(s, a)
+          assert.equal(rt, ab.type)
+          assert.equal(at, as.type)
+          local gab, gas, gsa = ab:get(), as:get(), sa:get()
+          for i = 1, n do
+            assert.equal(f(ha[i], hb[i]), gab[i])
+            assert.equal(f(ha[i], s), gas[i])
+            assert.equal(f(s, ha[i]), gsa[i])
+          end
+          if rt == at then                                 -- in place: a:set(a op b)
+            local c = a:clone()
+            c:set(f(c, b))
+            local gc = c:get()
+            for i = 1, n do assert.equal(f(ha[i], hb[i]), gc[i]) end
+          end
+        end
+        local na = (~a):get()
+        for i = 1, n do assert.equal(~ha[i], na[i]) end
+      end
+    end
+  end)
+
+  it("test_unique (test_algorithm.py): np.unique of sorted ints in 0..999, many counts", function()
+    for _, n in ipairs({10, 2^8 - 1, 2^8, 2^8 + 1, 2^10 - 5, 2^10, 2^10 + 5, 2^12 - 5, 2^12,
+                        2^12 + 5, 2^20 - 2^18, 2^20 - 2^18 + 5, 2^20 + 1}) do
+      n = math.tointeger(n)
+      local h = {}
+      for i = 1, n do h[i] = math.random(0, 999) end
+      local a = dev:tensor("int", {n}, h)
+      table.sort(h)
+      local want, counts = {}, {}
+      for i = 1, n do
+        if i == 1 or h[i] ~= h[i - 1] then want[#want + 1] = h[i]; counts[#want] = 0 end
+        counts[#want] = counts[#want] + 1
+      end
+      local u, c = a:sort():unique()
+      assert.same(want, u:totable())
+      assert.same(counts, c:totable())
+    end
   end)
 end)

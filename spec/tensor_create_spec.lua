@@ -129,6 +129,21 @@ describe("tensor constructors", function()
     end
   end)
 
+  -- found by the audit: last - first was taken in Lua integers, which wrap
+  -- (maxint - minint is -1): the steps went backwards
+  it("linspace spans integer types end to end, exactly, as NumPy's float64 steps", function()
+    local function same(want, x) assert.same(want, x:totable()) end
+    local min, max = math.mininteger, math.maxinteger
+    same({min, min // 2, 0, max // 2 + 1, max}, dev:linspace("long", min, max, 5))
+    same({max, 0, min}, dev:linspace("long", max, min, 3))
+    same({-2147483648, -1, 2147483647}, dev:linspace("int", -2147483648, 2147483647, 3))
+    same({-3, -2, -1}, dev:linspace("long", -3, -1, 3))
+    if fp64 then
+      local d = dev:linspace("double", min, max, 3):totable()
+      assert.same({-2.0^63, 0.0, 2.0^63}, d)
+    end
+  end)
+
   it("randint draws lo..hi inclusive, uniformly, for every integer type", function()
     local n = 20000
     for _, t in ipairs(S.INTS) do

@@ -261,6 +261,22 @@ out = [np.where(m != 0, 7, x).astype(x.dtype), x[m != 0], np.argwhere(x != 0) + 
               "broadcast to {3, 4}", x.masked_select, x, dev:tensor("uchar", {3}))
     has_error("luagpu: tensor:masked_select: argument #1: expected a mask tensor, got nil",
               x.masked_select, x)
+    -- found by the audit: ulong positions from 2^63, converted to long,
+    -- counted from the end (2^64 - 1 took the last element)
+    local far = dev:tensor("long", {2}, {2, -1}):astype("ulong")
+    local v = dev:arange("float", 6)
+    has_error("luagpu: tensor:take: argument #1: position 18446744073709551615 is out of range " ..
+              "(no position reaches 2^63)", v.take, v, far)
+    has_error("luagpu: tensor:index_select: argument #2: position 18446744073709551615 is out " ..
+              "of range (no position reaches 2^63)", v.index_select, v, 1, far)
+    has_error("luagpu: tensor:scatter_add: argument #2: position 18446744073709551615 is out " ..
+              "of range (no position reaches 2^63)", v.scatter_add, v, 1, far, 1)
+    has_error("luagpu: tensor:put: argument #1: position 9223372036854775808 is out of range " ..
+              "(no position reaches 2^63)", v.put, v, dev:full("ulong", {1}, 2.0^63), 0)
+    assert.same({1, 2, 3, 4, 5, 6}, v:totable())
+    has_error("luagpu: tensor:take: argument #1: position 7 is out of range (1 to 6, or -6 to " ..
+              "-1)", v.take, v, dev:tensor("ulong", {1}, 7))
+    assert.same({6, 2}, v:take(dev:tensor("ulong", {2}, {6, 2})):totable())
   end)
   -- found by the differential test (issue 32): the number went through
   -- float, rounding the long values it did not replace
@@ -279,6 +295,48 @@ out = [np.where(m != 0, 7, x).astype(x.dtype), x[m != 0], np.argwhere(x != 0) + 
     local f = dev:tensor("double", {2}, {0.1, 0.2})
     r = f:masked_fill(dev:tensor("uchar", {2}, {1, 0}), 3):get()
     assert.same({3.0, 0.2}, {r[1], r[2]})
+  end)
+
+  -- found by the audit: put read its positions and values from the memory
+  -- it was writing (y:put(y, y) gave {3, 2, 3} for {3, 2, 1})
+  it("put reads positions and values that are the tensor itself as np.put does", function()
+    if not S.need_numpy(assert, pending) then return end
+    for _ = 1, 6 do
+      local n = math.random(2, 40)
+      local perm = dev:randperm(n)
+      local vars = {p = np_of(perm)}
+      local y = dev:arange("long", n):add(0):eval()
+      y:put(perm, perm:slice(1, -1, 1, -1):contiguous():add(0):eval())    -- (a value copy)
+      local ref = S.numpy([[
+a = p.copy(); np.put(a, a - 1, a)
+b = np.arange(1, len(p) + 1); np.put(b, p - 1, b[::-1].copy())
+c = p.copy(); np.put(c, np.arange(len(p)), c[::-1].copy())
+out = [a, b, c]
+]], vars)
+      local a = perm:clone()
+      assert.equal(a, a:put(a, a))                        -- positions and values: a
+      same(ref[1], a)
+      local b = dev:arange("long", n)
+      b:put(perm, b:slice(1, -1, 1, -1))                   -- values: a view of b
+      same(ref[2], b)
+      local c = perm:clone()
+      c:put(dev:arange("long", n), c:flip(1):contiguous())
+      same(ref[3], c)
+      local d = perm:clone()
+      local pos = dev:arange("long", n)
+      d:put(pos, d:slice(1, 1, n))                         -- values: d's own elements
+      same({shape = {n}, data = perm:get():totable()}, d)
+    end
+    -- an expanded view: its places are one element; put wrote a copy back
+    -- over it and left {0}, whichever write landed last
+    local one = dev:tensor("int", {1})
+    local e = one:expand{4}
+    local err = support.errmsg(function() local r = e:put(dev:tensor("long", {1}, 2), 5); return r end)
+    assert.equal("spec/tensor_gather_spec.lua:" .. debug.getinfo(1, "l").currentline - 1 ..
+                 ": luagpu: tensor:put: the tensor's elements share memory (dim 1 has stride " ..
+                 "0, as x:expand makes): put into the tensor it expands, or a :clone()", err)
+    assert.same({0}, one:totable())
+    assert.same({0, 5, 0, 0}, e:clone():put(dev:tensor("long", {1}, 2), 5):totable())
   end)
 
   it("masked_fill names itself when the mask does not broadcast", function()

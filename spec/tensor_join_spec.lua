@@ -306,6 +306,32 @@ describe("joining and splitting tensors", function()
     local big = dev:tensor("int", {1, 1, 1, 1, 1, 1, 1, 1})
     has_error("luagpu: tensor:unsqueeze: the tensor has 8 dims already (at most 8)",
               big.unsqueeze, big, 1)
+    -- found by the audit: stack named tensor:unsqueeze; sizes whose sum
+    -- wrapped to the dim's length passed split's check and failed in slice
+    has_error("luagpu: gpu.stack: argument #1: the tensors have 8 dims already (at most 8)",
+              gpu.stack, {big, big})
+    has_error("luagpu: tensor:split: argument #1: the sizes add up to 18446744073709551616, " ..
+              "dim 1 has 2", a.split, a, {math.maxinteger, math.maxinteger, 4})
+    has_error("luagpu: tensor:split: argument #1: the sizes add up to 9223372036854775808, " ..
+              "dim 1 has 2", a.split, a, {math.maxinteger, 1})
+    -- found by the audit: an empty result was built by tiling (a list of
+    -- 2^40 copies of an 8-D tensor: out of memory), a dim past 2^63 wrapped
+    -- and tensor:reshape or tensor:expand raised
+    local e8 = dev:tensor("float", {0, 1, 1, 1, 1, 1, 1, 1})
+    assert.same({0, 1, 1, 1, 1, 1, 1, 1 << 40}, e8:repeat_tiles({1, 1, 1, 1, 1, 1, 1, 1 << 40}).shape)
+    assert.same({0}, dev:tensor("int", {0}):repeat_tiles(1 << 62).shape)
+    has_error("luagpu: tensor:repeat_tiles: argument #1: dim 2 of the result would be longer " ..
+              "than 2^53", a.repeat_tiles, a, {0, math.maxinteger})
+    -- 8 dims: tiled as the others (it was a cat of the copies)
+    local x8 = dev:arange("int", 6):reshape{2, 1, 1, 1, 1, 1, 1, 3}:transpose(1, 8)
+    local t8 = x8:repeat_tiles({2, 1, 1, 1, 1, 1, 3, 2})
+    assert.same({6, 1, 1, 1, 1, 1, 3, 4}, t8.shape)
+    local h8, hx = t8:reshape{6, 3, 4}:totable(), x8:reshape{3, 2}:totable()
+    for i = 1, 6 do
+      for j = 1, 3 do
+        for k = 1, 4 do assert.equal(hx[(i - 1) % 3 + 1][(k - 1) % 2 + 1], h8[i][j][k]) end
+      end
+    end
     local b = dev:tensor("int", {2})
     local c = dev:tensor("int", {2})
     c:release()

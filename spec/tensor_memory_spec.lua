@@ -140,6 +140,10 @@ describe("tensor memory", function()
     assert.error_matches(function() x:sum() end, msg, 1, true)
     assert.error_matches(function() x:get() end, msg, 1, true)
     assert.error_matches(function() dev:tensor("float", {64}):set(x) end, msg, 1, true)
+    -- found by the audit: a released mask gave gpu.where a lazy result that
+    -- raised only when read, away from the caller's line
+    local e = require("support").errmsg(function() local w = gpu.where(x, a, 0); return w end)
+    assert.matches("^spec/tensor_memory_spec%.lua:%d+: luagpu: gpu.where: " .. msg .. "$", e)
     -- a lazy tensor released stops reading its inputs: writing them evaluates nothing
     local y = a * 2
     y:release()

@@ -502,6 +502,18 @@ out = [x.sum(axis=%s, dtype=np.float64), x.max(axis=%s), x.min(axis=%s, keepdims
               x.sum, x, 1, {keepdim = 1})
     has_error("luagpu: tensor:sum: argument #2: option type: expected an element type",
               x.sum, x, 1, {type = "half"})
+    -- found by the audit: keepdim without a dim was dropped (a number came
+    -- back where NumPy gives an array of shape {1, 1})
+    local kd = "argument #2: keepdim needs a dim or a list of dims (without one the result " ..
+               "is a Lua number)"
+    for _, op in ipairs{"sum", "prod", "mean", "min", "max", "argmin", "argmax", "any", "all",
+                        "var", "std"} do
+      has_error("luagpu: tensor:" .. op .. ": " .. kd, x[op], x, nil, {keepdim = true})
+    end
+    has_error("luagpu: tensor:sum: " .. kd, x.sum, x, nil, true)
+    has_error("luagpu: tensor:var: " .. kd, x.var, x, {keepdim = true})
+    has_error("luagpu: tensor:logsumexp: " .. kd, x.logsumexp, x, nil, true)
+    assert.equal(x:sum(), x:sum(nil, {keepdim = false, type = x.type}))
     has_error("luagpu: tensor:cumsum: argument #1: expected an integer dim, got a table " ..
               "(several dims at once are not supported yet)", x.cumsum, x, {1, 2})
     has_error("luagpu: tensor:sort: argument #1: expected an integer dim, got a table " ..

@@ -287,7 +287,10 @@ function DM.linspace(dev, t, first, last, count, ...)
   local n = check_count(fn, 4, "count", count)
   local list, _ = O.check_shape(fn, "argument #4", {n})
   O.check_alloc(fn, dev, t, list, n)
-  local delta = last - first + 0.0
+  -- (integers subtracted as integers, exact, unless that wraps: maxint - minint)
+  local delta = last - first
+  if math.type(delta) == "integer" and (last >= first) == (delta >= 0) then delta = delta + 0.0
+  else delta = (last + 0.0) - (first + 0.0) end
   if delta ~= delta or delta == 1 / 0 or delta == -1 / 0 then
     fail(fn, "argument #3: last - first overflows (%s - %s)", show(last), show(first))
   end

@@ -318,6 +318,7 @@ function E.where(mask, a, b, ...)
   if not is_tensor(mask) then
     fail(fn, "argument #1: expected a tensor (a mask), got %s", typename(mask))
   end
+  check_operand(fn, 1, mask)
   check_operand(fn, 2, a)
   check_operand(fn, 3, b)
   if not is_tensor(a) and not is_tensor(b) then

@@ -171,6 +171,14 @@ local function index_arg(fn, arg, idx, dev)
     fail(fn, "argument #%d: expected an index tensor of integers (long or int), got one of %s",
          arg, idx._type)
   end
+  if idx._type == "ulong" and idx._n > 0 then
+    -- (converted to long, a position from 2^63 would count from the end)
+    local hi = idx:max()             -- (the largest; from 2^63 a negative Lua integer)
+    if hi < 0 then
+      fail(fn, "argument #%d: position %s is out of range (no position reaches 2^63)", arg,
+           string.format("%u", hi))
+    end
+  end
   if not INDEX_TYPES[idx._type] then idx = idx:astype("long"):eval() end
   return idx
 end
@@ -468,10 +476,23 @@ function methods.put(x, idx, v, ...)
   end
   if i._n == 0 then return x end
   if x._n == 0 then fail(fn, "argument #1: the tensor has no elements to put into") end
+  -- (an expanded view's places share memory: which write would land there?)
+  for d, st in ipairs(x._strides) do
+    if st == 0 and x._shape[d] > 1 then
+      fail(fn, "the tensor's elements share memory (dim %d has stride 0, as x:expand " ..
+           "makes): put into the tensor it expands, or a :clone()", d)
+    end
+  end
   X.flush_readers(x._st)
   local c = O.is_contiguous(x) and x or x:contiguous()
-  scatter(fn, "argument #1", i, v, flat(c, #i._shape), 0)
+  -- positions or values in the memory written (x:put(x, v), x:put(idx, x)):
+  -- read from copies made first, as if put read them all before writing
+  local ic = i._st == c._st and E.clone(i) or i
+  local vc = v._st == c._st and E.clone(v) or v
+  scatter(fn, "argument #1", ic, vc, flat(c, #i._shape), 0)
   if c ~= x then x:set(c); drop(c) end        -- copies made here
+  if ic ~= i then drop(ic) end
+  if vc ~= v then drop(vc) end
   if type(given) == "number" then drop(v) end
   if i ~= idx then drop(i) end
   return x

@@ -155,7 +155,7 @@ function methods.triu(x, k, ...) return triangle("tensor:triu", x, k, false, ...
 -- x:repeat_tiles(reps): x repeated reps[i] times along dim i (NumPy's
 -- tile: a list shorter than x's dims repeats its last dims, a longer one
 -- adds leading dims). A new tensor: per dim repeated, one copy of an
--- expanded view (or, with 8 dims already, one set per repetition).
+-- expanded view ({outer, 1, rest} expanded to {outer, reps[i], rest}).
 function methods.repeat_tiles(x, reps, ...)
   local fn = "tensor:repeat_tiles"
   check(fn, 0, x)
@@ -181,25 +181,30 @@ function methods.repeat_tiles(x, reps, ...)
     counts[D - nr + i] = r
   end
   for i = 1, D - nr do counts[i] = 1 end
+  -- the result's shape, each size checked (a result without elements too:
+  -- {0}:repeat_tiles(2^62) would be a dim of 0, {0, 4}'s {1, 2^62} one past 2^63)
+  local shape = {}
+  for i = 1, D do
+    local n, r = x._shape[i - (D - nd)] or 1, counts[i]
+    if r > 0 and n > O.MAX_ELEMENTS // r then
+      fail(fn, "argument #1: dim %d of the result would be longer than 2^53", i)
+    end
+    shape[i] = n * r
+  end
+  if total == 0 then return O.empty(fn, x._dev, x._type, shape) end
   local y = x
   for _ = 1, D - nd do y = y:unsqueeze(1) end
   for i = 1, D do
     local r = counts[i]
     if r ~= 1 then
-      local shape = y._shape
-      if #shape < MAX_DIMS then
-        local wide = {}
-        for j, n in ipairs(shape) do wide[j] = n end
-        table.insert(wide, i, r)
-        local merged = {}
-        for j, n in ipairs(shape) do merged[j] = n end
-        merged[i] = r * shape[i]
-        y = y:unsqueeze(i):expand(wide):contiguous():reshape(merged)
-      else
-        local list = {}
-        for j = 1, r do list[j] = y end
-        y = r == 0 and y:slice(i, 1, 0) or J.cat(list, i)
-      end
+      -- y as {outer, 1, rest} (rest: dims i..D), its middle repeated r times
+      local ys = y._shape
+      local outer, rest = 1, 1
+      for j = 1, i - 1 do outer = outer * ys[j] end
+      for j = i, D do rest = rest * ys[j] end
+      local merged = {table.unpack(ys)}
+      merged[i] = r * ys[i]
+      y = y:reshape{outer, 1, rest}:expand{outer, r, rest}:contiguous():reshape(merged)
     end
   end
   if y == x then y = x:clone() end
@@ -291,17 +296,20 @@ function methods.split(x, size, dim, ...)
   local sizes = {}
   if type(size) == "table" and getmetatable(size) == nil then
     O.check_entries(fn, "argument #1", size, rawlen(size), "a list of sizes holds only sizes")
-    local total = 0
+    local total = 0          -- (a float once past 2^63 - 1: it must not wrap to len)
     for i = 1, rawlen(size) do
       local n = integer(rawget(size, i))
       if not n or n < 0 then
         fail(fn, "argument #1: size %d: expected an integer >= 0, got %s", i,
              show(rawget(size, i)))
       end
-      sizes[i], total = n, total + n
+      sizes[i] = n
+      if math.type(total) == "integer" and total <= math.maxinteger - n then total = total + n
+      else total = total + (n + 0.0) end
     end
     if total ~= len then
-      fail(fn, "argument #1: the sizes add up to %d, dim %d has %d", total, d, len)
+      fail(fn, "argument #1: the sizes add up to %s, dim %d has %d", math.type(total) ==
+           "integer" and total or ("%.0f"):format(total), d, len)
     end
   else
     local n = integer(size)
@@ -457,6 +465,10 @@ function J.stack(list, dim, ...)
       fail(fn, "argument #1: item %d has shape %s, item 1 %s (stack needs one shape)", i,
            show_shape(a), show_shape(b))
     end
+  end
+  if #first._shape >= MAX_DIMS then
+    fail(fn, "argument #1: the tensors have %d dims already (at most %d)", #first._shape,
+         MAX_DIMS)
   end
   local d = check_dim(fn, "argument #2", first, dim == nil and 1 or dim, 1)
   local lifted = {}

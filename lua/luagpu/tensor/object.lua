@@ -13,6 +13,7 @@
 --   O.stray_key(t, n)             a key of t other than 1..n, or nil
 --   O.check_entries(fn, where, t, n, holds)   raises on such a key
 --   O.no_more(fn, n, ...)         raises on an argument past a call's last
+--   O.check_keepdim(fn, dim, keepdim)   raises on keepdim = true without a dim
 --   O.check_dims(fn, arg, x, list)   a list of dims, checked
 --   O.contiguous_strides, O.numel, O.show_shape, O.is_contiguous
 --   O.elements_of(x)              the Buffer of realized x's elements
@@ -226,6 +227,15 @@ function O.check_entries(fn, where, t, n, holds)
   local k = O.stray_key(t, n)
   if k ~= nil then
     fail(fn, "%s: %s, got the key %s (options go in a table of their own)", where, holds, show(k))
+  end
+end
+
+-- Raises where keepdim = true comes without a dim (x:sum(nil, {keepdim =
+-- true})): the whole reduction is a Lua number, which keeps no dims.
+function O.check_keepdim(fn, dim, keepdim)
+  if dim == nil and keepdim == true then
+    fail(fn, "argument #2: keepdim needs a dim or a list of dims (without one the result " ..
+         "is a Lua number)")
   end
 end
 

@@ -427,6 +427,7 @@ local function reduction(op)
     if keepdim ~= nil and type(keepdim) ~= "boolean" then
       fail(fn, "argument #2: keepdim: expected a boolean, got %s", show(keepdim))
     end
+    O.check_keepdim(fn, dim, keepdim)
     if t ~= nil then
       if not TYPED[op] then
         fail(fn, "argument #2: option type is for sum, prod and mean, not %s", op)

@@ -160,6 +160,7 @@ function RW.methods.logsumexp(x, dim, keepdim, ...)
   elseif keepdim ~= nil and type(keepdim) ~= "boolean" then
     fail(fn, "argument #2: keepdim: expected a boolean, got %s", show(keepdim))
   end
+  O.check_keepdim(fn, dim, keepdim)
   if type(dim) == "table" then
     fail(fn, "argument #1: expected an integer dim, got a table (reducing several dims " ..
          "at once is not supported yet)")

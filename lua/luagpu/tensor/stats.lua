@@ -74,6 +74,7 @@ local function spread(fn, x, dim, opts, std, ...)
   if o.keepdim ~= nil and type(o.keepdim) ~= "boolean" then
     fail(fn, "argument #2: option keepdim: expected a boolean, got %s", show(o.keepdim))
   end
+  O.check_keepdim(fn, dim, o.keepdim)
   local xf = floating(fn, x)
   local d, n = covered(fn, x, dim)
   local div = n - c
