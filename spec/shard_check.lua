@@ -166,6 +166,13 @@ raises("shard 1 holds 2 and 1 along dim 1: shard both alike", function() return 
 raises("sharded:argmax: not supported on a sharded tensor", function() return xs:argmax() end)
 raises("sharded:mm: expected a tensor sharded along dim 1", function() return other:mm(x) end)
 raises("sharded:sum: argument #2: unknown option 'typ' (expected keepdim, type)", function() return xs:sum(1, {typ = "double"}) end)
+-- keepdim without a dim: a whole reduction is a Lua number, which keeps no dims
+for _, op in ipairs{"sum", "prod", "mean", "min", "max"} do
+  raises("sharded:" .. op .. ": argument #2: keepdim needs a dim or a list of dims",
+         function() return xs[op](xs, nil, {keepdim = true}) end)
+  raises("sharded:" .. op .. ": argument #2: keepdim needs a dim or a list of dims",
+         function() return xs[op](xs, nil, true) end)
+end
 raises("sharded tensor: its fields are read-only", function() xs.dim = 2 end)
 rawset(rawget(xs, "_shards"), 2, 5)
 raises("sharded:to: argument #0: the sharded tensor's shard 2 is number, not a tensor",

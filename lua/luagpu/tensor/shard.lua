@@ -838,6 +838,7 @@ local function reduction(op)
       return r
     end
     local keep, t = reduce_options(fn, opts)
+    O.check_keepdim(fn, dim, keep)
     if t == nil then
       local ok, r = pcall(reduce_parts, fn, op, list, d, dim, keep)
       if not ok then rethrow(fn, r) end
