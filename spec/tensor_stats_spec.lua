@@ -207,6 +207,18 @@ out = [float(np.dot(a, b)), np.outer(a, b), np.searchsorted(s, v) + 1,
     same(ref[8], gpu.einsum("ij,ij->j", I, I))
     same(ref[9], gpu.einsum("b i j -> j b", X))
     same(ref[10], gpu.einsum("ij,kj", A, A), 1e-5)
+    -- integers keep their promoted type (NumPy's einsum), their sums wrapping there
+    assert.equal("int", gpu.einsum("ij,ij->j", I, I).type)
+    local big = dev:tensor("int", {2}, {2147483647, 1})
+    assert.equal("int", gpu.einsum("i->", big).type)
+    assert.equal(-2147483648, gpu.einsum("i->", big):item())
+    local u8 = dev:tensor("uchar", {3, 3}, 200)
+    assert.equal(88, gpu.einsum("ii->", u8):item())             -- 600 mod 256
+    local s16 = dev:tensor("short", {2, 3}, {1, 2, 3, 4, 5, 6})
+    local c8 = dev:tensor("char", {3}, {100, 100, 100})
+    local r = gpu.einsum("ij,j->i", s16, c8)
+    assert.equal("short", r.type)
+    assert.same({600, 1500}, r:totable())
   end)
 
   it("raises for bad arguments", function()

@@ -1226,6 +1226,9 @@ def stats(prog, p, A):
     x = prog.operand(A["x"])
     ft = x.t if x.t in FLOATS else "double"
     if op in ("var", "std"):
+        if A.get("keepdim") and A.get("dims") is None:
+            # (the whole is a Lua number, which keeps no dims: API.md, errors)
+            raise Expected("keepdim needs a dim")
         c = A.get("correction", 1)
         axes = group_dims(x, A.get("dims"))
         fa = x.a.astype(np.float64) if x.t not in FLOATS else x.a
@@ -1311,17 +1314,21 @@ def einsum_eval(prog, A):
     for l, o in zip(lists, ops):
         for c, n in zip(l, o.a.shape):
             sizes[c] = n
-    # types: luagpu.tensor.einsum's steps
+    # types: luagpu.tensor.einsum's steps. Integer operands: everything in
+    # their promoted type (as NumPy's einsum, sums wrapping there); with a
+    # float, an integer operand's own letters are summed first as x:sum does
     summed = []
     for i, l in enumerate(lists):
         others = set(c for j, m in enumerate(lists) if j != i for c in m)
         summed.append(any(c not in out and c not in others for c in l))
-    ts = [reduce_type("sum", o.t) if s and o.t not in FLOATS else o.t
-          for o, s in zip(ops, summed)]
-    t = ts[0] if len(ts) == 1 else promote(ts[0], ts[1])
-    contract = len(ops) == 2 and any(c in lists[0] and c in lists[1] and c not in out
-                                     for c in sizes)
-    rt = reduce_type("sum", t) if contract and t not in FLOATS else t
+    t0 = ops[0].t if len(ops) == 1 else promote(ops[0].t, ops[1].t)
+    if t0 in FLOATS:
+        ts = [reduce_type("sum", o.t) if s and o.t not in FLOATS else o.t
+              for o, s in zip(ops, summed)]
+        t = ts[0] if len(ts) == 1 else promote(ts[0], ts[1])
+    else:
+        t = t0
+    rt = t
     letters = sorted(sizes)
     rest = [c for c in letters if c not in out]
     shape = tuple(sizes[c] for c in out)

@@ -124,6 +124,13 @@ local function index_of(list)
   return at
 end
 
+-- The options of einsum's sums where the operands' promoted type is t:
+-- integers summed in t (as NumPy's einsum: the result keeps the operands'
+-- promoted type, and its sums wrap there); floats as x:sum does.
+local function sum_options(t)
+  return not FLOATS[t] and {type = t} or nil
+end
+
 -- x (letters names) with the letters in keep only: the others summed.
 local function sum_others(x, names, keep)
   local dims, rest = {}, {}
@@ -131,7 +138,7 @@ local function sum_others(x, names, keep)
     if keep[c] then rest[#rest + 1] = c else dims[#dims + 1] = i end
   end
   if #dims == 0 then return x, names end
-  return x:sum(dims), rest
+  return x:sum(dims, sum_options(x._type)), rest
 end
 
 -- x (letters names) permuted to order (every letter of names in it); with
@@ -262,8 +269,9 @@ function M.einsum(spec, a, b, ...)
     return permuted(x, nm, out):contiguous()
   end
   local p = plan_of(lists, out)
-  local A = #p.dims_a > 0 and xs[1]:sum(p.dims_a) or xs[1]
-  local B = #p.dims_b > 0 and xs[2]:sum(p.dims_b) or xs[2]
+  local sums = sum_options(TY.promote(xs[1]._type, xs[2]._type))
+  local A = #p.dims_a > 0 and xs[1]:sum(p.dims_a, sums) or xs[1]
+  local B = #p.dims_b > 0 and xs[2]:sum(p.dims_b, sums) or xs[2]
   local na, nb = p.na, p.nb
   local batch, contract, own_a, own_b = p.batch, p.contract, p.own_a, p.own_b
   local t = TY.promote(A._type, B._type)
@@ -300,7 +308,7 @@ function M.einsum(spec, a, b, ...)
     if #contract > 0 then
       local dims = {}
       for i = #cn + 1, #all do dims[#dims + 1] = i end
-      C = prod:sum(dims)
+      C = prod:sum(dims, sum_options(t))
     else
       C = prod
     end
