@@ -129,8 +129,8 @@ describe("enqueue options", function()
               b.copy_to, b, dev:buffer("float", 4), {wait = "ev"})
     has_error("luagpu: buffer:read: argument #1: unknown option 'wiat' (expected wait, queue)",
               b.read, b, {wiat = {ev}})
-    has_error("luagpu: buffer:fill: argument #2: unknown option 'que' (expected wait, queue)",
-              b.fill, b, 0, {que = dev:queue()})
+    has_error("luagpu: buffer:fill: argument #2: unknown option 'que' (expected wait, queue, "
+              .. "event)", b.fill, b, 0, {que = dev:queue()})
     local q = dev:queue()
     has_error("luagpu: queue:marker: argument #1: unknown option 'wiat' (expected wait)",
               q.marker, q, {wiat = {ev}})
