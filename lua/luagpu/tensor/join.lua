@@ -18,7 +18,6 @@ local ST = require "luagpu.core.steps"
 local P = require "luagpu.core.programs"
 local NO_EVENT = ST.NO_EVENT                  -- (enqueue without an Event)
 local LOCAL = 256
-local copy_run
 local O = require "luagpu.tensor.object"
 local X = require "luagpu.tensor.expr"
 local E = require "luagpu.tensor.elementwise"
@@ -381,7 +380,7 @@ end
 -- in out, in elements; each of the others begins where the one before
 -- ends) into contiguous out by one launch of lg_cat4 (four elements a
 -- work-item where every part starts on a vector of 4), and empties run.
-function copy_run(fn, out, run)
+local function copy_run(fn, out, run)
   local bufs, offs, starts = {}, {}, {}
   local m, total = #run, 0
   local vec = (out._off + run.at) % 4 == 0
