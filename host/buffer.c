@@ -476,6 +476,7 @@ static int buf_index(lua_State *L) {
   else if (strcmp(k, "parent") == 0) lua_getiuservalue(L, 1, 2);
   else if (strcmp(k, "root") == 0) push_root(L, 1);
   else if (strcmp(k, "offset") == 0) lua_pushinteger(L, (lua_Integer)b->offset);
+  else if (strcmp(k, "version") == 0) lua_pushinteger(L, (lua_Integer)b->root->version);
   else return 0;
   return 1;
 }

@@ -382,9 +382,12 @@ static int launch(lua_State *L, const Launch *a) {
              fmt_sizes(L, a->off, a->offdims), (int)dims, dims > 1 ? "s" : "",
              fmt_sizes(L, g, dims));
   for (i = 0; i < c->nargs; i++)
-    if (c->args[i].buf != NULL && !lg_buffer_live(c->args[i].buf))
-      lg_error(L, fn, "argument #%d (%s) of kernel %s: attempt to use a released buffer",
-               (int)i + 1, k->args[i].name, k->name);
+    if (c->args[i].buf != NULL) {
+      if (!lg_buffer_live(c->args[i].buf))
+        lg_error(L, fn, "argument #%d (%s) of kernel %s: attempt to use a released buffer",
+                 (int)i + 1, k->args[i].name, k->name);
+      lg_buffer_written(c->args[i].buf);    /* const or not: the kernel may cast it away */
+    }
   for (i = 0; i < dims; i++)
     if (g[i] == 0) {
       if (a->no_event) return 0;   /* nothing to run, nothing to return */

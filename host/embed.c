@@ -234,6 +234,7 @@ LUAGPU_API cl_mem luagpu_to_mem(lua_State *L, int idx, size_t *offset, size_t *s
   if (offset != NULL) *offset = b->offset * esize;
   if (size != NULL) *size = b->count * esize;
   if (clRetainMemObject(b->root->mem) != CL_SUCCESS) return NULL;
+  lg_buffer_written(b);        /* the caller may write through it */
   return b->root->mem;
 }
 

@@ -304,10 +304,12 @@ static int img_copy(lua_State *L, int from) {
     err = clEnqueueCopyBufferToImage(o.queue->q, b->root->mem, im->mem,
                                      (b->offset + offset) * lg_type_size(b->type), origin,
                                      region, o.nwait, o.wait, &ev);
-  else
+  else {
+    lg_buffer_written(b);
     err = clEnqueueCopyImageToBuffer(o.queue->q, im->mem, b->root->mem, origin, region,
                                      (b->offset + offset) * lg_type_size(b->type), o.nwait,
                                      o.wait, &ev);
+  }
   if (err != CL_SUCCESS)
     lg_clerror(L, di != NULL ? "clEnqueueCopyImage" : from ? "clEnqueueCopyBufferToImage"
                                                             : "clEnqueueCopyImageToBuffer",

@@ -460,8 +460,14 @@ typedef struct lg_Buffer {
   int released;                /* this view (or root) was released */
   lg_Device *dev;              /* kept alive by uservalue 1 */
   size_t canary;               /* roots made in debug mode: bytes of guard zone after the data */
+  uint64_t version;            /* roots: commands enqueued that may write it (b.version) */
 } lg_Buffer;
 /* Buffer uservalues: 1 Device, 2 parent (views only). */
+
+/* Counts a command that may write the memory of b's root (b.version, the
+** same through every view of it): kernels b is an argument of, writes,
+** fills, copies into it, maps and unmaps, luagpu_to_mem. */
+#define lg_buffer_written(b) ((void)((b)->root->version++))
 
 /* Raises "attempt to use a released buffer" for a released buffer or a
 ** view whose root was released. */

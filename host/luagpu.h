@@ -80,7 +80,11 @@ LUAGPU_API int luagpu_push_event(lua_State *L, cl_event ev);
 ** clReleaseMemObject's it), or NULL when idx holds no live Buffer. For a
 ** view (b:sub), that is the cl_mem of the buffer it is a view of: offset
 ** and size, when not NULL, receive the byte range of the Buffer within the
-** cl_mem (0 and the whole size for a buffer that is no view). Never raises. */
+** cl_mem (0 and the whole size for a buffer that is no view). Never raises.
+** The call counts as a write of the Buffer (b.version changes): code that
+** writes the cl_mem later, after luagpu used the Buffer again, calls it
+** again before luagpu's next use, or luagpu may trust positions it checked
+** before (the gathers skip their range check while b.version stands). */
 LUAGPU_API cl_mem luagpu_to_mem(lua_State *L, int idx, size_t *offset, size_t *size);
 
 /* Returns the cl_event of the Event at idx, retained for the caller, or

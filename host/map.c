@@ -135,6 +135,7 @@ static int buf_map(lua_State *L) {
   if (!lg_buffer_live(b)) lg_error(L, fn, "attempt to use a released buffer");
   if (o.queue->q == NULL) lg_error(L, fn, "attempt to use a released queue");
   midx = lua_gettop(L);
+  lg_buffer_written(b);        /* what the host writes lands at the unmap: counted there too */
   if (empty) {
     ptr = NULL;
     err = clEnqueueMarkerWithWaitList(o.queue->q, o.nwait, o.wait, &ev);
@@ -223,6 +224,7 @@ static int buf_unmap(lua_State *L) {
   wait = lua_newuserdatauv(L, sizeof *wait * (nwait ? nwait : 1), 0);
   if (o.nwait > 0) memcpy(wait, o.wait, sizeof *wait * o.nwait);
   if (m->mapped != NULL) wait[o.nwait] = m->mapped;
+  lg_buffer_written(b);
   if (m->ptr == NULL)          /* an empty buffer's: nothing was mapped */
     err = clEnqueueMarkerWithWaitList(o.queue->q, nwait, nwait ? wait : NULL, &ev);
   else

@@ -237,6 +237,7 @@ static int rw_rect(lua_State *L, int write) {
   check_live(L, b, &o, fn);
   to_cl(&dev, region, esize, b->offset * esize, bo, reg, &brow, &bslice);
   to_cl(&host, region, esize, 0, ho, NULL, &hrow, &hslice);
+  if (write) lg_buffer_written(b);
   if (write)
     err = clEnqueueWriteBufferRect(o.queue->q, b->root->mem, CL_FALSE, bo, ho, reg, brow,
                                    bslice, hrow, hslice, a->data, o.nwait, o.wait, &ev);
@@ -294,6 +295,7 @@ static int buf_copy_rect_to(lua_State *L) {
   if (!lg_buffer_live(d)) lg_argerror(L, fn, 1, "attempt to use a released buffer");
   to_cl(&src, region, esize, b->offset * esize, so, reg, &srow, &sslice);
   to_cl(&dst, region, esize, d->offset * esize, dso, NULL, &drow, &dslice);
+  lg_buffer_written(d);
   err = clEnqueueCopyBufferRect(o.queue->q, b->root->mem, d->root->mem, so, dso, reg, srow,
                                 sslice, drow, dslice, o.nwait, o.wait, &ev);
   if (err == CL_MEM_COPY_OVERLAP)

@@ -96,6 +96,7 @@ static cl_event enqueue(lua_State *L, const Transfer *t, const lg_Opts *o) {
   cl_event *evp = eventless && !lg_tracing(L) ? NULL : &ev;
   cl_int err;
   if (t->b->count == 0 && t->no_event) return NULL;   /* nothing to move, nothing to tell */
+  if (t->kind != READ) lg_buffer_written(t->kind == COPY ? t->dst : t->b);
   if (t->b->count == 0) {
     err = clEnqueueMarkerWithWaitList(o->queue->q, o->nwait, o->wait, &ev);
   } else {

@@ -117,6 +117,42 @@ describe("dev:buffer", function()
   end)
 end)
 
+describe("b.version", function()
+  it("changes with every command that may write the root's memory, and only those", function()
+    local b = dev:buffer("int", 16, {host = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+                                           16}})
+    local v = b:sub(5, 8)                        -- a view: the root's version
+    local other = dev:buffer("int", 16)
+    local function changes(what, f, expect)
+      local b0, o0 = b.version, other.version
+      assert.equal(b0, v.version)
+      f()
+      dev:finish()
+      assert.equal(expect ~= false, b.version ~= b0, what)
+      assert.equal(b.version, v.version, what)
+      return o0
+    end
+    changes("get", function() b:get() end, false)
+    changes("read", function() b:read():wait() end, false)
+    changes("sub", function() b:sub(1, 2) end, false)
+    changes("write", function() b:write({16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1})
+                                 :wait() end)
+    changes("fill of a view", function() v:fill(3):wait() end)
+    changes("copy_to from it", function() b:copy_to(other):wait() end, false)
+    changes("copy_to into it", function() other:copy_to(b):wait() end)
+    changes("kernel argument", function()
+      dev:build("__kernel void k(__global const int *p) { }").k(b:sub(1, 8)):run({1})
+    end)
+    changes("map for reading and unmap", function() b:unmap(b:map("read")):wait() end)
+    changes("write_rect", function() b:write_rect({1}, {2}, {7, 7}):wait() end)
+    changes("copy_rect_to into it", function() other:copy_rect_to(b, {1}, {3}, {2}):wait() end)
+    changes("copy_rect_to from it", function() b:copy_rect_to(other, {1}, {3}, {2}):wait() end,
+            false)
+    assert.equal(math.type(b.version), "integer")
+    has_error("cannot set field 'version'", function() b.version = 0 end)
+  end)
+end)
+
 describe("dev:scalar", function()
   it("holds one value that read and get give back as a number", function()
     for _, s in ipairs(SCALARS) do

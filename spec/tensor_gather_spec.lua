@@ -278,6 +278,72 @@ out = [np.where(m != 0, 7, x).astype(x.dtype), x[m != 0], np.argwhere(x != 0) + 
               "-1)", v.take, v, dev:tensor("ulong", {1}, 7))
     assert.same({6, 2}, v:take(dev:tensor("ulong", {2}, {6, 2})):totable())
   end)
+  -- positions a call found good are not read again while their buffer's
+  -- version stands (b.version); every way of writing them brings the check
+  -- back, as does another view of them or a shorter dim
+  it("checks positions again after any write to them, another view or a shorter dim", function()
+    local X = dev:arange("float", 160):reshape{4, 40}       -- whole rows (lg_index_rows)
+    local P = dev:tensor("long", {4}, {1, 2, 3, 4})
+    local function good() P:set(dev:tensor("long", {4}, {1, 2, 3, 4})) end
+    local whole = X:totable()
+    local function reads(f)            -- the blocking reads f makes
+      dev:finish()
+      gpu.trace(true)
+      local ok, err = pcall(f)
+      local rec = gpu.trace(false)
+      assert(ok, err)
+      local n = 0
+      for _, c in ipairs(rec) do if c.name == "read" then n = n + 1 end end
+      return n
+    end
+    assert.equal(1, reads(function() X:index_select(1, P) end))
+    assert.equal(0, reads(function() X:index_select(1, P) end))
+    assert.equal(0, reads(function() X:gather(1, P:reshape{4, 1}) end))   -- same positions
+    for _ = 1, 3 do assert.same(whole, X:index_select(1, P):totable()) end
+    local writes = {
+      {9, function() P:put(dev:tensor("long", {1}, {2}), 9) end},
+      {0, function() P[3] = 0 end},
+      {7, function() P.buffer:write(gpu.array("long", {1, 2, 7, 4})):wait() end},
+      {-5, function() P.buffer:fill(-5):wait() end},
+      {6, function() dev:tensor("long", {4}, 6).buffer:copy_to(P.buffer):wait() end},
+      {8, function()
+        local b = P.buffer
+        local a = b:map("write")
+        for i = 1, 4 do a[i] = 8 end
+        b:unmap(a):wait()
+      end},
+      {11, function()
+        dev:build("__kernel void w(__global long *p) { p[1] = 11; }").w(P):run({1})
+      end},
+    }
+    for i, w in ipairs(writes) do
+      assert.same(whole, X:index_select(1, P):totable())   -- checked
+      assert.same(whole, X:index_select(1, P):totable())   -- known good: no read
+      w[2]()
+      local ok, err = pcall(X.index_select, X, 1, P)
+      assert.is_false(ok, "write " .. i .. " was not seen")
+      assert.matches("position " .. w[1] .. " is out of range", tostring(err), 1, true)
+      good()
+    end
+    -- the same storage read through another view: the first four, then all
+    X = dev:arange("float", 20):reshape{4, 5}             -- short rows (lg_gather)
+    local Q = dev:tensor("long", {5}, {1, 2, 3, 4, 9})
+    assert.same({4, 5}, X:index_select(1, Q:slice(1, 1, 4)).shape)
+    assert.same({4, 5}, X:index_select(1, Q:slice(1, 1, 4)).shape)
+    has_error("luagpu: tensor:index_select: argument #2: position 9 is out of range (1 to 4, " ..
+              "or -4 to -1)", X.index_select, X, 1, Q)
+    -- good for a longer dim, not for a shorter one
+    local R = dev:tensor("long", {2}, {1, 8})
+    local Y = dev:arange("float", 16):reshape{8, 2}
+    assert.same({{1, 2}, {15, 16}}, Y:index_select(1, R):totable())
+    assert.same({{1, 2}, {15, 16}}, Y:index_select(1, R):totable())
+    has_error("luagpu: tensor:index_select: argument #2: position 8 is out of range (1 to 4, " ..
+              "or -4 to -1)", X.index_select, X, 1, R)
+    has_error("luagpu: tensor:gather: argument #2: position 8 is out of range (1 to 4, " ..
+              "or -4 to -1)", X.gather, X, 1, R:reshape{2, 1})
+    has_error("luagpu: tensor:scatter_add: argument #2: position 8 is out of range (1 to 5, " ..
+              "or -5 to -1)", X.scatter_add, X, 2, R:reshape{1, 2}, 1)
+  end)
   -- found by the differential test (issue 32): the number went through
   -- float, rounding the long values it did not replace
   it("masked_fill keeps 64-bit values exactly, with a float number too", function()

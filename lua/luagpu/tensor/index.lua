@@ -99,6 +99,63 @@ local function check_flag(fn, b, where, len)
   end
 end
 
+-- Position tensors found in range, so that a call reading the same
+-- positions again does not wait for the flag (issue 32: that read is most
+-- of the wall clock of a whole-row index_select). checked[storage] records
+-- what its last check covered: the buffer and its version just after the
+-- checking launch (b.version counts every command that may write it), the
+-- dim length the positions fit (they fit any longer one too) and the
+-- elements read (offset, then size and stride of each dim that moves).
+-- A call skips the read only where all of these still hold, so a write by
+-- any command luagpu enqueues brings the check back. The kernels never
+-- read or write outside the data for a bad position (0, or nothing), so a
+-- skipped check can cost an error message, never memory.
+local checked = setmetatable({}, {__mode = "k"})
+
+-- Whether the positions idx reads were checked for a dim of len and not
+-- written since.
+local function known_good(idx, len)
+  local s = idx._st
+  local rec = checked[s]
+  if rec == nil or rec.buf ~= s.buf or rec.version ~= s.buf.version or rec.version == nil
+     or len < rec.len
+     or rec.off ~= idx._off then
+    return false
+  end
+  local shape, strides, k = idx._shape, idx._strides, 0
+  for i = 1, #shape do
+    local st = strides[i]
+    if st ~= 0 and shape[i] ~= 1 then
+      if rec[k + 1] ~= shape[i] or rec[k + 2] ~= st then return false end
+      k = k + 2
+    end
+  end
+  return rec.moving == k
+end
+
+-- After the launch that read idx (and wrote the storage written, if any):
+-- reads the flag unless known, then records idx's positions as good.
+local function check_positions(fn, flag, where, len, idx, known, written)
+  if not known then check_flag(fn, flag, where, len) end
+  local s = idx._st
+  if s == written then checked[s] = nil; return end
+  local rec = checked[s]
+  if not known then
+    rec = {buf = s.buf, len = len, off = idx._off}
+    local shape, strides, k = idx._shape, idx._strides, 0
+    for i = 1, #shape do
+      local st = strides[i]
+      if st ~= 0 and shape[i] ~= 1 then
+        rec[k + 1], rec[k + 2] = shape[i], st
+        k = k + 2
+      end
+    end
+    rec.moving = k
+    checked[s] = rec
+  end
+  rec.version = s.buf.version           -- after the launch, which counted idx as written
+end
+
 -- Gathers along the last dim read each row of the data once into local
 -- memory (lg_gather_rows) where a row has at least ROWS_MIN elements and
 -- fits half the device's local memory (at most ROWS_BYTES): a position
@@ -224,6 +281,7 @@ local function gather(fn, where, out, idx, spec)
   local big = O.cap(fn, dat) >= BIG or O.cap(fn, idx) >= BIG or n >= BIG
   local flag = flag_of(dev)
   local len = spec.len
+  local known = known_good(idx, len)
   if spec.d == nd and len >= ROWS_MIN and len <= rows_room(dev, out._type) then
     -- along the last dim, rows that fit local memory: a group per row
     local prog = program(fn, dev, out._type, idx._type, nd - 1, 0, big and "ulong" or "uint")
@@ -239,14 +297,14 @@ local function gather(fn, where, out, idx, spec)
       args[16] = dstep == 1 and len % 4 == 0 and fours(dat._off, dst, nd - 1) and 1 or 0
     end
     k(table.unpack(args)):run({n // m * LOCAL}, {LOCAL}, NO_EVENT)
-    check_flag(fn, flag, where, len)
+    check_positions(fn, flag, where, len, idx, known, out._st)
     return out
   end
   local k = program(fn, dev, out._type, idx._type, nd, 0, big and "ulong" or "uint").lg_gather
   k(out._st.buf, out._off, lanes(shape), idx._st.buf, idx._off, lanes(ist), dat._st.buf,
     dat._off, lanes(#spec.dst == 0 and ZERO or spec.dst), spec.dstep, spec.len, n,
     flag):run({ceil(n, LOCAL)}, {LOCAL}, NO_EVENT)
-  check_flag(fn, flag, where, spec.len)
+  check_positions(fn, flag, where, len, idx, known, out._st)
   return out
 end
 
@@ -265,9 +323,10 @@ local function index_rows(fn, out, x, d, idx, b)
   while lx < cols and lx < LOCAL do lx = lx * 2 end
   local ly = LOCAL // lx
   local flag = flag_of(dev)
+  local known = known_good(idx, len)
   k(out._st.buf, out._off, idx._st.buf, idx._off, idx._strides[1], m, x._st.buf, x._off, len,
     b, rows, flag):run({ceil(cols, lx), ceil(rows, ly)}, {lx, ly}, NO_EVENT)
-  check_flag(fn, flag, "argument #2", len)
+  check_positions(fn, flag, "argument #2", len, idx, known, out._st)
   return out
 end
 
@@ -286,10 +345,11 @@ local function scatter(fn, where, idx, src, spec, add)
               or n >= BIG
   local k = program(fn, dev, dat._type, idx._type, nd, add, big and "ulong" or "uint").lg_scatter
   local flag = flag_of(dev)
+  local known = known_good(idx, spec.len)
   k(dat._st.buf, dat._off, lanes(spec.dst), spec.dstep, spec.len, lanes(shape), idx._st.buf,
     idx._off, lanes(ist), src._st.buf, src._off, lanes(sst), n,
     flag):run({ceil(n, LOCAL)}, {LOCAL}, NO_EVENT)
-  check_flag(fn, flag, where, spec.len)
+  check_positions(fn, flag, where, spec.len, idx, known, dat._st)
 end
 
 -- The spec of x's dim d as gather and scatter take it.
