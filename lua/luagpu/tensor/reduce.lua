@@ -31,7 +31,7 @@ local min, max, huge = math.min, math.max, math.huge
 local fail, show = H.fail, H.show
 local FLOATS, LIMITS, NAN = TY.FLOATS, TY.LIMITS, TY.NAN
 local empty, check, drop = O.empty, X.check, O.drop
-local ceil_div, round_up = ST.ceil_div, ST.round_up
+local ceil_div, round_up, floor_pow2 = ST.ceil_div, ST.round_up, ST.floor_pow2
 
 -- cols4_waves: column reductions read 4 columns per work-item (cols4)
 -- where they can, with about this many groups per compute unit (false:
@@ -121,16 +121,45 @@ end
 local cache = ST.device_cache()   -- device -> op -> type -> {prog, spec, sz, k, cu}
 local dummies = ST.device_cache()
 
+-- Per device class: LS work-items per group of a row's part, CX x CY a
+-- group of columns (CY rows of CX columns), about waves groups per compute
+-- unit for the rows (4 times that for columns); a script may give a class
+-- a new table (bench/gpu/reduce_sweep.lua): the kernels are made again.
+-- (gpu: bench/gpu/reduce_sweep.lua on an H100: columns in groups of 16 x
+-- 16 took 0.7-0.95 of the time of 32 x 8 on 5 of 6 shapes, 1.05 on the
+-- sixth; a row's group is smaller where the row is short, row_ls)
+R.sizes = {gpu = {LS = 256, CX = 16, CY = 16, waves = 8},
+           cpu = {LS = 64, CX = 16, CY = 4, waves = 4}}
 local function sizes(dev)
-  if dev.type == "cpu" then return {LS = 64, CX = 16, CY = 4, waves = 4} end
-  return {LS = 256, CX = 32, CY = 8, waves = 8}
+  return R.sizes[dev.type == "cpu" and "cpu" or "gpu"]
 end
 
--- The recipe (luagpu.core.programs) of op's kernels for t.
-local function recipe(spec, t, sz)
+local function check_sizes(fn, sz)
+  local function field(name, pow2, hi)
+    local v = type(sz) == "table" and sz[name]
+    if math.type(v) ~= "integer" or v < 1 or v > hi or pow2 and v & (v - 1) ~= 0 then
+      fail(fn, "reduce.sizes: %s: expected %s from 1 to %d, got %s", name,
+           pow2 and "a power of two" or "an integer", hi, show(v))
+    end
+  end
+  field("LS", true, 1024); field("CX", false, 1024); field("CY", true, 1024)
+  field("waves", false, 1 << 20)
+end
+
+-- The work-items of a group reducing (part of) a row of L elements: about
+-- 16 elements each, from 32 up to the class's LS (the sweep: groups of 256
+-- over rows of 256 floats, 64 loads for 256 work-items, took 2.5-3x the
+-- time of groups of 32 or 64).
+local function row_ls(most, L)
+  return min(most, max(32, floor_pow2(max(1, L // 16))))
+end
+
+-- The recipe (luagpu.core.programs) of op's kernels for t, with groups of
+-- ls work-items for rows.
+local function recipe(spec, t, sz, ls)
   local defines = {{"T", t}, {"ACC", spec.acc}, {"OUT", spec.out}, {"NEUTRAL", spec.NEUTRAL},
     {"MAP(x)", spec.MAP or "((ACC)(x))"}, {"FINAL(a, i, n)", spec.FINAL or "((OUT)(a))"},
-    {"LS", sz.LS}, {"CX", sz.CX}, {"CY", sz.CY}}
+    {"LS", ls}, {"CX", sz.CX}, {"CY", sz.CY}}
   if spec.ARG then
     defines[#defines + 1] = {"ARG", ""}
     defines[#defines + 1] = {"BETTER(a, b)", spec.BETTER}
@@ -141,32 +170,36 @@ local function recipe(spec, t, sz)
   return {family = "tensor", file = "tensor_reduce.cl", defines = defines}
 end
 
--- The kernels of op for t on dev, with the spec and sizes they were made
--- for.
-local function program(fn, dev, op, t)
+-- The kernels of op for t on dev with rows in groups of ls (default: the
+-- class's LS), with the spec and sizes they were made for.
+local function program(fn, dev, op, t, ls)
   local e = cache[dev]
   if not e then e = {}; cache[dev] = e end
   local eo = e[op]
   if not eo then eo = {}; e[op] = eo end
-  local p = eo[t]
-  if p then return p end
-  local spec = spec_of(op, t)
   local sz = sizes(dev)
-  local ok, prog = pcall(P.get, dev, recipe(spec, t, sz))
+  local by = eo[t]
+  if not by or by.sz ~= sz then by = {sz = sz}; eo[t] = by end
+  ls = ls or sz.LS
+  local p = by[ls]
+  if p then return p end
+  check_sizes(fn, sz)
+  local spec = spec_of(op, t)
+  local ok, prog = pcall(P.get, dev, recipe(spec, t, sz, ls))
   if not ok then fail(fn, "the %s kernels do not compile for %s: %s", op, t, tostring(prog)) end
   local wg = min(prog.rows.work_group_size, prog.cols.work_group_size,
                  prog.rows2.work_group_size, prog.cols2.work_group_size,
                  spec.ARG and huge or prog.cols4.work_group_size)
-  if wg < sz.LS or wg < sz.CX * sz.CY then
+  if wg < ls or wg < sz.CX * sz.CY then
     fail(fn, "the %s kernels allow work-groups of %d on %s, they need %d", op, wg, dev.name,
-         max(sz.LS, sz.CX * sz.CY))
+         max(ls, sz.CX * sz.CY))
   end
   -- (the kernels and the device's compute units read once: each is a
   -- lookup through the C side)
-  p = {prog = prog, spec = spec, sz = sz, cu = dev.compute_units,
+  p = {prog = prog, spec = spec, sz = sz, LS = ls, cu = dev.compute_units,
        k = {rows = prog.rows, rows2 = prog.rows2, cols = prog.cols, cols2 = prog.cols2,
             cols4 = not spec.ARG and prog.cols4 or nil}}
-  eo[t] = p
+  by[ls] = p
   return p
 end
 
@@ -228,30 +261,32 @@ local reduce_helper
 local function reduce_into(fn, op, x, outer, L, inner, res)
   local keep = x._st.pool ~= nil and res._st.pool ~= nil
   local dev, t = x._dev, x._type
-  local p = program(fn, dev, op, t)
-  local spec, sz = p.spec, p.sz
+  -- (CPUs keep one group size: no program a row length on PoCL)
+  local p = program(fn, dev, op, t, inner == 1 and dev.type ~= "cpu" and row_ls(sizes(dev).LS, L)
+                                    or nil)
+  local spec, sz, ls = p.spec, p.sz, p.LS
   local acc, outbuf = spec.acc, res._st.buf
   local target = p.cu * sz.waves
   local dpart, didx, dres = dummy(dev, acc), dummy(dev, "long"), dummy(dev, spec.out)
   if inner == 1 then
     local nsplit = 1
     if outer < target then
-      nsplit = max(1, min(ceil_div(target, outer), ceil_div(L, sz.LS * 8)))
+      nsplit = max(1, min(ceil_div(target, outer), ceil_div(L, ls * 8)))
     end
     local chunk = ceil_div(L, nsplit)
     if nsplit > 1 then chunk = round_up(chunk, 4) end
     local vec = (L % 4 == 0 and x._off % 4 == 0) and 1 or 0
     if nsplit == 1 then
       run(p.k.rows, {x._st.buf, x._off, L, chunk, 1, 1, L, dpart, didx, outbuf, vec},
-          {outer * sz.LS}, {sz.LS}, 10, keep)
+          {outer * ls}, {ls}, 10, keep)
       return
     end
     local part = empty(fn, dev, acc, {outer * nsplit})
     local pidx = empty(fn, dev, "long", {outer * nsplit})
     run(p.k.rows, {x._st.buf, x._off, L, chunk, nsplit, 0, L, part._st.buf,
-                      pidx._st.buf, dres, vec}, {outer * nsplit * sz.LS}, {sz.LS}, 8, keep)
+                      pidx._st.buf, dres, vec}, {outer * nsplit * ls}, {ls}, 8, keep)
     run(p.k.rows2, {part._st.buf, pidx._st.buf, 0, nsplit, nsplit, 1, 1, L, dpart, didx,
-                       outbuf}, {outer * sz.LS}, {sz.LS}, 11, keep)
+                       outbuf}, {outer * ls}, {ls}, 11, keep)
     drop(part); drop(pidx)
     return
   end
