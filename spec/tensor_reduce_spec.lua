@@ -176,6 +176,32 @@ describe("tensor reductions", function()
     S.check(assert, x:sum(1), reduce_ref(r, "sum", 1))
   end)
 
+  -- luagpu.tensor.reduce's sizes: a script's new table makes the kernels
+  -- again (groups of other shapes, the same results); a bad one raises
+  it("takes other group sizes from a script, and raises for bad ones", function()
+    local R = require "luagpu.tensor.reduce"
+    local cls = dev.type == "cpu" and "cpu" or "gpu"
+    local saved = R.sizes[cls]
+    local x, r = random_tensor("float", {37, 300}, -3, 3)
+    local ok, err = pcall(function()
+      for _, sz in ipairs{{LS = 32, CX = 8, CY = 8, waves = 2}, {LS = 4, CX = 3, CY = 2, waves = 1}} do
+        R.sizes[cls] = sz
+        for _, op in ipairs{"sum", "max", "argmax"} do
+          for d = 1, 2 do S.check(assert, x[op](x, d), reduce_ref(r, op, d)) end
+        end
+      end
+      R.sizes[cls] = {LS = 3, CX = 8, CY = 8, waves = 2}
+      has_error("luagpu: tensor:sum: reduce.sizes: LS: expected a power of two from 1 to 1024, " ..
+                "got 3", x.sum, x, 1)
+      R.sizes[cls] = {LS = 32, CX = 8, CY = 8}
+      has_error("luagpu: tensor:max: reduce.sizes: waves: expected an integer from 1 to 1048576, " ..
+                "got nil", x.max, x, 2)
+    end)
+    R.sizes[cls] = saved
+    assert(ok, err)
+    S.check(assert, x:sum(2), reduce_ref(r, "sum", 2))
+  end)
+
   it("raises on bad dims and keepdim", function()
     local x = dev:tensor("float", {3, 4})
     has_error("luagpu: tensor:sum: argument #1: dim 3 is out of range (1 to 2, or -2 to -1)", x.sum, x, 3)
