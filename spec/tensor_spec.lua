@@ -206,6 +206,50 @@ describe("tensors", function()
       assert.same({{1, 3}, {4, 6}}, m:slice(2, 1, -1, 2):totable())
     end)
 
+    -- views of swapped last dims are copied by tiles (kernels/tensor_transpose.cl):
+    -- partial tiles, batches (a dim of size 1 among them), offsets, every size
+    -- of element
+    it("copies views of swapped last dims by tiles, as an element-by-element copy", function()
+      local function traced(f)
+        dev:finish()
+        gpu.trace(true)
+        local ok, v = pcall(f)
+        local rec = gpu.trace(false)
+        assert(ok, v)
+        local names = {}
+        for _, c in ipairs(rec) do names[#names + 1] = c.name end
+        return v, table.concat(names, " ")
+      end
+      local cases = {{{3, 5}, "float"}, {{33, 70}, "char"}, {{64, 32}, "double"},
+                     {{2, 3, 41}, "short"}, {{5, 1, 37, 9}, "long"}, {{1, 40, 2}, "uchar"}}
+      for _, case in ipairs(cases) do
+        local shape, t = case[1], case[2]
+        local n = S.numel(shape)
+        local skip = math.random(0, 5)
+        local vals = S.random_values(t, n + skip)
+        local flat = dev:tensor(t, {n + skip}, vals)
+        local base = flat:slice(1, skip + 1, -1):reshape(shape)       -- at an offset
+        local nd = #shape
+        local v = base:transpose(nd - 1, nd)
+        local got, names = traced(function() return v:contiguous() end)
+        assert.equal("lg_transpose", names)
+        local vshape = {table.unpack(shape)}
+        vshape[nd - 1], vshape[nd] = shape[nd], shape[nd - 1]
+        S.check(assert, got, S.build(vshape, function(idx)
+          local j = {table.unpack(idx)}
+          j[nd - 1], j[nd] = idx[nd], idx[nd - 1]
+          return vals[skip + S.offset(shape, j)]
+        end))
+        assert.same(v:totable(), got:totable())
+      end
+      -- not such a view: the elementwise copy (a step, a permutation of three)
+      local x = dev:arange("float", 24):reshape{2, 3, 4}
+      local _, names = traced(function() return x:permute{3, 1, 2}:contiguous() end)
+      assert.is_nil(names:find("lg_transpose"))
+      _, names = traced(function() return x:transpose(2, 3):slice(2, 1, -1, 2):contiguous() end)
+      assert.is_nil(names:find("lg_transpose"))
+    end)
+
     it("reshape views where the strides allow, copies otherwise; expand, clone", function()
       local x = dev:arange("int", 24):reshape{2, 3, 4}
       local r = x:reshape{6, -1}

@@ -23,6 +23,7 @@ local X = require "luagpu.tensor.expr"
 local OPS = require "luagpu.tensor.ops"
 local G = require "luagpu.tensor.codegen"
 local new_tensor = require("luagpu.tensor.create").new_tensor
+local TRANSPOSE = require "luagpu.tensor.transpose"
 
 local type, ipairs, next, tostring, rawget, select = type, ipairs, next, tostring, rawget, select
 local setmetatable = setmetatable
@@ -474,6 +475,8 @@ function E.clone(x, ...)
   check(fn, 0, x)
   no_more(fn, 1, ...)
   local out = O.empty(fn, x._dev, x._type, x._shape)
+  -- (a view of swapped last dims, M:t(): by tiles, both sides coalesced)
+  if not x._expr and out._n > 0 and TRANSPOSE.copy(fn, x, out) then return out end
   G.run(fn, leaf(x), out)
   return out
 end
