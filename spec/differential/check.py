@@ -1892,6 +1892,8 @@ def ops_eval(prog, p):
             vals = pyvals(a, t)
             order = sorted_positions(vals, t)
             return ("number", vals[order[(len(vals) + 1) // 2 - 1]], 0.0, t)
+        if nd == 0:   # O.check_one_dim_at: a 0-d tensor, a dim given or not
+            raise Expected("at least 1 dim")
         d = dim0(x, A["dim"])
         L = a.shape[d]
         if L == 0:
