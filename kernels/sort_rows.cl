@@ -15,8 +15,9 @@
 ** The helper prepends: K (key type), U (uint or ulong), KIND (0 unsigned,
 ** 1 signed, 2 floating), BITS, P (a row's slots: a power of two), N (a
 ** group's slots: N / P rows), LS (work-items per group, dividing N / 2),
-** and what the kernel writes: KEYS (the keys, in place, gathered by
-** position: bit for bit), VALS with V (values moved along, in place), POS_OUT
+** and what the kernel writes: KEYS (the keys, gathered by position: bit
+** for bit, into kout, which is the keys themselves or a buffer apart from
+** them), VALS with V (values moved along, in place), POS_OUT
 ** with OT (the positions, plus base, into pos, which may be the keys:
 ** argsort's out may be its keys).
 */
@@ -93,7 +94,8 @@ static void bitonic_chunks(local ulong* sk, uint lid) {
 #define OT uint
 #endif
 
-kernel void sort_rows(global K* keys, ulong koff, global V* restrict vals, ulong voff,
+kernel void sort_rows(global K* keys, ulong koff, global K* kout, ulong kooff,
+                      global V* restrict vals, ulong voff,
                       global OT* pos, ulong poff, ulong rowlen, ulong nrows,
                       int descending, uint base) {
   SLOT_DECL(N)
@@ -144,7 +146,7 @@ kernel void sort_rows(global K* keys, ulong koff, global V* restrict vals, ulong
     if (row < nrows && j < rowlen) {
       ulong o = row * rowlen + j;
 #ifdef KEYS
-      keys[koff + o] = kv[e];
+      kout[kooff + o] = kv[e];
 #endif
 #ifdef VALS
       vals[voff + o] = vv[e];

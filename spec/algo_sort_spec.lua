@@ -312,6 +312,26 @@ describe_both("algo.sort", function()
               algo.sort, keys, {out = dev:buffer("int", 4)})
     has_error("luagpu: algo.sort: argument #2: option out: the output overlaps the values",
               algo.sort, keys, {values = big:sub(1, 5), out = big:sub(4, 8)})
+    -- rows sorted from a view straight into a view of another buffer at an
+    -- offset: the elements around both views left as they were
+    local n, rl = 7 * 45, 45
+    local v = random_keys("float", n + 20)
+    local src = buffer("float", v)
+    local dst_v = {}
+    for i = 1, n + 20 do dst_v[i] = -i end
+    local dst = buffer("float", dst_v)
+    algo.sort(src:sub(8, 7 + n), {row_length = rl, out = dst:sub(12, 11 + n)})
+    local body = {}
+    for i = 1, n do body[i] = v[7 + i] end
+    local order = {}
+    for i = 1, #v do order[i] = i end
+    same_keys(body, reference(body, false, rl), {table.unpack(get(dst), 12, 11 + n)},
+              "rows into a view")
+    same_keys(v, order, get(src), "rows into a view: the keys untouched")
+    local around = get(dst)
+    for i = 1, n + 20 do
+      if i < 12 or i > 11 + n then assert.equal(-i, around[i], "outside out, element " .. i) end
+    end
   end)
 
   it("sorts views and values of another type, on other queues", function()

@@ -361,16 +361,15 @@ function M.sort(keys, opts)
   local le = n > 1 and RS.entry(fn, dev, kt, rl, n // rl, {keys = true, vt = vals ~= nil and vt or nil})
   if le or (r.out and n <= 1) then
     local seq = B.sequence(q, waits)
-    local kroot, koff = root, off
-    if r.out then                           -- sorted in place in out, a copy of the keys
-      if n > 0 then
-        seq:cmd(root:sub(off + 1, off + n), "copy_to", r.out.root:sub(r.out.offset + 1,
-                                                                      r.out.offset + n))
-      end
-      kroot, koff = r.out.root, r.out.offset
+    local kout, kooff                        -- nil: in place
+    if r.out then kout, kooff = r.out.root, r.out.offset end
+    if not le and n > 0 then                 -- one key: its copy
+      seq:cmd(root:sub(off + 1, off + n), "copy_to", kout:sub(kooff + 1, kooff + n))
     end
     if le then
-      RS.run(seq, le, {dev = dev, keys = kroot, koff = koff, vals = vroot, voff = voff,
+      -- (the kernel reads the keys and writes them sorted into out)
+      RS.run(seq, le, {dev = dev, keys = root, koff = off, kout = kout, kooff = kooff,
+                       vals = vroot, voff = voff,
                        rowlen = rl, nrows = n // rl, descending = r.descending})
     end
     return r.out and out or keys, seq:result(dev, want)

@@ -92,11 +92,14 @@ local function dummy(dev, t)
   return d[t]
 end
 
--- Enqueues e on seq: a = {dev, keys, koff, vals, voff, pos, poff, rowlen,
--- nrows, descending, base} (vals, pos: roots, or nil where not written).
+-- Enqueues e on seq: a = {dev, keys, koff, kout, kooff, vals, voff, pos,
+-- poff, rowlen, nrows, descending, base} (kout: where the sorted keys go,
+-- the keys themselves when nil; kout, vals, pos: roots, or nil where not
+-- written).
 function R.run(seq, e, a)
   local groups = ceil_div(a.nrows, e.rows)
-  return seq:run(e.k(a.keys, a.koff, a.vals or dummy(a.dev, "uchar"), a.voff or 0,
+  local kout = a.kout or a.keys
+  return seq:run(e.k(a.keys, a.koff, kout, a.kout and a.kooff or a.koff, a.vals or dummy(a.dev, "uchar"), a.voff or 0,
                      a.pos or dummy(a.dev, "uint"), a.poff or 0, a.rowlen, a.nrows,
                      a.descending and 1 or 0, a.base or 0), {groups * e.LS}, {e.LS})
 end

@@ -1,0 +1,64 @@
+-- bench/gpu/onesweep_probe.lua: where the one-sweep radix sort's passes
+-- spend their time (issue 30). Sorts 2^E floats with the sort kernels
+-- built with extra defines (probe switches of kernels/sort.cl; their
+-- results are wrong, only the times count) and prints each kernel's device
+-- time, the median of REPS calls.
+--   build/luagpu bench/gpu/onesweep_probe.lua [E [REPS [DEFINE ...]]]
+-- DEFINE: LG_PROBE_NO_LOOKBACK (no wait for the tiles before: each tile's
+-- keys written as if it were the first); or SETTING=N, a setting of the
+-- device's class in luagpu.algo (sort_ptx_items=16, sort_ptx_local=128).
+local gpu = rawget(_G, "gpu") or require "luagpu"
+local B = require "luagpu.algo.base"
+local E = tonumber(arg and arg[1]) or 24
+local reps = tonumber(arg and arg[2]) or 11
+local dev = gpu.device()
+local algo = require "luagpu.algo"
+local cls = algo.classes[algo.classes[dev.type] and dev.type or "gpu"]
+local extra, names = {}, {}
+for i = 3, #arg do
+  local k, v = arg[i]:match("^([%w_]+)=?(.*)$")
+  if k:match("^[A-Z][A-Z0-9_]*$") then extra[#extra + 1] = {k, v ~= "" and v or 1}
+  else cls[k] = tonumber(v) end
+  names[#names + 1] = arg[i]
+end
+local build = B.build
+B.build = function(fn, dev, defines, files, ...)
+  if type(files) == "table" and files[2] == "sort.cl" then
+    local d = {}
+    for i, x in ipairs(defines) do d[i] = x end
+    for _, x in ipairs(extra) do d[#d + 1] = x end
+    defines = d
+  end
+  return build(fn, dev, defines, files, ...)
+end
+dev:set_profiling(true)
+local x = dev:rand("float", {1 << E}, 7):eval()
+local times, order = {}, {}
+for r = 1, reps + 2 do
+  dev:finish()
+  gpu.trace(true)
+  local s = x:sort()
+  dev:finish()
+  local rec = gpu.trace(false)
+  if r > 2 then
+    local seen = {}
+    for _, c in ipairs(rec) do
+      if c.start then
+        seen[c.name] = (seen[c.name] or 0) + 1
+        local key = c.name .. " #" .. seen[c.name]
+        if not times[key] then times[key] = {}; order[#order + 1] = key end
+        table.insert(times[key], (c["end"] - c.start) / 1e3)
+      end
+    end
+  end
+  s = nil
+end
+local function median(t) table.sort(t); return t[(#t + 1) // 2] end
+print(("%s, 2^%d floats: %s"):format(dev.name, E, table.concat(names, " ")))
+local total = 0
+for _, k in ipairs(order) do
+  local m = median(times[k])
+  total = total + m
+  print(("  %-24s %8.1f us"):format(k, m))
+end
+print(("  %-24s %8.1f us"):format("sum", total))
