@@ -7,6 +7,7 @@
 -- DEFINE: LG_PROBE_NO_LOOKBACK (no wait for the tiles before: each tile's
 -- keys written as if it were the first); or SETTING=N, a setting of the
 -- device's class in luagpu.algo (sort_ptx_items=16, sort_ptx_local=128).
+local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
 local gpu = rawget(_G, "gpu") or require "luagpu"
 local B = require "luagpu.algo.base"
 local E = tonumber(arg and arg[1]) or 24
@@ -53,7 +54,7 @@ for r = 1, reps + 2 do
   end
   s = nil
 end
-local function median(t) table.sort(t); return t[(#t + 1) // 2] end
+local median = bench.median
 print(("%s, 2^%d floats: %s"):format(dev.name, E, table.concat(names, " ")))
 local total = 0
 for _, k in ipairs(order) do

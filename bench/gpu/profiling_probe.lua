@@ -4,12 +4,13 @@
 -- microseconds, with the default queue's profiling on and off taking turns
 -- (ROUNDS times) in one process; then some tensor ops the same way.
 --   build/luagpu bench/gpu/profiling_probe.lua [REPS [ROUNDS]]
+local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
 local gpu = rawget(_G, "gpu") or require "luagpu"
 local reps = tonumber(arg and arg[1]) or 101
 local rounds = tonumber(arg and arg[2]) or 2
 local dev = gpu.device()
 local now = gpu.now
-local function median(t) table.sort(t); return t[(#t + 1) // 2] end
+local median = bench.median
 print("device: " .. dev.name)
 
 local function timed(f)

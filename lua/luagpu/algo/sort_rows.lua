@@ -99,7 +99,8 @@ end
 function R.run(seq, e, a)
   local groups = ceil_div(a.nrows, e.rows)
   local kout = a.kout or a.keys
-  return seq:run(e.k(a.keys, a.koff, kout, a.kout and a.kooff or a.koff, a.vals or dummy(a.dev, "uchar"), a.voff or 0,
+  return seq:run(e.k(a.keys, a.koff, kout, a.kout and a.kooff or a.koff,
+                     a.vals or dummy(a.dev, "uchar"), a.voff or 0,
                      a.pos or dummy(a.dev, "uint"), a.poff or 0, a.rowlen, a.nrows,
                      a.descending and 1 or 0, a.base or 0), {groups * e.LS}, {e.LS})
 end
