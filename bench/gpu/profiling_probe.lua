@@ -9,21 +9,14 @@ local gpu = rawget(_G, "gpu") or require "luagpu"
 local reps = tonumber(arg and arg[1]) or 101
 local rounds = tonumber(arg and arg[2]) or 2
 local dev = gpu.device()
-local now = gpu.now
 local median = bench.median
 print("device: " .. dev.name)
 
+-- microseconds, the median of reps calls of f, each to the end of its work
 local function timed(f)
   for _ = 1, 3 do f() end
   dev:finish()
-  local t = {}
-  for r = 1, reps do
-    local t0 = now()
-    f()
-    dev:finish()
-    t[r] = now() - t0
-  end
-  return median(t) * 1e6
+  return median(bench.walls(reps, function() f(); dev:finish() end)) * 1e6
 end
 
 local NO = {event = false}
