@@ -67,15 +67,25 @@ local PARAMS = {
 
 -- Device entries, found by bench/gpu/tune_matmul.lua on each device
 -- (groups_per_cu from the build log's register count; see docs/PERFORMANCE.md).
-PARAMS["NVIDIA H200"] = {   -- NVIDIA CUDA, driver 580.159.04: 50.1 TFLOP/s at 4096
-  reg = {BM = 128, BN = 256, BK = 16, TM = 8, TN = 16, VWM = 4, VWN = 4, VLA = 4, VLB = 4,
-         PADA = 4, PADB = 0, DB = 1, groups_per_cu = 1},
-  small = {BM = 64, BN = 128, BK = 16, TM = 8, TN = 8, VWM = 4, VWN = 4, VLA = 4, VLB = 4,
-           PADA = 4, PADB = 0, DB = 1, groups_per_cu = 3},
-  -- from a sweep at 256, 512 and 1024: 256^3 in 10.2 us on the device (19.8 on small)
-  smaller = {BM = 32, BN = 32, BK = 32, TM = 2, TN = 4, VWM = 2, VWN = 4, VLA = 4, VLB = 4,
-             PADA = 4, PADB = 0, DB = 1, groups_per_cu = 4},
-}
+-- The H100 and the H200 are one chip (GH100, 132 compute units): the
+-- H200's sweep found this entry (50.1 TFLOP/s at 4096); on an H100 a sweep
+-- from it kept it (the second session of 2026-11-28: 50.0-50.1 TFLOP/s at
+-- 4096 and 51.0 at 8192, against 45.4 and 46.9 on the gpu class's tiles).
+-- Each device gets its own copy: a script changing one changes only it.
+local function gh100()
+  return {
+    reg = {BM = 128, BN = 256, BK = 16, TM = 8, TN = 16, VWM = 4, VWN = 4, VLA = 4, VLB = 4,
+           PADA = 4, PADB = 0, DB = 1, groups_per_cu = 1},
+    small = {BM = 64, BN = 128, BK = 16, TM = 8, TN = 8, VWM = 4, VWN = 4, VLA = 4, VLB = 4,
+             PADA = 4, PADB = 0, DB = 1, groups_per_cu = 3},
+    -- from a sweep at 256, 512 and 1024 on the H200: 256^3 in 10.2 us on
+    -- the device (19.8 on small)
+    smaller = {BM = 32, BN = 32, BK = 32, TM = 2, TN = 4, VWM = 2, VWN = 4, VLA = 4, VLB = 4,
+               PADA = 4, PADB = 0, DB = 1, groups_per_cu = 4},
+  }
+end
+PARAMS["NVIDIA H200"] = gh100()   -- NVIDIA CUDA, driver 580.159.04
+PARAMS["NVIDIA H100"] = gh100()   -- "NVIDIA H100 80GB HBM3", the same driver
 
 PARAMS.accelerator = PARAMS.gpu
 PARAMS.other = PARAMS.gpu
