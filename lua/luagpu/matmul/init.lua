@@ -80,14 +80,49 @@ local MEMO_FIELDS = {trans_a = "boolean", trans_b = "boolean", alpha = "number",
 -- The memo key of opts: "" for none; its values, exactly, when it is a
 -- plain table of MEMO_FIELDS of their types (no wait, queue, variant, ...);
 -- else nil (the call is not remembered).
+-- Options tables made by M.internal_options (luagpu's own callers, which
+-- never write them after): their keys, made once.
+local INTERNAL = setmetatable({}, {__mode = "k"})
+
 local function memo_key(opts)
   if opts == nil then return "" end
+  local known = INTERNAL[opts]
+  if known then return known end
   if type(opts) ~= "table" or getmetatable(opts) ~= nil then return nil end
   for f, v in next, opts do
     if MEMO_FIELDS[f] ~= type(v) then return nil end
   end
   return format("%q %q %q %q %q %q %q %q %q", opts.trans_a, opts.trans_b, opts.alpha, opts.beta,
                 opts.batch, opts.m, opts.n, opts.k, opts.event)
+end
+
+-- For luagpu's own callers (x:mm): the options {m =, n =, k =, trans_a
+-- =, trans_b =, batch =, event = false} of those values (integers and
+-- booleans the caller checked; batch nil or an integer), one table per
+-- set of values, made once, whose memo key is kept with it: the caller
+-- passes it as it is and never writes it. At most INTERNAL_MAX of them
+-- are kept (then the cache starts again: a script of ever new shapes
+-- keeps no more).
+local INTERNAL_BY, INTERNAL_MAX, internal_count = {}, 256, 0
+local function level(t, k)
+  local c = t[k]
+  if c == nil then c = {}; t[k] = c end
+  return c
+end
+function M.internal_options(m, n, k, ta, tb, batch)
+  local t = level(level(level(level(level(INTERNAL_BY, m), n), k), ta), tb)
+  local b = batch or false
+  local o = t[b]
+  if o then return o end
+  o = {m = m, n = n, k = k, trans_a = ta, trans_b = tb, batch = batch, event = false}
+  local key = memo_key(o)
+  INTERNAL[o] = key
+  if internal_count >= INTERNAL_MAX then
+    INTERNAL_BY, internal_count = {}, 0
+  else
+    t[b], internal_count = o, internal_count + 1
+  end
+  return o
 end
 
 -- The memo of A, B, C and key when it still holds: the three live, and

@@ -29,9 +29,10 @@ local type, ipairs, next, tostring, rawget, select = type, ipairs, next, tostrin
 local setmetatable = setmetatable
 local mtype = math.type
 local fail, typename, show = H.fail, H.typename, H.show
-local SIZES, promote, floating = TY.SIZES, TY.promote, TY.floating
+local SIZES, promote, floating, FLOATS = TY.SIZES, TY.promote, TY.floating, TY.FLOATS
 local is_tensor, show_shape, TAG, no_more = O.is_tensor, O.show_shape, O.TAG, O.no_more
-local leaf, node_of, realize, result = X.leaf, X.node_of, X.realize, X.result
+local leaf, node_of, realize, result, result_over = X.leaf, X.node_of, X.realize, X.result,
+  X.result_over
 local check, check_operand, combined_type, operand = X.check, X.check_operand, X.combined_type,
   X.operand
 local broadcast, same_shape, device_of, positioned = X.broadcast, X.same_shape, X.device_of,
@@ -110,10 +111,14 @@ local function with_scalar(fn, op, floatify, x, v, varg)
   local t = x._type
   if not SIZES[t] then check(fn, 3 - varg, x, true) end
   if x._st == RELEASED then released(fn) end
-  local ct = TY.with_number(t, v)
-  if floatify then ct = floating(ct) end
-  local why = TY.fits(ct, v)
-  if why then fail(fn, "argument #%d: %s", varg, why) end
+  -- (TY.with_number and TY.fits, inline where the type is floating)
+  local ct = t
+  if not FLOATS[t] then
+    ct = TY.with_number(t, v)
+    if floatify then ct = floating(ct) end
+    local why = TY.fits(ct, v)
+    if why then fail(fn, "argument #%d: %s", varg, why) end
+  end
   local nx = x._expr or leaf(x)
   if type(nx.shape) ~= "table" then   -- a shape a script wrote: apply's way, checked at launch
     return X.apply(fn, op, varg == 2 and {x, v} or {v, x}, ct)
@@ -122,7 +127,7 @@ local function with_scalar(fn, op, floatify, x, v, varg)
   local e = {kind = "op", op = op.name, args = varg == 2 and {nx, sv} or {sv, nx}, ct = ct,
              type = op.result or ct, shape = nx.shape, size = nx.size + 2, fn = fn,
              _stores = false}
-  return result(x._dev, e, fn)
+  return result_over(x._dev, e, nx)
 end
 
 -- The function of binary op (a row of luagpu.tensor.ops): a(op)b for
@@ -192,7 +197,7 @@ local function unary_op(op)
     -- of one shape is itself)
     local e = {kind = "op", op = name, args = {nx}, ct = ct, type = rtype or ct,
                shape = nx.shape, size = nx.size + 1, fn = fn, _stores = false}
-    return result(x._dev, e, fn)
+    return result_over(x._dev, e, nx)
   end
 end
 
@@ -215,7 +220,7 @@ local function integer_operand(fn, arg, v)
   return v, nil
 end
 
-local FLOATS, INTEGER_BITS = TY.FLOATS, {}
+local INTEGER_BITS = {}
 for t, size in next, SIZES do if not FLOATS[t] then INTEGER_BITS[t] = size * 8 end end
 
 -- The function of op f (a row with integers = true) for integer operands

@@ -83,8 +83,26 @@ local function stores_of(e)
   local list = e._stores
   if list then return list end
   local args = e.args
-  if args and #args == 1 then
+  local n = args and #args
+  if n == 1 then
     list = stores_of(args[1])         -- exp(x): its operand's list, shared
+  elseif n == 2 then
+    -- x * 2: x's list, shared; x - y: x's, then y's storages not in it
+    local a, b = args[1], args[2]
+    local la = (a.kind == "leaf" or a.args) and stores_of(a)
+    local lb = (b.kind == "leaf" or b.args) and stores_of(b)
+    if not lb then list = la
+    elseif not la then list = lb
+    else
+      list = {}
+      local m = #la
+      for i = 1, m do list[i] = la[i] end
+      for j = 1, #lb do
+        local st, k = lb[j], 1
+        while k <= m and list[k] ~= st do k = k + 1 end
+        if k > m then m = m + 1; list[m] = st end
+      end
+    end
   elseif args then
     -- one operand with storages (x * 2): its list, shared
     local first, many
@@ -172,7 +190,7 @@ function X.close(x)
   if e then
     unregister(e, x)
   elseif type(s) == "table" then
-    X.flush_readers(s)        -- lazy results reading x's elements read them now
+    X.flush_readers(s)        -- lazy results reading x's elements keep what they read
     if s.pool and s.holders == 1 then memory.give_back(s) end
   end
   x._expr, x._st = false, O.RELEASED
@@ -211,10 +229,12 @@ local function retarget(e, s, snap, twins)
 end
 
 -- Before storage s is written: the lazy tensors reading it keep the values
--- they were made from. One reader is evaluated now; several (the nodes of
--- one expression, most of them dead temporaries the collector has not
--- found yet) read a snapshot of s instead: one copy, not one kernel each,
--- and a reader never used again costs nothing more.
+-- they were made from, by reading a snapshot of s instead: one copy, not
+-- one kernel each, and a reader never used again costs nothing more. Most
+-- readers are the dead temporaries of an expression the collector has not
+-- found yet; how many it has found by now must not change what runs (one
+-- reader evaluated at once made `out:set(e); a:set(out)` run a kernel more
+-- whenever the collector had found all but one of e's temporaries).
 function X.flush_readers(s)
   local readers = s.readers
   if not readers then return end
@@ -222,10 +242,7 @@ function X.flush_readers(s)
   for r in next, readers do
     if r._expr then list[#list + 1] = r else readers[r] = nil end
   end
-  if #list <= 1 then
-    if list[1] then realize(list[1]) end
-    return
-  end
+  if #list == 0 then return end
   local buf, n = s.buf, s.count
   local snap = memory.storage("tensor", s.dev, buf.type, n)
   buf:copy_to(snap.count == n and snap.buf or snap.buf:sub(1, n), NO_EVENT)
@@ -364,19 +381,29 @@ function X.again(r, a, b, a2, b2)
   local size = 1 + x.size + (y and y.size or 0)
   local e2 = {kind = "op", op = e.op, args = y and {x, y} or {x}, ct = e.ct, type = e.type,
               shape = e.shape, size = size, fn = e.fn, _stores = false}
-  if e.has_index or x.has_index or x.kind == "index" or
-     y and (y.has_index or y.kind == "index") then
+  if y == nil or y.kind == "scalar" then return X.result_over(dev, e2, x, r._n) end
+  if x.kind == "scalar" then return X.result_over(dev, e2, y, r._n) end
+  if e.has_index or x.has_index or x.kind == "index" or y.has_index or y.kind == "index" then
     return X.result(dev, e2, e.fn)
   end
-  -- X.result's work for a node without positions, its storages those of
-  -- its one operand with any (shared) or of both
-  local out = lazy(dev, e2)
+  -- X.result's work for a node without positions over both operands' storages
+  local out = lazy(dev, e2, r._n)
   if not settings.lazy or size > MAX_NODES then return realize(out) end
-  local list
-  if y == nil or y.kind == "scalar" then list = stores_of(x)
-  elseif x.kind == "scalar" then list = stores_of(y)
-  else list = stores_of(e2) end
+  local list = stores_of(e2)
   e2._stores = list
+  return registered(out, list)
+end
+
+-- X.result(dev, e, e.fn) for a node e whose one operand with storages is
+-- the node a of the same shape (exp(x), x * 2, 2 - x; its other operands
+-- scalars), n its element count: X.result's work without its walks (e's
+-- storages are a's, shared). e.size is already counted.
+function X.result_over(dev, e, a, n)
+  if a.has_index or a.kind == "index" then return X.result(dev, e, e.fn) end
+  local out = lazy(dev, e, n)
+  if not settings.lazy or e.size > MAX_NODES then return realize(out) end
+  local list = stores_of(a)
+  e._stores = list
   return registered(out, list)
 end
 

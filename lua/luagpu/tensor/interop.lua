@@ -109,8 +109,7 @@ local function mm(fn, x, y, batched)
   local a, ta = mm_operand(x)
   local b, tb = mm_operand(y)
   matmul = matmul or require "luagpu.matmul"
-  matmul(a, b, own_buffer(out), {m = m, n = n, k = k, trans_a = ta, trans_b = tb,
-                                    batch = nb, event = false})
+  matmul(a, b, own_buffer(out), matmul.internal_options(m, n, k, ta, tb, nb))
   return out
 end
 

@@ -139,11 +139,13 @@ O.view = view
 
 -- A new lazy tensor of expression e (luagpu.tensor.expr realizes it).
 local due = memory.due
-function O.lazy(dev, e)
+-- (n: its element count when the caller has it, else counted)
+function O.lazy(dev, e, n)
   if due[dev] then memory.step_first(dev) end
+  local shape = e.shape
   return setmetatable({[TAG] = true, _expr = e, _leaf = false, _st = false, _type = e.type,
-                       _shape = e.shape, _strides = contiguous_strides(e.shape), _off = 0,
-                       _n = numel(e.shape), _dev = dev}, MT)
+                       _shape = shape, _strides = #shape == 1 and {1} or contiguous_strides(shape),
+                       _off = 0, _n = n or numel(shape), _dev = dev}, MT)
 end
 
 -- A new contiguous tensor of type t and shape, its contents undefined.
