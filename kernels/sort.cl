@@ -206,7 +206,7 @@ __kernel void sort_scatter(__global const K *src, ulong soff, __global K *dst, u
 ** of inline PTX; L is a multiple of 32): sort_scatter with the tile ranked
 ** by its warps. Warp w ranks the 32 * IPT keys from w * 32 * IPT of the
 ** tile, 32 keys a round in index order: the lanes holding one digit find
-** each other (match.any.sync), and a key's rank in its digit within the
+** each other (LG_MATCH: ballots), and a key's rank in its digit within the
 ** warp is the warp's count of that digit before the round plus the lanes
 ** of the same digit below it. The keys, what they carry and their ranks
 ** stay in registers. Then the warps' counts are scanned per digit (warp
@@ -238,7 +238,29 @@ __kernel void sort_scatter(__global const K *src, ulong soff, __global K *dst, u
 #define LG_WARP_PARAMS
 #define LG_WARP_ARGS
 #define LG_SYNCWARP() LG_ASM volatile("bar.warp.sync 0xffffffff;" ::: "memory")
+#ifdef LG_MATCH_ANY
 #define LG_MATCH(m, d) LG_ASM volatile("match.any.sync.b32 %0, %1, 0xffffffff;" : "=r"(m) : "r"(d))
+#else
+/* The lanes holding digit d (0 .. RADIX, RADIX: no key): one ballot per
+** bit of d, each lane keeping the lanes that agree with it on that bit,
+** as CUB's MatchAny does. Nine ballots whatever the digits; match.any.sync
+** (LG_MATCH_ANY, for bench/gpu/onesweep_probe.lua) takes longer the more
+** distinct digits a warp holds: a one-sweep pass of 2^24 floats over evenly
+** spread digits ran 231 us with it, 168 with the ballots (145 and 160 over
+** the exponent's few digits; docs/PERFORMANCE.md). */
+inline uint lg_match(uint d) {
+  uint m = 0xffffffffu, q, b;
+#pragma unroll
+  for (b = 0; b < 9; b++) {
+    LG_ASM volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0;\n\t"
+                    "vote.sync.ballot.b32 %0, p, 0xffffffff;\n\t@!p not.b32 %0, %0;\n\t}"
+                    : "=r"(q) : "r"(d & (1u << b)));
+    m &= q;
+  }
+  return m;
+}
+#define LG_MATCH(m, d) ((m) = lg_match(d))
+#endif
 inline uint lg_ushfl_up(uint v, uint d) {
   uint r;
   LG_ASM volatile("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=r"(r) : "r"(v), "r"(d));
@@ -427,6 +449,13 @@ void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong 
 #if WARP_PTX && defined(ONESWEEP)
 #define LB_WORD(v, incl, epoch) ((ulong)(v) << 32 | (ulong)(epoch) << 1 | (ulong)(incl))
 #define LB_READY(w, epoch) (((uint)(w) >> 1) == (epoch))
+/* LG_LB_SLEEP: nanoseconds a work-item sleeps between two reads of a word
+** not yet published (PTX nanosleep; 0 or emulated warps: none). */
+#if defined(LG_LB_SLEEP) && LG_LB_SLEEP > 0 && !defined(LG_EMULATE_WARP)
+#define LG_LB_BACKOFF() LG_ASM volatile("nanosleep.u32 %0;" :: "r"((uint)(LG_LB_SLEEP)))
+#else
+#define LG_LB_BACKOFF() do { } while (0)
+#endif
 
 __kernel __attribute__((reqd_work_group_size(L, 1, 1)))
 void sort_histograms(__global const K *src, ulong soff, ulong n, int descending,
@@ -534,13 +563,20 @@ void sort_onesweep(__global const K *src, ulong soff, __global K *dst, ulong dof
   }
   for (d = lid; d < RADIX; d += L) {
     uint sum = 0, t = tile;
-#ifdef LG_PROBE_NO_LOOKBACK
+#if defined(LG_PROBE_NO_LOOKBACK) || defined(LG_PROBE_SPREAD)
     t = 0;                  /* bench/gpu/onesweep_probe.lua: timing only, wrong places */
+#endif
+#ifdef LG_PROBE_SPREAD
+    sum = tile * tot[d];    /* places as if every tile held the same counts */
 #endif
     while (t > 0) {
       ulong wd;
       t--;
-      do wd = words[(ulong)t * RADIX + d]; while (!LB_READY(wd, epoch));
+      for (;;) {
+        wd = words[(ulong)t * RADIX + d];
+        if (LB_READY(wd, epoch)) break;
+        LG_LB_BACKOFF();
+      }
       sum += (uint)(wd >> 32);
       if (wd & 1ul) break;
     }
@@ -595,6 +631,9 @@ void sort_onesweep(__global const K *src, ulong soff, __global K *dst, ulong dof
   for (j = lid; j < count; j += L) {
     K k = sk[j];
     ulong pos = (ulong)(start[(uint)(lg_bits(k, descending) >> shift) & (RADIX - 1)] + j);
+#ifdef LG_PROBE_SPREAD
+    while (pos >= n) pos -= n;
+#endif
     if (keys_out) dst[doff + pos] = k;
     if (positions) pdst[pdoff + pos] = (long)sv[j] + pbase;
     else if (carry) vdst[vdoff + pos] = sv[j];

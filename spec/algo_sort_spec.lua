@@ -607,6 +607,24 @@ describe("algo.sort in one sweep a pass (option onesweep = true)", function()
     end
   end)
 
+  it("counts the digits with as many groups as sort_hist_items leaves (one to many)",
+     function()
+    -- 3 and 1000 keys a work-item at least: many groups adding their
+    -- counts, and one group taking every key; the places must not change
+    local v = random_keys("uint", math.random(20000, 30000))
+    for i = 2, #v, 9 do v[i] = v[i - 1] end
+    for _, items in ipairs {3, 1000} do
+      with_settings({sort_hist_items = items}, function()
+        local pos = get((algo.argsort(buffer("uint", v), {onesweep = true})))
+        same(reference(v, false), pos, ("sort_hist_items = %d"):format(items))
+      end)
+    end
+    assert.has_error(function()
+      with_settings({sort_hist_items = 0}, function() algo.sort(buffer("uint", v)) end)
+    end, ("luagpu: algo.sort: algo.classes.%s.sort_hist_items: expected an integer from 1 " ..
+          "to 65536, got 0"):format(algo.classes[dev.type] and dev.type or "gpu"))
+  end)
+
   it("fits its tiles into sort_ptx_local_bytes where that is set", function()
     -- 3000 bytes: far below the default tile's (256 x 24 keys and their
     -- indices), so the tile halves until it fits, and still sorts

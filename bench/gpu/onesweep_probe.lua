@@ -5,8 +5,15 @@
 -- time, the median of REPS calls.
 --   build/luagpu bench/gpu/onesweep_probe.lua [E [REPS [DEFINE ...]]]
 -- DEFINE: LG_PROBE_NO_LOOKBACK (no wait for the tiles before: each tile's
--- keys written as if it were the first); or SETTING=N, a setting of the
--- device's class in luagpu.algo (sort_ptx_items=16, sort_ptx_local=128).
+-- keys written as if it were the first, so every tile writes the same
+-- places); LG_PROBE_SPREAD (no wait either, but each tile's keys written
+-- where they would go if every tile held the same counts: a scatter over
+-- the whole output, as the sort's); LG_LB_SLEEP=NS (nanoseconds a look-back
+-- sleeps between reads of a word not yet published); LG_MATCH_ANY (a
+-- warp's lanes of one digit found by match.any.sync instead of ballots);
+-- or SETTING=N, a
+-- setting of the device's class in luagpu.algo (sort_ptx_items=16,
+-- sort_ptx_local=128).
 local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
 local gpu = rawget(_G, "gpu") or require "luagpu"
 local B = require "luagpu.algo.base"
@@ -54,8 +61,19 @@ for r = 1, reps + 2 do
   end
   s = nil
 end
+-- The sort and argsort of the patched kernels checked (probe switches that
+-- write wrong places say "wrong", as they should): sorted, and the keys
+-- the positions name are the sorted keys.
+local function verdict()
+  local n = 1 << E
+  local s, p = x:sort(), x:argsort()
+  local rises = (s:slice(1, 2, n) - s:slice(1, 1, n - 1)):min() >= 0
+  local same = (x:take(p) - s):abs():max() == 0
+  return (rises and same) and "right" or "wrong"
+end
 local median = bench.median
-print(("%s, 2^%d floats: %s"):format(dev.name, E, table.concat(names, " ")))
+print(("%s, 2^%d floats: %s (results %s)"):format(dev.name, E, table.concat(names, " "),
+                                                  verdict()))
 local total = 0
 for _, k in ipairs(order) do
   local m = median(times[k])

@@ -135,6 +135,7 @@ local function entry_for(fn, dev, kt, vt, force)
     e.hists = {dev:buffer("uint", size * RADIX), dev:buffer("uint", size * RADIX)}
     e.parity, e.dirty = 1, false
     e.hist_groups = max(1, dev.compute_units * 8)
+    e.hist_items = cls.sort_hist_items
   end
   entries[key] = e
   return e
@@ -225,7 +226,7 @@ local function radix(fn, dev, e, seq, root, off, n, kt, r)
     hist, other = e.hists[e.parity], e.hists[3 - e.parity]
     if e.dirty then seq:cmd(hist, "fill", 0) end
     e.dirty = true
-    local groups = min(e.hist_groups, (n + L - 1) // L)
+    local groups = min(e.hist_groups, (n + L * e.hist_items - 1) // (L * e.hist_items))
     seq:run(e.histograms(root, off, n, desc, hist), {groups * L}, {L})
   end
   for pi, p in ipairs(passes) do
