@@ -53,9 +53,25 @@ __kernel void hist_local(__global const T *x, ulong xoff, ulong n, RANGE_ARGS, u
   size_t lid = get_local_id(0), lsz = get_local_size(0);
   ulong i;
   uint k;
+  ulong step = get_global_size(0);
   for (k = lid; k < bins; k += lsz) h[k] = 0;
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (i = get_global_id(0); i < n; i += get_global_size(0)) {
+  /* four elements a work-item in flight: their loads first, then their
+     bins (one load at a time waited on each) */
+  i = get_global_id(0);
+  for (; i < n && n - i > 3 * step; i += 4 * step) {
+    T a0 = x[xoff + i], a1 = x[xoff + i + step];
+    T a2 = x[xoff + i + 2 * step], a3 = x[xoff + i + 3 * step];
+    long b0 = lg_bin(a0, lo, hi, p, ip, plo, phi, bins);
+    long b1 = lg_bin(a1, lo, hi, p, ip, plo, phi, bins);
+    long b2 = lg_bin(a2, lo, hi, p, ip, plo, phi, bins);
+    long b3 = lg_bin(a3, lo, hi, p, ip, plo, phi, bins);
+    if (b0 >= 0) atomic_inc(&h[b0]);
+    if (b1 >= 0) atomic_inc(&h[b1]);
+    if (b2 >= 0) atomic_inc(&h[b2]);
+    if (b3 >= 0) atomic_inc(&h[b3]);
+  }
+  for (; i < n; i += step) {
     long b = lg_bin(x[xoff + i], lo, hi, p, ip, plo, phi, bins);
     if (b >= 0) atomic_inc(&h[b]);
   }
