@@ -142,11 +142,25 @@ describe("tensor memory", function()
         end
       end
     end
+    -- exp(a * 1.5 + 0.25) * 0.5 - b, element by element
+    local function chain_of(a, b)
+      local want = {}
+      for i = 1, #a do want[i] = math.exp(a[i] * 1.5 + 0.25) * 0.5 - b[i] end
+      return want
+    end
+    -- M's sums along dim 1 (one per column) or 2 (one per row)
+    local function M_sums(dim)
+      local want = {}
+      for k = 1, r do
+        local s = 0
+        for m = 1, r do s = s + (dim == 1 and hM[m][k] or hM[k][m]) end
+        want[k] = s
+      end
+      return want
+    end
     local ops = {
       {"chain", function() return ((x * 1.5 + 0.25):exp() * 0.5 - y):eval() end, function(z)
-        local want = {}
-        for i = 1, n do want[i] = math.exp(hx[i] * 1.5 + 0.25) * 0.5 - hy[i] end
-        near(want, z:totable(), 1e-5, "chain")
+        near(chain_of(hx, hy), z:totable(), 1e-5, "chain")
       end},
       {"M + row", function() return (M + row):eval() end, function(z)
         local want = {}
@@ -159,22 +173,10 @@ describe("tensor memory", function()
         near(want, flat(z:totable()), 0, "M:t():contiguous()")
       end},
       {"M:sum(1)", function() return M:sum(1) end, function(z)
-        local want = {}
-        for j = 1, r do
-          local s = 0
-          for i = 1, r do s = s + hM[i][j] end
-          want[j] = s
-        end
-        near(want, flat(z:totable()), 1e-5, "M:sum(1)")
+        near(M_sums(1), flat(z:totable()), 1e-5, "M:sum(1)")
       end},
       {"M:sum(2)", function() return M:sum(2) end, function(z)
-        local want = {}
-        for i = 1, r do
-          local s = 0
-          for j = 1, r do s = s + hM[i][j] end
-          want[i] = s
-        end
-        near(want, flat(z:totable()), 1e-5, "M:sum(2)")
+        near(M_sums(2), flat(z:totable()), 1e-5, "M:sum(2)")
       end},
       {"x:cumsum()", function() return x:cumsum() end, function(z)
         local want, s = {}, 0
@@ -207,9 +209,7 @@ describe("tensor memory", function()
       end},
       {"chain of 1024", function() return ((s1 * 1.5 + 0.25):exp() * 0.5 - s2):eval() end,
        function(z)
-        local want = {}
-        for i = 1, 1024 do want[i] = math.exp(h1[i] * 1.5 + 0.25) * 0.5 - h2[i] end
-        near(want, z:totable(), 1e-5, "chain of 1024")
+        near(chain_of(h1, h2), z:totable(), 1e-5, "chain of 1024")
       end},
     }
     local m0 = dev:memory()
