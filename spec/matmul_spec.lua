@@ -597,3 +597,21 @@ describe("matmul called again with the same buffers", function()
     assert.are.same({1, command}, {steps_now()})
   end)
 end)
+
+describe("matmul.internal_options", function()
+  local matmul = require "luagpu.matmul"
+  it("refuses what luagpu's own callers never pass, with a clear error", function()
+    local msg = "luagpu: matmul.internal_options: expected integer sizes, two booleans and an " ..
+                "integer batch or nil (for luagpu's own callers, which checked them)"
+    for _, args in ipairs {{nil, 1, 1, false, false}, {0 / 0, 1, 1, false, false},
+                           {2, 3, 4, 1, false}, {2, 3, 4, false, false, 1.5}} do
+      local ok, err = pcall(matmul.internal_options, table.unpack(args, 1, 6))
+      assert.is_false(ok)
+      assert.matches(msg, err, 1, true)
+    end
+    -- one table per set of values, made once
+    local a = matmul.internal_options(2, 3, 4, false, true, 5)
+    assert.equal(a, matmul.internal_options(2, 3, 4, false, true, 5))
+    assert.same({m = 2, n = 3, k = 4, trans_a = false, trans_b = true, batch = 5, event = false}, a)
+  end)
+end)

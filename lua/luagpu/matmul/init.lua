@@ -110,6 +110,13 @@ local function level(t, k)
   return c
 end
 function M.internal_options(m, n, k, ta, tb, batch)
+  local mt = math.type
+  if mt(m) ~= "integer" or mt(n) ~= "integer" or mt(k) ~= "integer" or
+     type(ta) ~= "boolean" or type(tb) ~= "boolean" or
+     (batch ~= nil and mt(batch) ~= "integer") then
+    H.fail("matmul.internal_options", "expected integer sizes, two booleans and an " ..
+           "integer batch or nil (for luagpu's own callers, which checked them)")
+  end
   local t = level(level(level(level(level(INTERNAL_BY, m), n), k), ta), tb)
   local b = batch or false
   local o = t[b]
