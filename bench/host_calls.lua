@@ -73,6 +73,7 @@ local cases = {
   {"mm",            function() return A:mm(B) end},
   {"bmm",           function() return XB:mm(YB) end},
   {"einsum_bmm",    function() return gpu.einsum("bij,bjk->bik", XB, YB) end},
+  {"softmax2",      function() return W:softmax(2) end},
   {"argsort",       function() return u:argsort() end},
   {"unique",        function() return u:unique() end},
   -- sharded over two devices (issue 31: the host's time between launches)

@@ -386,11 +386,13 @@ local function is_view(v)
   return true
 end
 
--- The layouts check_bounds passed, per tensor (weak keys): {s =, buf =,
--- view =, shape =, strides =, off =, n =, t =, dev =, nd =, cap =, the
--- shape's nd values, then the strides'}. A later check of the same tensor whose fields (read again,
--- every one) equal these passes without the arithmetic and the type
--- tests; any difference makes the full check run again.
+-- The layouts check_bounds passed, per tensor (weak keys): a list {s,
+-- buf, view (false: none), shape, strides, off, n, t, dev, nd, cap, then
+-- the shape's nd values, then the strides'} (a list: no hashed keys to
+-- make for the record every new result gets). A later check of the same
+-- tensor whose fields (read again, every one) equal these passes without
+-- the arithmetic and the type tests; any difference makes the full check
+-- run again.
 local PASSED = setmetatable({}, {__mode = "k"})
 local full_check
 
@@ -408,21 +410,21 @@ function O.check_bounds(fn, x)
   -- __eq: what decides is what s holds, read raw, and the values in shape
   -- and strides, which have no metatable when they match, so that their
   -- __len and __index cannot answer differently later)
-  local s, shape, st, nd = x._st, x._shape, x._strides, c.nd
-  if s ~= c.s or x._off ~= c.off or x._n ~= c.n or x._type ~= c.t or x._dev ~= c.dev
-     or shape ~= c.shape or st ~= c.strides or getmetatable(shape) ~= nil
+  local s, shape, st, nd = x._st, x._shape, x._strides, c[10]
+  if s ~= c[1] or x._off ~= c[6] or x._n ~= c[7] or x._type ~= c[8] or x._dev ~= c[9]
+     or shape ~= c[4] or st ~= c[5] or getmetatable(shape) ~= nil
      or getmetatable(st) ~= nil or #shape ~= nd or #st ~= nd then
     return full_check(fn, x)
   end
   for i = 1, nd do
-    if shape[i] ~= c[i] or st[i] ~= c[nd + i] then return full_check(fn, x) end
+    if shape[i] ~= c[11 + i] or st[i] ~= c[11 + nd + i] then return full_check(fn, x) end
   end
   local buf, bview = rawget(s, "buf"), rawget(s, "view")
-  if buf ~= c.buf or bview ~= c.view then return full_check(fn, x) end
+  if buf ~= c[2] or (bview or false) ~= c[3] then return full_check(fn, x) end
   if released(buf) or bview and released(bview) then
     fail(fn, "the tensor's buffer was released")
   end
-  return c.cap
+  return c[11]
 end
 
 -- The element count of the Buffer under x, a tensor this call checked
@@ -502,9 +504,8 @@ function full_check(fn, x)
     bad(fn, format("its elements reach past its buffer of %d", cap))
   end
   if n > 0 and under then bad(fn, "its elements reach before its buffer's first") end
-  local c = {s = s, buf = buf, view = bview, shape = shape, strides = st, off = off, n = n,
-             t = t, dev = x._dev, nd = nd, cap = cap}
-  for i = 1, nd do c[i], c[nd + i] = shape[i], st[i] end
+  local c = {s, buf, bview or false, shape, st, off, n, t, x._dev, nd, cap}
+  for i = 1, nd do c[11 + i], c[11 + nd + i] = shape[i], st[i] end
   PASSED[x] = c
   return cap
 end
