@@ -609,9 +609,42 @@ describe("matmul.internal_options", function()
       assert.is_false(ok)
       assert.matches(msg, err, 1, true)
     end
-    -- one table per set of values, made once
     local a = matmul.internal_options(2, 3, 4, false, true, 5)
-    assert.equal(a, matmul.internal_options(2, 3, 4, false, true, 5))
     assert.same({m = 2, n = 3, k = 4, trans_a = false, trans_b = true, batch = 5, event = false}, a)
+  end)
+
+  it("remembers no product under the key of a table a script wrote", function()
+    local m, n, k = 5, 6, 7
+    local ad, bd = random_table(m * k), random_table(k * n)
+    local want = reference(ad, bd, m, n, k)
+    local function product()
+      local x, y = dev:tensor("float", {m, k}, ad), dev:tensor("float", {k, n}, bd)
+      local out = {}
+      for _, row in ipairs(x:mm(y):totable()) do
+        for _, v in ipairs(row) do out[#out + 1] = v end
+      end
+      return out
+    end
+    -- the tables x:mm keeps are its own: a script asking gets a new one,
+    -- and what it writes there changes no x:mm
+    local o = matmul.internal_options(m, n, k, false, false)
+    assert.are_not.equal(o, matmul.internal_options(m, n, k, false, false))
+    o.alpha, o.m = 3, 2
+    assert.is_true(rel_error(product(), want) < 1e-5)
+    -- a written table passed to matmul itself runs as what it holds now,
+    -- and is not remembered under the key of what it held
+    local A = dev:buffer("float", m * k, {host = ad})
+    local B = dev:buffer("float", k * n, {host = bd})
+    local C = dev:buffer("float", m * n)
+    o = matmul.internal_options(m, n, k, false, false)
+    matmul(A, B, C, o)
+    assert.is_true(rel_error(C:get(), want) < 1e-5)
+    o.alpha = 2
+    matmul(A, B, C, o)
+    local twice = {}
+    for i, v in ipairs(want) do twice[i] = 2 * v end
+    assert.is_true(rel_error(C:get(), twice) < 1e-5)
+    matmul(A, B, C, matmul.internal_options(m, n, k, false, false))
+    assert.is_true(rel_error(C:get(), want) < 1e-5)
   end)
 end)

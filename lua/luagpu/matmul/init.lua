@@ -80,14 +80,25 @@ local MEMO_FIELDS = {trans_a = "boolean", trans_b = "boolean", alpha = "number",
 -- The memo key of opts: "" for none; its values, exactly, when it is a
 -- plain table of MEMO_FIELDS of their types (no wait, queue, variant, ...);
 -- else nil (the call is not remembered).
--- Options tables made by M.internal_options (luagpu's own callers, which
--- never write them after): their keys, made once.
+-- Options tables made by M.internal_options: {m, n, k, trans_a, trans_b,
+-- batch, key = their memo key, made once}. A script can reach such a table
+-- (M.internal_options is a field like any), so the key serves only while
+-- the fields it stands for hold those values (read as matmul reads them);
+-- a table written since is one like any, and nothing is remembered under
+-- the key of a table that holds more than those fields (remember).
 local INTERNAL = setmetatable({}, {__mode = "k"})
 
 local function memo_key(opts)
   if opts == nil then return "" end
   local known = INTERNAL[opts]
-  if known then return known end
+  if known then
+    if opts.m == known[1] and opts.n == known[2] and opts.k == known[3] and
+       opts.trans_a == known[4] and opts.trans_b == known[5] and opts.batch == known[6] and
+       opts.event == false and opts.alpha == nil and opts.beta == nil then
+      return known.key
+    end
+    INTERNAL[opts] = nil
+  end
   if type(opts) ~= "table" or getmetatable(opts) ~= nil then return nil end
   for f, v in next, opts do
     if MEMO_FIELDS[f] ~= type(v) then return nil end
@@ -96,14 +107,20 @@ local function memo_key(opts)
                 opts.batch, opts.m, opts.n, opts.k, opts.event)
 end
 
--- For luagpu's own callers (x:mm): the options {m =, n =, k =, trans_a
--- =, trans_b =, batch =, event = false} of those values (integers and
--- booleans the caller checked; batch nil or an integer), one table per
--- set of values, made once, whose memo key is kept with it: the caller
--- passes it as it is and never writes it. At most INTERNAL_MAX of them
--- are kept (then the cache starts again: a script of ever new shapes
--- keeps no more).
-local INTERNAL_BY, INTERNAL_MAX, internal_count = {}, 256, 0
+-- Whether options table opts holds nothing but what M.internal_options
+-- made it with (no metatable, no other field).
+local function only_internal(opts)
+  local known = INTERNAL[opts]
+  if not known or getmetatable(opts) ~= nil then return known == nil end
+  local keys = 0
+  for _ in next, opts do keys = keys + 1 end
+  return keys == (known[6] == nil and 6 or 7)
+end
+
+-- For luagpu's own callers (x:mm, which keeps them): a new options table
+-- {m =, n =, k =, trans_a =, trans_b =, batch =, event = false} of those
+-- values (integers and booleans the caller checked; batch nil or an
+-- integer), whose memo key is made now, once for the table's life.
 local function level(t, k)
   local c = t[k]
   if c == nil then c = {}; t[k] = c end
@@ -117,18 +134,8 @@ function M.internal_options(m, n, k, ta, tb, batch)
     H.fail("matmul.internal_options", "expected integer sizes, two booleans and an " ..
            "integer batch or nil (for luagpu's own callers, which checked them)")
   end
-  local t = level(level(level(level(level(INTERNAL_BY, m), n), k), ta), tb)
-  local b = batch or false
-  local o = t[b]
-  if o then return o end
-  o = {m = m, n = n, k = k, trans_a = ta, trans_b = tb, batch = batch, event = false}
-  local key = memo_key(o)
-  INTERNAL[o] = key
-  if internal_count >= INTERNAL_MAX then
-    INTERNAL_BY, internal_count = {}, 0
-  else
-    t[b], internal_count = o, internal_count + 1
-  end
+  local o = {m = m, n = n, k = k, trans_a = ta, trans_b = tb, batch = batch, event = false}
+  INTERNAL[o] = {m, n, k, ta, tb, batch, key = memo_key(o)}
   return o
 end
 
@@ -280,7 +287,7 @@ matmul_one = function(A, B, C, opts)
   -- every machine, not only on the GPU
   if REMEMBERED[b] and T.wants(c) then mma.tiles(c) end
   local steps, pl = b.steps(c)
-  if key and REMEMBERED[b] then
+  if key and REMEMBERED[b] and only_internal(opts) then
     remember(A, B, C, key, steps, pl and P.snapshot(c.dev, pl, c.t), c)
   end
   if c.opts.event == false then

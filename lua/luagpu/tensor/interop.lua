@@ -70,6 +70,31 @@ local function mm_operand(x)
   return own_buffer(x:contiguous()), false
 end
 
+-- The options of x:mm's products: one table per set of values, made by
+-- matmul.internal_options (its memo key made once) and kept here, where
+-- no script reaches it; at most MM_OPTIONS_KEPT (then the cache starts
+-- again: a script of ever new shapes keeps no more).
+local MM_OPTIONS_KEPT = 256
+local mm_options_by, mm_options_count = {}, 0
+local function level(t, k)
+  local c = t[k]
+  if c == nil then c = {}; t[k] = c end
+  return c
+end
+local function mm_options(m, n, k, ta, tb, nb)
+  local t = level(level(level(level(level(mm_options_by, m), n), k), ta), tb)
+  local b = nb or false
+  local o = t[b]
+  if o then return o end
+  o = matmul.internal_options(m, n, k, ta, tb, nb)
+  if mm_options_count >= MM_OPTIONS_KEPT then
+    mm_options_by, mm_options_count = {}, 0
+  else
+    t[b], mm_options_count = o, mm_options_count + 1
+  end
+  return o
+end
+
 -- x:mm(y): the matrix product of 2-D tensors of float (or double), or a
 -- batch of them when either is 3-D ({b, m, k} x {b, k, n}, or one of them
 -- 2-D or with b = 1: shared by the batch), through luagpu.matmul, in one
@@ -109,7 +134,7 @@ local function mm(fn, x, y, batched)
   local a, ta = mm_operand(x)
   local b, tb = mm_operand(y)
   matmul = matmul or require "luagpu.matmul"
-  matmul(a, b, own_buffer(out), matmul.internal_options(m, n, k, ta, tb, nb))
+  matmul(a, b, own_buffer(out), mm_options(m, n, k, ta, tb, nb))
   return out
 end
 
