@@ -9,8 +9,10 @@
 --   build/luagpu bench/host_calls.lua [REPS [OP_PATTERN [profile]]]
 --
 -- Prints one line per op: name, instructions per call, C calls per call,
--- microseconds per call. With "profile", each op's instructions per call by
--- the function they ran in (source:line where it is defined), and the C
+-- microseconds per call (the median), and their mean: the calls that ran
+-- a step of the collector included, what a loop of them costs a call.
+-- With "profile", each op's instructions per call by the function they
+-- ran in (source:line where it is defined), and the C
 -- calls in order with the instructions run before each (where the second
 -- shard's launch comes, for the sharded ones).
 --
@@ -128,7 +130,7 @@ end
 
 local function settle() for _, d in ipairs(devs) do d:finish() end end
 
-print(string.format("%-14s %10s %8s %10s", "op", "VM instr", "C calls", "us/call"))
+print(string.format("%-14s %10s %8s %10s %10s", "op", "VM instr", "C calls", "us/call", "mean us"))
 for _, case in ipairs(cases) do
   local name, f = case[1], case[2]
   if case[3] and #devs < case[3] then
@@ -142,8 +144,11 @@ for _, case in ipairs(cases) do
     local ins, cc = counts(f, 20)
     settle()
     collectgarbage()
-    local us = bench.median(bench.enqueue_times(reps, f, settle)) * 1e6
-    print(string.format("%-14s %10.0f %8.0f %10.1f", name, ins, cc, us))
+    local times = bench.enqueue_times(reps, f, settle)
+    local sum = 0
+    for i = 1, #times do sum = sum + times[i] end
+    print(string.format("%-14s %10.0f %8.0f %10.1f %10.1f", name, ins, cc,
+                        bench.median(times) * 1e6, sum / #times * 1e6))
     if profile then profile_of(f, 20); settle() end
   end
 end
