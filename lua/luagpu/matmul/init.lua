@@ -107,11 +107,13 @@ local function memo_key(opts)
                 opts.batch, opts.m, opts.n, opts.k, opts.event)
 end
 
--- Whether options table opts holds nothing but what M.internal_options
--- made it with (no metatable, no other field).
-local function only_internal(opts)
+-- Whether a product with options opts may be remembered under its memo
+-- key: any table but one of M.internal_options that holds more than it was
+-- made with (a metatable, another field).
+local function rememberable(opts)
   local known = INTERNAL[opts]
-  if not known or getmetatable(opts) ~= nil then return known == nil end
+  if not known then return true end
+  if getmetatable(opts) ~= nil then return false end
   local keys = 0
   for _ in next, opts do keys = keys + 1 end
   return keys == (known[6] == nil and 6 or 7)
@@ -121,11 +123,6 @@ end
 -- {m =, n =, k =, trans_a =, trans_b =, batch =, event = false} of those
 -- values (integers and booleans the caller checked; batch nil or an
 -- integer), whose memo key is made now, once for the table's life.
-local function level(t, k)
-  local c = t[k]
-  if c == nil then c = {}; t[k] = c end
-  return c
-end
 function M.internal_options(m, n, k, ta, tb, batch)
   local mt = math.type
   if mt(m) ~= "integer" or mt(n) ~= "integer" or mt(k) ~= "integer" or
@@ -287,7 +284,7 @@ matmul_one = function(A, B, C, opts)
   -- every machine, not only on the GPU
   if REMEMBERED[b] and T.wants(c) then mma.tiles(c) end
   local steps, pl = b.steps(c)
-  if key and REMEMBERED[b] and only_internal(opts) then
+  if key and REMEMBERED[b] and rememberable(opts) then
     remember(A, B, C, key, steps, pl and P.snapshot(c.dev, pl, c.t), c)
   end
   if c.opts.event == false then

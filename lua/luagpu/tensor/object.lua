@@ -394,6 +394,18 @@ end
 -- the arithmetic and the type tests; any difference makes the full check
 -- run again.
 local PASSED = setmetatable({}, {__mode = "k"})
+-- (the record's positions; one declaration each, so that Lua folds them)
+local R_S <const> = 1
+local R_BUF <const> = 2
+local R_VIEW <const> = 3
+local R_SHAPE <const> = 4
+local R_STRIDES <const> = 5
+local R_OFF <const> = 6
+local R_N <const> = 7
+local R_T <const> = 8
+local R_DEV <const> = 9
+local R_ND <const> = 10
+local R_CAP <const> = 11          -- then the shape's nd values, then the strides'
 local full_check
 
 -- Checks realized tensor x (fn's) against its storage's Buffer before a
@@ -410,21 +422,21 @@ function O.check_bounds(fn, x)
   -- __eq: what decides is what s holds, read raw, and the values in shape
   -- and strides, which have no metatable when they match, so that their
   -- __len and __index cannot answer differently later)
-  local s, shape, st, nd = x._st, x._shape, x._strides, c[10]
-  if s ~= c[1] or x._off ~= c[6] or x._n ~= c[7] or x._type ~= c[8] or x._dev ~= c[9]
-     or shape ~= c[4] or st ~= c[5] or getmetatable(shape) ~= nil
-     or getmetatable(st) ~= nil or #shape ~= nd or #st ~= nd then
+  local s, shape, st, nd = x._st, x._shape, x._strides, c[R_ND]
+  if s ~= c[R_S] or x._off ~= c[R_OFF] or x._n ~= c[R_N] or x._type ~= c[R_T]
+     or x._dev ~= c[R_DEV] or shape ~= c[R_SHAPE] or st ~= c[R_STRIDES]
+     or getmetatable(shape) ~= nil or getmetatable(st) ~= nil or #shape ~= nd or #st ~= nd then
     return full_check(fn, x)
   end
   for i = 1, nd do
-    if shape[i] ~= c[11 + i] or st[i] ~= c[11 + nd + i] then return full_check(fn, x) end
+    if shape[i] ~= c[R_CAP + i] or st[i] ~= c[R_CAP + nd + i] then return full_check(fn, x) end
   end
   local buf, bview = rawget(s, "buf"), rawget(s, "view")
-  if buf ~= c[2] or (bview or false) ~= c[3] then return full_check(fn, x) end
+  if buf ~= c[R_BUF] or (bview or false) ~= c[R_VIEW] then return full_check(fn, x) end
   if released(buf) or bview and released(bview) then
     fail(fn, "the tensor's buffer was released")
   end
-  return c[11]
+  return c[R_CAP]
 end
 
 -- The element count of the Buffer under x, a tensor this call checked
@@ -504,8 +516,9 @@ function full_check(fn, x)
     bad(fn, format("its elements reach past its buffer of %d", cap))
   end
   if n > 0 and under then bad(fn, "its elements reach before its buffer's first") end
+  -- (in the order of the R_ positions)
   local c = {s, buf, bview or false, shape, st, off, n, t, x._dev, nd, cap}
-  for i = 1, nd do c[11 + i], c[11 + nd + i] = shape[i], st[i] end
+  for i = 1, nd do c[R_CAP + i], c[R_CAP + nd + i] = shape[i], st[i] end
   PASSED[x] = c
   return cap
 end
