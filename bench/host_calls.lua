@@ -59,6 +59,7 @@ end
 local cases = {
   -- issue 29's bar: a 4-node expression of small tensors built (not run)
   {"build4",        function() return (a * 1.5 + 0.25):exp() - b end},
+  {"build5",        function() return (a * 1.5 + 0.25):exp() * 0.5 - b end},
   {"chain5_eval",   function() return ((a * 1.5 + 0.25):exp() * 0.5 - b):eval() end},
   {"gather2",       function() return S:gather(2, G) end},
   {"index_select1", function() return S:index_select(1, R) end},
@@ -79,6 +80,7 @@ local cases = {
   {"argsort",       function() return u:argsort() end},
   {"unique",        function() return u:unique() end},
   -- sharded over two devices (issue 31: the host's time between launches)
+  {"shard_build5",  function() return (xs * 1.5 + 0.25):exp() * 0.5 - ys end, 2},
   {"shard_chain5",  function() return ((xs * 1.5 + 0.25):exp() * 0.5 - ys):eval() end, 2},
   {"shard_sum",     function() return xs:sum() end, 2},
   {"shard_sum2",    function() return Ms:sum(2) end, 2},

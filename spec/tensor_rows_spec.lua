@@ -209,6 +209,28 @@ describe("x:softmax, x:log_softmax, x:logsumexp against NumPy", function()
     against_numpy(cases)
   end)
 
+  it("rows held MIN_ITEMS chunks a work-item (fewer work-items a row), around that limit, " ..
+     "with -inf, +inf and NaN", function()
+    local cls = dev.type == "cpu" and "cpu" or "gpu"
+    local saved = RW.sizes[cls]
+    finally(function() RW.sizes[cls] = saved end)
+    -- rows of at least MIN_ITEMS * 32 chunks of 4 (512 floats) take 4 chunks a work-item
+    RW.sizes[cls] = {LS = 64, ITEMS = 8, MIN_ITEMS = 4}
+    local cases = {}
+    for _, t in ipairs(TYPES) do
+      for i, L in ipairs{508, 511, 512, 513, 516, 1024, 2048, 2049, 2052, 4096} do
+        local rows = 9
+        local v = values(rows * L, 30, 4 / L, {"ninf", "nan", "inf"})
+        for j = 1, L do v[j] = -math.huge end            -- a row of -inf only
+        local x = dev:tensor(t, {rows, L}, v)
+        cases[#cases + 1] = {name = ("%s_m%d_%d"):format(t, i, L), x = x, dim = 2}
+        local y = dev:tensor(t, {rows, L}, values(rows * L, 8))
+        cases[#cases + 1] = {name = ("%s_m%d_%d_plain"):format(t, i, L), x = y, dim = 2}
+      end
+    end
+    against_numpy(cases)
+  end)
+
   it("integer tensors compute in their floating type (float up to 4 bytes, double beyond)",
      function()
     local cases = {}

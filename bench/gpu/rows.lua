@@ -142,7 +142,7 @@ if sweep then
   local algo = require "luagpu.algo"
   local sz = RW.sizes[dev.type == "cpu" and "cpu" or "gpu"]
   local cls = algo.classes[algo.classes[dev.type] and dev.type or "gpu"]
-  local LS0, ITEMS0 = sz.LS, sz.ITEMS
+  local LS0, ITEMS0, MIN0 = sz.LS, sz.ITEMS, sz.MIN_ITEMS
   local local0, group0 = cls.sort_rows_local, cls.sort_rows_group
   for _, r in ipairs(rows) do
     local key, f = r[1], r[2]
@@ -150,14 +150,14 @@ if sweep then
     for _, a in ipairs(sort and {64, 128, 256, 512, 1024} or {128, 256, 512, 1024}) do
       for _, b in ipairs(sort and {512, 1024, 2048, 4096} or {2, 4, 8, 16}) do
         if sort then cls.sort_rows_local, cls.sort_rows_group = a, b
-        else sz.LS, sz.ITEMS = a, b end
+        else sz.LS, sz.ITEMS, sz.MIN_ITEMS = a, b, math.min(MIN0, b) end
         local ok, d = pcall(device_time, f)
         print(("SWEEP %s %s=%d %s=%d device %s"):format(key, sort and "sort_rows_local" or "LS", a,
               sort and "sort_rows_group" or "ITEMS", b,
               ok and ("%.1f"):format(d) or ("failed: " .. tostring(d):match("[^\n]*"))))
       end
     end
-    sz.LS, sz.ITEMS = LS0, ITEMS0
+    sz.LS, sz.ITEMS, sz.MIN_ITEMS = LS0, ITEMS0, MIN0
     cls.sort_rows_local, cls.sort_rows_group = local0, group0
   end
 end

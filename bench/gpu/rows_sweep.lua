@@ -1,9 +1,9 @@
 -- bench/gpu/rows_sweep.lua: the row kernels' group size and registers
 -- (luagpu.tensor.rows' sizes: LS work-items a group, at most ITEMS chunks
--- of 4 a work-item) swept over softmax, log_softmax, logsumexp and var
--- along the last dim, device time by gpu.trace, medians of REPS, against
--- the default sizes in the same run (ratio: this form's time / the
--- default's, below 1 faster) and against copy_to of the bytes the op must
+-- of 4 a work-item, at least MIN_ITEMS where a row has enough) swept over
+-- softmax, log_softmax, logsumexp and var along the last dim, device time
+-- by gpu.trace, medians of REPS, against the default sizes in the same run
+-- (ratio: this form's time / the default's, below 1 faster) and against copy_to of the bytes the op must
 -- move (the physical limit: one read, one write for softmax). A program,
 -- not a test:
 --   build/luagpu bench/gpu/rows_sweep.lua [REPS [SHAPES]]   (SHAPES: 4096x4096,8192x8192)
@@ -37,11 +37,15 @@ local function timed(f)
   return median(t)
 end
 
-print(("device: %s; default sizes LS %d, ITEMS %d; medians of %d, device us"):format(
-      dev.name, default.LS, default.ITEMS, reps))
+print(("device: %s; default sizes LS %d, ITEMS %d, MIN_ITEMS %d; medians of %d, device us")
+      :format(dev.name, default.LS, default.ITEMS, default.MIN_ITEMS, reps))
 local forms = {}
 for _, ls in ipairs{128, 256, 512, 1024} do
-  for _, items in ipairs{2, 4, 8, 16, 32} do forms[#forms + 1] = {LS = ls, ITEMS = items} end
+  for _, items in ipairs{2, 4, 8, 16, 32} do
+    for _, least in ipairs{1, 4, 8, 16} do
+      if least <= items then forms[#forms + 1] = {LS = ls, ITEMS = items, MIN_ITEMS = least} end
+    end
+  end
 end
 for sh in shapes:gmatch("[^,]+") do
   local r, c = sh:match("(%d+)x(%d+)")
@@ -72,8 +76,11 @@ for sh in shapes:gmatch("[^,]+") do
           local a, b = ref[i], got[i]
           if math.abs(a - b) > 1e-5 * math.max(1, math.abs(a)) then same = false end
         end
-        line[#line + 1] = ("%d/%d %.1f%s"):format(f.LS, f.ITEMS, t, same and "" or " WRONG")
-        if same and t < best_t then best, best_t = ("LS %d ITEMS %d"):format(f.LS, f.ITEMS), t end
+        line[#line + 1] = ("%d/%d/%d %.1f%s"):format(f.LS, f.ITEMS, f.MIN_ITEMS, t,
+                                                     same and "" or " WRONG")
+        if same and t < best_t then
+          best, best_t = ("LS %d ITEMS %d MIN_ITEMS %d"):format(f.LS, f.ITEMS, f.MIN_ITEMS), t
+        end
       end
     end
     RW.sizes[cls] = default

@@ -16,9 +16,12 @@
 --   RW.spread(fn, x, d, div, keepdim, std)
 --                    var (std: its square root) of floating x along dim
 --                    d: sum((a - mean)^2) / div, NaN where div <= 0
---   RW.sizes         per device class: LS (work-items per group) and
---                    ITEMS (at most this many chunks per work-item held in
---                    registers); a script may change them (benchmarks)
+--   RW.sizes         per device class: LS (work-items per group), ITEMS
+--                    (at most this many chunks per work-item held in
+--                    registers) and MIN_ITEMS (at least this many where a
+--                    row has enough); a script may change them (benchmarks)
+--   RW.warp          false: a row's work-items combine through local
+--                    memory even where warp shuffles (inline PTX) build
 
 local H = require "luagpu.core.check"
 local P = require "luagpu.core.programs"
@@ -39,8 +42,12 @@ local RW = {methods = {}}
 
 -- (gpu: bench/gpu/rows_sweep.lua on an H100 put groups of 256 with up to
 -- 16 chunks a work-item first or within 2% of the best form for rows of
--- 4096 to 16384 floats: softmax 0.70-0.85 of the time of 512 and 8 before)
-RW.sizes = {gpu = {LS = 256, ITEMS = 16}, cpu = {LS = 64, ITEMS = 8}}
+-- 4096 to 16384 floats: softmax 0.70-0.85 of the time of 512 and 8 before.
+-- MIN_ITEMS: a row long enough to give each of at least 32 work-items
+-- that many chunks is held MIN_ITEMS chunks a work-item, not spread over
+-- more work-items; on an H200, rows of 4096 floats ran 0.90 of the time
+-- on 128 work-items of 8 chunks as on 256 of 4)
+RW.sizes = {gpu = {LS = 256, ITEMS = 16, MIN_ITEMS = 8}, cpu = {LS = 64, ITEMS = 8, MIN_ITEMS = 1}}
 
 local MODES = {softmax = 0, log_softmax = 1, logsumexp = 2, var = 3, std = 4}
 local ONE_PER_ROW = {logsumexp = true, var = true, std = true}
@@ -60,22 +67,37 @@ local function check_sizes(fn, cls, sz)
   end
   pow2("LS", sz.LS, 1024)
   pow2("ITEMS", sz.ITEMS, 32)
+  pow2("MIN_ITEMS", sz.MIN_ITEMS, sz.ITEMS)
 end
 
 local cache = ST.device_cache()   -- device -> key -> {k, LS}
+
+-- The inline-assembly keyword of dev's warp shuffles (NVIDIA's), or false
+-- (luagpu.algo.scan's probe; RW.warp = false turns them off, to compare).
+RW.warp = true
+local function warp_keyword(dev)
+  if not RW.warp then return false end
+  local ok, scan = pcall(require, "luagpu.algo.scan")
+  return ok and scan.ptx_keyword(dev) or false
+end
 
 -- The kernel of mode for t with items chunks of vw per work-item on dev,
 -- and its group size.
 local function kernel(fn, dev, t, mode, items, vw, LS)
   local e = cache[dev]
   if not e then e = {}; cache[dev] = e end
-  local key = t .. " " .. mode .. " " .. items .. " " .. vw .. " " .. LS
+  local key = t .. " " .. mode .. " " .. items .. " " .. vw .. " " .. LS ..
+              (RW.warp and " w" or "")
   local p = e[key]
   if p then return p end
   local ls = min(LS, floor_pow2(dev.max_work_group_size))
+  local asm = t == "float" and warp_keyword(dev)
   while true do
-    local ok, prog = pcall(P.get, dev, {family = "tensor", file = "rows.cl", defines = {
-      {"T", t}, {"MODE", MODES[mode]}, {"LS", ls}, {"ITEMS", items}, {"VW", vw}}})
+    local defines = {{"T", t}, {"MODE", MODES[mode]}, {"LS", ls}, {"ITEMS", items}, {"VW", vw}}
+    if asm and ls >= 32 then
+      defines[6], defines[7] = {"WARP_PTX", 1}, {"LG_ASM", asm}
+    end
+    local ok, prog = pcall(P.get, dev, {family = "tensor", file = "rows.cl", defines = defines})
     if not ok then fail(fn, "the %s kernel does not compile for %s: %s", mode, t, tostring(prog)) end
     local k = MODES[mode] >= 3 and prog.rows_var or prog.rows_softmax
     if k.work_group_size >= ls then p = {k = k, LS = ls}; break end
@@ -100,6 +122,7 @@ local function run_rows(fn, mode, x, y, nrows, L, div)
   local chunks = L // vw
   local LS = min(sz.LS, floor_pow2(dev.max_work_group_size))
   local items = min(sz.ITEMS, ceil_pow2(ceil_div(chunks, LS)))
+  if items < sz.MIN_ITEMS and chunks >= sz.MIN_ITEMS * 32 then items = sz.MIN_ITEMS end
   local p = kernel(fn, dev, t, mode, items, vw, LS)
   LS = p.LS
   local tpr = min(LS, ceil_pow2(ceil_div(chunks, items)))
