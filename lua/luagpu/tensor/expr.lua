@@ -41,6 +41,7 @@ local O = require "luagpu.tensor.object"
 local G = require "luagpu.tensor.codegen"
 
 local type, ipairs, next, tostring, setmetatable = type, ipairs, next, tostring, setmetatable
+local getmetatable, mtype = getmetatable, math.type
 local fail, typename = H.fail, H.typename
 local SIZES, promote = TY.SIZES, TY.promote
 local is_tensor, lazy, show_shape = O.is_tensor, O.lazy, O.show_shape
@@ -141,6 +142,22 @@ local function unregister(e, x)
   end
 end
 
+-- The row-major strides of shape, or false where shape is not a list of
+-- integers (a lazy tensor's a script wrote: the launch check names it).
+local function row_major(shape)
+  if type(shape) ~= "table" or getmetatable(shape) ~= nil then return false end
+  local n = #shape
+  if n == 1 then return mtype(shape[1]) == "integer" and {1} end
+  local st, s = {}, 1
+  for i = n, 1, -1 do
+    local d = shape[i]
+    if mtype(d) ~= "integer" then return false end
+    st[i] = s
+    s = s * d
+  end
+  return st
+end
+
 -- Evaluates lazy tensor x into a new storage (s when given: one taken
 -- from the pool for it by X.storage_for).
 local function realize(x, s)
@@ -149,10 +166,11 @@ local function realize(x, s)
   local fn = type(e) == "table" and type(e.fn) == "string" and e.fn or "tensor"
   -- (the tree is a script's to write: G.run checks it, its type first)
   if type(e) ~= "table" or not SIZES[e.type] then O.bad(fn, "its expression's types") end
-  -- x (contiguous strides, offset 0) becomes the output: no other view
+  -- x (row-major, offset 0) becomes the output: no other view
   s = s or memory.storage(fn, x._dev, e.type, x._n)
   s.holders = 1
   x._st = s
+  x._strides = row_major(x._shape)
   G.run(fn, e, x)
   -- (x stays among the readers of e's storages, realized: a write there
   -- drops it, flush_readers, without a walk of the tree now)

@@ -137,15 +137,17 @@ local function view(s, t, shape, strides, off)
 end
 O.view = view
 
--- A new lazy tensor of expression e (luagpu.tensor.expr realizes it).
+-- A new lazy tensor of expression e (luagpu.tensor.expr realizes it). Its
+-- strides are false until then: it is row-major, and most lazy tensors
+-- (an expression's temporaries) never need a table of them.
 local due = memory.due
 -- (n: its element count when the caller has it, else counted)
 function O.lazy(dev, e, n)
   if due[dev] then memory.step_first(dev) end
   local shape = e.shape
   return setmetatable({[TAG] = true, _expr = e, _leaf = false, _st = false, _type = e.type,
-                       _shape = shape, _strides = #shape == 1 and {1} or contiguous_strides(shape),
-                       _off = 0, _n = n or numel(shape), _dev = dev}, MT)
+                       _shape = shape, _strides = false, _off = 0, _n = n or numel(shape),
+                       _dev = dev}, MT)
 end
 
 -- A new contiguous tensor of type t and shape, its contents undefined.
