@@ -40,8 +40,8 @@ end
 print(("device: %s; default sizes LS %d, ITEMS %d, MIN_ITEMS %d; medians of %d, device us")
       :format(dev.name, default.LS, default.ITEMS, default.MIN_ITEMS, reps))
 local forms = {}
-for _, ls in ipairs{128, 256, 512, 1024} do
-  for _, items in ipairs{2, 4, 8, 16, 32} do
+for _, ls in ipairs{128, 256, 512} do
+  for _, items in ipairs{8, 16, 32} do
     for _, least in ipairs{1, 4, 8, 16} do
       if least <= items then forms[#forms + 1] = {LS = ls, ITEMS = items, MIN_ITEMS = least} end
     end
