@@ -14,8 +14,9 @@
 -- after 3 warm-up calls, written as users write it (no release, so the
 -- pool's collections count); luagpu's device time (the busy time of the
 -- commands one call enqueues, from gpu.trace's timestamps); torch's wall
--- clock the same way; and the ratio luagpu wall / torch wall (above 1:
--- luagpu is slower).
+-- clock the same way; the ratio luagpu wall / torch wall (above 1:
+-- luagpu is slower); and, over the timed calls, the OpenCL buffers the pool
+-- made and the full collections it ran (dev:memory()'s made, collections).
 local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
 local gpu = rawget(_G, "gpu") or require "luagpu"
 local algo = require "luagpu.algo"
@@ -40,6 +41,7 @@ local function wall(f)
   for _ = 1, 3 do f() end
   dev:finish()
   local t = {}
+  local m0 = dev:memory()
   for r = 1, reps do
     local t0 = now()
     local res = f()
@@ -47,7 +49,8 @@ local function wall(f)
     t[r] = now() - t0
     res = nil
   end
-  return median(t) * 1e6
+  local m1 = dev:memory()
+  return median(t) * 1e6, m1.made - m0.made, m1.collections - m0.collections
 end
 
 -- The device's busy time (us) of the commands one call of f enqueues.
@@ -157,19 +160,19 @@ end
 local rows = set == "array" and array or set == "topk" and topk or table29
 
 print(string.format("device: %s", dev.name))
-print(string.format("%-24s %12s %12s %8s %12s %9s", "op", "luagpu wall", "device", "cmds",
-                    "torch wall", "lg/torch"))
+print(string.format("%-24s %12s %12s %8s %12s %9s %9s", "op", "luagpu wall", "device", "cmds",
+                    "torch wall", "lg/torch", "new/GCs"))
 for _, r in ipairs(rows) do
   local key, f = r[1], r[2]
-  local ok, w = pcall(wall, f)
+  local ok, w, made, gcs = pcall(wall, f)
   if not ok then
     print(string.format("%-24s failed: %s", key, tostring(w):match("[^\n]*")))
   else
     local d, cmds = device_time(f)
     local b = baseline[key]
-    print(string.format("%-24s %10.1f us %10.1f us %8d %10s us %9s", key, w, d, cmds,
+    print(string.format("%-24s %10.1f us %10.1f us %8d %10s us %9s %5d/%d", key, w, d, cmds,
                         b and string.format("%.1f", b) or "-",
-                        b and string.format("%.2f", w / b) or "-"))
+                        b and string.format("%.2f", w / b) or "-", made, gcs))
     print(string.format("LUAGPU %s wall %.1f device %.1f", key, w, d))
   end
 end
