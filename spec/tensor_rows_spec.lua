@@ -214,11 +214,12 @@ describe("x:softmax, x:log_softmax, x:logsumexp against NumPy", function()
     local cls = dev.type == "cpu" and "cpu" or "gpu"
     local saved = RW.sizes[cls]
     finally(function() RW.sizes[cls] = saved end)
-    -- rows of at least MIN_ITEMS * 32 chunks of 4 (512 floats) take 4 chunks a work-item
+    -- rows of at least 4 chunks take 4 chunks a work-item: several rows a
+    -- warp (short rows), fewer work-items a row (long ones)
     RW.sizes[cls] = {LS = 64, ITEMS = 8, MIN_ITEMS = 4}
     local cases = {}
     for _, t in ipairs(TYPES) do
-      for i, L in ipairs{508, 511, 512, 513, 516, 1024, 2048, 2049, 2052, 4096} do
+      for i, L in ipairs{3, 5, 15, 16, 17, 63, 64, 65, 255, 508, 511, 512, 513, 2049, 4096} do
         local rows = 9
         local v = values(rows * L, 30, 4 / L, {"ninf", "nan", "inf"})
         for j = 1, L do v[j] = -math.huge end            -- a row of -inf only

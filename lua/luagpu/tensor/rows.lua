@@ -43,9 +43,9 @@ local RW = {methods = {}}
 -- (gpu: bench/gpu/rows_sweep.lua on an H100 put groups of 256 with up to
 -- 16 chunks a work-item first or within 2% of the best form for rows of
 -- 4096 to 16384 floats: softmax 0.70-0.85 of the time of 512 and 8 before.
--- MIN_ITEMS: a row long enough to give each of at least 32 work-items
--- that many chunks is held MIN_ITEMS chunks a work-item, not spread over
--- more work-items; on an H200, rows of 4096 floats ran 0.90 of the time
+-- MIN_ITEMS: a row of at least that many chunks is held that many chunks
+-- a work-item, not spread over more work-items (a short row shares a
+-- warp with others); on an H200, rows of 4096 floats ran 0.90 of the time
 -- on 128 work-items of 8 chunks as on 256 of 4)
 RW.sizes = {gpu = {LS = 256, ITEMS = 16, MIN_ITEMS = 8}, cpu = {LS = 64, ITEMS = 8, MIN_ITEMS = 1}}
 
@@ -122,7 +122,8 @@ local function run_rows(fn, mode, x, y, nrows, L, div)
   local chunks = L // vw
   local LS = min(sz.LS, floor_pow2(dev.max_work_group_size))
   local items = min(sz.ITEMS, ceil_pow2(ceil_div(chunks, LS)))
-  if items < sz.MIN_ITEMS and chunks >= sz.MIN_ITEMS * 32 then items = sz.MIN_ITEMS end
+  local least = min(sz.MIN_ITEMS, ceil_pow2(chunks))
+  if items < least then items = least end
   local p = kernel(fn, dev, t, mode, items, vw, LS)
   LS = p.LS
   local tpr = min(LS, ceil_pow2(ceil_div(chunks, items)))
