@@ -58,16 +58,26 @@ local function ceil_pow2(n)
   return p
 end
 
-local function check_sizes(fn, cls, sz)
-  local function pow2(name, v, hi)
-    if mtype(v) ~= "integer" or v < 1 or v > hi or v & (v - 1) ~= 0 then
-      fail(fn, "rows.sizes.%s.%s: expected a power of two from 1 to %d, got %s", cls, name, hi,
-           show(v))
-    end
+local function pow2(fn, cls, name, v, hi)
+  if mtype(v) ~= "integer" or v < 1 or v > hi or v & (v - 1) ~= 0 then
+    fail(fn, "rows.sizes.%s.%s: expected a power of two from 1 to %d, got %s", cls, name, hi,
+         show(v))
   end
-  pow2("LS", sz.LS, 1024)
-  pow2("ITEMS", sz.ITEMS, 32)
-  pow2("MIN_ITEMS", sz.MIN_ITEMS, sz.ITEMS)
+end
+
+-- The sizes last found good: a call with the same three values skips the
+-- checks (a script may change RW.sizes at any time).
+local good_ls, good_items, good_least
+local function check_sizes(fn, cls, sz)
+  local ls, items, least = sz.LS, sz.ITEMS, sz.MIN_ITEMS
+  if ls == good_ls and items == good_items and least == good_least and
+     mtype(ls) == "integer" and mtype(items) == "integer" and mtype(least) == "integer" then
+    return                                -- (256.0 == 256: the types are checked too)
+  end
+  pow2(fn, cls, "LS", ls, 1024)
+  pow2(fn, cls, "ITEMS", items, 32)
+  pow2(fn, cls, "MIN_ITEMS", least, items)
+  good_ls, good_items, good_least = ls, items, least
 end
 
 local cache = ST.device_cache()   -- device -> key -> {k, LS}
@@ -122,8 +132,9 @@ local function run_rows(fn, mode, x, y, nrows, L, div)
   local chunks = L // vw
   local LS = min(sz.LS, floor_pow2(dev.max_work_group_size))
   local items = min(sz.ITEMS, ceil_pow2(ceil_div(chunks, LS)))
-  local least = min(sz.MIN_ITEMS, ceil_pow2(chunks))
-  if items < least then items = least end
+  if items < sz.MIN_ITEMS then           -- (MIN_ITEMS is a power of two)
+    items = chunks >= sz.MIN_ITEMS and sz.MIN_ITEMS or ceil_pow2(chunks)
+  end
   local p = kernel(fn, dev, t, mode, items, vw, LS)
   LS = p.LS
   local tpr = min(LS, ceil_pow2(ceil_div(chunks, items)))
