@@ -10,6 +10,9 @@
 ** they tie (the first position wins; a work-item that saw no element holds
 ** NEUTRAL at position LONG_MAX, so it loses every tie).
 **
+** WARP_PTX (NVIDIA's compiler, LG_ASM its inline-assembly keyword): the
+** rows' groups combine by warp shuffles (GROUP_COMBINE below).
+**
 ** rows:  inner == 1. Group g reduces part g % nsplit of row g / nsplit.
 ** cols:  inner > 1. Work-item x is a column; the CY rows of a group share
 **        part gy % nsplit of the dim, of outer index gy / nsplit.
@@ -17,6 +20,8 @@
 ** part when final is 0, else FINAL into res; rows2 and cols2 do the same
 ** over the accumulators of a first pass (positions in pidx).
 */
+#define CAT(a, b) a##b
+#define XCAT(a, b) CAT(a, b)
 #ifdef ARG
 #define STEP(acc, ai, v, vi) if (BETTER(v, acc) || (SAME(v, acc) && vi < ai)) { acc = v; ai = vi; }
 #define COMBINE(acc, ai, v, vi) STEP(acc, ai, v, vi)
@@ -33,6 +38,50 @@
   ACC acc = NEUTRAL; long ai = LONG_MAX;                                         \
   VECTOR_LOOP                                                                    \
   for (ulong j = start + lid; j < end; j += LS) { ACC v = LOAD(base + j); STEP(acc, ai, v, LOADI(base + j, j)); } \
+  GROUP_COMBINE                                                                  \
+  if (lid == 0) {                                                                \
+    if (final) res[g] = FINAL(acc, ai, count);                                   \
+    else { part[g] = acc; pidx[g] = ai; }                                        \
+  }
+
+/* The group's work-items combine their acc (and ai) into work-item 0's:
+** by warp shuffles, then one slot a warp in local memory (WARP_PTX: LS a
+** multiple of 32, ACC of ACC_BYTES 4 or 8; every combine is commutative,
+** so every lane of a warp ends with its whole), else by a tree in local
+** memory. */
+#if WARP_PTX
+inline uint lg_bfly(uint v, uint d) {
+  uint r;
+  LG_ASM volatile("shfl.sync.bfly.b32 %0, %1, %2, 31, 0xffffffff;" : "=r"(r) : "r"(v), "r"(d));
+  return r;
+}
+inline long lg_bfly_long(long v, uint d) {
+  uint2 w = as_uint2(v);
+  w.x = lg_bfly(w.x, d); w.y = lg_bfly(w.y, d);
+  return as_long(w);
+}
+#if ACC_BYTES == 8
+inline ACC lg_bfly_acc(ACC v, uint d) {
+  uint2 w = as_uint2(v);
+  w.x = lg_bfly(w.x, d); w.y = lg_bfly(w.y, d);
+  return XCAT(as_, ACC)(w);
+}
+#else
+inline ACC lg_bfly_acc(ACC v, uint d) { return XCAT(as_, ACC)(lg_bfly(as_uint(v), d)); }
+#endif
+#define GROUP_COMBINE                                                            \
+  for (uint h = 16; h > 0; h >>= 1) {                                            \
+    ACC b_ = lg_bfly_acc(acc, h); long ib_ = lg_bfly_long(ai, h);                \
+    COMBINE(acc, ai, b_, ib_);                                                   \
+  }                                                                              \
+  local ACC la[LS / 32]; local long li[LS / 32];                                 \
+  if ((lid & 31) == 0) { la[lid >> 5] = acc; li[lid >> 5] = ai; }                \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                  \
+  if (lid == 0) {                                                                \
+    for (uint w_ = 1; w_ < LS / 32; w_++) { ACC b_ = la[w_]; long ib_ = li[w_]; COMBINE(acc, ai, b_, ib_); } \
+  }
+#else
+#define GROUP_COMBINE                                                            \
   local ACC la[LS]; local long li[LS];                                           \
   la[lid] = acc; li[lid] = ai;                                                   \
   barrier(CLK_LOCAL_MEM_FENCE);                                                  \
@@ -41,10 +90,8 @@
       COMBINE(a, ia, b, ib); la[lid] = a; li[lid] = ia; }                        \
     barrier(CLK_LOCAL_MEM_FENCE);                                                \
   }                                                                              \
-  if (lid == 0) {                                                                \
-    if (final) res[g] = FINAL(la[0], li[0], count);                              \
-    else { part[g] = la[0]; pidx[g] = li[0]; }                                   \
-  }
+  acc = la[0]; ai = li[0];
+#endif
 
 #define LOAD_IN(i) MAP(in[i])
 #define INDEX_IN(i, j) ((long)(j))
@@ -53,8 +100,6 @@
 
 /* rows with vec (L, chunk and off multiples of 4): 4-wide loads, the
 ** elements after the last whole vector of a part left to the scalar loop */
-#define CAT(a, b) a##b
-#define XCAT(a, b) CAT(a, b)
 #define T4 XCAT(T, 4)
 #define VECTOR_LOOP                                                              \
   if (vec) {                                                                     \

@@ -29,7 +29,7 @@ local ipairs, rawget, getmetatable = ipairs, rawget, getmetatable
 local format = string.format
 local min, max, huge = math.min, math.max, math.huge
 local fail, show = H.fail, H.show
-local FLOATS, LIMITS, NAN = TY.FLOATS, TY.LIMITS, TY.NAN
+local FLOATS, LIMITS, NAN, SIZES = TY.FLOATS, TY.LIMITS, TY.NAN, TY.SIZES
 local empty, check, drop = O.empty, X.check, O.drop
 local ceil_div, round_up, floor_pow2 = ST.ceil_div, ST.round_up, ST.floor_pow2
 
@@ -154,12 +154,28 @@ local function row_ls(most, L)
   return min(most, max(32, floor_pow2(max(1, L // 16))))
 end
 
+-- The inline-assembly keyword of dev's warp shuffles (NVIDIA's), or false
+-- (luagpu.algo.scan's probe; R.warp = false turns them off, to compare).
+R.warp = true
+local function warp_keyword(dev)
+  if not R.warp or dev.type == "cpu" then return false end
+  local ok, scan = pcall(require, "luagpu.algo.scan")
+  return ok and scan.ptx_keyword(dev) or false
+end
+
 -- The recipe (luagpu.core.programs) of op's kernels for t, with groups of
--- ls work-items for rows.
-local function recipe(spec, t, sz, ls)
+-- ls work-items for rows, combined by warp shuffles where asm (the
+-- keyword) is given, ls a multiple of 32 and the accumulator 4 or 8 bytes.
+local function recipe(spec, t, sz, ls, asm)
   local defines = {{"T", t}, {"ACC", spec.acc}, {"OUT", spec.out}, {"NEUTRAL", spec.NEUTRAL},
     {"MAP(x)", spec.MAP or "((ACC)(x))"}, {"FINAL(a, i, n)", spec.FINAL or "((OUT)(a))"},
     {"LS", ls}, {"CX", sz.CX}, {"CY", sz.CY}}
+  local bytes = SIZES[spec.acc]
+  if asm and ls >= 32 and (bytes == 4 or bytes == 8) then
+    defines[#defines + 1] = {"WARP_PTX", 1}
+    defines[#defines + 1] = {"LG_ASM", asm}
+    defines[#defines + 1] = {"ACC_BYTES", bytes}
+  end
   if spec.ARG then
     defines[#defines + 1] = {"ARG", ""}
     defines[#defines + 1] = {"BETTER(a, b)", spec.BETTER}
@@ -179,13 +195,13 @@ local function program(fn, dev, op, t, ls)
   if not eo then eo = {}; e[op] = eo end
   local sz = sizes(dev)
   local by = eo[t]
-  if not by or by.sz ~= sz then by = {sz = sz}; eo[t] = by end
+  if not by or by.sz ~= sz or by.warp ~= R.warp then by = {sz = sz, warp = R.warp}; eo[t] = by end
   ls = ls or sz.LS
   local p = by[ls]
   if p then return p end
   check_sizes(fn, sz)
   local spec = spec_of(op, t)
-  local ok, prog = pcall(P.get, dev, recipe(spec, t, sz, ls))
+  local ok, prog = pcall(P.get, dev, recipe(spec, t, sz, ls, warp_keyword(dev)))
   if not ok then fail(fn, "the %s kernels do not compile for %s: %s", op, t, tostring(prog)) end
   local wg = min(prog.rows.work_group_size, prog.cols.work_group_size,
                  prog.rows2.work_group_size, prog.cols2.work_group_size,
