@@ -13,7 +13,8 @@
 ** WARP_PTX (NVIDIA's compiler, LG_ASM its inline-assembly keyword): the
 ** rows' groups combine by warp shuffles (GROUP_COMBINE below).
 **
-** rows:  inner == 1. Group g reduces part g % nsplit of row g / nsplit.
+** rows:  inner == 1. Group g reduces part g % nsplit of row g / nsplit
+**        (rows_warp, WARP_PTX with LS 32: a warp a row, whole).
 ** cols:  inner > 1. Work-item x is a column; the CY rows of a group share
 **        part gy % nsplit of the dim, of outer index gy / nsplit.
 ** Both write, per group (per column), the accumulator (and position) into
@@ -119,6 +120,28 @@ kernel void rows(global const T* restrict in, ulong off, ulong L, ulong chunk, u
                  global long* restrict pidx, global OUT* restrict res, uint vec) {
   ROWS_BODY(LOAD_IN, INDEX_IN)
 }
+
+#if WARP_PTX && LS == 32
+/* rows_warp: inner == 1, one row a warp (rows short enough for groups of
+** 32, which would leave compute units half empty on their own), the
+** warps of a group on consecutive rows: res[row] = FINAL of row's L
+** elements. A warp past the last row reads that row and writes nothing. */
+kernel void rows_warp(global const T* restrict in, ulong off, ulong L, ulong nrows,
+                      global OUT* restrict res, uint vec) {
+  uint lid = get_local_id(0) & 31;
+  ulong row = get_global_id(0) >> 5;
+  ulong start = 0, end = L;
+  ulong base = off + (row < nrows ? row : nrows - 1) * L;
+  ACC acc = NEUTRAL; long ai = LONG_MAX;
+  VECTOR_LOOP
+  for (ulong j = start + lid; j < end; j += LS) { ACC v = LOAD_IN(base + j); STEP(acc, ai, v, INDEX_IN(base + j, j)); }
+  for (uint h = 16; h > 0; h >>= 1) {
+    ACC b_ = lg_bfly_acc(acc, h); long ib_ = lg_bfly_long(ai, h);
+    COMBINE(acc, ai, b_, ib_);
+  }
+  if (lid == 0 && row < nrows) res[row] = FINAL(acc, ai, L);
+}
+#endif
 #undef VECTOR_LOOP
 #define VECTOR_LOOP
 

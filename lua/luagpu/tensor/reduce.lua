@@ -153,6 +153,9 @@ end
 -- groups of 32 or 64; on an H200, argmax(2) of 4096^2 floats took 24.6 us in
 -- groups of 64 against 29.8 in groups of 256, of 8192^2 69.2 against 79.4).
 local ROW_ELEMENTS = {argmax = 64, argmin = 64}
+-- Rows in groups of 32 where warps combine: WARP_ROWS rows a group, a warp
+-- each (rows_warp).
+local WARP_ROWS = 8
 local function row_ls(most, L, op)
   return min(most, max(32, floor_pow2(max(1, L // (ROW_ELEMENTS[op] or 16)))))
 end
@@ -166,6 +169,13 @@ local function warp_keyword(dev)
   return ok and scan.ptx_keyword(dev) or false
 end
 
+-- Whether op's kernels (spec) with rows in groups of ls combine by warp
+-- shuffles on a device whose keyword is asm.
+local function warps(asm, spec, ls)
+  local bytes = SIZES[spec.acc]
+  return asm and ls >= 32 and (bytes == 4 or bytes == 8)
+end
+
 -- The recipe (luagpu.core.programs) of op's kernels for t, with groups of
 -- ls work-items for rows, combined by warp shuffles where asm (the
 -- keyword) is given, ls a multiple of 32 and the accumulator 4 or 8 bytes.
@@ -174,7 +184,7 @@ local function recipe(spec, t, sz, ls, asm)
     {"MAP(x)", spec.MAP or "((ACC)(x))"}, {"FINAL(a, i, n)", spec.FINAL or "((OUT)(a))"},
     {"LS", ls}, {"CX", sz.CX}, {"CY", sz.CY}}
   local bytes = SIZES[spec.acc]
-  if asm and ls >= 32 and (bytes == 4 or bytes == 8) then
+  if warps(asm, spec, ls) then
     defines[#defines + 1] = {"WARP_PTX", 1}
     defines[#defines + 1] = {"LG_ASM", asm}
     defines[#defines + 1] = {"ACC_BYTES", bytes}
@@ -204,7 +214,8 @@ local function program(fn, dev, op, t, ls)
   if p then return p end
   check_sizes(fn, sz)
   local spec = spec_of(op, t)
-  local ok, prog = pcall(P.get, dev, recipe(spec, t, sz, ls, warp_keyword(dev)))
+  local asm = warp_keyword(dev)
+  local ok, prog = pcall(P.get, dev, recipe(spec, t, sz, ls, asm))
   if not ok then fail(fn, "the %s kernels do not compile for %s: %s", op, t, tostring(prog)) end
   local wg = min(prog.rows.work_group_size, prog.cols.work_group_size,
                  prog.rows2.work_group_size, prog.cols2.work_group_size,
@@ -215,9 +226,12 @@ local function program(fn, dev, op, t, ls)
   end
   -- (the kernels and the device's compute units read once: each is a
   -- lookup through the C side)
+  -- (rows_warp: a warp a row, WARP_ROWS warps a group)
+  local rows_warp = ls == 32 and warps(asm, spec, ls) and prog.rows_warp
+  if rows_warp and rows_warp.work_group_size < 32 * WARP_ROWS then rows_warp = nil end
   p = {prog = prog, spec = spec, sz = sz, LS = ls, cu = dev.compute_units,
        k = {rows = prog.rows, rows2 = prog.rows2, cols = prog.cols, cols2 = prog.cols2,
-            cols4 = not spec.ARG and prog.cols4 or nil}}
+            cols4 = not spec.ARG and prog.cols4 or nil, rows_warp = rows_warp or nil}}
   by[ls] = p
   return p
 end
@@ -295,6 +309,11 @@ local function reduce_into(fn, op, x, outer, L, inner, res)
     local chunk = ceil_div(L, nsplit)
     if nsplit > 1 then chunk = round_up(chunk, 4) end
     local vec = (L % 4 == 0 and x._off % 4 == 0) and 1 or 0
+    if nsplit == 1 and p.k.rows_warp then
+      run(p.k.rows_warp, {x._st.buf, x._off, L, outer, outbuf, vec},
+          {ceil_div(outer, WARP_ROWS) * 32 * WARP_ROWS}, {32 * WARP_ROWS}, 5, keep)
+      return
+    end
     if nsplit == 1 then
       run(p.k.rows, {x._st.buf, x._off, L, chunk, 1, 1, L, dpart, didx, outbuf, vec},
           {outer * ls}, {ls}, 10, keep)
