@@ -70,11 +70,18 @@ inline ACC lg_bfly_acc(ACC v, uint d) {
 #else
 inline ACC lg_bfly_acc(ACC v, uint d) { return XCAT(as_, ACC)(lg_bfly(as_uint(v), d)); }
 #endif
-#define GROUP_COMBINE                                                            \
+#ifdef ARG
+#define WARP_COMBINE                                                             \
   for (uint h = 16; h > 0; h >>= 1) {                                            \
     ACC b_ = lg_bfly_acc(acc, h); long ib_ = lg_bfly_long(ai, h);                \
     COMBINE(acc, ai, b_, ib_);                                                   \
-  }                                                                              \
+  }
+#else
+#define WARP_COMBINE                                                             \
+  for (uint h = 16; h > 0; h >>= 1) { ACC b_ = lg_bfly_acc(acc, h); acc = OP(acc, b_); }
+#endif
+#define GROUP_COMBINE                                                            \
+  WARP_COMBINE                                                                   \
   local ACC la[LS / 32]; local long li[LS / 32];                                 \
   if ((lid & 31) == 0) { la[lid >> 5] = acc; li[lid >> 5] = ai; }                \
   barrier(CLK_LOCAL_MEM_FENCE);                                                  \
@@ -135,10 +142,7 @@ kernel void rows_warp(global const T* restrict in, ulong off, ulong L, ulong nro
   ACC acc = NEUTRAL; long ai = LONG_MAX;
   VECTOR_LOOP
   for (ulong j = start + lid; j < end; j += LS) { ACC v = LOAD_IN(base + j); STEP(acc, ai, v, INDEX_IN(base + j, j)); }
-  for (uint h = 16; h > 0; h >>= 1) {
-    ACC b_ = lg_bfly_acc(acc, h); long ib_ = lg_bfly_long(ai, h);
-    COMBINE(acc, ai, b_, ib_);
-  }
+  WARP_COMBINE
   if (lid == 0 && row < nrows) res[row] = FINAL(acc, ai, L);
 }
 #endif

@@ -230,6 +230,17 @@ describe("x:softmax, x:log_softmax, x:logsumexp against NumPy", function()
       end
     end
     against_numpy(cases)
+    -- a class table without MIN_ITEMS, or with ITEMS below it, as scripts made
+    -- them before it existed: MIN_ITEMS is 1, or ITEMS at most
+    local x = dev:tensor("float", {5, 300}, values(1500, 8))
+    local want = x:softmax(2):totable()
+    for _, sizes in ipairs{{LS = 64, ITEMS = 1}, {LS = 64, ITEMS = 2, MIN_ITEMS = 16}} do
+      RW.sizes[cls] = sizes
+      local got = x:softmax(2):totable()
+      for r = 1, 5 do
+        for c = 1, 300 do assert.near(want[r][c], got[r][c], 1e-6) end
+      end
+    end
   end)
 
   it("integer tensors compute in their floating type (float up to 4 bytes, double beyond)",

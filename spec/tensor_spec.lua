@@ -21,6 +21,15 @@ describe("tensors", function()
       assert.equal(dev, x.device)
       assert.is_true(x:is_contiguous())
       assert.same({{0, 0, 0}, {0, 0, 0}}, x:totable())
+      -- a lazy result's strides, before and after it is realized, and once
+      -- released while lazy: row-major
+      local y = x * 2 + 1
+      assert.same({3, 1}, y.strides)
+      local z = x - 1
+      z:release()
+      assert.same({3, 1}, z.strides)
+      y:eval()
+      assert.same({3, 1}, y.strides)
       assert.equal("function", type(gpu.where))
       assert.equal(require("luagpu.tensor"), gpu.tensor)
     end)

@@ -116,8 +116,11 @@ function M.reduce_programs() return R.programs_built end
 
 FIELDS.shape = function(t) return {unpack(t._shape)} end
 FIELDS.strides = function(t)
-  if t._expr then return contiguous_strides(t._shape) end
-  return {unpack(t._strides)}
+  -- (a lazy tensor, or one released while lazy, has no table of its own:
+  -- it is row-major)
+  local st = t._strides
+  if t._expr or not st then return contiguous_strides(t._shape) end
+  return {unpack(st)}
 end
 FIELDS.type = function(t) return t._type end
 FIELDS.ndim = function(t) return #t._shape end

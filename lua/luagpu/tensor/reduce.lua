@@ -14,6 +14,8 @@
 --                      methods; x:min(y) and x:max(y) with a tensor y are
 --                      the elementwise ops)
 --   R.cols4_waves      see below (benchmarks set it)
+--   R.warp             false: a row's work-items combine through local
+--                      memory even where warp shuffles (inline PTX) build
 --   R.programs_built   the tensor programs built so far (core/programs)
 
 local H = require "luagpu.core.check"

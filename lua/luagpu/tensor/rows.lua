@@ -19,7 +19,8 @@
 --   RW.sizes         per device class: LS (work-items per group), ITEMS
 --                    (at most this many chunks per work-item held in
 --                    registers) and MIN_ITEMS (at least this many where a
---                    row has enough); a script may change them (benchmarks)
+--                    row has enough, at most ITEMS; optional: 1); a script
+--                    may change them (benchmarks)
 --   RW.warp          false: a row's work-items combine through local
 --                    memory even where warp shuffles (inline PTX) build
 
@@ -71,12 +72,13 @@ local good_ls, good_items, good_least
 local function check_sizes(fn, cls, sz)
   local ls, items, least = sz.LS, sz.ITEMS, sz.MIN_ITEMS
   if ls == good_ls and items == good_items and least == good_least and
-     mtype(ls) == "integer" and mtype(items) == "integer" and mtype(least) == "integer" then
+     mtype(ls) == "integer" and mtype(items) == "integer" and
+     (least == nil or mtype(least) == "integer") then
     return                                -- (256.0 == 256: the types are checked too)
   end
   pow2(fn, cls, "LS", ls, 1024)
   pow2(fn, cls, "ITEMS", items, 32)
-  pow2(fn, cls, "MIN_ITEMS", least, items)
+  if least ~= nil then pow2(fn, cls, "MIN_ITEMS", least, 32) end
   good_ls, good_items, good_least = ls, items, least
 end
 
@@ -132,9 +134,8 @@ local function run_rows(fn, mode, x, y, nrows, L, div)
   local chunks = L // vw
   local LS = min(sz.LS, floor_pow2(dev.max_work_group_size))
   local items = min(sz.ITEMS, ceil_pow2(ceil_div(chunks, LS)))
-  if items < sz.MIN_ITEMS then           -- (MIN_ITEMS is a power of two)
-    items = chunks >= sz.MIN_ITEMS and sz.MIN_ITEMS or ceil_pow2(chunks)
-  end
+  local least = min(sz.MIN_ITEMS or 1, sz.ITEMS)          -- (powers of two)
+  if items < least then items = chunks >= least and least or ceil_pow2(chunks) end
   local p = kernel(fn, dev, t, mode, items, vw, LS)
   LS = p.LS
   local tpr = min(LS, ceil_pow2(ceil_div(chunks, items)))
