@@ -103,10 +103,13 @@ E.loop_count = loop_count
 ------------------------------------------------------------------ operators
 
 local RELEASED, released = O.RELEASED, O.released
+-- The shape of the number's node in an op of a tensor and a number: no
+-- one reads it (the op's shape is the tensor's), so one table serves all.
+local NO_DIMS = {}
 
 -- The result of op name over tensor x and the Lua number v (argument
 -- #varg: 1 when v comes first), as X.apply makes it: the same checks, in
--- its order, and the same node.
+-- its order, and the same node (its operands in its own list part).
 local function with_scalar(fn, op, floatify, x, v, varg)
   local t = x._type
   if not SIZES[t] then check(fn, 3 - varg, x, true) end
@@ -123,10 +126,16 @@ local function with_scalar(fn, op, floatify, x, v, varg)
   if type(nx.shape) ~= "table" then   -- a shape a script wrote: apply's way, checked at launch
     return X.apply(fn, op, varg == 2 and {x, v} or {v, x}, ct)
   end
-  local sv = {kind = "scalar", value = v, type = ct, shape = {}, size = 1}
-  local e = {kind = "op", op = op.name, args = varg == 2 and {nx, sv} or {sv, nx}, ct = ct,
-             type = op.result or ct, shape = nx.shape, size = nx.size + 2, fn = fn,
-             _stores = false}
+  local sv = {kind = "scalar", value = v, type = ct, shape = NO_DIMS, size = 1}
+  local e
+  if varg == 2 then
+    e = {nx, sv, kind = "op", op = op.name, args = false, ct = ct, type = op.result or ct,
+         shape = nx.shape, size = nx.size + 2, fn = fn, _stores = false}
+  else
+    e = {sv, nx, kind = "op", op = op.name, args = false, ct = ct, type = op.result or ct,
+         shape = nx.shape, size = nx.size + 2, fn = fn, _stores = false}
+  end
+  e.args = e
   return result_over(x._dev, e, nx)
 end
 
@@ -150,8 +159,9 @@ local function binary_op(op)
       local na, nb = ea or leaf(a), eb or leaf(b)
       local sa, sb = na.shape, nb.shape
       local shape = same_shape(sa, sb) and sa or broadcast(fn, sa, sb)
-      local e = {kind = "op", op = name, args = {na, nb}, ct = ct, type = rtype or ct,
+      local e = {na, nb, kind = "op", op = name, args = false, ct = ct, type = rtype or ct,
                  shape = shape, size = 1 + na.size + nb.size, fn = fn, _stores = false}
+      e.args = e
       if ea or eb or not settings.lazy then return result(a._dev, e, fn) end
       -- two realized operands: result's rules, inline
       local st_a, st_b = a._st, b._st
@@ -195,8 +205,9 @@ local function unary_op(op)
     if type(nx.shape) ~= "table" then return X.apply(fn, op, {x}, ct) end
     -- X.apply's node for one operand (its shape the operand's: a broadcast
     -- of one shape is itself)
-    local e = {kind = "op", op = name, args = {nx}, ct = ct, type = rtype or ct,
+    local e = {nx, kind = "op", op = name, args = false, ct = ct, type = rtype or ct,
                shape = nx.shape, size = nx.size + 1, fn = fn, _stores = false}
+    e.args = e
     return result_over(x._dev, e, nx)
   end
 end

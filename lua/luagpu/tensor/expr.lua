@@ -22,6 +22,10 @@
 -- {kind = "scalar", value =}, {kind = "index"} (a position, for arange),
 -- {kind = "op", op =, args =, ct = the type the op computes in} and
 -- {kind = "map", expr =, names =, args =}; every node has type and shape.
+-- The op nodes the operators make hold their operands in their own list
+-- part ({a, b, kind = "op", args = itself}): a node is one table, not two
+-- (an expression's build makes fewer tables for the collector). Readers go
+-- through e.args either way.
 -- An elementwise operation returns a lazy tensor holding its tree, so a
 -- chain runs as one kernel when its result is needed (realize).
 --
@@ -397,8 +401,9 @@ function X.again(r, a, b, a2, b2)
     x, y, dev = a2._expr or leaf(a2), b2._expr or leaf(b2), a2._dev
   end
   local size = 1 + x.size + (y and y.size or 0)
-  local e2 = {kind = "op", op = e.op, args = y and {x, y} or {x}, ct = e.ct, type = e.type,
+  local e2 = {x, y, kind = "op", op = e.op, args = false, ct = e.ct, type = e.type,
               shape = e.shape, size = size, fn = e.fn, _stores = false}
+  e2.args = e2
   if y == nil or y.kind == "scalar" then return X.result_over(dev, e2, x, r._n) end
   if x.kind == "scalar" then return X.result_over(dev, e2, y, r._n) end
   if e.has_index or x.has_index or x.kind == "index" or y.has_index or y.kind == "index" then
