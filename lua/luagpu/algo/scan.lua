@@ -16,6 +16,7 @@ local H = require "luagpu.core.check"
 local P = require "luagpu.core.programs"
 local ST = require "luagpu.core.steps"
 local TY = require "luagpu.core.types"
+local PTX = require "luagpu.core.ptx"
 local B = require "luagpu.algo.base"
 
 local type, ipairs, tostring, pcall = type, ipairs, tostring, pcall
@@ -47,61 +48,10 @@ local WORD_BITS = {
 -- Accumulators of the PTX look-back (scan.cl's scan_lookback_ptx).
 local PTX_ACC = {int = true, uint = true, float = true}
 
--- Per device: the keyword that builds the inline PTX of
--- scan_lookback_ptx (warp shuffles and ballots) on it, "asm" or "__asm__";
--- false when it is not NVIDIA's or neither builds. The probe's builds
--- count in family "algo probe", not in algo.stats.programs_built.
-local ptx_ok = ST.device_cache()
-local PTX_PROBE = [[
-__kernel void probe(__global uint *a) {
-  uint v = a[get_global_id(0)], r, b;
-  LG_ASM volatile("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=r"(r) : "r"(v), "r"(1u));
-  LG_ASM volatile("{\n\t.reg .pred q;\n\tsetp.ne.u32 q, %1, 0;\n\t"
-                  "vote.sync.ballot.b32 %0, q, 0xffffffff;\n\t}" : "=r"(b) : "r"(v));
-  a[get_global_id(0)] = r + b;
-}]]
-
-local function ptx_keyword(dev)
-  local ok = ptx_ok[dev]
-  if ok == nil then
-    ok = false
-    if dev.type == "gpu" and tostring(dev.vendor):find("NVIDIA") then
-      for _, kw in ipairs {"asm", "__asm__"} do
-        if pcall(P.get, dev, {family = "algo probe", source = PTX_PROBE,
-                              defines = {{"LG_ASM", kw}}}) then
-          ok = kw
-          break
-        end
-      end
-    end
-    ptx_ok[dev] = ok
-  end
-  return ok
-end
-
--- (other helpers ask too: tensor scatter_add's float atomics)
-S.ptx_keyword = ptx_keyword
-
--- The PTX target of NVIDIA's compiler for dev ("sm_90"), read from the
--- probe's binary; false where ptx_keyword is or the binary names none.
-local ptx_targets = ST.device_cache()
-function S.ptx_target(dev)
-  local t = ptx_targets[dev]
-  if t == nil then
-    t = false
-    local kw = ptx_keyword(dev)
-    if kw then
-      local ok, prog = pcall(P.get, dev, {family = "algo probe", source = PTX_PROBE,
-                                          defines = {{"LG_ASM", kw}}})
-      -- (a driver that cannot give the binary leaves the target unknown)
-      local bin
-      if ok then ok, bin = pcall(function() return prog.binary end) end
-      t = ok and type(bin) == "string" and bin:match("%.target%s+(sm_%w+)") or false
-    end
-    ptx_targets[dev] = t
-  end
-  return t
-end
+-- The keyword of inline PTX on a device (luagpu.core.ptx's probe; kept
+-- here too for the benches that ask algo.scan).
+local ptx_keyword = PTX.keyword
+S.ptx_keyword, S.ptx_target = PTX.keyword, PTX.target
 
 ------------------------------------------------------------------ programs
 
@@ -475,5 +425,4 @@ function S.scanner(def)
 end
 
 S.builtin = builtin
-S.ptx_keyword = ptx_keyword
 return S

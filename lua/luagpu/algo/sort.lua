@@ -22,6 +22,7 @@
 local H = require "luagpu.core.check"
 local ST = require "luagpu.core.steps"
 local TY = require "luagpu.core.types"
+local PTX = require "luagpu.core.ptx"
 local B = require "luagpu.algo.base"
 local S = require "luagpu.algo.scan"
 local RS = require "luagpu.algo.sort_rows"
@@ -72,11 +73,11 @@ local function entry_for(fn, dev, kt, vt, force)
   -- their own settings ("emulated": the same kernel with the warp
   -- instructions emulated in local memory, on any device, for specs)
   local kw = cls.sort_ptx and wgs >= 32
-             and (cls.sort_ptx == "emulated" and "emulated" or S.ptx_keyword(dev))
+             and (cls.sort_ptx == "emulated" and "emulated" or PTX.keyword(dev))
   local sweep = force
   if sweep == nil then sweep = cls.sort_onesweep and kw and true or false end
   if sweep and not kw then
-    kw = wgs >= 32 and (S.ptx_keyword(dev) or "emulated")
+    kw = wgs >= 32 and (PTX.keyword(dev) or "emulated")
     sweep = kw and true or false
   end
   local L = min(kw and cls.sort_ptx_local or cls.sort_local, wgs, RADIX)
@@ -93,7 +94,7 @@ local function entry_for(fn, dev, kt, vt, force)
   local limit = dev.local_mem_size
   if kw and cls.sort_ptx_local_bytes > 0 then
     limit = cls.sort_ptx_local_bytes
-  elseif kw and kw ~= "emulated" and S.ptx_target(dev) == "sm_90" then
+  elseif kw and kw ~= "emulated" and PTX.target(dev) == "sm_90" then
     limit = max(limit, SM90_LOCAL)
   end
   while bytes() > limit and ipt > 1 do ipt = ipt // 2 end

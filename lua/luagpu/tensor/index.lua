@@ -14,6 +14,7 @@
 local gpu = require "luagpu"
 local H = require "luagpu.core.check"
 local P = require "luagpu.core.programs"
+local PTX = require "luagpu.core.ptx"
 local ST = require "luagpu.core.steps"
 local TY = require "luagpu.core.types"
 local O = require "luagpu.tensor.object"
@@ -36,7 +37,6 @@ local methods = I.methods
 
 local LOCAL = 256
 local PTX_FLOAT_ADD = 5
-local ptx_keyword      -- luagpu.algo.scan's probe of inline PTX, loaded when asked
 local BIG = 1 << 31      -- buffers of at least this many elements: 64-bit positions
 local ROW_MIN = 32       -- index_select copies whole rows of at least this many elements
 local INDEX_TYPES = {int = "int", long = "long"}
@@ -61,7 +61,7 @@ local function program(fn, dev, t, it, nd, add, idx)
   if ks then return ks end
   local defines = {{"T", t}, {"I", it}, {"ND", nd}, {"ADD_KIND", add}, {"IDX", idx},
                    {"IS_FLOAT", FLOATS[t] and 1 or 0}}
-  if add == PTX_FLOAT_ADD then defines[#defines + 1] = {"LG_ASM", ptx_keyword(dev)} end
+  if add == PTX_FLOAT_ADD then defines[#defines + 1] = {"LG_ASM", PTX.keyword(dev)} end
   local ok, prog = pcall(P.get, dev, {family = "tensor", file = "tensor_index.cl",
                                       defines = defines})
   if not ok then fail(fn, "the index kernels do not compile for %s: %s", t, tostring(prog)) end
@@ -456,18 +456,16 @@ local ADD_KIND = {int = 1, uint = 1, long = 2, ulong = 2, float = 3, double = 4}
 
 -- Float adds through NVIDIA's atom.global.add.f32 (a compare-and-swap
 -- loop retries under contention: several times slower where many add to
--- one place) where a probe build of inline PTX works (algo.scan's).
+-- one place) where a probe build of inline PTX works (luagpu.core.ptx).
 local add_kinds = ST.device_cache()   -- dev -> {float's ADD_KIND, 64-bit atomics}
 local function device_adds(dev)
   local a = add_kinds[dev]
   if a then return a end
-  local ok, scan = pcall(require, "luagpu.algo.scan")
-  if ok and ptx_keyword == nil then ptx_keyword = scan.ptx_keyword end
   local ext = false
   for _, e in ipairs(dev.extensions) do
     if e == "cl_khr_int64_base_atomics" then ext = true end
   end
-  a = {ok and ptx_keyword(dev) and PTX_FLOAT_ADD or 3, ext}
+  a = {PTX.keyword(dev) and PTX_FLOAT_ADD or 3, ext}
   add_kinds[dev] = a
   return a
 end

@@ -20,6 +20,7 @@
 
 local H = require "luagpu.core.check"
 local P = require "luagpu.core.programs"
+local PTX = require "luagpu.core.ptx"
 local ST = require "luagpu.core.steps"
 local TY = require "luagpu.core.types"
 local O = require "luagpu.tensor.object"
@@ -162,14 +163,9 @@ local function row_ls(most, L, op)
   return min(most, max(32, floor_pow2(max(1, L // (ROW_ELEMENTS[op] or 16)))))
 end
 
--- The inline-assembly keyword of dev's warp shuffles (NVIDIA's), or false
--- (luagpu.algo.scan's probe; R.warp = false turns them off, to compare).
+-- R.warp = false: no warp shuffles (luagpu.core.ptx.warp_keyword), to
+-- compare with the local-memory form.
 R.warp = true
-local function warp_keyword(dev)
-  if not R.warp or dev.type == "cpu" then return false end
-  local ok, scan = pcall(require, "luagpu.algo.scan")
-  return ok and scan.ptx_keyword(dev) or false
-end
 
 -- Whether op's kernels (spec) with rows in groups of ls combine by warp
 -- shuffles on a device whose keyword is asm.
@@ -216,7 +212,7 @@ local function program(fn, dev, op, t, ls)
   if p then return p end
   check_sizes(fn, sz)
   local spec = spec_of(op, t)
-  local asm = warp_keyword(dev)
+  local asm = PTX.warp_keyword(dev, R.warp)
   local ok, prog = pcall(P.get, dev, recipe(spec, t, sz, ls, asm))
   if not ok then fail(fn, "the %s kernels do not compile for %s: %s", op, t, tostring(prog)) end
   local wg = min(prog.rows.work_group_size, prog.cols.work_group_size,

@@ -26,6 +26,7 @@
 
 local H = require "luagpu.core.check"
 local P = require "luagpu.core.programs"
+local PTX = require "luagpu.core.ptx"
 local ST = require "luagpu.core.steps"
 local TY = require "luagpu.core.types"
 local O = require "luagpu.tensor.object"
@@ -82,28 +83,26 @@ local function check_sizes(fn, cls, sz)
   good_ls, good_items, good_least = ls, items, least
 end
 
-local cache = ST.device_cache()   -- device -> key -> {k, LS}
+local cache = ST.device_cache()   -- device -> type -> key (kernel_key) -> {k, LS}
 
--- The inline-assembly keyword of dev's warp shuffles (NVIDIA's), or false
--- (luagpu.algo.scan's probe; RW.warp = false turns them off, to compare).
+-- RW.warp = false: no warp shuffles (luagpu.core.ptx.warp_keyword), to
+-- compare with the local-memory form.
 RW.warp = true
-local function warp_keyword(dev)
-  if not RW.warp then return false end
-  local ok, scan = pcall(require, "luagpu.algo.scan")
-  return ok and scan.ptx_keyword(dev) or false
-end
 
 -- The kernel of mode for t with items chunks of vw per work-item on dev,
--- and its group size.
+-- and its group size. Its key within t's entries is a number made of the
+-- mode, items (at most 32), vw (1 or 4), LS (at most 1024, checked) and
+-- the warp switch: no string made per call.
 local function kernel(fn, dev, t, mode, items, vw, LS)
-  local e = cache[dev]
-  if not e then e = {}; cache[dev] = e end
-  local key = t .. " " .. mode .. " " .. items .. " " .. vw .. " " .. LS ..
-              (RW.warp and " w" or "")
+  local c = cache[dev]
+  if not c then c = {}; cache[dev] = c end
+  local e = c[t]
+  if not e then e = {}; c[t] = e end
+  local key = (((MODES[mode] * 64 + items) * 8 + vw) * 2048 + LS) * 2 + (RW.warp and 1 or 0)
   local p = e[key]
   if p then return p end
   local ls = min(LS, floor_pow2(dev.max_work_group_size))
-  local asm = t == "float" and warp_keyword(dev)
+  local asm = t == "float" and PTX.warp_keyword(dev, RW.warp)
   while true do
     local defines = {{"T", t}, {"MODE", MODES[mode]}, {"LS", ls}, {"ITEMS", items}, {"VW", vw}}
     if asm and ls >= 32 then
