@@ -113,8 +113,8 @@ for _, kt in ipairs {"uint", "int", "float", "double", "char", "long", "ushort"}
         for i = 1, n do ref[i] = i end
         local function key(a)
           local x = v[a]
+          -- (NaNs last, first when descending; -0.0 and 0.0 equal: input order)
           if x ~= x then return desc and -math.huge or math.huge, 1 end
-          if x == 0 then return 0, (1 / x < 0) == desc and 1 or 0 end
           return desc and -x or x, 0
         end
         table.sort(ref, function(a, c)
