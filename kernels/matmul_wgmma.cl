@@ -174,25 +174,25 @@ static inline float el(const __global float *X, long ld, int r, int k, int rows,
 }
 
 /* One work-item per float4 of the packed op(X) (rows x K; R rows a block):
-   op(A) with R = BM, op(B)^T with R = BN. Small parts to Ps for THREE. */
+   op(A) with R = BM, op(B)^T with R = BN. Small parts to Ps for THREE. The
+   launch is (2 R, K padded / 8, blocks): dim 0 the float4's place in its
+   8-row group, k half and row group, dim 1 its k-chunk of 8, dim 2 its row
+   block, so that no index is divided at run time. Rows along K (kmajor)
+   read their 4 k at once where the rows and offset keep 16 bytes aligned. */
 __kernel void pack(int rows, int K, const __global float *X, long off, long ld, int kmajor,
                    int R, int ksteps, __global float4 *P, __global float4 *Ps) {
-  const long i = get_global_id(0);
-  const int r8 = i % 8;
-  long f = i / 8;
-  const int kh = f % 2;
-  f /= 2;
-  const int rg = f % (R / 8);
-  f /= R / 8;
-  const int kc = f % (BK / 8);
-  f /= BK / 8;
-  const int ks = f % ksteps;
-  const long blk = f / ksteps;
-  const int r = blk * R + rg * 8 + r8, k = ks * BK + kc * 8 + kh * 4;
+  const int x0 = get_global_id(0);
+  const int r8 = x0 % 8, kh = (x0 / 8) % 2, rg = x0 / 16;
+  const long k8 = get_global_id(1), blk = get_global_id(2);
+  const long i = (blk * get_global_size(1) + k8) * (2 * R) + x0;
+  const int r = blk * R + rg * 8 + r8, k = k8 * 8 + kh * 4;
   X += off;
-  const float4 x = (float4)(el(X, ld, r, k, rows, K, kmajor), el(X, ld, r, k + 1, rows, K, kmajor),
-                            el(X, ld, r, k + 2, rows, K, kmajor),
-                            el(X, ld, r, k + 3, rows, K, kmajor));
+  float4 x;
+  if (kmajor && ((off | ld) & 3) == 0 && r < rows && k + 3 < K)
+    x = *(const __global float4 *)(X + (long)r * ld + k);
+  else
+    x = (float4)(el(X, ld, r, k, rows, K, kmajor), el(X, ld, r, k + 1, rows, K, kmajor),
+                 el(X, ld, r, k + 2, rows, K, kmajor), el(X, ld, r, k + 3, rows, K, kmajor));
   const float4 b = (float4)(tf32r(x.x), tf32r(x.y), tf32r(x.z), tf32r(x.w));
   P[i] = b;
 #ifdef THREE

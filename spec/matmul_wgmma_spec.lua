@@ -31,15 +31,20 @@ local function emulated(p, f)
   assert(ok, err)
 end
 
--- Multiplies the case {m, n, k, ta, tb, alpha, beta} at each precision and
--- checks it against Lua: TF32 keeps 10 bits of each operand (2^-11
--- relative), 3xTF32 about float's 2^-24.
+-- Multiplies the case {m, n, k, ta, tb, alpha, beta [, offset]} at each
+-- precision and checks it against Lua: TF32 keeps 10 bits of each operand
+-- (2^-11 relative), 3xTF32 about float's 2^-24. A is a view at offset
+-- elements (3 unless given: the pack reads A's rows element by element; 0
+-- or 4 with K a multiple of 4, 16 bytes at once).
 local function check_case(cs)
-  local m, n, k, ta, tb, alpha, beta = table.unpack(cs)
+  local m, n, k, ta, tb, alpha, beta, off = table.unpack(cs)
+  off = off or 3
   local a, b, c0 = random_table(m * k), random_table(k * n), random_table(m * n)
-  -- A a view at an offset of 3 elements
-  local whole = dev:buffer("float", m * k + 3, {host = {0, 0, 0, table.unpack(a)}})
-  local A = whole:sub(4, m * k + 3)
+  local host = {}
+  for i = 1, off do host[i] = 0 end
+  for i = 1, m * k do host[off + i] = a[i] end
+  local whole = dev:buffer("float", m * k + off, {host = host})
+  local A = whole:sub(off + 1, m * k + off)
   local B = dev:buffer("float", tb and {n, k} or {k, n}, {host = b})
   local want, scale = reference(a, b, c0, m, n, k, ta, tb, alpha, beta)
   for _, p in ipairs{"tf32", "3xtf32"} do
@@ -69,9 +74,12 @@ describe("matmul on wgmma", function()
                     matmul.path(dev, "tf32"))
       assert.equals("3xtf32: the wgmma kernels, each wgmma emulated (matmul_wgmma.emulated)",
                     matmul.path(dev, "3xtf32"))
-      -- sizes 2 and across tiles, K below a step and not a multiple of 4
+      -- sizes 2 and across tiles, K below a step and not a multiple of 4;
+      -- A's rows read 16 bytes at once (offsets 0 and 4, K a multiple of 4)
       for _, cs in ipairs{{2, 2, 1, false, false, 1, 0}, {70, 9, 45, true, false, 1.5, 0.5},
-                          {7, 50, 33, false, true, -2, 1}, {130, 33, 5, true, true, 1, 0}} do
+                          {7, 50, 33, false, true, -2, 1}, {130, 33, 5, true, true, 1, 0},
+                          {70, 9, 44, false, false, 1, 0, 0}, {33, 20, 48, false, true, 1, 0.5, 4},
+                          {9, 30, 13, false, false, 1, 0, 0}} do
         check_case(cs)
       end
     end)

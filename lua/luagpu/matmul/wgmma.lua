@@ -211,10 +211,14 @@ local function product_steps(prog, v, three, sc, c, alpha, beta)
   local lda = c.trans_a and m or k
   local ldb = c.trans_b and k or n
   local groups = {(n + v.bn - 1) // v.bn * v.nt, (m + bm - 1) // bm}
+  -- the packs' launches: (2 R, K's chunks of 8, blocks of R rows)
+  local k8 = ksteps * v.bk // 8
   return {{prog.pack(m, k, c.A, c.offA, lda, c.trans_a and 0 or 1, bm, ksteps, Ap, As),
-           {global = {na}, local_size = {T.pack_group(na)}}},
+           {global = {2 * bm, k8, na // (2 * bm * k8)},
+            local_size = {T.pack_group(2 * bm), 1, 1}}},
           {prog.pack(n, k, c.B, c.offB, ldb, c.trans_b and 1 or 0, v.bn, ksteps, Bp, Bs),
-           {global = {nb}, local_size = {T.pack_group(nb)}}},
+           {global = {2 * v.bn, k8, nb // (2 * v.bn * k8)},
+            local_size = {T.pack_group(2 * v.bn), 1, 1}}},
           {prog.matmul_wgmma(m, n, ksteps, Ap, As, Bp, Bs, c.C, c.offC, alpha, beta),
            {global = groups, local_size = {v.nt, 1}}, {1, 2}},
           scratch = sc}
