@@ -49,7 +49,8 @@
 ** lets these kernels have.)
 **
 ** Defines: BN (8 to 256, multiple of 8), BK (multiple of 8), WGS, STAGES,
-** WGWAIT (0 or 1), THREE, BULK, BETA, MAIN (the product; without it
+** WGWAIT (0 or 1), THREE, BULK, GROUP_M (row blocks of a band of tiles,
+** see tile_of), BETA, MAIN (the product; without it
 ** only pack), LG_NO_PTX (no PTX: each wgmma emulated
 ** from local memory, for the specs on PoCL; BULK then copies as without
 ** it, since PoCL's work-items cannot wait on one another).
@@ -292,6 +293,21 @@ __kernel void pack(int rows, int K, const __global float *X, long off, long ld, 
     }                                                                               \
   }
 
+/* The tile (row block mb, column block nb) of this work-group. Groups start
+   in the order of their linear id; taken row block by row block, the
+   groups running at once would read all of B, each once or twice, every
+   wave. In bands of GROUP_M row blocks, a wave reads GROUP_M blocks of A
+   and few of B, and the rest from the cache (the grouped order of CUTLASS's
+   and Triton's GEMMs). GROUP_M 1: row block by row block. */
+static inline void tile_of(int *mb, int *nb) {
+  const int nbn = get_num_groups(0), nbm = get_num_groups(1);
+  const int id = get_group_id(1) * nbn + get_group_id(0);
+  const int band = id / (GROUP_M * nbn), first = band * GROUP_M;
+  const int rows = min(nbm - first, GROUP_M), at = id - band * GROUP_M * nbn;
+  *mb = first + at % rows;
+  *nb = at / rows;
+}
+
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void matmul_wgmma(int M, int N, int ksteps, const __global float4 *Ap,
                   const __global float4 *Asm, const __global float4 *Bp,
@@ -301,7 +317,8 @@ void matmul_wgmma(int M, int N, int ksteps, const __global float4 *Ap,
   __local float4 Bs[STAGES][PARTS][B_STEP] __attribute__((aligned(128)));
   const int lid = get_local_id(0);
   const int wg = lid / 128, w = (lid / 32) % 4, g = (lid % 32) / 4, t = lid % 4;
-  const int mb = get_group_id(1), nb = get_group_id(0);
+  int mb, nb;
+  tile_of(&mb, &nb);
   const __global float4 *ap = Ap + (long)mb * ksteps * A_STEP;
   const __global float4 *bp = Bp + (long)nb * ksteps * B_STEP;
 #ifdef THREE

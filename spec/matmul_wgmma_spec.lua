@@ -67,9 +67,11 @@ end
 describe("matmul on wgmma", function()
   it("runs its kernels (each wgmma emulated) right: shapes, transposes, alpha, beta", function()
     -- small tiles, so that the products span several; tf32 with a step of
-    -- wgmma left in flight, 3xtf32 with two warpgroups and two k-chunks a step
-    emulated({tf32 = {bn = 16, bk = 8, wgs = 1, stages = 3, wait = 1},
-              ["3xtf32"] = {bn = 24, bk = 16, wgs = 2, stages = 2, wait = 0}}, function()
+    -- wgmma left in flight, 3xtf32 with two warpgroups and two k-chunks a step;
+    -- tiles taken in bands of 2 and 3 row blocks (the last band shorter)
+    emulated({tf32 = {bn = 16, bk = 8, wgs = 1, stages = 3, wait = 1, group = 2},
+              ["3xtf32"] = {bn = 24, bk = 16, wgs = 2, stages = 2, wait = 0, group = 3}},
+             function()
       assert.equals("tf32: the wgmma kernels, each wgmma emulated (matmul_wgmma.emulated)",
                     matmul.path(dev, "tf32"))
       assert.equals("3xtf32: the wgmma kernels, each wgmma emulated (matmul_wgmma.emulated)",
@@ -142,6 +144,10 @@ describe("matmul on wgmma", function()
          prefix .. '.wait: expected 0 or 1, got false')
     with({bn = 16, bk = 8, wgs = 1, stages = 2, bulk = 1},
          prefix .. '.bulk: expected a boolean or nil, got 1')
+    with({bn = 16, bk = 8, wgs = 1, stages = 2, group = 0},
+         prefix .. '.group: expected an integer from 1 to 1024 or nil, got 0')
+    with({bn = 16, bk = 8, wgs = 1, stages = 2, group = 0 / 0},
+         prefix .. '.group: expected an integer from 1 to 1024 or nil, got nan')
     with({bn = 12, bk = 8, wgs = 1, stages = 2},
          prefix .. ': bn 12, bk 8, stages 2, wait 0 do not make a tiling (8 | bn, 8 | bk, ' ..
          'stages at least 2 + wait)')

@@ -14,7 +14,8 @@
 -- tile shapes of SHAPES below at the first size. VERBOSE set prints the
 -- compiler's register counts and wgmma warnings of each program built;
 -- PTX_DIR=dir writes each wgmma program's patched PTX there (for the CUDA
--- toolkit's ptxas -v -arch=sm_90a, found on the GPU machines).
+-- toolkit's ptxas -v -arch=sm_90a, found on the GPU machines). WGMMA_GROUP=G
+-- times the wgmma tiles with bands of G row blocks (params' group).
 local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
 local gpu = rawget(_G, "gpu") or require "luagpu"
 local matmul = require "luagpu.matmul"
@@ -30,6 +31,15 @@ local err_n = tonumber(arg and arg[4]) or 4096
 local sweep = arg and arg[5]
 local dev = gpu.device()
 if os.getenv("TRUNC") then mma.params.tf32.trunc, mma.params["3xtf32"].trunc = true, true end
+-- WGMMA_GROUP=G: the wgmma tiles' band of G row blocks (params.group)
+if os.getenv("WGMMA_GROUP") then
+  for _, p in ipairs{"tf32", "3xtf32"} do
+    local t = {}
+    for k, v in pairs(wgmma.params[p]) do t[k] = v end
+    t.group = tonumber(os.getenv("WGMMA_GROUP"))
+    wgmma.params[p] = t
+  end
+end
 local median = bench.median
 
 -- PTX_DIR set: each wgmma program's patched PTX is written there (wgmma_N.ptx,

@@ -112,12 +112,15 @@ T.mma = {
 -- wait (0 or 1: the steps of wgmma a warpgroup leaves in flight; 1 needs 3
 -- stages; for 3xtf32, 1 keeps two sets of D), bulk (true: work-item 0
 -- copies each step's blocks by cp.async.bulk, with mbarriers; see
--- kernels/matmul_wgmma.cl). Chosen by bench/gpu/mma.lua's sweep on an H100
+-- kernels/matmul_wgmma.cl), group (tiles taken in bands of that many row
+-- blocks, so that the groups running at once share blocks of A and B in
+-- the cache; 1: row block by row block; 8: tf32 at 8192 7% faster, 3xtf32
+-- 11%, on an H200). Chosen by bench/gpu/mma.lua's sweep on an H100
 -- (docs/PERFORMANCE.md, the session of 2026-11-27, morning); NVIDIA's
 -- driver runs these programs with at most 256 work-items a group (wgs 2).
 T.wgmma = {
-  tf32 = {bn = 256, bk = 32, wgs = 2, stages = 4, wait = 1, bulk = true},
-  ["3xtf32"] = {bn = 128, bk = 32, wgs = 2, stages = 3, wait = 0, bulk = true},
+  tf32 = {bn = 256, bk = 32, wgs = 2, stages = 4, wait = 1, bulk = true, group = 8},
+  ["3xtf32"] = {bn = 128, bk = 32, wgs = 2, stages = 3, wait = 0, bulk = true, group = 8},
 }
 
 -- The launch geometry of matmul_reg.cl's edge kernels: written into reg's

@@ -149,7 +149,7 @@ local function local_bytes_of(v, three)
 end
 M.local_bytes_of = local_bytes_of
 
-local LIMITS = {bn = 256, bk = 256, wgs = 4, stages = 8}
+local LIMITS = {bn = 256, bk = 256, wgs = 4, stages = 8, group = 1024}
 
 local function check_params(fn, precision, p, dev, emulated)
   if type(p) ~= "table" then
@@ -164,6 +164,12 @@ local function check_params(fn, precision, p, dev, emulated)
     end
     v[name] = x
   end
+  local group = p.group == nil and 1 or integer(p.group)
+  if not (group and group >= 1 and group <= LIMITS.group) then
+    H.fail(fn, "matmul_wgmma.params[%q].group: expected an integer from 1 to %d or nil, got %s",
+           precision, LIMITS.group, show(p.group))
+  end
+  v.group = group
   local wait = p.wait == nil and 0 or integer(p.wait)   -- (false is no 0)
   if wait ~= 0 and wait ~= 1 then
     H.fail(fn, "matmul_wgmma.params[%q].wait: expected 0 or 1, got %s", precision, show(p.wait))
@@ -196,7 +202,7 @@ end
 
 local function defines_of(v, three)
   return {BN = v.bn, BK = v.bk, WGS = v.wgs, STAGES = v.stages, WGWAIT = v.wait, MAIN = 1,
-          THREE = three and 1 or nil, BULK = v.bulk and 1 or nil}
+          THREE = three and 1 or nil, BULK = v.bulk and 1 or nil, GROUP_M = v.group or 1}
 end
 
 -- The enqueue steps of op(A) (m x k) times op(B) (k x n) into C with tiles
