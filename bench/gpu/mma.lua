@@ -15,7 +15,8 @@
 -- compiler's register counts and wgmma warnings of each program built;
 -- PTX_DIR=dir writes each wgmma program's patched PTX there (for the CUDA
 -- toolkit's ptxas -v -arch=sm_90a, found on the GPU machines). WGMMA_GROUP=G
--- times the wgmma tiles with bands of G row blocks (params' group).
+-- times the wgmma tiles with bands of G row blocks (params' group);
+-- WGMMA_3X="bn bk wgs stages wait bulk" times those as 3xtf32's tiles.
 local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
 local gpu = rawget(_G, "gpu") or require "luagpu"
 local matmul = require "luagpu.matmul"
@@ -31,6 +32,13 @@ local err_n = tonumber(arg and arg[4]) or 4096
 local sweep = arg and arg[5]
 local dev = gpu.device()
 if os.getenv("TRUNC") then mma.params.tf32.trunc, mma.params["3xtf32"].trunc = true, true end
+-- WGMMA_3X="bn bk wgs stages wait bulk": 3xtf32's wgmma tiles (bulk 1 or 0)
+if os.getenv("WGMMA_3X") then
+  local v = {}
+  for x in os.getenv("WGMMA_3X"):gmatch("%d+") do v[#v + 1] = tonumber(x) end
+  wgmma.params["3xtf32"] = {bn = v[1], bk = v[2], wgs = v[3], stages = v[4], wait = v[5],
+                            bulk = v[6] == 1, group = wgmma.params["3xtf32"].group}
+end
 -- WGMMA_GROUP=G: the wgmma tiles' band of G row blocks (params.group)
 if os.getenv("WGMMA_GROUP") then
   for _, p in ipairs{"tf32", "3xtf32"} do
@@ -305,10 +313,10 @@ local SHAPES = {   -- bm bn bk wm wn stages trunc maxrreg
 }
 -- the wgmma kernels' tiles (lua/luagpu/matmul/params.lua), swept instead
 -- where they are the path
-local WGMMA_SHAPES = {   -- bn bk wgs stages wait bulk
-  {256, 32, 2, 4, 1, 1}, {256, 32, 2, 4, 1, 0}, {256, 32, 2, 3, 0, 1}, {192, 16, 2, 4, 1, 0},
-  {192, 32, 2, 4, 0, 1}, {256, 16, 2, 6, 1, 1}, {128, 32, 2, 3, 0, 1}, {128, 32, 2, 3, 0, 0},
-  {128, 32, 2, 3, 1, 1}, {128, 24, 2, 4, 0, 1}, {128, 16, 2, 6, 0, 1}, {96, 32, 2, 3, 1, 1},
+local WGMMA_SHAPES = {   -- bn bk wgs stages wait bulk (bands of WGMMA_GROUP row blocks, 8)
+  {256, 32, 2, 4, 1, 1}, {256, 32, 2, 3, 0, 1}, {256, 32, 2, 4, 0, 1}, {192, 32, 2, 4, 1, 1},
+  {128, 32, 2, 3, 0, 1}, {128, 24, 2, 4, 0, 1}, {128, 16, 2, 6, 0, 1}, {128, 32, 2, 3, 1, 1},
+  {96, 32, 2, 4, 0, 1}, {160, 32, 2, 3, 0, 1}, {128, 48, 2, 2, 0, 1}, {192, 16, 2, 4, 1, 0},
 }
 -- Times each shape of shapes (made into params by make) as both
 -- precisions' tiles in module's params, at the first size, and checks two
@@ -342,7 +350,8 @@ end
 
 if sweep and matmul.path(dev, "tf32"):find("wgmma", 1, true) then
   sweep_tiles(wgmma, WGMMA_SHAPES, function(s)
-    return {bn = s[1], bk = s[2], wgs = s[3], stages = s[4], wait = s[5], bulk = s[6] == 1}
+    return {bn = s[1], bk = s[2], wgs = s[3], stages = s[4], wait = s[5], bulk = s[6] == 1,
+            group = tonumber(os.getenv("WGMMA_GROUP") or "8")}
   end, "bn bk wgs stages wait bulk", function(s) return table.concat(s, " ") end)
 elseif sweep then
   if os.getenv("VERBOSE") then mma.build_options = "-cl-nv-verbose" end

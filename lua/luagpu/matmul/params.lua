@@ -116,11 +116,13 @@ T.mma = {
 -- blocks, so that the groups running at once share blocks of A and B in
 -- the cache; 1: row block by row block; 8: tf32 at 8192 7% faster, 3xtf32
 -- 11%, on an H200). Chosen by bench/gpu/mma.lua's sweep on an H100
--- (docs/PERFORMANCE.md, the session of 2026-11-27, morning); NVIDIA's
--- driver runs these programs with at most 256 work-items a group (wgs 2).
+-- (docs/PERFORMANCE.md, the session of 2026-11-27, morning); 3xtf32's
+-- steps of 48 in two stages and group on an H200 (the session of
+-- 2026-11-28, afternoon). NVIDIA's driver runs these programs with at most
+-- 256 work-items a group (wgs 2).
 T.wgmma = {
   tf32 = {bn = 256, bk = 32, wgs = 2, stages = 4, wait = 1, bulk = true, group = 8},
-  ["3xtf32"] = {bn = 128, bk = 32, wgs = 2, stages = 3, wait = 0, bulk = true, group = 8},
+  ["3xtf32"] = {bn = 128, bk = 48, wgs = 2, stages = 2, wait = 0, bulk = true, group = 8},
 }
 
 -- The launch geometry of matmul_reg.cl's edge kernels: written into reg's
