@@ -119,7 +119,7 @@ for _, path in ipairs {{false, false}, {true, false}, {true, true}} do
   if not (bad == 0 and last == total) then scan_bad = scan_bad + 1 end
 end
 cls.scan_ptx = true
-print("inline PTX scan on this device:", require("luagpu.algo.scan").ptx_keyword(dev))
+print("inline PTX scan on this device:", require("luagpu.core.ptx").keyword(dev))
 
 -- the number of elements wrong in an exclusive and an inclusive scan of x
 -- (-1: it failed)

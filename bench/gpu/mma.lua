@@ -313,7 +313,7 @@ local SHAPES = {   -- bm bn bk wm wn stages trunc maxrreg
 }
 -- the wgmma kernels' tiles (lua/luagpu/matmul/params.lua), swept instead
 -- where they are the path
-local WGMMA_SHAPES = {   -- bn bk wgs stages wait bulk (bands of WGMMA_GROUP row blocks, 8)
+local WGMMA_SHAPES = {   -- bn bk wgs stages wait bulk
   {256, 32, 2, 4, 1, 1}, {256, 32, 2, 3, 0, 1}, {256, 32, 2, 4, 0, 1}, {192, 32, 2, 4, 1, 1},
   {128, 32, 2, 3, 0, 1}, {128, 24, 2, 4, 0, 1}, {128, 16, 2, 6, 0, 1}, {128, 32, 2, 3, 1, 1},
   {96, 32, 2, 4, 0, 1}, {160, 32, 2, 3, 0, 1}, {128, 48, 2, 2, 0, 1}, {192, 16, 2, 4, 1, 0},
@@ -349,9 +349,11 @@ local function sweep_tiles(module, shapes, make, label, show)
 end
 
 if sweep and matmul.path(dev, "tf32"):find("wgmma", 1, true) then
+  -- every swept tile in the bands of tf32's params (the default's, or WGMMA_GROUP's)
+  local sweep_group = wgmma.params.tf32.group
   sweep_tiles(wgmma, WGMMA_SHAPES, function(s)
     return {bn = s[1], bk = s[2], wgs = s[3], stages = s[4], wait = s[5], bulk = s[6] == 1,
-            group = tonumber(os.getenv("WGMMA_GROUP") or "8")}
+            group = sweep_group}
   end, "bn bk wgs stages wait bulk", function(s) return table.concat(s, " ") end)
 elseif sweep then
   if os.getenv("VERBOSE") then mma.build_options = "-cl-nv-verbose" end

@@ -48,10 +48,8 @@ local WORD_BITS = {
 -- Accumulators of the PTX look-back (scan.cl's scan_lookback_ptx).
 local PTX_ACC = {int = true, uint = true, float = true}
 
--- The keyword of inline PTX on a device (luagpu.core.ptx's probe; kept
--- here too for the benches that ask algo.scan).
+-- The keyword of inline PTX on a device (luagpu.core.ptx's probe).
 local ptx_keyword = PTX.keyword
-S.ptx_keyword, S.ptx_target = PTX.keyword, PTX.target
 
 ------------------------------------------------------------------ programs
 

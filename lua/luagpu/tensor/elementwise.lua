@@ -127,14 +127,11 @@ local function with_scalar(fn, op, floatify, x, v, varg)
     return X.apply(fn, op, varg == 2 and {x, v} or {v, x}, ct)
   end
   local sv = {kind = "scalar", value = v, type = ct, shape = NO_DIMS, size = 1}
-  local e
-  if varg == 2 then
-    e = {nx, sv, kind = "op", op = op.name, args = false, ct = ct, type = op.result or ct,
-         shape = nx.shape, size = nx.size + 2, fn = fn, _stores = false}
-  else
-    e = {sv, nx, kind = "op", op = op.name, args = false, ct = ct, type = op.result or ct,
-         shape = nx.shape, size = nx.size + 2, fn = fn, _stores = false}
-  end
+  local first, second = nx, sv
+  if varg == 1 then first, second = sv, nx end
+  local e = {first, second, kind = "op", op = op.name, args = false, ct = ct,
+             type = op.result or ct, shape = nx.shape, size = nx.size + 2, fn = fn,
+             _stores = false}
   e.args = e
   return result_over(x._dev, e, nx)
 end

@@ -145,13 +145,9 @@ local due = memory.due
 function O.lazy(dev, e, n)
   if due[dev] then memory.step_first(dev) end
   local shape = e.shape
-  if not n then
-    -- (numel's loop, without the call, for the common 1-D shape)
-    local d1 = shape[1]
-    n = shape[2] == nil and mathtype(d1) == "integer" and d1 or numel(shape)
-  end
   return setmetatable({[TAG] = true, _expr = e, _leaf = false, _st = false, _type = e.type,
-                       _shape = shape, _strides = false, _off = 0, _n = n, _dev = dev}, MT)
+                       _shape = shape, _strides = false, _off = 0, _n = n or numel(shape),
+                       _dev = dev}, MT)
 end
 
 -- A new contiguous tensor of type t and shape, its contents undefined.
