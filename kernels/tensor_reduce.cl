@@ -193,12 +193,63 @@ kernel void cols2(global const ACC* restrict in, global const long* restrict iid
   COLS_BODY(LOAD_PART, INDEX_PART)
 }
 
-/* cols4: cols for reductions without positions when inner and off are
-** multiples of 4: work-item x owns columns 4x .. 4x + 3 and reads them as
-** one 4-wide vector per row (16 bytes, 512 per warp and row), four rows at
-** a time; the CY rows of a group share part gy % nsplit of the dim. Writes
-** the 4 accumulators into part, or FINAL into res when final. */
-#ifndef ARG
+/* cols4: cols when inner and off are multiples of 4: work-item x owns
+** columns 4x .. 4x + 3 and reads them as one 4-wide vector per row (16
+** bytes, 512 per warp and row), four rows at a time; the CY rows of a group
+** share part gy % nsplit of the dim. Writes the 4 accumulators (ARG: and
+** their positions) into part (and pidx), or FINAL into res when final. */
+#ifdef ARG
+#define COLS4_STEP(w, l)                                                         \
+  { ACC v_ = MAP(w.s0); STEP(a0, i0, v_, (long)(l));                             \
+    v_ = MAP(w.s1); STEP(a1, i1, v_, (long)(l));                                 \
+    v_ = MAP(w.s2); STEP(a2, i2, v_, (long)(l));                                 \
+    v_ = MAP(w.s3); STEP(a3, i3, v_, (long)(l)); }
+
+kernel void cols4(global const T* restrict in, ulong off, ulong L, ulong inner, ulong chunk,
+                  ulong nsplit, uint final, ulong count, global ACC* restrict part,
+                  global long* restrict pidx, global OUT* restrict res) {
+  ulong x = get_global_id(0), q = inner / 4;
+  uint ly = get_local_id(1), lx = get_local_id(0);
+  ulong gy = get_group_id(1), o = gy / nsplit, p = gy % nsplit;
+  ulong start = p * chunk, end = min(L, start + chunk);
+  ACC a0 = NEUTRAL, a1 = NEUTRAL, a2 = NEUTRAL, a3 = NEUTRAL;
+  long i0 = LONG_MAX, i1 = LONG_MAX, i2 = LONG_MAX, i3 = LONG_MAX;
+  if (x < q) {
+    global const T4* b = (global const T4*)(in + off + o * L * inner) + x;
+    ulong l = start + ly;
+    for (; l + 3 * CY < end; l += 4 * CY) {
+      T4 w0 = b[l * q], w1 = b[(l + CY) * q], w2 = b[(l + 2 * CY) * q], w3 = b[(l + 3 * CY) * q];
+      COLS4_STEP(w0, l) COLS4_STEP(w1, l + CY) COLS4_STEP(w2, l + 2 * CY) COLS4_STEP(w3, l + 3 * CY)
+    }
+    for (; l < end; l += CY) { T4 w = b[l * q]; COLS4_STEP(w, l) }
+  }
+  local ACC la[4][CY][CX];
+  local long li[4][CY][CX];
+  la[0][ly][lx] = a0; la[1][ly][lx] = a1; la[2][ly][lx] = a2; la[3][ly][lx] = a3;
+  li[0][ly][lx] = i0; li[1][ly][lx] = i1; li[2][ly][lx] = i2; li[3][ly][lx] = i3;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint s = CY / 2; s > 0; s >>= 1) {
+    if (ly < s) {
+      for (uint k = 0; k < 4; k++) {
+        ACC a = la[k][ly][lx], b = la[k][ly + s][lx];
+        long ia = li[k][ly][lx], ib = li[k][ly + s][lx];
+        COMBINE(a, ia, b, ib);
+        la[k][ly][lx] = a; li[k][ly][lx] = ia;
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (ly == 0 && x < q) {
+    for (uint k = 0; k < 4; k++) {
+      if (final) res[o * inner + 4 * x + k] = FINAL(la[k][0][lx], li[k][0][lx], count);
+      else {
+        ulong at = (o * nsplit + p) * inner + 4 * x + k;
+        part[at] = la[k][0][lx]; pidx[at] = li[k][0][lx];
+      }
+    }
+  }
+}
+#else
 #define COLS4_STEP(w)                                                            \
   a0 = OP(a0, MAP(w.s0)); a1 = OP(a1, MAP(w.s1));                                \
   a2 = OP(a2, MAP(w.s2)); a3 = OP(a3, MAP(w.s3));

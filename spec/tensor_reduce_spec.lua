@@ -142,10 +142,10 @@ describe("tensor reductions", function()
     end
   end)
 
-  it("column reductions 4 columns at a time (cols4), split and folded, at any offset", function()
+  it("column reductions 4 columns at a time (cols4; argmin and argmax with positions), split and folded, at any offset", function()
     local R = require "luagpu.tensor.reduce"
     local OPS = {float = {"sum", "prod", "mean", "min", "max", "any", "all", "argmax"},
-                 int = {"sum", "min", "all"}, uchar = {"sum", "any"}}
+                 int = {"sum", "min", "all", "argmin"}, uchar = {"sum", "any", "argmax"}}
     for _, t in ipairs{"float", "int", "uchar"} do
       local ops = OPS[t]
       for _, case in ipairs{{{37, 8}, 1}, {{3, 300, 12}, 2}, {{2000, 4}, 1}, {{5, 6, 4}, 1}} do

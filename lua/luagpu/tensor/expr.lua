@@ -65,7 +65,7 @@ X.WEAK_KEYS = WEAK_KEYS
 local function leaf(x)
   local l = x._leaf
   if l then return l end
-  l = {kind = "leaf", x = x, type = x._type, shape = x._shape, size = 1}
+  l = {kind = "leaf", x = x, type = x._type, shape = x._shape, size = 1, _stores = false}
   x._leaf = l
   return l
 end
@@ -84,8 +84,15 @@ X.node_of = node_of
 -- the lists on its way.) A leaf node's is its tensor's storage, read anew.
 local function stores_of(e)
   local kind = e.kind
-  if kind == "leaf" then return {e.x._st} end
   local list = e._stores
+  if kind == "leaf" then
+    -- (kept while its tensor's storage is the one it names)
+    local st = e.x._st
+    if list and list[1] == st then return list end
+    list = {st}
+    e._stores = list
+    return list
+  end
   if list then return list end
   local args = e.args
   local n = args and #args

@@ -217,7 +217,7 @@ local function program(fn, dev, op, t, ls)
   if not ok then fail(fn, "the %s kernels do not compile for %s: %s", op, t, tostring(prog)) end
   local wg = min(prog.rows.work_group_size, prog.cols.work_group_size,
                  prog.rows2.work_group_size, prog.cols2.work_group_size,
-                 spec.ARG and huge or prog.cols4.work_group_size)
+                 prog.cols4.work_group_size)
   if wg < ls or wg < sz.CX * sz.CY then
     fail(fn, "the %s kernels allow work-groups of %d on %s, they need %d", op, wg, dev.name,
          max(ls, sz.CX * sz.CY))
@@ -229,7 +229,7 @@ local function program(fn, dev, op, t, ls)
   if rows_warp and rows_warp.work_group_size < 32 * WARP_ROWS then rows_warp = nil end
   p = {prog = prog, spec = spec, sz = sz, LS = ls, cu = dev.compute_units,
        k = {rows = prog.rows, rows2 = prog.rows2, cols = prog.cols, cols2 = prog.cols2,
-            cols4 = not spec.ARG and prog.cols4 or nil, rows_warp = rows_warp or nil}}
+            cols4 = prog.cols4, rows_warp = rows_warp or nil}}
   by[ls] = p
   return p
 end
@@ -326,8 +326,9 @@ local function reduce_into(fn, op, x, outer, L, inner, res)
     drop(part); drop(pidx)
     return
   end
-  if R.cols4_waves and not spec.ARG and inner % 4 == 0 and x._off % 4 == 0 then
+  if R.cols4_waves and inner % 4 == 0 and x._off % 4 == 0 then
     -- 4 columns per work-item: a group reads CX * 4 columns of its part
+    -- (argmin and argmax: with their positions, in pidx)
     local gx = ceil_div(inner // 4, sz.CX)
     local groups = p.cu * R.cols4_waves
     local nsplit = 1
@@ -336,18 +337,32 @@ local function reduce_into(fn, op, x, outer, L, inner, res)
     end
     local chunk = ceil_div(L, nsplit)
     local global = {gx * sz.CX, outer * nsplit * sz.CY}
+    local arg = spec.ARG
     if nsplit == 1 then
-      run(p.k.cols4, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, outbuf},
-          global, {sz.CX, sz.CY}, 10, keep)
+      if arg then
+        run(p.k.cols4, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, didx, outbuf},
+            global, {sz.CX, sz.CY}, 11, keep)
+      else
+        run(p.k.cols4, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, outbuf},
+            global, {sz.CX, sz.CY}, 10, keep)
+      end
       return
     end
     local part = empty(fn, dev, acc, {outer * nsplit * inner})
-    run(p.k.cols4, {x._st.buf, x._off, L, inner, chunk, nsplit, 0, L, part._st.buf, dres},
-        global, {sz.CX, sz.CY}, 9, keep)
+    local pidx = arg and empty(fn, dev, "long", {outer * nsplit * inner})
+    if arg then
+      run(p.k.cols4, {x._st.buf, x._off, L, inner, chunk, nsplit, 0, L, part._st.buf,
+                      pidx._st.buf, dres}, global, {sz.CX, sz.CY}, 9, keep)
+    else
+      run(p.k.cols4, {x._st.buf, x._off, L, inner, chunk, nsplit, 0, L, part._st.buf, dres},
+          global, {sz.CX, sz.CY}, 9, keep)
+    end
     local gx1 = ceil_div(inner, sz.CX)
-    run(p.k.cols2, {part._st.buf, didx, 0, nsplit, inner, nsplit, 1, 1, L, dpart,
-                       didx, outbuf}, {gx1 * sz.CX, outer * sz.CY}, {sz.CX, sz.CY}, 12, keep)
+    run(p.k.cols2, {part._st.buf, arg and pidx._st.buf or didx, 0, nsplit, inner, nsplit, 1, 1,
+                    L, dpart, didx, outbuf}, {gx1 * sz.CX, outer * sz.CY}, {sz.CX, sz.CY}, 12,
+        keep)
     drop(part)
+    if pidx then drop(pidx) end
     return
   end
   -- columns: 4 times as many groups as rows get, so that the last wave of
