@@ -105,6 +105,7 @@ local table29 = {
   {"rand_2^26", function() return dev:rand("float", {n26}) end},
   {"randn_2^26", function() return dev:randn("float", {n26}) end},
   {"argmax2_4096^2", function() return S:argmax(2) end},
+  {"argmax1_4096^2", function() return S:argmax(1) end},
   {"softmax_by_hand_4096^2", function() return softmax_by_hand(S) end},
   {"histogram_2^24", function() return (algo.histogram(x24buf, {bins = 256, range = {0, 1}})) end},
   {"sum_item_2^24", function() return x24:sum() end},

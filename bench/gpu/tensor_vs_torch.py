@@ -52,6 +52,7 @@ rows = [
     ("rand_2^26", lambda: torch.rand(1 << 26, device=dev)),
     ("randn_2^26", lambda: torch.randn(1 << 26, device=dev)),
     ("argmax2_4096^2", lambda: S.argmax(1)),
+    ("argmax1_4096^2", lambda: S.argmax(0)),
     ("softmax_by_hand_4096^2", lambda: softmax_by_hand(S)),
     ("softmax_4096^2", lambda: torch.softmax(S, 1)),
     ("histogram_2^24", lambda: torch.histc(x24, bins=256, min=0, max=1)),
