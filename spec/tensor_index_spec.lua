@@ -77,6 +77,12 @@ describe("tensor indexing", function()
     has_error("luagpu: tensor[i]: a 0-d tensor has no dim to index (x:item() gives its value)",
               function() return x:select(1, 1)[1] end)
     has_error("luagpu: tensor: no field or method 'foo'", function() return x.foo end)
+    assert.is_nil(support.errmsg(function() return x.foo end):find("did you mean", 1, true))
+    -- a near miss names the closest method or field
+    has_error("luagpu: tensor: no field or method 'sumn' (did you mean 'sum'?)",
+              function() return x.sumn end)
+    has_error("luagpu: tensor: no field or method 'shpe' (did you mean 'shape'?)",
+              function() return x.shpe end)
     has_error("luagpu: tensor: field 'foo' is read-only", function() x.foo = 1 end)
     x:release()
     has_error("luagpu: tensor[i]: attempt to use a released tensor", function() return x[1] end)

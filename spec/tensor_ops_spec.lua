@@ -149,6 +149,33 @@ describe("tensor operators", function()
     assert.same({-2, 7, 5}, gpu.where(i, i, 7):totable())
   end)
 
+  it("clamp keeps a NaN of x (NumPy's clip, PyTorch's clamp); a NaN bound is no bound", function()
+    if not S.need_numpy(assert, pending) then return end
+    local nan, inf = 0 / 0, 1 / 0
+    local vals = {nan, -5, 5, 0.5, -inf, inf, -0.0}
+    local x = dev:tensor("float", {#vals}, vals)
+    local lohi = {{-1, 1}, {nan, 1}, {-1, nan}, {nan, nan}, {-1, nil}, {nil, 1}, {2, -2}}
+    for _, b in ipairs(lohi) do
+      local lo, hi = b[1], b[2]
+      local ref = S.numpy(string.format("out = np.clip(x, %s, %s).astype(np.float32)",
+                                        lo == nil and "None" or (lo ~= lo and "np.nan" or lo),
+                                        hi == nil and "None" or (hi ~= hi and "np.nan" or hi)),
+                          {x = {type = "float", shape = {#vals}, data = vals}})
+      local got = x:clamp(lo, hi):totable()
+      for k = 1, #vals do
+        local w, g = ref.data[k], got[k]
+        assert((w ~= w and g ~= g) or w == g,
+               string.format("clamp(%s, %s) of %s: %s, NumPy %s", lo, hi, vals[k], g, w))
+      end
+    end
+    -- a tensor bound, broadcast; an integer x has no NaN (the bound's type wins)
+    local lo = dev:tensor("float", {2, 1}, {-1, nan})
+    local got = x:clamp(lo, 1):totable()
+    assert.is_true(got[1][1] ~= got[1][1] and got[2][1] ~= got[2][1])
+    assert.same({-1, -5}, {got[1][2], got[2][2]})
+    assert.same({-2.5, 0.0, 1.0}, dev:tensor("int", {3}, {-5, 0, 5}):clamp(-2.5, 1):totable())
+  end)
+
   it("non-contiguous operands and broadcasting without copies", function()
     local x, rx = random_tensor("float", {5, 7})
     local y, ry = random_tensor("float", {7, 5})

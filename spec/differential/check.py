@@ -331,9 +331,11 @@ def binary(op, x, y):
         return V(r, ct, prop if cross.any() else None)
     elif op == "mod":
         # API.md: % is Lua's modulo, the result with the divisor's sign:
-        # fmod, then + b when the signs differ (Lua 5.4's luai_nummod)
+        # fmod, then + b when the signs differ (Lua 5.4's luai_nummod); a
+        # zero takes the divisor's sign (NumPy's %)
         m = np.fmod(A, B)
-        r = np.where((m != 0) & ((m < 0) != (B < 0)), m + B, m).astype(NP[ct])
+        r = np.where((m != 0) & ((m < 0) != (B < 0)), m + B, m)
+        r = np.where(m == 0, np.copysign(np.zeros_like(r), B), r).astype(NP[ct])
         prop = ea + eb * (np.abs(fa / np.where(fb == 0, 1, fb)) + 1)
         fr = f64(r)
         near = (prop > 0) & ((np.abs(fr) <= prop) | (np.abs(np.abs(fr) - np.abs(fb)) <= prop))
@@ -739,8 +741,17 @@ class Program:
         if op in FUNCS2:
             return func2(op, args[0])
         if op == "clamp":
-            # tensor:clamp(lo, hi) is max(x, lo), then min(., hi)
-            return binary("min", binary("max", args[0], args[1]), args[2])
+            # tensor:clamp(lo, hi) is max(x, lo), then min(., hi) (a NaN
+            # bound is no bound), and a NaN of x stays NaN (NumPy's clip)
+            r = binary("min", binary("max", args[0], args[1]), args[2])
+            x = args[0]
+            if np.issubdtype(x.a.dtype, np.floating):
+                nan = np.broadcast_to(np.isnan(x.a), r.a.shape)
+                if nan.any():
+                    a = np.where(nan, np.broadcast_to(x.a, r.a.shape).astype(r.a.dtype), r.a)
+                    err = None if r.err is None else np.where(nan, 0.0, r.err)
+                    r = V(a, r.t, err)
+            return r
         if op == "where":
             return where(args[0], args[1], args[2])
         if op == "astype":

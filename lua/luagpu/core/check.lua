@@ -138,6 +138,46 @@ function H.check_buffer(fn, arg, b)
   return b.type, b.root, b.offset, b
 end
 
+-- " (did you mean 'sum'?)" for a name k a lookup did not find, naming the
+-- closest string key of the tables given (an edit distance of at most 2,
+-- and less than half of k's length), or "" (on the error path only).
+local function distance(a, b)
+  local la, lb = #a, #b
+  if math.abs(la - lb) > 2 then return 3 end
+  local prev, cur = {}, {}
+  for j = 0, lb do prev[j] = j end
+  for i = 1, la do
+    cur[0] = i
+    local ca = a:byte(i)
+    for j = 1, lb do
+      local c = prev[j - 1] + (ca == b:byte(j) and 0 or 1)
+      if prev[j] + 1 < c then c = prev[j] + 1 end
+      if cur[j - 1] + 1 < c then c = cur[j - 1] + 1 end
+      cur[j] = c
+    end
+    prev, cur = cur, prev
+  end
+  return prev[lb]
+end
+
+function H.did_you_mean(k, ...)
+  if type(k) ~= "string" or #k > 64 then return "" end
+  local best, bd = nil, 3
+  for i = 1, select("#", ...) do
+    local t = select(i, ...)
+    if type(t) == "table" then
+      for name in next, t do
+        if type(name) == "string" and name:byte(1) ~= 95 then
+          local d = distance(k, name)
+          if d < bd or d == bd and best and name < best then best, bd = name, d end
+        end
+      end
+    end
+  end
+  if best and bd <= 2 and bd * 2 < #k then return " (did you mean '" .. best .. "'?)" end
+  return ""
+end
+
 -- The names a table may hold: {set =, list = "a, b, c" (for messages),
 -- label = what a message puts before one ("option " or "")}.
 function H.option_names(names, label)

@@ -309,7 +309,8 @@ local emin, emax = E.ops.min, E.ops.max
 
 -- x:clamp(lo, hi): max(x, lo) then min(.., hi); a nil bound is not
 -- applied (x:clamp(lo) is a lower bound only, x:clamp(nil, hi) an upper
--- one), as PyTorch's clamp(min=, max=).
+-- one), as PyTorch's clamp(min=, max=). A NaN of a floating x stays NaN
+-- (NumPy's clip, PyTorch's clamp); a NaN bound is no bound (fmax, fmin).
 function methods.clamp(x, lo, hi, ...)
   local fn = "tensor:clamp"
   check(fn, 0, x, true)
@@ -320,9 +321,11 @@ function methods.clamp(x, lo, hi, ...)
   end
   if lo ~= nil then check_operand(fn, 1, lo) end
   if hi ~= nil then check_operand(fn, 2, hi) end
-  if lo ~= nil then x = emax(x, lo) end
-  if hi ~= nil then x = emin(x, hi) end
-  return x
+  local r = x
+  if lo ~= nil then r = emax(r, lo) end
+  if hi ~= nil then r = emin(r, hi) end
+  if FLOATS[x._type] then r = E.where(E.ops.isnan(x), x, r) end   -- (one fused kernel)
+  return r
 end
 
 -- gpu.where(mask, a, b): a where mask is not 0, else b (broadcast).

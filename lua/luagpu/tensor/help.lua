@@ -24,7 +24,7 @@ M.DESCRIBE = {
   argmin = "x:argmin([dim [, keepdim]]): the 1-based position of the smallest (long)",
   argsort = "x:argsort([dim] [, {descending =}]): the 1-based positions that sort x",
   astype = "x:astype(type): a copy converted to type (\"float\", \"int\", ...)",
-  bincount = "x:bincount([bins]): counts of each value 0..bins-1 of an integer tensor",
+  bincount = "x:bincount([bins]): counts of each value 0, 1, ... of a 1-D integer tensor (max(bins, max(x) + 1) of them)",
   bmm = "x:bmm(y): batched matrix product, {b, n, k} by {b, k, m}",
   chunk = "x:chunk(n [, dim]): a list of n views along dim",
   clamp = "x:clamp(lo, hi): x limited to lo..hi (either may be nil)",

@@ -80,7 +80,8 @@ MT.__index = function(t, k)
   -- launch check (O.check_bounds) names it
   if type(k) == "string" and k:byte(1) == 95 then return nil end
   if type(k) == "number" then return O.index(t, k) end
-  fail("tensor", "no field or method %s", type(k) == "string" and "'" .. k .. "'" or show(k))
+  fail("tensor", "no field or method %s%s", type(k) == "string" and "'" .. k .. "'" or show(k),
+       H.did_you_mean(k, methods, fields))
 end
 
 MT.__newindex = function(t, k, v)

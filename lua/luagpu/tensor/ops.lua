@@ -50,8 +50,10 @@ end
 -- integers, x % -1 too).
 local function mod_helper(t)
   if FLOATS[t] then
+    -- (a zero takes the divisor's sign too, as NumPy's %: 0.0 % -3 is -0.0)
     return format("inline %s lg_mod_%s(%s a, %s b) { %s r = fmod(a, b); " ..
-                  "return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }", t, t, t, t, t)
+                  "if (r == 0) return copysign((%s)0, b); " ..
+                  "return ((r < 0) != (b < 0)) ? r + b : r; }", t, t, t, t, t, t)
   elseif SIGNED[t] then
     return format("inline %s lg_mod_%s(%s a, %s b) { if (b == 0 || b == -1) return 0; " ..
                   "%s r = a %% b; return (r != 0 && ((r < 0) != (b < 0))) ? (%s)(r + b) : r; }",

@@ -403,7 +403,8 @@ function SH.build_type(t)
     if O.fields[k] then
       fail(prefix .. "." .. k, "not supported on %s: %s", t.a_name, t.instead)
     end
-    fail(t.name, "no field or method %s", type(k) == "string" and "'" .. k .. "'" or show(k))
+    fail(t.name, "no field or method %s%s", type(k) == "string" and "'" .. k .. "'" or show(k),
+         H.did_you_mean(k, methods, fields))
   end
 
   -- #xs: its number of elements, as a tensor's
