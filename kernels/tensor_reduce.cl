@@ -198,16 +198,22 @@ kernel void cols2(global const ACC* restrict in, global const long* restrict iid
 ** bytes, 512 per warp and row), four rows at a time; the CY rows of a group
 ** share part gy % nsplit of the dim. Writes the 4 accumulators (ARG: and
 ** their positions) into part (and pidx), or FINAL into res when final. */
-#ifdef ARG
+/* (STEP, COMBINE: the positions' forms under ARG, else OP alone; the
+** positions, li and pidx exist under ARG only) */
 #define COLS4_STEP(w, l)                                                         \
   { ACC v_ = MAP(w.s0); STEP(a0, i0, v_, (long)(l));                             \
     v_ = MAP(w.s1); STEP(a1, i1, v_, (long)(l));                                 \
     v_ = MAP(w.s2); STEP(a2, i2, v_, (long)(l));                                 \
     v_ = MAP(w.s3); STEP(a3, i3, v_, (long)(l)); }
+#ifdef ARG
+#define PIDX_PARAM global long* restrict pidx,
+#else
+#define PIDX_PARAM
+#endif
 
 kernel void cols4(global const T* restrict in, ulong off, ulong L, ulong inner, ulong chunk,
                   ulong nsplit, uint final, ulong count, global ACC* restrict part,
-                  global long* restrict pidx, global OUT* restrict res) {
+                  PIDX_PARAM global OUT* restrict res) {
   ulong x = get_global_id(0), q = inner / 4;
   uint ly = get_local_id(1), lx = get_local_id(0);
   ulong gy = get_group_id(1), o = gy / nsplit, p = gy % nsplit;
@@ -224,67 +230,43 @@ kernel void cols4(global const T* restrict in, ulong off, ulong L, ulong inner, 
     for (; l < end; l += CY) { T4 w = b[l * q]; COLS4_STEP(w, l) }
   }
   local ACC la[4][CY][CX];
-  local long li[4][CY][CX];
   la[0][ly][lx] = a0; la[1][ly][lx] = a1; la[2][ly][lx] = a2; la[3][ly][lx] = a3;
+#ifdef ARG
+  local long li[4][CY][CX];
   li[0][ly][lx] = i0; li[1][ly][lx] = i1; li[2][ly][lx] = i2; li[3][ly][lx] = i3;
+#endif
   barrier(CLK_LOCAL_MEM_FENCE);
   for (uint s = CY / 2; s > 0; s >>= 1) {
     if (ly < s) {
       for (uint k = 0; k < 4; k++) {
         ACC a = la[k][ly][lx], b = la[k][ly + s][lx];
+#ifdef ARG
         long ia = li[k][ly][lx], ib = li[k][ly + s][lx];
         COMBINE(a, ia, b, ib);
-        la[k][ly][lx] = a; li[k][ly][lx] = ia;
+        li[k][ly][lx] = ia;
+#else
+        COMBINE(a, 0, b, 0);
+#endif
+        la[k][ly][lx] = a;
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (ly == 0 && x < q) {
     for (uint k = 0; k < 4; k++) {
-      if (final) res[o * inner + 4 * x + k] = FINAL(la[k][0][lx], li[k][0][lx], count);
+#ifdef ARG
+      long ik = li[k][0][lx];
+#else
+      long ik = 0;
+#endif
+      if (final) res[o * inner + 4 * x + k] = FINAL(la[k][0][lx], ik, count);
       else {
         ulong at = (o * nsplit + p) * inner + 4 * x + k;
-        part[at] = la[k][0][lx]; pidx[at] = li[k][0][lx];
+        part[at] = la[k][0][lx];
+#ifdef ARG
+        pidx[at] = ik;
+#endif
       }
     }
   }
 }
-#else
-#define COLS4_STEP(w)                                                            \
-  a0 = OP(a0, MAP(w.s0)); a1 = OP(a1, MAP(w.s1));                                \
-  a2 = OP(a2, MAP(w.s2)); a3 = OP(a3, MAP(w.s3));
-
-kernel void cols4(global const T* restrict in, ulong off, ulong L, ulong inner, ulong chunk,
-                  ulong nsplit, uint final, ulong count, global ACC* restrict part,
-                  global OUT* restrict res) {
-  ulong x = get_global_id(0), q = inner / 4;
-  uint ly = get_local_id(1), lx = get_local_id(0);
-  ulong gy = get_group_id(1), o = gy / nsplit, p = gy % nsplit;
-  ulong start = p * chunk, end = min(L, start + chunk);
-  ACC a0 = NEUTRAL, a1 = NEUTRAL, a2 = NEUTRAL, a3 = NEUTRAL;
-  if (x < q) {
-    global const T4* b = (global const T4*)(in + off + o * L * inner) + x;
-    ulong l = start + ly;
-    for (; l + 3 * CY < end; l += 4 * CY) {
-      T4 w0 = b[l * q], w1 = b[(l + CY) * q], w2 = b[(l + 2 * CY) * q], w3 = b[(l + 3 * CY) * q];
-      COLS4_STEP(w0) COLS4_STEP(w1) COLS4_STEP(w2) COLS4_STEP(w3)
-    }
-    for (; l < end; l += CY) { T4 w = b[l * q]; COLS4_STEP(w) }
-  }
-  local ACC la[4][CY][CX];
-  la[0][ly][lx] = a0; la[1][ly][lx] = a1; la[2][ly][lx] = a2; la[3][ly][lx] = a3;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint s = CY / 2; s > 0; s >>= 1) {
-    if (ly < s) {
-      for (uint k = 0; k < 4; k++) la[k][ly][lx] = OP(la[k][ly][lx], la[k][ly + s][lx]);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  if (ly == 0 && x < q) {
-    for (uint k = 0; k < 4; k++) {
-      if (final) res[o * inner + 4 * x + k] = FINAL(la[k][0][lx], 0, count);
-      else part[(o * nsplit + p) * inner + 4 * x + k] = la[k][0][lx];
-    }
-  }
-}
-#endif
