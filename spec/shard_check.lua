@@ -159,8 +159,20 @@ raises("tensor:min: argument #1: expected a dim, a list of dims or a tensor, got
        "luagpu.ShardedTensor", function() return x:min(xs) end)
 raises("tensor:max: argument #1: expected a dim, a list of dims or a tensor, got " ..
        "luagpu.ShardedTensor", function() return x:max(xs) end)
-raises("shard 1 of the sharded tensors is on two devices",
+raises(("shard 1 of the sharded tensors is on two devices (gpu.device(1) '%s' and " ..
+        "gpu.device(2) '%s')"):format(d1.name, d2.name),
        function() return xs + gpu.shard(x, {d2, d1}) end)
+-- two PoCL devices share a name: each is named by its place too
+raises(("tensor:add: argument #2: the tensors are on different devices (gpu.device(2) '%s' " ..
+        "and gpu.device(1) '%s')"):format(d2.name, d1.name),
+       function() return x:to(d2) + x end)
+do
+  local b1, b2 = d1:buffer("float", 8), d2:buffer("float", 8)
+  local dot = gpu.reduce.new{type = "float", inputs = 2, map = "x * y", op = "a + b",
+                             neutral = 0}
+  raises(("argument #2: the buffers are on different devices (gpu.device(1) " ..
+          "'%s' and gpu.device(2) '%s')"):format(d1.name, d2.name), dot, b1, b2)
+end
 local uneven = gpu.shard({random("float", {1, 2}):to(d1), random("float", {3, 2}):to(d2)})
 raises("shard 1 holds 2 and 1 along dim 1: shard both alike", function() return xs + uneven end)
 raises("sharded:argmax: not supported on a sharded tensor", function() return xs:argmax() end)

@@ -5,6 +5,7 @@
 local gpu = require "luagpu"
 local T = require "luagpu.tensor"
 local N = require "tensor_support"
+local support = require "support"
 
 describe("tensor memory", function()
   local dev = gpu.device()
@@ -256,6 +257,30 @@ describe("tensor memory", function()
     local m1 = dev:memory()
     assert.is_true(m1.made - m0.made <= 1, "buffers made: " .. (m1.made - m0.made))
     assert.equal(m0.collections, m1.collections)
+  end)
+
+  it("empties the pool's free blocks with dev:empty_cache(), keeping live tensors' blocks",
+     function()
+    dev:empty_cache()
+    local keep = dev:rand("float", {5003}, 7)
+    local want = keep:get():totable()
+    local y = (keep * 3):eval()
+    y:release()
+    local m0 = dev:memory()
+    assert.is_true(m0.pooled >= 5003 * 4, "pooled " .. m0.pooled)
+    assert.equal(m0.pooled, dev:empty_cache())
+    local m1 = dev:memory()
+    assert.equal(0, m1.pooled)
+    assert.equal(m0.buffers - 1, m1.buffers)
+    assert.equal(m0.used, m1.used)
+    assert.equal(0, dev:empty_cache())
+    assert.same(want, keep:get():totable())     -- a live tensor's block is not the pool's
+    local z = (keep + 1):eval()                 -- the pool makes blocks again
+    assert.equal(want[3] + 1, z:get():totable()[3])
+    support.has_error("luagpu: device:empty_cache: argument #1: expected no more arguments, got number",
+                dev.empty_cache, dev, 1)
+    support.has_error("luagpu: device:empty_cache: self: expected a luagpu.Device, got number",
+                dev.empty_cache, 3)
   end)
 
   it("refuses a released tensor everywhere, and keeps what read it", function()

@@ -17,7 +17,7 @@ local M = {}
 local METHODS = {
   {"Device", "luagpu.tensor", "device_methods", {"tensor", "arange", "rand", "randn", "memory",
               "zeros", "ones", "full", "eye", "linspace", "randint", "uniform", "normal",
-              "randperm"}},
+              "randperm", "empty_cache"}},
 }
 
 -- Module fields loaded on first use: gpu.NAME = require(module), or the

@@ -178,6 +178,18 @@ function H.did_you_mean(k, ...)
   return ""
 end
 
+-- Device dev named for a message that names two (two PoCL devices, or two
+-- cards of one model, share a name): "gpu.device(K) 'NAME'", K its place
+-- in gpu.devices(). Only on the error path.
+function H.device_label(dev)
+  local ok, list = pcall(gpu.devices)
+  local name = tostring(H.class_of(dev) == "Device" and dev.name or dev)
+  for k = 1, ok and type(list) == "table" and #list or 0 do
+    if rawequal(list[k], dev) then return format("gpu.device(%d) '%s'", k, name) end
+  end
+  return "'" .. name .. "'"
+end
+
 -- The names a table may hold: {set =, list = "a, b, c" (for messages),
 -- label = what a message puts before one ("option " or "")}.
 function H.option_names(names, label)

@@ -15,7 +15,8 @@
 --                              collections = full collections the pool ran,
 --                              budget = bytes a class hands out between two}
 --   M.give_back(s)             storage s's block back to the pool now
---   M.trim(dev)                releases every pooled buffer of dev
+--   M.trim(dev)                releases every pooled buffer of dev; returns
+--                              their bytes (dev:empty_cache())
 --   M.set_limit(dev, bytes), M.set_budget(dev, bytes)   (below)
 --
 -- Blocks are kept per element type and size class (4 classes per power of
@@ -166,7 +167,8 @@ local WEAK_KEYS = {__mode = "k"}
 
 function M.trim(dev)
   local p = pools[dev]
-  if not p then return end
+  if not p then return 0 end
+  local before = p.pooled
   for key, list in next, p.free do
     for i = 1, #list do
       local buf = list[i]
@@ -175,6 +177,7 @@ function M.trim(dev)
     end
     p.free[key] = nil
   end
+  return before - p.pooled
 end
 
 local function out_of_memory(e)

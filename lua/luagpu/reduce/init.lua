@@ -196,7 +196,8 @@ local function check_inputs(fn, spec, x, y)
     if ty ~= t then fail(fn, "argument #2: expected a buffer of %s, got %s", t, ty) end
     if ny ~= n then fail(fn, "argument #2: expected %d elements, got %d", n, ny) end
     if yroot.device ~= xroot.device then
-      fail(fn, "argument #2: the buffers are on different devices")
+      fail(fn, "argument #2: the buffers are on different devices (%s and %s)",
+           H.device_label(xroot.device), H.device_label(yroot.device))
     end
     input.y, input.yoff = yroot, yoff
   end

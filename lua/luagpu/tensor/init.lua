@@ -103,6 +103,14 @@ function DM.memory(dev, ...)
   return memory.memory(dev)
 end
 
+-- dev:empty_cache(): the pool's free blocks of dev released now (PyTorch's
+-- torch.cuda.empty_cache, CuPy's free_all_blocks); returns their bytes.
+function DM.empty_cache(dev, ...)
+  H.check_object("device:empty_cache", "self", dev, "Device")
+  O.no_more("device:empty_cache", 1, ...)
+  return memory.trim(dev)
+end
+
 gpu.extend("Device", DM)
 
 M.where, M.load, M.cat, M.stack = E.where, I.load, J.cat, J.stack

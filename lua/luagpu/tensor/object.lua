@@ -364,7 +364,7 @@ end
 function O.check_same_device(fn, arg, x, dev)
   if x._dev ~= dev then
     fail(fn, "argument #%d: the tensors are on different devices (%s and %s)", arg,
-         dev.name, x._dev.name)
+         H.device_label(dev), H.device_label(x._dev))
   end
 end
 

@@ -490,7 +490,7 @@ local function same_devices(fn, a, b)
   for i = 1, #la do
     if la[i]._dev ~= lb[i]._dev then
       fail(fn, "shard %d of the sharded tensors is on two devices (%s and %s)", i,
-           la[i]._dev.name, lb[i]._dev.name)
+           H.device_label(la[i]._dev), H.device_label(lb[i]._dev))
     end
   end
   return la, da, lb, db
