@@ -99,6 +99,7 @@ class("Device", {
   normal = "dev:normal(type, shape [, mean [, std [, seed]]]): normal random values",
   randperm = "dev:randperm(n [, seed]): a random permutation of 1..n",
   memory = "dev:memory(): the tensor memory pool's figures (in use, cached, ...)",
+  empty_cache = "dev:empty_cache(): releases the memory pool's free blocks now; returns their bytes",
 })
 
 class("Queue", {"device", "profiling", "out_of_order", "default"}, {

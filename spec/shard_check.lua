@@ -350,4 +350,25 @@ do
     end
   end
 end
+-- tostring: a header naming each device, then the whole's values as one
+-- tensor prints them; past 1000 elements each shard's own summary
+do
+  local label = ("gpu.device(1) '%s', gpu.device(2) '%s'"):format(d1.name, d2.name)
+  local function body(t) return (tostring(t):gsub("^[^\n]*\n", "")) end
+  local x = random("float", {5, 3})
+  for _, case in ipairs{{gpu.shard(x, devs), "along dim 1"}, {gpu.shard(x, devs, 2), "along dim 2"},
+                        {gpu.replicate(x, devs), "replicated"}} do
+    local text = tostring(case[1] * 2)
+    check(text == ("luagpu.ShardedTensor<float>{5, 3} %s over 2 devices (%s):\n%s")
+                  :format(case[2], label, body(x * 2)), "tostring: %s", text)
+  end
+  local big = random("int", {1001})
+  local text = tostring(gpu.shard(big, devs))
+  local first, second = big:slice(1, 1, 501), big:slice(1, 502, 1001)
+  check(text == ("luagpu.ShardedTensor<int>{1001} along dim 1 over 2 devices (%s):\n" ..
+                 "shard 1, on gpu.device(1) '%s': %s\nshard 2, on gpu.device(2) '%s': %s")
+                :format(label, d1.name, tostring(first), d2.name, tostring(second)),
+        "tostring of 1001: %s", text)
+end
+
 print("checked " .. checked)

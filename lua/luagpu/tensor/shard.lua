@@ -306,14 +306,36 @@ function FIELDS.shape(s)
   return shape
 end
 
+-- tostring(xs): a header (type, whole shape, layout, devices), then the
+-- values: the whole's as one tensor prints them (gathered on the first
+-- shard's device) up to SHOW_WHOLE elements, past that each shard's own
+-- summary (nothing moves between devices to print a large one).
+local SHOW_WHOLE <const> = 1000
+local gathered             -- whole() under gathering, below
 SMT.__tostring = function(s)
   local ok, list, d = pcall(parts, "sharded:tostring", 0, s)
   if not ok then return "luagpu.ShardedTensor (broken: " .. tostring(list) .. ")" end
-  local names = {}
-  for i, x in ipairs(list) do names[i] = x._dev.name end
-  return format("luagpu.ShardedTensor<%s>%s %s over %d device%s (%s)", list[1]._type,
-                show_shape(FIELDS.shape(s)), d and "along dim " .. d or "replicated", #list,
-                #list == 1 and "" or "s", concat(names, ", "))
+  local names, shape = {}, FIELDS.shape(s)
+  for i, x in ipairs(list) do names[i] = H.device_label(x._dev) end
+  local head = format("luagpu.ShardedTensor<%s>%s %s over %d device%s (%s)", list[1]._type,
+                      show_shape(shape), d and "along dim " .. d or "replicated", #list,
+                      #list == 1 and "" or "s", concat(names, ", "))
+  local n = 1
+  for _, m in ipairs(shape) do n = n * m end
+  local shown
+  ok, shown = pcall(function()
+    if n <= SHOW_WHOLE then
+      return (tostring(gathered("sharded:tostring", s, list[1]._dev, false)):gsub("^[^\n]*\n", ""))
+    end
+    local lines = {}
+    for i, x in ipairs(list) do
+      lines[i] = format("shard %d, on %s: %s", i, names[i], tostring(x))
+      if d == nil then break end           -- replicated: the first is the whole
+    end
+    return concat(lines, "\n")
+  end)
+  if not ok then return head .. ": " .. tostring(shown) end
+  return head .. ":\n" .. shown
 end
 
 ------------------------------------------------------------------ building a type
@@ -946,6 +968,8 @@ local function whole(fn, s, dev, own)
   for i, x in ipairs(list) do moved[i] = x:to(dev) end
   return require("luagpu.tensor.join").cat(moved, d)
 end
+
+gathered = whole
 
 -- xs:to(dev): the whole tensor on dev, a tensor of its own (a copy even
 -- where a shard already is the whole on dev: writing it never writes xs).
