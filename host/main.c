@@ -80,6 +80,12 @@ static int msghandler(lua_State *L) {
       msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
   }
   luaL_traceback(L, L, msg, 1);
+  /* without the helpers' frames (main.lua's traceback; as it is should that fail) */
+  if (push_main_lua(L, "traceback") == LUA_OK) {
+    lua_pushvalue(L, -2);
+    if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_type(L, -1) == LUA_TSTRING) return 1;
+  }
+  lua_pop(L, 1);   /* the failure's message, or what came back */
   return 1;
 }
 

@@ -396,6 +396,42 @@ function M.help(v)
   return table.concat(lines, "\n")
 end
 
+-- traceback text tb (luaL_traceback's) with the frames inside luagpu's Lua
+-- helpers left out, and the C call of `error` above them: an error a helper
+-- raises names the script's line in its message already, and the frames
+-- that matter at a glance are the script's. A line says how many were left
+-- out; LUAGPU_TRACEBACK=full keeps them all.
+function M.traceback(tb)
+  local check = package.loaded["luagpu.core.check"]
+  if type(tb) ~= "string" or type(check) ~= "table" or type(check.fail) ~= "function" or
+     os.getenv("LUAGPU_TRACEBACK") == "full" then
+    return tb
+  end
+  -- the helpers' folder, as short_src writes it ("/x/lua/luagpu/", or
+  -- "[luagpu built-in]/luagpu/")
+  local src = debug.getinfo(check.fail, "S").short_src
+  local dir = src:match("^(.*/)core/check%.lua$")
+  if not dir or dir:sub(1, 3) == "..." then return tb end
+  local head, body = tb:match("^(.-\nstack traceback:\n)(.*)$")
+  if not head then return tb end
+  local lines, kept, hidden = {}, {}, 0
+  for line in (body .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
+  local function helper(line)
+    return line:sub(1, #dir + 1) == "\t" .. dir
+  end
+  for i, line in ipairs(lines) do
+    local drop = helper(line)
+      -- error's own frame, and a tail-call mark, next to a helper's frame
+      or (line == "\t[C]: in function 'error'" and lines[i + 1] and helper(lines[i + 1]))
+      or (line == "\t(...tail calls...)" and i > 1 and helper(lines[i - 1]))
+    if drop then hidden = hidden + 1 else kept[#kept + 1] = line end
+  end
+  if hidden == 0 then return tb end
+  kept[#kept + 1] = string.format("\t(%d frame%s inside luagpu left out; LUAGPU_TRACEBACK=full " ..
+                                  "shows them)", hidden, hidden == 1 and "" or "s")
+  return head .. table.concat(kept, "\n")
+end
+
 -- The REPL's globals, once, before the first chunk: `dev`, the default
 -- device, made on its first use (a session that never names it makes
 -- none); Tab offers it before that (__fields).

@@ -361,6 +361,34 @@ describe("the REPL's help and printer", function()
     assert.equals(" {144, 145, 146, 147, 148, ..., 152, 153, 154, 155, 156}}", rows[at + 11])
   end)
 
+  it("leaves luagpu's own frames out of an error's traceback, and says how many", function()
+    local input = "x = gpu.device():tensor('float', {3})\n"
+                  .. "local function f() return x + 'a' end f()\n"
+    local _, err = piped(input)
+    local head = "stdin:1: luagpu: tensor:add: argument #2: expected a tensor or a number, " ..
+                 "got string\nstack traceback:\n\tstdin:1: in local 'f'\n\tstdin:1: in main chunk\n" ..
+                 "\t[C]: in ?\n\t("
+    assert.matches(head, err, 1, true)
+    local hidden = tonumber(err:match("\t%((%d+) frames inside luagpu left out; " ..
+                                      "LUAGPU_TRACEBACK=full shows them%)"))
+    assert.is_true(hidden and hidden >= 2, err)
+    -- with LUAGPU_TRACEBACK=full, those frames (error's, the helpers') are there
+    local inpath = support.write_file(os.tmpname(), input)
+    local p = io.popen(string.format("LUAGPU_TRACEBACK=full %s <%s 2>&1 >/dev/null",
+                                     shell_quote(PROG), shell_quote(inpath)))
+    local full = p:read("a")
+    p:close()
+    os.remove(inpath)
+    assert.matches("stack traceback:\n\t[C]: in function 'error'\n", full, 1, true)
+    local frames = select(2, full:gsub("\n\t", ""))
+    assert.equal(3 + hidden, frames, full)
+    assert.is_nil(full:find("left out", 1, true))
+    -- a script's own error keeps its frames whole
+    _, err = piped("error('mine')\n")
+    assert.matches("stdin:1: mine\nstack traceback:\n\t[C]: in function 'error'\n" ..
+                   "\tstdin:1: in main chunk\n\t[C]: in ?\n", err, 1, true)
+  end)
+
   it("prints error objects through __tostring or the table printer", function()
     local _, err = piped("error({code = 42, 'x'})\n"
                          .. "error(setmetatable({}, {__tostring = function() return 'mine' end}))\n"
