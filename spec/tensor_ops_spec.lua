@@ -236,6 +236,11 @@ describe("tensor operators", function()
     local i = dev:tensor("int", {3}, {1, 2, 3})
     assert.same({"int", {3, 5, 7}}, {i:map("x * k + 1", {k = 2}).type, i:map("x * k + 1", {k = 2}):totable()})
     has_error("luagpu: tensor:map: argument #2: \"int\" is not a usable variable name", i.map, i, "x", {int = 1})
+    for _, name in ipairs{"li", "get_q", "lg_v"} do
+      has_error(("luagpu: tensor:map: argument #2: \"%s\" is not a usable variable name (an " ..
+                 "identifier, not a C keyword, not li, not starting with lg_ or get_: luagpu's " ..
+                 "generated code uses those)"):format(name), i.map, i, "x", {[name] = 1})
+    end
     has_error("luagpu: tensor:map: argument #2: 'x' names the tensor itself", i.map, i, "x", {x = 1})
     has_error("luagpu: tensor:map: argument #1: expected one expression (no ';', braces, comments, directives, backslashes, digraphs or trigraphs), got \"x; }\"",
               i.map, i, "x; }")

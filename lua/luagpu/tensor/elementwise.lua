@@ -394,7 +394,8 @@ function methods.map(x, expr, vars, ...)
       if type(k) ~= "string" or not k:match("^[%a_][%w_]*$") or RESERVED[k] or
          k:match("^lg_") or k:match("^get_") then
         fail(fn, "argument #2: %s is not a usable variable name (an identifier, not a C " ..
-             "keyword, not starting with lg_)", show(k))
+             "keyword, not li, not starting with lg_ or get_: luagpu's generated code " ..
+             "uses those)", show(k))
       end
       if k == "x" then fail(fn, "argument #2: 'x' names the tensor itself") end
     end
