@@ -223,25 +223,35 @@ out = [np.arctan2(A, B).astype(np.%s), np.hypot(A, B).astype(np.%s), fm(a, b),
     local b = dev:tensor("int", {6}, {3, 3, -3, -3, -1, 0})
     assert.same({1, -1, 1, -1, 0, 0}, a:fmod(b):totable())
     assert.same({1, 2, -2, -1, 0, 0}, (a % b):totable())
-    -- floats: NumPy's % over zeros, infinities and NaN, the sign of a zero
-    -- result included (it is the divisor's: 0.0 % -3 is -0.0)
-    local vals = {0.0, -0.0, 6.0, -6.0, 1.5, -1.5, 1 / 0, -1 / 0, 0 / 0}
+    -- floats: NumPy's % and // over zeros, infinities, NaN and quotients
+    -- that round up to an integer (1 // 0.1 is 9, not floor(1 / 0.1) = 10),
+    -- the sign of a zero result included (%: the divisor's, 0.0 % -3 is
+    -- -0.0); random pairs too
+    local vals = {0.0, -0.0, 6.0, -6.0, 1.5, -1.5, 1 / 0, -1 / 0, 0 / 0, 1, 0.1, -0.1, 0.3,
+                  2^63, -2^63, 1e30, -1e-30}
     local xs, ys = {}, {}
     for _, u in ipairs(vals) do
       for _, v in ipairs(vals) do xs[#xs + 1] = u; ys[#ys + 1] = v end
     end
+    for _ = 1, 200 do
+      xs[#xs + 1] = (math.random() - 0.5) * 10 ^ math.random(-3, 3)
+      ys[#ys + 1] = (math.random() - 0.5) * 10 ^ math.random(-3, 3)
+    end
     for _, t in ipairs(dev.fp64 and {"float", "double"} or {"float"}) do
       local x, y = dev:tensor(t, {#xs}, xs), dev:tensor(t, {#ys}, ys)
-      local ref = S.numpy(string.format("out = np.remainder(x.astype(np.%s), y.astype(np.%s))",
-                                        t == "float" and "float32" or "float64",
-                                        t == "float" and "float32" or "float64"),
-                          {x = {type = t, shape = {#xs}, data = xs},
-                           y = {type = t, shape = {#ys}, data = ys}})
-      local got = (x % y):get():totable()
-      for i = 1, #xs do
-        local w, g = ref.data[i], got[i]
-        local same = (w ~= w and g ~= g) or (w == g and (w ~= 0 or 1 / w == 1 / g))
-        assert(same, string.format("%s: %s %% %s is %s, NumPy %s", t, xs[i], ys[i], g, w))
+      local np_t = t == "float" and "float32" or "float64"
+      for _, op in ipairs{{"%", "remainder", x % y}, {"//", "floor_divide", x // y}} do
+        local ref = S.numpy(string.format("out = np.%s(x.astype(np.%s), y.astype(np.%s))",
+                                          op[2], np_t, np_t),
+                            {x = {type = t, shape = {#xs}, data = xs},
+                             y = {type = t, shape = {#ys}, data = ys}})
+        local got = op[3]:get():totable()
+        for i = 1, #xs do
+          local w, g = ref.data[i], got[i]
+          local same = (w ~= w and g ~= g) or (w == g and (w ~= 0 or 1 / w == 1 / g))
+          assert(same, string.format("%s: %.17g %s %.17g is %.17g, NumPy %.17g", t, xs[i], op[1],
+                                     ys[i], g, w))
+        end
       end
     end
   end)

@@ -317,9 +317,9 @@ def binary(op, x, y):
         zeros = (fa == 0) & (fb == 0) & (np.signbit(fa) != np.signbit(fb))
         prop = np.where(zeros, np.maximum(prop, 5e-324), prop)   # either zero
     elif op == "idiv":
-        # API.md: // is floor division, as Lua's: floor(a / b) for floats
+        # API.md: // is floor division as NumPy's floor_divide (not floor(a / b))
         q = A / B
-        r = np.floor(q)
+        r = np.floor_divide(A, B)
         fq = f64(q)
         eq = np.where(np.isfinite(fq), np.abs(fq) * 4 * EPS[ct], 0)
         if a.err is not None or b.err is not None:

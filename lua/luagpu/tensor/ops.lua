@@ -63,11 +63,19 @@ local function mod_helper(t)
                 t, t, t, t, t)
 end
 
--- Lua's // of t (floor division; x // 0 is 0 for integers, the negation
--- of x // -1 wraps).
+-- // of t: floor division (x // 0 is 0 for integers, the negation of
+-- x // -1 wraps). Floats divide as NumPy's floor_divide (and Python's,
+-- PyTorch's): (a - fmod(a, b)) / b, one less where the remainder's sign
+-- is not b's, so that (a // b) * b + a % b is a; not floor(a / b), which
+-- rounds 1 / 0.1 up to 10 first (NumPy: 1 // 0.1 is 9). b == 0: a / b.
 local function idiv_helper(t)
   if FLOATS[t] then
-    return format("inline %s lg_idiv_%s(%s a, %s b) { return floor(a / b); }", t, t, t, t)
+    return format("inline %s lg_idiv_%s(%s a, %s b) { if (b == 0) return a / b; " ..
+                  "%s m = fmod(a, b), d = (a - m) / b; " ..
+                  "if (m != 0 && ((b < 0) != (m < 0))) d -= 1; " ..
+                  "if (d == 0) return copysign((%s)0, a / b); " ..
+                  "%s f = floor(d); return d - f > 0.5 ? f + 1 : f; }",
+                  t, t, t, t, t, t, t)
   elseif SIGNED[t] then
     return format("inline %s lg_idiv_%s(%s a, %s b) { if (b == 0) return 0; " ..
                   "if (b == -1) return (%s)(0 - (%s)a); %s q = a / b; " ..
