@@ -337,9 +337,16 @@ static int take_flock(cl_platform_id p) {
   if (!pocl_dir(p, dir, sizeof dir) || !make_dirs(dir) ||
       snprintf(path, sizeof path, "%s/luagpu.lock", dir) >= (int)sizeof path)
     return -1;
-  fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) fd = open(path, O_RDONLY | O_CLOEXEC);   /* another user's folder */
+  /* never through a link (a shared /tmp/pocl folder: someone else's link
+     would have us create or lock their file), and only a plain file */
+  fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
+  if (fd < 0 && errno != ELOOP)   /* another user's folder */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return -1;
+  {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) { close(fd); return -1; }
+  }
   if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
   timeout = lock_timeout();
   note = timeout / 2 < NOTE_AFTER ? timeout / 2 : NOTE_AFTER;

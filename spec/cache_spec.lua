@@ -453,4 +453,26 @@ describe("the program cache", function()
     os.execute("rm -rf " .. sh_quote(box))
     assert.matches("^holder %d+\nbuilt false 72\nexit 0\n$", out)
   end)
+
+  -- PoCL's folder may be the shared /tmp/pocl/kcache: a link planted at the
+  -- lock's name must not have luagpu create or lock the file it names.
+  it("never follows a link at PoCL's cache lock, and builds without the lock", function()
+    local probe = child(home, 'print(dev.platform .. " 0 0")')
+    if not probe.output:find("Portable Computing Language", 1, true) then
+      return pending("PoCL's cache lock only")
+    end
+    local box = tmpdir()
+    local kcache = box .. "/kcache"
+    assert(os.execute("mkdir -p " .. sh_quote(kcache) .. " " .. sh_quote(box .. "/victim")))
+    local victim = box .. "/victim/planted"
+    assert(os.execute("ln -s " .. sh_quote(victim) .. " " .. sh_quote(kcache .. "/luagpu.lock")))
+    local r = child(box, [[
+      local p = dev:build("__kernel void f(__global int *o) { o[0] = 73; } // link")
+      report("built", p)]], "POCL_CACHE_DIR=" .. sh_quote(kcache))
+    local made = io.open(victim)
+    if made then made:close() end
+    os.execute("rm -rf " .. sh_quote(box))
+    assert.same({cached = false, value = 73}, r.built, r.output)
+    assert.is_nil(made, "the link's target was created")
+  end)
 end)
