@@ -210,7 +210,7 @@ static int dev_build_binary(lua_State *L) {
   lg_pocl_lock(d->platform);
   p->prog = clCreateProgramWithBinary(d->ctx, 1, &d->id, &x.nbin, &bin, &status, &err);
   if (p->prog != NULL && err == CL_SUCCESS && status == CL_SUCCESS)
-    err = clBuildProgram(p->prog, 1, &d->id, lua_tostring(L, -1), NULL, NULL);
+    err = lg_build_program(p->prog, d->id, lua_tostring(L, -1));
   lg_pocl_unlock();
   lua_pop(L, 1);
   if (p->prog == NULL || err != CL_SUCCESS || status != CL_SUCCESS) {

@@ -6,6 +6,7 @@
 #define _XOPEN_SOURCE 700   /* mkstemp */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,46 @@ static void on_crash(int sig) {
   for (i = 0; i < NCRASH; i++)
     if (crash_signals[i] == sig) sigaction(sig, &crash_old[i], NULL);
   raise(sig);
+}
+
+/* ------------------------------------------------- a build's own stack */
+
+/* Stack sizes tried for a build's thread, largest first: the memory is
+** only reserved (pages are touched as the compiler recurses), and each
+** MiB holds about 4000 levels of a nested expression in PoCL's clang. */
+static const size_t build_stacks[] = {(size_t)1 << 30, (size_t)256 << 20, (size_t)64 << 20};
+
+typedef struct {
+  cl_program prog;
+  cl_device_id dev;
+  const char *options;
+  cl_int err;
+} BuildJob;
+
+static void *build_thread(void *arg) {
+  BuildJob *j = arg;
+  j->err = clBuildProgram(j->prog, 1, &j->dev, j->options, NULL, NULL);
+  return NULL;
+}
+
+cl_int lg_build_program(cl_program prog, cl_device_id dev, const char *options) {
+  BuildJob j = {prog, dev, options, CL_SUCCESS};
+  size_t i;
+  for (i = 0; i < sizeof build_stacks / sizeof build_stacks[0]; i++) {
+    pthread_attr_t a;
+    pthread_t t;
+    int made;
+    if (pthread_attr_init(&a) != 0) break;
+    made = pthread_attr_setstacksize(&a, build_stacks[i]) == 0 &&
+           pthread_create(&t, &a, build_thread, &j) == 0;
+    pthread_attr_destroy(&a);
+    if (made) {
+      pthread_join(t, NULL);
+      return j.err;
+    }
+  }
+  build_thread(&j);   /* no thread to be had: on this one's stack */
+  return j.err;
 }
 
 /* An unlinked temporary file (close-on-exec), or -1. */

@@ -767,6 +767,11 @@ typedef struct Capture {
 ** them), giving lines other than clang's summaries back to stderr. */
 void lg_step_begin(Capture *c, lg_Device *d);
 void lg_step_end(Capture *c);
+/* clBuildProgram of prog for dev on a thread of its own with a large stack
+** (capture.c): a compiler that runs in the calling thread (PoCL's clang)
+** recurses once per level of an expression's nesting, and a long one
+** overflowed the default 8 MiB and crashed the process. */
+cl_int lg_build_program(cl_program prog, cl_device_id dev, const char *options);
 Capture *lg_push_capture(lua_State *L);
 void lg_push_captured(lua_State *L, Capture *c);
 void lg_settle_log(lua_State *L, int logidx);

@@ -179,7 +179,7 @@ static int build_cached(lua_State *L, lg_Program *p, const char *key, const char
   p->prog = clCreateProgramWithBinary(p->dev->ctx, 1, &p->dev->id, &e.binary_size, &bin,
                                       &status, &err);
   if (p->prog != NULL && err == CL_SUCCESS && status == CL_SUCCESS)
-    err = clBuildProgram(p->prog, 1, &p->dev->id, options, NULL, NULL);
+    err = lg_build_program(p->prog, p->dev->id, options);
   lg_step_end(c);
   if (p->prog == NULL || err != CL_SUCCESS || status != CL_SUCCESS) {
     if (p->prog != NULL) clReleaseProgram(p->prog);
@@ -267,7 +267,7 @@ static void build_source(lua_State *L, lg_Program *p, const char *key, int srcid
   p->prog = clCreateProgramWithSource(p->dev->ctx, 1, &src, &len, &made);
   if (p->prog != NULL && made != CL_SUCCESS) clReleaseProgram(p->prog);
   if (made != CL_SUCCESS) p->prog = NULL;
-  err = p->prog != NULL ? clBuildProgram(p->prog, 1, &p->dev->id, options, NULL, NULL) : made;
+  err = p->prog != NULL ? lg_build_program(p->prog, p->dev->id, options) : made;
   lg_step_end(c);
   if (p->prog == NULL) lg_clerror(L, "clCreateProgramWithSource", made, NULL);
   push_build_log(L, p->prog, p->dev->id);

@@ -263,6 +263,29 @@ describe("tensor safety", function()
       end
       assert.equal(4, reduce.new{type = "int", map = "x % 3", op = "a + b", neutral = "0"}(b))
     end)
+
+    -- PoCL's compiler recursed once per level of nesting on the calling
+    -- thread's 8 MiB stack, and 30000 levels crashed the process; a build
+    -- now runs on a thread with a stack of its own, and an expression is
+    -- at most 64 KiB
+    it("compiles deeply nested expressions without a crash, and refuses one past 64 KiB",
+       function()
+      local x = dev:tensor("float", {3}, {1, 2, -3})
+      assert.same({-1, -2, 3}, flat(x:map(string.rep("- ", 30001) .. "x")))
+      local long = string.rep("x+", 32768) .. "x"
+      has_error("luagpu: tensor:map: argument #1: expected an OpenCL C expression of at most " ..
+                "65536 characters, got 65537", x.map, x, long)
+      local reduce = require "luagpu.reduce"
+      has_error("luagpu: reduce.new: field 'map': expected an OpenCL C expression of at most " ..
+                "65536 characters, got 65537", reduce.new,
+                {type = "float", map = long, op = "a + b", neutral = "0"})
+      -- a kernel of the script's own, nested as deep
+      local p = dev:build("kernel void deep(global float *o) { o[0] = " ..
+                          string.rep("- ", 30001) .. "o[0]; }")
+      local b = dev:buffer("float", 1, {host = {2.5}})
+      p.deep(b):run({1}):wait()
+      assert.same({-2.5}, b:get():totable())
+    end)
   end)
 
   describe("fields rewritten with rawset (item 20)", function()

@@ -89,6 +89,24 @@ describe("tensors", function()
                 {2, 3, [9] = 1})
       has_error("argument #2: shape {4294967296, 4294967296} is too large (at most 2^53 elements)",
                 dev.tensor, dev, "float", {2^32, 2^32})
+      -- a 0 does not let the other sizes multiply past 2^53 (whatever the
+      -- order), and a result's shape made from checked ones is checked too
+      for _, shape in ipairs{{0, 2^32, 2^32}, {2^32, 0, 2^32}, {2^27, 2^27, 0}} do
+        has_error(("luagpu: device:zeros: argument #2: shape {%d, %d, %d} is too large (at most " ..
+                   "2^53 elements, counting the sizes but its 0s)"):format(shape[1], shape[2],
+                   shape[3]), dev.zeros, dev, "float", shape)
+      end
+      has_error("luagpu: tensor:reshape: argument #1: shape {0, 4294967296, 4294967296} is too " ..
+                "large", function() return dev:tensor("float", {0}):reshape({0, 2^32, 2^32}) end)
+      has_error("luagpu: tensor:reshape: argument #1: shape {4611686018427387904, 4} is too " ..
+                "large", function() return dev:tensor("float", {0}):reshape({2^62, 4}) end)
+      has_error("luagpu: tensor:expand: shape {0, 4294967296, 4294967296} is too large",
+                function() return dev:tensor("float", {0, 1, 1}):expand({0, 2^32, 2^32}) end)
+      local thin = dev:zeros("float", {0, 2^32})
+      has_error("luagpu: tensor:mm: the result's shape {4294967296, 4294967296} is too large " ..
+                "(at most 2^53 elements)", function() return thin:t():mm(thin) end)
+      local c = dev:zeros("float", {0, 2^26}):t():mm(dev:zeros("float", {0, 4}))
+      assert.same({{2^26, 4}, 2^28}, {c.shape, #c})
       has_error("needs 8796093022208 bytes, more than the device's max_alloc_size",
                 dev.tensor, dev, "float", {2^41})
       has_error("argument #2: 9 dimensions are too many (at most 8)", dev.tensor, dev, "float",

@@ -217,7 +217,16 @@ local NOT_IN_EXPRESSION = {";", "{", "}", "#", "\\", "/*", "//", "<%", "%>", "<:
 
 -- Checks the string s to be one OpenCL C expression that cannot leave its
 -- place in generated source (where: "argument #1", "field 'map'"); returns s.
+-- The longest expression taken: OpenCL compilers recurse once per level of
+-- its nesting (a build runs on a thread with a large stack: capture.c), and
+-- one of 64 KiB already takes seconds to compile.
+H.MAX_EXPRESSION = 65536
+
 function H.check_expression(fn, where, s)
+  if #s > H.MAX_EXPRESSION then
+    fail(fn, "%s: expected an OpenCL C expression of at most %d characters, got %d", where,
+         H.MAX_EXPRESSION, #s)
+  end
   -- a NUL would end the source where the driver reads it; other control
   -- characters but tabs, line breaks and form feeds are no C either
   local at = s:find("[%z\1-\8\14-\31\127]")

@@ -151,9 +151,22 @@ function O.lazy(dev, e, n)
                        _dev = dev}, MT)
 end
 
--- A new contiguous tensor of type t and shape, its contents undefined.
+-- A new contiguous tensor of type t and shape, its contents undefined. A
+-- shape made from checked ones may still count past 2^53 (or wrap past
+-- 2^64: {2^32, 2^32}, a product of {0, 2^32}'s transpose by itself): it
+-- raises, its sizes but 0s counted as O.check_shape counts them.
 function O.empty(fn, dev, t, shape)
-  local n = numel(shape)
+  local n, span = 1, 1
+  for i = 1, #shape do
+    local d = shape[i]
+    if d > 0 then
+      if span > MAX_ELEMENTS // d then
+        fail(fn, "the result's shape %s is too large (at most 2^53 elements)", show_shape(shape))
+      end
+      span = span * d
+    end
+    n = n * d
+  end
   return view(memory.storage(fn, dev, t, n), t, shape, contiguous_strides(shape), 0)
 end
 
@@ -272,15 +285,25 @@ function O.check_shape(fn, where, shape)
   else
     fail(fn, "%s: expected a shape (a table of sizes), got %s", where, typename(shape))
   end
-  local count = 1
+  -- span: the product of the sizes but 0s, at most 2^53 even where a 0
+  -- makes the count 0 (as NumPy: an empty {0, 2^32, 2^32} is too big), so
+  -- that no shape derived from it (its sum along dim 1, a transpose's
+  -- product) overflows
+  local count, span = 1, 1
   for i, d in ipairs(list) do
     local v = integer(d)
     if not v or v < 0 then
       fail(fn, "%s: size %d: expected an integer >= 0, got %s", where, i, d ~= d and "nan" or show(d))
     end
     list[i] = v
-    if v > 0 and count > MAX_ELEMENTS // v then
-      fail(fn, "%s: shape %s is too large (at most 2^53 elements)", where, show_shape(list))
+    if v > 0 then
+      if span > MAX_ELEMENTS // v then
+        local empty = false
+        for k = 1, #list do if list[k] == 0 then empty = true end end
+        fail(fn, "%s: shape %s is too large (at most 2^53 elements%s)", where, show_shape(list),
+             empty and ", counting the sizes but its 0s" or "")
+      end
+      span = span * v
     end
     count = count * v
   end

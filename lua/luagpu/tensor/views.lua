@@ -220,7 +220,7 @@ function V.reshape(x, shape, ...)
   if type(shape) ~= "table" then
     fail(fn, "argument #1: expected a table of sizes, got %s", typename(shape))
   end
-  local list, infer, known = {}, nil, 1
+  local list, infer, known, span = {}, nil, 1, 1
   local n = rawlen(shape)
   if n > MAX_DIMS then fail(fn, "argument #1: %d dimensions are too many (at most %d)", n, MAX_DIMS) end
   O.check_entries(fn, "argument #1", shape, n, "a shape holds only sizes")
@@ -232,6 +232,15 @@ function V.reshape(x, shape, ...)
       fail(fn, "argument #1: size %d: expected an integer >= 0 (or one -1), got %s", i,
            show(rawget(shape, i)))
     else
+      -- (the sizes but 0s multiply to at most 2^53, as O.check_shape has
+      -- it: {2^62, 4} of an empty tensor once wrapped to 0 elements)
+      if v > 0 and span > MAX_ELEMENTS // v then
+        local shown = {}
+        for k = 1, n do shown[k] = tostring(integer(rawget(shape, k)) or rawget(shape, k)) end
+        fail(fn, "argument #1: shape %s is too large (at most 2^53 elements, counting the " ..
+             "sizes but its 0s)", show_shape(shown))
+      end
+      if v > 0 then span = span * v end
       known = known * v
     end
     list[i] = v
@@ -289,12 +298,14 @@ function V.expand(x, shape, ...)
       end
     end
   end
-  local total = 1
+  local span = 1                 -- the sizes but 0s, as O.check_shape counts them
   for i = 1, n do
-    if out[i] > 0 and total > MAX_ELEMENTS // out[i] then
-      fail(fn, "shape %s is too large (at most 2^53 elements)", show_shape(out))
+    if out[i] > 0 then
+      if span > MAX_ELEMENTS // out[i] then
+        fail(fn, "shape %s is too large (at most 2^53 elements)", show_shape(out))
+      end
+      span = span * out[i]
     end
-    total = total * out[i]
   end
   return reshaped(x, out, st, x._off)
 end
