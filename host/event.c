@@ -297,6 +297,10 @@ static const char *status_name(cl_int st) {
 }
 
 static void check_profiling(lua_State *L, lg_Event *e, const char *fn) {
+  /* (before any wait: one may never be set) */
+  if (e->user)
+    lg_error(L, fn, "a user event has no profile: OpenCL times the commands of a queue "
+             "(profile the commands that wait for it)");
   if (e->profiling == 0)
     lg_error(L, fn, "the queue of this %s command has profiling off (dev:set_profiling(true) "
              "turns it on for a device's default queue, dev:queue{profiling = true} makes a "

@@ -110,6 +110,17 @@ describe("gpu.user_event", function()
               .. "(this is a fill command)", w.complete, w)
     has_error("luagpu: event:fail: only an event of gpu.user_event can be set "
               .. "(this is a fill command)", w.fail, w)
+    -- OpenCL keeps no times for a user event: raised at once, set or not
+    -- (it waited for ever on one never set)
+    local unset = gpu.user_event(dev)
+    for _, e in ipairs{unset, u} do
+      has_error("luagpu: event:profile: a user event has no profile: OpenCL times the " ..
+                "commands of a queue (profile the commands that wait for it)", e.profile, e)
+      has_error("luagpu: event.duration: a user event has no profile", function()
+        return e.duration
+      end)
+    end
+    unset:complete()
     u:release()
     has_error("luagpu: event:complete: attempt to use a released event", u.complete, u)
   end)
