@@ -83,7 +83,10 @@ describe("gpu.user_event", function()
     assert.equal("error", u.status)
     has_error("luagpu: event:wait: user event failed: the host gave up", u.wait, u)
     has_error("luagpu: gpu.wait: user event failed: the host gave up", gpu.wait, u)
-    assert.matches("luagpu: event:wait: read command: CL_", errmsg(r.wait, r), 1, true)
+    local e = errmsg(r.wait, r)
+    assert.matches("luagpu: event:wait: read command: CL_", e, 1, true)
+    assert.matches("): it ended in error; a command does so too when an event in its wait list " ..
+                   "failed (a user event's ev:fail, or a command that failed)", e, 1, true)
     has_error("luagpu: buffer:write: argument #2: wait[1]: the user event it waits for failed: "
               .. "the host gave up", b.write, b, {1, 2, 3, 4, 5, 6, 7, 8}, {wait = {u}})
     local v = gpu.user_event(dev)
