@@ -129,10 +129,13 @@ static lg_Buffer *new_root(lua_State *L, int devidx, lg_Type t, int ndim, const 
     size_t g = lg_debug_guard_bytes(bytes);
     if ((cl_ulong)bytes + g <= d->max_alloc_size) guard = g;
   }
-  if ((cl_ulong)bytes > d->max_alloc_size)
-    lg_error(L, fn, "%I bytes (%I elements of %s) exceed the device's max_alloc_size "
-             "(%I bytes)", (lua_Integer)bytes, (lua_Integer)count, lg_type_name(t, tname),
+  if ((cl_ulong)bytes > d->max_alloc_size) {
+    char nbytes[32];   /* unsigned: 2^63 bytes and more read negative as a lua_Integer */
+    snprintf(nbytes, sizeof nbytes, "%llu", (unsigned long long)bytes);
+    lg_error(L, fn, "%s bytes (%I elements of %s) exceed the device's max_alloc_size "
+             "(%I bytes)", nbytes, (lua_Integer)count, lg_type_name(t, tname),
              (lua_Integer)d->max_alloc_size);
+  }
   b = push_buffer(L, devidx);
   b->type = t;
   b->count = count;

@@ -114,6 +114,9 @@ describe("dev:buffer", function()
     local too_many = dev.max_alloc_size // 4 + 1
     has_error("exceed the device's max_alloc_size (" .. dev.max_alloc_size .. " bytes)",
               dev.buffer, dev, "float", too_many)
+    -- 2^63 bytes and more are written unsigned
+    has_error("luagpu: dev:buffer: 9223372036854775808 bytes (72057594037927936 elements of " ..
+              "long16) exceed the device's max_alloc_size", dev.buffer, dev, "long16", 1 << 56)
   end)
 end)
 
