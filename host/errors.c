@@ -124,6 +124,15 @@ int lg_clerror(lua_State *L, const char *call, cl_int err, const char *hint, ...
   return lua_error(L);
 }
 
+const char *lg_path(lua_State *L, int idx, int arg, const char *fn) {
+  size_t len;
+  const char *path = lua_tolstring(L, idx, &len);
+  if (path != NULL && strlen(path) != len)
+    lg_argerror(L, fn, arg, "the file path holds a NUL byte (at position %d)",
+                (int)strlen(path) + 1);
+  return path;
+}
+
 int lg_argerror(lua_State *L, const char *fn, int arg, const char *fmt, ...) {
   va_list ap;
   luaL_where(L, 1);

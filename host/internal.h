@@ -48,6 +48,10 @@ int lg_clerror(lua_State *L, const char *call, cl_int err, const char *hint, ...
 /* Raises "luagpu: FN: argument #ARG: message". ARG is the number the user
 ** sees: for methods, self does not count (b:write(x): x is #1). */
 int lg_argerror(lua_State *L, const char *fn, int arg, const char *fmt, ...);
+/* The file path at stack index idx (a string, checked by the caller; the
+** user's argument #arg): raises where it holds a NUL, which would end it
+** early (the C library reads up to it). */
+const char *lg_path(lua_State *L, int idx, int arg, const char *fn);
 /* Raises "luagpu: FN: message". */
 int lg_error(lua_State *L, const char *fn, const char *fmt, ...);
 /* Raises "luagpu: FN: argument #ARG: expected WHAT, got TYPENAME" for the

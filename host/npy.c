@@ -252,7 +252,7 @@ static int npy_save(lua_State *L) {
   size_t len, padded, shape[LG_MAXDIM];
   int d, ndim;
   if (lua_type(L, 2) != LUA_TSTRING) return lg_typeerror(L, fn, 1, 2, "a file path");
-  path = lua_tostring(L, 2);
+  path = lg_path(L, 2, 1, fn);
   ndim = save_shape(L, fn, a, shape);
   write_descr(a->type.scalar, descr);
   p = header + 10;
@@ -483,7 +483,7 @@ static int npy_load(lua_State *L) {
   char tname[LG_TYPENAME_MAX];
   struct stat st;
   if (lua_type(L, 1) != LUA_TSTRING) return lg_typeerror(L, fn, 1, 1, "a file path");
-  path = lua_tostring(L, 1);
+  path = lg_path(L, 1, 1, fn);
   if (has_type) want = lg_checktype(L, 2, fn, 2);
   lua_settop(L, 2);
   nf = (NpyFile *)lua_newuserdatauv(L, sizeof(NpyFile), 0);      /* 3: closes on error */

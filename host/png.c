@@ -161,7 +161,7 @@ static const char *kind_of(mode_t m) {
 /* gpu.write_file(path, data) -> path */
 static int png_write_file(lua_State *L) {
   const char *fn = "write_file";
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = (luaL_checkstring(L, 1), lg_path(L, 1, 1, fn));
   size_t len;
   const char *data = luaL_checklstring(L, 2, &len);
   struct stat st;

@@ -330,8 +330,8 @@ static int looks_like_trace(const char *path) {
 ** trace is written straight into path (a device or pipe, /dev/stdout),
 ** false when through a new file renamed over it. */
 static int tf_check(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
   const char *fn = luaL_optstring(L, 2, "trace.write");
+  const char *path = (luaL_checkstring(L, 1), lg_path(L, 1, 1, fn));
   struct stat st;
   if (path[0] == '\0') return lg_error(L, fn, "expected a file path, got an empty string");
   if (ends_with(path, ".lua"))
@@ -382,11 +382,11 @@ static int write_all(int fd, const char *text, size_t len) {
 ** before the record is ready. Raises naming path and the system's reason
 ** on any failed write, close or rename. */
 static int tf_write(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *fn = luaL_optstring(L, 4, "trace.write");
+  const char *path = (luaL_checkstring(L, 1), lg_path(L, 1, 1, fn));
   size_t len, n;
   const char *text = luaL_checklstring(L, 2, &len);
   int direct = lua_toboolean(L, 3), fd, err;
-  const char *fn = luaL_optstring(L, 4, "trace.write");
   const char *slash = strrchr(path, '/');
   char *tmp;
   if (direct) {

@@ -262,6 +262,18 @@ describe("a:save and gpu.load", function()
               function() a:save(tmp("no/such/dir.npy")) end)
     has_error("luagpu: array:save: argument #1: expected a file path, got no value",
               function() a:save() end)
+    -- a NUL would end the path early: "x.npy\0y" once saved to, and loaded, x.npy
+    local path = tmp("nul.npy")
+    os.remove(path)
+    has_error("luagpu: array:save: argument #1: the file path holds a NUL byte (at position " ..
+              (#path + 1) .. ")", function() a:save(path .. "\0y") end)
+    assert.is_nil(io.open(path))
+    a:save(path)
+    has_error("luagpu: gpu.load: argument #1: the file path holds a NUL byte", gpu.load,
+              path .. "\0y")
+    has_error("luagpu: write_file: argument #1: the file path holds a NUL byte",
+              gpu.write_file, path .. "\0y", "data")
+    os.remove(path)
   end)
 
   -- A save through a dangling link once replaced the link with a regular
