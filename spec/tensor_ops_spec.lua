@@ -74,6 +74,43 @@ describe("tensor operators", function()
     assert.same({2, -3, -3, 2}, (fa // fb):slice(1, 1, 4):totable())
   end)
 
+  -- A fused kernel once contracted a * b + c into one fma: x * 10 - 1 of
+  -- 0.1 was 5.55e-17 lazily, 0 eagerly and in NumPy
+  it("rounds every op of a fused expression as the eager ops and NumPy do (no fma)", function()
+    local T = require "luagpu.tensor"
+    for _, t in ipairs(dev.fp64 and {"float", "double"} or {"float"}) do
+      local n = 4000
+      local va, vb, vc = {0.1, 0.3}, {10, 3}, {-1, -0.9}
+      for i = 3, n do
+        va[i] = (math.random() - 0.5) * 10 ^ math.random(-3, 3)
+        vb[i] = (math.random() - 0.5) * 10 ^ math.random(-3, 3)
+        vc[i] = (math.random() - 0.5) * 10 ^ math.random(-3, 3)
+      end
+      local a, b, c = dev:tensor(t, {n}, va), dev:tensor(t, {n}, vb), dev:tensor(t, {n}, vc)
+      local function exprs()
+        return {a * b + c, c - a * b, a * 10 - 1, (a * b) * c + a * c}
+      end
+      local lazy = exprs()
+      T.lazy = false
+      local ok, eager = pcall(exprs)
+      T.lazy = true
+      assert(ok, eager)
+      local np_t = t == "float" and "np.float32" or "np.float64"
+      local ref = S.numpy(("out = [a * b + c, c - a * b, a * %s(10) - %s(1), (a * b) * c + a * c]")
+                          :format(np_t, np_t),
+                          {a = {type = t, shape = {n}, data = va},
+                           b = {type = t, shape = {n}, data = vb},
+                           c = {type = t, shape = {n}, data = vc}})
+      for k = 1, #lazy do
+        local l, e, r = lazy[k]:get():totable(), eager[k]:get():totable(), ref[k].data
+        for i = 1, n do
+          assert(l[i] == e[i] and l[i] == r[i], ("%s expression %d, element %d: lazy %.17g, " ..
+                 "eager %.17g, NumPy %.17g"):format(t, k, i, l[i], e[i], r[i]))
+        end
+      end
+    end
+  end)
+
   it("every numeric type: -x + y + 3 with broadcasting, astype both ways", function()
     for _, t in ipairs(S.TYPES) do
       local x, rx = random_tensor(t, {5, 3})

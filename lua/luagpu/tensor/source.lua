@@ -281,6 +281,10 @@ function S.source(e, leaves, scalars, layout)
   for name in pairs(w.need) do lines[#lines + 1] = name end
   sort(lines)
   for i, name in ipairs(lines) do lines[i] = w.need[name] end
+  -- no a * b + c contracted into one rounding (fma): a fused expression
+  -- rounds each op as the eager ops, one kernel each, and NumPy do
+  -- (x * 10 - 1 of 0.1 is 0, not 5.55e-17; linspace's first + i * step)
+  table.insert(lines, 1, "#pragma OPENCL FP_CONTRACT OFF")
   for _, m in ipairs(w.maps) do lines[#lines + 1] = m end
   local fparams, kparams = {}, {}
   for k, x in ipairs(leaves) do fparams[#fparams + 1] = x._type .. " v" .. k end
