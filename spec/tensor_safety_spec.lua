@@ -209,6 +209,13 @@ describe("tensor safety", function()
                 "(argument #2) or both, got neither", x.clamp, x)
       has_error("luagpu: tensor:clamp: argument #2: expected a tensor or a number, got boolean",
                 x.clamp, x, 1, false)
+      -- a bound that does not fit names clamp and its argument (it named max and min)
+      local u = dev:tensor("uchar", {3}, {1, 2, 3})
+      has_error("luagpu: tensor:clamp: argument #1: -1 does not fit uchar (0 to 255)",
+                u.clamp, u, -1, 100)
+      has_error("luagpu: tensor:clamp: argument #2: 300 does not fit uchar (0 to 255)",
+                u.clamp, u, nil, 300)
+      assert.same({2, 2, 3}, u:clamp(2, 200):totable())
       has_error("luagpu: gpu.where: argument #3: expected a tensor or a number, got nil",
                 gpu.where, x, 1)
       has_error("luagpu: device:arange: argument #3: expected a number, got nil",
