@@ -159,6 +159,24 @@ out = [np.take_along_axis(x, lo, %d).squeeze(%d), lo.squeeze(%d) + 1,
       if t ~= "float" then same(ref[8], x:cumprod(d)) end
       assert.equal(ref[9].data[1], x:median())
     end
+    -- a NaN makes the median NaN, as NumPy's (along a dim: the row's first
+    -- NaN and its position, as PyTorch's); it gave the lower median of a
+    -- row sorted with NaN last (2 of {1, nan, 2})
+    local nan = 0 / 0
+    local m = dev:tensor("float", {3}, {1, nan, 2}):median()
+    assert.is_true(m ~= m, tostring(m))
+    local M = dev:tensor("double", {4, 4}, {5, nan, 1, 0,  4, 3, 2, 1,  nan, nan, 7, 1,
+                                             2, 9, nan, 8})
+    local ref = S.numpy("out = np.median(x, axis=1)", {x = np_of(M)})
+    local mv, mp = M:median(2)
+    local got, at = mv:totable(), mp:totable()
+    for i = 1, 4 do
+      local w = ref.data[i]
+      assert.is_true(got[i] == w or (got[i] ~= got[i] and w ~= w) or i == 2,
+                     ("row %d: %s against NumPy's %s"):format(i, got[i], w))
+    end
+    assert.same({2, 3, 1, 3}, at)                     -- the first NaN; row 2: lower median 2
+    assert.equal(2, got[2])
     local small, pos = dev:tensor("float", {5}, {3, 1, 2, 1, 5}):topk(2, {largest = false})
     assert.same({1, 1}, small:totable())
     assert.same({2, 4}, pos:totable())

@@ -1902,6 +1902,10 @@ def ops_eval(prog, p):
                 raise Expected("the median of an empty tensor is undefined")
             vals = pyvals(a, t)
             order = sorted_positions(vals, t)
+            # API.md: a NaN makes the median NaN (NumPy, PyTorch); NaN sorts last
+            last = vals[order[-1]]
+            if last != last:
+                return ("number", last, 0.0, t)
             return ("number", vals[order[(len(vals) + 1) // 2 - 1]], 0.0, t)
         if nd == 0:   # O.check_one_dim_at: a 0-d tensor, a dim given or not
             raise Expected("at least 1 dim")
@@ -1912,8 +1916,11 @@ def ops_eval(prog, p):
         moved = np.moveaxis(a, d, -1)
         pos = np.zeros(moved.shape[:-1], np.int64)
         for j in np.ndindex(*moved.shape[:-1]):
-            order = sorted_positions(pyvals(moved[j], t), t)
-            pos[j] = order[(L + 1) // 2 - 1]
+            row = pyvals(moved[j], t)
+            order = sorted_positions(row, t)
+            numbers = sum(1 for v in row if v == v)
+            # a row with NaNs: its first NaN in sorted order
+            pos[j] = order[numbers] if numbers < L else order[(L + 1) // 2 - 1]
         vals = np.take_along_axis(moved, pos[..., None], axis=-1)[..., 0]
         return ("list", [V(np.array(vals), t), V(pos + 1, "long")])
     if op == "topk":

@@ -10,6 +10,7 @@ local H = require "luagpu.core.check"
 local TY = require "luagpu.core.types"
 local O = require "luagpu.tensor.object"
 local X = require "luagpu.tensor.expr"
+local E = require "luagpu.tensor.elementwise"
 local RW = require "luagpu.tensor.rows"
 local TK = require "luagpu.tensor.topk"
 local algo = require("luagpu.tensor.interop").algo
@@ -142,7 +143,9 @@ local dim_of = O.check_one_dim_at
 -- x:median([dim]): the lower median (of an even count, the smaller of the
 -- two middle elements, as PyTorch's; NumPy averages them): without dim, a
 -- Lua number over every element; along dim, the values and their 1-based
--- positions (two tensors). NaN sorts last. By a sort (argsort along dim).
+-- positions (two tensors). A NaN makes the median NaN, as in NumPy and
+-- PyTorch (along dim: the row's first NaN, and its position). By a sort
+-- (argsort along dim), where NaN sorts last.
 function methods.median(x, dim, ...)
   local fn = "tensor:median"
   check(fn, 0, x)
@@ -151,13 +154,26 @@ function methods.median(x, dim, ...)
     if x._n == 0 then fail(fn, "the median of an empty tensor is undefined") end
     algo(fn, "sort", x._dev)      -- (dev's algo.classes checked under fn: so below)
     local s = x:flatten():sort()
+    if FLOATS[x._type] then
+      local last = s[x._n]
+      if last ~= last then return last end
+    end
     return s[(x._n + 1) // 2]
   end
   local d = dim_of(fn, 1, x, dim)
   local L = x._shape[d]
   if L == 0 then fail(fn, "the median of an empty dim is undefined (dim %d has size 0)", d) end
   algo(fn, "argsort", x._dev)
-  local pos = x:argsort(d):slice(d, (L + 1) // 2, (L + 1) // 2)
+  local order, mid = x:argsort(d), (L + 1) // 2
+  local pos
+  if FLOATS[x._type] then
+    -- where a row holds NaNs, its first NaN in sorted order: after its
+    -- numbers
+    local numbers = x:eq(x):sum(d, {keepdim = true})
+    pos = order:gather(d, E.where(numbers:lt(L), numbers + 1, mid))
+  else
+    pos = order:slice(d, mid, mid)
+  end
   return x:gather(d, pos):squeeze(d), pos:squeeze(d)
 end
 
