@@ -216,6 +216,12 @@ out = [float(np.dot(a, b)), np.outer(a, b), np.searchsorted(s, v) + 1,
 ]], {a = np_of(a), b = np_of(b), s = np_of(sorted), v = np_of(v), MA = np_of(A), MB = np_of(B),
      X = np_of(X), I = np_of(I)})
     close(ref[1], a:dot(b))
+    -- integers multiply in long, as they sum: no product wraps (uchar 200 * 2
+    -- was 144, and the dot 344)
+    local u1, u2 = dev:tensor("uchar", {2}, {200, 200}), dev:tensor("uchar", {2}, {2, 1})
+    assert.equal(600, u1:dot(u2))
+    local i1 = dev:tensor("int", {2}, {2^31 - 1, 3})
+    assert.equal((2147483647 * 2147483647) + 9, i1:dot(i1))
     same(ref[2], gpu.outer(a, b))
     same(ref[3], gpu.searchsorted(sorted, v))
     same(ref[4], gpu.searchsorted(sorted, v, {right = true}))

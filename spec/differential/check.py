@@ -1969,6 +1969,11 @@ def ops_eval(prog, p):
         if op == "dot":
             if nd != 1 or y.a.ndim != 1 or a.shape != y.a.shape:
                 raise Expected("expected two 1-D tensors of one length")
+            # API.md: integers below 64 bits multiply in long (sum's accumulator)
+            pt = promote(x.t, y.t)
+            if pt not in FLOATS and pt not in ("long", "ulong"):
+                x = V(x.a.astype(np.int64), "long", x.err)
+                y = V(y.a.astype(np.int64), "long", y.err)
             pr = binary("mul", x, y)
             flat = pr.a.reshape(-1)
             v, e = reduce_row("sum", pr.t, flat, pr.e().reshape(-1))

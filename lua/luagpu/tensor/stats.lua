@@ -288,6 +288,12 @@ function methods.dot(x, y, ...)
     fail(fn, "expected two 1-D tensors of one length, got shapes %s and %s",
          show_shape(x._shape), show_shape(y._shape))
   end
+  -- integers below 64 bits multiply in sum's accumulator (long), so that
+  -- no product wraps where the sum would not (uchar 200 * 2 was 144)
+  local t = TY.promote(x._type, y._type)
+  if INTEGERS[t] and t ~= "long" and t ~= "ulong" then
+    return (x:astype("long") * y:astype("long")):sum()
+  end
   return (x * y):sum()
 end
 
