@@ -216,6 +216,9 @@ describe("tensor safety", function()
       has_error("luagpu: tensor:clamp: argument #2: 300 does not fit uchar (0 to 255)",
                 u.clamp, u, nil, 300)
       assert.same({2, 2, 3}, u:clamp(2, 200):totable())
+      -- hi meets the type of max(x, lo): -2 fits short, though not uchar
+      local lo = dev:tensor("short", {3}, {0, -3, 2})
+      assert.same({-2, -2, -2}, u:clamp(lo, -2):totable())
       has_error("luagpu: gpu.where: argument #3: expected a tensor or a number, got nil",
                 gpu.where, x, 1)
       has_error("luagpu: device:arange: argument #3: expected a number, got nil",

@@ -321,19 +321,24 @@ function methods.clamp(x, lo, hi, ...)
   end
   if lo ~= nil then check_operand(fn, 1, lo) end
   if hi ~= nil then check_operand(fn, 2, hi) end
-  -- a number bound must fit x's type, said here (max and min would name
-  -- themselves and their own argument)
-  for arg = 1, 2 do
-    local v = hi
-    if arg == 1 then v = lo end
+  -- a number bound must fit the type it meets (x's; for hi, that of
+  -- max(x, lo)), said here: max and min would name themselves and their
+  -- own argument
+  local function fits(arg, r, v)
     if type(v) == "number" then
-      local why = TY.fits(TY.with_number(x._type, v), v)
+      local why = TY.fits(TY.with_number(r._type, v), v)
       if why then fail(fn, "argument #%d: %s", arg, why) end
     end
   end
   local r = x
-  if lo ~= nil then r = emax(r, lo) end
-  if hi ~= nil then r = emin(r, hi) end
+  if lo ~= nil then
+    fits(1, r, lo)
+    r = emax(r, lo)
+  end
+  if hi ~= nil then
+    fits(2, r, hi)
+    r = emin(r, hi)
+  end
   if FLOATS[x._type] then r = E.where(E.ops.isnan(x), x, r) end   -- (one fused kernel)
   return r
 end
