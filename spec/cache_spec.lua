@@ -103,6 +103,17 @@ describe("the program cache", function()
   local dir = home .. "/luagpu"
   teardown(function() os.execute("rm -rf " .. sh_quote(home)) end)
 
+  -- On PoCL (whose cache folder luagpu locks): a new folder and the PoCL
+  -- cache folder made in it, for POCL_CACHE_DIR; elsewhere nil.
+  local function pocl_box()
+    local probe = child(home, 'print(dev.platform .. " 0 0")')
+    if not probe.output:find("Portable Computing Language", 1, true) then return nil end
+    local box = tmpdir()
+    local kcache = box .. "/kcache"
+    assert(os.execute("mkdir -p " .. sh_quote(kcache)))
+    return box, kcache
+  end
+
   local entry_11, entry_12     -- the entries of VALUE = 11 and VALUE = 12
 
   it("keeps a built program and loads it back, in the same and a later process", function()
@@ -347,13 +358,8 @@ describe("the program cache", function()
   -- crashes (or fails the build) within a few of the builds below.
   it("never races a competing build in PoCL's own cache folder", function()
     if not io.popen("command -v flock"):read("l") then return pending("no flock(1)") end
-    local probe = child(home, 'print(dev.platform .. " 0 0")')
-    if not probe.output:find("Portable Computing Language", 1, true) then
-      return pending("PoCL's cache only")
-    end
-    local box = tmpdir()
-    local kcache = box .. "/kcache"
-    assert(os.execute("mkdir -p " .. sh_quote(kcache)))
+    local box, kcache = pocl_box()
+    if not box then return pending("PoCL's cache only") end
     -- the rival, in one process that inherits fd 9 on luagpu.lock: under
     -- the lock, as a competing PoCL build, program.bc vanishes for a moment
     -- and comes back, over and over for 50 ms; until told to stop
@@ -408,13 +414,8 @@ describe("the program cache", function()
   -- LUAGPU_LOCK_TIMEOUT seconds; a lock let go in time is simply waited for.
   it("names the process that keeps PoCL's cache lock, and goes on without it", function()
     if not io.popen("command -v python3"):read("l") then return pending("no python3") end
-    local probe = child(home, 'print(dev.platform .. " 0 0")')
-    if not probe.output:find("Portable Computing Language", 1, true) then
-      return pending("PoCL's cache lock only")
-    end
-    local box = tmpdir()
-    local kcache = box .. "/kcache"
-    assert(os.execute("mkdir -p " .. sh_quote(kcache)))
+    local box, kcache = pocl_box()
+    if not box then return pending("PoCL's cache lock only") end
     write_file(box .. "/holder.py", "import fcntl, sys, time\n"
                .. "f = open(sys.argv[1] + '/luagpu.lock', 'a')\n"
                .. "fcntl.flock(f, fcntl.LOCK_EX)\n"
@@ -457,13 +458,9 @@ describe("the program cache", function()
   -- PoCL's folder may be the shared /tmp/pocl/kcache: a link planted at the
   -- lock's name must not have luagpu create or lock the file it names.
   it("never follows a link at PoCL's cache lock, and builds without the lock", function()
-    local probe = child(home, 'print(dev.platform .. " 0 0")')
-    if not probe.output:find("Portable Computing Language", 1, true) then
-      return pending("PoCL's cache lock only")
-    end
-    local box = tmpdir()
-    local kcache = box .. "/kcache"
-    assert(os.execute("mkdir -p " .. sh_quote(kcache) .. " " .. sh_quote(box .. "/victim")))
+    local box, kcache = pocl_box()
+    if not box then return pending("PoCL's cache lock only") end
+    assert(os.execute("mkdir -p " .. sh_quote(box .. "/victim")))
     local victim = box .. "/victim/planted"
     assert(os.execute("ln -s " .. sh_quote(victim) .. " " .. sh_quote(kcache .. "/luagpu.lock")))
     local r = child(box, [[
