@@ -151,21 +151,29 @@ function O.lazy(dev, e, n)
                        _dev = dev}, MT)
 end
 
--- A new contiguous tensor of type t and shape, its contents undefined. A
--- shape made from checked ones may still count past 2^53 (or wrap past
--- 2^64: {2^32, 2^32}, a product of {0, 2^32}'s transpose by itself): it
--- raises, its sizes but 0s counted as O.check_shape counts them.
-function O.empty(fn, dev, t, shape)
+-- The element count of shape (integers >= 0), or nil where its sizes but
+-- its 0s multiply past 2^53 (as O.check_shape counts them): a shape made
+-- from checked ones may ({2^32, 2^32}, a product of {0, 2^32}'s transpose
+-- by itself, whose count would wrap past 2^64 to 0).
+local function count_of(shape)
   local n, span = 1, 1
   for i = 1, #shape do
     local d = shape[i]
     if d > 0 then
-      if span > MAX_ELEMENTS // d then
-        fail(fn, "the result's shape %s is too large (at most 2^53 elements)", show_shape(shape))
-      end
+      if span > MAX_ELEMENTS // d then return nil end
       span = span * d
     end
     n = n * d
+  end
+  return n
+end
+O.count_of = count_of
+
+-- A new contiguous tensor of type t and shape, its contents undefined.
+function O.empty(fn, dev, t, shape)
+  local n = count_of(shape)
+  if not n then
+    fail(fn, "the result's shape %s is too large (at most 2^53 elements)", show_shape(shape))
   end
   return view(memory.storage(fn, dev, t, n), t, shape, contiguous_strides(shape), 0)
 end

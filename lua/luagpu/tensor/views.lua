@@ -298,14 +298,8 @@ function V.expand(x, shape, ...)
       end
     end
   end
-  local span = 1                 -- the sizes but 0s, as O.check_shape counts them
-  for i = 1, n do
-    if out[i] > 0 then
-      if span > MAX_ELEMENTS // out[i] then
-        fail(fn, "shape %s is too large (at most 2^53 elements)", show_shape(out))
-      end
-      span = span * out[i]
-    end
+  if not O.count_of(out) then
+    fail(fn, "shape %s is too large (at most 2^53 elements)", show_shape(out))
   end
   return reshaped(x, out, st, x._off)
 end
