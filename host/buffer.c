@@ -110,10 +110,11 @@ static size_t shape_count(lua_State *L, lg_Type t, int ndim, const size_t *shape
 ** alive); use_host 2: pinned, in memory the host can reach
 ** (CL_MEM_ALLOC_HOST_PTR: page-locked on NVIDIA's OpenCL, for b:map once and
 ** transfers at full speed). On lack of memory, runs a full collection and
-** tries once more. */
+** tries once more. With paced, its bytes count as Lua allocation debt
+** (lg_account_alloc); without, the caller paces collections itself. */
 static lg_Buffer *new_root(lua_State *L, int devidx, lg_Type t, int ndim, const size_t *shape,
                            lg_Access access, const void *host, int use_host, int init,
-                           const char *fn) {
+                           int paced, const char *fn) {
   size_t count, esize = lg_type_size(t), bytes;
   char tname[LG_TYPENAME_MAX];
   lg_Buffer *b;
@@ -167,7 +168,7 @@ static lg_Buffer *new_root(lua_State *L, int devidx, lg_Type t, int ndim, const 
                  "collection", d->name, (lua_Integer)bytes);
     lg_clerror(L, host ? "clCreateBuffer" : "clEnqueueFillBuffer", err, NULL);
   }
-  lg_account_alloc(L, d->context, bytes);
+  if (paced) lg_account_alloc(L, d->context, bytes);
   return b;
 }
 
@@ -236,15 +237,15 @@ void lg_check_array_fits(lua_State *L, const lg_Array *a, lg_Type t, size_t coun
 }
 
 /* dev:buffer(type, n | {shape} [, {access = "in"|"out"|"mixed", host = data,
-** use_host = bool, pinned = bool, init = bool}]) */
+** use_host = bool, pinned = bool, init = bool, collect = bool}]) */
 static int dev_buffer(lua_State *L) {
   static const char *const fn = "dev:buffer";
   static const char *const buffer_options[] = {"access", "host", "use_host", "pinned",
-                                                        "init", NULL};
+                                                        "init", "collect", NULL};
   size_t shape[LG_MAXDIM], count;
   lg_Access access = LG_MIXED;
   const void *host = NULL;
-  int ndim, i, hostidx = 0, use_host = 0, init = 1;
+  int ndim, i, hostidx = 0, use_host = 0, init = 1, paced = 1;
   lg_Type t;
   lg_checkdevice(L, 1);
   t = lg_checktype(L, 2, fn, 1);
@@ -299,8 +300,17 @@ static int dev_buffer(lua_State *L) {
       if (!init && host != NULL)
         lg_argerror(L, fn, 3, "init = false and host: give one of them");
     }
+    /* false: the buffer's bytes do not step Lua's collector (an allocator
+    ** that paces collections itself: luagpu's tensor pool, whose steps a
+    ** collection in the middle of an op would defeat) */
+    lua_getfield(L, 4, "collect");
+    if (!lua_isnil(L, -1)) {
+      if (!lua_isboolean(L, -1))
+        lg_argerror(L, fn, 3, "collect: expected a boolean, got %s", luaL_typename(L, -1));
+      paced = lua_toboolean(L, -1);
+    }
   }
-  new_root(L, 1, t, ndim, shape, access, host, use_host, init, fn);
+  new_root(L, 1, t, ndim, shape, access, host, use_host, init, paced, fn);
   if (use_host == 1) {
     lua_pushvalue(L, hostidx);
     lua_setiuservalue(L, -2, 3);
@@ -329,7 +339,7 @@ static int dev_scalar(lua_State *L) {
       lg_store_scalar(L, 3, t.scalar, init.c, fn, "argument #2");
     }
   }
-  b = new_root(L, 1, t, 1, &one, LG_MIXED, init.c, 0, 1, fn);
+  b = new_root(L, 1, t, 1, &one, LG_MIXED, init.c, 0, 1, 1, fn);
   b->is_scalar = 1;
   return 1;
 }

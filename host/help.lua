@@ -67,7 +67,7 @@ class("Device", {
   "max_constant_args", "timer_resolution_ns", "extensions", "preferred_vector_width",
   "parent", "image_support",
 }, {
-  buffer = "dev:buffer(type, n | shape [, {access =, host =, use_host =}]): a device buffer",
+  buffer = "dev:buffer(type, n | shape [, {access =, host =, use_host =, pinned =, init =, collect =}]): a device buffer",
   scalar = "dev:scalar(type): a one-element buffer; its read gives the number",
   build = "dev:build(source [, {options =, defines =}]): compiles OpenCL C into a Program",
   build_file = "dev:build_file(path [, opts]): the same for a file",

@@ -98,7 +98,7 @@ describe("dev:buffer", function()
               "(options go in argument #3)", dev.buffer, dev, "float", {4, [5] = 1})
     has_error("luagpu: dev:buffer: argument #3: access: expected \"in\", \"out\" or \"mixed\", "
               .. "got \"inout\"", dev.buffer, dev, "float", 4, {access = "inout"})
-    has_error("luagpu: dev:buffer: argument #3: unknown option 'acess' (expected access, host, use_host, pinned, init)",
+    has_error("luagpu: dev:buffer: argument #3: unknown option 'acess' (expected access, host, use_host, pinned, init, collect)",
               dev.buffer, dev, "float", 4, {acess = "in"})
     has_error("luagpu: dev:buffer: argument #3: expected 12 values, got 11",
               dev.buffer, dev, "int", 12, {host = random_list("int", 11)})

@@ -32,9 +32,12 @@
 -- `y = a*x + b` settles on reused blocks; a miss also collects first once
 -- the blocks of its class made since the last collection took longer to
 -- make than a collection takes (large blocks: 0.7 ms to make 192 MiB on an
--- H100, 0.1 ms to collect); new blocks are not zero-filled (their producer
--- writes them); an allocation that fails for lack of memory empties the
--- pool, runs a full collection and tries once more.
+-- H100, 0.1 ms to collect). Under Lua's generational collector a miss
+-- runs a minor collection first (step_for, below), and a loop settles on
+-- reused blocks within a few calls. New blocks are not zero-filled (their
+-- producer writes them) and do not step the collector (BLOCK); an
+-- allocation that fails for lack of memory empties the pool, runs a full
+-- collection and tries once more.
 
 local gpu = require "luagpu"
 local H = require "luagpu.core.check"
@@ -65,8 +68,9 @@ local COLLECT_BLOCKS, COLLECT_MIN, COLLECT_MAX = 256, 4 << 20, 2 << 30
 local pools = ST.device_cache()
 
 -- Whether the program runs Lua's generational collector (the luagpu
--- program does: host/main.c; a program that requires luagpu and switches
--- to it sets this too). Then a miss that would collect runs a minor
+-- program does: host/main.c; so does Lua's own interpreter, lua5.4, from
+-- the start, which is asked below; a program that requires luagpu and
+-- switches to it later sets this too). Then a miss that would collect runs a minor
 -- collection (a step, a 20th of a full collection's time) first, which
 -- finds dead the results a loop made two calls ago, provided they were
 -- made after a step: a lazy result's tensor is made before its block, so
@@ -76,6 +80,14 @@ local pools = ST.device_cache()
 -- (A result that outlives two steps is old: only a full collection finds
 -- it dead.)
 M.generational = false
+do
+  -- (the mode is known by switching: back to generational is a full
+  -- collection, once, here)
+  if collectgarbage("incremental") == "generational" then
+    collectgarbage("generational")
+    M.generational = true
+  end
+end
 local DUE_RESULTS = 64
 local due = setmetatable({}, {__mode = "k"})     -- dev -> lazy results still to step first
 M.due = due
@@ -86,7 +98,8 @@ local function pool_of(dev)
     local mem = dev.global_mem_size
     p = {free = {}, out = {}, owned = {}, used = 0, pooled = 0, made = 0, buffers = 0,
          spent = {}, futile = {}, since = {}, collect_cost = nil, tick = 0, last = {},
-         after_full = {}, stepped = false,
+         after_full = {}, stepped = false, handed = 0, stepped_at = 0,
+         gap = 1,
          cap = mem // 4, full = 0, steps = 0, max_alloc = dev.max_alloc_size,
          collect_bytes = max(COLLECT_MIN, min(mem // 32, COLLECT_MAX))}
     pools[dev] = p
@@ -188,15 +201,21 @@ end
 
 -- A new buffer of cap elements of t on dev; on lack of memory: the pool
 -- emptied, a full collection, one more try.
-local NO_INIT = ST.NO_INIT         -- a block's producer writes it: no zero-fill
+-- A block's options: no zero-fill (its producer writes it), and its bytes
+-- do not step Lua's collector. The pool paces collections itself; a step
+-- in the middle of an op (the C side's, for a new buffer of 128 KiB and
+-- more on PoCL's host) sees the loop's last result alive a second time,
+-- makes it old, and only a full collection finds it dead then: every call
+-- of `z = (M + row):eval()` made a new block.
+local BLOCK = {init = false, collect = false}
 
 local function new_buffer(fn, p, dev, t, cap)
-  local ok, buf = pcall(dev.buffer, dev, t, cap, NO_INIT)
+  local ok, buf = pcall(dev.buffer, dev, t, cap, BLOCK)
   if not ok then
     if not out_of_memory(buf) then error(buf, 0) end
     M.trim(dev)
     collectgarbage()
-    ok, buf = pcall(dev.buffer, dev, t, cap, NO_INIT)
+    ok, buf = pcall(dev.buffer, dev, t, cap, BLOCK)
     if not ok then
       fail(fn, "no memory on the device for %d elements of %s (%d bytes), even after " ..
            "emptying the tensor pool: %s", cap, t, cap * SIZES[t], tostring(buf))
@@ -250,6 +269,46 @@ local function cheaper_to_collect(p, key, out)
   return spent >= c
 end
 
+-- Under the generational collector a miss runs a minor collection first
+-- (a step: 2-7 us on PoCL's host, where making a small block costs 1.7,
+-- on an H100 11 us for 32 KiB): a loop's results settle on a few blocks
+-- after a few calls. A step's own cost is its fixed part; the rest is the
+-- work on the objects made since the last one, which Lua's own pace would
+-- do anyway. But not more often than once per p.gap blocks handed out: a
+-- result that sees two steps alive is old, and only a full collection
+-- finds it dead then. The result a loop holds sees every step of the
+-- loop's next pass, so a body making several results (a row softmax by
+-- hand makes four) needs one step per pass at most: the gap doubles after
+-- each step that gave the class wanted nothing back (also where a loop
+-- keeps its results: steps get rarer), and shrinks by one after each that
+-- gave more than one block back.
+local MAX_GAP = 256
+
+local function step(p)
+  collectgarbage("step", 0)
+  p.steps, p.stepped, p.stepped_at = p.steps + 1, true, p.handed
+end
+
+-- A step for a miss in class key, where one is due: not right after
+-- another, at least two blocks of the class out (a loop holds one: with
+-- one out, a step finds nothing, and would only age the held result), and
+-- the gap past. Returns whether a block of the class is free after it; it
+-- moves the gap.
+local function step_for(p, key)
+  if p.stepped or (p.out[key] or 0) < 2 or p.handed - p.stepped_at < p.gap then
+    return false
+  end
+  step(p)
+  local list = p.free[key]
+  if list and list[1] then
+    -- (more than one back: steps may come closer again)
+    if list[2] and p.gap > 1 then p.gap = p.gap - 1 end
+    return true
+  end
+  p.gap = min(2 * p.gap, MAX_GAP)
+  return false
+end
+
 function M.storage(fn, dev, t, n)
   local p = pools[dev] or pool_of(dev)
   local size = SIZES[t]
@@ -266,6 +325,13 @@ function M.storage(fn, dev, t, n)
   p.tick, p.last[key] = tick, tick
   local buf = take(p, key)
   local since = p.since[key] or 0
+  if not buf and M.generational and not p.stepped then
+    -- (a lazy result's tensor is made before its block, so one a loop
+    -- dropped has outlived two steps when no block came back: the next
+    -- ones step first, before they are made)
+    if step_for(p, key) then buf = take(p, key)
+    elseif p.stepped then due[dev] = DUE_RESULTS end
+  end
   if not buf and since >= 1 and (since >= COLLECT_BLOCKS or since * bytes >= p.collect_bytes
                                  or cheaper_to_collect(p, key, since)) then
     local full = true
@@ -275,10 +341,7 @@ function M.storage(fn, dev, t, n)
       -- in a row: a full collection makes the live results old, so the
       -- one a loop holds dies old; one more block instead lets the next
       -- ones die young
-      if not p.stepped then
-        collectgarbage("step", 0)
-        p.steps = p.steps + 1
-      end
+      if not p.stepped then step(p) end
       -- (large blocks only: the byte budget's misses; a small op's
       -- result does not wait for a step)
       if since * bytes >= p.collect_bytes then due[dev] = DUE_RESULTS end
@@ -292,6 +355,7 @@ function M.storage(fn, dev, t, n)
       p.collect_cost = now() - t0
       p.full = p.full + 1
       p.spent, p.since = {}, {}
+      p.gap = 1                           -- (every live result is old now)
       buf = take(p, key)
       p.futile[key] = not buf and since or nil
       since = 0
@@ -306,6 +370,7 @@ function M.storage(fn, dev, t, n)
     p.spent[key] = (p.spent[key] or 0) + (now() - t0)
   end
   p.since[key] = since + 1
+  p.handed = p.handed + 1
   p.out[key] = (p.out[key] or 0) + 1
   p.used = p.used + bytes
   -- n: the elements asked for (x.buffer gives a view of them)
@@ -351,13 +416,21 @@ end
 -- (O.lazy calls it while due[dev] is set): one per block taken, before the
 -- first node of the expression it holds (a step per node would make the
 -- result a loop holds outlive two steps).
-function M.step_first(dev)
+function M.step_first(dev, t, n)
   local p = pool_of(dev)
   if p.stepped then return end
+  -- (none where a block of its class is free: a step for every result
+  -- would make the one a loop holds see two where its body makes several)
+  local size = SIZES[t]
+  if not size then return end
+  local cap = class_size(n)
+  if cap * size > p.max_alloc then cap = n end
+  local key = KEYS[t][cap]
+  local list = p.free[key]
+  if list and list[1] then return end
   local d = due[dev]
   due[dev] = d > 1 and d - 1 or nil
-  collectgarbage("step", 0)
-  p.steps, p.stepped = p.steps + 1, true
+  step_for(p, key)
 end
 
 function M.memory(dev)

@@ -144,10 +144,11 @@ O.view = view
 local due = memory.due
 -- (n: its element count when the caller has it, else counted)
 function O.lazy(dev, e, n)
-  if due[dev] then memory.step_first(dev) end
   local shape = e.shape
+  n = n or numel(shape)
+  if due[dev] then memory.step_first(dev, e.type, n) end
   return setmetatable({[TAG] = true, _expr = e, _leaf = false, _st = false, _type = e.type,
-                       _shape = shape, _strides = false, _off = 0, _n = n or numel(shape),
+                       _shape = shape, _strides = false, _off = 0, _n = n,
                        _dev = dev}, MT)
 end
 
