@@ -35,9 +35,9 @@
 -- H100, 0.1 ms to collect). Under Lua's generational collector a miss
 -- runs a minor collection first (step_for, below), and a loop settles on
 -- reused blocks within a few calls. New blocks are not zero-filled (their
--- producer writes them) and do not step the collector (BLOCK); an
--- allocation that fails for lack of memory empties the pool, runs a full
--- collection and tries once more.
+-- producer writes them), nor do they step the generational collector
+-- (BLOCK); an allocation that fails for lack of memory empties the pool,
+-- runs a full collection and tries once more.
 
 local gpu = require "luagpu"
 local H = require "luagpu.core.check"
@@ -201,21 +201,25 @@ end
 
 -- A new buffer of cap elements of t on dev; on lack of memory: the pool
 -- emptied, a full collection, one more try.
--- A block's options: no zero-fill (its producer writes it), and its bytes
--- do not step Lua's collector. The pool paces collections itself; a step
--- in the middle of an op (the C side's, for a new buffer of 128 KiB and
--- more on PoCL's host) sees the loop's last result alive a second time,
--- makes it old, and only a full collection finds it dead then: every call
--- of `z = (M + row):eval()` made a new block.
+-- A block's options: no zero-fill (its producer writes it), and under
+-- the generational collector its bytes do not step Lua's collector: the
+-- pool runs minor collections itself, and one in the middle of an op (the
+-- C side's, for a new buffer of 128 KiB and more on PoCL's host) sees the
+-- loop's last result alive a second time, makes it old, and only a full
+-- collection finds it dead then: every call of `z = (M + row):eval()`
+-- made a new block. (Under the incremental collector those steps are what
+-- finishes a cycle between the pool's full collections.)
 local BLOCK = {init = false, collect = false}
+local BLOCK_PACED = ST.NO_INIT
 
 local function new_buffer(fn, p, dev, t, cap)
-  local ok, buf = pcall(dev.buffer, dev, t, cap, BLOCK)
+  local opts = M.generational and BLOCK or BLOCK_PACED
+  local ok, buf = pcall(dev.buffer, dev, t, cap, opts)
   if not ok then
     if not out_of_memory(buf) then error(buf, 0) end
     M.trim(dev)
     collectgarbage()
-    ok, buf = pcall(dev.buffer, dev, t, cap, BLOCK)
+    ok, buf = pcall(dev.buffer, dev, t, cap, opts)
     if not ok then
       fail(fn, "no memory on the device for %d elements of %s (%d bytes), even after " ..
            "emptying the tensor pool: %s", cap, t, cap * SIZES[t], tostring(buf))
