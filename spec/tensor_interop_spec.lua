@@ -45,6 +45,43 @@ describe("tensor interop", function()
     has_error("luagpu: tensor:mm: argument #1: expected a tensor, got number", a.mm, a, 1)
   end)
 
+  it("mm of two strided views copies each and holds both copies until the product runs",
+     function()
+    -- (x's copy, dropped before y's was made, gave its block to y's copy
+    -- at the pool's next minor collection: x:mm(y) was y's copy times
+    -- itself, 34 products in 100)
+    local X = dev:tensor("float", {64, 32}, S.random_values("float", 64 * 32))
+    local Y = dev:tensor("float", {64, 32}, S.random_values("float", 64 * 32))
+    local x, y = X:slice(1, 1, -1, 2), Y:slice(1, 2, -1, 2)        -- {32, 32}, row step 2
+    local rx, ry = S.of(x:contiguous()), S.of(y:contiguous())
+    local want = S.build({32, 32}, function(idx)
+      local s = 0
+      for k = 1, 32 do s = s + S.at(rx, {idx[1], k}) * S.at(ry, {k, idx[2]}) end
+      return s
+    end)
+    local keep = {}
+    for it = 1, 40 do
+      keep[#keep + 1] = dev:full("float", {32, 32}, it)      -- the copies' class, some kept
+      if #keep > 3 then table.remove(keep, 1) end
+      S.check(assert, x:mm(y), want, 1e-5)
+    end
+    -- batched: 3-D views stepping along their middle dim
+    local A = dev:tensor("float", {3, 16, 8}, S.random_values("float", 3 * 16 * 8))
+    local B = dev:tensor("float", {3, 16, 8}, S.random_values("float", 3 * 16 * 8))
+    local a, b = A:slice(2, 1, -1, 2), B:slice(2, 1, 16, 2)            -- {3, 8, 8} each
+    local ra, rb = S.of(a:contiguous()), S.of(b:contiguous())
+    local wantb = S.build({3, 8, 8}, function(idx)
+      local s = 0
+      for k = 1, 8 do s = s + S.at(ra, {idx[1], idx[2], k}) * S.at(rb, {idx[1], k, idx[3]}) end
+      return s
+    end)
+    for it = 1, 40 do
+      keep[#keep + 1] = dev:full("float", {3, 8, 8}, it)
+      if #keep > 6 then table.remove(keep, 1) end
+      S.check(assert, a:bmm(b), wantb, 1e-5)
+    end
+  end)
+
   it("gpu.matmul takes 2-D and 3-D tensors with their shapes (their buffers are flat)", function()
     local a = dev:tensor("float", {3, 4}, S.random_values("float", 12))
     local b = dev:tensor("float", {4, 5}, S.random_values("float", 20))

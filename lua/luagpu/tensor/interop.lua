@@ -58,7 +58,11 @@ local matmul
 -- and whether it holds x's matrices transposed. A view whose last two
 -- dims have the strides of a contiguous layout's transpose (b:t(), or
 -- x:transpose(2, 3) of a contiguous 3-D one) is passed as its base storage
--- with trans_a / trans_b: no copy. Any other layout is copied once.
+-- with trans_a / trans_b: no copy. Any other layout is copied once: the
+-- copy comes third, for the caller to hold until the product is enqueued
+-- (the pool takes a dead tensor's block back at its next miss, and the
+-- Buffer alone does not keep it: x:mm(y) of two such views multiplied y's
+-- copy by itself).
 local function mm_operand(x)
   if x._expr or is_contiguous(x) then return own_buffer(x), false end
   local shape, st, nd = x._shape, x._strides, #x._shape
@@ -67,7 +71,8 @@ local function mm_operand(x)
      and (nd == 2 or st[1] == r * c or shape[1] == 1) then
     return x._st.buf:sub(x._off + 1, x._off + x._n), true
   end
-  return own_buffer(x:contiguous()), false
+  local copy = x:contiguous()
+  return own_buffer(copy), false, copy
 end
 
 -- The options of x:mm's products: one table per set of values, made by
@@ -131,10 +136,12 @@ local function mm(fn, x, y, batched)
   local out = O.empty(fn, x._dev, x._type, nb and {nb, m, n} or {m, n})
   if out._n == 0 then return out end
   if k == 0 then return out:set(0) end
-  local a, ta = mm_operand(x)
-  local b, tb = mm_operand(y)
+  local a, ta, x_copy = mm_operand(x)
+  local b, tb, y_copy = mm_operand(y)
   matmul = matmul or require "luagpu.matmul"
   matmul(a, b, own_buffer(out), mm_options(m, n, k, ta, tb, nb))
+  if x_copy then O.drop(x_copy) end   -- (held until here; their blocks go back now)
+  if y_copy then O.drop(y_copy) end
   return out
 end
 

@@ -268,7 +268,8 @@ function methods.bincount(x, bins, ...)
   end
   if nb == 0 or x._n == 0 then return O.empty(fn, x._dev, "long", {nb}):set(0) end
   local A = algo(fn, "histogram", x._dev)
-  local counts = A.histogram(O.elements_of(x:contiguous()), {bins = nb})
+  local c = x:contiguous()              -- (held: its block must outlive the launch)
+  local counts = A.histogram(O.elements_of(c), {bins = nb})
   return require("luagpu.tensor.create").new_tensor(x._dev, "uint", {nb}, counts)
     :astype("long"):eval()
 end
