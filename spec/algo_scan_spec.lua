@@ -281,6 +281,42 @@ describe("algo.scan of signed integers", function()
     end)
   end
 
+  it("keeps -0.0 in floating cumsums: a prefix of -0.0s sums to -0.0, as NumPy's", function()
+    -- (the scan started from +0.0: x:cumsum() of {-0.0} gave +0.0)
+    local function same(want, got, what)
+      assert.equal(want, got, what)
+      if want == 0 then assert.equal(1 / want, 1 / got, what .. ": the sign of zero") end
+    end
+    local pick = {-0.0, -0.0, -0.0, 0.0, 1, -1, 2}
+    for _, t in ipairs {"float", "double"} do
+      for _, shape in ipairs {{1}, {1000}, {5, 300}} do
+        local n = shape[2] and shape[1] * shape[2] or shape[1]
+        local v = {}
+        for i = 1, n do v[i] = pick[math.random(#pick)] end
+        v[1] = -0.0
+        local x = dev:tensor(t, shape, v)
+        local dims = shape[2] and {1, 2} or {1}
+        for _, d in ipairs(dims) do
+          local got = x:cumsum(d):totable()
+          local rows, cols = shape[1], shape[2] or 1
+          -- the reference: Lua's own + from each line's first element
+          local function at(tab, i, j) return shape[2] and tab[i][j] or tab[i] end
+          local outer, inner = d == 1 and cols or rows, d == 1 and rows or cols
+          for o = 1, outer do
+            local acc
+            for k = 1, inner do
+              local i, j = d == 1 and k or o, d == 1 and o or k
+              local val = v[(i - 1) * cols + j]
+              acc = acc and acc + val or val
+              same(acc, at(got, i, j), ("%s %s cumsum(%d) at %d,%d"):format(t,
+                   table.concat(shape, "x"), d, i, j))
+            end
+          end
+        end
+      end
+    end
+  end)
+
   it("agrees with NumPy's wrapping cumsum in x:cumsum of int and long tensors", function()
     local np = require "algo_numpy"
     if not np.python() then return pending("python3 with numpy not found: not checked") end

@@ -334,7 +334,9 @@ local function builtin(op, t, acc)
   s = {type = t, acc = acc, map = "x", key = key, vector = true}
   if OPS[op] then
     s.op, s.vop8, s.vop4 = arith(OPS[op], acc)
-    s.neutral = op == "sum" and "0" or "1"
+    -- (a floating sum starts from -0.0, the identity of +: a cumsum of
+    -- -0.0s is -0.0s, as NumPy's; +0.0 turned the first into +0.0)
+    s.neutral = op ~= "sum" and "1" or FLOATS[acc] and "-0.0" or "0"
   else
     s.op = format("%s%s(a, b)", FLOATS[acc] and "f" or "", op)
     s.neutral = LIMITS[acc][op == "min" and 2 or 1]

@@ -168,7 +168,18 @@ local function give_back(s)
   p.pooled = p.pooled + s.bytes
 end
 
-local STORAGE = {__gc = give_back}
+-- The storage's __gc: its block back to the pool, and the storage
+-- marked gone (a tensor a finalizer of the script's brings back to life
+-- after its storage's __gc ran must not read a block another tensor owns
+-- now: Lua runs finalizers newest first, so the storage's runs before its
+-- holder's). O.check_bounds refuses such a tensor.
+local STORAGE = {__gc = function(s)
+  local p = s.pool
+  if p and p.owned[s.buf] then
+    give_back(s)
+    s.buf, s.view, s.gone = false, false, true
+  end
+end}
 
 -- Hands storage s's block back now (x:release of its only tensor): its
 -- collection later does nothing more.

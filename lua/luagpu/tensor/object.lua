@@ -493,6 +493,9 @@ function full_check(fn, x)
   local s = x._st
   if s == RELEASED then O.released(fn) end
   if type(s) ~= "table" then bad(fn, "no storage") end
+  if rawget(s, "gone") then
+    fail(fn, "the tensor was collected (a finalizer brought it back): its memory is gone")
+  end
   local buf = rawget(s, "buf")
   local known = CAP[buf]
   if known then                       -- a Buffer met before: is it still live?
