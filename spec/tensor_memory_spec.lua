@@ -6,6 +6,7 @@ local gpu = require "luagpu"
 local T = require "luagpu.tensor"
 local N = require "tensor_support"
 local support = require "support"
+local has_error = support.has_error
 
 describe("tensor memory", function()
   local dev = gpu.device()
@@ -326,6 +327,27 @@ describe("tensor memory", function()
     pool.generational = was == "generational"
     collectgarbage(was)
     assert(ok, err)
+  end)
+
+  it("refuses a tensor a finalizer brought back after its storage's block went back", function()
+    -- (Lua runs finalizers newest first: the storage's ran before its
+    -- holder's, and the tensor the holder kept read another tensor's block)
+    local n, saved = 32768, {}
+    for i = 1, 8 do
+      local holder = setmetatable({}, {__gc = function(h) saved[#saved + 1] = h end})
+      holder.x = dev:full("float", {n}, i)
+      holder = nil
+      for k = 1, 4 do local _ = (dev:full("float", {n}, 1000 + k) * 1):eval() end
+    end
+    collectgarbage(); collectgarbage()
+    local keep = {}
+    for k = 1, 8 do keep[k] = dev:full("float", {n}, -7) end
+    assert.equal(8, #saved)
+    for _, h in ipairs(saved) do
+      has_error("luagpu: tensor:sum: the tensor was collected (a finalizer brought it back): " ..
+                "its memory is gone", function() return h.x:sum() end)
+    end
+    for k = 1, 8 do assert.equal(-7 * n, keep[k]:sum()) end
   end)
 
   it("hands a released tensor's block back at once: a loop makes one buffer", function()
