@@ -523,6 +523,11 @@ static int call_run(lua_State *L) {
   lg_checkoptions(L, 4, "call:run", 3, run_options);
   push_call_device(L, 1);
   lg_getopts(L, 4, -1, "call:run", 3, &o);
+  /* a kernel runs only on a queue of the device it was built for (PoCL
+  ** aborts the process on another's) */
+  if (o.queue->dev != d)
+    return lg_argerror(L, "call:run", 3, "queue: the queue is on another device (%s) than the "
+                       "one the kernel was built for (%s)", o.queue->dev->name, d->name);
   qidx = lua_gettop(L) - 1;                 /* the Queue lg_getopts pushed */
   get_run_options(L, 4, off, &a);
   a.q = o.queue->q;
@@ -542,8 +547,8 @@ static int dev_run(lua_State *L) {
   size_t off[3];
   if (c == NULL) return lg_typeerror(L, "dev:run", 1, 2, "a " LG_CALL_MT " (k(...))");
   if (c->kernel->dev != d)
-    return lg_argerror(L, "dev:run", 1, "the call's kernel was built for %s, not %s",
-                       c->kernel->dev->name, d->name);
+    return lg_argerror(L, "dev:run", 1, "the call's kernel was built for another device (%s), "
+                       "not %s", c->kernel->dev->name, d->name);
   if (top >= 5 && lua_istable(L, top)) {
     optidx = top;
     last = top - 1;
@@ -552,6 +557,9 @@ static int dev_run(lua_State *L) {
   if (top < 4) lua_settop(L, 4);
   lua_pushnil(L);                           /* stands for absent options */
   lg_getopts_events(L, optidx ? optidx : lua_gettop(L), 1, 5, last, "dev:run", optidx - 1, &o);
+  if (o.queue->dev != d)
+    return lg_argerror(L, "dev:run", optidx - 1, "queue: the queue is on another device (%s) "
+                       "than the one the kernel was built for (%s)", o.queue->dev->name, d->name);
   a.qidx = o.queue->q == d->queue ? 0 : lua_gettop(L) - 1;   /* the default queue: none */
   if (optidx) {
     a.argno = optidx - 3;      /* so that a.argno + 2 names the options */

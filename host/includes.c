@@ -26,6 +26,7 @@
 
 #define MAX_INCLUDES 256
 #define MAX_DEPTH 32
+#define MAX_DEFINES 64
 
 typedef struct Scan {
   lg_Hash *h;
@@ -36,6 +37,11 @@ typedef struct Scan {
   int unsure;                  /* met something it cannot follow */
   char *bad;                   /* the first include that is not a file, or "" */
   size_t badsize;
+  /* the object-like macros defined as a file name ("x.h" or <x.h>): NAME
+  ** then its operand, one malloc'd string "NAME\0operand"; a NAME defined
+  ** twice (#ifdef branches) is marked twice and followed by none */
+  char *defs[MAX_DEFINES];
+  int ndefs;
 } Scan;
 
 /* Reads a whole regular file (malloc'd, NUL-terminated); NULL when it
@@ -212,14 +218,70 @@ static void include_file(Scan *s, const char *name, int quoted, const char *curd
   free(text);
 }
 
+/* The definition of the object-like macro w (n chars) as a file name:
+** its operand's text, or NULL (none, or defined twice: *twice set). */
+static const char *file_macro(Scan *s, const char *w, size_t n, int *twice) {
+  const char *found = NULL;
+  int i;
+  *twice = 0;
+  for (i = 0; i < s->ndefs; i++)
+    if (strlen(s->defs[i]) == n && memcmp(s->defs[i], w, n) == 0) {
+      if (found != NULL) *twice = 1;
+      found = s->defs[i] + n + 1;
+    }
+  return *twice ? NULL : found;
+}
+
+/* #define NAME "file" / <file> (at q, after the word define): noted. */
+static void note_define(Scan *s, const char *q, const char *eol) {
+  const char *w, *v, *e;
+  char *d;
+  size_t n;
+  while (q < eol && is_blank(*q)) q++;
+  for (w = q; q < eol && is_ident(*q); q++) {}
+  n = (size_t)(q - w);
+  if (n == 0 || (q < eol && !is_blank(*q))) return;   /* none, or function-like */
+  while (q < eol && is_blank(*q)) q++;
+  v = q;
+  if (q >= eol || (*q != '"' && *q != '<')) return;
+  e = memchr(q + 1, *q == '"' ? '"' : '>', (size_t)(eol - q - 1));
+  if (e == NULL || s->ndefs >= MAX_DEFINES) return;
+  d = malloc(n + 1 + (size_t)(e - v + 1) + 1);
+  if (d == NULL) return;
+  memcpy(d, w, n);
+  d[n] = '\0';
+  memcpy(d + n + 1, v, (size_t)(e - v + 1));
+  d[n + 1 + (e - v + 1)] = '\0';
+  s->defs[s->ndefs++] = d;
+}
+
 /* Reads the operand "name" or <name> at q (blanks before it skipped) and
-** includes that file; anything else (a macro) makes the scan unsure.
-** Returns where the operand ends. */
+** includes that file; a macro the source defines as a file name is
+** followed to it (as the compiler expands it); any other macro names a
+** file the scan cannot see, which may be a FIFO that would block the
+** compiler for ever: the build is refused. Returns where the operand ends. */
 static const char *operand(Scan *s, const char *q, const char *eol, const char *curdir,
                            int depth) {
   char close, name[PATH_MAX];
   const char *e;
   while (q < eol && is_blank(*q)) q++;
+  if (q < eol && is_ident(*q) && !(*q >= '0' && *q <= '9')) {
+    const char *w = q, *def;
+    int twice;
+    while (q < eol && is_ident(*q)) q++;
+    def = file_macro(s, w, (size_t)(q - w), &twice);
+    s->unsure = 1;               /* (an #ifdef may choose another definition) */
+    if (def != NULL) {
+      operand(s, def, def + strlen(def), curdir, depth);
+      return q;
+    }
+    if (s->bad[0] == '\0')
+      snprintf(s->bad, s->badsize, "an #include of the macro %.*s cannot be checked before "
+               "the compiler opens its file (a FIFO would block it): %s", (int)(q - w), w,
+               twice ? "it is defined twice" : "define it in the source as \"file\" or <file>, "
+               "or write the file's name");
+    return eol;
+  }
   close = q < eol && *q == '"' ? '"' : q < eol && *q == '<' ? '>' : 0;
   if (!close || (e = memchr(q + 1, close, (size_t)(eol - q - 1))) == NULL ||
       (size_t)(e - q - 1) >= sizeof name || memchr(q + 1, '\0', (size_t)(e - q - 1)) != NULL) {
@@ -242,6 +304,7 @@ static void directive(Scan *s, const char *q, const char *eol, const char *curdi
   for (w = q; q < eol && is_ident(*q); q++) {}
   n = (size_t)(q - w);
   if (n == 7 && memcmp(w, "include", 7) == 0) q = operand(s, q, eol, curdir, depth);
+  else if (n == 6 && memcmp(w, "define", 6) == 0) note_define(s, q, eol);
   else if ((n == 12 && memcmp(w, "include_next", 12) == 0) || (n == 6 && memcmp(w, "import", 6) == 0))
     s->unsure = 1;
   while (q < eol) {
@@ -270,6 +333,8 @@ static void scan(Scan *s, const char *src, size_t len, const char *curdir, int d
     if (eol == NULL) eol = end;
     while (q < eol && is_blank(*q)) q++;
     if (q < eol && *q == '#') directive(s, q + 1, eol, curdir, depth);
+    else if (q + 1 < eol && q[0] == '%' && q[1] == ':')      /* the digraph of # */
+      directive(s, q + 2, eol, curdir, depth);
     p = eol + 1;
   }
   free(t);
@@ -286,9 +351,11 @@ int lg_hash_includes(lg_Hash *h, const char *source, size_t len,
   s.dirs = dirs;
   s.ndirs = ndirs;
   s.nseen = 0;
+  s.ndefs = 0;
   s.unsure = 0;
   scan(&s, source, len, ndirs > 0 ? dirs[0] : NULL, 0);
   for (i = 0; i < s.nseen; i++) free(s.seen[i]);
+  for (i = 0; i < s.ndefs; i++) free(s.defs[i]);
   return !s.unsure;
 }
 

@@ -69,6 +69,33 @@ describe("k(...)", function()
     for i = 1, n do assert.equal(ys[i] + 2.5 * xs[i], r[i]) end
   end)
 
+  it("runs a call only on a queue of the device its kernel was built for", function()
+    -- (on another device's queue PoCL aborted the process: rc 134)
+    local out, code = support.two_devices([[
+      local d1, d2 = gpu.device(1), gpu.device(2)
+      local p = d2:build("kernel void k(global float *x) { x[get_global_id(0)] += 1.0f; }")
+      local b = d2:buffer("float", 16)
+      for _, q in ipairs{d1:default_queue(), d1:queue()} do
+        print(select(2, pcall(function() return p.k(b):run({16}, nil, {queue = q}) end)))
+        print(select(2, pcall(function() return d2:run(p.k(b), {16}, nil, {queue = q}) end)))
+      end
+      print(select(2, pcall(function() return d1:run(p.k(b), {16}) end)))
+      p.k(b):run({16}, nil, {queue = d2:queue()}):wait()
+      print("ran", b:get()[1])
+    ]])
+    assert.equal(0, code, out)
+    local lines = {}
+    for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.equal(6, #lines, out)
+    for i = 1, 4 do
+      assert.matches("luagpu: %a+:run: argument #%d: queue: the queue is on another device %(.*%) " ..
+                     "than the one the kernel was built for %(.*%)", lines[i])
+    end
+    assert.matches("luagpu: dev:run: argument #1: the call's kernel was built for another " ..
+                   "device %(.*%), not ", lines[5])
+    assert.equal("ran\t1.0", lines[6])
+  end)
+
   it("converts numbers to every scalar type, and raises when they do not fit", function()
     local limits = {char = {-128, 127}, uchar = {0, 255}, short = {-32768, 32767},
                     ushort = {0, 65535}, int = {-2147483648, 2147483647},

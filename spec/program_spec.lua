@@ -433,6 +433,11 @@ describe("dev:build_file", function()
       {"dev:build_file", "d:build_file('" .. d .. "/k.cl')", "fifo.h", fifo},
       {"dev:build", "d:build('#include \"/dev/null\"\\nkernel void f(global int *x) {}')",
        "/dev/null", "/dev/null"},
+      -- a macro defined as the file's name, and the digraph of # (they hung)
+      {"dev:build", "d:build('#define H \"fifo.h\"\\n#include H\\nkernel void f(global int *x) {}', "
+                    .. "{options = '-I " .. d .. "'})", "fifo.h", fifo},
+      {"dev:build", "d:build('%:include \"fifo.h\"\\nkernel void f(global int *x) {}', "
+                    .. "{options = '-I " .. d .. "'})", "fifo.h", fifo},
     }
     for _, nocache in ipairs({"0", "1"}) do
       for _, c in ipairs(cases) do
@@ -447,6 +452,20 @@ describe("dev:build_file", function()
         assert.matches("luagpu: " .. c[1] .. ": the include \"" .. c[3] .. "\" finds "
                        .. c[4] .. ", which is not a file\n", out, 1, true)
       end
+    end
+    -- a macro the scan cannot follow to a file is refused, whatever it names
+    for _, c in ipairs{
+      {"#include HDR", "the macro HDR cannot be checked before the compiler opens its file " ..
+       "(a FIFO would block it): define it in the source as \"file\" or <file>, or write the " ..
+       "file's name"},
+      {"#ifdef A\n#define H <x.h>\n#else\n#define H \"fifo.h\"\n#endif\n#include H",
+       "the macro H cannot be checked before the compiler opens its file (a FIFO would block " ..
+       "it): it is defined twice"},
+    } do
+      local ok, e = pcall(dev.build, dev, c[1] .. "\nkernel void f(global int *x) {}",
+                          {options = "-I " .. d})
+      assert.is_false(ok)
+      assert.equal("luagpu: dev:build: an #include of " .. c[2], tostring(e))
     end
   end)
 end)

@@ -161,12 +161,15 @@ describe("joining and splitting tensors", function()
       idx[d] = ("%d:%s:%d"):format(first - 1, last >= 2 and tostring(last - 2) or "", step)
       local shift = math.random(-7, 7)
       local ref = S.numpy(("out = [np.flip(x, %d), np.flip(x, (0, 2)), x[%s], np.roll(x, %d, %d)," ..
-                           " x[::-1, ::-1, ::-1] * 2 + 1]")
-                          :format(d - 1, table.concat(idx, ","), shift, d - 1), vars)
+                           " x[::-1, ::-1, ::-1] * 2 + 1, np.roll(x, %d), np.roll(x.T, %d)]")
+                          :format(d - 1, table.concat(idx, ","), shift, d - 1, shift, -shift),
+                          vars)
       same(ref[1], x:flip(d))
       same(ref[2], x:flip{1, -1})
       same(ref[3], x:slice(d, first, last, step))
       same(ref[4], x:roll(shift, d))
+      same(ref[6], x:roll(shift))                   -- no dim: row-major order, shape kept
+      same(ref[7], x:permute{3, 2, 1}:roll(-shift))  -- (a view: its own row-major order)
       if t ~= "float" and t ~= "double" then
         same(ref[5], x:flip{1, 2, 3} * 2 + 1)
       end
@@ -192,6 +195,11 @@ describe("joining and splitting tensors", function()
     has_error("luagpu: tensor:flip: argument #1: dim 1 appears twice", y.flip, y, {1, -1})
     has_error("luagpu: tensor:roll: argument #1: expected an integer shift, got 0.5",
               y.roll, y, 0.5, 1)
+    has_error("luagpu: tensor:roll: argument #2: expected an integer dim, got 1.5",
+              y.roll, y, 1, 1.5)
+    has_error("luagpu: tensor:roll: argument #2: expected an integer dim, got \"1\"",
+              y.roll, y, 1, "1")
+    assert.equal(5, dev:tensor("int", {}, 5):roll(3):item())
   end)
 
   it("reads rows backwards four at a time where they align, as NumPy", function()

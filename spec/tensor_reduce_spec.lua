@@ -397,6 +397,23 @@ def arg(a, axis, greater):
     end
   end)
 
+  it("the whole mean of a float tensor is a float: its double mean rounded once", function()
+    -- (it returned the double quotient: x:mean() ~= x:mean(1):item() for {0.1, 0.2, 0.4})
+    local f32 = function(v) return (string.unpack("f", string.pack("f", v))) end
+    for _, n in ipairs{1, 3, 1000, 40000} do
+      local vals = S.random_values("float", n)
+      local x = dev:tensor("float", {n}, vals)
+      local stored, s = x:totable(), 0
+      for i = 1, n do s = s + stored[i] end
+      local got = x:mean()
+      assert.equal(f32(got), got, "not a float")
+      assert.is_true(math.abs(got - s / n) <= 1e-6 * math.max(1, math.abs(s / n)),
+                     ("mean of %d: %.9g, want %.9g"):format(n, got, s / n))
+    end
+    local x = dev:tensor("float", {3}, {0.1, 0.2, 0.4})
+    assert.equal(x:mean(1):item(), x:mean())
+  end)
+
   it("the whole mean of every integer type accumulates in double, as NumPy's (issue 27 item 10)", function()
     if not S.need_numpy(assert, pending) then return end
     local mi, ma = math.mininteger, math.maxinteger

@@ -328,7 +328,7 @@ describe("tensors", function()
                 x.slice, x, 2, 2, 5)
       has_error("argument #4: step: expected a non-zero integer, got 0", x.slice, x, 1, 1, 2, 0)
       has_error("luagpu: tensor:select: dim 1: position 4 is out of range (1 to 3, or -3 to -1)", x.select, x, 1, 4)
-      has_error("luagpu: tensor:select: argument #1: dim 0.5 is out of range", x.select, x, 0.5, 1)
+      has_error("luagpu: tensor:select: argument #1: expected an integer dim, got 0.5", x.select, x, 0.5, 1)
       has_error("luagpu: tensor:permute: argument #1: dim 1 appears twice", x.permute, x, {1, 1})
       has_error("luagpu: tensor:permute: argument #1: expected 2 dims (a permutation of 1..2), got 3",
                 x.permute, x, {1, 2, 3})

@@ -927,6 +927,8 @@ def reduce_dim(op, x, d, keepdim):
 
 def check_dim(x, dim):
     nd = x.a.ndim
+    if isinstance(dim, float) and (not math.isfinite(dim) or dim != math.floor(dim)):
+        raise Expected("integer dim")
     if nd == 0:
         raise Expected("has no dims", "out of range", "at least 1 dim")
     d = dim + nd + 1 if dim < 0 else dim
@@ -1020,8 +1022,8 @@ def positions(idx, L):
 def dim0(x, dim, extra=0):
     """O.check_dim: a 0-based dim of x (of ndim + extra dims)."""
     nd = x.a.ndim + extra
-    if isinstance(dim, float) and dim != math.floor(dim):
-        raise Expected("out of range", "no dims")
+    if isinstance(dim, float) and (not math.isfinite(dim) or dim != math.floor(dim)):
+        raise Expected("integer dim")
     d = dim + nd + 1 if dim < 0 else dim
     if d < 1 or d > nd:
         raise Expected("out of range", "has no dims")

@@ -47,7 +47,7 @@ local TY = require "luagpu.core.types"
 local setmetatable, pcall, error, tostring = setmetatable, pcall, error, tostring
 local collectgarbage, next = collectgarbage, next
 local now = gpu.now
-local min, max = math.min, math.max
+local min, max, mtype = math.min, math.max, math.type
 local fail = H.fail
 local SIZES = TY.SIZES
 
@@ -437,7 +437,8 @@ function M.step_first(dev, t, n)
   -- (none where a block of its class is free: a step for every result
   -- would make the one a loop holds see two where its body makes several)
   local size = SIZES[t]
-  if not size then return end
+  -- (n from a shape a script wrote: the launch's checks refuse it later)
+  if not size or mtype(n) ~= "integer" or n < 0 or n > p.max_alloc // size then return end
   local cap = class_size(n)
   if cap * size > p.max_alloc then cap = n end
   local key = KEYS[t][cap]

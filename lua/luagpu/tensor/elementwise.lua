@@ -122,7 +122,7 @@ local function with_scalar(fn, op, floatify, x, v, varg)
     local why = TY.fits(ct, v)
     if why then fail(fn, "argument #%d: %s", varg, why) end
   end
-  local nx = x._expr or leaf(x)
+  local nx = x._expr or leaf(x, fn)
   if type(nx.shape) ~= "table" then   -- a shape a script wrote: apply's way, checked at launch
     return X.apply(fn, op, varg == 2 and {x, v} or {v, x}, ct)
   end
@@ -153,7 +153,7 @@ local function binary_op(op)
       local ct = ta == tb and ta or promote(ta, tb)
       if floatify then ct = floating(ct) end
       local ea, eb = a._expr, b._expr
-      local na, nb = ea or leaf(a), eb or leaf(b)
+      local na, nb = ea or leaf(a, fn), eb or leaf(b, fn)
       local sa, sb = na.shape, nb.shape
       local shape = same_shape(sa, sb) and sa or broadcast(fn, sa, sb)
       local e = {na, nb, kind = "op", op = name, args = false, ct = ct, type = rtype or ct,
@@ -198,7 +198,7 @@ local function unary_op(op)
     end
     if x._st == RELEASED then released(fn) end
     local ct = floatify and floating(x._type) or x._type
-    local nx = x._expr or leaf(x)
+    local nx = x._expr or leaf(x, fn)
     if type(nx.shape) ~= "table" then return X.apply(fn, op, {x}, ct) end
     -- X.apply's node for one operand (its shape the operand's: a broadcast
     -- of one shape is itself)

@@ -61,11 +61,31 @@ X.WEAK_KEYS = WEAK_KEYS
 
 ------------------------------------------------------------------ nodes
 
--- The leaf node of realized x, made once (nodes are never written).
-local function leaf(x)
+-- Whether shape (a realized tensor's, which a script may have changed with
+-- rawset) can be counted: a list of integers >= 0 counting at most 2^53.
+-- (Not a plain table, it goes on: the ops take X.apply's way, whose launch
+-- check names it; one that counts but disagrees with another field is
+-- named there too.)
+local count_of = O.count_of
+local function plain_shape(shape)
+  if type(shape) ~= "table" or getmetatable(shape) ~= nil then return true end
+  for i = 1, #shape do
+    local d = shape[i]
+    if mtype(d) ~= "integer" or d < 0 then return false end
+  end
+  return count_of(shape) ~= nil
+end
+
+-- The leaf node of realized x, made once (nodes are never written); its
+-- shape checked then, so that every node made from it counts (fn's
+-- message: a shape a script wrote raised Lua's own errors, or hung the
+-- pool on a count past 2^64).
+local function leaf(x, fn)
   local l = x._leaf
   if l then return l end
-  l = {kind = "leaf", x = x, type = x._type, shape = x._shape, size = 1, _stores = false}
+  local shape = x._shape
+  if not plain_shape(shape) then O.bad(fn or "tensor", "shape") end
+  l = {kind = "leaf", x = x, type = x._type, shape = shape, size = 1, _stores = false}
   x._leaf = l
   return l
 end

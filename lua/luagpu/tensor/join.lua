@@ -110,6 +110,13 @@ function methods.roll(x, shift, dim, ...)
   O.no_more(fn, 3, ...)
   local k = integer(shift)
   if not k then fail(fn, "argument #1: expected an integer shift, got %s", show(shift)) end
+  if dim == nil then
+    -- no dim: the elements in row-major order rolled, the shape kept (as
+    -- NumPy's and PyTorch's roll without an axis)
+    if #x._shape == 0 then return x:clone() end
+    local shape = {table.unpack(x._shape)}
+    return x:reshape({x._n}):roll(k, 1):reshape(shape)
+  end
   local d = check_dim(fn, "argument #2", x, dim)
   local len = x._shape[d]
   local out = O.empty(fn, x._dev, x._type, {table.unpack(x._shape)})

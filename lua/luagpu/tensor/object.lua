@@ -338,6 +338,11 @@ function O.check_dim(fn, where, x, dim, extra)
     if k == "table" or k == "userdata" or k == "function" then
       fail(fn, "%s: expected an integer dim, got %s", where, typename(dim))
     end
+    -- (1.5, nan, inf, nil, a string: not a dim at all, whatever the range;
+    -- 2^63, integral, is one out of range)
+    if not d and not (k == "number" and dim == math.floor(dim) and dim - dim == 0) then
+      fail(fn, "%s: expected an integer dim, got %s", where, show(dim))
+    end
     if nd == 0 then fail(fn, "%s: a 0-d tensor has no dims, got %s", where, show(dim)) end
     fail(fn, "%s: dim %s is out of range (1 to %d, or -%d to -1)", where, show(dim), nd, nd)
   end

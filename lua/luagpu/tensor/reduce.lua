@@ -411,6 +411,9 @@ local function reduce_all(fn, op, x)
     local v
     if op == "mean" then
       v = reduce_helper.sum(b, x._type == "float" and {acc = "double"} or nil) / n
+      -- (a float tensor's mean is a float, as mean(dim)'s elements are: the
+      -- double quotient rounded once)
+      if x._type == "float" then v = string.unpack("f", string.pack("f", v)) end
     else
       v = reduce_helper[op](b)
     end
