@@ -544,6 +544,9 @@ function E.arange(dev, t, first, last, step, ...)
          show(last), show(step), many)
   end
   O.check_alloc(fn, dev, t, {n}, n)
+  -- (one element is first: a step past float's range, inf in the kernel,
+  -- made it 0 * inf = NaN)
+  if n <= 1 then step = 1 end
   local shape = {n}
   local e = {kind = "op", op = "add", ct = t, type = t, shape = shape, size = 5, args = {
     {kind = "scalar", value = first, type = t, shape = {}, size = 1},
