@@ -111,6 +111,12 @@ describe("gpu.show", function()
     for _ in pts:gmatch("[%d.]+,[%d.]+") do n = n + 1 end
     assert.equals(50, n)
     assert.matches("a &lt; b", svg, 1, true)
+    -- control characters XML refuses (NUL) are dropped from the title
+    gpu.show({1, 2, 3}, path, {title = "x\0y\1z", width = 300.0, height = 200})
+    svg = support.read_file(path)
+    assert.is_nil(svg:find("[%z\1]"))
+    assert.matches("xyz", svg, 1, true)
+    assert.matches('width="300" height="200"', svg, 1, true)
     -- a histogram: bin counts add up to the count of values
     local values = {}
     for i = 1, 200 do values[i] = (i * 7919) % 101 end
@@ -170,6 +176,13 @@ describe("gpu.show", function()
       {"luagpu: show: 'p.png': this picture is a plot (SVG): give a path ending in .svg",
        {1, 2}, "p.png"},
       {"luagpu: show: opts.kind: expected \"line\" or \"hist\", got bar", {1, 2}, {kind = "bar"}},
+      -- (a NaN width raised Lua's own error; 2^40 by -5 wrote an SVG no viewer draws)
+      {"luagpu: show: opts.width: expected an integer from 100 to 16384 (pixels), got nan",
+       {1, 2}, {width = 0 / 0}},
+      {"luagpu: show: opts.width: expected an integer from 100 to 16384 (pixels), got " ..
+       tostring(2.0^40), {1, 2}, {width = 2^40}},
+      {"luagpu: show: opts.height: expected an integer from 100 to 16384 (pixels), got -5",
+       {1, 2}, {height = -5}},
       {"luagpu: show: argument #2: expected a path (string) or an options table, got number",
        {1, 2}, 5},
     }

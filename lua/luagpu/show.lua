@@ -100,8 +100,11 @@ local function image(a, shape, t)
   return gpu.encode_png(w, h, c, bytes(px)), "image/png"
 end
 
+-- s for XML text: & < > " escaped, and the control characters XML refuses
+-- (NUL among them) dropped
 local function esc(s)
-  return (tostring(s):gsub("[&<>\"]", {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;"}))
+  return (tostring(s):gsub("[%z\1-\8\11\12\14-\31]", "")
+          :gsub("[&<>\"]", {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;"}))
 end
 
 local function num(v)
@@ -109,8 +112,19 @@ local function num(v)
 end
 
 -- An SVG line plot or histogram of n values.
+local function size_opt(opts, key, default)
+  local v = opts[key]
+  if v == nil then return default end
+  if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v)) or
+     v < 100 or v > 16384 then
+    fail("opts.%s: expected an integer from 100 to 16384 (pixels), got %s", key,
+         v ~= v and "nan" or tostring(v))
+  end
+  return math.tointeger(v)
+end
+
 local function plot(a, n, opts)
-  local W, H = opts.width or 640, opts.height or 320
+  local W, H = size_opt(opts, "width", 640), size_opt(opts, "height", 320)
   local L, R, T, B = 60, 16, opts.title and 28 or 12, 28
   local pw, ph = W - L - R, H - T - B
   local out = {fmt('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
