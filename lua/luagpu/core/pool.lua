@@ -99,7 +99,7 @@ local function pool_of(dev)
     p = {free = {}, out = {}, owned = {}, used = 0, pooled = 0, made = 0, buffers = 0,
          spent = {}, futile = {}, since = {}, collect_cost = nil, tick = 0, last = {},
          after_full = {}, stepped = false, handed = 0, stepped_at = 0,
-         gap = 1,
+         gap = 8, handed_bytes = 0, stepped_bytes = 0,        -- (gap: MIN_GAP)
          cap = mem // 4, full = 0, steps = 0, max_alloc = dev.max_alloc_size,
          collect_bytes = max(COLLECT_MIN, min(mem // 32, COLLECT_MAX))}
     pools[dev] = p
@@ -289,19 +289,26 @@ end
 -- on an H100 11 us for 32 KiB): a loop's results settle on a few blocks
 -- after a few calls. A step's own cost is its fixed part; the rest is the
 -- work on the objects made since the last one, which Lua's own pace would
--- do anyway. But not more often than once per p.gap blocks handed out: a
--- result that sees two steps alive is old, and only a full collection
--- finds it dead then. The result a loop holds sees every step of the
--- loop's next pass, so a body making several results (a row softmax by
--- hand makes four) needs one step per pass at most: the gap doubles after
--- each step that gave the class wanted nothing back (also where a loop
--- keeps its results: steps get rarer), and shrinks by one after each that
--- gave more than one block back.
-local MAX_GAP = 256
+-- do anyway. But not more often than once per p.gap blocks handed out
+-- (misses in between make blocks): a step every MIN_GAP blocks gives back
+-- that many at once, so a loop pays a step per MIN_GAP calls, not one per
+-- call or two (0.5 a call with a gap of 1); and a result that sees two
+-- steps alive is old, and only a full collection finds it dead then. The
+-- result a loop holds sees every step of the loop's next pass, so a body
+-- making many results needs one step per pass at most: the gap doubles
+-- after each step that gave the class wanted nothing back (also where a
+-- loop keeps its results: steps get rarer), and shrinks by one, to
+-- MIN_GAP, after each that gave more than one block back.
+local MIN_GAP, MAX_GAP = 8, 256
+-- (or once per STEP_BYTES handed out, or a quarter of the budget where
+-- that is less, whatever the gap: a loop over large results keeps a few
+-- of them, not MIN_GAP, and a step is little beside the op that makes one)
+local STEP_BYTES = 256 << 20
 
 local function step(p)
   collectgarbage("step", 0)
-  p.steps, p.stepped, p.stepped_at = p.steps + 1, true, p.handed
+  p.steps, p.stepped, p.stepped_at, p.stepped_bytes = p.steps + 1, true, p.handed,
+                                                      p.handed_bytes
 end
 
 -- A step for a miss in class key, where one is due: not right after
@@ -310,14 +317,16 @@ end
 -- the gap past. Returns whether a block of the class is free after it; it
 -- moves the gap.
 local function step_for(p, key)
-  if p.stepped or (p.out[key] or 0) < 2 or p.handed - p.stepped_at < p.gap then
+  if p.stepped or (p.out[key] or 0) < 2 or
+     p.handed - p.stepped_at < p.gap and
+     p.handed_bytes - p.stepped_bytes < min(STEP_BYTES, p.collect_bytes // 4) then
     return false
   end
   step(p)
   local list = p.free[key]
   if list and list[1] then
     -- (more than one back: steps may come closer again)
-    if list[2] and p.gap > 1 then p.gap = p.gap - 1 end
+    if list[2] and p.gap > MIN_GAP then p.gap = p.gap - 1 end
     return true
   end
   p.gap = min(2 * p.gap, MAX_GAP)
@@ -370,7 +379,7 @@ function M.storage(fn, dev, t, n)
       p.collect_cost = now() - t0
       p.full = p.full + 1
       p.spent, p.since = {}, {}
-      p.gap = 1                           -- (every live result is old now)
+      p.gap = MIN_GAP                     -- (every live result is old now)
       buf = take(p, key)
       p.futile[key] = not buf and since or nil
       since = 0
@@ -385,7 +394,7 @@ function M.storage(fn, dev, t, n)
     p.spent[key] = (p.spent[key] or 0) + (now() - t0)
   end
   p.since[key] = since + 1
-  p.handed = p.handed + 1
+  p.handed, p.handed_bytes = p.handed + 1, p.handed_bytes + bytes
   p.out[key] = (p.out[key] or 0) + 1
   p.used = p.used + bytes
   -- n: the elements asked for (x.buffer gives a view of them)
