@@ -282,7 +282,7 @@ describe("tensor memory", function()
   end)
 
   it("settles each op of issue 29's table on reused blocks within a few calls, with the " ..
-     "pool's defaults: no new buffer and no full collection in 30 calls after 30",
+     "pool's defaults: no new buffer and no full collection in 30 calls after 10",
      function()
     -- (the defaults are what a script meets; a result past 128 KiB is in
     -- the table: a step inside an op's new buffer aged the result a loop
@@ -315,7 +315,7 @@ describe("tensor memory", function()
       for _, op in ipairs(ops) do
         local name, f, check = op[1], op[2], op[3]
         local z
-        for _ = 1, 30 do z = f() end
+        for _ = 1, 10 do z = f() end
         local m1 = dev:memory()
         for _ = 1, 30 do z = f() end
         local m2 = dev:memory()

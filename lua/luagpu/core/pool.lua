@@ -99,7 +99,7 @@ local function pool_of(dev)
     p = {free = {}, out = {}, owned = {}, used = 0, pooled = 0, made = 0, buffers = 0,
          spent = {}, futile = {}, since = {}, collect_cost = nil, tick = 0, last = {},
          after_full = {}, stepped = false, handed = 0, stepped_at = 0,
-         gap = 8, handed_bytes = 0, stepped_bytes = 0,        -- (gap: MIN_GAP)
+         gap = 1, handed_bytes = 0, stepped_bytes = 0,        -- (gap: MIN_GAP)
          cap = mem // 4, full = 0, steps = 0, max_alloc = dev.max_alloc_size,
          collect_bytes = max(COLLECT_MIN, min(mem // 32, COLLECT_MAX))}
     pools[dev] = p
@@ -290,16 +290,17 @@ end
 -- after a few calls. A step's own cost is its fixed part; the rest is the
 -- work on the objects made since the last one, which Lua's own pace would
 -- do anyway. But not more often than once per p.gap blocks handed out
--- (misses in between make blocks): a step every MIN_GAP blocks gives back
--- that many at once, so a loop pays a step per MIN_GAP calls, not one per
--- call or two (0.5 a call with a gap of 1); and a result that sees two
--- steps alive is old, and only a full collection finds it dead then. The
--- result a loop holds sees every step of the loop's next pass, so a body
--- making many results needs one step per pass at most: the gap doubles
--- after each step that gave the class wanted nothing back (also where a
--- loop keeps its results: steps get rarer), and shrinks by one, to
--- MIN_GAP, after each that gave more than one block back.
-local MIN_GAP, MAX_GAP = 8, 256
+-- (misses in between make blocks): a result that sees two steps alive is
+-- old, and only a full collection finds it dead then. The result a loop
+-- holds sees every step of the loop's next pass, so a body making many
+-- results needs one step per pass at most: the gap doubles after each step
+-- that gave the class wanted nothing back (also where a loop keeps its
+-- results: steps get rarer), and shrinks by one, to MIN_GAP, after each
+-- that gave more than one block back. (A MIN_GAP of 8 steps once per 8
+-- blocks, not about once per 2, but settles only after 20-30 calls, making
+-- blocks meanwhile; on the H200 the two ran issue 29's table in the same
+-- time: 1 keeps the fewest blocks.)
+local MIN_GAP, MAX_GAP = 1, 256
 -- (or once per STEP_BYTES handed out, or a quarter of the budget where
 -- that is less, whatever the gap: a loop over large results keeps a few
 -- of them, not MIN_GAP, and a step is little beside the op that makes one)
