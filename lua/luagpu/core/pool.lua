@@ -262,6 +262,14 @@ local KEYS = setmetatable({}, {__index = function(keys, t)
   return k
 end})
 
+-- The size class of n elements of t (most: the elements one buffer of t
+-- holds, n at most that): its element count and its key.
+local function class_of(t, n, most)
+  local cap = class_size(n)
+  if cap > most then cap = n end         -- the class's rounding would not fit
+  return cap, KEYS[t][cap]
+end
+
 -- Whether a miss in class key with out blocks handed out since the last
 -- collection should run a full
 -- collection first: the blocks of that class made since the last
@@ -342,9 +350,7 @@ function M.storage(fn, dev, t, n)
     fail(fn, "%d elements of %s do not fit one buffer (the device's max_alloc_size is %d " ..
          "bytes)", n, t, p.max_alloc)
   end
-  local cap = class_size(n)
-  if cap > most then cap = n end         -- the class's rounding would not fit
-  local key = KEYS[t][cap]
+  local cap, key = class_of(t, n, most)
   local bytes = cap * size
   local tick = p.tick + 1
   p.tick, p.last[key] = tick, tick
@@ -449,9 +455,7 @@ function M.step_first(dev, t, n)
   local size = SIZES[t]
   -- (n from a shape a script wrote: the launch's checks refuse it later)
   if not size or mtype(n) ~= "integer" or n < 0 or n > p.max_alloc // size then return end
-  local cap = class_size(n)
-  if cap * size > p.max_alloc then cap = n end
-  local key = KEYS[t][cap]
+  local _, key = class_of(t, n, p.max_alloc // size)
   local list = p.free[key]
   if list and list[1] then return end
   local d = due[dev]
