@@ -149,7 +149,10 @@ nbformat.write(nb, sys.argv[1])
 import time, jupyter_client
 km, kc = jupyter_client.manager.start_new_kernel(kernel_name="luagpu")
 def run(code, interrupt_after=None):
-    msg_id = kc.execute(code)
+    # stop_on_error=False: after a cell's error ipykernel aborts the requests
+    # that reach it before its event loop turns once more (a race on a busy
+    # machine); a notebook run with --allow-errors asks the same
+    msg_id = kc.execute(code, stop_on_error=False)
     if interrupt_after:
         time.sleep(interrupt_after)
         km.interrupt_kernel()
@@ -165,6 +168,12 @@ def run(code, interrupt_after=None):
             outs.append("error " + c["evalue"])
         elif t == "execute_result":
             outs.append("result " + c["data"]["text/plain"])
+    while True:
+        m = kc.get_shell_msg(timeout=60)
+        if m["parent_header"].get("msg_id") == msg_id:
+            break
+    if m["content"]["status"] == "aborted":
+        outs.append("aborted")
     print(" | ".join(outs))
 run("n = 5")
 run("while true do end", 2)
