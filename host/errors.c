@@ -179,6 +179,27 @@ int lg_typeerror(lua_State *L, const char *fn, int arg, int idx, const char *wha
   return lg_argerror(L, fn, arg, "expected %s, got %s", what, got);
 }
 
+lua_Integer lg_checkinteger(lua_State *L, int idx, const char *fn, int arg) {
+  int ok = 0;
+  lua_Integer v = lua_tointegerx(L, idx, &ok);
+  if (!ok || lua_type(L, idx) != LUA_TNUMBER) {
+    if (lua_type(L, idx) == LUA_TNUMBER)
+      lg_argerror(L, fn, arg, "expected an integer, got %s", lg_tolstring(L, idx));
+    lg_typeerror(L, fn, arg, idx, "an integer");
+  }
+  return v;
+}
+
+const char *lg_checklstring(lua_State *L, int idx, const char *fn, int arg, size_t *len) {
+  if (lua_type(L, idx) != LUA_TSTRING) lg_typeerror(L, fn, arg, idx, "a string");
+  return lua_tolstring(L, idx, len);
+}
+
+void lg_nomore(lua_State *L, const char *fn, int n, int self) {
+  if (lua_gettop(L) > n)
+    lg_typeerror(L, fn, n + 1 - self, n + 1, "no more arguments");
+}
+
 int lg_is_oom(cl_int err) {
   return err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
          err == CL_OUT_OF_HOST_MEMORY;

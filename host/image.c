@@ -305,7 +305,7 @@ static int img_tostring(lua_State *L) {
 ** of dims (default 2) dimensions the device supports (those luagpu names). */
 static int dev_image_formats(lua_State *L) {
   lg_Device *d = lg_checkdevice(L, 1);
-  lua_Integer dims = luaL_optinteger(L, 2, 2);
+  lua_Integer dims = lua_isnoneornil(L, 2) ? 2 : lg_checkinteger(L, 2, "dev:image_formats", 1);
   cl_uint n = 0, i;
   cl_image_format *all;
   int k = 0;

@@ -57,6 +57,18 @@ int lg_error(lua_State *L, const char *fn, const char *fmt, ...);
 /* Raises "luagpu: FN: argument #ARG: expected WHAT, got TYPENAME" for the
 ** value at stack index idx (typename uses __name, so "luagpu.Buffer"). */
 int lg_typeerror(lua_State *L, const char *fn, int arg, int idx, const char *what);
+/* The integer at stack index idx (argument #arg of fn), or raises
+** "luagpu: FN: argument #ARG: expected an integer, got ..." (luaL's own
+** checks name no luagpu call). */
+lua_Integer lg_checkinteger(lua_State *L, int idx, const char *fn, int arg);
+/* The string at stack index idx (argument #arg of fn; a number is not
+** taken), its length in *len when len is not NULL; raises as
+** lg_typeerror does. */
+const char *lg_checklstring(lua_State *L, int idx, const char *fn, int arg, size_t *len);
+/* Raises "luagpu: FN: argument #K: expected no more arguments, got
+** TYPENAME" when more than n values are on the stack (K: the first extra
+** one as the user counts, self not counted for a method: self 1). */
+void lg_nomore(lua_State *L, const char *fn, int n, int self);
 /* luaL_tolstring (the value at idx as text, pushed) and lua_pushfstring's
 ** "%f" of x, for messages: a NaN shows as "nan" (its sign means nothing;
 ** Lua's own format gives "-nan" on most hosts, as NumPy does not). */

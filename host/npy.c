@@ -253,6 +253,7 @@ static int npy_save(lua_State *L) {
   int d, ndim;
   if (lua_type(L, 2) != LUA_TSTRING) return lg_typeerror(L, fn, 1, 2, "a file path");
   path = lg_path(L, 2, 1, fn);
+  lg_nomore(L, fn, 3, 1);
   ndim = save_shape(L, fn, a, shape);
   write_descr(a->type.scalar, descr);
   p = header + 10;
@@ -485,6 +486,7 @@ static int npy_load(lua_State *L) {
   if (lua_type(L, 1) != LUA_TSTRING) return lg_typeerror(L, fn, 1, 1, "a file path");
   path = lg_path(L, 1, 1, fn);
   if (has_type) want = lg_checktype(L, 2, fn, 2);
+  lg_nomore(L, fn, 2, 0);
   lua_settop(L, 2);
   nf = (NpyFile *)lua_newuserdatauv(L, sizeof(NpyFile), 0);      /* 3: closes on error */
   nf->f = NULL;

@@ -84,11 +84,12 @@ static int encode(Sink *s, const unsigned char *pixels, png_uint_32 w, png_uint_
 /* gpu.encode_png(width, height, channels, pixels) -> string */
 static int png_encode(lua_State *L) {
   const char *fn = "encode_png";
-  lua_Integer w = luaL_checkinteger(L, 1), h = luaL_checkinteger(L, 2);
-  lua_Integer c = luaL_checkinteger(L, 3);
+  lua_Integer w = lg_checkinteger(L, 1, fn, 1), h = lg_checkinteger(L, 2, fn, 2);
+  lua_Integer c = lg_checkinteger(L, 3, fn, 3);
   size_t len;
-  const char *pixels = luaL_checklstring(L, 4, &len);
+  const char *pixels = lg_checklstring(L, 4, fn, 4, &len);
   Sink s = {NULL, 0, 0, 0};
+  lg_nomore(L, fn, 4, 0);
   if (w < 1 || w > MAX_SIDE) return lg_argerror(L, fn, 1, "width %I: expected 1..%d", w, MAX_SIDE);
   if (h < 1 || h > MAX_SIDE) return lg_argerror(L, fn, 2, "height %I: expected 1..%d", h, MAX_SIDE);
   if (c < 1 || c > 4) return lg_argerror(L, fn, 3, "channels %I: expected 1, 2, 3 or 4", c);
@@ -161,11 +162,13 @@ static const char *kind_of(mode_t m) {
 /* gpu.write_file(path, data) -> path */
 static int png_write_file(lua_State *L) {
   const char *fn = "write_file";
-  const char *path = (luaL_checkstring(L, 1), lg_path(L, 1, 1, fn));
+  const char *path = (lg_checklstring(L, 1, fn, 1, NULL), lg_path(L, 1, 1, fn));
   size_t len;
-  const char *data = luaL_checklstring(L, 2, &len);
+  const char *data = lg_checklstring(L, 2, fn, 2, &len);
   struct stat st;
-  int exists = lstat(path, &st) == 0;
+  int exists;
+  lg_nomore(L, fn, 2, 0);
+  exists = lstat(path, &st) == 0;
   if (path[0] == '\0') return lg_argerror(L, fn, 1, "expected a path, got an empty string");
   if (!exists && errno != ENOENT)
     return lg_error(L, fn, "cannot write '%s': %s", path, strerror(errno));

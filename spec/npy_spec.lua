@@ -192,6 +192,13 @@ describe("a:save and gpu.load", function()
     has_error("luagpu: gpu.load: " .. p .. ": float4 needs a last dimension of 4, the file's "
               .. "shape is (1,)", gpu.load, p, "float4")
     has_error("luagpu: gpu.load: argument #2: unknown element type 'half'", gpu.load, p, "half")
+    -- a further argument did nothing, silently
+    has_error("luagpu: gpu.load: argument #3: expected no more arguments, got number",
+              gpu.load, p, "long", 1)
+    local a = gpu.load(p)
+    has_error("luagpu: array:save: argument #3: expected no more arguments, got boolean",
+              a.save, a, tmp("extra.npy"), {1}, true)
+    assert.is_nil(io.open(tmp("extra.npy")))
   end)
 
   it("raises with the reason on missing, corrupt and unsupported files", function()

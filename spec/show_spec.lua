@@ -193,5 +193,21 @@ describe("gpu.show", function()
                   support.errmsg(gpu.encode_png, 2, 2, 3, "abc"))
     assert.equals("luagpu: encode_png: argument #3: channels 5: expected 1, 2, 3 or 4",
                   support.errmsg(gpu.encode_png, 2, 2, 5, "abc"))
+    -- every argument's type, and no more of them, in luagpu's own words
+    assert.equals("luagpu: encode_png: argument #1: expected an integer, got 1.5",
+                  support.errmsg(gpu.encode_png, 1.5, 1, 1, "x"))
+    assert.equals("luagpu: encode_png: argument #2: expected an integer, got string",
+                  support.errmsg(gpu.encode_png, 1, "1", 1, "x"))
+    assert.equals("luagpu: encode_png: argument #4: expected a string, got number",
+                  support.errmsg(gpu.encode_png, 1, 1, 1, 7))
+    assert.equals("luagpu: encode_png: argument #5: expected no more arguments, got boolean",
+                  support.errmsg(gpu.encode_png, 1, 1, 1, "x", true))
+    assert.equals("luagpu: write_file: argument #1: expected a string, got table",
+                  support.errmsg(gpu.write_file, {}, "x"))
+    assert.equals("luagpu: write_file: argument #2: expected a string, got number",
+                  support.errmsg(gpu.write_file, "never-written.png", 5))
+    assert.equals("luagpu: write_file: argument #3: expected no more arguments, got number",
+                  support.errmsg(gpu.write_file, "never-written.png", "x", 1))
+    assert.is_nil(io.open("never-written.png"))
   end)
 end)

@@ -97,6 +97,10 @@ describe("tensor memory", function()
       end
     end)
     pool.set_budget(dev, m0.budget)
+    has_error("luagpu: pool.set_budget: argument #3: expected no more arguments, got number",
+              pool.set_budget, dev, m0.budget, 1)
+    has_error("luagpu: pool.set_limit: argument #3: expected no more arguments, got string",
+              pool.set_limit, dev, 0, "x")
     assert(ok, err)
     local m1 = dev:memory()
     assert.is_true(m1.collections - m0.collections <= calls // 2 + 1,

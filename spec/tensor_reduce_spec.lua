@@ -533,8 +533,20 @@ out = [x.sum(axis=%s, dtype=np.float64), x.max(axis=%s), x.min(axis=%s, keepdims
     has_error("luagpu: tensor:argmax: argument #1: argmax takes one dim (or none), got 2",
               x.argmax, x, {1, 2})
     has_error("luagpu: tensor:sum: argument #1: dim 1 appears twice", x.sum, x, {1, -2})
-    has_error("luagpu: tensor:sum: argument #1: expected a list of dims, got an empty one",
-              x.sum, x, {})
+    -- no dims (NumPy's axis=()): each element alone, typed as along a dim
+    local y6 = dev:tensor("int", {2, 3}, {1, 0, -3, 4, 5, 6})
+    for op, want in pairs{sum = {"long", {{1, 0, -3}, {4, 5, 6}}},
+                          max = {"int", {{1, 0, -3}, {4, 5, 6}}},
+                          mean = {"double", {{1.0, 0.0, -3.0}, {4.0, 5.0, 6.0}}},
+                          any = {"uchar", {{1, 0, 1}, {1, 1, 1}}}} do
+      local r = y6[op](y6, {})
+      assert.equals(want[1], r.type, op)
+      assert.same(want[2], r:totable(), op)
+    end
+    assert.same({2, 3}, y6:prod({}, {keepdim = true}).shape)
+    assert.same({}, dev:tensor("float", {}, 5):sum({}).shape)
+    has_error("luagpu: tensor:argmax: argument #1: argmax takes one dim (or none), got 0",
+              x.argmax, x, {})
     has_error("luagpu: tensor:sum: argument #1: entry 2: dim 3 is out of range (1 to 2, or -2 " ..
               "to -1)", x.sum, x, {1, 3})
     has_error("luagpu: tensor:max: argument #2: option type is for sum, prod and mean, not max",

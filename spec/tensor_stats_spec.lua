@@ -314,8 +314,18 @@ out = [float(np.dot(a, b)), np.outer(a, b), np.searchsorted(s, v) + 1,
     has_error("luagpu: tensor:norm: argument #2: dim 2 appears twice", x.norm, x, 2, {2, 2})
     has_error("luagpu: tensor:norm: argument #2: a 0-d tensor has no dims, got 1",
               z.norm, z, 1, 1)
-    has_error("luagpu: tensor:var: argument #1: expected a list of dims, got an empty one",
-              x.var, x, {}, {correction = 0})
+    -- no dims (NumPy's axis=()): each element alone, its variance 0 (NaN with
+    -- the sample's correction); {} alone is no dims, not the options
+    local w = dev:tensor("float", {2, 3}, {1, -2, 3, 4, 5, 0 / 0})
+    local v0, v1 = w:var({}, {correction = 0}):totable(), w:std({}):totable()
+    for r = 1, 2 do
+      for c = 1, 3 do
+        local nan = r == 2 and c == 3
+        assert.is_true(nan and v0[r][c] ~= v0[r][c] or v0[r][c] == 0, tostring(v0[r][c]))
+        assert.is_true(v1[r][c] ~= v1[r][c])
+      end
+    end
+    assert.same({2, 3}, w:var({}).shape)
     -- a further argument did nothing, silently (keepdim is no option of norm)
     has_error("luagpu: tensor:norm: argument #3: expected no more arguments, got table",
               x.norm, x, 2, {1}, {keepdim = true})

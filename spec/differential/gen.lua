@@ -1247,7 +1247,7 @@ function ops_program(fam, S, lines, desc, operand, dim_arg)
         out = format("%s:flip(%d)", x, A.dims)
       else
         local l = {}
-        for j = 1, int(1, n1) do l[j] = dim_arg(n1) end
+        for j = 1, chance(0.1) and 0 or int(1, n1) do l[j] = dim_arg(n1) end   -- {}: x
         A.dims = l
         out = format("%s:flip(%s)", x, lua_list(l))
       end
@@ -1337,8 +1337,9 @@ function ops_program(fam, S, lines, desc, operand, dim_arg)
     if op == "mreduce" or chance(0.7) then
       if chance(0.3) then dims = dim_arg(n1)
       else
+        -- {} (NumPy's axis=()): each element alone
         dims = {}
-        for j = 1, int(1, n1) do dims[j] = dim_arg(n1) end
+        for j = 1, chance(0.08) and 0 or int(1, n1) do dims[j] = dim_arg(n1) end
       end
     end
     A.dims = dims

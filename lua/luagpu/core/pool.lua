@@ -471,8 +471,11 @@ end
 
 -- Checks the arguments of set_budget and set_limit (fn): a live Device
 -- and bytes, an integer >= 0 (an integral float too); returns bytes.
-local function check_bytes(fn, dev, bytes)
+local function check_bytes(fn, dev, bytes, ...)
   H.check_object(fn, "argument #1", dev, "Device")
+  if select("#", ...) > 0 then
+    H.fail(fn, "argument #3: expected no more arguments, got %s", H.typename((...)))
+  end
   local n = H.integer(bytes)
   if n == nil or n < 0 then
     H.fail(fn, "argument #2: expected a number of bytes (an integer >= 0), got %s",
@@ -484,14 +487,14 @@ end
 -- Sets the bytes a class of dev's pool hands out between two collections
 -- before a miss collects (the default: a 32nd of the device's memory, at
 -- least 4 MiB, at most 2 GiB).
-function M.set_budget(dev, bytes)
-  bytes = check_bytes("pool.set_budget", dev, bytes)
+function M.set_budget(dev, bytes, ...)
+  bytes = check_bytes("pool.set_budget", dev, bytes, ...)
   pool_of(dev).collect_bytes = bytes
 end
 
 -- Sets the most bytes the pool of dev keeps for reuse (0: none).
-function M.set_limit(dev, bytes)
-  bytes = check_bytes("pool.set_limit", dev, bytes)
+function M.set_limit(dev, bytes, ...)
+  bytes = check_bytes("pool.set_limit", dev, bytes, ...)
   local p = pool_of(dev)
   p.cap = bytes
   -- free blocks past the new limit: released, the largest first

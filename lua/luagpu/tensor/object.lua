@@ -350,13 +350,13 @@ function O.check_dim(fn, where, x, dim, extra)
 end
 
 -- A list of dims of x (argument #arg of fn, read raw): only its positions,
--- at least one, none twice. Returns a new list of them positive, in the
--- order given, and the set of them.
+-- none twice; it may be empty (NumPy's axis=(): a reduction over no dims
+-- is elementwise, a flip of none is x). Returns a new list of them
+-- positive, in the order given, and the set of them.
 function O.check_dims(fn, arg, x, list)
   local where = "argument #" .. arg
   local n = rawlen(list)
   O.check_entries(fn, where, list, n, "a list of dims holds only dims")
-  if n == 0 then fail(fn, "%s: expected a list of dims, got an empty one", where) end
   local dims, seen = {}, {}
   for i = 1, n do
     local d = O.check_dim(fn, where .. ": entry " .. i, x, rawget(list, i))

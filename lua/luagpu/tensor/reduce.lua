@@ -541,6 +541,8 @@ reduce_by_dims = function(fn, op, x, dim, keepdim)
       if R_ARG[op] then
         fail(fn, "argument #1: %s takes one dim (or none), got %d", op, #dims)
       end
+      -- no dims (NumPy's axis=()): each element alone, typed as x:OP(d)
+      -- types its results; a tensor of x's shape (0-d for a 0-d x)
       table.sort(dims)
       return reduce_dims(fn, op, x, dims, keepdim)
     end

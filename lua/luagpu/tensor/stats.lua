@@ -66,7 +66,10 @@ local VAR_OPTIONS = H.option_names({"correction", "keepdim"}, "option ")
 local function spread(fn, x, dim, opts, std, ...)
   check(fn, 0, x)
   no_more(fn, 3, ...)
-  if type(dim) == "table" and rawget(dim, 1) == nil and opts == nil then dim, opts = nil, dim end
+  -- x:var({correction = 0}): the options alone ({} is a list of no dims)
+  if type(dim) == "table" and rawget(dim, 1) == nil and next(dim) ~= nil and opts == nil then
+    dim, opts = nil, dim
+  end
   local o = H.check_options(fn, 2, opts, VAR_OPTIONS)
   local c = o.correction == nil and 1 or o.correction
   if type(c) ~= "number" or c ~= c or c < 0 then
