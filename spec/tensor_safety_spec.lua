@@ -782,6 +782,36 @@ print(pcall(y.get, y))
       end
     end)
 
+    it("any internal field set to a value of the wrong kind raises luagpu's message", function()
+      -- (a boolean in _leaf, _st, _shape, _expr or _dev raised Lua's own errors
+      -- deep in the helpers: "attempt to index a boolean value")
+      local ops = {
+        function(y) return (y + 1):sum() end, function(y) return (y * y):exp():eval() end,
+        function(y) return y:sqrt():sum() end, function(y) return y:sort() end,
+        function(y) return y:clone() end, function(y) return y:totable() end,
+        function(y) return y:reshape{4}:eval() end, function(y) return y:cumsum() end,
+        function(y) return y:flip(1):eval() end, function(y) return y:sum(1) end,
+        function(y) return -y end, function(y) return y:t():contiguous() end}
+      for _, op in ipairs(ops) do op(dev:tensor("float", {2, 2}, 1) * 2) end   -- (they run)
+      for _, field in ipairs{"_leaf", "_st", "_shape", "_strides", "_off", "_type", "_n",
+                             "_expr", "_dev"} do
+        for _, lazy in ipairs{false, true} do
+          for i, op in ipairs(ops) do
+            local x = dev:tensor("float", {2, 2}, {1, 2, 3, 4})
+            local y = lazy and x * 2 or x
+            rawset(y, field, true)
+            local ok, e = pcall(op, y)
+            if not ok then
+              e = tostring(e)
+              assert.is_truthy(e:find("luagpu: [%w:_]+: the tensor's fields were changed %(") or
+                               e:find("luagpu: [%w:_]+: the tensor's buffer was released"),
+                               ("%s (lazy %s) op %d: %s"):format(field, tostring(lazy), i, e))
+            end
+          end
+        end
+      end
+    end)
+
     it("a type written with rawset raises the fields message at the operator", function()
       local x = dev:tensor("float", {4})
       rawset(x, "_type", "bogus")

@@ -123,6 +123,7 @@ local function with_scalar(fn, op, floatify, x, v, varg)
     if why then fail(fn, "argument #%d: %s", varg, why) end
   end
   local nx = x._expr or leaf(x, fn)
+  if type(nx) ~= "table" then O.check_fields(fn, x) end   -- (it raises)
   if type(nx.shape) ~= "table" then   -- a shape a script wrote: apply's way, checked at launch
     return X.apply(fn, op, varg == 2 and {x, v} or {v, x}, ct)
   end
@@ -154,7 +155,10 @@ local function binary_op(op)
       if floatify then ct = floating(ct) end
       local ea, eb = a._expr, b._expr
       local na, nb = ea or leaf(a, fn), eb or leaf(b, fn)
+      if type(na) ~= "table" then O.check_fields(fn, a) end   -- (they raise)
+      if type(nb) ~= "table" then O.check_fields(fn, b) end
       local sa, sb = na.shape, nb.shape
+      if type(sa) ~= "table" or type(sb) ~= "table" then O.bad(fn, "shape, strides or offset") end
       local shape = same_shape(sa, sb) and sa or broadcast(fn, sa, sb)
       local e = {na, nb, kind = "op", op = name, args = false, ct = ct, type = rtype or ct,
                  shape = shape, size = 1 + na.size + nb.size, fn = fn, _stores = false}
@@ -162,6 +166,8 @@ local function binary_op(op)
       if ea or eb or not settings.lazy then return result(a._dev, e, fn) end
       -- two realized operands: result's rules, inline
       local st_a, st_b = a._st, b._st
+      if type(st_a) ~= "table" then O.check_fields(fn, a) end   -- (they raise)
+      if type(st_b) ~= "table" then O.check_fields(fn, b) end
       e._stores = st_a == st_b and {st_a} or {st_a, st_b}
       local x = O.lazy(a._dev, e)
       if st_a.exposed or st_b.exposed then return realize(x) end
@@ -199,6 +205,7 @@ local function unary_op(op)
     if x._st == RELEASED then released(fn) end
     local ct = floatify and floating(x._type) or x._type
     local nx = x._expr or leaf(x, fn)
+    if type(nx) ~= "table" then O.check_fields(fn, x) end   -- (it raises)
     if type(nx.shape) ~= "table" then return X.apply(fn, op, {x}, ct) end
     -- X.apply's node for one operand (its shape the operand's: a broadcast
     -- of one shape is itself)

@@ -82,7 +82,10 @@ end
 -- pool on a count past 2^64).
 local function leaf(x, fn)
   local l = x._leaf
-  if l then return l end
+  if l then
+    if type(l) ~= "table" then O.check_fields(fn or "tensor", x) end   -- (it raises)
+    return l
+  end
   local shape = x._shape
   if not plain_shape(shape) then O.bad(fn or "tensor", "shape") end
   l = {kind = "leaf", x = x, type = x._type, shape = shape, size = 1, _stores = false}
@@ -109,6 +112,7 @@ local function stores_of(e)
     -- (kept while its tensor's storage is the one it names)
     local st = e.x._st
     if list and list[1] == st then return list end
+    if type(st) ~= "table" then O.check_fields("tensor", e.x) end   -- (it raises)
     list = {st}
     e._stores = list
     return list
@@ -197,6 +201,11 @@ local function realize(x, s)
   local fn = type(e) == "table" and type(e.fn) == "string" and e.fn or "tensor"
   -- (the tree is a script's to write: G.run checks it, its type first)
   if type(e) ~= "table" or not SIZES[e.type] then O.bad(fn, "its expression's types") end
+  -- (what the storage is made from: a script's rawset raised Lua's errors)
+  local n = x._n
+  if mtype(n) ~= "integer" or n < 0 then O.bad(fn, "count") end
+  if type(x._dev) ~= "userdata" then O.bad(fn, "device") end
+  if type(x._shape) ~= "table" then O.bad(fn, "shape, strides or offset") end
   -- x (row-major, offset 0) becomes the output: no other view
   s = s or memory.storage(fn, x._dev, e.type, x._n)
   s.holders = 1
@@ -324,6 +333,7 @@ function X.check(fn, arg, x, lazy_ok)
   if not x._expr then
     O.check_bounds(fn, x)
   elseif not lazy_ok then
+    O.check_fields(fn, x)
     realize(x)
   elseif not SIZES[x._type] then
     -- a lazy tensor's type a script changed (its tree is checked when run)
@@ -496,7 +506,7 @@ function X.check_operand(fn, arg, v)
   if is_tensor(v) then
     -- a type a script wrote raises here, before the type rules see it
     if not SIZES[v._type] then X.check(fn, arg, v, true) end
-    if v._st == O.RELEASED then O.released(fn) end
+    O.check_fields(fn, v)
     return
   end
   if type(v) ~= "number" then

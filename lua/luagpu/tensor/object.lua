@@ -412,6 +412,26 @@ local function bad(fn, why)
 end
 O.bad = bad
 
+-- The kinds of the fields an op reads before any launch checks them (a
+-- script's rawset of a boolean there raised Lua's own errors deep in the
+-- helpers): the storage a table (a lazy tensor: the expression), the
+-- shape a table, the leaf node false, nil or a table, the device a
+-- userdata. Their values are
+-- checked where they are used (O.check_bounds, the launch).
+function O.check_fields(fn, x)
+  local e, l = x._expr, x._leaf
+  if e then                           -- lazy: no storage yet
+    if type(e) ~= "table" then bad(fn, "its expression") end
+  else
+    local s = x._st
+    if type(s) ~= "table" then bad(fn, "no storage") end
+    if s == RELEASED then O.released(fn) end
+  end
+  if type(x._shape) ~= "table" then bad(fn, "shape, strides or offset") end
+  if l and (type(l) ~= "table" or l.x ~= x) then bad(fn, "its leaf node") end
+  if type(x._dev) ~= "userdata" then bad(fn, "device") end
+end
+
 -- What a Buffer is, by the Buffer itself (its length, type and device come
 -- from the C object, which no script can change), learned once per buffer:
 -- CAP[buf] = {length, type, device}.

@@ -154,7 +154,11 @@ function methods.median(x, dim, ...)
   check(fn, 0, x)
   no_more(fn, 2, ...)
   if dim == nil then
-    if x._n == 0 then fail(fn, "the median of an empty tensor is undefined") end
+    if x._n == 0 then
+      -- NaN for floats, as NumPy's and PyTorch's; integers hold no NaN
+      if FLOATS[x._type] then return 0 / 0 end
+      fail(fn, "the median of an empty %s tensor is undefined (it holds no NaN)", x._type)
+    end
     algo(fn, "sort", x._dev)      -- (dev's algo.classes checked under fn: so below)
     local s = x:flatten():sort()
     if FLOATS[x._type] then
