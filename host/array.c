@@ -38,10 +38,14 @@ static void add_shape(luaL_Buffer *b, int ndim, const size_t *shape) {
 size_t lg_shape_count(lua_State *L, lg_Type t, int ndim, const size_t *shape,
                       const char *fn) {
   size_t max = LG_MAX_BYTES / lg_type_size(t), count = 1;
-  int i;
-  for (i = 0; i < ndim; i++)
-    if (shape[i] == 0) return 0;
+  int i, empty = 0;
+  /* the sizes but the 0s count too (as NumPy's and tensors' limits):
+     {2^62, 0} holds nothing, but no shape of that many would fit */
   for (i = 0; i < ndim; i++) {
+    if (shape[i] == 0) {
+      empty = 1;
+      continue;
+    }
     if (shape[i] > max / count) {
       char tname[LG_TYPENAME_MAX];
       luaL_Buffer b;
@@ -53,7 +57,7 @@ size_t lg_shape_count(lua_State *L, lg_Type t, int ndim, const size_t *shape,
     }
     count *= shape[i];
   }
-  return count;
+  return empty ? 0 : count;
 }
 
 lg_Array *lg_newarray_for(lua_State *L, lg_Type t, int ndim, const size_t *shape,

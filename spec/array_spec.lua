@@ -232,7 +232,13 @@ describe("gpu.array", function()
     has_error("luagpu: gpu.array: too large: shape {1099511627776, 1099511627776, 4} of "
               .. "double4", gpu.array, "double4", 1 << 40, 1 << 40, 4)
     has_error("luagpu: gpu.array: too large", gpu.array, "char16", {shape = {1 << 62}})
-    assert.equal(0, #gpu.array("float", 1 << 62, 0))     -- an empty dimension: nothing
+    -- an empty dimension holds nothing, but the other sizes count (as
+    -- NumPy's "array is too big" and tensors' limit)
+    assert.equal(0, #gpu.array("float", 1 << 40, 0))
+    has_error("luagpu: gpu.array: too large: shape {4611686018427387904, 0} of float",
+              gpu.array, "float", 1 << 62, 0)
+    has_error("luagpu: gpu.array: too large: shape {4294967296, 4294967296, 0} of float",
+              gpu.array, "float", {shape = {1 << 32, 1 << 32, 0}})
     if os.getenv("ASAN") then                 -- ASan aborts on such a malloc
       return pending("under ASan: a failed malloc of 2^61 bytes not checked")
     end

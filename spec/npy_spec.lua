@@ -222,6 +222,10 @@ describe("a:save and gpu.load", function()
     check("too large: shape {4611686018427387904, 4611686018427387904} of float",
           npy("over.npy", "{'descr': '<f4', 'fortran_order': False, "
                           .. "'shape': (4611686018427387904, 4611686018427387904), }", data))
+    -- empty, but no shape of its other sizes would fit (NumPy: "array is too big")
+    check("too large: shape {4294967296, 4294967296, 0} of float",
+          npy("over0.npy", "{'descr': '<f4', 'fortran_order': False, "
+                           .. "'shape': (4294967296, 4294967296, 0), }", ""))
     check("corrupt header: no 'shape'",
           npy("ns.npy", "{'descr': '<f4', 'fortran_order': False, }", data))
     check("corrupt header: unexpected key 'order'",
