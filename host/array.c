@@ -559,6 +559,10 @@ void lg_open_array(lua_State *L) {
     {"__tostring", arr_tostring}, {NULL, NULL}
   };
   lg_newclass(L, LG_ARRAY_MT, methods, meta);
+  {
+    static const char *const fields[] = {"type", "count", "bytes", "shape", NULL};
+    lg_class_fields(L, LG_ARRAY_MT, fields);
+  }
   lua_pushcfunction(L, arr_new);
   lua_setfield(L, -2, "array");
 }

@@ -560,5 +560,10 @@ static const luaL_Reg device_methods[] = {
 
 void lg_open_buffer(lua_State *L) {
   lg_newclass(L, LG_BUFFER_MT, buffer_methods, buffer_meta);
+  {
+    static const char *const fields[] = {"type", "shape", "bytes", "count", "device", "access",
+                                         "parent", "root", "offset", "version", NULL};
+    lg_class_fields(L, LG_BUFFER_MT, fields);
+  }
   lg_add_methods(L, LG_DEVICE_MT, device_methods);
 }

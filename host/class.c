@@ -168,8 +168,38 @@ static int lazy_index(lua_State *L) {
   return 1;
 }
 
+void lg_class_fields(lua_State *L, const char *mt, const char *const fields[]) {
+  int i;
+  luaL_getmetatable(L, mt);
+  lua_newtable(L);
+  for (i = 0; fields[i] != NULL; i++) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, fields[i]);
+  }
+  lua_setfield(L, -2, "__fields");
+  lua_pop(L, 1);
+}
+
+/* Raises when the name at idx is a field of the class whose metatable is
+** at mtidx (its __fields): a method of that name would hide it from every
+** helper that reads it. */
+static void check_not_field(lua_State *L, int mtidx, int idx, const char *cls) {
+  int field;
+  if (lua_getfield(L, mtidx, "__fields") != LUA_TTABLE) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_pushvalue(L, idx);
+  field = lua_rawget(L, -2) != LUA_TNIL;
+  lua_pop(L, 2);
+  if (field)
+    lg_argerror(L, "gpu.extend", 2, "%s has a field '%s': gpu.extend does not hide it behind "
+                "a method", cls, lua_tostring(L, idx));
+}
+
 /* Checks gpu.extend's second argument (at 2: name -> function, or with
-** lazy, a list of names) against the class's methods at midx. */
+** lazy, a list of names) against the class's methods at midx and fields
+** (its metatable at midx - 1). */
 static void check_extension(lua_State *L, int midx, const char *cls, int lazy) {
   lua_Integer i, n = (lua_Integer)lua_rawlen(L, 2);
   if (lazy) {
@@ -177,6 +207,7 @@ static void check_extension(lua_State *L, int midx, const char *cls, int lazy) {
       if (lua_rawgeti(L, 2, i) != LUA_TSTRING)
         lg_argerror(L, "gpu.extend", 2, "name #%I: expected a method name, got %s", i,
                     luaL_typename(L, -1));
+      check_not_field(L, midx - 1, lua_gettop(L), cls);
       lua_pushvalue(L, -1);
       if (lua_rawget(L, midx) != LUA_TNIL)
         lg_argerror(L, "gpu.extend", 2, "%s already has a method '%s'", cls,
@@ -193,6 +224,7 @@ static void check_extension(lua_State *L, int midx, const char *cls, int lazy) {
     if (!lua_isfunction(L, -1))
       lg_argerror(L, "gpu.extend", 2, "method '%s': expected a function, got %s",
                   lua_tostring(L, -2), luaL_typename(L, -1));
+    check_not_field(L, midx - 1, lua_gettop(L) - 1, cls);
     lua_pushvalue(L, -2);
     if (lua_rawget(L, midx) == LUA_TFUNCTION && lua_iscfunction(L, -1))
       lg_argerror(L, "gpu.extend", 2, "%s's method '%s' is built in: gpu.extend does not "

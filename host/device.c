@@ -400,6 +400,7 @@ void lg_open_device(lua_State *L) {
   luaL_setfuncs(L, platform_meta, 0);
   lua_pop(L, 1);
   lg_newclass(L, LG_DEVICE_MT, device_methods, device_meta);
+  lg_class_fields(L, LG_DEVICE_MT, lg_device_field_names);
   luaL_setfuncs(L, module_functions, 0);
 }
 

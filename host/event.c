@@ -438,6 +438,10 @@ static const luaL_Reg module_functions[] = {
 
 void lg_open_event(lua_State *L) {
   lg_newclass(L, LG_EVENT_MT, event_methods, event_meta);
+  {
+    static const char *const fields[] = {"command", "status", "duration", NULL};
+    lg_class_fields(L, LG_EVENT_MT, fields);
+  }
   if (lua_getfield(L, LUA_REGISTRYINDEX, PARKED_KEY) == LUA_TNIL) {
     lua_newtable(L);                     /* the parked commands; one per state, */
     lua_createtable(L, 0, 1);            /* kept when the module is opened again */

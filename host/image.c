@@ -456,6 +456,11 @@ static const luaL_Reg device_methods[] = {
 
 void lg_open_image(lua_State *L) {
   lg_newclass(L, LG_IMAGE_MT, NULL, image_meta);   /* methods: image_transfer.c */
+  {
+    static const char *const fields[] = {"width", "height", "depth", "kind", "order",
+                                         "channel_type", "channels", "device", "access", NULL};
+    lg_class_fields(L, LG_IMAGE_MT, fields);
+  }
   lg_newclass(L, LG_SAMPLER_MT, NULL, sampler_meta);
   lg_add_methods(L, LG_DEVICE_MT, device_methods);
 }

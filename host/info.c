@@ -101,6 +101,17 @@ const char *lg_device_type_name(cl_device_type t) {
 
 #define GET(what, var) clGetDeviceInfo(d->id, what, sizeof(var), &(var), NULL)
 
+/* The fields lg_load_device_fields sets, and "parent" (partition.c's, of
+** a sub-device): gpu.extend refuses methods of these names. */
+const char *const lg_device_field_names[] = {
+  "name", "vendor", "type", "platform", "version", "driver_version", "opencl_c_version",
+  "profile", "compute_units", "clock_mhz", "global_mem_size", "local_mem_size",
+  "max_alloc_size", "max_work_group_size", "max_work_item_sizes", "address_bits", "fp64",
+  "extensions", "preferred_vector_width", "constant_buffer_size", "mem_base_addr_align",
+  "available", "host_unified_memory", "image_support", "max_constant_args",
+  "timer_resolution_ns", "parent", NULL
+};
+
 void lg_load_device_fields(lua_State *L, lg_Device *d) {
   cl_uint u = 0, bits = 0;
   cl_ulong ul = 0;

@@ -160,6 +160,10 @@ void lg_add_methods(lua_State *L, const char *mt, const luaL_Reg *fns);
 ** read-only". Leaves nothing on the stack. */
 void lg_newclass(lua_State *L, const char *mt, const luaL_Reg *methods,
                  const luaL_Reg *meta);
+/* Names the fields (a NULL-ended list) that objects of class mt have:
+** gpu.extend refuses a method of such a name, which would hide the field
+** (the class's __index looks for methods first). */
+void lg_class_fields(lua_State *L, const char *mt, const char *const fields[]);
 /* For __index functions of classes with fields: pushes the method named by
 ** the key at keyidx of the object at objidx and returns 1, or pushes nothing
 ** and returns 0 when there is no such method. */
@@ -319,6 +323,7 @@ void lg_push_device_string(lua_State *L, cl_device_id d, cl_device_info what);
 void lg_split_words(lua_State *L);
 const char *lg_device_type_name(cl_device_type t);
 void lg_load_device_fields(lua_State *L, lg_Device *d);
+extern const char *const lg_device_field_names[];   /* info.c: the fields it sets */
 
 /* context.c: pushes the Context of platform p (one per platform, cached;
 ** made over all its devices), or a new one borrowing an application's ctx

@@ -719,5 +719,15 @@ static const luaL_Reg kernel_meta[] = {
 void lg_open_kernel(lua_State *L) {
   lg_newclass(L, LG_PROGRAM_MT, program_methods, program_meta);
   lg_newclass(L, LG_KERNEL_MT, NULL, kernel_meta);
+  {
+    static const char *const program_fields[] = {"kernels", "log", "options", "file", "device",
+                                                 "cached", "binary", NULL};
+    static const char *const kernel_fields[] = {"name", "args", "nargs", "program",
+                                                "work_group_size",
+                                                "preferred_work_group_size_multiple",
+                                                "local_mem_size", "private_mem_size", NULL};
+    lg_class_fields(L, LG_PROGRAM_MT, program_fields);
+    lg_class_fields(L, LG_KERNEL_MT, kernel_fields);
+  }
   lg_open_call(L);
 }

@@ -351,6 +351,10 @@ static const luaL_Reg device_methods[] = {
 
 void lg_open_queue(lua_State *L) {
   lg_newclass(L, LG_QUEUE_MT, queue_methods, queue_meta);
+  {
+    static const char *const fields[] = {"device", "profiling", "out_of_order", "default", NULL};
+    lg_class_fields(L, LG_QUEUE_MT, fields);
+  }
   if (lua_getfield(L, LUA_REGISTRYINDEX, QUEUES_KEY) == LUA_TNIL) {
     lua_newtable(L);
     lua_createtable(L, 0, 1);

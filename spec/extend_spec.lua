@@ -84,6 +84,41 @@ describe("gpu.extend", function()
     assert.equals("function", type(gpu.device().buffer))
   end)
 
+  it("refuses a method named as a field, which would hide it from every helper", function()
+    local dev = gpu.device()
+    -- every field API.md lists for devices, read from its text
+    local api = support.read_file("docs/API.md")
+    local list = assert(api:match("### Device fields %(read%-only%)%s*`([^`]+)`"))
+    local names = {}
+    for name in list:gmatch("[%w_]+") do names[#names + 1] = name end
+    assert.is_true(#names >= 20, list)
+    for _, name in ipairs(names) do
+      assert.is_not_nil(dev[name], name)
+      assert.equals("luagpu: gpu.extend: argument #2: Device has a field '" .. name ..
+                    "': gpu.extend does not hide it behind a method",
+                    errmsg(gpu.extend, "Device", {[name] = function() end}))
+    end
+    local b = dev:buffer("float", 4)
+    local objects = {Buffer = {b, {"type", "shape", "bytes", "count", "device", "access",
+                                   "parent", "root", "offset", "version"}},
+                     Array = {gpu.array("float", 2), {"type", "count", "bytes", "shape"}},
+                     Queue = {dev:queue(), {"device", "profiling", "out_of_order", "default"}},
+                     Event = {b:fill(0), {"command", "status"}}}
+    for cls, o in pairs(objects) do
+      for _, name in ipairs(o[2]) do
+        local before = o[1][name]
+        assert.equals("luagpu: gpu.extend: argument #2: " .. cls .. " has a field '" .. name ..
+                      "': gpu.extend does not hide it behind a method",
+                      errmsg(gpu.extend, cls, {[name] = function() end}))
+        assert.equals("luagpu: gpu.extend: argument #2: " .. cls .. " has a field '" .. name ..
+                      "': gpu.extend does not hide it behind a method",
+                      errmsg(gpu.extend, cls, {name}, function() end))
+        assert.equals(type(before), type(o[1][name]), cls .. "." .. name)
+        assert.is_true(type(before) ~= "function", cls .. "." .. name)
+      end
+    end
+  end)
+
   it("finds a helper's method before its module is required, and loads it then", function()
     local out = fresh([[
       local dev = gpu.device()
