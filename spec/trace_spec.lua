@@ -224,6 +224,46 @@ describe("gpu.trace", function()
     assert.is_false(gpu.tracing())
   end)
 
+  it("checks a record a script built or changed, naming the command and the field", function()
+    local trace = require "luagpu.trace"
+    gpu.trace(true)
+    gpu.device():buffer("float", 4):fill(1):wait()
+    local rec = gpu.trace(false)
+    local function with(field, v)
+      local c = {}
+      for k, x in pairs(rec[1]) do c[k] = x end
+      c[field] = v
+      return {c}
+    end
+    local cases = {
+      {"expected the record of gpu.trace (a table), got 5", 5},
+      {"command 1: expected a table, got string", {"x"}},
+      {"command 1: field 'host': expected a number, got nil", with("host", nil)},
+      {"command 1: field 'kind': expected a string, got boolean", with("kind", true)},
+      -- (a lane per queue number: 2^40 of them did not end)
+      {"command 1: field 'queue': expected 1 to 1 (queues are numbered in the order of first "
+       .. "use), got 1099511627776", with("queue", 1 << 40)},
+      {"command 1: field 'waits[1]': expected a command of the record (1 to 1), got 9",
+       with("waits", {9})},
+      {"command 1: field 'global[2]': expected an integer, got 0.5", with("global", {1, 0.5})},
+    }
+    for _, c in ipairs(cases) do
+      for _, f in ipairs{"json", "svg"} do
+        assert.has_error(function() trace[f](c[2]) end, "luagpu: trace." .. f ..
+                         ": argument #1: " .. c[1])
+      end
+    end
+    local path = os.tmpname()
+    os.remove(path)
+    assert.has_error(function() trace.write({5}, path .. ".json") end,
+      "luagpu: trace.write: argument #1: command 1: expected a table, got 5")
+    assert.is_nil(io.open(path .. ".json"))
+    assert.has_error(function() trace.svg(rec, {width = 1e9}) end,
+      "luagpu: trace.svg: argument #2: option width: expected an integer from 200 to 100000, "
+      .. "got 1000000000.0")
+    assert.matches("^<svg", trace.svg(rec, {width = 640}))
+  end)
+
   it("--trace writes the file also when the script raises", function()
     local script, json = tmppath(".lua"), tmppath(".json")
     write_file(script, "local b = gpu.device():buffer('int', 8)\nb:fill(5)\nerror('stop here')\n")

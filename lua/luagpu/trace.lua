@@ -8,6 +8,79 @@
 --   trace.write(record, path)        -- .svg: the picture, else the JSON (checked, see M.write)
 local M = {}
 
+local mtype, type, ipairs, rawlen = math.type, type, ipairs, rawlen
+
+-- Checks record (argument #1 of fn) against the fields of docs/API.md
+-- "Tracing" that the writers read, so that a record a script built or
+-- changed raises naming the command and the field, not Lua's own error
+-- deep in the writer (or a loop over 2^40 lanes for a queue number).
+local function check_record(fn, record)
+  local function bad(what, v)
+    error(("luagpu: %s: argument #1: %s, got %s"):format(fn, what,
+          type(v) == "number" and tostring(v) or type(v)), 0)
+  end
+  if type(record) ~= "table" then bad("expected the record of gpu.trace (a table)", record) end
+  local n = #record
+  for i = 1, n do
+    local c = record[i]
+    if type(c) ~= "table" then bad(("command %d: expected a table"):format(i), c) end
+    local function need(field, kind, v)
+      v = v == nil and c[field] or v
+      local ok = kind == "integer" and mtype(v) == "integer" or
+                 kind ~= "integer" and type(v) == kind
+      if not ok then bad(("command %d: field '%s': expected %s %s"):format(i, field,
+                           kind == "integer" and "an" or "a", kind), v) end
+    end
+    need("seq", "integer"); need("queue", "integer"); need("host", "number")
+    need("device", "string"); need("kind", "string"); need("name", "string")
+    need("status", "string"); need("where", "string"); need("bytes", "integer")
+    need("waits", "table")
+    if c.queue < 1 or c.queue > n then
+      bad(("command %d: field 'queue': expected 1 to %d (queues are numbered in the order "
+           .. "of first use)"):format(i, n), c.queue)
+    end
+    for _, f in ipairs{"queued", "start", "end"} do
+      if c[f] ~= nil then need(f, "number") end
+    end
+    if (c.start == nil) ~= (c["end"] == nil) or (c.start ~= nil and c.queued == nil) then
+      bad(("command %d: expected 'queued', 'start' and 'end' together"):format(i), c.start)
+    end
+    for _, f in ipairs{"global", "local"} do
+      local l = c[f]
+      if l ~= nil then
+        need(f, "table")
+        for k = 1, rawlen(l) do need(f .. "[" .. k .. "]", "integer", l[k]) end
+      end
+    end
+    for k = 1, rawlen(c.waits) do
+      local j = c.waits[k]
+      need("waits[" .. k .. "]", "integer", j)
+      if j < 1 or j > n then
+        bad(("command %d: field 'waits[%d]': expected a command of the record (1 to %d)")
+            :format(i, k, n), j)
+      end
+    end
+  end
+  local builds = record.builds
+  if builds ~= nil then
+    if type(builds) ~= "table" then bad("field 'builds': expected a table", builds) end
+    for i = 1, #builds do
+      local b = builds[i]
+      if type(b) ~= "table" then bad(("build %d: expected a table"):format(i), b) end
+      for _, f in ipairs{"host", "host_end"} do
+        if type(b[f]) ~= "number" then
+          bad(("build %d: field '%s': expected a number"):format(i, f), b[f])
+        end
+      end
+      for _, f in ipairs{"name", "where"} do
+        if type(b[f]) ~= "string" then
+          bad(("build %d: field '%s': expected a string"):format(i, f), b[f])
+        end
+      end
+    end
+  end
+end
+
 -- Each command's times in microseconds from the start of the record (its
 -- first command, or an earlier build): start and end from the device's
 -- profiling timestamps where its queue profiles, else the host's clock at
@@ -78,6 +151,7 @@ end
 -- command on thread "queue N (device)", its details in args, and a flow
 -- (an arrow) from each waited command's end to the waiter's start.
 function M.json(record)
+  check_record("trace.json", record)
   local t = times(record)
   local ev = {}
   for q, name in pairs(queue_names(record)) do
@@ -163,8 +237,16 @@ end
 -- on the host's clock), a legend of the kinds present, a time axis in
 -- microseconds.
 function M.svg(record, opts)
+  check_record("trace.svg", record)
   opts = opts or {}
+  if type(opts) ~= "table" then
+    error("luagpu: trace.svg: argument #2: expected an options table, got " .. type(opts), 2)
+  end
   local width, lane, left, top = opts.width or 1000, 36, 150, 46
+  if mtype(width) ~= "integer" or width < 200 or width > 100000 then
+    error("luagpu: trace.svg: argument #2: option width: expected an integer from 200 to "
+          .. "100000, got " .. tostring(width), 2)
+  end
   local t, bt = times(record)
   local nq, tmax, devices, kinds = 0, 0, {}, {}
   for i, c in ipairs(record) do
@@ -305,6 +387,7 @@ function M.write(record, path, fn)
   if type(path) ~= "string" then
     error("luagpu: " .. fn .. ": argument #2: expected a file path, got " .. type(path), 2)
   end
+  check_record(fn, record)
   require "luagpu"                          -- makes luagpu.trace_file
   local file = require "luagpu.trace_file"
   local text = path:lower():match("%.svg$") and M.svg(record) or M.json(record)
