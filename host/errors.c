@@ -155,6 +155,19 @@ int lg_error(lua_State *L, const char *fn, const char *fmt, ...) {
   return lua_error(L);
 }
 
+int lg_error_tail(lua_State *L, int tail, const char *fn, const char *fmt, ...) {
+  va_list ap;
+  tail = lua_absindex(L, tail);
+  luaL_where(L, 1);
+  lua_pushfstring(L, "luagpu: %s: ", fn);
+  va_start(ap, fmt);
+  lua_pushvfstring(L, fmt, ap);
+  va_end(ap);
+  lua_pushvalue(L, tail);
+  lua_concat(L, 4);
+  return lua_error(L);
+}
+
 const char *lg_tolstring(lua_State *L, int idx) {
   if (lua_type(L, idx) == LUA_TNUMBER && !lua_isinteger(L, idx)) {
     lua_Number x = lua_tonumber(L, idx);

@@ -166,7 +166,7 @@ static void wait_ok(lua_State *L, int idx, lg_Event *e, const char *fn) {
   if (e->debug_later && st <= CL_COMPLETE) lg_debug_check_later(L, idx, e, st);
   if (st < 0) {
     if (e->user && lua_getiuservalue(L, idx, 2) == LUA_TSTRING)   /* ev:fail(msg) */
-      lg_error(L, fn, "%s failed: %s", e->command, lua_tostring(L, -1));
+      lg_error_tail(L, -1, fn, "%s failed: ", e->command);
     /* (drivers give what they like here: PoCL CL_DEVICE_NOT_FOUND) */
     lg_clerror(L, lua_pushfstring(L, "%s: %s command", fn, e->command), st,
                "it ended in error; a command does so too when an event in its wait list "

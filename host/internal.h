@@ -54,6 +54,9 @@ int lg_argerror(lua_State *L, const char *fn, int arg, const char *fmt, ...);
 const char *lg_path(lua_State *L, int idx, int arg, const char *fn);
 /* Raises "luagpu: FN: message". */
 int lg_error(lua_State *L, const char *fn, const char *fmt, ...);
+/* Raises "luagpu: FN: message" followed by the string at stack index tail,
+** whole (a NUL in it too: a "%s" would end there). */
+int lg_error_tail(lua_State *L, int tail, const char *fn, const char *fmt, ...);
 /* Raises "luagpu: FN: argument #ARG: expected WHAT, got TYPENAME" for the
 ** value at stack index idx (typename uses __name, so "luagpu.Buffer"). */
 int lg_typeerror(lua_State *L, const char *fn, int arg, int idx, const char *what);

@@ -34,9 +34,12 @@ static void push_defines(lua_State *L, int idx, const char *fn, int arg) {
   list = lua_gettop(L);
   lua_pushnil(L);
   while (lua_next(L, idx)) {
-    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+    size_t klen = 0, vlen = 0;
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tolstring(L, -2, &klen) : NULL;
     const char *p = k;
     char num[64];
+    if (k != NULL && strlen(k) != klen)
+      lg_argerror(L, fn, arg, "defines: a name holds a NUL byte");
     if (k == NULL || !(*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z')))
       lg_argerror(L, fn, arg, "defines: expected identifiers as names, got %s",
                   lg_tolstring(L, -2));
@@ -61,6 +64,8 @@ static void push_defines(lua_State *L, int idx, const char *fn, int arg) {
         }
         break;
       case LUA_TSTRING:
+        if (strlen(lua_tolstring(L, -1, &vlen)) != vlen)
+          lg_argerror(L, fn, arg, "defines: %s: the value holds a NUL byte", k);
         if (strpbrk(lua_tostring(L, -1), " \t\n\"'\\") != NULL)
           lg_argerror(L, fn, arg, "defines: %s: a value with spaces or quotes cannot pass "
                       "through the build options (use a number or a word)", k);
@@ -498,9 +503,12 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
     if (!lua_istable(L, optidx))
       lg_typeerror(L, fn, optidx - 1, optidx, "an options table {options =, defines =}");
     lg_checkoptions(L, optidx, fn, optidx - 1, build_keys);
+    size_t len = 0;
     if (lua_getfield(L, optidx, "options") != LUA_TNIL && lua_type(L, -1) != LUA_TSTRING)
       lg_argerror(L, fn, optidx - 1, "options: expected a string, got %s", luaL_typename(L, -1));
-    user = lua_tostring(L, -1);
+    user = lua_tolstring(L, -1, &len);
+    if (user != NULL && strlen(user) != len)    /* the compiler would read up to it */
+      lg_argerror(L, fn, optidx - 1, "options: a NUL byte would end them early");
     lua_pop(L, 1);                    /* still referenced by the options table */
     if (lua_getfield(L, optidx, "defines") != LUA_TNIL && !lua_istable(L, -1))
       lg_argerror(L, fn, optidx - 1, "defines: expected a table, got %s", luaL_typename(L, -1));

@@ -53,7 +53,7 @@ static void add_event(lua_State *L, WaitList *w, int idx, cl_context ctx, const 
   if (clGetEventInfo(e->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL) ==
           CL_SUCCESS && st < 0) {   /* drivers differ on what follows: refuse it here */
     if (e->user && lua_getiuservalue(L, idx, 2) == LUA_TSTRING)   /* ev:fail(msg) */
-      lg_error(L, fn, "%s: the user event it waits for failed: %s", where, lua_tostring(L, -1));
+      lg_error_tail(L, -1, fn, "%s: the user event it waits for failed: ", where);
     lg_error(L, fn, "%s: the %s command it waits for failed (%s)", where, e->command,
              lg_clerror_name(st));
   }

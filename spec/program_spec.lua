@@ -246,6 +246,13 @@ describe("dev:build", function()
               .. "cannot pass", dev.build, dev, "", {defines = {A = "a b"}})
     has_error("luagpu: dev:build: argument #2: defines: A: expected a finite number, got inf",
               dev.build, dev, "", {defines = {A = math.huge}})
+    -- a NUL would end the options the compiler reads: what follows it was lost
+    has_error("luagpu: dev:build: argument #2: options: a NUL byte would end them early",
+              dev.build, dev, "", {options = "-D A=1\0 -D B=2"})
+    has_error("luagpu: dev:build: argument #2: defines: A: the value holds a NUL byte",
+              dev.build, dev, "", {defines = {A = "1\0"}})
+    has_error("luagpu: dev:build: argument #2: defines: a name holds a NUL byte",
+              dev.build, dev, "", {defines = {["A\0B"] = 1}})
     has_error("luagpu: dev:build: argument #2: expected an options table {options =, "
               .. "defines =}, got number", dev.build, dev, "", 5)
     has_error("luagpu: dev:build: argument #2: unknown option '1' (expected options, defines)",

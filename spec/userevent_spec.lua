@@ -92,6 +92,12 @@ describe("gpu.user_event", function()
     local v = gpu.user_event(dev)
     v:fail()
     has_error("luagpu: event:wait: user event failed: failed by ev:fail()", v.wait, v)
+    -- a message with a NUL comes back whole
+    local w = gpu.user_event(dev)
+    w:fail("bad\0hidden")
+    assert.equals("luagpu: event:wait: user event failed: bad\0hidden", errmsg(w.wait, w))
+    assert.equals("luagpu: buffer:write: argument #2: wait[1]: the user event it waits for "
+                  .. "failed: bad\0hidden", errmsg(b.write, b, {1, 2, 3, 4, 5, 6, 7, 8}, {wait = {w}}))
   end)
 
   it("raises on bad input", function()
