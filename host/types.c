@@ -134,6 +134,17 @@ void lg_store_scalar(lua_State *L, int idx, lg_Scalar s, void *p,
         *(uint64_t *)p = (uint64_t)x;
         return;
       }
+      if (floor(x) == x) {   /* integral, but past the type's range: say so, exactly */
+        char num[64], range[64];
+        snprintf(num, sizeof num, "%.0f", x);
+        if (s <= LG_UINT)
+          snprintf(range, sizeof range, "%lld to %lld", (long long)int_ranges[s].lo,
+                   (long long)int_ranges[s].hi);
+        else
+          snprintf(range, sizeof range, "%s", s == LG_ULONG ? "0 to 2^64-1"
+                                                             : "-9223372036854775808 to 9223372036854775807");
+        lg_error(L, fn, "%s: %s does not fit %s (%s)", what, num, lg_scalar_names[s], range);
+      }
       lg_error(L, fn, "%s: %s is not an integer (%s holds integers)", what,
                lg_pushnumber(L, x), lg_scalar_names[s]);
     }

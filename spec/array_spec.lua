@@ -126,7 +126,9 @@ describe("gpu.array", function()
       {"int", 2147483648, "2147483648 does not fit int (-2147483648 to 2147483647)"},
       {"uint", -1, "-1 does not fit uint (0 to 4294967295)"},
       {"ulong", -1, "-1 does not fit ulong (0 to 2^64-1)"},
-      {"long", 2.0^63, "9.2233720368548e+18 is not an integer (long holds integers)"},
+      {"long", 2.0^63, "9223372036854775808 does not fit long (-9223372036854775808 to "
+                       .. "9223372036854775807)"},
+      {"int", 2.0^40, "1099511627776 does not fit int (-2147483648 to 2147483647)"},
       {"float", "1", "expected a number, got string \"1\""},
       {"double", {}, "expected a number, got table"},
       {"uint2", "x", "expected a number, got string \"x\""},

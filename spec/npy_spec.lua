@@ -192,6 +192,8 @@ describe("a:save and gpu.load", function()
     has_error("luagpu: gpu.load: " .. p .. ": float4 needs a last dimension of 4, the file's "
               .. "shape is (1,)", gpu.load, p, "float4")
     has_error("luagpu: gpu.load: argument #2: unknown element type 'half'", gpu.load, p, "half")
+    has_error("luagpu: gpu.load: argument #3: tensors hold scalar elements (char .. double), "
+              .. "got float4", gpu.load, p, gpu.device(), "float4")
     -- a further argument did nothing, silently
     has_error("luagpu: gpu.load: argument #3: expected no more arguments, got number",
               gpu.load, p, "long", 1)

@@ -22,6 +22,15 @@ describe("tensor constructors", function()
     return true
   end
 
+  it("a host array of values that do not fit raises as the call's argument", function()
+    -- (it named array:copy, at a line inside luagpu)
+    local ok, err = pcall(dev.tensor, dev, "char", {2}, gpu.array("uchar", {200, 1}))
+    assert.is_false(ok)
+    assert.equals("luagpu: device:tensor: argument #3: value #1: 200 does not fit char (-128 to "
+                  .. "127)", err)
+    assert.same({-3, 1}, dev:tensor("char", {2}, gpu.array("int", {-3, 1})):totable())
+  end)
+
   it("zeros, ones and full fill every type and shape, limits included", function()
     for _, t in ipairs(TYPES) do
       for _, shape in ipairs{{}, {0}, {5}, {3, 0, 2}, {2, 3, 4}, 7} do

@@ -87,7 +87,7 @@ describe("tensor indexing", function()
     x:release()
     has_error("luagpu: tensor[i]: attempt to use a released tensor", function() return x[1] end)
     -- the line is the caller's
-    local ok, err = pcall(function() return dev:arange("int", 2)[3] end)
+    local ok, err = pcall(function() return dev:arange("int", 2)[4] end)
     assert.is_false(ok)
     assert.matches("^spec/tensor_index_spec.lua:%d+: luagpu: tensor%[i%]", err)
   end)

@@ -741,6 +741,24 @@ print(pcall(y.get, y))
         local want = need_numpy() and numpy("np.where(np.arange(16).reshape(4, 4) // 4 == 1, 0, a)", A)
         if want then assert.same(want, flat(x)) end
       end
+      -- downward: -maxinteger and mininteger (whose negation overflows) too,
+      -- as NumPy's x[first:last:-2**63]
+      for _, step in ipairs{math.mininteger, -math.maxinteger, -(1 << 62), -5} do
+        local x = dev:tensor("int", {4, 4}, vals)
+        local cases = {
+          {x:slice(1, 4, 1, step), "a[3::%d]"},
+          {x:slice(2, 3, 1, step), "a[:, 2::%d]"},
+          {x:t():slice(1, -1, 2, step), "a.T[:0:%d]"},
+        }
+        for _, c in ipairs(cases) do
+          local expr = c[2]:format(step)
+          local got = flat(c[1])
+          assert.equals(4, #got, expr)
+          local want = need_numpy() and numpy(expr, A)
+          if want then assert.same(want, got, expr) end
+          assert.same(got, flat(c[1] + 0), expr)
+        end
+      end
     end)
   end)
 
@@ -780,6 +798,13 @@ print(pcall(y.get, y))
                          ": the tensor's buffer was released$", e)
         end
       end
+    end)
+
+    it("a lazy tensor's changed count names the call that reads it", function()
+      local w = dev:arange("float", 8)
+      rawset(w, "_n", 1 << 40)
+      has_error("luagpu: tensor:sum: the tensor's fields were changed (count): no kernel runs "
+                .. "over it", w.sum, w)
     end)
 
     it("any internal field set to a value of the wrong kind raises luagpu's message", function()
@@ -1019,12 +1044,20 @@ print(pcall(y.get, y))
         has_error("luagpu: tensor[i] =: expected an integer position, got " .. shown(i),
                   function() x[i] = 1 end)
       end
-      for _, i in ipairs{math.mininteger, math.maxinteger, 4, -4} do
+      for _, i in ipairs{math.mininteger, math.maxinteger, 5, -4} do
         has_error("luagpu: tensor[i]: position " .. i .. " is out of range (1 to 3, or -3 to -1)",
                   function() return x[i] end)
       end
-      has_error("luagpu: tensor[i]: position 1 is out of range (the dim has size 0)",
-                function() return dev:tensor("float", {0})[1] end)
+      -- #x + 1 reads nil, as a host array's (ipairs stops there); a write raises
+      assert.is_nil(x[4])
+      assert.is_nil(dev:tensor("float", {0})[1])
+      local rows = 0
+      for i, r in ipairs(x) do rows = i; assert.same({2}, r.shape) end
+      assert.equals(3, rows)
+      has_error("luagpu: tensor[i] =: position 4 is out of range (1 to 3, or -3 to -1)",
+                function() x[4] = 1 end)
+      has_error("luagpu: tensor[i]: position 2 is out of range (the dim has size 0)",
+                function() return dev:tensor("float", {0})[2] end)
       has_error("luagpu: tensor[i] =: position -1 is out of range (the dim has size 0)",
                 function() dev:tensor("float", {0, 2})[-1] = 5 end)
       local e = dev:tensor("float", {2, 0})

@@ -116,7 +116,12 @@ function C.new_tensor(dev, t, shape, init)
       fail(fn, "argument #3: the shape %s needs %d values, the host array has %d",
            show_shape(list), n, #init)
     end
-    if init.type ~= t then init = init:copy(t) end
+    if init.type ~= t then
+      -- (a value that does not fit t: named as this call's argument)
+      local ok, c = pcall(init.copy, init, t)
+      if not ok then fail(fn, "argument #3: %s", (tostring(c):gsub("^.-luagpu: array:copy: ", ""))) end
+      init = c
+    end
     write_values(fn, x, init)
   elseif type(init) == "table" then
     local flat

@@ -226,6 +226,9 @@ end
 function I.load(path, dev, t, ...)
   local fn = "gpu.load"
   O.no_more(fn, 4, ...)
+  if t ~= nil and type(t) == "string" and not TY.SIZES[t] and TY.SIZES[t:match("^%a+")] then
+    fail(fn, "argument #3: tensors hold scalar elements (char .. double), got %s", t)
+  end
   local ok, a, fshape = pcall(gpu.load, path, t)
   if not ok then fail(fn, "%s", tostring(a):gsub("^luagpu: gpu.load: ", "")) end
   if not TY.SIZES[a.type] then

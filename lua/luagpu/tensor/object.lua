@@ -420,8 +420,15 @@ O.bad = bad
 -- checked where they are used (O.check_bounds, the launch).
 function O.check_fields(fn, x)
   local e, l = x._expr, x._leaf
-  if e then                           -- lazy: no storage yet
+  if e then                           -- lazy: no storage yet (its count makes one)
     if type(e) ~= "table" then bad(fn, "its expression") end
+    local n, shape = x._n, x._shape
+    if mathtype(n) ~= "integer" or n < 0 or n > MAX_ELEMENTS or type(shape) ~= "table" then
+      bad(fn, type(shape) == "table" and "count" or "shape, strides or offset")
+    end
+    local c = 1
+    for i = 1, #shape do c = c * (mathtype(shape[i]) == "integer" and shape[i] or -1) end
+    if c ~= n then bad(fn, "count") end
   else
     local s = x._st
     if type(s) ~= "table" then bad(fn, "no storage") end

@@ -59,9 +59,12 @@ function V.slice(x, dim, first, last, step, ...)
   local l = integer(last == nil and (s and s < 0 and 1 or -1) or last)
   if not f then fail(fn, "argument #2: expected an integer position, got %s", show(first)) end
   if not l then fail(fn, "argument #3: expected an integer position, got %s", show(last)) end
-  if not s or s == 0 or s == math.mininteger then
+  if not s or s == 0 then
     fail(fn, "argument #4: step: expected a non-zero integer, got %s", show(step))
   end
+  -- (a step past every size takes the first element alone; -mininteger
+  -- overflows, so it is -maxinteger here)
+  if s == math.mininteger then s = -math.maxinteger end
   if s < 0 then return slice_down(fn, x, d, f, l, s, first, last == nil and 1 or last) end
   if f < 0 then f = f + size + 1 end
   if l < 0 then l = l + size + 1 end
@@ -126,6 +129,10 @@ local function index_view(fn, x, i)
 end
 
 function O.index(x, i)
+  -- x[#x + 1] is nil, as a host array's, so that ipairs(x) stops there
+  local shape = x._shape
+  local n = type(shape) == "table" and shape[1]
+  if math.type(n) == "integer" and i == n + 1 and math.type(i) == "integer" then return nil end
   local v = index_view("tensor[i]", x, i)
   if #v._shape == 0 then return v:item() end
   return v
