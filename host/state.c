@@ -73,8 +73,11 @@ static int state_gc(lua_State *L) {
   int h;
   lg_fail_user_events(L);
   for (i = 0; i < s->nfinish; i++) {
+    cl_device_id dev = NULL;
+    clGetCommandQueueInfo(s->finish[i], CL_QUEUE_DEVICE, sizeof dev, &dev, NULL);
     clFinish(s->finish[i]);
     clReleaseCommandQueue(s->finish[i]);
+    if (dev != NULL) clReleaseDevice(dev);   /* retained by lg_finish_collected */
   }
   free(s->finish);
   s->finish = NULL;
@@ -160,6 +163,15 @@ void lg_finish_collected(lua_State *L, cl_command_queue q) {
   }
   clFlush(q);
   clRetainCommandQueue(q);
+  /* and its device: a sub-device's id may otherwise be released first
+     (partition.c's ring of late ids, at lua_close before this state), and
+     PoCL's queue does not hold it (SIGSEGV in clFinish at lua_close) */
+  {
+    cl_device_id dev = NULL;
+    if (clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof dev, &dev, NULL) == CL_SUCCESS &&
+        dev != NULL)
+      clRetainDevice(dev);
+  }
   s->finish[s->nfinish++] = q;
 }
 

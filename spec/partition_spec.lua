@@ -183,4 +183,17 @@ describe("dev:partition", function()
       assert.is_true(rss1 - rss0 < 4096, "the process kept " .. (rss1 - rss0) .. " KiB")
     end
   end)
+  it("exits cleanly with a queue put off for an unset user event past the ring of late ids",
+     function()
+    -- (an id released before lua_close's finish of a queue on it: SIGSEGV in
+    -- clFinish at exit, once more than 256 sub-devices had gone)
+    if not can("equally") then return pending(dev.name .. " cannot be partitioned equally") end
+    local out, code = support.two_devices([[
+local d = gpu.device()
+local u = gpu.user_event(d:partition{equally = 1}[1])
+for i = 1, 300 do local s = d:partition{equally = 1}; local b = s[1]:buffer("int", 4) end
+print("end")]])
+    assert.equals(0, code, out)
+    assert.equals("end\n", out)
+  end)
 end)
