@@ -65,6 +65,17 @@ static void read_region(lua_State *L, const lg_Image *im, int oidx, int ridx, si
   check_inside(L, im, origin, region, fn, "");
 }
 
+/* Raises when a value is given at stack index from or after it, up to top:
+** an argument the call did not take (a region after a nil origin, a
+** region after the options), which was ignored. */
+static void nothing_after(lua_State *L, int from, int top, const char *fn) {
+  int i;
+  for (i = from; i <= top; i++)
+    if (!lua_isnil(L, i))
+      lg_argerror(L, fn, i - 1, "expected nothing here, got %s (an origin and a region go "
+                  "together, before the options)", luaL_typename(L, i));
+}
+
 /* Whether the value at idx starts an origin/region list (a table with a
 ** list part; an options table has none). */
 static int is_coords(lua_State *L, int idx) {
@@ -90,8 +101,10 @@ static int img_rw(lua_State *L, int write) {
     lg_error(L, fn, "the image has access \"out\": it cannot be written from the host");
   if (!write && im->access == LG_IN)
     lg_error(L, fn, "the image has access \"in\": it cannot be read back to the host");
+  lg_nomore(L, fn, 5, 1);
   lua_settop(L, 5);
   if (write || lg_testarray(L, 2) != NULL) first = 3;
+  else if (lua_isnil(L, 2) && lua_istable(L, 3)) first = 3;   /* img:read(nil, origin, ...) */
   else if (!lua_isnil(L, 2) && !lua_istable(L, 2))
     lg_typeerror(L, fn, 1, 2, "a host array, an origin or an options table");
   optsidx = first;
@@ -101,6 +114,7 @@ static int img_rw(lua_State *L, int write) {
   } else {
     read_region(L, im, 0, 0, origin, region, fn, first - 1);
   }
+  nothing_after(L, optsidx + 1, 5, fn);
   if (!lua_isnoneornil(L, optsidx) && !lua_istable(L, optsidx))
     lg_typeerror(L, fn, optsidx - 1, optsidx, "an options table");
   count = region[0] * region[1] * region[2] * lg_image_channels(im);
@@ -115,7 +129,7 @@ static int img_rw(lua_State *L, int write) {
       lg_check_array_fits(L, a, t, count, fn, "argument #1");
       lua_pushvalue(L, 2);
     }
-  } else if (first == 3) {
+  } else if (first == 3 && lg_testarray(L, 2) != NULL) {
     a = lg_testarray(L, 2);
     lg_check_array_fits(L, a, t, count, fn, "argument #1");
     lua_pushvalue(L, 2);
@@ -201,6 +215,7 @@ static int img_fill(lua_State *L) {
       lg_store_scalar(L, -1, LG_FLOAT, &color.f[k], fn, "argument #1");
     lua_pop(L, 1);
   }
+  lg_nomore(L, fn, 5, 1);
   lua_settop(L, 5);
   if (is_coords(L, 3)) {
     read_region(L, im, 3, 4, origin, region, fn, 2);
@@ -208,6 +223,7 @@ static int img_fill(lua_State *L) {
   } else {
     whole(im, origin, region);
   }
+  nothing_after(L, optsidx + 1, 5, fn);
   wait_queue_options(L, optsidx, fn, &o);
   err = clEnqueueFillImage(o.queue->q, im->mem, &color, origin, region, o.nwait, o.wait, &ev);
   if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueFillImage", err, NULL);
@@ -240,6 +256,7 @@ static int img_copy(lua_State *L, int from) {
   if (di == NULL && b == NULL)
     return lg_typeerror(L, fn, 1, 2, from ? "a " LG_BUFFER_MT : "an " LG_IMAGE_MT " or a "
                         LG_BUFFER_MT);
+  lg_nomore(L, fn, 7, 1);
   lua_settop(L, 7);
   whole(im, origin, region);
   given = is_coords(L, 3);
@@ -294,6 +311,7 @@ static int img_copy(lua_State *L, int from) {
                         (lua_Integer)b->count);
     }
   }
+  nothing_after(L, optsidx + 1, 7, fn);
   wait_queue_options(L, optsidx, fn, &o);
   if (b != NULL && !lg_buffer_live(b))
     return lg_argerror(L, fn, 1, "attempt to use a released buffer");

@@ -187,6 +187,20 @@ describe("dev:image", function()
     local got = u:read():wait()
     assert.equal(41, got[30])
     assert.equal(-3, got[29])
+    -- a nil where the host array goes reads the region into a new array;
+    -- a region after a nil origin, or a number after the options, was
+    -- ignored (the whole image filled): now refused, nothing done
+    assert.same({41}, u:read(nil, {6, 5}, {1, 1}):wait():totable())
+    assert.same({41}, u:read(nil, {6, 5}, {1, 1}, {blocking = true}):totable())
+    assert.equal(30, #u:read(nil, {}):wait())
+    has_error("luagpu: image:fill: argument #3: expected nothing here, got table (an origin and a "
+              .. "region go together, before the options)", u.fill, u, {7, 0, 0, 0}, nil, {1, 1})
+    has_error("luagpu: image:copy_to: argument #4: expected nothing here, got number (an origin "
+              .. "and a region go together, before the options)",
+              u.copy_to, u, dev:buffer("int", 30), nil, nil, 2)
+    has_error("luagpu: image:read: argument #5: expected no more arguments, got number",
+              u.read, u, nil, nil, nil, {}, 5)
+    assert.equal(-3, u:read():wait()[29])
   end)
 
   it("copies regions between images, as plain Lua does", function()
