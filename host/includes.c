@@ -26,6 +26,8 @@
 
 #define MAX_INCLUDES 256
 #define MAX_DEPTH 32
+#define LG_STR_(x) #x
+#define LG_STR(x) LG_STR_(x)
 #define MAX_DEFINES 64
 
 typedef struct Scan {
@@ -198,7 +200,18 @@ static void include_file(Scan *s, const char *name, int quoted, const char *curd
   }
   for (i = 0; i < s->nseen; i++)
     if (strcmp(s->seen[i], real) == 0) return;
-  if (s->nseen == MAX_INCLUDES || depth >= MAX_DEPTH || (text = read_file(path, &n)) == NULL) {
+  if (s->nseen == MAX_INCLUDES || depth >= MAX_DEPTH) {
+    /* past the scan's limits its includes go unchecked, and one of them
+       may be a FIFO the compiler would wait on for ever: refused */
+    if (s->bad[0] == '\0')
+      snprintf(s->bad, s->badsize, "the include \"%s\" is past what luagpu checks (%s): a "
+               "build whose includes cannot all be checked is refused", name,
+               depth >= MAX_DEPTH ? "includes nested " LG_STR(MAX_DEPTH) " deep"
+                                  : LG_STR(MAX_INCLUDES) " files included");
+    s->unsure = 1;
+    return;
+  }
+  if ((text = read_file(path, &n)) == NULL) {
     s->unsure = 1;
     return;
   }

@@ -21,7 +21,7 @@
 
 #include "internal.h"
 
-#define MAX_DIRS 16
+#define MAX_DIRS 64
 #define SPACES " \t\n\r\f\v"
 
 /* ---------------------------------------------------------- options */
@@ -121,8 +121,9 @@ static int user_options(lua_State *L, const char *opt, const char *fn, int arg,
     }
     if (dir != NULL && *ndirs < MAX_DIRS - 1)
       dirs[(*ndirs)++] = lua_pushlstring(L, dir, (size_t)(e - dir));
-    else if (dir != NULL)
-      sure = 0;
+    else if (dir != NULL)   /* its includes could not be checked (a FIFO would hang) */
+      lg_argerror(L, fn, arg, "options: more than %d -I folders (luagpu checks the includes "
+                  "they find, and no more)", MAX_DIRS - 2);
     p = e;
   }
   return sure;

@@ -475,6 +475,37 @@ describe("dev:build_file", function()
       assert.equal("luagpu: dev:build: an #include of " .. c[2], tostring(e))
     end
   end)
+
+  -- Past the scan's limits (includes nested 32 deep, 256 files, 62 -I
+  -- folders) the includes went unchecked and a FIFO among them hung the
+  -- compiler: such a build is now refused before it runs
+  it("refuses a build whose includes pass what the scan checks", function()
+    local d = tmpdir()
+    assert(os.execute("mkfifo " .. sh_quote(d .. "/fifo.h")))
+    for i = 0, 40 do write_file(d .. "/h" .. i .. ".h", '#include "h' .. (i + 1) .. '.h"\n') end
+    write_file(d .. "/h41.h", '#include "fifo.h"\n')
+    local src = {}
+    for i = 1, 256 do
+      write_file(d .. "/m" .. i .. ".h", "")
+      src[i] = '#include "m' .. i .. '.h"'
+    end
+    src[#src + 1] = '#include "h40.h"'
+    write_file(d .. "/many.cl", table.concat(src, "\n") .. "\nkernel void f(global int *x) {}\n")
+    has_error("luagpu: dev:build: the include \"h32.h\" is past what luagpu checks (includes "
+              .. "nested 32 deep): a build whose includes cannot all be checked is refused",
+              dev.build, dev, '#include "' .. d .. '/h0.h"\nkernel void f(global int *x) {}')
+    has_error("luagpu: dev:build_file: the include \"h40.h\" is past what luagpu checks (256 "
+              .. "files included): a build whose includes cannot all be checked is refused",
+              dev.build_file, dev, d .. "/many.cl")
+    has_error("luagpu: dev:build: argument #2: options: more than 62 -I folders (luagpu checks "
+              .. "the includes they find, and no more)", dev.build, dev,
+              "#include <fifo.h>\nkernel void f(global int *x) {}",
+              {options = string.rep("-I" .. d .. "/x ", 63) .. "-I" .. d})
+    -- within the limits the FIFO is found and named
+    has_error("luagpu: dev:build: the include \"fifo.h\" finds " .. d .. "/fifo.h, which is "
+              .. "not a file", dev.build, dev, '#include "' .. d .. '/h30.h"\nkernel void f() {}')
+    os.execute("rm -rf " .. sh_quote(d))
+  end)
 end)
 
 describe("prog:release", function()
