@@ -326,6 +326,7 @@ void lg_checkoptions(lua_State *L, int idx, const char *fn, int arg,
   while (lua_next(L, idx)) {
     int i = 0;
     const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+    lg_check_nul(L, -2, fn, arg, "an option's name");
     while (k != NULL && keys[i] != NULL && strcmp(keys[i], k) != 0) i++;
     if (k == NULL || keys[i] == NULL) {
       luaL_Buffer b;

@@ -208,6 +208,14 @@ const char *lg_checklstring(lua_State *L, int idx, const char *fn, int arg, size
   return lua_tolstring(L, idx, len);
 }
 
+void lg_check_nul(lua_State *L, int idx, const char *fn, int arg, const char *what) {
+  size_t len;
+  const char *s;
+  if (lua_type(L, idx) != LUA_TSTRING) return;
+  s = lua_tolstring(L, idx, &len);
+  if (strlen(s) != len) lg_argerror(L, fn, arg, "%s holds a NUL byte", what);
+}
+
 void lg_nomore(lua_State *L, const char *fn, int n, int self) {
   if (lua_gettop(L) > n)
     lg_typeerror(L, fn, n + 1 - self, n + 1, "no more arguments");

@@ -90,6 +90,7 @@ static int format_supported(lua_State *L, lg_Device *d, cl_mem_object_type t, cl
 static int find_name(lua_State *L, int idx, int which, const char *fn, const char *what) {
   const char *s = lua_type(L, idx) == LUA_TSTRING ? lua_tostring(L, idx) : NULL;
   int i;
+  lg_check_nul(L, idx, fn, 1, what);
   for (i = 0; s != NULL; i++) {
     const char *name = which ? ctypes[i].name : orders[i].name;
     if (name == NULL) break;
@@ -214,6 +215,7 @@ static int dev_image(lua_State *L) {
     if (!lua_isnil(L, -1)) {
       const char *s = lua_tostring(L, -1);
       int a;
+      lg_check_nul(L, -1, fn, 3, "access");
       for (a = 0; s != NULL && lua_type(L, -1) == LUA_TSTRING && access_names[a]; a++)
         if (strcmp(access_names[a], s) == 0) break;
       if (s == NULL || lua_type(L, -1) != LUA_TSTRING || access_names[a] == NULL)

@@ -68,6 +68,10 @@ lua_Integer lg_checkinteger(lua_State *L, int idx, const char *fn, int arg);
 ** taken), its length in *len when len is not NULL; raises as
 ** lg_typeerror does. */
 const char *lg_checklstring(lua_State *L, int idx, const char *fn, int arg, size_t *len);
+/* Raises "luagpu: FN: argument #ARG: WHAT holds a NUL byte" when the string
+** at idx (if a string) has one: a name compared by the C library would
+** match up to it and the rest be dropped. */
+void lg_check_nul(lua_State *L, int idx, const char *fn, int arg, const char *what);
 /* Raises "luagpu: FN: argument #K: expected no more arguments, got
 ** TYPENAME" when more than n values are on the stack (K: the first extra
 ** one as the user counts, self not counted for a method: self 1). */

@@ -89,6 +89,7 @@ static int buf_map(lua_State *L) {
   lg_Array *a;
   cl_int err;
   void *ptr;
+  lg_check_nul(L, 2, fn, 1, "the mode");
   for (i = 0; mode != NULL && lua_type(L, 2) == LUA_TSTRING && mode_names[i]; i++)
     if (strcmp(mode, mode_names[i]) == 0) break;
   if (mode == NULL || lua_type(L, 2) != LUA_TSTRING || mode_names[i] == NULL)

@@ -598,6 +598,7 @@ static int dev_build(lua_State *L) {
   lg_checkdevice(L, 1);
   if (lua_type(L, 2) != LUA_TSTRING)
     return lg_typeerror(L, "dev:build", 1, 2, "a string of OpenCL C source");
+  lg_check_nul(L, 2, "dev:build", 1, "the source");
   lua_settop(L, 3);
   return build(L, 2, 3, NULL, getcwd(cwd, sizeof cwd), "dev:build");
 }

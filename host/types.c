@@ -75,6 +75,7 @@ lg_Type lg_checktype(lua_State *L, int idx, const char *fn, int arg) {
   const char *s;
   if (lua_type(L, idx) != LUA_TSTRING)
     lg_typeerror(L, fn, arg, idx, "an element type name such as \"float\" or \"int4\"");
+  lg_check_nul(L, idx, fn, arg, "the element type name");
   s = lua_tostring(L, idx);
   if (!lg_parse_type(s, &t))
     lg_argerror(L, fn, arg, "unknown element type '%s' (expected one of char uchar short "

@@ -538,3 +538,30 @@ describe("empty buffers", function()
     assert.matches("luagpu: dev:buffer: argument #2: expected an element count (integer >= 0), got -1", err, 1, true)
   end)
 end)
+
+describe("names with a NUL byte", function()
+  -- (compared by the C library up to the NUL, "int\0garbage" was int, a
+  -- map mode "read\0x" read, an option "wait\0x" no option at all)
+  it("raise instead of matching what comes before the NUL", function()
+    local b = dev:buffer("float", 2)
+    for _, c in ipairs{
+        {"luagpu: gpu.array: argument #1: the element type name holds a NUL byte",
+         function() return gpu.array("int\0garbage", 2) end},
+        {"luagpu: dev:buffer: argument #1: the element type name holds a NUL byte",
+         function() return dev:buffer("float\0x", 2) end},
+        {"luagpu: buffer:map: argument #1: the mode holds a NUL byte",
+         function() return b:map("read\0junk") end},
+        {"luagpu: gpu.localmem: argument #1: the element type name holds a NUL byte",
+         function() return gpu.localmem("float\0", 1) end},
+        {"luagpu: dev:build: argument #1: the source holds a NUL byte",
+         function() return dev:build("kernel void k(global int *x) {}\0garbage") end},
+        {"luagpu: buffer:fill: argument #2: an option's name holds a NUL byte",
+         function() return b:fill(1, {["wait\0x"] = {}}) end}} do
+      has_error(c[1], c[2])
+    end
+    if dev.image_support then
+      has_error("luagpu: dev:image: argument #1: order holds a NUL byte",
+                function() return dev:image({order = "r\0zz", type = "float"}, {2, 2}) end)
+    end
+  end)
+end)
