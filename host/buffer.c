@@ -89,18 +89,23 @@ static cl_int guard_buffer(lua_State *L, int devidx, lg_Buffer *b, size_t bytes,
 }
 
 /* The number of elements of shape, raising when their bytes would not fit
-** in a size_t (the product is never allowed to wrap). */
+** in a size_t (the product is never allowed to wrap). The sizes but the 0s
+** count too, as for host arrays and tensors: {0, 2^62, 2^62} is refused. */
 static size_t shape_count(lua_State *L, lg_Type t, int ndim, const size_t *shape,
                           const char *fn) {
   size_t count = 1, esize = lg_type_size(t);
   char tname[LG_TYPENAME_MAX];
-  int i;
+  int i, empty = 0;
   for (i = 0; i < ndim; i++) {
-    if (count != 0 && shape[i] > ((size_t)-1 / esize) / count)
+    if (shape[i] == 0) {
+      empty = 1;
+      continue;
+    }
+    if (shape[i] > ((size_t)-1 / esize) / count)
       lg_error(L, fn, "too many elements of %s for one buffer", lg_type_name(t, tname));
     count *= shape[i];
   }
-  return count;
+  return empty ? 0 : count;
 }
 
 /* Pushes a new root buffer of count elements (shape ndim/shape) on the

@@ -111,6 +111,10 @@ describe("dev:buffer", function()
               dev.buffer, dev, "float", {1 << 32, 1 << 32}, {host = {1, 2, 3}})
     has_error("luagpu: dev:buffer: too many elements of float for one buffer",
               dev.buffer, dev, "float", {1 << 31, 1 << 31}, {host = gpu.array("float", 3)})
+    -- an empty size does not let the others pass the limit (as host arrays)
+    has_error("luagpu: dev:buffer: too many elements of float for one buffer",
+              dev.buffer, dev, "float", {0, 1 << 62, 1 << 62})
+    assert.same({0, 1 << 20}, dev:buffer("float", {0, 1 << 20}).shape)
     local too_many = dev.max_alloc_size // 4 + 1
     has_error("exceed the device's max_alloc_size (" .. dev.max_alloc_size .. " bytes)",
               dev.buffer, dev, "float", too_many)
