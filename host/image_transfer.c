@@ -24,7 +24,7 @@ static void read_coords(lua_State *L, const lg_Image *im, int idx, size_t *out, 
     lua_Integer v;
     lua_rawgeti(L, idx, k + 1);
     v = lua_tointegerx(L, -1, &ok);
-    if (!ok || v < 1)
+    if (!ok || lua_type(L, -1) != LUA_TNUMBER || v < 1)   /* ("2" is no size) */
       lg_argerror(L, fn, argno, "%s[%d]: expected an integer >= 1, got %s", what, k + 1,
                   lg_tolstring(L, -1));
     out[k] = origin ? (size_t)v - 1 : (size_t)v;
@@ -288,7 +288,7 @@ static int img_copy(lua_State *L, int from) {
     if (lua_type(L, optsidx) == LUA_TNUMBER) {
       int ok;
       lua_Integer v = lua_tointegerx(L, optsidx, &ok);
-      if (!ok || v < 1)
+      if (!ok || lua_type(L, optsidx) != LUA_TNUMBER || v < 1)
         return lg_argerror(L, fn, optsidx - 1, "offset: expected an integer >= 1, got %s",
                            lg_tolstring(L, optsidx));
       offset = (size_t)v - 1;

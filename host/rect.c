@@ -41,7 +41,7 @@ static int read_dims(lua_State *L, int idx, int n, size_t *out, lua_Integer leas
     int ok;
     lua_rawgeti(L, idx, i + 1);
     v = lua_tointegerx(L, -1, &ok);
-    if (!ok || v < least)
+    if (!ok || lua_type(L, -1) != LUA_TNUMBER || v < least)   /* ("2" is no size) */
       lg_argerror(L, fn, argno, "%s[%d]: expected an integer >= %d, got %s", what, i + 1,
                   (int)least, lg_tolstring(L, -1));
     out[i] = (size_t)v;
@@ -298,8 +298,9 @@ static int buf_copy_rect_to(lua_State *L) {
   lg_buffer_written(d);
   err = clEnqueueCopyBufferRect(o.queue->q, b->root->mem, d->root->mem, so, dso, reg, srow,
                                 sslice, drow, dslice, o.nwait, o.wait, &ev);
-  if (err == CL_MEM_COPY_OVERLAP)
-    lg_clerror(L, "clEnqueueCopyBufferRect", err, "source and destination regions overlap");
+  if (err == CL_MEM_COPY_OVERLAP)   /* (as copy_to's message, naming the call) */
+    lg_argerror(L, fn, 1, "source and destination regions overlap (the same buffer's "
+                "elements, read and written by one copy)");
   if (err != CL_SUCCESS) lg_clerror(L, "clEnqueueCopyBufferRect", err, NULL);
   if (lg_tracing(L))
     lg_trace_add(L, o.queue->q, ev, "copy", NULL, 0, NULL, NULL,

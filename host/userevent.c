@@ -315,7 +315,8 @@ static int mod_await(lua_State *L) {
   lg_Event *e = lg_testevent(L, 1);
   int mine;
   if (e == NULL) return lg_typeerror(L, "gpu.await", 1, 1, "a " LG_EVENT_MT);
-  lg_checkevent(L, 1);
+  if (e->ev == NULL)   /* (as gpu.wait says it) */
+    return lg_argerror(L, "gpu.await", 1, "attempt to use a released event");
   lua_settop(L, 1);
   lua_getfield(L, LUA_REGISTRYINDEX, CURRENT_KEY);
   mine = lua_tothread(L, -1) == L;

@@ -204,6 +204,9 @@ describe("rectangular transfers", function()
               .. "got 0", b.read_rect, b, {1, 1}, {3, 0})
     has_error("luagpu: buffer:read_rect: argument #1: origin[1]: expected an integer >= 1, "
               .. "got 0", b.read_rect, b, {0, 1}, {3, 1})
+    -- a string is no size (as every other size argument says)
+    has_error("luagpu: buffer:read_rect: argument #1: origin[1]: expected an integer >= 1, "
+              .. "got 1", b.read_rect, b, {"1", 1}, {3, 1})
     has_error("luagpu: buffer:read_rect: argument #2: region: expected a table of 2 "
               .. "integers, got nil", b.read_rect, b, {1, 1})
     has_error("luagpu: buffer:write_rect: argument #3: expected 4 values, got 3",
@@ -228,8 +231,8 @@ describe("rectangular transfers", function()
     has_error("luagpu: buffer:copy_rect_to: region out of range: destination dimension 1: "
               .. "elements 2..3 of 2", b.copy_rect_to, b, e, {1, 1, 1}, {2, 1, 1}, {2, 1, 1},
               {shape = {5, 7, 1}})
-    has_error("luagpu: clEnqueueCopyBufferRect: CL_MEM_COPY_OVERLAP", b.copy_rect_to, b, b,
-              {1, 1}, {2, 2}, {3, 3})
+    has_error("luagpu: buffer:copy_rect_to: argument #1: source and destination regions "
+              .. "overlap", b.copy_rect_to, b, b, {1, 1}, {2, 2}, {3, 3})
     local o = dev:buffer("int", 4, {access = "out"})
     has_error("luagpu: buffer:write_rect: the buffer has access \"out\"", o.write_rect, o,
               {1}, {1}, {1})

@@ -256,6 +256,10 @@ describe("gpu.await and gpu.run_loop", function()
     assert.same(ref, gpu.await(b:read()):totable())
     local co = coroutine.wrap(function() return gpu.await(b:read()) end)
     assert.same(ref, co():totable())          -- a coroutine of no loop: blocks too
+    -- a released event: named as gpu.wait names it
+    local e = b:fill(1)
+    e:release()
+    has_error("luagpu: gpu.await: argument #1: attempt to use a released event", gpu.await, e)
   end)
 
   it("inside a loop, await yields until the event is done", function()
