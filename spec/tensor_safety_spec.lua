@@ -211,10 +211,17 @@ describe("tensor safety", function()
                 x.clamp, x, 1, false)
       -- a bound that does not fit names clamp and its argument (it named max and min)
       local u = dev:tensor("uchar", {3}, {1, 2, 3})
-      has_error("luagpu: tensor:clamp: argument #1: -1 does not fit uchar (0 to 255)",
-                u.clamp, u, -1, 100)
-      has_error("luagpu: tensor:clamp: argument #2: 300 does not fit uchar (0 to 255)",
-                u.clamp, u, nil, 300)
+      has_error("luagpu: tensor:clamp: argument #1: 300 does not fit uchar (0 to 255)",
+                u.clamp, u, 300, 400)
+      has_error("luagpu: tensor:clamp: argument #2: -1 does not fit uchar (0 to 255)",
+                u.clamp, u, nil, -1)
+      -- a bound the type cannot reach bounds nothing (NumPy's clip of uint8 by -1 or 300)
+      assert.same({1, 2, 2}, u:clamp(-1, 2):totable())
+      assert.same({2, 2, 3}, u:clamp(2, 300):totable())
+      local c = u:clamp(-5, 1000)
+      assert.same({1, 2, 3}, c:totable())
+      assert.equals("uchar", c.type)
+      assert.is_false(rawequal(c, u))
       assert.same({2, 2, 3}, u:clamp(2, 200):totable())
       -- hi meets the type of max(x, lo): -2 fits short, though not uchar
       local lo = dev:tensor("short", {3}, {0, -3, 2})

@@ -743,7 +743,19 @@ class Program:
         if op == "clamp":
             # tensor:clamp(lo, hi) is max(x, lo), then min(., hi) (a NaN
             # bound is no bound), and a NaN of x stays NaN (NumPy's clip)
-            r = binary("min", binary("max", args[0], args[1]), args[2])
+            # (a number bound an integer type cannot reach bounds nothing)
+            def unreachable(v, r, low):
+                if not isinstance(v, (int, float)) or v != v or r.t in FLOATS:
+                    return False
+                t = combined([r, v])
+                if t in FLOATS or (t == "ulong" and not low):
+                    return False
+                return v < RANGE[t][0] if low else v > RANGE[t][1]
+            r = args[0]
+            if not unreachable(args[1], r, True):
+                r = binary("max", r, args[1])
+            if not unreachable(args[2], r, False):
+                r = binary("min", r, args[2])
             x = args[0]
             if np.issubdtype(x.a.dtype, np.floating):
                 nan = np.broadcast_to(np.isnan(x.a), r.a.shape)

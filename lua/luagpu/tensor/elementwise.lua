@@ -337,15 +337,27 @@ function methods.clamp(x, lo, hi, ...)
       if why then fail(fn, "argument #%d: %s", arg, why) end
     end
   end
+  -- a number bound an integer type cannot reach (a lower one below its
+  -- least, an upper one above its greatest, as NumPy's clip of uint8 by
+  -- -2) bounds nothing: not applied
+  local function unreachable(r, v, low)
+    if type(v) ~= "number" or v ~= v or FLOATS[r._type] then return false end
+    local t = TY.with_number(r._type, v)
+    local range = TY.RANGES[t]
+    if FLOATS[t] or not range then return false end
+    if low then return v < range[1] end
+    return t ~= "ulong" and v > range[2]
+  end
   local r = x
-  if lo ~= nil then
+  if lo ~= nil and not unreachable(r, lo, true) then
     fits(1, r, lo)
     r = emax(r, lo)
   end
-  if hi ~= nil then
+  if hi ~= nil and not unreachable(r, hi, false) then
     fits(2, r, hi)
     r = emin(r, hi)
   end
+  if r == x then return x:clone() end   -- (a new tensor, as always)
   if FLOATS[x._type] then r = E.where(E.ops.isnan(x), x, r) end   -- (one fused kernel)
   return r
 end
