@@ -167,6 +167,13 @@ void lg_add_methods(lua_State *L, const char *mt, const luaL_Reg *fns);
 ** read-only". Leaves nothing on the stack. */
 void lg_newclass(lua_State *L, const char *mt, const luaL_Reg *methods,
                  const luaL_Reg *meta);
+/* png.c: a new temporary file beside target, for writing it whole and then
+** renaming it over target: its path (malloc'd; the caller frees it) and
+** its descriptor in *fd, or NULL with errno set. The name is short
+** ("DIR/.luagpu-XXXXXX"), so a target of a legal long name still gets one;
+** an existing target the user may not write is refused (EACCES) as a plain
+** write would be, though the rename would go through. */
+char *lg_temp_beside(const char *target, int exists, int *fd);
 /* Names the fields (a NULL-ended list) that objects of class mt have:
 ** gpu.extend refuses a method of such a name, which would hide the field
 ** (the class's __index looks for methods first). */

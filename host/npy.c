@@ -180,17 +180,8 @@ static int save_file(const char *path, const char *header, size_t padded, const 
     umask(mode);
     mode = 0666 & ~mode;
   }
-  tmp = malloc(strlen(target) + 16);
-  if (tmp == NULL) {
-    free(real);
-    errno = ENOMEM;
-    return 0;
-  }
-  sprintf(tmp, "%s.tmp.XXXXXX", target);
-  fd = mkstemp(tmp);
-  if (fd < 0) {
+  if ((tmp = lg_temp_beside(target, exists, &fd)) == NULL) {
     err = errno;
-    free(tmp);
     free(real);
     errno = err;
     return 0;

@@ -105,29 +105,39 @@ static int png_encode(lua_State *L) {
   return 1;
 }
 
+char *lg_temp_beside(const char *target, int exists, int *fd) {
+  const char *slash = strrchr(target, '/');
+  size_t dir = slash != NULL ? (size_t)(slash - target) + 1 : 0;
+  char *tmp;
+  int err;
+  if (exists && access(target, W_OK) != 0) return NULL;   /* errno: EACCES, EROFS */
+  if ((tmp = malloc(dir + 32)) == NULL) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  memcpy(tmp, target, dir);
+  strcpy(tmp + dir, ".luagpu-XXXXXX");
+  if ((*fd = mkstemp(tmp)) < 0) {
+    err = errno;
+    free(tmp);
+    errno = err;
+    return NULL;
+  }
+  return tmp;
+}
+
 /* Writes len bytes to a temporary file beside path and renames it over
 ** path, keeping an existing file's mode. Returns 0 with errno set. */
 static int write_replace(const char *path, const char *data, size_t len, int exists, mode_t mode) {
-  char *tmp = malloc(strlen(path) + 16);
   int fd, ok, err;
+  char *tmp;
   FILE *f;
-  if (tmp == NULL) {
-    errno = ENOMEM;
-    return 0;
-  }
   if (!exists) {
     mode = umask(022);
     umask(mode);
     mode = 0666 & ~mode;
   }
-  sprintf(tmp, "%s.tmp.XXXXXX", path);
-  fd = mkstemp(tmp);
-  if (fd < 0) {
-    err = errno;
-    free(tmp);
-    errno = err;
-    return 0;
-  }
+  if ((tmp = lg_temp_beside(path, exists, &fd)) == NULL) return 0;
   f = fchmod(fd, mode) == 0 ? fdopen(fd, "wb") : NULL;
   if (f == NULL) {
     err = errno;

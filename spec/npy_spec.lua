@@ -345,8 +345,41 @@ describe("a:save and gpu.load", function()
     p:close()
     assert.matches("array:save: " .. path .. ": File too large", out, 1, true)
     assert.same({1, 2, 3}, gpu.load(path):totable())
-    local leftovers = io.popen("ls " .. dir):read("a")
-    assert.not_matches("keep.npy.tmp", leftovers, 1, true)
+    local leftovers = io.popen("ls -a " .. dir):read("a")
+    assert.not_matches(".luagpu-", leftovers, 1, true)
+  end)
+
+  -- the temporary file was the name plus ".tmp.XXXXXX", past 255 bytes for
+  -- a legal long name; and its rename replaced a file its user may not write
+  it("saves under a long name, and never over a file its user may not write", function()
+    local long = tmp(("a"):rep(250) .. ".npy")
+    gpu.array("int", {4, 5}):save(long)
+    assert.same({4, 5}, gpu.load(long):totable())
+    local d = support.tmpdir()
+    local script = d .. "/ro.lua"
+    writefile(script, "local a = gpu.array('int', {1, 2, 3})\n" ..
+                      "print(pcall(a.save, a, 'ro.npy'))\n" ..
+                      "print(pcall(gpu.write_file, 'ro.txt', 'X'))\n")
+    -- a copy of the program there (its helpers built in): the checkout may
+    -- be in a folder nobody cannot enter
+    local prog = (os.getenv("LUAGPU_BUILD") or "build") .. "/luagpu"
+    assert(os.execute("cp " .. support.shell_quote(prog) .. " " .. support.shell_quote(d)))
+    local real = "./luagpu"
+    -- as root (who may write anything) the child runs as nobody
+    local as = ""
+    if io.popen("id -u"):read("l") == "0" then
+      assert(os.execute("chown nobody " .. support.shell_quote(d)))
+      as = "setpriv --reuid=nobody --regid=nogroup --clear-groups "
+    end
+    local out, code = support.sh("cd " .. support.shell_quote(d) .. " && " .. as .. "sh -c " ..
+      support.shell_quote("echo KEEP > ro.npy && echo KEEP > ro.txt && chmod 444 ro.npy ro.txt " ..
+                          "&& XDG_CACHE_HOME=" .. d .. "/cache " .. real .. " ro.lua"))
+    assert.equals(0, code, out)
+    assert.matches("false\tluagpu: array:save: ro.npy: Permission denied", out, 1, true)
+    assert.matches("false\tluagpu: write_file: cannot write 'ro.txt': Permission denied", out, 1,
+                   true)
+    assert.equals("KEEP\n", readfile(d .. "/ro.npy"))
+    assert.equals("KEEP\n", readfile(d .. "/ro.txt"))
   end)
 end)
 
