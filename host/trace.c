@@ -384,33 +384,34 @@ static int write_all(int fd, const char *text, size_t len) {
 static int tf_write(lua_State *L) {
   const char *fn = luaL_optstring(L, 4, "trace.write");
   const char *path = (luaL_checkstring(L, 1), lg_path(L, 1, 1, fn));
-  size_t len, n;
+  size_t len;
   const char *text = luaL_checklstring(L, 2, &len);
   int direct = lua_toboolean(L, 3), fd, err;
-  const char *slash = strrchr(path, '/');
   char *tmp;
   if (direct) {
-    fd = open(path, O_WRONLY | O_NOFOLLOW | O_NOCTTY);
+    /* without a wait for a reader: a FIFO nobody reads hung here for ever */
+    fd = open(path, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0 && errno == ENXIO)
+      return lg_error(L, fn, "cannot write %s: no process reads the FIFO (start its reader "
+                      "first)", path);
     if (fd < 0) return lg_error(L, fn, "cannot write %s: %s", path, strerror(errno));
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);   /* then write as usual */
     err = write_all(fd, text, len);
     if (close(fd) != 0 && err == 0) err = errno;
     if (err != 0) return lg_error(L, fn, "cannot write %s: %s", path, strerror(err));
     return 0;
   }
-  n = slash != NULL ? (size_t)(slash - path) + 1 : 0;
-  tmp = lua_newuserdatauv(L, n + strlen(path + n) + 16, 0);
-  memcpy(tmp, path, n);
-  sprintf(tmp + n, ".%s.XXXXXX", path + n);
-  fd = mkstemp(tmp);
-  if (fd < 0) return lg_error(L, fn, "cannot write %s: %s", path, strerror(errno));
+  /* (beside it, of a short name; an old trace its user may not write is
+     refused as a plain write would be) */
+  tmp = lg_temp_beside(path, access(path, F_OK) == 0, &fd);
+  if (tmp == NULL) return lg_error(L, fn, "cannot write %s: %s", path, strerror(errno));
   fchmod(fd, 0644);
   err = write_all(fd, text, len);
   if (close(fd) != 0 && err == 0) err = errno;
   if (err == 0 && rename(tmp, path) != 0) err = errno;
-  if (err != 0) {
-    unlink(tmp);
-    return lg_error(L, fn, "cannot write %s: %s", path, strerror(err));
-  }
+  if (err != 0) unlink(tmp);
+  free(tmp);
+  if (err != 0) return lg_error(L, fn, "cannot write %s: %s", path, strerror(err));
   return 0;
 }
 

@@ -224,6 +224,31 @@ describe("gpu.trace", function()
     assert.is_false(gpu.tracing())
   end)
 
+  it("writes into a FIFO only while a reader has it open, and under a long name", function()
+    -- (the open of a FIFO nobody read waited for ever at the script's end)
+    local d = support.tmpdir()
+    assert(os.execute("mkfifo " .. shell_quote(d .. "/t.json")))
+    write_file(d .. "/s.lua", "gpu.device():buffer('float', 4):fill(1):wait()\n")
+    local out, code = sh("timeout 30 " .. shell_quote(PROG) .. " --trace " ..
+                         shell_quote(d .. "/t.json") .. " " .. shell_quote(d .. "/s.lua"))
+    assert.equals(1, code, out)
+    assert.matches("cannot write " .. d .. "/t.json: no process reads the FIFO (start its " ..
+                   "reader first)", out, 1, true)
+    -- a reader there first (the shell holds it open read-write: no wait, no
+    -- race), then the first bytes of what came through
+    out, code = sh("exec 3<> " .. shell_quote(d .. "/t.json") .. "; timeout 30 " ..
+                   shell_quote(PROG) .. " --trace " .. shell_quote(d .. "/t.json") .. " " ..
+                   shell_quote(d .. "/s.lua") .. " && timeout 10 head -c 17 <&3")
+    assert.equals(0, code, out)
+    assert.equals('{"displayTimeUnit', out)
+    local long = d .. "/" .. ("t"):rep(250) .. ".json"
+    out, code = sh(shell_quote(PROG) .. " --trace " .. shell_quote(long) .. " " ..
+                   shell_quote(d .. "/s.lua"))
+    assert.equals(0, code, out)
+    assert.matches('^{"displayTimeUnit"', read_file(long))
+    os.execute("rm -rf " .. shell_quote(d))
+  end)
+
   it("checks a record a script built or changed, naming the command and the field", function()
     local trace = require "luagpu.trace"
     gpu.trace(true)
