@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>   /* strcasecmp */
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -32,9 +33,17 @@
 #define HEADER (16 + 64 + 24)
 #define MAX_ENTRY ((size_t)1 << 30)
 
+/* LUAGPU_NO_CACHE turns the cache off but when it is unset, empty or one
+** of the words that mean "no" ("0", "false", "no", "off", any case): a
+** script's LUAGPU_NO_CACHE=false turned it off. */
 int lg_cache_enabled(void) {
+  static const char *const no[] = {"0", "false", "no", "off", NULL};
   const char *v = getenv("LUAGPU_NO_CACHE");
-  return v == NULL || v[0] == '\0' || strcmp(v, "0") == 0;
+  int i;
+  if (v == NULL || v[0] == '\0') return 1;
+  for (i = 0; no[i] != NULL; i++)
+    if (strcasecmp(v, no[i]) == 0) return 1;
+  return 0;
 }
 
 /* Creates folder dir (0700) and its missing parents (0755); returns 0 when

@@ -266,6 +266,14 @@ describe("the program cache", function()
     assert.same({cached = false, value = 12}, r.one, r.output)
     assert.same({cached = false, value = 13}, r.two, r.output)
     assert.equal(before, #list(dir))
+    -- the words that mean "no" leave it on (=false turned it off): the first
+    -- run builds and keeps the program, the others load it
+    for _, v in ipairs{"false", "No", "off", "0"} do
+      r = child(home, [[
+        report("one", dev:build(SRC, {defines = {VALUE = 14}}))
+      ]], "LUAGPU_NO_CACHE=" .. v)
+      assert.same({cached = v ~= "false", value = 14}, r.one, v .. ": " .. r.output)
+    end
   end)
 
   it("lets concurrent processes write one entry, leaving no temporary files", function()
