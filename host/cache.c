@@ -190,6 +190,14 @@ bad:
   return 0;
 }
 
+int lg_cache_has(const char *key) {
+  char dir[PATH_MAX], path[PATH_MAX + 80];
+  struct stat st;
+  return cache_dir(dir, sizeof dir, 0) &&
+         snprintf(path, sizeof path, "%s/%s.bin", dir, key) < (int)sizeof path &&
+         stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /* Writes n bytes and hashes them; returns 0 on failure. */
 static int put(FILE *f, lg_Hash *h, const void *p, size_t n) {
   lg_hash_update(h, p, n);

@@ -186,7 +186,8 @@ end
 local function check_cache(r)
   r.section("Program cache")
   local off = os.getenv("LUAGPU_NO_CACHE")
-  if off and off ~= "" and off ~= "0" then
+  local no = {["0"] = true, ["false"] = true, no = true, off = true}
+  if off and off ~= "" and not no[off:lower()] then
     r.note("off (LUAGPU_NO_CACHE=" .. off .. "): every program is compiled each run")
     return
   end
@@ -198,7 +199,22 @@ local function check_cache(r)
            "set HOME (or XDG_CACHE_HOME to an absolute folder)")
     return
   end
-  if probe.isdir(dir) ~= "folder" then
+  -- (something else there, or on the way to it, keeps every build from
+  -- being cached: it said "does not exist yet" and "everything looks right")
+  local kind = probe.isdir(dir)
+  if kind == "file" then
+    r.fail(dir .. " is not a folder: no program can be cached",
+           "remove it (a folder is made there on the first build), or set XDG_CACHE_HOME")
+    return
+  end
+  local parent = dir:match("^(.*)/[^/]*$")
+  local pkind = parent and parent ~= "" and probe.isdir(parent)
+  if kind == nil and pkind == "file" then
+    r.fail(parent .. " is not a folder: the cache folder " .. dir .. " cannot be made",
+           "set XDG_CACHE_HOME to a folder")
+    return
+  end
+  if kind ~= "folder" then
     r.note(dir .. " does not exist yet (it is made on the first build)")
     return
   end

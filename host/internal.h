@@ -768,6 +768,9 @@ int lg_cache_load(lua_State *L, const char *key, lg_CacheEntry *e);
 /* Writes the entry for key (temp file, then rename); failures are silent
 ** (the cache is an optimization). Raises nothing. */
 void lg_cache_store(const char *key, const lg_CacheEntry *e);
+/* Whether the cache holds an entry for key now (a store may have failed:
+** a cache folder that is a file, or read-only). */
+int lg_cache_has(const char *key);
 /* Takes the lock that every build step (build, load from a binary, binary
 ** extraction) holds: one per process (other threads wait; the same thread
 ** may take it again), and on PoCL also the flock that keeps processes

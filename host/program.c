@@ -460,7 +460,8 @@ static void compile_notice(lua_State *L, int fields, const char *file, double se
   }
   fflush(stdout);
   fprintf(stderr, "luagpu: compiling %s took %.1f s; %s\n", name, secs,
-          key != NULL ? "it is cached for next time"
+          key != NULL && lg_cache_has(key) ? "it is cached for next time"
+          : key != NULL ? "it could not be cached (see luagpu --doctor)"
           : lg_cache_enabled() ? "it is not cached (its includes could not all be followed)"
           : "the program cache is off (LUAGPU_NO_CACHE)");
   fflush(stderr);

@@ -104,6 +104,17 @@ describe("luagpu --doctor", function()
     os.execute("rm -rf " .. shell_quote(home))
   end)
 
+  it("fails when the cache folder is a file, which no build could use", function()
+    -- (it said "does not exist yet" and "everything looks right")
+    local home = tmpdir()
+    write_file(home .. "/luagpu", "")
+    local out, code = doctor("XDG_CACHE_HOME=" .. shell_quote(home))
+    assert.equals(1, code, out)
+    assert.matches("FAIL  " .. home .. "/luagpu is not a folder: no program can be cached", out,
+                   1, true)
+    os.execute("rm -rf " .. shell_quote(home))
+  end)
+
   it("says when the program cache is off", function()
     local out, code = doctor("LUAGPU_NO_CACHE=1")
     assert.equals(0, code, out)
