@@ -6,7 +6,9 @@
 ** bytes. gpu.write_file(path, data) writes a new or regular file through a
 ** temporary file beside it renamed into place, so a failed write leaves
 ** the old file whole; it refuses anything else at path (a symbolic link, a
-** FIFO, a folder, a device) rather than write through it.
+** FIFO, a folder, a device) rather than write through it. lg_temp_beside
+** makes that temporary file for every writer of luagpu's that replaces a
+** file whole (gpu.write_file, a:save, trace files).
 */
 #define _XOPEN_SOURCE 700   /* lstat, mkstemp, fchmod */
 #include <errno.h>
