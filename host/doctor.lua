@@ -186,8 +186,7 @@ end
 local function check_cache(r)
   r.section("Program cache")
   local off = os.getenv("LUAGPU_NO_CACHE")
-  local no = {["0"] = true, ["false"] = true, no = true, off = true}
-  if off and off ~= "" and not no[off:lower()] then
+  if not probe.cache_on() then
     r.note("off (LUAGPU_NO_CACHE=" .. off .. "): every program is compiled each run")
     return
   end

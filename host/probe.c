@@ -120,11 +120,19 @@ static int pr_platforms(lua_State *L) {
   return 3;
 }
 
+/* cache_on(): whether the program cache is on (cache.c's reading of
+** LUAGPU_NO_CACHE, the one rule of its words). */
+static int pr_cache_on(lua_State *L) {
+  lua_pushboolean(L, lg_cache_enabled());
+  return 1;
+}
+
 void lg_push_probes(lua_State *L) {
   static const luaL_Reg probes[] = {
     {"listdir", pr_listdir}, {"isdir", pr_isdir}, {"canwrite", pr_canwrite},
     {"canload", pr_canload},
-    {"loader", pr_loader}, {"platforms", pr_platforms}, {NULL, NULL}
+    {"loader", pr_loader}, {"platforms", pr_platforms}, {"cache_on", pr_cache_on},
+    {NULL, NULL}
   };
   luaL_newlib(L, probes);
 }
