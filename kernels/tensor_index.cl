@@ -135,32 +135,48 @@ __kernel void lg_gather_rows4(__global T *out, ulong ooff, ulong8 lead,
 
 /* index_select of whole rows: out (contiguous, rows of b elements, a * m
 ** of them) row r = the row at idx(r % m) of block r / m of dat (rows of b,
-** blocks of len rows, contiguous). Work-item (c, r) copies element c of
-** row r; lg_index_rows4 copies 4 (b, doff and ooff multiples of 4). */
-#define LG_INDEX_ROW                                                              \
-  IDX r = (IDX)get_global_id(1);                                                \
-  if (r >= rows) return;                                                        \
-  IDX blk = r / m, j = r - blk * m;                                             \
-  long p = lg_place((long)idx[(IDX)ioff + j * (IDX)istep], len, bad);           \
-  IDX from = p < 0 ? 0 : (blk * (IDX)len + (IDX)p) * b, to = r * b;
+** blocks of len rows, contiguous). The output is taken flat, W elements
+** (a vector of W where W is 4) at a time: work-item l of group g copies
+** units 2 g s + l and 2 g s + s + l (s the group's size), both loads in
+** flight before the stores; at the copy's speed whatever the rows' length
+** (bench/gpu/index_rows_probe.lua). lg_index_rows copies one element a
+** unit, lg_index_rows4 four (b, doff and ooff multiples of 4). */
+#define LG_ROW_UNIT(u, W, from, to)                                              \
+  {                                                                             \
+    IDX r = (u) / bw, c = (u) - r * bw;                                          \
+    IDX blk = r / (IDX)m, j = r - blk * (IDX)m;                                  \
+    long p = lg_place((long)idx[(IDX)ioff + j * (IDX)istep], len, bad);          \
+    from = p < 0 ? ~(IDX)0 : (IDX)doff + ((blk * (IDX)len + (IDX)p) * bw + c) * W; \
+    to = (IDX)ooff + (r * bw + c) * W;                                           \
+  }
+#define LG_INDEX_ROWS(V, W)                                                      \
+  IDX s = (IDX)get_local_size(0), bw = (IDX)b / W, n = (IDX)rows * bw;            \
+  IDX u0 = (IDX)get_group_id(0) * 2 * s + (IDX)get_local_id(0), u1 = u0 + s;      \
+  if (u0 >= n) return;                                                           \
+  IDX f0, t0, f1 = 0, t1 = 0;                                                    \
+  LG_ROW_UNIT(u0, W, f0, t0)                                                     \
+  if (u1 < n) LG_ROW_UNIT(u1, W, f1, t1)                                         \
+  V v0 = f0 == ~(IDX)0 ? (V)0 : *(__global const V *)(dat + f0);                 \
+  if (u1 < n) {                                                                  \
+    V v1 = f1 == ~(IDX)0 ? (V)0 : *(__global const V *)(dat + f1);               \
+    *(__global V *)(out + t0) = v0;                                              \
+    *(__global V *)(out + t1) = v1;                                              \
+  } else {                                                                       \
+    *(__global V *)(out + t0) = v0;                                              \
+  }
 
-__kernel void lg_index_rows(__global T *out, ulong ooff, __global const I *idx, ulong ioff,
-                            long istep, ulong m, __global const T *dat, ulong doff, long len,
-                            ulong b, ulong rows, volatile __global long *bad) {
-  IDX c = (IDX)get_global_id(0);
-  if (c >= b) return;
-  LG_INDEX_ROW
-  out[(IDX)ooff + to + c] = p < 0 ? (T)0 : dat[(IDX)doff + from + c];
+__kernel void lg_index_rows(__global T *restrict out, ulong ooff,
+                            __global const I *restrict idx, ulong ioff, long istep, ulong m,
+                            __global const T *restrict dat, ulong doff, long len, ulong b,
+                            ulong rows, volatile __global long *bad) {
+  LG_INDEX_ROWS(T, 1)
 }
 
-__kernel void lg_index_rows4(__global T *out, ulong ooff, __global const I *idx, ulong ioff,
-                             long istep, ulong m, __global const T *dat, ulong doff, long len,
-                             ulong b, ulong rows, volatile __global long *bad) {
-  IDX c = (IDX)get_global_id(0) * 4;
-  if (c >= b) return;
-  LG_INDEX_ROW
-  ((__global LG_T4 *)(out + (IDX)ooff + to + c))[0] =
-      p < 0 ? (LG_T4)0 : ((__global const LG_T4 *)(dat + (IDX)doff + from + c))[0];
+__kernel void lg_index_rows4(__global T *restrict out, ulong ooff,
+                             __global const I *restrict idx, ulong ioff, long istep, ulong m,
+                             __global const T *restrict dat, ulong doff, long len, ulong b,
+                             ulong rows, volatile __global long *bad) {
+  LG_INDEX_ROWS(LG_T4, 4)
 }
 
 /* dat[position of element i, at index value idx(i)] = src(i) (or +=) */

@@ -129,6 +129,15 @@ out = [np.take(x, z(s, x.shape[%d]), %d)]
 ]]):format(d - 1, d - 1), vars)
       same(ref[1], x:index_select(d, sel))
     end
+    -- many work-groups, each work-item's two units in different groups'
+    -- spans, rows of vectors of 4 and not, the last group's half full
+    for _, cols in ipairs {64, 33} do
+      local x = dev:tensor("float", {300, cols}, S.random_values("float", 300 * cols))
+      local sel = positions("int", {203}, 300)
+      local ref = S.numpy("out = [np.take(x, np.where(s < 0, s + 300, s - 1), 0)]",
+                          {x = np_of(x), s = np_of(sel)})
+      same(ref[1], x:index_select(1, sel))
+    end
     local x = dev:tensor("float", {3, 40})
     has_error("luagpu: tensor:index_select: argument #2: position -4 is out of range (1 to 3, " ..
               "or -3 to -1)", x.index_select, x, 1, dev:tensor("long", {2}, {1, -4}))

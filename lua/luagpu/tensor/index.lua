@@ -309,8 +309,9 @@ local function gather(fn, where, out, idx, spec)
 end
 
 -- index_select of contiguous x along d by the 1-D idx into out, whole rows
--- of b elements at a time (b the product of x's sizes after d): a work-item
--- an element (4 where b and both offsets allow), no division per element.
+-- of b elements at a time (b the product of x's sizes after d): out taken
+-- flat, two units of an element (of 4 where b and both offsets allow) a
+-- work-item (kernels/tensor_index.cl).
 local function index_rows(fn, out, x, d, idx, b)
   local dev, len, m = out._dev, x._shape[d], idx._n
   local rows = out._n // b
@@ -318,14 +319,11 @@ local function index_rows(fn, out, x, d, idx, b)
   local prog = program(fn, dev, out._type, idx._type, 1, 0, big and "ulong" or "uint")
   local vec = b % 4 == 0 and x._off % 4 == 0 and out._off % 4 == 0
   local k = vec and prog.lg_index_rows4 or prog.lg_index_rows
-  local cols = vec and b // 4 or b
-  local lx = 1                             -- a group: rows of lx work-items, LOCAL in all
-  while lx < cols and lx < LOCAL do lx = lx * 2 end
-  local ly = LOCAL // lx
+  local units = vec and out._n // 4 or out._n
   local flag = flag_of(dev)
   local known = known_good(idx, len)
   k(out._st.buf, out._off, idx._st.buf, idx._off, idx._strides[1], m, x._st.buf, x._off, len,
-    b, rows, flag):run({ceil(cols, lx), ceil(rows, ly)}, {lx, ly}, NO_EVENT)
+    b, rows, flag):run({ceil(units, 2 * LOCAL) // 2}, {LOCAL}, NO_EVENT)
   check_positions(fn, flag, "argument #2", len, idx, known, out._st)
   return out
 end
