@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "internal.h"
 
@@ -14,6 +15,26 @@
 #define NO_DEVICE_MSG "no OpenCL device found (is an ICD such as pocl-opencl-icd installed?)"
 
 /* ------------------------------------------------------------ helpers */
+
+/* Raises fn's "no device" error. PoCL lists no device when its cache
+** folder cannot be made ($XDG_CACHE_HOME, else ~/.cache, a file): the
+** message then names that file instead of blaming the driver. */
+static int no_device(lua_State *L, const char *fn) {
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  struct stat st;
+  char path[4096];
+  if (xdg != NULL && xdg[0] != '\0')
+    snprintf(path, sizeof path, "%s", xdg);
+  else if (home != NULL && home[0] != '\0')
+    snprintf(path, sizeof path, "%s/.cache", home);
+  else
+    path[0] = '\0';
+  if (path[0] != '\0' && stat(path, &st) == 0 && !S_ISDIR(st.st_mode))
+    return lg_error(L, fn, "no OpenCL device found: the cache folder %s is not a folder, and "
+                    "drivers such as PoCL then list no device (make it a folder, or set "
+                    "XDG_CACHE_HOME to one)", path);
+  return lg_error(L, fn, NO_DEVICE_MSG);
+}
 
 /* ----------------------------------------------------------- devices */
 
@@ -145,7 +166,7 @@ static int contains(const char *hay, const char *needle) {
 ** substring of "platform / device name") against the list on top. */
 static int pick(lua_State *L, int specidx, int n) {
   int i;
-  if (n == 0) return lg_error(L, "gpu.device", NO_DEVICE_MSG);
+  if (n == 0) return no_device(L, "gpu.device");
   if (lua_isnoneornil(L, specidx)) {                  /* first GPU, else first CPU */
     static const cl_device_type order[] = {CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_CPU};
     unsigned k;

@@ -115,6 +115,23 @@ describe("luagpu --doctor", function()
     os.execute("rm -rf " .. shell_quote(home))
   end)
 
+  it("names a cache folder that is a file when the driver then lists no device", function()
+    -- (PoCL lists no device when $XDG_CACHE_HOME is a file; the message
+    -- blamed the driver's installation)
+    local home = tmpdir()
+    local file = home .. "/cache"
+    write_file(file, "")
+    local p = io.popen("XDG_CACHE_HOME=" .. shell_quote(file) .. " " .. PROG ..
+                       " -e 'print(\"found \" .. tostring(gpu.device()))' 2>&1")
+    local out = p:read("a")
+    p:close()
+    os.execute("rm -rf " .. shell_quote(home))
+    if not out:find("^found ") then       -- (a driver that needs no cache folder lists its devices)
+      assert.matches("gpu.device: no OpenCL device found: the cache folder " .. file ..
+                     " is not a folder, and drivers such as PoCL then list no device", out, 1, true)
+    end
+  end)
+
   it("says when the program cache is off", function()
     local out, code = doctor("LUAGPU_NO_CACHE=1")
     assert.equals(0, code, out)
