@@ -150,6 +150,15 @@ describe("tensor operators", function()
     assert.equal("float", i:sqrt().type)
     assert.equal("int", i:abs().type)
     assert.equal(3.5, (i / 2):item())
+    -- / and ^ take each operand to the float type from its own type (a
+    -- ulong past 2^63 keeps its value, as NumPy's), where - and the
+    -- comparisons compute in the promoted long (the ulong wraps to -2048)
+    local c, u = dev:tensor("char", {1}, {-1}), dev:tensor("ulong", {1}, {2.0^64 - 2048})
+    assert.equal("double", (c / u).type)
+    assert.equal(-1 / (2.0^64 - 2048), (c / u):item())
+    assert.equal((2.0^64 - 2048) ^ -1, (u ^ c):item())
+    assert.equal(2047, (c - u):item())
+    assert.equal(0, c:lt(u):item())
   end)
 
   it("math methods, comparisons, min/max/clamp and where", function()
