@@ -1061,6 +1061,18 @@ print(pcall(y.get, y))
       local rows = 0
       for i, r in ipairs(x) do rows = i; assert.same({2}, r.shape) end
       assert.equals(3, rows)
+      -- pairs walks the same rows, not the fields the tensor keeps (it
+      -- listed _st, _shape, ...); a 0-d or released tensor gives nothing
+      local keys = {}
+      for k, r in pairs(x) do keys[#keys + 1] = k; assert.same({2}, r.shape) end
+      assert.same({1, 2, 3}, keys)
+      local v = {}
+      for k, e in pairs(dev:tensor("int", {3}, {7, 8, 9})) do v[k] = e end
+      assert.same({7, 8, 9}, v)
+      for _ in pairs(dev:tensor("int", {}, 7)) do error("a 0-d tensor has no elements to walk") end
+      local gone = dev:tensor("int", {3}, 1)
+      gone:release()
+      for _ in pairs(gone) do error("a released tensor has nothing to walk") end
       has_error("luagpu: tensor[i] =: position 4 is out of range (1 to 3, or -3 to -1)",
                 function() x[4] = 1 end)
       has_error("luagpu: tensor[i]: position 2 is out of range (the dim has size 0)",

@@ -91,6 +91,21 @@ end
 
 MT.__len = function(t) return t._n end
 
+-- pairs(x) walks what ipairs(x) walks (x[1], x[2], ...: a 1-D x's
+-- elements, an n-D x's rows), as iterating a NumPy array or a torch
+-- tensor does; the fields a tensor keeps in its table are not its contents.
+-- A 0-d or released tensor gives nothing (ipairs raises there), so that
+-- code walking any table (a formatter, a serializer) does not fail on one.
+local ipairs = ipairs
+local function nothing() return nil end
+MT.__pairs = function(t)
+  local shape = rawget(t, "_shape")
+  if rawget(t, "_st") == RELEASED or type(shape) ~= "table" or rawlen(shape) == 0 then
+    return nothing, t, nil
+  end
+  return ipairs(t)
+end
+
 -- (gpu.type's question: "released Tensor" after x:release())
 MT.__released = function(t) return rawget(t, "_st") == RELEASED end
 
