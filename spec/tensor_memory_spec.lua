@@ -565,4 +565,36 @@ describe("tensor memory", function()
     end
     assert.equal("long", p.type)
   end)
+  it("settles a loop whose lazy readers of a written tensor outlive several steps: the " ..
+     "pool stops growing (it made a block per full collection without end)", function()
+    local pool = require "luagpu.core.pool"
+    local was = collectgarbage("generational")
+    pool.generational = true
+    local ok, err = pcall(function()
+      local a = dev:tensor("float", {40, 50}, 1)
+      local b = dev:tensor("float", {50}, 2)
+      local keep = {}
+      local function round(it)
+        local l = a * 2 + b
+        local v = a:slice(1, 1, -1, 2)
+        v:set(v + l:slice(1, 1, -1, 2))        -- written while lazy readers of a live
+        keep[it % 7 + 1] = a * 1               -- seven of them held in turn
+      end
+      for it = 1, 1500 do round(it) end
+      local m1 = dev:memory()
+      for it = 1501, 4500 do round(it) end
+      local m2 = dev:memory()
+      assert.is_true(m2.collections - m1.collections >= 4, "too few full collections to tell")
+      assert.equal(0, m2.made - m1.made)
+      -- the values: a's odd rows doubled plus (2 a + b) each round, a's
+      -- even rows as they were; keep[k] reads a as it was when made
+      local h = a:get()
+      assert.equal(1, h[51])                   -- row 2, untouched
+      assert.is_true(h[1] ~= h[1] or h[1] > 1e30)   -- row 1 grew past float's range
+      assert.same(a:totable(), (keep[4500 % 7 + 1]):totable())
+    end)
+    pool.generational = was == "generational"
+    collectgarbage(was)
+    assert(ok, err)
+  end)
 end)

@@ -92,13 +92,15 @@ local DUE_RESULTS = 64
 local due = setmetatable({}, {__mode = "k"})     -- dev -> lazy results still to step first
 M.due = due
 
+local outgrown                -- (below)
+
 local function pool_of(dev)
   local p = pools[dev]
   if not p then
     local mem = dev.global_mem_size
     p = {free = {}, out = {}, owned = {}, used = 0, pooled = 0, made = 0, buffers = 0,
          spent = {}, futile = {}, since = {}, collect_cost = nil, tick = 0, last = {},
-         after_full = {}, stepped = false, handed = 0, stepped_at = 0,
+         after_full = {}, live = {}, stepped = false, handed = 0, stepped_at = 0,
          gap = 1, handed_bytes = 0, stepped_bytes = 0,        -- (gap: MIN_GAP)
          cap = mem // 4, full = 0, steps = 0, max_alloc = dev.max_alloc_size,
          collect_bytes = max(COLLECT_MIN, min(mem // 32, COLLECT_MAX))}
@@ -342,6 +344,20 @@ local function step_for(p, key)
   return false
 end
 
+-- Whether class key holds more blocks than the block more after a full
+-- collection is for: that block lets the results a loop holds die young
+-- (a few of them); a class already holding more than twice its live
+-- blocks at the last full collection, and a few, collects in full again
+-- instead. (A loop whose lazy readers of a written tensor live several
+-- calls leaves most of its dead blocks old, found by full collections
+-- only: a block more per full collection grew its pool without end.)
+local OUTGROWN_SLACK = 4
+outgrown = function(p, key)
+  local free = p.free[key]
+  local blocks = (p.out[key] or 0) + (free and #free or 0)
+  return blocks > 2 * (p.live[key] or 0) + OUTGROWN_SLACK
+end
+
 function M.storage(fn, dev, t, n)
   local p = pools[dev] or pool_of(dev)
   local size = SIZES[t]
@@ -377,7 +393,7 @@ function M.storage(fn, dev, t, n)
       -- result does not wait for a step)
       if since * bytes >= p.collect_bytes then due[dev] = DUE_RESULTS end
       buf = take(p, key)
-      full = not buf and not p.after_full[key]
+      full = not buf and not (p.after_full[key] and not outgrown(p, key))
       p.after_full[key] = full or nil
     end
     if full then
@@ -387,6 +403,7 @@ function M.storage(fn, dev, t, n)
       p.full = p.full + 1
       p.spent, p.since = {}, {}
       p.gap = MIN_GAP                     -- (every live result is old now)
+      p.live[key] = p.out[key] or 0
       buf = take(p, key)
       p.futile[key] = not buf and since or nil
       since = 0
