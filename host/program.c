@@ -66,7 +66,7 @@ static void push_defines(lua_State *L, int idx, const char *fn, int arg) {
       case LUA_TSTRING:
         if (strlen(lua_tolstring(L, -1, &vlen)) != vlen)
           lg_argerror(L, fn, arg, "defines: %s: the value holds a NUL byte", k);
-        if (strpbrk(lua_tostring(L, -1), " \t\n\"'\\") != NULL)
+        if (strpbrk(lua_tostring(L, -1), " \t\n\r\f\v\"'\\") != NULL)
           lg_argerror(L, fn, arg, "defines: %s: a value with spaces or quotes cannot pass "
                       "through the build options (use a number or a word)", k);
         lua_pushfstring(L, " -D %s=%s", k, lua_tostring(L, -1));

@@ -298,6 +298,12 @@ describe("matmul", function()
     param_error("fma: expected true or false, got 1", "packed", {fma = 1})
     param_error("options: expected a string of build options, got table", "naive",
                 {options = {}})
+    -- (a -D turned on the kernels' own switches: -DEVEN wrote past C)
+    for _, c in ipairs{{"-DEVEN", "-DEVEN"}, {"-cl-mad-enable -UX", "-UX"}, {"-I/tmp", "-I/tmp"},
+                       {"-w", "-w"}, {"-cl-x\0", "-cl-x\\0"}} do
+      param_error("options: expected OpenCL compiler options (-cl-...), got \"" .. c[2] .. "\"",
+                  "reg", {options = c[1]})
+    end
     assert.equal("luagpu: matmul: argument #3: option params: unknown parameter 'tm' " ..
                  "(expected lx, ly, TS, BM, BN, BK, TM, TN, VWM, VWN, VLA, VLB, PADA, PADB, " ..
                  "DB, groups_per_cu, splitk, edge, VW, unroll, fma, options)",

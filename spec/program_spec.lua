@@ -244,6 +244,11 @@ describe("dev:build", function()
               .. "boolean, got table", dev.build, dev, "", {defines = {A = {}}})
     has_error("luagpu: dev:build: argument #2: defines: A: a value with spaces or quotes "
               .. "cannot pass", dev.build, dev, "", {defines = {A = "a b"}})
+    -- (a carriage return, form feed or vertical tab cut the value silently)
+    for _, v in ipairs{"5\r*3", "5\f*3", "5\v*3"} do
+      has_error("luagpu: dev:build: argument #2: defines: A: a value with spaces or quotes "
+                .. "cannot pass", dev.build, dev, "", {defines = {A = v}})
+    end
     has_error("luagpu: dev:build: argument #2: defines: A: expected a finite number, got inf",
               dev.build, dev, "", {defines = {A = math.huge}})
     -- a NUL would end the options the compiler reads: what follows it was lost

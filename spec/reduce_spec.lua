@@ -310,6 +310,20 @@ describe("reduce.new", function()
   local dot = reduce.new{type = "int", acc = "long", map = "(long)x * y", op = "a + b",
                          neutral = 0}
 
+  it("pastes a number field with every digit it has", function()
+    -- (tostring kept 14: a neutral of -DBL_MAX came out larger than every
+    -- double, so fmax of -DBL_MAX's gave -1.7976931348622999e308)
+    if not dev.fp64 then return pending("the device has no double") end
+    local low = -1.7976931348623157e308
+    local b = dev:buffer("double", 4, {host = gpu.array("double", 4):fill(low)})
+    local r = reduce.new{type = "double", op = "fmax(a, b)", neutral = low}
+    assert.equal(low, r(b))
+    local third = reduce.new{type = "double", map = "x * 0 + " .. "1", op = "a + b", neutral = 0}
+    assert.equal(4, third(b))
+    local tenth = reduce.new{type = "double", op = "fmax(a, b)", neutral = 0.1}
+    assert.equal(0.1, tenth(b))
+  end)
+
   it("reduces with a custom map and op: sum of squares", function()
     local b, vals = random_buffer("float", 70001)
     local s = 0
@@ -415,6 +429,15 @@ describe("bad input", function()
               "async, acc, devices, shares)", reduce.sum, b, {asink = true})
     has_error("luagpu: reduce.min: argument #2: unknown option 'acc' (expected wait, queue, " ..
               "async, devices, shares)", reduce.min, b, {acc = "double"})
+    -- a key's own __tostring is not called (one returning a table raised
+    -- Lua's "'__tostring' must return a string" from luagpu's checks)
+    for _, mt in ipairs{{__tostring = function() return {} end},
+                        {__tostring = function() error("boom") end}} do
+      has_error("luagpu: reduce.sum: argument #2: unknown option table (expected wait, queue, " ..
+                "async, acc, devices, shares)", reduce.sum, b, {[setmetatable({}, mt)] = 1})
+    end
+    has_error("luagpu: reduce.sum: argument #2: unknown option \"a\\0b\" (expected",
+              reduce.sum, b, {["a\0b"] = 1})
     has_error("luagpu: reduce.sum: argument #2: option acc: expected \"float\" or \"double\" " ..
               "for a float buffer, got long for a int buffer",
               reduce.sum, dev:buffer("int", 4), {acc = "long"})

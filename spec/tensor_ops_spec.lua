@@ -282,10 +282,21 @@ describe("tensor operators", function()
     local i = dev:tensor("int", {3}, {1, 2, 3})
     assert.same({"int", {3, 5, 7}}, {i:map("x * k + 1", {k = 2}).type, i:map("x * k + 1", {k = 2}):totable()})
     has_error("luagpu: tensor:map: argument #2: \"int\" is not a usable variable name", i.map, i, "x", {int = 1})
-    for _, name in ipairs{"li", "get_q", "lg_v"} do
+    -- (break was missed: the list held break_; OpenCL C's own words and
+    -- type names, vector types among them, were not listed)
+    for _, name in ipairs{"li", "get_q", "lg_v", "break", "bool", "global", "uint", "float4",
+                          "half", "restrict", "_Pragma"} do
       has_error(("luagpu: tensor:map: argument #2: \"%s\" is not a usable variable name (an " ..
-                 "identifier, not a C keyword, not li, not starting with lg_ or get_: luagpu's " ..
-                 "generated code uses those)"):format(name), i.map, i, "x", {[name] = 1})
+                 "identifier, not a C or OpenCL C keyword or type name, not li, not starting " ..
+                 "with lg_ or get_: luagpu's generated code uses those)"):format(name), i.map, i,
+                "x", {[name] = 1})
+    end
+    assert.same({3, 5, 7}, i:map("x * k2 + breaks", {k2 = 2, breaks = 1}):totable())
+    -- _Pragma runs a pragma from inside an expression (clang's "__debug
+    -- crash" killed the process, "GCC dependency" opened files)
+    for _, e in ipairs{'x _Pragma("clang __debug crash")', "x + __pragma(x)"} do
+      has_error("luagpu: tensor:map: argument #1: expected one expression (no directives: ", i.map,
+                i, e)
     end
     has_error("luagpu: tensor:map: argument #2: 'x' names the tensor itself", i.map, i, "x", {x = 1})
     has_error("luagpu: tensor:map: argument #1: expected one expression (no ';', braces, comments, directives, backslashes, digraphs or trigraphs), got \"x; }\"",

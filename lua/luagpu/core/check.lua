@@ -203,7 +203,11 @@ end
 function H.check_keys(fn, where, t, known, noun)
   for k in next, t do
     if not known.set[k] then
-      fail(fn, "%sunknown %s '%s' (expected %s)", where, noun, tostring(k), known.list)
+      -- (a key's own __tostring is not called: it may raise or lie)
+      local t = type(k)
+      local name = t == "string" and not k:find("[%z\1-\31\127]") and "'" .. k .. "'"
+                   or (t == "number" or t == "boolean") and "'" .. H.show(k) .. "'" or H.show(k)
+      fail(fn, "%sunknown %s %s (expected %s)", where, noun, name, known.list)
     end
   end
 end
@@ -221,6 +225,11 @@ local NOT_IN_EXPRESSION = {";", "{", "}", "#", "\\", "/*", "//", "<%", "%>", "<:
 -- its nesting (a build runs on a thread with a large stack: capture.c), and
 -- one of 64 KiB already takes seconds to compile.
 H.MAX_EXPRESSION = 65536
+
+-- Identifiers that act as directives inside an expression: _Pragma("...")
+-- runs a pragma (clang's "__debug crash" kills the process; "GCC
+-- dependency <file>" opens a file, and hangs on a FIFO).
+local NOT_IN_EXPRESSION_WORDS = {_Pragma = true, __pragma = true}
 
 function H.check_expression(fn, where, s)
   if #s > H.MAX_EXPRESSION then
@@ -240,6 +249,34 @@ function H.check_expression(fn, where, s)
            "backslashes, digraphs or trigraphs), got %q", where, s)
     end
   end
+  for word in s:gmatch("[%a_][%w_]*") do
+    if NOT_IN_EXPRESSION_WORDS[word] then
+      fail(fn, "%s: expected one expression (no directives: %s), got %q", where, word, s)
+    end
+  end
+  return s
+end
+
+-- The first word of build options s that is not an OpenCL compiler option
+-- (-cl-..., as -cl-mad-enable or NVIDIA's -cl-nv-maxrregcount=64), or nil.
+-- The options a parameter table or module field adds to a helper's build
+-- are checked so: a -D there turned on the kernels' own switches (matmul's
+-- EVEN wrote past C), an -I or -U reached the preprocessor.
+function H.not_cl_option(s)
+  for word in s:gmatch("%S+") do
+    if not word:find("^%-cl%-[%w%-_=.]+$") then return word end
+  end
+  return nil
+end
+
+-- The OpenCL C literal of Lua number v (finite): an integer as its digits,
+-- a float with every digit that tells it apart (%.17g; tostring keeps 14,
+-- so -DBL_MAX came out larger than every double) and always as a floating
+-- literal ("1.0", not "1").
+function H.number_literal(v)
+  if math.type(v) == "integer" then return tostring(v) end
+  local s = format("%.17g", v)
+  if not s:find("[%.eEn]") then s = s .. ".0" end
   return s
 end
 
@@ -256,7 +293,7 @@ function H.expression(fn, def, field, default)
       fail(fn, "field '%s': expected a finite number or an OpenCL C expression, got %s " ..
            "(write \"INFINITY\" or \"NAN\")", field, H.show(v))
     end
-    v = tostring(v)
+    v = H.number_literal(v)
   end
   if type(v) ~= "string" or not v:find("%S") then
     fail(fn, "field '%s': expected an OpenCL C expression (a string), got %s", field,

@@ -186,6 +186,11 @@ local scratches = ST.device_cache()
 
 local function program(dev, defines)
   local options = M.build_options or ""
+  local bad = type(options) ~= "string" and show(options) or H.not_cl_option(options)
+  if bad then
+    H.fail("matmul", "matmul.mma.build_options: expected OpenCL compiler options (-cl-...), " ..
+           "got %s", type(options) == "string" and show(bad) or bad)
+  end
   if defines.MAXRREG then options = options .. " -cl-nv-maxrregcount=" .. defines.MAXRREG end
   local prog = PR.get(dev, {family = "matmul", file = "matmul_mma.cl", defines = defines,
                             options = options})

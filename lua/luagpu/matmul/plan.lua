@@ -138,6 +138,9 @@ local function check_params(variant, p, dev, size)
   if p.fma then d.FMA = 1 end
   need(p.options == nil or type(p.options) == "string", variant,
        "options: expected a string of build options, got %s", show(p.options))
+  local bad = p.options and H.not_cl_option(p.options)
+  need(not bad, variant, "options: expected OpenCL compiler options (-cl-...), got %s",
+       bad and show(bad))
   local lsz, lmem = VARIANTS[variant].check(p, d, size)
   local wg, most = lsz[1] * lsz[2], dev.max_work_item_sizes
   need(wg <= dev.max_work_group_size, variant,

@@ -399,12 +399,17 @@ end
 
 ------------------------------------------------------------------ map
 
-local RESERVED = {auto = true, break_ = true, case = true, char = true, const = true,
-  continue = true, default = true, ["do"] = true, double = true, ["else"] = true,
-  enum = true, extern = true, float = true, ["for"] = true, ["goto"] = true, ["if"] = true,
-  int = true, long = true, register = true, ["return"] = true, short = true, signed = true,
-  sizeof = true, static = true, struct = true, switch = true, typedef = true, union = true,
-  unsigned = true, void = true, volatile = true, ["while"] = true, li = true}
+local RESERVED = {li = true}
+for w in ([[auto break case char const continue default do double else enum extern float
+  for goto if int long register return short signed sizeof static struct switch typedef union
+  unsigned void volatile while inline restrict _Bool _Complex _Imaginary bool true false
+  kernel __kernel global __global local __local constant __constant private __private
+  generic __generic read_only write_only read_write half size_t ptrdiff_t intptr_t uintptr_t
+  uchar ushort uint ulong image2d_t image3d_t sampler_t event_t asm __asm __asm__ typeof
+  _Alignof _Alignas _Atomic _Generic _Noreturn _Static_assert _Thread_local _Pragma
+  __pragma]]):gmatch("%S+") do
+  RESERVED[w] = true
+end
 
 -- x:map(expr [, vars]): one kernel computing the OpenCL C expression
 -- expr of x (named x) and vars (names -> numbers or tensors), in the
@@ -426,10 +431,10 @@ function methods.map(x, expr, vars, ...)
     for k in next, vars do list[#list + 1] = k end
     for _, k in ipairs(list) do
       if type(k) ~= "string" or not k:match("^[%a_][%w_]*$") or RESERVED[k] or
-         k:match("^lg_") or k:match("^get_") then
-        fail(fn, "argument #2: %s is not a usable variable name (an identifier, not a C " ..
-             "keyword, not li, not starting with lg_ or get_: luagpu's generated code " ..
-             "uses those)", show(k))
+         RESERVED[k:match("^(%a+)%d+$") or false] or k:match("^lg_") or k:match("^get_") then
+        fail(fn, "argument #2: %s is not a usable variable name (an identifier, not a C or " ..
+             "OpenCL C keyword or type name, not li, not starting with lg_ or get_: " ..
+             "luagpu's generated code uses those)", show(k))
       end
       if k == "x" then fail(fn, "argument #2: 'x' names the tensor itself") end
     end
