@@ -18,7 +18,7 @@ H.module = {
   extend = "gpu.extend(class, methods): adds Lua methods to a luagpu class (\"Device\", ...)",
   kernel_source = "gpu.kernel_source(name): the source of a built-in kernels/NAME.cl",
   array = "gpu.array(type, n | table | shape): a typed host array, zero-filled or from a table",
-  load = "gpu.load(path): a host array from a NumPy .npy file",
+  load = "gpu.load(path [, type | dev]): a host array (or a tensor on dev) from a NumPy .npy file",
   localmem = "gpu.localmem(type, count): local memory per work-group, for a __local parameter",
   wait = "gpu.wait(ev, ...): waits for all, raises if one failed, returns their results",
   user_event = "gpu.user_event(dev): an Event the script sets with :complete() or :fail(msg)",
@@ -68,7 +68,7 @@ class("Device", {
   "parent", "image_support",
 }, {
   buffer = "dev:buffer(type, n | shape [, {access =, host =, use_host =, pinned =, init =, collect =}]): a device buffer",
-  scalar = "dev:scalar(type): a one-element buffer; its read gives the number",
+  scalar = "dev:scalar(type [, value]): a one-element buffer; its read gives the number",
   build = "dev:build(source [, {options =, defines =}]): compiles OpenCL C into a Program",
   build_file = "dev:build_file(path [, opts]): the same for a file",
   queue = "dev:queue([{out_of_order =, profiling =}]): a new command queue",

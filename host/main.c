@@ -398,6 +398,9 @@ static int incomplete(lua_State *L, int status) {
 
 /* Compiles the code on top (a Lua string: it may hold NUL bytes) as
 ** "return code" (an expression, whose values print), else as statements.
+** An expression runs as "return select(1, code\n)": the same values, but
+** its calls are no tail calls, so an error a helper raises names the
+** line (stdin:1:) of the call, whose frame a tail call had replaced.
 ** Pushes the function and returns LUA_OK, or pushes the error and returns
 ** its status; *more says that reading on may help. */
 static int compile(lua_State *L, int *more) {
@@ -409,7 +412,19 @@ static int compile(lua_State *L, int *more) {
   lua_concat(L, 2);
   status = luaL_loadbuffer(L, lua_tostring(L, -1), lua_rawlen(L, -1), "=stdin");
   lua_remove(L, -2);
-  if (status == LUA_OK) return LUA_OK;
+  if (status == LUA_OK) {
+    lua_pushliteral(L, "return select(1, ");
+    lua_pushvalue(L, -3);
+    lua_pushliteral(L, "\n)");
+    lua_concat(L, 3);
+    if (luaL_loadbuffer(L, lua_tostring(L, -1), lua_rawlen(L, -1), "=stdin") == LUA_OK) {
+      lua_remove(L, -2);               /* the select form's text */
+      lua_remove(L, -2);               /* the plain form's function */
+    } else {
+      lua_pop(L, 2);                   /* its error and text: the plain form stays */
+    }
+    return LUA_OK;
+  }
   ret_more = incomplete(L, status);
   lua_pop(L, 1);
   status = luaL_loadbuffer(L, code, len, "=stdin");

@@ -381,7 +381,9 @@ function M.help(v)
     lines[1] = head .. ": fields " .. table.concat(cls.fields, ", ")
   end
   local methods = names_of(v, ":")
-  if type(v) == "table" and not mt then
+  -- a plain table, or a module (a table of its own functions, as
+  -- gpu.tensor): its fields; an object of a script's class: its methods
+  if type(v) == "table" and not cls and (not mt or next(v) ~= nil) then
     local keys = names_of(v, ".")
     if #keys > 0 then lines[1] = "table: fields " .. table.concat(keys, ", ") end
     methods = {}

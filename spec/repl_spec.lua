@@ -279,6 +279,20 @@ describe("the REPL's help and printer", function()
                    true)
   end)
 
+  it("names the line of an expression whose helper raised, and prints its values", function()
+    -- (the expression ran as `return LINE`, a tail call: the error lost
+    -- its stdin:1: and the traceback its main chunk)
+    local out, err = piped("m = dev:tensor('float', {2, 3}, 1)\nm:mm(m)\n1, nil, 3 -- c\n"
+                           .. "print((m:sum(1)):get()[2])\n")
+    assert.matches("stdin:1: luagpu: tensor:mm: shapes {2, 3} and {2, 3} do not multiply", err,
+                   1, true)
+    assert.matches("\tstdin:1: in main chunk\n", err, 1, true)
+    assert.matches("1\tnil\t3\n2.0\n", out, 1, true)
+    -- a module's functions are fields, listed with its own names
+    out = piped("help(gpu.tensor)\n")
+    assert.matches("table: fields MAX_DIMS, cat, ", out, 1, true)
+  end)
+
   it("prints a tensor with its type and shape first, summarised past 1000 elements", function()
     local out = piped("dev:tensor('float', {2, 3}, {1, 2, 3, 4, 5, 6.5})\n"
                       .. "dev:arange('int', 2000):reshape({2, 1000})\n")

@@ -83,7 +83,27 @@ describe("tensor indexing", function()
               function() return x.sumn end)
     has_error("luagpu: tensor: no field or method 'shpe' (did you mean 'shape'?)",
               function() return x.shpe end)
-    has_error("luagpu: tensor: field 'foo' is read-only", function() x.foo = 1 end)
+    has_error("luagpu: tensor: cannot set 'foo': a tensor's fields are read-only, and it " ..
+              "takes no new ones", function() x.foo = 1 end)
+    has_error("luagpu: tensor: field 'shape' is read-only", function() x.shape = {1} end)
+    -- what NumPy and PyTorch users try first (the messages named a table
+    -- or luagpu.Tensor as a missing field, or were Lua's own)
+    has_error("luagpu: tensor: no field or method 'matmul' (in luagpu: x:mm(y))",
+              function() return x.matmul end)
+    has_error("luagpu: tensor: no field or method 'numel' (in luagpu: #x)",
+              function() return x.numel end)
+    has_error("luagpu: tensor[i]: a table is no position: index one dim at a time (x[i][j])",
+              function() return x[{1, 2}] end)
+    has_error("luagpu: tensor[i]: a tensor is no position: x:masked_select(mask)",
+              function() return x[x:gt(2)] end)
+    has_error("luagpu: tensor[i] =: a tensor is no position: x:masked_select(mask)",
+              function() x[x:gt(2)] = 0 end)
+    for _, f in ipairs{function() return x > 2 end, function() return x <= x end} do
+      has_error("luagpu: tensor: < <= > >= cannot compare tensors (Lua wants one boolean): " ..
+                "use x:lt(y), x:le(y), x:gt(y), x:ge(y)", f)
+    end
+    has_error("luagpu: tensor:sum: self: expected a tensor, got nil (call methods with a " ..
+              "colon: x:sum(...))", function() return x.sum() end)
     x:release()
     has_error("luagpu: tensor[i]: attempt to use a released tensor", function() return x[1] end)
     -- the line is the caller's

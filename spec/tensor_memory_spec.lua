@@ -421,7 +421,10 @@ describe("tensor memory", function()
     y:release()
     assert.error_matches(function() y:get() end, msg, 1, true)
     assert.has_error(function() T.is_tensor(x); x.release(5) end,
-                     "luagpu: tensor:release: argument #0: expected a tensor, got number")
+                     "luagpu: tensor:release: self: expected a tensor, got number (call " ..
+                     "methods with a colon: x:release(...))")
+    -- printing a released tensor says so (it printed the error of a read)
+    assert.equal("luagpu.Tensor<float>{64} (released)", tostring(x))
   end)
 
   it("keeps a block that other tensors view when one of them is released", function()

@@ -229,10 +229,16 @@ function X.storage_for(x)
   return memory.storage(type(e.fn) == "string" and e.fn or "tensor", x._dev, e.type, x._n)
 end
 
+-- Raises for a method of fn ("tensor:sum") called on x, not a tensor: most
+-- often x.sum() written for x:sum().
+function X.not_self(fn, x)
+  local name = fn:match(":([%w_]+)$") or "method"
+  fail(fn, "self: expected a tensor, got %s (call methods with a colon: x:%s(...))",
+       typename(x), name)
+end
+
 local function check_self(x)
-  if not is_tensor(x) then
-    fail("tensor:release", "argument #0: expected a tensor, got %s", typename(x))
-  end
+  if not is_tensor(x) then X.not_self("tensor:release", x) end
 end
 
 -- x:release() (also __close): x is unusable from now on. A lazy x stops
@@ -328,6 +334,7 @@ end
 -- one realized here was, by the launch that realized it.
 function X.check(fn, arg, x, lazy_ok)
   if not is_tensor(x) then
+    if arg == 0 then X.not_self(fn, x) end
     fail(fn, "argument #%d: expected a tensor, got %s", arg, typename(x))
   end
   if not x._expr then

@@ -235,6 +235,7 @@ end
 
 MT.__tostring = function(x)
   local head = format("luagpu.Tensor<%s>%s", x._type, show_shape(x._shape))
+  if rawget(x, "_st") == O.RELEASED then return head .. " (released)" end
   local shape, t = x._shape, x._type
   -- (an empty tensor of many rows, {2^40, 0}, is elided too: its rows print)
   local elide = x._n > SUMMARY

@@ -67,6 +67,23 @@ O.MAX_DIMS, O.MAX_ELEMENTS = MAX_DIMS, MAX_ELEMENTS
 -- x[i] and x[i] = v (luagpu.tensor.views sets them: O.index(x, i),
 -- O.set_index(x, i, v)).
 O.index, O.set_index = nil, nil
+local not_a_position, ELSEWHERE             -- (below)
+
+-- Names NumPy and PyTorch users try, and what luagpu calls them.
+ELSEWHERE = {matmul = "x:mm(y)", T = "x:t()", view = "x:reshape(shape)",
+             resize = "x:reshape(shape)", numel = "#x", size = "x.shape",
+             dim = "x.ndim", tolist = "x:totable()", numpy = "x:get()", cpu = "x:get()",
+             dtype = "x.type", copy = "x:clone()"}
+
+-- x[k] for a table k: NumPy's a[i, j], a[mask] and a[idx] are other calls.
+not_a_position = function(what, k)
+  if O.is_tensor(k) then
+    fail(what, "a tensor is no position: x:masked_select(mask) / x:masked_fill(mask, v) for " ..
+         "a mask, x:take(idx) / x:put(idx, v) or x:index_select(dim, idx) for positions")
+  end
+  fail(what, "a table is no position: index one dim at a time (x[i][j]), or take views with " ..
+       "x:select(dim, i) and x:slice(dim, first, last [, step])")
+end
 
 -- Methods, then fields, then a number: x[i]; any other key raises. (A
 -- number is never a method's or a field's name: indexing costs method
@@ -80,14 +97,29 @@ MT.__index = function(t, k)
   -- launch check (O.check_bounds) names it
   if type(k) == "string" and k:byte(1) == 95 then return nil end
   if type(k) == "number" then return O.index(t, k) end
+  if type(k) == "table" then not_a_position("tensor[i]", k) end
   fail("tensor", "no field or method %s%s", type(k) == "string" and "'" .. k .. "'" or show(k),
-       H.did_you_mean(k, methods, fields))
+       ELSEWHERE[k] and " (in luagpu: " .. ELSEWHERE[k] .. ")" or H.did_you_mean(k, methods, fields))
 end
 
 MT.__newindex = function(t, k, v)
   if type(k) == "number" then return O.set_index(t, k, v) end
-  fail("tensor", "field '%s' is read-only", tostring(k))
+  if type(k) == "table" then not_a_position("tensor[i] =", k) end
+  if type(k) == "string" and (fields[k] or methods[k]) then
+    fail("tensor", "field '%s' is read-only", k)
+  end
+  fail("tensor", "cannot set %s: a tensor's fields are read-only, and it takes no new ones",
+       type(k) == "string" and "'" .. k .. "'" or show(k))
 end
+
+-- Lua's < <= > >= must give a boolean, so they cannot compare elements:
+-- they raise, naming the methods that do.
+local function no_order()
+  fail("tensor", "< <= > >= cannot compare tensors (Lua wants one boolean): use x:lt(y), " ..
+       "x:le(y), x:gt(y), x:ge(y) (a uchar tensor; x:eq(y) for ==, which on tensors is " ..
+       "Lua's identity)")
+end
+MT.__lt, MT.__le = no_order, no_order
 
 MT.__len = function(t) return t._n end
 
