@@ -260,6 +260,11 @@ describe("tensor constructors", function()
        dev, "int", {2}, 2.5},
       {"luagpu: device:full: argument #3: expected a number, got nil", dev.full, dev, "int", {2}},
       {"luagpu: device:zeros: self: expected a luagpu.Device, got nil", dev.zeros, nil, "int", 2},
+      -- NumPy's zeros(2, 3) habit: the message names the table a shape is
+      {"luagpu: device:zeros: argument #3: expected no more arguments, got number (a shape of " ..
+       "several dims is one table: {2, 3, ...})", dev.zeros, dev, "float", 2, 3},
+      {"luagpu: device:ones: argument #3: expected no more arguments, got number (a shape of " ..
+       "several dims is one table: {2, 3, ...})", dev.ones, dev, "float", 2, 3},
       {"luagpu: device:eye: argument #2: rows: expected an integer >= 0, got -3", dev.eye, dev,
        "float", -3},
       {"luagpu: device:eye: argument #3: columns: expected an integer >= 0, got 2.5", dev.eye,
@@ -332,7 +337,8 @@ describe("tensor constructors", function()
     has_error("luagpu: tensor:full_like: argument #1: expected a number, got nil", x.full_like, x)
     has_error("luagpu: tensor:zeros_like: argument #1: expected an element type", x.zeros_like,
               x, "bogus")
-    has_error("luagpu: tensor:ones_like: argument #0: expected a tensor, got number",
+    has_error("luagpu: tensor:ones_like: self: expected a tensor, got number (call " ..
+              "methods with a colon: x:ones_like(...))",
               x.ones_like, 3)
     has_error("luagpu: tensor:full_like: argument #1: -1 does not fit uint (0 to 4294967295)",
               x.full_like, x, -1, "uint")

@@ -453,9 +453,11 @@ out = [np.logical_and(a, b), np.logical_or(a, b), np.logical_not(a), np.logical_
               function() return f:atan2("x") end)
     has_error("luagpu: tensor:fmod: shapes {2} and {3} do not broadcast (dim 1: 2 vs 3)",
               function() return f:fmod(dev:tensor("float", {3})) end)
-    has_error("luagpu: tensor:tan: argument #0: expected a tensor, got number",
+    has_error("luagpu: tensor:tan: self: expected a tensor, got number (call " ..
+              "methods with a colon: x:tan(...))",
               function() return f.tan(3) end)
-    has_error("luagpu: tensor:isnan: argument #0: expected a tensor, got nil", f.isnan)
+    has_error("luagpu: tensor:isnan: self: expected a tensor, got nil (call " ..
+              "methods with a colon: x:isnan(...))", f.isnan)
     has_error("luagpu: tensor:logical_and: argument #2: expected a tensor or a number, got table",
               function() return f:logical_and({}) end)
     local r = dev:tensor("int", {1})

@@ -390,7 +390,8 @@ describe("x:softmax, x:log_softmax, x:logsumexp", function()
                  "got \"yes\"", message(x.logsumexp, x, 1, {keepdim = "yes"}))
     assert.matches("^luagpu: tensor:logsumexp: argument #2: unknown option 'keep'",
                    message(x.logsumexp, x, 1, {keep = true}))
-    assert.equal("luagpu: tensor:softmax: argument #0: expected a tensor, got number",
+    assert.equal("luagpu: tensor:softmax: self: expected a tensor, got number (call " ..
+              "methods with a colon: x:softmax(...))",
                  message(x.softmax, 5))
     local r = dev:tensor("float", {4})
     r:release()

@@ -570,6 +570,10 @@ print(pcall(y.get, y))
           y._expr.args = setmetatable({}, {__index = function() end}); return y end},
         {"its expression's numbers", function() local y = x + 1; y._expr.args[2].value = "1; }"; return y end},
         {"its expression's numbers", function() local y = (x + 1) * 2; y._expr.args[2].value = {}; return y end},
+        -- (a value the scalar's type cannot hold raised from the launch's binding)
+        {"its expression's numbers", function() local y = i + 1; y._expr.args[2].value = 2^70; return y end},
+        {"its expression's numbers", function() local y = i + 1
+          y._expr.args[2].value = math.maxinteger; return y end},
         {"metatable", function() local y = dev:tensor("float", {8}) + 1
           y._expr.args[1].x = {}; return y end},
         {"its expression's nodes", function() local y = (x + 1) * 2
@@ -997,7 +1001,8 @@ print(pcall(y.get, y))
                 x.topk, x, 1, 2, "largest")
       has_error("luagpu: tensor:topk: expected a tensor of at least 1 dim, got a 0-d one",
                 x.topk, dev:tensor("float", {}), 0)
-      has_error("luagpu: tensor:topk: argument #0: expected a tensor, got number", x.topk, 5, 1)
+      has_error("luagpu: tensor:topk: self: expected a tensor, got number (call " ..
+                "methods with a colon: x:topk(...))", x.topk, 5, 1)
       local r = dev:tensor("float", {4})
       r:release()
       has_error("luagpu: tensor:topk: attempt to use a released tensor", r.topk, r, 1)

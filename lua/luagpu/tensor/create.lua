@@ -185,17 +185,27 @@ end
 
 local DM = C.device_methods
 
+-- O.no_more for a call whose argument shape came before the extra ones:
+-- dev:zeros("float", 2, 3) names the table a shape of several dims is.
+local function no_more_after_shape(fn, n, shape, ...)
+  if type(shape) == "number" and type((...)) == "number" then
+    fail(fn, "argument #%d: expected no more arguments, got number (a shape of several " ..
+         "dims is one table: {%s, %s, ...})", n, show(shape), show((...)))
+  end
+  O.no_more(fn, n, ...)
+end
+
 -- dev:zeros(t, shape), dev:ones(t, shape), dev:full(t, shape, v)
 function DM.zeros(dev, t, shape, ...)
   local fn = "device:zeros"
-  O.no_more(fn, 3, ...)
+  no_more_after_shape(fn, 3, shape, ...)
   local list, n = check_new(fn, dev, t, shape)
   return filled(fn, dev, t, list, n, 0, 3)
 end
 
 function DM.ones(dev, t, shape, ...)
   local fn = "device:ones"
-  O.no_more(fn, 3, ...)
+  no_more_after_shape(fn, 3, shape, ...)
   local list, n = check_new(fn, dev, t, shape)
   return filled(fn, dev, t, list, n, 1, 3)
 end

@@ -26,6 +26,7 @@ local ipairs, pairs, tostring, pcall = ipairs, pairs, tostring, pcall
 local type, getmetatable = type, getmetatable
 local convert, emit, BY_NAME = OPS.convert, OPS.emit, OPS.by_name
 local TYPES = TY.SIZES
+local FLOATS, fits = TY.FLOATS, TY.fits
 local MT, bad = O.MT, O.bad
 
 local S = {}
@@ -111,7 +112,9 @@ local function walk(e, t, leaves, scalars, fn, count)
     if x._type ~= et then t = child(t, "!" .. tostring(x._type)) end
     return t, count
   elseif kind == "scalar" then
-    if type(e.value) ~= "number" then bad_node(fn, "numbers") end
+    local v = e.value
+    -- (a value its type cannot hold: a script changed the node)
+    if type(v) ~= "number" or not FLOATS[et] and fits(et, v) then bad_node(fn, "numbers") end
     scalars[#scalars + 1] = e
     t = t.S or child(t, "S")
     return t[et] or child(t, et), count
