@@ -204,9 +204,9 @@ function H.check_keys(fn, where, t, known, noun)
   for k in next, t do
     if not known.set[k] then
       -- (a key's own __tostring is not called: it may raise or lie)
-      local t = type(k)
-      local name = t == "string" and not k:find("[%z\1-\31\127]") and "'" .. k .. "'"
-                   or (t == "number" or t == "boolean") and "'" .. H.show(k) .. "'" or H.show(k)
+      local kt = type(k)
+      local name = kt == "string" and not k:find("[%z\1-\31\127]") and "'" .. k .. "'"
+                   or (kt == "number" or kt == "boolean") and "'" .. H.show(k) .. "'" or H.show(k)
       fail(fn, "%sunknown %s %s (expected %s)", where, noun, name, known.list)
     end
   end

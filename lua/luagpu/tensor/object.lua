@@ -98,8 +98,9 @@ MT.__index = function(t, k)
   if type(k) == "string" and k:byte(1) == 95 then return nil end
   if type(k) == "number" then return O.index(t, k) end
   if type(k) == "table" then not_a_position("tensor[i]", k) end
+  local other = ELSEWHERE[k]
   fail("tensor", "no field or method %s%s", type(k) == "string" and "'" .. k .. "'" or show(k),
-       ELSEWHERE[k] and " (in luagpu: " .. ELSEWHERE[k] .. ")" or H.did_you_mean(k, methods, fields))
+       other and " (in luagpu: " .. other .. ")" or H.did_you_mean(k, methods, fields))
 end
 
 MT.__newindex = function(t, k, v)
