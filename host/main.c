@@ -256,11 +256,12 @@ static void print_usage(FILE *f) {
   fflush(f);
 }
 
-/* "luagpu 0.1.0 (Lua 5.4.6, OpenCL 1.2)" and what follows, on f. */
+/* "luagpu 0.1.0 (Lua 5.4.6, OpenCL 1.2 API)" and what follows, on f: the OpenCL
+** version is the API luagpu is built against; a platform may offer more. */
 static void print_version(lua_State *L, FILE *f, const char *more) {
   lua_getglobal(L, "gpu");
   lua_getfield(L, -1, "version");
-  fprintf(f, "%s %s (%s, OpenCL %d.%d)%s\n", PROGNAME,
+  fprintf(f, "%s %s (%s, OpenCL %d.%d API)%s\n", PROGNAME,
           lua_isstring(L, -1) ? lua_tostring(L, -1) : LG_VERSION, LUA_RELEASE,
           CL_TARGET_OPENCL_VERSION / 100, CL_TARGET_OPENCL_VERSION % 100 / 10, more);
   fflush(f);
@@ -398,7 +399,7 @@ static int incomplete(lua_State *L, int status) {
 
 /* Compiles the code on top (a Lua string: it may hold NUL bytes) as
 ** "return code" (an expression, whose values print), else as statements.
-** An expression runs as "return select(1, code\n)": the same values, but
+** An expression runs as "return select(1, code)": the same values, but
 ** its calls are no tail calls, so an error a helper raises names the
 ** line (stdin:1:) of the call, whose frame a tail call had replaced.
 ** Pushes the function and returns LUA_OK, or pushes the error and returns
@@ -413,17 +414,24 @@ static int compile(lua_State *L, int *more) {
   status = luaL_loadbuffer(L, lua_tostring(L, -1), lua_rawlen(L, -1), "=stdin");
   lua_remove(L, -2);
   if (status == LUA_OK) {
-    lua_pushliteral(L, "return select(1, ");
-    lua_pushvalue(L, -3);
-    lua_pushliteral(L, "\n)");
-    lua_concat(L, 3);
-    if (luaL_loadbuffer(L, lua_tostring(L, -1), lua_rawlen(L, -1), "=stdin") == LUA_OK) {
-      lua_remove(L, -2);               /* the select form's text */
-      lua_remove(L, -2);               /* the plain form's function */
-    } else {
-      lua_pop(L, 2);                   /* its error and text: the plain form stays */
+    /* ")" on the code's last line (an error's line is where its operand
+    ** was loaded, which a ")" on a line of its own would be), else after
+    ** a line break (the code ends in a -- comment) */
+    static const char *const close[] = {")", "\n)"};
+    int k;
+    for (k = 0; k < 2; k++) {
+      lua_pushliteral(L, "return select(1, ");
+      lua_pushvalue(L, -3);
+      lua_pushstring(L, close[k]);
+      lua_concat(L, 3);
+      if (luaL_loadbuffer(L, lua_tostring(L, -1), lua_rawlen(L, -1), "=stdin") == LUA_OK) {
+        lua_remove(L, -2);             /* the select form's text */
+        lua_remove(L, -2);             /* the plain form's function */
+        return LUA_OK;
+      }
+      lua_pop(L, 2);                   /* its error and text */
     }
-    return LUA_OK;
+    return LUA_OK;                     /* the plain form */
   }
   ret_more = incomplete(L, status);
   lua_pop(L, 1);

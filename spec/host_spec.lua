@@ -214,7 +214,7 @@ describe("the luagpu program", function()
       local out, err, code = run("-v")
       assert.equals("", err)
       assert.equals(0, code)
-      assert.matches("^luagpu " .. gpu.version:gsub("%.", "%%.") .. " %(Lua 5%.4%.%d+, OpenCL 1%.2%)\n$", out)
+      assert.matches("^luagpu " .. gpu.version:gsub("%.", "%%.") .. " %(Lua 5%.4%.%d+, OpenCL 1%.2 API%)\n$", out)
     end)
 
     it("-v and the REPL say when a build takes over the threshold, the script alone not",
