@@ -529,7 +529,6 @@ void sort_onesweep(__global const K *src, ulong soff, __global K *dst, ulong dof
   __local K sk[TILE];                 /* the tile's keys in rank order */
   __local V sv[TILE];                 /* and what they carry */
   __local uint tile_no;
-  __local int trivial;                /* every key has one digit in this pass */
   LG_WARP_SCRATCH
   uint lid = get_local_id(0), lane = lid & 31, warp = lid >> 5;
   uint tile, j, d;
@@ -539,56 +538,19 @@ void sort_onesweep(__global const K *src, ulong soff, __global K *dst, ulong dof
   K kk[IPT];
   V vv[IPT];
   uint pk[IPT];                       /* rank in the warp's digit | digit << 16 */
-  /* A pass whose digit is one for every key (the high bytes of small
-     integers, of long keys below 2^32) keeps their order: every group
-     copies its tile and publishes nothing (each one finds the same, so
-     none looks back). At most one digit holds all n keys. (The counts are
-     read before the ticket's barrier, which hides their latency.) */
-  int all_mine = 0;
-  hist += hoff;
-  for (j = lid; j < RADIX; j += L)
-    if ((ulong)hist[j] == n) all_mine = 1;
   if (lid == 0) {
     uint t = atomic_inc(ticket);
     if (t == get_num_groups(0) - 1) *ticket = 0;
     tile_no = t;
-    trivial = 0;
   }
   for (j = lid; j < NWARP * RADIX; j += L) wh[j] = 0;
   barrier(CLK_LOCAL_MEM_FENCE);
   tile = tile_no;
+  hist += hoff;
   if (tile == 0) for (j = lid; j < nzero; j += L) zero[j] = 0;
   base = (ulong)tile * TILE;
   wbase = base + (ulong)warp * 32 * IPT;
   count = n - base < TILE ? (uint)(n - base) : TILE;
-  if (all_mine) trivial = 1;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (trivial) {
-    /* every load of the work-item's IPT keys first, then the stores */
-    uint r;
-#if IPT <= 32
-#pragma unroll
-#endif
-    for (r = 0; r < IPT; r++) {
-      ulong i = base + (ulong)r * L + lid;
-      if (i < n) {
-        kk[r] = src[soff + i];
-        vv[r] = carry == 1 ? vsrc[vsoff + i] : (V)i;
-      }
-    }
-#if IPT <= 32
-#pragma unroll
-#endif
-    for (r = 0; r < IPT; r++) {
-      ulong i = base + (ulong)r * L + lid;
-      if (i < n) {
-        if (keys_out) dst[doff + i] = kk[r];
-        if (positions) pdst[pdoff + i] = (long)vv[r] + pbase;
-        else if (carry) vdst[vdoff + i] = vv[r];
-      }
-    }
-    return;
-  }
   lg_rank_tile(src, soff, vsrc, vsoff, carry, n, 0, shift, descending, 1, wbase, lane, mine,
                kk, vv, pk LG_WARP_ARGS);      /* mode 0: the key's digit */
   barrier(CLK_LOCAL_MEM_FENCE);

@@ -543,35 +543,6 @@ describe("algo.sort in one sweep a pass (option onesweep = true)", function()
     end)
   end
 
-  it("copies the passes whose digit is one for every key, and still sorts stably", function()
-    -- (a pass where every key has one digit keeps their order: each tile is
-    -- copied, no look-back; small integers' high bytes, long keys below
-    -- 2^32, keys all equal)
-    local cases = {
-      {"uint", function() return math.random(0, 999) end},          -- bytes 3 and 4: 0
-      {"long", function() return math.random(0, 70000) end},        -- bytes 4 to 8: 0
-      {"int", function() return math.random(0, 300) end},           -- a sign byte of 0x80
-      {"int", function() return 7 end},                             -- every pass
-    }
-    for _, c in ipairs(cases) do
-      local t, draw = c[1], c[2]
-      for _, n in ipairs {tile - 1, 3 * tile + 7} do
-        local v = {}
-        for i = 1, n do v[i] = draw() end
-        for _, desc in ipairs {false, true} do
-          local vals, what = select(4, sort_checked(t, v, desc, {onesweep = true}))
-          local gv = get(vals)
-          local k2 = buffer(t, v)                             -- keys only
-          algo.sort(k2, {descending = desc, onesweep = true})
-          same_keys(v, gv, get(k2), what .. ": keys only")
-          local pos = get((algo.argsort(buffer(t, v), {descending = desc, onesweep = true,
-                                                      type = "int"})))
-          same(gv, pos, what .. ": argsort")
-        end
-      end
-    end
-  end)
-
   it("moves values of several types with the keys, and matches the passes of five kernels",
      function()
     local n = 2 * tile + 333
