@@ -223,6 +223,71 @@ out = [np.where(m != 0, 7, x).astype(x.dtype), x[m != 0], np.argwhere(x != 0) + 
     assert.same({0}, dev:tensor("float", {0}):masked_select(dev:tensor("uchar", {0})).shape)
   end)
 
+  -- masked_select, nonzero and unique select tile by tile (a count per
+  -- tile of algo.classes.X.scan_local work-items of 16 elements, their
+  -- scan, then each tile's kept elements): lengths at and past the tiles'
+  -- edges, masks kept nowhere, everywhere and at random, of several types,
+  -- and tiles of 4 work-items (many tiles), against what Lua finds.
+  it("selects by masks and finds runs across many tiles, at the tiles' edges", function()
+    local algo = gpu.algo
+    local cls = algo.classes[algo.classes[dev.type] and dev.type or "gpu"]
+    local saved = cls.scan_local
+    local function check_all(tile)
+      for _, n in ipairs {1, tile - 1, tile, tile + 1, 2 * tile, 3 * tile + 5, 17 * tile - 3} do
+        for _, density in ipairs {0, 1, 0.03, 0.5, 0.97} do
+          local hx, hm = {}, {}
+          for i = 1, n do
+            hx[i] = math.random(-1000, 1000) / 8
+            hm[i] = math.random() < density and (i % 3 == 0 and 0 / 0 or i % 5 - 7) or 0
+          end
+          local x = dev:tensor("float", {n}, hx)
+          local m = dev:tensor("double", {n}, hm)       -- NaN is not 0: kept
+          local want, at = {}, {}
+          for i = 1, n do
+            if hm[i] ~= 0 then want[#want + 1] = hx[i]; at[#at + 1] = {i} end
+          end
+          assert.same(want, x:masked_select(m):totable())
+          assert.same(want, x:masked_select(m:ne(0)):totable())
+          local nz = m:nonzero()
+          assert.same({#at, 1}, nz.shape)
+          if #at > 0 then assert.same(at, nz:totable()) end
+        end
+        -- runs of equal values, some across tiles; -0.0 equals 0.0; NaNs one run, last
+        local hv = {}
+        for i = 1, n do
+          local r = math.random()
+          hv[i] = r < 0.1 and 0 / 0 or r < 0.2 and -0.0 or r < 0.3 and 0.0 or
+                  math.random(1, 1 + n // 50)
+        end
+        local v, c = dev:tensor("float", {n}, hv):unique()
+        local count, nans = {}, 0
+        for i = 1, n do
+          if hv[i] ~= hv[i] then nans = nans + 1 else count[hv[i]] = (count[hv[i]] or 0) + 1 end
+        end
+        local keys = {}
+        for k in pairs(count) do keys[#keys + 1] = k end
+        table.sort(keys)
+        local wv, wc = {}, {}
+        for i, k in ipairs(keys) do wv[i], wc[i] = k, count[k] end
+        local gv, gc = v:totable(), c:totable()
+        if nans > 0 then
+          assert.is_true(gv[#gv] ~= gv[#gv])
+          assert.equal(nans, gc[#gc])
+          gv[#gv], gc[#gc] = nil, nil
+        end
+        assert.same(wv, gv)
+        assert.same(wc, gc)
+      end
+    end
+    local ok, err = pcall(function()
+      check_all(16 * math.min(cls.scan_local, dev.max_work_group_size))
+      cls.scan_local = 4
+      check_all(64)
+    end)
+    cls.scan_local = saved
+    assert(ok, err)
+  end)
+
   it("raises for positions out of range, found on the device, and bad arguments", function()
     local x = dev:arange("float", 12):reshape{3, 4}
     has_error("luagpu: tensor:gather: argument #2: position 4 is out of range (1 to 3, or -3 " ..

@@ -13,7 +13,7 @@ local TY = require "luagpu.core.types"
 local B = require "luagpu.algo.base"
 local S = require "luagpu.algo.scan"
 
-local type, concat = type, table.concat
+local type, concat, pairs, min, max = type, table.concat, pairs, math.min, math.max
 local fail, show, typename = H.fail, H.show, H.typename
 local SIZES, INTEGERS = TY.SIZES, TY.INTEGERS
 
@@ -34,9 +34,7 @@ local function entry_for(fn, dev, t, pred, it)
                        ("predicate '%s' for %s"):format(pred, t))
   local map = "(((" .. pred .. ")) ? 1u : 0u)"
   e = {values = prog.compact_values, positions = prog.compact_positions,
-       partition = prog.compact_partition, stepped = prog.compact_stepped,
-       stepped_at = prog.compact_stepped_at, run_starts = prog.compact_run_starts,
-       run_lengths = prog.compact_run_lengths,
+       partition = prog.compact_partition, run_lengths = prog.compact_run_lengths,
        spec = {type = t, acc = "uint", map = map, op = "a + b", neutral = "0", custom = true,
                key = concat({"compact", t, map}, "\0")}}
   entries[key] = e
@@ -183,49 +181,119 @@ function M.partition(b, pred, opts)
   return out, c, ev
 end
 
+------------------------------------------------------------------ tiled selection
+
+-- The tensors' selections (masked_select, unique, nonzero) by tiles of
+-- TILE_ITEMS elements a work-item (compact.cl's compact_tile_*): the count
+-- of each tile, the scan of those counts, one read of the total, and one
+-- kernel writing each tile's kept elements. Where the per-element scan
+-- wrote and read back a position per element (4 bytes each way), these
+-- read the input twice: 2^24 floats by a mask, 3 passes of 336 MB become
+-- 2 of 112 MB.
+local TILE_ITEMS = 16
+local TILE_COUNTS_SPEC = {type = "uint", acc = "uint", map = "x", op = "a + b", neutral = "0",
+                          custom = true, key = "compact\0tile counts"}
+
+-- The tiled kernels for elements of type t kept by a mask of type mt
+-- (runs: mt is t, and an element is kept where a run of equal sorted
+-- values starts), positions of type it: {counts, select, select_at,
+-- positions, L, tile}.
+local function tiled_for(fn, dev, t, mt, runs, it)
+  local cls, sig = B.device_class(fn, dev)
+  local entries = ST.device_entries(cache, dev, sig)
+  local key = concat({"tiled", t, mt, runs and "runs" or "mask", it}, "\0")
+  local e = entries[key]
+  if e then return e end
+  local L = min(cls.scan_local, ST.floor_pow2(dev.max_work_group_size))
+  while true do
+    local prog = B.build(fn, dev, {{"T", t}, {"IT", it}, {"PRED", "1"}, {"MT", mt},
+                                   {"RUNS", runs and 1 or 0}, {"L", L}, {"IPT", TILE_ITEMS}},
+                         "compact.cl")
+    e = {L = L, tile = L * TILE_ITEMS}
+    local wgs = math.huge
+    for name, kernel in pairs {counts = "compact_tile_counts", select = "compact_tile_select",
+                               select_at = "compact_tile_select_at",
+                               positions = "compact_tile_positions"} do
+      e[name] = prog:kernel(kernel)
+      wgs = min(wgs, e[name].work_group_size)
+    end
+    if wgs >= L or L <= 4 then break end
+    L = max(4, ST.floor_pow2(wgs))
+  end
+  entries[key] = e
+  return e
+end
+
+-- Counts the kept elements of the n at (mroot, moff) tile by tile, scans
+-- the counts and reads the total: returns it, the scanned counts and the
+-- sequence (on dev's default queue).
+local function tiled_count(fn, e, mroot, moff, n, dev)
+  local groups = (n + e.tile - 1) // e.tile
+  local waits = {}
+  ST.wait_for_last_user(e, nil, dev, waits)
+  local seq = B.sequence(nil, waits)
+  local counts = ST.scratch_buffer(e, dev, "counts_buffer", "uint", groups)
+  local incl = ST.scratch_buffer(e, dev, "places_buffer", "uint", groups)
+  seq:run(e.counts(mroot, moff, n, counts), {groups * e.L}, {e.L})
+  seq.last = S.run(fn, {spec = TILE_COUNTS_SPEC, x = counts, xoff = 0, n = groups, rowlen = 0,
+                        out = incl, ooff = 0, exclusive = false, wait = waits,
+                        quiet = seq.quiet})
+  local c = incl:sub(groups, groups):get(seq:opts() or {})[1]   -- (a blocking get)
+  return c, incl, seq, groups
+end
+
 -- The n elements of type t at (root, off) where the n elements of the
 -- mask (type mt at (mroot, moff)) are not 0, in order (luagpu.tensor's
--- masked_select and unique; arguments checked by them): the scan of the
--- mask, its count read, one kernel that moves the kept elements.
--- make_out(count) returns the buffer and offset to write them to, and
--- optionally a long buffer and offset for their 1-based positions in the
--- input. Returns the count.
+-- masked_select; arguments checked by it). make_out(count) returns the
+-- buffer and offset to write them to. Returns the count.
 function M.select(fn, t, root, off, mt, mroot, moff, n, dev, make_out)
   if n > MAX_COUNT then fail(fn, "%d elements are too many (at most 2^32 - 1)", n) end
-  local o = {wait = {}}
-  local c, pos, seq, em = count(fn, "x != 0", o, mt, mroot, moff, n, dev)
-  local oroot, ooff, aroot, aoff = make_out(c)
+  local e = tiled_for(fn, dev, t, mt, false, "long")
+  local c, incl, seq, groups = tiled_count(fn, e, mroot, moff, n, dev)
+  local oroot, ooff = make_out(c)
   if c > 0 then
-    local e = entry_for(fn, dev, t, "1", "long")
-    if aroot then seq:run(e.stepped_at(root, off, pos, n, oroot, ooff, aroot, aoff), {n})
-    else seq:run(e.stepped(root, off, pos, n, oroot, ooff), {n}) end
+    seq:run(e.select(root, off, mroot, moff, n, incl, oroot, ooff), {groups * e.L}, {e.L})
   end
-  ST.set_last_user(em, seq.last, nil, dev)     -- (false: ordered by the default queue)
+  ST.set_last_user(e, seq.last, nil, dev)     -- (false: ordered by the default queue)
+  return c
+end
+
+-- The 1-based positions (long) of the n elements of type mt at (mroot,
+-- moff) that are not 0, in order (luagpu.tensor's nonzero). make_out(count)
+-- returns the buffer and offset to write them to. Returns the count.
+function M.positions(fn, mt, mroot, moff, n, dev, make_out)
+  if n > MAX_COUNT then fail(fn, "%d elements are too many (at most 2^32 - 1)", n) end
+  local e = tiled_for(fn, dev, mt, mt, false, "long")
+  local c, incl, seq, groups = tiled_count(fn, e, mroot, moff, n, dev)
+  local aroot, aoff = make_out(c)
+  if c > 0 then
+    seq:run(e.positions(mroot, moff, n, incl, aroot, aoff), {groups * e.L}, {e.L})
+  end
+  ST.set_last_user(e, seq.last, nil, dev)
   return c
 end
 
 -- The runs of equal values in the n sorted elements of type t at (root,
--- off) on dev (luagpu.tensor's unique; arguments checked by it): a kernel
--- that marks where each run starts, the scan of those marks and its count
--- read, one kernel that moves each run's first value and notes where it
--- starts, one that turns those places into lengths. make_out(count)
--- returns the buffer and offset for the values, then a long buffer and
--- offset for the lengths, and a long buffer and offset of count elements
--- to note the starts in (scratch). NaNs (sorted last) are one run.
--- Returns the count.
-function M.runs(fn, t, root, off, n, dev, make_out, make_starts)
+-- off) on dev (luagpu.tensor's unique; arguments checked by it): the tiled
+-- selection of where each run starts (an element that differs from the one
+-- before, unless that one is NaN: the NaNs sorted last are one run), its
+-- first value and place, then one kernel that turns those places into
+-- lengths. make_out(count) returns the buffer and offset for the values,
+-- then a long buffer and offset for the lengths, and a long buffer and
+-- offset of count elements to note the starts in (scratch). Returns the
+-- count.
+function M.runs(fn, t, root, off, n, dev, make_out)
   if n > MAX_COUNT then fail(fn, "%d elements are too many (at most 2^32 - 1)", n) end
-  local e = entry_for(fn, dev, t, "1", "long")
-  local sroot, soff = make_starts(n)
-  local marks = B.sequence(nil, {})
-  marks:run(e.run_starts(root, off, n, sroot, soff), {n})
-  local c, pos, seq, em = count(fn, "x != 0", {wait = {}}, "uchar", sroot, soff, n, dev)
+  local e = tiled_for(fn, dev, t, t, true, "long")
+  local c, incl, seq, groups = tiled_count(fn, e, root, off, n, dev)
   local vroot, voff, lroot, loff, aroot, aoff = make_out(c)
   if c > 0 then
-    seq:run(e.stepped_at(root, off, pos, n, vroot, voff, aroot, aoff), {n})
-    seq:run(e.run_lengths(aroot, aoff, c, n, lroot, loff), {c})
+    seq:run(e.select_at(root, off, root, off, n, incl, vroot, voff, aroot, aoff),
+            {groups * e.L}, {e.L})
+    local k = entry_for(fn, dev, t, "1", "long")
+    seq:run(k.run_lengths(aroot, aoff, c, n, lroot, loff), {c})
   end
-  ST.set_last_user(em, seq.last, nil, dev)     -- (false: ordered by the default queue)
+  ST.set_last_user(e, seq.last, nil, dev)
   return c
 end
 

@@ -20,8 +20,6 @@ local TY = require "luagpu.core.types"
 local O = require "luagpu.tensor.object"
 local X = require "luagpu.tensor.expr"
 local E = require "luagpu.tensor.elementwise"
-local new_tensor = require("luagpu.tensor.create").new_tensor
-local algo = require("luagpu.tensor.interop").algo
 
 local type, ipairs, tostring, pcall, rawequal = type, ipairs, tostring, pcall, rawequal
 local fail, typename, show = H.fail, H.typename, H.show
@@ -587,22 +585,38 @@ function methods.masked_fill(x, mask, v, ...)
   return E.where(m:expand({table.unpack(xs)}), v, x):astype(x._type):eval()
 end
 
--- The flat positions (1-based, a long tensor) of the elements of
--- contiguous uchar mask m that are not 0 (luagpu.algo's nonzero), and
--- their count.
-local function nonzero_positions(fn, m)
-  local A = algo(fn, "nonzero", m._dev)      -- (dev's algo.classes checked under fn)
-  local pos, count = A.nonzero(O.elements_of(m), {type = "long"})
-  if count == 0 then return nil, 0 end
-  return new_tensor(m._dev, "long", {count}, pos), count
-end
-
 local compact     -- luagpu.algo.compact, loaded on first use
 
+-- luagpu.algo.compact, or an error naming fn where this build has no
+-- luagpu.algo.
+local function compact_module(fn)
+  if compact then return compact end
+  local ok, mod = pcall(require, "luagpu.algo.compact")
+  if not ok then
+    fail(fn, "not available: it needs luagpu.algo, which this build does not have")
+  end
+  compact = mod
+  return mod
+end
+
+-- The flat positions (1-based, a long tensor) of the elements of
+-- contiguous mask m that are not 0 (luagpu.algo.compact's tiled
+-- positions), and their count.
+local function nonzero_positions(fn, m)
+  local pos
+  local count = compact_module(fn).positions(fn, m._type, m._st.buf, m._off, m._n, m._dev,
+                                             function(c)
+    pos = O.empty(fn, m._dev, "long", {c})
+    return pos._st.buf, pos._off
+  end)
+  if count == 0 then return nil, 0 end
+  return pos, count
+end
+
 -- x:masked_select(mask): a 1-D tensor of x's elements where mask
--- (broadcast to x's shape) is not 0, in row-major order: the scan of the
--- mask, its count read, one kernel that moves the kept elements
--- (luagpu.algo.compact's select).
+-- (broadcast to x's shape) is not 0, in row-major order: luagpu.algo.
+-- compact's tiled select (a count per tile, their scan, the total read,
+-- one kernel moving each tile's kept elements).
 function methods.masked_select(x, mask, ...)
   local fn = "tensor:masked_select"
   check(fn, 0, x)
@@ -633,14 +647,7 @@ function methods.masked_select(x, mask, ...)
     end
   end
   if m._n == 0 then return O.empty(fn, dev, t, {0}) end
-  local A = compact
-  if not A then
-    local ok, mod = pcall(require, "luagpu.algo.compact")
-    if not ok then
-      fail(fn, "not available: it needs luagpu.algo, which this build does not have")
-    end
-    A, compact = mod, mod
-  end
+  local A = compact_module(fn)
   -- (c and m: x and mask, checked at the entry, or copies made here)
   local c, out = O.is_contiguous(x) and x or x:contiguous(), nil
   A.select(fn, t, c._st.buf, c._off, m._type, m._st.buf, m._off, m._n, dev, function(count)

@@ -216,9 +216,10 @@ end
 
 -- x:unique(): the distinct values of x, ascending (NaNs as one, last), and
 -- how many times each occurs (long): two 1-D tensors. By a sort, then
--- luagpu.algo.compact's runs: a kernel marking where each run of equal
--- values starts, their count, one kernel moving each run's first value, one
--- writing the runs' lengths.
+-- luagpu.algo.compact's runs: the tiled selection of where each run of
+-- equal values starts (a count per tile, their scan, the total read, one
+-- kernel moving each run's first value and place), one kernel writing the
+-- runs' lengths.
 function methods.unique(x, ...)
   local fn = "tensor:unique"
   check(fn, 0, x)
@@ -230,18 +231,15 @@ function methods.unique(x, ...)
   local dev = x._dev
   algo(fn, "sort", dev)
   local s = x:flatten():sort()
-  local values, counts, starts, at
+  local values, counts, at
   local A = require "luagpu.algo.compact"
   A.runs(fn, s._type, s._st.buf, s._off, n, dev, function(count)
     values = O.empty(fn, dev, s._type, {count})
     counts = O.empty(fn, dev, "long", {count})
     at = O.empty(fn, dev, "long", {count})
     return values._st.buf, values._off, counts._st.buf, counts._off, at._st.buf, at._off
-  end, function(len)
-    starts = O.empty(fn, dev, "uchar", {len})
-    return starts._st.buf, starts._off
   end)
-  O.drop(at); O.drop(starts); O.drop(s)
+  O.drop(at); O.drop(s)
   return values, counts
 end
 
