@@ -224,16 +224,18 @@ out = [np.where(m != 0, 7, x).astype(x.dtype), x[m != 0], np.argwhere(x != 0) + 
   end)
 
   -- masked_select, nonzero and unique select tile by tile (a count per
-  -- tile of algo.classes.X.scan_local work-items of 16 elements, their
-  -- scan, then each tile's kept elements): lengths at and past the tiles'
-  -- edges, masks kept nowhere, everywhere and at random, of several types,
-  -- and tiles of 4 work-items (many tiles), against what Lua finds.
+  -- tile, their scan, then each tile's kept elements; on GPUs a group of
+  -- algo.classes.X.scan_local work-items stages a tile in local memory, on
+  -- CPUs a work-item walks one): lengths at and past the tiles' edges,
+  -- masks kept nowhere, everywhere and at random, of several types, both
+  -- forms, and groups of 4 work-items (many tiles), against what Lua finds.
   it("selects by masks and finds runs across many tiles, at the tiles' edges", function()
     local algo = gpu.algo
+    local compact = require "luagpu.algo.compact"
     local cls = algo.classes[algo.classes[dev.type] and dev.type or "gpu"]
-    local saved = cls.scan_local
+    local saved_local, saved_staged = cls.scan_local, cls.scan_staged
     local function check_all(tile)
-      for _, n in ipairs {1, tile - 1, tile, tile + 1, 2 * tile, 3 * tile + 5, 17 * tile - 3} do
+      for _, n in ipairs {1, tile - 1, tile, tile + 1, 2 * tile, 3 * tile + 5, 9 * tile - 3} do
         for _, density in ipairs {0, 1, 0.03, 0.5, 0.97} do
           local hx, hm = {}, {}
           for i = 1, n do
@@ -280,11 +282,15 @@ out = [np.where(m != 0, 7, x).astype(x.dtype), x[m != 0], np.argwhere(x != 0) + 
       end
     end
     local ok, err = pcall(function()
-      check_all(16 * math.min(cls.scan_local, dev.max_work_group_size))
-      cls.scan_local = 4
-      check_all(64)
+      check_all(compact.tile_size(dev, "float"))
+      cls.scan_staged = not saved_staged
+      check_all(compact.tile_size(dev, "float"))
+      cls.scan_staged, cls.scan_local = true, 4
+      local tile = compact.tile_size(dev, "float")
+      assert.equal(64, tile)
+      check_all(tile)
     end)
-    cls.scan_local = saved
+    cls.scan_local, cls.scan_staged = saved_local, saved_staged
     assert(ok, err)
   end)
 

@@ -183,45 +183,79 @@ end
 
 ------------------------------------------------------------------ tiled selection
 
--- The tensors' selections (masked_select, unique, nonzero) by tiles of
--- TILE_ITEMS elements a work-item (compact.cl's compact_tile_*): the count
--- of each tile, the scan of those counts, one read of the total, and one
--- kernel writing each tile's kept elements. Where the per-element scan
--- wrote and read back a position per element (4 bytes each way), these
--- read the input twice: 2^24 floats by a mask, 3 passes of 336 MB become
--- 2 of 112 MB.
-local TILE_ITEMS = 16
+-- The tensors' selections (masked_select, unique, nonzero) tile by tile
+-- (compact.cl's compact_tile_*): the count of each tile, the scan of those
+-- counts, one read of the total, and one kernel writing each tile's kept
+-- elements. Where a scan per element wrote and read back a position per
+-- element, these read the input twice: on an H200, x:masked_select(m) of
+-- 2^24 floats took 83 us of device time, against 124 (bench/gpu/
+-- select_probe.lua).
+local TILE_ITEMS, WALKED_TILE = 16, 4096
 local TILE_COUNTS_SPEC = {type = "uint", acc = "uint", map = "x", op = "a + b", neutral = "0",
                           custom = true, key = "compact\0tile counts"}
 
+-- The tiled select kernels: KIND 1 moves the kept values, 2 the values
+-- and their 1-based positions, 3 the positions alone.
+local KINDS = {values = 1, values_at = 2, positions = 3}
+local KERNEL_OF = {"compact_tile_select", "compact_tile_select_at", "compact_tile_positions"}
+
+-- The local memory a tiled select kernel of the kind takes for L
+-- work-items and elements of type t: staged, the flags, the staged values
+-- (one pad in 16), the packed output (values or positions; both: 8 bytes
+-- an element) and the scan; walked by one work-item (L nil), the packed
+-- output alone.
+local function tile_local_bytes(kind, L, tile, t)
+  local size = SIZES[t]
+  local out = kind == 1 and size or kind == 2 and (L and 8 or size + 8) or 8
+  if not L then return tile * out end
+  return tile * (1 + out) + (kind == 3 and 0 or (tile + tile // 16) * size) + 8 * L
+end
+
 -- The tiled kernels for elements of type t kept by a mask of type mt
 -- (runs: mt is t, and an element is kept where a run of equal sorted
--- values starts), positions of type it: {counts, select, select_at,
--- positions, L, tile}.
-local function tiled_for(fn, dev, t, mt, runs, it)
+-- values starts), moving what kind names (KINDS), positions long:
+-- {counts, select, L (nil: a work-item a tile), tile}. With the class's
+-- scan_staged (GPUs) a tile is L work-items of TILE_ITEMS elements, L the
+-- class's scan_local cut to the device's work-group and local memory
+-- limits; else (CPUs) one work-item walks WALKED_TILE elements (fewer where
+-- local memory is short).
+local function tiled_for(fn, dev, t, mt, runs, kind)
   local cls, sig = B.device_class(fn, dev)
   local entries = ST.device_entries(cache, dev, sig)
-  local key = concat({"tiled", t, mt, runs and "runs" or "mask", it}, "\0")
+  local key = concat({"tiled", t, mt, runs and "runs" or "mask", kind}, "\0")
   local e = entries[key]
   if e then return e end
-  local L = min(cls.scan_local, ST.floor_pow2(dev.max_work_group_size))
+  local k, staged = KINDS[kind], cls.scan_staged
+  local L = staged and min(cls.scan_local, ST.floor_pow2(dev.max_work_group_size)) or nil
+  local ipt = staged and TILE_ITEMS or WALKED_TILE
+  local room = dev.local_mem_size
+  while L and L > 4 and tile_local_bytes(k, L, L * ipt, t) > room do L = L // 2 end
+  while not L and ipt > 64 and tile_local_bytes(k, nil, ipt, t) > room do ipt = ipt // 2 end
   while true do
-    local prog = B.build(fn, dev, {{"T", t}, {"IT", it}, {"PRED", "1"}, {"MT", mt},
-                                   {"RUNS", runs and 1 or 0}, {"L", L}, {"IPT", TILE_ITEMS}},
-                         "compact.cl")
-    e = {L = L, tile = L * TILE_ITEMS}
-    local wgs = math.huge
-    for name, kernel in pairs {counts = "compact_tile_counts", select = "compact_tile_select",
-                               select_at = "compact_tile_select_at",
-                               positions = "compact_tile_positions"} do
-      e[name] = prog:kernel(kernel)
-      wgs = min(wgs, e[name].work_group_size)
-    end
-    if wgs >= L or L <= 4 then break end
+    local prog = B.build(fn, dev, {{"T", t}, {"IT", "long"}, {"PRED", "1"}, {"MT", mt},
+                                   {"RUNS", runs and 1 or 0}, {"STAGED", staged and 1 or 0},
+                                   {"KIND", k}, {"L", L or 1}, {"IPT", ipt}}, "compact.cl")
+    e = {L = L, tile = (L or 1) * ipt, counts = prog:kernel("compact_tile_counts"),
+         select = prog:kernel(KERNEL_OF[k])}
+    local wgs = min(e.counts.work_group_size, e.select.work_group_size)
+    if not L or wgs >= L or L <= 4 then break end
     L = max(4, ST.floor_pow2(wgs))
   end
   entries[key] = e
   return e
+end
+
+-- The elements of a tile of the tiled selection of elements of type t by
+-- a uchar mask on dev (for specs: lengths at the tiles' edges).
+function M.tile_size(dev, t)
+  return tiled_for("luagpu.algo.compact", dev, t, "uchar", false, "values").tile
+end
+
+-- The global and local sizes of a tiled kernel over groups tiles.
+local function tile_grid(e, groups)
+  local L = e.L
+  if L then return {groups * L}, {L} end
+  return {groups}, {1}           -- (a group a tile: each runs alone, in order)
 end
 
 -- Counts the kept elements of the n at (mroot, moff) tile by tile, scans
@@ -234,7 +268,7 @@ local function tiled_count(fn, e, mroot, moff, n, dev)
   local seq = B.sequence(nil, waits)
   local counts = ST.scratch_buffer(e, dev, "counts_buffer", "uint", groups)
   local incl = ST.scratch_buffer(e, dev, "places_buffer", "uint", groups)
-  seq:run(e.counts(mroot, moff, n, counts), {groups * e.L}, {e.L})
+  seq:run(e.counts(mroot, moff, n, counts), tile_grid(e, groups))
   seq.last = S.run(fn, {spec = TILE_COUNTS_SPEC, x = counts, xoff = 0, n = groups, rowlen = 0,
                         out = incl, ooff = 0, exclusive = false, wait = waits,
                         quiet = seq.quiet})
@@ -248,11 +282,11 @@ end
 -- buffer and offset to write them to. Returns the count.
 function M.select(fn, t, root, off, mt, mroot, moff, n, dev, make_out)
   if n > MAX_COUNT then fail(fn, "%d elements are too many (at most 2^32 - 1)", n) end
-  local e = tiled_for(fn, dev, t, mt, false, "long")
+  local e = tiled_for(fn, dev, t, mt, false, "values")
   local c, incl, seq, groups = tiled_count(fn, e, mroot, moff, n, dev)
   local oroot, ooff = make_out(c)
   if c > 0 then
-    seq:run(e.select(root, off, mroot, moff, n, incl, oroot, ooff), {groups * e.L}, {e.L})
+    seq:run(e.select(root, off, mroot, moff, n, incl, oroot, ooff), tile_grid(e, groups))
   end
   ST.set_last_user(e, seq.last, nil, dev)     -- (false: ordered by the default queue)
   return c
@@ -263,11 +297,11 @@ end
 -- returns the buffer and offset to write them to. Returns the count.
 function M.positions(fn, mt, mroot, moff, n, dev, make_out)
   if n > MAX_COUNT then fail(fn, "%d elements are too many (at most 2^32 - 1)", n) end
-  local e = tiled_for(fn, dev, mt, mt, false, "long")
+  local e = tiled_for(fn, dev, mt, mt, false, "positions")
   local c, incl, seq, groups = tiled_count(fn, e, mroot, moff, n, dev)
   local aroot, aoff = make_out(c)
   if c > 0 then
-    seq:run(e.positions(mroot, moff, n, incl, aroot, aoff), {groups * e.L}, {e.L})
+    seq:run(e.select(mroot, moff, n, incl, aroot, aoff), tile_grid(e, groups))
   end
   ST.set_last_user(e, seq.last, nil, dev)
   return c
@@ -284,12 +318,12 @@ end
 -- count.
 function M.runs(fn, t, root, off, n, dev, make_out)
   if n > MAX_COUNT then fail(fn, "%d elements are too many (at most 2^32 - 1)", n) end
-  local e = tiled_for(fn, dev, t, t, true, "long")
+  local e = tiled_for(fn, dev, t, t, true, "values_at")
   local c, incl, seq, groups = tiled_count(fn, e, root, off, n, dev)
   local vroot, voff, lroot, loff, aroot, aoff = make_out(c)
   if c > 0 then
-    seq:run(e.select_at(root, off, root, off, n, incl, vroot, voff, aroot, aoff),
-            {groups * e.L}, {e.L})
+    seq:run(e.select(root, off, root, off, n, incl, vroot, voff, aroot, aoff),
+            tile_grid(e, groups))
     local k = entry_for(fn, dev, t, "1", "long")
     seq:run(k.run_lengths(aroot, aoff, c, n, lroot, loff), {c})
   end
