@@ -170,9 +170,23 @@ describe("tensors", function()
       local read = 0
       for _, c in ipairs(rec) do if c.kind == "read" then read = read + c.bytes end end
       assert.equal(36 * 4, read)
-      assert.matches("[[      1.,       2.,       3., ...,     998.,     999.,    1000.],", text,
-                     1, true)
-      assert.matches("999999., 1000000.]]", text, 1, true)
+      -- (shown values more than 1e3 apart: scientific notation, as NumPy's)
+      assert.matches("[[1.00000e+00, 2.00000e+00, 3.00000e+00, ..., 9.98000e+02, 9.99000e+02, " ..
+                     "1.00000e+03],", text, 1, true)
+      assert.matches("9.99999e+05, 1.00000e+06]]", text, 1, true)
+    end)
+
+    it("switches floats to scientific notation where NumPy's print does, and shows -0.", function()
+      local function shown(t, vals)
+        return tostring(dev:tensor(t, {#vals}, vals)):match("\n(.*)")
+      end
+      assert.equal("[1.e-09, 2.e+00, 3.e+10,    nan]", shown("double", {1e-9, 2, 3e10, 0 / 0}))
+      assert.equal("[5.e-01, 1.e-05, 3.e+00]", shown("float", {0.5, 1e-5, 3}))    -- below 1e-4
+      assert.equal("[1.5e+00, 2.0e+03, 3.0e+00]", shown("float", {1.5, 2000, 3}))  -- 1e3 apart
+      assert.equal("[1.e+08,   -inf]", shown("float", {1e8, -1 / 0}))             -- from 1e8
+      assert.equal("[ 1.5, 999.,   0.]", shown("float", {1.5, 999, 0}))             -- fixed
+      assert.equal("[-0.,  1.]", shown("float", {-0.0, 1}))
+      assert.equal("luagpu.Tensor<double>{}: 1.e+20", tostring(dev:tensor("double", {}, 1e20)))
     end)
   end)
 

@@ -51,7 +51,7 @@ local new_tensor = CR.new_tensor
 local ipairs, pairs, tostring, pcall, rawset = ipairs, pairs, tostring, pcall, rawset
 local setmetatable = setmetatable
 local format, concat, unpack = string.format, table.concat, table.unpack
-local floor, huge, max = math.floor, math.huge, math.max
+local floor, huge, max, abs = math.floor, math.huge, math.max, math.abs
 local fail, show_shape, contiguous_strides = H.fail, O.show_shape, O.contiguous_strides
 local realize, check = X.realize, X.check
 
@@ -204,10 +204,43 @@ end
 
 local EDGE, SUMMARY = 3, 1000
 
-local function format_value(t, v)
+-- Digits after the point that show v in scientific notation as %.6g
+-- (float) or %.10g (double) would.
+local function sci_digits(t, v)
+  local s = format(t == "float" and "%.6e" or "%.10e", v)
+  local mant = s:match("^-?%d%.(%d*)e")
+  return #(mant:gsub("0+$", ""))
+end
+
+-- How the floats of vals show, as NumPy's print decides: in scientific
+-- notation (the digits after the point that the most precise one needs)
+-- when the largest finite magnitude reaches 1e8, the smallest nonzero one
+-- is below 1e-4, or they are more than 1e3 apart; else nil (fixed).
+local function float_notation(t, vals)
+  local big, small = 0, huge
+  for _, v in ipairs(vals) do
+    local a = abs(v)
+    if a == a and a ~= huge and a ~= 0 then
+      if a > big then big = a end
+      if a < small then small = a end
+    end
+  end
+  if big == 0 or (big < 1e8 and small >= 1e-4 and big / small <= 1e3) then return nil end
+  local digits = 0
+  for _, v in ipairs(vals) do
+    if v == v and abs(v) ~= huge then digits = max(digits, sci_digits(t, v)) end
+  end
+  return digits
+end
+
+-- One value of type t as the print shows it; sci: the digits of the
+-- scientific notation (nil: fixed).
+local function format_value(t, v, sci)
   if t == "float" or t == "double" then
     if v ~= v then return "nan" end
     if v == huge then return "inf" elseif v == -huge then return "-inf" end
+    if sci then return format("%#." .. sci .. "e", v) end
+    if v == 0 and 1 / v < 0 then return "-0." end
     if v == floor(v) and v > -1e15 and v < 1e15 then return format("%d.", v) end
     local s = format(t == "float" and "%.6g" or "%.10g", v)
     -- a value that rounds to an integer shows as one ("1." for 0.99999988)
@@ -254,8 +287,9 @@ MT.__tostring = function(x)
   if not ok then return head .. ": " .. tostring(a) end
   local vals = a:totable()
   local strs, width = {}, 0
+  local sci = (t == "float" or t == "double") and float_notation(t, vals) or nil
   for i, v in ipairs(vals) do
-    local s = format_value(t, v)
+    local s = format_value(t, v, sci)
     strs[i] = s
     if #s > width then width = #s end
   end
