@@ -137,7 +137,7 @@ describe("gpu.show", function()
       " -e 'gpu.show({1, 2, 3}); gpu.show(gpu.device():tensor(\"float\", {2, 2})); print(\"done\")' 2>&1; ls -A")
     local out = p:read("a")
     p:close()
-    assert.equals("luagpu: show: no path and no notebook: nothing written "
+    assert.equals("note: gpu.show had no path and no notebook to show in, so it wrote nothing "
                   .. "(gpu.show(x, \"out.svg\") writes a file)\ndone\n", out)
   end)
 

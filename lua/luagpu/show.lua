@@ -238,8 +238,8 @@ function M.show(x, path, opts)
     display(data, mime)
   elseif not noticed then
     noticed = true
-    io.stderr:write("luagpu: show: no path and no notebook: nothing written "
-                    .. "(gpu.show(x, \"out." .. EXT[mime] .. "\") writes a file)\n")
+    io.stderr:write("note: gpu.show had no path and no notebook to show in, so it wrote "
+                    .. "nothing (gpu.show(x, \"out." .. EXT[mime] .. "\") writes a file)\n")
   end
 end
 
