@@ -92,8 +92,6 @@ local DUE_RESULTS = 64
 local due = setmetatable({}, {__mode = "k"})     -- dev -> lazy results still to step first
 M.due = due
 
-local outgrown                -- (below)
-
 local function pool_of(dev)
   local p = pools[dev]
   if not p then
@@ -352,7 +350,7 @@ end
 -- calls leaves most of its dead blocks old, found by full collections
 -- only: a block more per full collection grew its pool without end.)
 local OUTGROWN_SLACK = 4
-outgrown = function(p, key)
+local function outgrown(p, key)
   local free = p.free[key]
   local blocks = (p.out[key] or 0) + (free and #free or 0)
   return blocks > 2 * (p.live[key] or 0) + OUTGROWN_SLACK

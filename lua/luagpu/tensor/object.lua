@@ -67,16 +67,15 @@ O.MAX_DIMS, O.MAX_ELEMENTS = MAX_DIMS, MAX_ELEMENTS
 -- x[i] and x[i] = v (luagpu.tensor.views sets them: O.index(x, i),
 -- O.set_index(x, i, v)).
 O.index, O.set_index = nil, nil
-local not_a_position, ELSEWHERE             -- (below)
 
 -- Names NumPy and PyTorch users try, and what luagpu calls them.
-ELSEWHERE = {matmul = "x:mm(y)", T = "x:t()", view = "x:reshape(shape)",
-             resize = "x:reshape(shape)", numel = "#x", size = "x.shape",
-             dim = "x.ndim", tolist = "x:totable()", numpy = "x:get()", cpu = "x:get()",
-             dtype = "x.type", copy = "x:clone()"}
+local ELSEWHERE = {matmul = "x:mm(y)", T = "x:t()", view = "x:reshape(shape)",
+                   resize = "x:reshape(shape)", numel = "#x", size = "x.shape",
+                   dim = "x.ndim", tolist = "x:totable()", numpy = "x:get()", cpu = "x:get()",
+                   dtype = "x.type", copy = "x:clone()"}
 
 -- x[k] for a table k: NumPy's a[i, j], a[mask] and a[idx] are other calls.
-not_a_position = function(what, k)
+local function not_a_position(what, k)
   if O.is_tensor(k) then
     fail(what, "a tensor is no position: x:masked_select(mask) / x:masked_fill(mask, v) for " ..
          "a mask, x:take(idx) / x:put(idx, v) or x:index_select(dim, idx) for positions")
