@@ -177,6 +177,22 @@ raises("argument #1: expected a 2-D host array (as A), got a 1-D one", matmul,
 raises("argument #3: expected a host array of {4, 4}, got {4, 3}", matmul, hA,
        gpu.array("float", {shape = {3, 4}}), hA, {devices = devs})
 
+-- 2-D tensors (contiguous or not) as A, B and C, as one device multiplies them
+do
+  local TA = d1:tensor("float", {5, 3}, (function() local v = {} for i = 1, 15 do v[i] = i % 7 - 3 end return v end)())
+  local TB = d1:tensor("float", {2, 3}, {1, 0, 2, -1, 1, 3}):t()
+  local want = TA:mm(TB):totable()
+  local TC = d2:tensor("float", {5, 2})
+  local got = matmul(TA, TB, TC, {devices = devs, shares = {2, 1}})
+  check(got == TC, "matmul over devices returns C")
+  local flat, wflat = TC:totable(), want
+  for i = 1, 5 do
+    for j = 1, 2 do check(flat[i][j] == wflat[i][j], "tensor product [%d][%d]", i, j) end
+  end
+  raises("argument #3: the tensor is not contiguous", matmul, TA, TB, d1:tensor("float", {2, 5}):t(),
+         {devices = devs, shares = {1, 1}})
+end
+
 -- bad input
 local A = d1:buffer("float", {4, 4})
 raises("option devices: expected a list of devices, got number", matmul, A, A, {devices = 3})
@@ -189,8 +205,26 @@ raises("option shares[2]: expected a finite number >= 0, got -1", reduce.sum, A,
        {devices = devs, shares = {1, -1}})
 raises("option shares: they add up to 0", reduce.sum, A, {devices = devs, shares = {0, 0}})
 raises("unknown option 'queue'", matmul, A, A, {devices = devs, queue = d1:default_queue()})
-raises("argument #1: with option devices, expected a 2-D buffer, got a 1-D one", matmul,
-       d1:buffer("float", 16), A, {devices = devs})
+raises("argument #1: with option devices, expected a 2-D buffer or tensor, got a 1-D one",
+       matmul, d1:buffer("float", 16), A, {devices = devs})
+-- holes, an empty list, shares past a double's range, shapes that do not match
+raises("option devices[2]: expected a luagpu.Device, got nil", reduce.sum, A,
+       {devices = {d1, nil, d2}})
+raises("option devices[2]: expected a luagpu.Device, got nil", matmul, A, A,
+       {devices = {d1, nil, d2}})
+raises("option devices: expected a list of devices, got an empty one", matmul, A, A,
+       {devices = {}})
+raises("option shares: they add up to more than a double holds", matmul, A, A,
+       {devices = devs, shares = {1e308, 1e308}})
+check(reduce.sum(d1:buffer("int", 5, {host = gpu.array("int", 5):fill(2)}),
+                 {devices = devs, shares = {math.maxinteger, 1}}) == 10,
+      "integer shares past 2^63 in all")
+raises("argument #3: C has 3 rows, but A has 4 rows", matmul, A, A, d1:buffer("float", {3, 4}),
+       {devices = devs, shares = {1, 1}})
+raises("argument #3: C has 5 columns, but B has 4 columns", matmul, A, A,
+       d1:buffer("float", {4, 5}), {devices = devs, shares = {1, 1}})
+raises("argument #2: B has 3 rows, but A has 4 columns", matmul, A, d1:buffer("float", {3, 4}),
+       {devices = devs, shares = {1, 1}})
 raises("argument #3: unknown option 'm' (expected devices, shares, variant, params, wait)",
        matmul, A, A, {devices = devs, m = 4})
 raises("argument #2: expected a list of 2 buffers (one B per A), got a list of 1", matmul,

@@ -21,7 +21,7 @@
 local gpu = require "luagpu"
 local H = require "luagpu.core.check"
 
-local type, ipairs, getmetatable = type, ipairs, getmetatable
+local type, ipairs, pairs, getmetatable = type, ipairs, pairs, getmetatable
 local floor = math.floor
 local fail, typename = H.fail, H.typename
 
@@ -44,15 +44,21 @@ local function list_buffer(fn, arg, list, i)
   return b
 end
 
--- Checks opts.devices: a list of distinct live Devices of one platform;
--- returns it.
+-- Checks opts.devices: a list of distinct live Devices of one platform,
+-- without holes; returns it.
 local function check_devices(fn, arg, devices)
-  if not S.is_list(devices) then
+  if type(devices) ~= "table" or getmetatable(devices) ~= nil then
     fail(fn, "argument #%d: option devices: expected a list of devices, got %s", arg,
          typename(devices))
   end
+  local count = 0
+  for _ in pairs(devices) do count = count + 1 end
+  if count == 0 then
+    fail(fn, "argument #%d: option devices: expected a list of devices, got an empty one", arg)
+  end
   local seen = {}
-  for i, d in ipairs(devices) do
+  for i = 1, count do                   -- (a hole or a name: a position holds nil)
+    local d = devices[i]
     if H.class_of(d) ~= "Device" then
       fail(fn, "argument #%d: option devices[%d]: expected a luagpu.Device, got %s", arg, i,
            typename(d))
@@ -70,7 +76,7 @@ end
 -- Splits n into #devices parts by weight (opts.shares, else compute units
 -- times clock); returns the list of {first, count} (0-based first).
 local function split_rows(fn, arg, n, devices, shares)
-  local w, total = {}, 0
+  local w, total = {}, 0.0
   for i, d in ipairs(devices) do
     local s
     if shares ~= nil then
@@ -86,12 +92,16 @@ local function split_rows(fn, arg, n, devices, shares)
     else
       s = d.compute_units * math.max(d.max_clock_frequency or 1, 1)
     end
-    w[i], total = s, total + s
+    w[i], total = s + 0.0, total + s     -- (as floats: integers past 2^63 wrap)
   end
   if not (total > 0) then fail(fn, "argument #%d: option shares: they add up to 0", arg) end
+  if total == math.huge then
+    fail(fn, "argument #%d: option shares: they add up to more than a double holds (scale them " ..
+         "down)", arg)
+  end
   local parts, given = {}, 0
   for i = 1, #devices do
-    local count = i == #devices and n - given or floor(n * w[i] / total)
+    local count = i == #devices and n - given or floor(n * (w[i] / total))
     parts[i] = {given, count}
     given = given + count
   end
@@ -224,21 +234,46 @@ function S.matmul_devices(matmul, A, B, C, opts, optarg)
   H.check_options(fn, optarg, opts, MATMUL_SPLIT_OPTIONS)
   local devices = check_devices(fn, optarg, opts.devices)
   if H.class_of(A) == "Array" then return matmul_hosts(matmul, A, B, C, opts, devices, optarg) end
-  local a, b = H.to_buffer(A), H.to_buffer(B)
-  for i, v in ipairs{a, b} do
-    if H.class_of(v) ~= "Buffer" or #v.shape ~= 2 then
-      fail(fn, "argument #%d: with option devices, expected a 2-D buffer, got %s", i,
-           H.class_of(v) == "Buffer" and "a " .. #v.shape .. "-D one" or typename(v))
+  -- tensors pass their buffers and their shapes (C must be contiguous: it is written)
+  local given, shapes = C == nil and 2 or 3, {}
+  for i, v in ipairs{A, B, C} do
+    if type(v) == "table" and gpu.type(v) == "Tensor" then shapes[i] = v.shape end
+  end
+  -- (A and B only read: a view that is not contiguous is copied first)
+  if shapes[1] then A = A:contiguous() end
+  if shapes[2] then B = B:contiguous() end
+  local a, b = H.to_buffer(A, fn, "argument #1"), H.to_buffer(B, fn, "argument #2")
+  local cbuf = C and H.to_buffer(C, fn, "argument #3")
+  local sizes, operands = {}, {a, b, cbuf}
+  for i = 1, given do
+    local v = operands[i]
+    local shape = shapes[i] or H.class_of(v) == "Buffer" and v.shape
+    if not shape or #shape ~= 2 then
+      fail(fn, "argument #%d: with option devices, expected a 2-D buffer or tensor, got %s", i,
+           shape and "a " .. #shape .. "-D one" or typename(v))
+    end
+    sizes[i] = shape
+  end
+  local m, k, n, t = sizes[1][1], sizes[1][2], sizes[2][2], a.type
+  if b.type ~= t then fail(fn, "argument #2: expected a buffer of %s (as A), got one of %s", t, b.type) end
+  if sizes[2][1] ~= k then
+    fail(fn, "argument #2: B has %d rows, but A has %d columns", sizes[2][1], k)
+  end
+  if cbuf then
+    if cbuf.type ~= t then
+      fail(fn, "argument #3: expected a buffer of %s (as A), got one of %s", t, cbuf.type)
+    end
+    if sizes[3][1] ~= m then fail(fn, "argument #3: C has %d rows, but A has %d rows", sizes[3][1], m) end
+    if sizes[3][2] ~= n then
+      fail(fn, "argument #3: C has %d columns, but B has %d columns", sizes[3][2], n)
     end
   end
-  local m, k, n, t = a.shape[1], a.shape[2], b.shape[2], a.type
-  local cbuf = C and H.to_buffer(C)
-  if sole_device(devices, opts.shares, {a, b, H.class_of(cbuf) == "Buffer" and cbuf or a}) then
+  if sole_device(devices, opts.shares, {a, b, cbuf or a}) then
     return matmul(A, B, C, {variant = opts.variant, params = opts.params, wait = opts.wait})
   end
-  local home = C and H.to_buffer(C).device or a.device
+  local home = cbuf and cbuf.device or a.device
   if C == nil then C = home:buffer(t, {m, n}) end
-  local c = H.to_buffer(C)
+  local c = cbuf or C
   local homeq = home:default_queue()
   local copies, events = {}, {}
   -- other devices' copies of A and B follow what A's and B's devices (and
