@@ -175,6 +175,10 @@ do
 end
 local uneven = gpu.shard({random("float", {1, 2}):to(d1), random("float", {3, 2}):to(d2)})
 raises("shard 1 holds 2 and 1 along dim 1: shard both alike", function() return xs + uneven end)
+-- a tensor on one device with a sharded one, either way round
+raises("tensor:add: argument #2: a sharded tensor with a tensor on one device: shard the tensor " ..
+       "alike (gpu.shard)", function() return x + xs end)
+raises("a sharded tensor with a tensor on one device: shard it alike", function() return xs + x end)
 raises("sharded:argmax: not supported on a sharded tensor", function() return xs:argmax() end)
 raises("sharded:mm: expected a tensor sharded along dim 1", function() return other:mm(x) end)
 raises("sharded:sum: argument #2: unknown option 'typ' (expected keepdim, type)", function() return xs:sum(1, {typ = "double"}) end)

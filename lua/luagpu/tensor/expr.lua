@@ -517,7 +517,13 @@ function X.check_operand(fn, arg, v)
     return
   end
   if type(v) ~= "number" then
-    fail(fn, "argument #%d: expected a tensor or a number, got %s", arg, typename(v))
+    local what = typename(v)
+    if what == "luagpu.ShardedTensor" then     -- (x + xs: the tensor's metamethod came first)
+      fail(fn, "argument #%d: a sharded tensor with a tensor on one device: shard the tensor " ..
+           "alike (gpu.shard) or replicate it (gpu.replicate), or put the sharded one on one " ..
+           "device (xs:to(dev))", arg)
+    end
+    fail(fn, "argument #%d: expected a tensor or a number, got %s", arg, what)
   end
 end
 
