@@ -165,6 +165,21 @@ do
   raises("the ranks' tensors differ in size of dim 1", function() mpi.shard(mine, 1) end)
   local parts = dev:rand("float", {2, 2 + (rank == 0 and 0 or 1)}, 45)
   raises("only the sharded dim 1 may differ", function() mpi.sharded(parts, 1) end)
+  -- ranks that shard along different dims, or one along a bad dim, all raise
+  raises("argument #2: the ranks shard along different dims (1 on rank 0, 2 on rank 1)",
+         function() mpi.shard(x, rank == 0 and 1 or 2) end)
+  raises("the ranks shard along different dims (1 on rank 0, a bad one on rank 1)",
+         function() mpi.sharded(x, rank == 0 and 1 or 9) end)
+  -- integer reductions along the sharded dim where a rank holds nothing:
+  -- min and max hung (the identity did not fit), sum and prod raised
+  -- (that rank's partial kept the part's type)
+  for _, t in ipairs {"int", "uchar", "long", "ulong"} do
+    local one = dev:tensor(t, {1, 2}, {5, 6})
+    local ps = mpi.shard(one, 1)                    -- only rank 0 holds the row
+    for _, op in ipairs {"min", "max", "sum", "prod"} do
+      same(ps[op](ps, 1), one[op](one, 1), 0, t .. " " .. op .. " with an empty part")
+    end
+  end
   end
   check(tostring(mpi.shard(x, 1)):find("luagpu.MpiShardedTensor<float>{6, 4} along dim 1", 1,
                                        true), "tostring: %s", tostring(mpi.shard(x, 1)))

@@ -26,6 +26,7 @@ local H = require "luagpu.core.check"
 local O = require "luagpu.tensor.object"
 local X = require "luagpu.tensor.expr"
 local SH = require "luagpu.tensor.shard"
+local TY = require "luagpu.core.types"
 
 local type, ipairs, pairs, tostring = type, ipairs, pairs, tostring
 local getmetatable, setmetatable, rawget = getmetatable, setmetatable, rawget
@@ -118,6 +119,23 @@ local function check_dim(fn, arg, x, dim)
   return O.check_dim(fn, "argument #" .. arg, x, dim == nil and 1 or dim)
 end
 
+-- The dim (argument #2) every rank gives, checked: a rank whose dim is bad
+-- or differs from the others' raises on every rank (one raising alone
+-- would leave the others waiting in the next collective).
+local function agreed_dim(fn, x, dim)
+  local ok, d = pcall(check_dim, fn, 2, x, dim)
+  local got = mpi.allgather(ok and d or 0)
+  for r = 2, #got do
+    if got[r] ~= got[1] then
+      local function show_dim(v) return v == 0 and "a bad one" or tostring(v) end
+      fail(fn, "argument #2: the ranks shard along different dims (%s on rank 0, %s on rank %d)",
+           show_dim(got[1]), show_dim(got[r]), r - 1)
+    end
+  end
+  if not ok then error(d, 0) end
+  return d
+end
+
 ------------------------------------------------------------------ making
 
 -- mpi.shard(x [, dim]): rank r keeps the r+1-th of size parts of x along
@@ -126,10 +144,10 @@ function MS.shard(x, dim)
   local fn = "mpi.shard"
   if not is_tensor(x) then fail(fn, "argument #1: expected a tensor, got %s", typename(x)) end
   x = X.check(fn, 1, x)
-  if #x._shape == 0 then fail(fn, "argument #1: a 0-d tensor has no dim to shard") end
-  local d = check_dim(fn, 2, x, dim)
-  -- every rank brings the same shape and type, or every rank raises
+  -- every rank brings the same shape, type and dim, or every rank raises
   same_everywhere(fn, #x._shape, "their number of dims")
+  if #x._shape == 0 then fail(fn, "argument #1: a 0-d tensor has no dim to shard") end
+  local d = agreed_dim(fn, x, dim)
   for i, n in ipairs(x._shape) do same_everywhere(fn, n, "size of dim " .. i) end
   same_everywhere(fn, TYPE_CODE[x._type], "element type (as a code)")
   local size, k = x._shape[d], mpi.size
@@ -145,9 +163,9 @@ function MS.sharded(x, dim)
   local fn = "mpi.sharded"
   if not is_tensor(x) then fail(fn, "argument #1: expected a tensor, got %s", typename(x)) end
   x = X.check(fn, 1, x)
-  if #x._shape == 0 then fail(fn, "argument #1: a 0-d tensor has no dim to shard") end
-  local d = check_dim(fn, 2, x, dim)
   same_everywhere(fn, #x._shape, "their number of dims")
+  if #x._shape == 0 then fail(fn, "argument #1: a 0-d tensor has no dim to shard") end
+  local d = agreed_dim(fn, x, dim)
   local sizes
   for i = 1, #x._shape do
     if i == d then sizes = mpi.allgather(x._shape[i])
@@ -288,6 +306,19 @@ local function identity(op, t)
   return 0
 end
 
+-- What a rank with no element brings to min or max along the sharded dim:
+-- a tensor of shape of type t's largest (min) or smallest (max) value.
+-- (sum, prod and mean of an empty part along a dim are already 0 or 1, of
+-- the type the other ranks' partials have.)
+local function identity_part(op, t, dev, shape)
+  if FLOATS[t] then return dev:full(t, shape, identity(op, t)) end
+  if t == "ulong" and op == "min" then              -- 2^64 - 1: no Lua integer
+    return dev:full("long", shape, -1):astype("ulong"):eval()
+  end
+  local r = TY.RANGES[t]
+  return dev:full(t, shape, op == "min" and r[2] or r[1])
+end
+
 -- A whole reduction: each rank's part reduced to a number, the numbers
 -- combined by one allreduce (a NaN anywhere, for min and max, by a second).
 local function whole(fn, op, x, s)
@@ -324,10 +355,10 @@ local function reduce_part(fn, op, s, x, d, sizes, dim, keepdim)
   local total = total_of(sizes)
   if total == 0 then return x[op](x, k, keepdim) end
   local p
-  if x._shape[d] == 0 then
+  if x._shape[d] == 0 and (op == "min" or op == "max") then
     local shape = {table.unpack(x._shape)}
     shape[d] = 1
-    p = x._dev:full(op == "mean" and "double" or x._type, shape, identity(op, x._type))
+    p = identity_part(op, x._type, x._dev, shape)
   elseif op == "mean" then
     p = x:astype("double"):sum(k, true)
   else
