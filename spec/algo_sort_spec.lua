@@ -569,6 +569,73 @@ describe("algo.sort in one sweep a pass (option onesweep = true)", function()
     same(p, a1, "argsort against table.sort")
   end)
 
+  -- From algo.classes.X.sort_skip_from keys, integer and double sorts on
+  -- the default queue read the passes' digit counts back and leave out each
+  -- pass whose digit every key shares (one pass stays when all keys are
+  -- equal); floats run every pass. (Set to 4000 here: 2^18 keys take
+  -- minutes on a CPU.)
+  it("leaves out the passes whose digit every key shares, from sort_skip_from keys", function()
+    local n = 3 * tile + 77
+    local saved_from = CLS.sort_skip_from
+    CLS.sort_skip_from = 4000
+    finally(function() CLS.sort_skip_from = saved_from end)
+    -- the passes a sort of v (type t) runs: bytes not shared by every key
+    local function passes_of(t, v)
+      local size = SIZE[t]
+      if t == "float" then return 4 end
+      local first, differ = {}, 0
+      local function bytes(x)
+        return t == "double" and string.pack("<d", x) or string.pack("<i8", x):sub(1, size)
+      end
+      local b1 = bytes(v[1])
+      for i = 2, #v do
+        local bi = bytes(v[i])
+        for j = 1, size do
+          if not first[j] and bi:byte(j) ~= b1:byte(j) then first[j] = true; differ = differ + 1 end
+        end
+        if differ == size then break end
+      end
+      return math.max(differ, 1)
+    end
+    local cases = {{"int", 0, 999}, {"long", 0, 69999}, {"int", 5, 5}, {"int", -3, 3},
+                   {"ushort", 0, 255}, {"double", 0, 1000}, {"float", 0, 999},
+                   {"ulong", 0, 1}}
+    for ci, case in ipairs(cases) do
+      local t, lo, hi = case[1], case[2], case[3]
+      if t == "double" and not dev.fp64 then goto next end
+      local v = {}
+      for i = 1, n do v[i] = math.random(lo, hi) end
+      if FLOAT[t] then for i = 1, n do v[i] = v[i] + 0.0 end end
+      local desc = ci % 2 == 0
+      local want = passes_of(t, v)
+      if t == "int" and lo == 0 then            -- below sort_skip_from: every pass
+        CLS.sort_skip_from = n + 1
+        assert.equal(4, sweeps(function() algo.argsort(buffer(t, v), {onesweep = true}) end))
+        CLS.sort_skip_from = 4000
+      end
+      local p = reference(v, desc)
+      local what = ("%s keys %d..%d descending=%s"):format(t, lo, hi, desc)
+      local keys, vals, pos
+      local tens = {}
+      for i = 1, n do tens[i] = i * 10 end
+      local c = sweeps(function()
+        keys, vals = buffer(t, v), buffer("long", tens)
+        algo.sort(keys, {values = vals, descending = desc, onesweep = true})
+      end)
+      assert.equal(want, c, what .. ": one-sweep passes")
+      same_keys(v, p, get(keys), what)
+      local wv = {}
+      for i = 1, n do wv[i] = p[i] * 10 end
+      same(wv, get(vals), what .. ": values")
+      c = sweeps(function()
+        pos = algo.argsort(buffer(t, v), {descending = desc, onesweep = true})
+      end)
+      assert.equal(want, c, what .. ": argsort's one-sweep passes")
+      same(p, get(pos), what .. ": argsort")
+      ::next::
+    end
+  end)
+
   it("sorts rows (their passes take five kernels) and views on other queues", function()
     local v = random_keys("float", 37 * 1000)
     local p = reference(v, true, 1000)

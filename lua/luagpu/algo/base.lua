@@ -69,6 +69,10 @@ B.stats = P.counter({}, "algo")
 --                            least (fewer groups for fewer keys, fewer adds
 --                            of each group's counts: 2^20 floats on an H100
 --                            14.0 us at 8, 19.2-20.0 at 1, 15.9 at 32)
+--   sort_skip_from           a one-sweep sort of at least this many integer
+--                            or double keys on the default queue reads its
+--                            digit counts back and leaves out the passes
+--                            whose digit every key shares; 0: never
 --   sort_rows_max            rows (or a whole buffer) of at most this many
 --                            keys that fit a group's local memory sort in
 --                            one group (algo/sort_rows.lua, a bitonic sort);
@@ -84,6 +88,7 @@ B.CLASSES = {
          sort_ptx_local = 256, sort_ptx_items = 24, sort_onesweep = true,
          sort_ptx_local_bytes = 0,
          hist_local = 256, hist_groups_per_cu = 8, sort_hist_items = 8,
+         sort_skip_from = 1 << 18,
          sort_rows_max = 1 << 16, sort_rows_local = 64, sort_rows_group = 512},
   cpu = {scan_local = 16, scan_items = 128, scan_staged = false, scan_lookback = false,
          scan_groups_per_cu = 4, scan_ptx = true, scan_ptx_items = 64,
@@ -92,6 +97,7 @@ B.CLASSES = {
          sort_ptx_local = 256, sort_ptx_items = 12, sort_onesweep = false,
          sort_ptx_local_bytes = 0,
          hist_local = 16, hist_groups_per_cu = 4, sort_hist_items = 1,
+         sort_skip_from = 1 << 18,
          sort_rows_max = 1 << 16, sort_rows_local = 64, sort_rows_group = 1024},
 }
 B.CLASSES.accelerator = B.CLASSES.gpu
@@ -112,7 +118,7 @@ local SETTINGS = {
   {"sort_ptx_items", int_in(1, 256)}, {"sort_onesweep", boolean()},
   {"sort_ptx_local_bytes", int_in(0, 1 << 20)},
   {"hist_local", pow2_in(1, 1024)}, {"hist_groups_per_cu", int_in(1, 1024)},
-  {"sort_hist_items", int_in(1, 1 << 16)},
+  {"sort_hist_items", int_in(1, 1 << 16)}, {"sort_skip_from", int_in(0, 1 << 40)},
   {"sort_rows_max", int_in(0, 1 << 30)}, {"sort_rows_local", pow2_in(1, 1024)},
   {"sort_rows_group", pow2_in(2, 1 << 20)},
 }

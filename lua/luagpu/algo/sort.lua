@@ -17,7 +17,14 @@
 -- tiles): the global digit counts of every key pass come first from one
 -- kernel (sort_histograms), and each pass's groups then find their tiles'
 -- places by a decoupled look-back over the tiles before them. Row passes
--- always take the five kernels.
+-- always take the five kernels. There, on the device's default queue,
+-- a sort of at least algo.classes.X.sort_skip_from integer or double keys
+-- (2^18: below, a pass costs little more than the read) reads those counts
+-- back (one read of 256 counts a pass) and leaves out each pass whose
+-- digit is the same for every key (the high bytes of small integers, the
+-- low ones of integral doubles): the next pass reads the keys where they
+-- are. Floats do not: their passes are seldom trivial, and at 2^20 keys
+-- the read costs a tenth of the sort.
 
 local H = require "luagpu.core.check"
 local ST = require "luagpu.core.steps"
@@ -136,7 +143,7 @@ local function entry_for(fn, dev, kt, vt, force)
     e.hists = {dev:buffer("uint", size * RADIX), dev:buffer("uint", size * RADIX)}
     e.parity, e.dirty = 1, false
     e.hist_groups = max(1, dev.compute_units * 8)
-    e.hist_items = cls.sort_hist_items
+    e.hist_items, e.skip_from = cls.sort_hist_items, cls.sort_skip_from
   end
   entries[key] = e
   return e
@@ -171,6 +178,29 @@ local function dummy(dev, t)
 end
 
 local UINT_SUM = S.builtin("sum", "uint", "uint")
+
+-- The passes (as radix lists them) less the key passes whose digit every
+-- one of the n keys shares: its counts (hist, 256 a key pass, read back
+-- after the commands of seq) hold n for that digit. One pass stays when
+-- every key pass is trivial (all keys equal): the indices and the output
+-- still come from a pass.
+local function nontrivial(seq, hist, passes, npass, n)
+  local counts = hist:sub(1, RADIX * npass):get(seq:opts() or {})
+  local keep = {}
+  for _, p in ipairs(passes) do
+    local trivial = false
+    if p[1] == 0 then
+      local base = p[2] // 8 * RADIX
+      for d = base + 1, base + RADIX do
+        local c = counts[d]
+        if c ~= 0 then trivial = c == n; break end
+      end
+    end
+    if not trivial then keep[#keep + 1] = p end
+  end
+  if #keep == 0 then keep[1] = passes[#passes] end
+  return keep
+end
 
 -- Sorts the n keys of type kt at (root, off) in place, on the sequence
 -- seq: r = {descending, rowlen (0: one row), carry (keep the original
@@ -229,6 +259,10 @@ local function radix(fn, dev, e, seq, root, off, n, kt, r)
     e.dirty = true
     local groups = min(e.hist_groups, (n + L * e.hist_items - 1) // (L * e.hist_items))
     seq:run(e.histograms(root, off, n, desc, hist), {groups * L}, {L})
+    local from = e.skip_from
+    if from > 0 and n >= from and kt ~= "float" and SIZES[kt] > 1 and seq.q == nil then
+      passes = nontrivial(seq, hist, passes, SIZES[kt], n)
+    end
   end
   for pi, p in ipairs(passes) do
     local rows = p[1] == 1
@@ -240,7 +274,7 @@ local function radix(fn, dev, e, seq, root, off, n, kt, r)
       -- argsort's positions (long, from its base) written by the last pass
       local pp = last and r.positions
       seq:run(e.sweep(src, soff, dst, doff, va, vaoff, vb, vboff, cmode, n, p[2], desc,
-                      hist, (pi - 1) * RADIX, words, e.ticket, epoch,
+                      hist, p[2] // 8 * RADIX, words, e.ticket, epoch,
                       first and other or nodata, first and #other or 0, keys_out,
                       pp and pp.root or nolong, pp and pp.offset or 0, pp and pp.base or 0,
                       pp and 1 or 0),
