@@ -76,6 +76,15 @@ describe("tensors", function()
       assert.same({0}, dev:arange("float", 0, 1, 1e300):totable())
       assert.same({5}, dev:arange("float", 5, 6, -1e39 * -1):totable())
       assert.same({3}, dev:arange("double", 3, 1, -1e308):totable())
+      -- unsigned types step down too (NumPy's arange(5, 0, -2, dtype=uint8))
+      for _, t in ipairs {"uchar", "ushort", "uint", "ulong"} do
+        assert.same({5, 3, 1}, dev:arange(t, 5, 0, -2):totable())
+        assert.same({255, 254, 253}, dev:arange(t, 255, 253, -1):totable())
+      end
+      assert.same({4000000000, 1000000000}, dev:arange("uint", 4e9, 1e9, -3e9):totable())
+      has_error("luagpu: device:arange: argument #4: step -300: uchar steps down by its size, " ..
+                "which does not fit (300 does not fit uchar (0 to 255))",
+                dev.arange, dev, "uchar", 5, 0, -300)
     end)
 
     it("raises on bad input, before allocating", function()

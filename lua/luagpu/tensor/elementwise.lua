@@ -558,9 +558,17 @@ function E.arange(dev, t, first, last, step, ...)
     end
   end
   if step == 0 then fail(fn, "argument #4: step must not be 0") end
-  for i, v in ipairs{first, step} do
-    local why = TY.fits(t, v)
-    if why then fail(fn, "argument #%d: %s", i == 1 and 2 or 4, why) end
+  -- an unsigned type steps down by subtracting the step's size (NumPy's
+  -- arange(5, 0, -2, dtype=uint8)), which must fit the type
+  local down = step < 0 and TY.INTEGERS[t] and not TY.SIGNED[t]
+  local why = TY.fits(t, first)
+  if why then fail(fn, "argument #2: %s", why) end
+  why = TY.fits(t, down and -step or step)
+  if down and (why or -step < 0) then           -- (-mininteger wraps)
+    fail(fn, "argument #4: step %s: %s steps down by its size, which does not fit (%s)",
+         show(step), t, why or "2^63 is past a Lua integer")
+  elseif why then
+    fail(fn, "argument #4: %s", why)
   end
   local n, many = loop_count(first, last, step)
   if not n then
@@ -572,11 +580,13 @@ function E.arange(dev, t, first, last, step, ...)
   -- made it 0 * inf = NaN)
   if n <= 1 then step = 1 end
   local shape = {n}
-  local e = {kind = "op", op = "add", ct = t, type = t, shape = shape, size = 5, args = {
-    {kind = "scalar", value = first, type = t, shape = {}, size = 1},
-    {kind = "op", op = "mul", ct = t, type = t, shape = shape, size = 3, has_index = true, args = {
-      {kind = "index", type = t, shape = shape, size = 1},
-      {kind = "scalar", value = step, type = t, shape = {}, size = 1}}}}}
+  local e = {kind = "op", op = down and "sub" or "add", ct = t, type = t, shape = shape, size = 5,
+    args = {
+      {kind = "scalar", value = first, type = t, shape = {}, size = 1},
+      {kind = "op", op = "mul", ct = t, type = t, shape = shape, size = 3, has_index = true,
+       args = {{kind = "index", type = t, shape = shape, size = 1},
+               {kind = "scalar", value = down and -step or step, type = t, shape = {},
+                size = 1}}}}}
   return result(dev, e, fn)
 end
 
