@@ -196,6 +196,15 @@ void lg_array_convert(lua_State *L, lg_Array *dst, const lg_Array *src, const ch
       memcpy(p, lg_array_scalar(src, i), ss);
       continue;
     }
+    if (src->type.scalar == LG_ULONG && s != LG_FLOAT && s != LG_DOUBLE &&
+        *(const uint64_t *)lg_array_scalar(src, i) > (uint64_t)LUA_MAXINTEGER) {
+      /* (as a float it would print rounded: 2^64 - 1 as 2^64) */
+      if (what[0] != '\0')
+        lua_pushfstring(L, "%s: value #%I", what, (lua_Integer)(i + 1));
+      else
+        lua_pushfstring(L, "value #%I", (lua_Integer)(i + 1));
+      lg_ulong_misfit(L, fn, lua_tostring(L, -1), *(const uint64_t *)lg_array_scalar(src, i), s);
+    }
     push_exact(L, src, i);
     if (!fast_store(L, -1, s, p)) {
       if (what[0] != '\0')

@@ -239,6 +239,10 @@ void lg_store_scalar(lua_State *L, int idx, lg_Scalar s, void *p,
 ** anything else, which the caller hands to lg_store_scalar with its
 ** message (to store, or to raise). */
 int lg_store_scalar_quick(lua_State *L, int idx, lg_Scalar s, void *p);
+/* Raises "FN: WHAT: U does not fit S (its range)": a ulong value past
+** 2^63 - 1 (no Lua integer holds it) for an integer type s, printed
+** exactly. */
+void lg_ulong_misfit(lua_State *L, const char *fn, const char *what, uint64_t u, lg_Scalar s);
 /* Pushes the scalar at p: integers as Lua integers (ulong above 2^63-1
 ** wraps, as Lua's own unsigned arithmetic does), floats as floats. */
 void lg_push_scalar(lua_State *L, lg_Scalar s, const void *p);

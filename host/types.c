@@ -111,6 +111,25 @@ static void store_integer(lua_State *L, lg_Scalar s, lua_Integer v, void *p,
   }
 }
 
+/* Raises "FN: WHAT: NUM does not fit S (its range)" for an integer type s. */
+static void misfit(lua_State *L, const char *fn, const char *what, const char *num,
+                   lg_Scalar s) {
+  char range[64];
+  if (s <= LG_UINT)
+    snprintf(range, sizeof range, "%lld to %lld", (long long)int_ranges[s].lo,
+             (long long)int_ranges[s].hi);
+  else
+    snprintf(range, sizeof range, "%s", s == LG_ULONG ? "0 to 2^64-1"
+                                                       : "-9223372036854775808 to 9223372036854775807");
+  lg_error(L, fn, "%s: %s does not fit %s (%s)", what, num, lg_scalar_names[s], range);
+}
+
+void lg_ulong_misfit(lua_State *L, const char *fn, const char *what, uint64_t u, lg_Scalar s) {
+  char num[32];
+  snprintf(num, sizeof num, "%llu", (unsigned long long)u);
+  misfit(L, fn, what, num, s);
+}
+
 void lg_store_scalar(lua_State *L, int idx, lg_Scalar s, void *p,
                      const char *fn, const char *what) {
   int t = lua_type(L, idx);
@@ -136,15 +155,9 @@ void lg_store_scalar(lua_State *L, int idx, lg_Scalar s, void *p,
         return;
       }
       if (floor(x) == x) {   /* integral, but past the type's range: say so, exactly */
-        char num[64], range[64];
+        char num[64];
         snprintf(num, sizeof num, "%.0f", x);
-        if (s <= LG_UINT)
-          snprintf(range, sizeof range, "%lld to %lld", (long long)int_ranges[s].lo,
-                   (long long)int_ranges[s].hi);
-        else
-          snprintf(range, sizeof range, "%s", s == LG_ULONG ? "0 to 2^64-1"
-                                                             : "-9223372036854775808 to 9223372036854775807");
-        lg_error(L, fn, "%s: %s does not fit %s (%s)", what, num, lg_scalar_names[s], range);
+        misfit(L, fn, what, num, s);
       }
       lg_error(L, fn, "%s: %s is not an integer (%s holds integers)", what,
                lg_pushnumber(L, x), lg_scalar_names[s]);

@@ -140,6 +140,14 @@ describe("gpu.array", function()
                 gpu.array, c[1], {0, c[2]})
       has_error("luagpu: array:fill: argument #1: " .. c[3], function() a:fill(c[2]) end)
     end
+    -- ulong values past 2^63 - 1 converted to a smaller type: printed exactly
+    -- (through a float they printed 10000000000000000000 and 2^64)
+    local u = gpu.device():tensor("long", {2}, {-8446744073709551615, -1}):astype("ulong"):get()
+    has_error("luagpu: array:copy: value #1: 10000000000000000001 does not fit long " ..
+              "(-9223372036854775808 to 9223372036854775807)", u.copy, u, "long")
+    has_error("luagpu: array:copy: value #1: 18446744073709551615 does not fit uint " ..
+              "(0 to 4294967295)", u:sub(2, 2).copy, u:sub(2, 2), "uint")
+    assert.equal(2.0 ^ 64, u:copy("double")[2])
   end)
 
   it("keeps long and ulong values exact", function()
