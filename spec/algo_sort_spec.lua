@@ -841,7 +841,7 @@ describe("algo.sort errors", function()
               {values = {1, 2}})
     has_error("argument #2: option values: the values are the keys", algo.sort, k,
               {values = k})
-    has_error("argument #2: option values: the output overlaps the input", algo.sort,
+    has_error("argument #2: option values: the values overlap the keys", algo.sort,
               k:sub(1, 5), {values = k:sub(3, 7)})
     has_error("argument #2: option descending: expected a boolean, got \"yes\"", algo.sort, k,
               {descending = "yes"})

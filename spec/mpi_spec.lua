@@ -112,14 +112,15 @@ describe("luagpu.mpi", function()
                mpi[fn], dev:buffer("float", 4))
         raises("luagpu: mpi." .. fn .. ": argument #1: a 0-d tensor has no dim to shard",
                mpi[fn], dev:tensor("float", {}))
-        raises("luagpu: mpi." .. fn .. ": attempt to use a released tensor", mpi[fn], rt)
+        raises("luagpu: mpi." .. fn .. ": argument #1: attempt to use a released tensor", mpi[fn],
+               rt)
       end
       for _, v in ipairs{{"nil"}, {"table", {1, 2}}, {"boolean", true}, {"string", "x"}} do
         raises("luagpu: mpi.reduce_scatter: argument #1: expected a number, a host array, a " ..
                "Buffer or a Tensor, got " .. v[1], mpi.reduce_scatter, v[2], "sum")
       end
       -- a released tensor is named as reduce_scatter's (it raised from tensor:contiguous)
-      raises("luagpu: mpi.reduce_scatter: attempt to use a released tensor",
+      raises("luagpu: mpi.reduce_scatter: argument #1: attempt to use a released tensor",
              mpi.reduce_scatter, rt, "sum")
       raises("luagpu: mpi.reduce_scatter: argument #1: attempt to use a released buffer",
              mpi.reduce_scatter, rb, "sum")

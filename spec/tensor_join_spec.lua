@@ -343,6 +343,7 @@ describe("joining and splitting tensors", function()
     local b = dev:tensor("int", {2})
     local c = dev:tensor("int", {2})
     c:release()
-    has_error("luagpu: gpu.cat: attempt to use a released tensor", gpu.cat, {b, c})
+    has_error("luagpu: gpu.cat: argument #1: item 2: attempt to use a released tensor", gpu.cat,
+              {b, c})
   end)
 end)

@@ -1113,7 +1113,7 @@ print(pcall(y.get, y))
       has_error("luagpu: algo.sort: argument #2: option values: expected 4 elements",
                 algo.sort, dev:buffer("float", 4), {onesweep = true, values = dev:buffer("int", 3)})
       local k = dev:buffer("float", 8)
-      has_error("luagpu: algo.sort: argument #2: option values: the output overlaps the input",
+      has_error("luagpu: algo.sort: argument #2: option values: the values overlap the keys",
                 algo.sort, k:sub(1, 4), {onesweep = true, values = k:sub(3, 6)})
       has_error("luagpu: algo.sort: argument #1: expected a buffer of scalars, got float4",
                 algo.sort, dev:buffer("float4", 10), {onesweep = true})
@@ -1496,6 +1496,22 @@ print(pcall(y.get, y))
                 x.squeeze, x, {1})
       has_error("luagpu: gpu.cat: argument #2: expected an integer dim, got luagpu.Tensor",
                 gpu.cat, {x, x}, x)
+    end)
+  end)
+
+  describe("copies an op makes of a view", function()
+    it("name the op when they do not fit one buffer", function()
+      -- a broadcast view of one element past max_alloc_size: its copy cannot be made
+      local n = dev.max_alloc_size // 4 + 1
+      local big = dev:tensor("float", {1}, {7}):expand{n}
+      local why = ("%d elements of float do not fit one buffer (the device's max_alloc_size " ..
+                   "is %d bytes)"):format(n, dev.max_alloc_size)
+      for _, op in ipairs {"sort", "argsort", "cumsum", "contiguous", "clone"} do
+        has_error("luagpu: tensor:" .. op .. ": " .. why, big[op], big)
+      end
+      for _, op in ipairs {"max", "argmax", "sum", "softmax"} do
+        has_error("luagpu: tensor:" .. op .. ": " .. why, big[op], big, 1)
+      end
     end)
   end)
 

@@ -371,7 +371,10 @@ function M.sort(keys, opts)
     if vroot == root and voff == off and n > 0 then
       fail(fn, "argument #2: option values: the values are the keys")
     end
-    B.check_overlap(fn, "argument #2: option values", root, off, n, vroot, voff, n)
+    if vroot == root and n > 0 and voff < off + n and off < voff + n then
+      fail(fn, "argument #2: option values: the values overlap the keys (give a buffer apart " ..
+           "from them)")
+    end
     if r.rowlen == 0 then r.values = {root = vroot, offset = voff, type = vt}
     else r.carry = true end
   end

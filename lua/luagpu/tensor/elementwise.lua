@@ -526,15 +526,31 @@ function methods.set(x, v, ...)
 end
 
 -- A contiguous copy of x in a new storage.
-function E.clone(x, ...)
-  local fn = "tensor:clone"
-  check(fn, 0, x)
-  no_more(fn, 1, ...)
+-- A contiguous copy of x (checked) in a new storage, made as fn's.
+function E.copy(fn, x)
+  if x._expr then realize(x) end
   local out = O.empty(fn, x._dev, x._type, x._shape)
   -- (a view of swapped last dims, M:t(): by tiles, both sides coalesced)
   if not x._expr and out._n > 0 and TRANSPOSE.copy(fn, x, out) then return out end
   G.run(fn, leaf(x), out)
   return out
+end
+O.copy = E.copy
+
+-- x (checked; a lazy x evaluated in its own storage) where it is
+-- contiguous, else E.copy(fn, x).
+function E.contiguous(fn, x)
+  check(fn, 0, x)
+  if O.is_contiguous(x) then return x end
+  return E.copy(fn, x)
+end
+O.contiguous = E.contiguous
+
+function E.clone(x, ...)
+  local fn = "tensor:clone"
+  check(fn, 0, x)
+  no_more(fn, 1, ...)
+  return E.copy(fn, x)
 end
 methods.clone = E.clone
 

@@ -44,7 +44,8 @@ local memory = require "luagpu.core.pool"
 local O = require "luagpu.tensor.object"
 local G = require "luagpu.tensor.codegen"
 
-local type, ipairs, next, tostring, setmetatable = type, ipairs, next, tostring, setmetatable
+local type, ipairs, next, tostring, setmetatable, rawget = type, ipairs, next, tostring,
+  setmetatable, rawget
 local getmetatable, mtype = getmetatable, math.type
 local fail, typename = H.fail, H.typename
 local SIZES, promote = TY.SIZES, TY.promote
@@ -233,6 +234,10 @@ end
 -- often x.sum() written for x:sum().
 function X.not_self(fn, x)
   local name = fn:match(":([%w_]+)$") or "method"
+  if getmetatable(x) == O.MT then       -- (a table a script gave the tensors' metatable)
+    fail(fn, "self: expected a tensor, got a table with the tensors' metatable (only " ..
+         "luagpu makes tensors: dev:tensor, dev:zeros, ...)")
+  end
   fail(fn, "self: expected a tensor, got %s (call methods with a colon: x:%s(...))",
        typename(x), name)
 end
@@ -338,6 +343,10 @@ function X.check(fn, arg, x, lazy_ok)
     fail(fn, "argument #%d: expected a tensor, got %s", arg, typename(x))
   end
   if not x._expr then
+    -- (a released argument is named; self's message names the call alone)
+    if arg ~= 0 and rawget(x, "_st") == O.RELEASED then
+      fail(fn, "argument #%d: attempt to use a released tensor", arg)
+    end
     O.check_bounds(fn, x)
   elseif not lazy_ok then
     O.check_fields(fn, x)

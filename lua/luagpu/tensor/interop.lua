@@ -279,7 +279,7 @@ local function cumulative(fn, op, x, dim, ...)
   local d = check_dim_arg(fn, x, dim)
   local A = algo(fn, "scan")          -- (dev's algo.classes checked in A.scan, under fn)
   if x._n == 0 then return O.empty(fn, x._dev, x._type, x._shape) end
-  local src, back = dim_last(x, d)
+  local src, back = dim_last(fn, x, d)
   local out = O.empty(fn, x._dev, x._type, src._shape)
   local L = src._shape[#src._shape]
   A.scan(own_buffer(src), {row_length = L, out = own_buffer(out), op = op, event = false,
@@ -312,7 +312,7 @@ function methods.sort(x, dim, opts, ...)
   local d, desc = sort_args(fn, x, dim, opts)
   local A = algo(fn, "sort")          -- (dev's algo.classes checked in A.sort, under fn)
   if x._n == 0 then return O.empty(fn, x._dev, x._type, x._shape) end
-  local src, back = dim_last(x, d)         -- (a copy only where dim d is not last)
+  local src, back = dim_last(fn, x, d)         -- (a copy only where dim d is not last)
   local out = O.empty(fn, x._dev, x._type, src._shape)
   local L = out._shape[#out._shape]
   A.sort(own_buffer(src), {row_length = L, descending = desc, out = own_buffer(out),
@@ -330,7 +330,7 @@ function methods.argsort(x, dim, opts, ...)
   local d, desc = sort_args(fn, x, dim, opts)
   local A = algo(fn, "argsort")       -- (dev's algo.classes checked in A.argsort, under fn)
   if x._n == 0 then return O.empty(fn, x._dev, "long", x._shape) end
-  local src, back = dim_last(x, d)
+  local src, back = dim_last(fn, x, d)
   local L = src._shape[#src._shape]
   local pos = O.empty(fn, x._dev, "long", src._shape)    -- a pool block, 1-based positions
   A.argsort(own_buffer(src), {row_length = L, descending = desc, base = 1, type = "long",

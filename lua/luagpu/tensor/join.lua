@@ -359,6 +359,9 @@ local function check_list(fn, list)
     if not O.is_tensor(x) then
       fail(fn, "argument #1: item %d: expected a tensor, got %s", i, typename(x))
     end
+    if rawget(x, "_st") == O.RELEASED then
+      fail(fn, "argument #1: item %d: attempt to use a released tensor", i)
+    end
     check(fn, 1, x)
     if i > 1 then O.check_same_device(fn, 1, x, xs[1]._dev) end
     t = t and TY.promote(t, x._type) or x._type

@@ -67,6 +67,10 @@ O.MAX_DIMS, O.MAX_ELEMENTS = MAX_DIMS, MAX_ELEMENTS
 -- x[i] and x[i] = v (luagpu.tensor.views sets them: O.index(x, i),
 -- O.set_index(x, i, v)).
 O.index, O.set_index = nil, nil
+-- O.copy(fn, x): a contiguous copy of x in a new storage, made as fn's (a
+-- copy too large raises under fn's name); O.contiguous(fn, x): x where it
+-- is contiguous, else O.copy(fn, x). (luagpu.tensor.elementwise sets them.)
+O.copy, O.contiguous = nil, nil
 
 -- Names NumPy and PyTorch users try, and what luagpu calls them.
 local ELSEWHERE = {matmul = "x:mm(y)", T = "x:t()", view = "x:reshape(shape)",
@@ -428,8 +432,9 @@ end
 -- x with dim d moved last, contiguous, and the permutation that moves it
 -- back (nil when d is last). With copy, always a new tensor of its own
 -- (to be written); else possibly x or a view of x's storage (when the
--- moved layout is already contiguous: {n, 1} along 1, b:t() along 1).
-function O.dim_last(x, d, copy)
+-- moved layout is already contiguous: {n, 1} along 1, b:t() along 1). A
+-- copy is fn's (a copy too large names fn).
+function O.dim_last(fn, x, d, copy)
   local nd = #x._shape
   local moved, back = x, nil
   if d ~= nd then
@@ -440,9 +445,8 @@ function O.dim_last(x, d, copy)
     for i, o in ipairs(order) do back[o] = i end
     moved = x:permute(order)
   end
-  if copy then return moved:clone(), back end
-  if not moved._expr and O.is_contiguous(moved) then return moved, back end
-  return moved:contiguous(), back
+  if copy then return O.copy(fn, moved), back end
+  return O.contiguous(fn, moved), back
 end
 
 function O.check_same_device(fn, arg, x, dev)

@@ -404,7 +404,7 @@ local function reduce_all(fn, op, x)
     return op == "prod" and (FLOATS[spec.out] and 1.0 or 1) or (FLOATS[spec.out] and 0.0 or 0)
   end
   local given = x
-  if x._expr or not O.is_contiguous(x) then x = x:contiguous() end
+  if x._expr or not O.is_contiguous(x) then x = O.contiguous(fn, x) end
   if op == "sum" or op == "min" or op == "max" or (op == "mean" and MEAN_BY_SUM[x._type]) then
     reduce_helper = reduce_helper or require "luagpu.reduce"
     local b = O.elements_of(x)
@@ -451,7 +451,7 @@ local function reduce_dim(fn, op, x, d, keepdim)
     return res:set(op == "prod" and 1 or op == "all" and 1 or op == "mean" and 0 / 0 or 0)
   end
   local given = x
-  if x._expr or not O.is_contiguous(x) then x = x:contiguous() end
+  if x._expr or not O.is_contiguous(x) then x = O.contiguous(fn, x) end
   reduce_into(fn, op, x, outer, L, inner, res)
   if x ~= given then drop(x) end            -- a copy made here
   return res

@@ -170,7 +170,7 @@ local function normalizer(mode)
     local d = check_dim_arg(fn, x, dim)
     x = as_floating(fn, x)
     if x._n == 0 then return empty(fn, x._dev, x._type, x._shape) end
-    local src, back = dim_last(x, d)
+    local src, back = dim_last(fn, x, d)
     local shape = src._shape
     local L = shape[#shape]
     local out = empty(fn, x._dev, x._type, shape)
@@ -221,7 +221,7 @@ function RW.methods.logsumexp(x, dim, keepdim, ...)
   if res._n == 0 then return res end
   local L = shape[d]
   if L == 0 then return res:set(-huge) end        -- the sum of nothing is 0
-  local src = dim_last(x, d)
+  local src = dim_last(fn, x, d)
   run_rows(fn, "logsumexp", src, res, res._n, L)
   return res
 end
@@ -237,7 +237,7 @@ function RW.spread(fn, x, d, div, keepdim, std)
     elseif keepdim then rshape[#rshape + 1] = 1 end
   end
   local res = empty(fn, x._dev, x._type, rshape)
-  run_rows(fn, std and "std" or "var", dim_last(x, d), res, res._n, shape[d], div)
+  run_rows(fn, std and "std" or "var", dim_last(fn, x, d), res, res._n, shape[d], div)
   return res
 end
 

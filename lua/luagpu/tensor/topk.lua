@@ -224,7 +224,7 @@ function TK.topk(fn, x, d, k, largest)
     return empty(fn, dev, t, shape), empty(fn, dev, "long", shape)
   end
   if t == "double" then O.check_device_type(fn, dev, "double") end
-  local src, back = O.dim_last(x, d)
+  local src, back = O.dim_last(fn, x, d)
   check_bounds(fn, src)
   local nrows = x._n // L
   local rshape = {}

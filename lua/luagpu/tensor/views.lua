@@ -312,10 +312,10 @@ function V.expand(x, shape, ...)
 end
 
 function V.contiguous(x, ...)
-  check("tensor:contiguous", 0, x)
-  O.no_more("tensor:contiguous", 1, ...)
-  if is_contiguous(x) then return x end
-  return E.clone(x)
+  local fn = "tensor:contiguous"
+  check(fn, 0, x)
+  O.no_more(fn, 1, ...)
+  return E.contiguous(fn, x)
 end
 
 return V
