@@ -72,6 +72,30 @@ function M.traced_span_ns(gpu, f)
   return last - first
 end
 
+-- Microseconds the device was busy with the commands f enqueues (the sum
+-- of their durations, from a trace; gaps between them not counted), with
+-- what came before finished first. dev's queue must profile.
+function M.busy_us(gpu, dev, f)
+  dev:finish()
+  gpu.trace(true)
+  local r = f()
+  dev:finish()
+  local busy = 0
+  for _, c in ipairs(gpu.trace(false)) do
+    if c.start and c["end"] then busy = busy + (c["end"] - c.start) end
+  end
+  r = nil                                   -- (f's results held until the trace ended)
+  return busy / 1e3
+end
+
+-- The median of reps values of M.busy_us(gpu, dev, f), after two warm-ups.
+function M.median_busy_us(gpu, dev, reps, f)
+  for _ = 1, 2 do M.busy_us(gpu, dev, f) end
+  local t = {}
+  for i = 1, reps do t[i] = M.busy_us(gpu, dev, f) end
+  return M.median(t)
+end
+
 -- The sizes of a matrix product from "N" (square), "MxNxK" or "M,N,K":
 -- m, n, k as numbers, or nil when s is none of these.
 function M.dims(s)

@@ -15,27 +15,8 @@ local dev = gpu.device()
 dev:set_profiling(true)
 local cls = dev.type == "cpu" and "cpu" or "gpu"
 local default = RW.sizes[cls]
-local function median(t) table.sort(t); return t[(#t + 1) // 2] end
-
-local function busy_of(f)
-  dev:finish()
-  gpu.trace(true)
-  local r = f()
-  dev:finish()
-  local rec = gpu.trace(false)
-  local busy = 0
-  for _, c in ipairs(rec) do
-    if c.start and c["end"] then busy = busy + (c["end"] - c.start) end
-  end
-  r = nil
-  return busy / 1e3
-end
-local function timed(f)
-  for _ = 1, 2 do busy_of(f) end
-  local t = {}
-  for i = 1, reps do t[i] = busy_of(f) end
-  return median(t)
-end
+local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
+local function timed(f) return bench.median_busy_us(gpu, dev, reps, f) end
 
 print(("device: %s; default sizes LS %d, ITEMS %d, MIN_ITEMS %d; medians of %d, device us")
       :format(dev.name, default.LS, default.ITEMS, default.MIN_ITEMS, reps))

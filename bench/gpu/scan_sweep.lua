@@ -13,24 +13,8 @@ local reps = tonumber(arg and arg[1]) or 15
 local dev = gpu.device(os.getenv("LUAGPU_DEVICE"))
 dev:set_profiling(true)
 local cls = algo.classes[algo.classes[dev.type] and dev.type or "gpu"]
-local function median(t) table.sort(t); return t[(#t + 1) // 2] end
-local function busy_of(f)
-  dev:finish()
-  gpu.trace(true)
-  local r = f()
-  dev:finish()
-  local busy = 0
-  for _, c in ipairs(gpu.trace(false)) do
-    if c.start and c["end"] then busy = busy + (c["end"] - c.start) end
-  end
-  return busy / 1e3, r
-end
-local function timed(f)
-  for _ = 1, 2 do busy_of(f) end
-  local t = {}
-  for i = 1, reps do t[i] = busy_of(f) end
-  return median(t)
-end
+local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
+local function timed(f) return bench.median_busy_us(gpu, dev, reps, f) end
 local inputs = {
   {"float 2^24", dev:rand("float", {1 << 24}, 1):eval()},
   {"float 2^20", dev:rand("float", {1 << 20}, 2):eval()},

@@ -3,6 +3,7 @@
 -- floats and u:unique() of 2^20 ints in 0..999:
 --   build/luagpu bench/gpu/select_probe.lua
 local gpu = require "luagpu"
+local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
 local dev = gpu.device(os.getenv("LUAGPU_DEVICE"))
 dev:set_profiling(true)
 local x24 = dev:rand("float", {1 << 24}, 24)
@@ -26,8 +27,7 @@ local function probe(name, f)
   local tot, line = 0, {}
   for _, p in ipairs(per) do
     local cmd = table.remove(p, 1)
-    table.sort(p)
-    local m = p[(#p + 1) // 2]
+    local m = bench.median(p)
     tot = tot + m
     line[#line + 1] = ("%s %.1f"):format(cmd, m)
   end

@@ -14,7 +14,8 @@ if arg and arg[1] then
     if name then torch[name] = tonumber(wall) end
   end
 end
-local function median(t) table.sort(t); return t[(#t + 1) // 2] end
+local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
+local median = bench.median
 local x20 = dev:rand("float", {1 << 20}, 1):eval()
 local u20 = (dev:rand("float", {1 << 20}, 2) * 1000):floor():astype("int"):eval()
 local f20 = (dev:rand("float", {1 << 20}, 3) * 2 ^ 31):floor():astype("int"):eval()
@@ -34,15 +35,7 @@ local function t(name, f)
   end
   dev:set_profiling(true)
   local ds = {}
-  for i = 1, 9 do
-    gpu.trace(true)
-    local _ = f(); dev:finish()
-    local busy = 0
-    for _, c in ipairs(gpu.trace(false)) do
-      if c.start and c["end"] then busy = busy + (c["end"] - c.start) end
-    end
-    ds[i] = busy / 1e3
-  end
+  for i = 1, 9 do ds[i] = bench.busy_us(gpu, dev, f) end
   dev:set_profiling(false)
   local w, tw = median(ws), torch[name]
   print(("%-22s wall %8.1f us  device %8.1f us  torch wall %8s  lg/torch %s"):format(
