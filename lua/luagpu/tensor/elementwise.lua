@@ -525,8 +525,8 @@ function methods.set(x, v, ...)
   return x
 end
 
--- A contiguous copy of x in a new storage.
--- A contiguous copy of x (checked) in a new storage, made as fn's.
+-- A contiguous copy of x (which the caller checked) in a new storage, made
+-- as fn's: a copy too large raises under fn's name.
 function E.copy(fn, x)
   if x._expr then realize(x) end
   local out = O.empty(fn, x._dev, x._type, x._shape)
