@@ -29,11 +29,15 @@ __kernel void compact_positions(__global const T *x, ulong xoff, __global const 
   if (i < n && lg_keep(x[xoff + i], i)) out[ooff + pos[i] - 1] = (IT)(i + base);
 }
 
-/* tensor:unique: the length of each of the c runs, from where each starts
-** (at: 1-based positions in the n sorted elements, ascending). */
-__kernel void compact_run_lengths(__global const long *at, ulong aoff, ulong c, ulong n,
+/* tensor:unique: the length of each run, from where each starts (at:
+** 1-based positions in the n sorted elements, ascending). The count of
+** runs is read here, from the selection's scanned tile counts (total[tix]):
+** the host may launch before it has read it, with a work-item per element. */
+__kernel void compact_run_lengths(__global const long *at, ulong aoff,
+                                  __global const uint *total, ulong tix, ulong n,
                                   __global long *out, ulong ooff) {
   ulong k = get_global_id(0);
+  ulong c = total[tix];
   if (k < c) {
     ulong next = k + 1 < c ? (ulong)at[aoff + k + 1] : n + 1;
     out[ooff + k] = (long)(next - (ulong)at[aoff + k]);

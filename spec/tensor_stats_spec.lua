@@ -184,17 +184,30 @@ out = [np.take_along_axis(x, lo, %d).squeeze(%d), lo.squeeze(%d) + 1,
     assert.same({-2, 1}, {u[1], u[2]})
     assert.is_true(u[3] ~= u[3])
     assert.same({1, 2, 2}, c:totable())
-    -- long runs across work-groups, NaNs among them, as NumPy
-    for _, t in ipairs({"int", "float", "double"}) do
-      local vals = {}
-      for i = 1, 3001 do vals[i] = math.random(-20, 20) end
-      if t ~= "int" then vals[5], vals[3000] = 0 / 0, 0 / 0 end
-      local z = dev:tensor(t, {3001}, vals)
-      local ref = S.numpy("u, c = np.unique(z, return_counts=True)\nout = [u, c]",
-                          {z = np_of(z)})
-      local zu, zc = z:unique()
-      same(ref[1], zu)
-      same(ref[2], zc)
+    -- long runs across work-groups, NaNs among them, as NumPy: with the
+    -- count read before the selection, and after it (the results then the
+    -- first elements of blocks made for all of z)
+    local C = require "luagpu.algo.compact"
+    local late = C.RUNS_READ_LATE
+    finally(function() C.RUNS_READ_LATE = late end)
+    for _, read_late in ipairs({0, late}) do
+      C.RUNS_READ_LATE = read_late
+      for _, t in ipairs({"int", "float", "double"}) do
+        local vals = {}
+        for i = 1, 3001 do vals[i] = math.random(-20, 20) end
+        if t ~= "int" then vals[5], vals[3000] = 0 / 0, 0 / 0 end
+        local z = dev:tensor(t, {3001}, vals)
+        local ref = S.numpy("u, c = np.unique(z, return_counts=True)\nout = [u, c]",
+                            {z = np_of(z)})
+        local zu, zc = z:unique()
+        same(ref[1], zu)
+        same(ref[2], zc)
+        assert.equal(#ref[2].data, #zc.buffer)
+        -- the results are tensors as others: written, read whole, summed
+        assert.equal(3001, zc:sum())
+        zc:set(zc * 2)
+        assert.equal(6002, zc:sum())
+      end
     end
   end)
 

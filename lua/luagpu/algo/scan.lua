@@ -424,5 +424,26 @@ function S.scanner(def)
   return s
 end
 
+------------------------------------------------------------------ tensors
+
+-- The built-in specs per op and type (op, t) -> builtin(op, t, t), without
+-- the key string builtin makes.
+local tensor_specs = {sum = {}, prod = {}}
+
+-- A scan for luagpu.tensor's x:cumsum and x:cumprod, everything checked by
+-- the tensor op (its tensors' bounds and types, the device's fp64): rows
+-- of rowlen elements (n: one row) of type t from root x at element xoff,
+-- op ("sum" or "prod") in t, into root out at ooff, on dev's default
+-- queue, no Event. Not algo.scan's option checks, nor a table of options
+-- or Buffer views made per call: those cost as much host time as the
+-- scan of 2^24 elements on an H200 takes on the device.
+function S.tensor_scan(fn, op, t, x, xoff, n, rowlen, out, ooff)
+  local specs = tensor_specs[op]
+  local spec = specs[t]
+  if not spec then spec = builtin(op, t, t); specs[t] = spec end
+  return S.run(fn, {spec = spec, x = x, xoff = xoff, n = n, rowlen = rowlen < n and rowlen or 0,
+                    out = out, ooff = ooff, wait = {}, quiet = true})
+end
+
 S.builtin = builtin
 return S

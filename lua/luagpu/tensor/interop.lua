@@ -273,17 +273,22 @@ local dim_last, check_dim_arg = O.dim_last, O.check_one_dim
 
 -- x:cumsum([dim]) / x:cumprod([dim]): inclusive prefix sums (products)
 -- along dim (default: the last), in x's type (integers wrap).
+-- (luagpu.algo.scan's prepared call for tensors, which checks no options:
+-- the tensors are checked here; dev's algo.classes in it, under fn)
+local tensor_scan
 local function cumulative(fn, op, x, dim, ...)
   check(fn, 0, x)
   O.no_more(fn, 2, ...)
   local d = check_dim_arg(fn, x, dim)
-  local A = algo(fn, "scan")          -- (dev's algo.classes checked in A.scan, under fn)
+  if not tensor_scan then
+    algo(fn, "scan")
+    tensor_scan = require("luagpu.algo.scan").tensor_scan
+  end
   if x._n == 0 then return O.empty(fn, x._dev, x._type, x._shape) end
   local src, back = dim_last(fn, x, d)
   local out = O.empty(fn, x._dev, x._type, src._shape)
-  local L = src._shape[#src._shape]
-  A.scan(own_buffer(src), {row_length = L, out = own_buffer(out), op = op, event = false,
-                           [CALLER] = fn})
+  tensor_scan(fn, op, src._type, src._st.buf, src._off, src._n, src._shape[#src._shape],
+              out._st.buf, 0)
   return back and out:permute(back) or out
 end
 

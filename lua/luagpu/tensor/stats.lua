@@ -217,9 +217,11 @@ end
 -- x:unique(): the distinct values of x, ascending (NaNs as one, last), and
 -- how many times each occurs (long): two 1-D tensors. By a sort, then
 -- luagpu.algo.compact's runs: the tiled selection of where each run of
--- equal values starts (a count per tile, their scan, the total read, one
--- kernel moving each run's first value and place), one kernel writing the
--- runs' lengths.
+-- equal values starts (a count per tile, their scan, one kernel moving
+-- each run's first value and place), one kernel writing the runs'
+-- lengths, and the count read (before the selection for large x, after
+-- its kernels for others: then the results are the first elements of
+-- blocks made for n).
 function methods.unique(x, ...)
   local fn = "tensor:unique"
   check(fn, 0, x)
@@ -233,13 +235,18 @@ function methods.unique(x, ...)
   local s = x:flatten():sort()
   local values, counts, at
   local A = require "luagpu.algo.compact"
-  A.runs(fn, s._type, s._st.buf, s._off, n, dev, function(count)
-    values = O.empty(fn, dev, s._type, {count})
-    counts = O.empty(fn, dev, "long", {count})
-    at = O.empty(fn, dev, "long", {count})
+  local c = A.runs(fn, s._type, s._st.buf, s._off, n, dev, function(room)
+    values = O.empty(fn, dev, s._type, {room})
+    counts = O.empty(fn, dev, "long", {room})
+    at = O.empty(fn, dev, "long", {room})
     return values._st.buf, values._off, counts._st.buf, counts._off, at._st.buf, at._off
   end)
   O.drop(at); O.drop(s)
+  if values._n ~= c then      -- (made for n: the first c elements of their blocks)
+    values._st.n, counts._st.n = c, c        -- (what x.buffer gives)
+    values = O.view(values._st, values._type, {c}, {1}, 0)
+    counts = O.view(counts._st, "long", {c}, {1}, 0)
+  end
   return values, counts
 end
 

@@ -1,0 +1,65 @@
+-- bench/gpu/timeline_probe.lua: where the wall clock of a tensor op goes.
+-- For each op: the median of 51 calls of the time until the call returns
+-- and until its work is done (profiling off), then one traced call's
+-- commands: when the host enqueued each (us after the call began) and when
+-- the device ran it (start .. end, on the host's clock through the first
+-- command's queued time), so idle gaps between commands show.
+--   build/luagpu bench/gpu/timeline_probe.lua [op ...]
+local gpu = require "luagpu"
+local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
+local dev = gpu.device(os.getenv("LUAGPU_DEVICE"))
+local now = gpu.now
+
+local x24 = dev:rand("float", {1 << 24}, 1):eval()
+local u20 = (dev:rand("float", {1 << 20}, 25) * 1000):floor():astype("int"):eval()
+local M = dev:rand("float", {4096, 4096}, 3):eval()
+local X, Y = dev:rand("float", {64, 256, 256}, 4):eval(), dev:rand("float", {64, 256, 256}, 5):eval()
+local ops = {
+  cumsum = function() return x24:cumsum() end,
+  unique = function() return (u20:unique()) end,
+  cat = function() return gpu.cat({x24, x24, x24}) end,
+  bmm = function() return X:mm(Y) end,
+  argmax2 = function() return M:argmax(2) end,
+  sort = function() return (x24:sort()) end,
+}
+local names = {...}
+if #names == 0 then names = {"cumsum", "unique", "cat", "bmm", "argmax2"} end
+
+for _, name in ipairs(names) do
+  local f = assert(ops[name], name)
+  for _ = 1, 5 do f() end
+  dev:finish()
+  local ret, done = {}, {}
+  for i = 1, 51 do
+    local t0 = now()
+    local r = f()
+    ret[i] = now() - t0
+    dev:finish()
+    done[i] = now() - t0
+    r = nil
+  end
+  print(("%-8s returns after %6.1f us, done after %6.1f us (medians of 51)"):format(
+    name, bench.median(ret) * 1e6, bench.median(done) * 1e6))
+  dev:set_profiling(true)
+  f(); dev:finish()
+  gpu.trace(true)
+  local t0 = now()
+  f()
+  local t1 = now()
+  dev:finish()
+  local t2 = now()
+  local rec = gpu.trace(false)
+  dev:set_profiling(false)
+  local base = t0 * 1e9
+  local off
+  for _, c in ipairs(rec) do
+    if c.queued and c.host then off = c.host - c.queued; break end
+  end
+  print(("  traced: returns %.1f, done %.1f us"):format((t1 - t0) * 1e6, (t2 - t0) * 1e6))
+  for _, c in ipairs(rec) do
+    local s = c.start and (c.start + off - base) / 1e3
+    local e = c["end"] and (c["end"] + off - base) / 1e3
+    print(("  %-24s enqueued %7.1f  runs %7s .. %7s"):format(c.name or c.kind,
+      (c.host - base) / 1e3, s and ("%.1f"):format(s) or "-", e and ("%.1f"):format(e) or "-"))
+  end
+end
