@@ -712,7 +712,9 @@ print(pcall(y.get, y))
                        "{18446744073709551616}"},
         {{0, 1 / 0}, "0 to inf by 1: shape {9223372036854775808}"},
         {{0, 2^53}, "0 to 9.007199254741e+15 by 1: shape {9007199254740993}"},
-        {{0.0, 1e300, 1}, "0.0 to 1e+300 by 1: shape {1e+300}"},
+        -- (long: an integral float first counts as an integer)
+        {{0.0, 1e300, 1}, "0.0 to 1e+300 by 1: shape {9223372036854775808}"},
+        {{0.0, 1e300, 1}, "0.0 to 1e+300 by 1: shape {1e+300}", "double"},
         {{1 / 0, 1 / 0}, "inf to inf by 1: shape {inf}", "double"},
         {{0.0, 1 / 0, 1 / 0}, "0.0 to inf by inf: shape {inf}", "float"},
       }
@@ -1528,5 +1530,60 @@ print(pcall(y.get, y))
         assert.same({1, 20, 3, 40}, flat(gpu.where(m, a, b):max(gpu.where(m, a, b))), t)
       end
     end)
+  end)
+
+  -- An op that copies, sorts or launches over a view too large names
+  -- itself (the op it calls was named: tensor:ne, tensor:contiguous,
+  -- call:run from index.lua), before anything is enqueued; lists with a
+  -- metatable are said to be refused; a 0-d tensor's missing dim is not
+  -- blamed on an argument the script did not give.
+  it("names the op called for views too large, lists with metatables and 0-d dims", function()
+    local big = dev:tensor("int", {1}, 1):expand{2^52}
+    local room = "needs 18014398509481984 bytes, more than the device's max_alloc_size"
+    has_error("luagpu: tensor:nonzero: shape {4503599627370496} of uchar needs",
+              function() return big:nonzero() end)
+    has_error("luagpu: tensor:masked_select: 4503599627370496 elements of int do not fit",
+              function() return big:masked_select(big) end)
+    has_error("luagpu: tensor:bincount: shape {4503599627370496} of int " .. room,
+              function() return big:bincount() end)
+    has_error("luagpu: tensor:topk: shape {4503599627370496} of long needs",
+              function() return big:topk(1) end)
+    has_error("luagpu: tensor:unique: shape {4503599627370496} of int " .. room,
+              function() return big:unique() end)
+    has_error("luagpu: tensor:median: shape {4503599627370496} of int " .. room,
+              function() return big:median() end)
+    has_error("luagpu: gpu.searchsorted: 4503599627370496 elements of int do not fit",
+              function() return gpu.searchsorted(dev:arange("int", 3), big) end)
+    local x = dev:zeros("int", 4)
+    local many = dev:tensor("long", {1}, 1):expand{2^40}
+    for _, f in ipairs{function() return x:put(many, 1) end,
+                       function() return x:scatter(1, many, 1) end,
+                       function() return x:scatter_add(1, many, dev:tensor("int", {1}, 1):expand{2^40}) end} do
+      has_error("1099511627776 positions are too many for one launch (at most 1099511627520)", f)
+    end
+    assert.same({0, 0, 0, 0}, x:totable())
+    if dev.max_alloc_size < 8 * (2^30 + 5) then
+      has_error("luagpu: tensor:bincount: shape {1073741830} of long needs",
+                function() return dev:tensor("int", 1, 2^30 + 5):bincount() end)
+    end
+    local m = dev:tensor("int", {2, 3})
+    local with_mt = "got a table with a metatable (lists are read from plain tables)"
+    has_error("luagpu: gpu.cat: argument #1: expected a list of tensors, " .. with_mt,
+              function() return gpu.cat(setmetatable({m, m}, {})) end)
+    has_error("luagpu: tensor:split: argument #1: expected a part size >= 1 or a table of " ..
+              "sizes, " .. with_mt, function() return m:split(setmetatable({1, 2}, {}), 2) end)
+    has_error("luagpu: tensor:sum: argument #1: expected an integer dim, " .. with_mt,
+              function() return m:sum(setmetatable({1}, {})) end)
+    has_error("luagpu: tensor:pad: argument #1: expected a width >= 0 or a list of {before, " ..
+              "after}, " .. with_mt, function() return m:pad(setmetatable({{1, 1}, {1, 1}}, {})) end)
+    has_error("luagpu: tensor:repeat_tiles: argument #1: expected a list of repetitions, " .. with_mt,
+              function() return m:repeat_tiles(setmetatable({1, 2}, {})) end)
+    local z = dev:tensor("int", {}, 1)
+    has_error("luagpu: gpu.cat: a 0-d tensor has no dim to join along (gpu.stack joins 0-d " ..
+              "tensors)", function() return gpu.cat({z, z}) end)
+    has_error("luagpu: tensor:chunk: a 0-d tensor has no dim to split along",
+              function() return z:chunk(1) end)
+    has_error("luagpu: tensor:split: a 0-d tensor has no dim to split along",
+              function() return z:split(1) end)
   end)
 end)

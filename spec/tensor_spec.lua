@@ -82,6 +82,17 @@ describe("tensors", function()
         assert.same({255, 254, 253}, dev:arange(t, 255, 253, -1):totable())
       end
       assert.same({4000000000, 1000000000}, dev:arange("uint", 4e9, 1e9, -3e9):totable())
+      -- a float first far past 2^53 counts the elements the type computes
+      -- (in doubles 2^62 to 2^62 by 1 gave 513), as NumPy's
+      assert.same({1 << 62}, dev:arange("long", 2.0^62, 2.0^62):totable())
+      assert.equal(1, #dev:arange("double", 2.0^62, 2.0^62))
+      assert.same({math.mininteger}, dev:arange("ulong", 2.0^63, 2.0^63):totable())
+      assert.same({math.mininteger, math.maxinteger, math.maxinteger - 1},
+                  dev:arange("ulong", 2.0^63, math.maxinteger - 1, -1):totable())
+      -- (2^64 - 1 is 2^64 as a float: clipped to ulong's largest, no wrap to 0)
+      assert.same({-2048, -1024}, dev:arange("ulong", 2.0^64 - 2048, 2.0^64 - 1, 1024):totable())
+      assert.same({-2048, -1023}, dev:arange("ulong", 2.0^64 - 2048, 2.0^64, 1025):totable())
+      assert.same({}, dev:arange("ulong", 2.0^63, 5):totable())
       has_error("luagpu: device:arange: argument #4: step -300: uchar steps down by its size, " ..
                 "which does not fit (300 does not fit uchar (0 to 255))",
                 dev.arange, dev, "uchar", 5, 0, -300)

@@ -16,9 +16,16 @@ if arg and arg[1] then
 end
 local bench = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "../common.lua")
 local median = bench.median
+-- (SKIP_FROM=n: algo.classes.gpu.sort_skip_from for the run)
+if os.getenv("SKIP_FROM") then
+  require("luagpu.algo").classes.gpu.sort_skip_from = math.tointeger(tonumber(os.getenv("SKIP_FROM")))
+  print("sort_skip_from " .. os.getenv("SKIP_FROM"))
+end
 local x20 = dev:rand("float", {1 << 20}, 1):eval()
 local u20 = (dev:rand("float", {1 << 20}, 2) * 1000):floor():astype("int"):eval()
 local f20 = (dev:rand("float", {1 << 20}, 3) * 2 ^ 31):floor():astype("int"):eval()
+local u22 = (dev:rand("float", {1 << 22}, 7) * 1000):floor():astype("int"):eval()
+local f22 = (dev:rand("float", {1 << 22}, 8) * 2 ^ 31):floor():astype("int"):eval()
 local x24 = dev:rand("float", {1 << 24}, 4):eval()
 local u24 = (dev:rand("float", {1 << 24}, 5) * 1000):floor():astype("int"):eval()
 local l24 = (dev:rand("double", {1 << 24}, 6) * 70000):floor():astype("long"):eval()
@@ -48,6 +55,9 @@ t("unique_2^20", function() return u20:unique() end)
 t("sort_int<1000_2^20", function() return u20:sort() end)
 t("argsort_int<1000_2^20", function() return u20:argsort() end)
 t("argsort_int_2^20", function() return f20:argsort() end)
+t("unique_2^22", function() return u22:unique() end)
+t("sort_int<1000_2^22", function() return u22:sort() end)
+t("argsort_int_2^22", function() return f22:argsort() end)
 t("sort_2^24", function() return x24:sort() end)
 t("argsort_2^24", function() return x24:argsort() end)
 t("sort_int<1000_2^24", function() return u24:sort() end)

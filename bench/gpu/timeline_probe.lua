@@ -21,7 +21,23 @@ local ops = {
   bmm = function() return X:mm(Y) end,
   argmax2 = function() return M:argmax(2) end,
   sort = function() return (x24:sort()) end,
+  argsort = function() return (x24:argsort()) end,
 }
+-- Host times of the helpers' enqueues with profiling off: luagpu.algo's
+-- command sequences (Seq:run, Seq:cmd), wrapped to note gpu.now() before
+-- each (reads outside a sequence and single-launch ops are not seen).
+local marks
+do
+  local Seq = getmetatable(require("luagpu.algo.base").sequence(nil, {}))
+  for _, method in ipairs({"run", "cmd"}) do
+    local orig = Seq[method]
+    Seq[method] = function(self, a, b, ...)
+      if marks then marks[#marks + 1] = {method == "cmd" and b or "run", now()} end
+      return orig(self, a, b, ...)
+    end
+  end
+end
+
 local names = {...}
 if #names == 0 then names = {"cumsum", "unique", "cat", "bmm", "argmax2"} end
 
@@ -40,6 +56,30 @@ for _, name in ipairs(names) do
   end
   print(("%-8s returns after %6.1f us, done after %6.1f us (medians of 51)"):format(
     name, bench.median(ret) * 1e6, bench.median(done) * 1e6))
+  -- the pool's collector steps per call, and what one costs after a call
+  local m0 = dev:memory()
+  local st = {}
+  for i = 1, 21 do
+    f()
+    local s0 = now()
+    collectgarbage("step", 0)
+    st[i] = now() - s0
+  end
+  dev:finish()
+  print(("  pool: %.2f steps and %.2f full collections a call; a step after a call " ..
+         "%.1f us; heap %.0f KiB"):format((dev:memory().steps - m0.steps) / 21,
+         (dev:memory().collections - m0.collections) / 21, bench.median(st) * 1e6,
+         collectgarbage("count")))
+  marks = {}
+  local t0 = now()
+  f()
+  local t1 = now()
+  dev:finish()
+  local list = {}
+  for _, m in ipairs(marks) do list[#list + 1] = ("%s %.1f"):format(m[1], (m[2] - t0) * 1e6) end
+  marks = nil
+  print(("  unprofiled enqueues (us after the call began): %s; returns %.1f"):format(
+    table.concat(list, ", "), (t1 - t0) * 1e6))
   dev:set_profiling(true)
   f(); dev:finish()
   gpu.trace(true)

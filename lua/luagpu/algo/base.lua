@@ -72,7 +72,10 @@ B.stats = P.counter({}, "algo")
 --   sort_skip_from           a one-sweep sort of at least this many integer
 --                            or double keys on the default queue reads its
 --                            digit counts back and leaves out the passes
---                            whose digit every key shares; 0: never
+--                            whose digit every key shares; 0: never (on an
+--                            H200 the read and the enqueues after it cost
+--                            about as much as two passes of 2^20 keys: 2^21
+--                            for GPUs; CPUs read back at no cost)
 --   sort_rows_max            rows (or a whole buffer) of at most this many
 --                            keys that fit a group's local memory sort in
 --                            one group (algo/sort_rows.lua, a bitonic sort);
@@ -88,7 +91,7 @@ B.CLASSES = {
          sort_ptx_local = 256, sort_ptx_items = 24, sort_onesweep = true,
          sort_ptx_local_bytes = 0,
          hist_local = 256, hist_groups_per_cu = 8, sort_hist_items = 8,
-         sort_skip_from = 1 << 18,
+         sort_skip_from = 1 << 21,
          sort_rows_max = 1 << 16, sort_rows_local = 64, sort_rows_group = 512},
   cpu = {scan_local = 16, scan_items = 128, scan_staged = false, scan_lookback = false,
          scan_groups_per_cu = 4, scan_ptx = true, scan_ptx_items = 64,

@@ -94,11 +94,42 @@ local function loop_count(first, last, step)
   local n = floor(count) + 1
   while n > 0 and ((step > 0 and first + (n - 1) * step > last) or
                    (step < 0 and first + (n - 1) * step < last)) do n = n - 1 end
-  while n < MAX_ELEMENTS and ((step > 0 and first + n * step <= last) or
-                              (step < 0 and first + n * step >= last)) do n = n + 1 end
+  -- (an element more only where it moves on from the one before: past
+  -- 2^53 a step of 1 rounds away, and 2^62 to 2^62 by 1 gave 513 elements)
+  while n < MAX_ELEMENTS do
+    local v, before = first + n * step, first + (n - 1) * step
+    if not ((step > 0 and v <= last and v > before) or (step < 0 and v >= last and v < before))
+    then break end
+    n = n + 1
+  end
   return n
 end
 E.loop_count = loop_count
+
+-- The ulong word (a Lua integer, wrapped from 2^63 as the kernels hold
+-- it) of an integral number from 0 to below 2^64.
+local function ulong_word(v)
+  return math.tointeger(v) or math.tointeger(v - 2.0^64)
+end
+
+-- How many elements first + (i - 1) * step (first - (i - 1) * |step| for a
+-- negative step) a ulong arange from a float first of 2^63 or more has not
+-- past last (floored, or ceiled stepping down, and clipped to ulong's
+-- range), counted in ulong words as the kernel computes them; nil and the
+-- count in decimal past 2^53.
+local function ulong_count(first, last, step)
+  if (step > 0 and last < first) or (step < 0 and last > first) then return 0 end
+  local f, l = ulong_word(first), nil
+  if step > 0 then
+    l = last >= 2.0^64 and -1 or ulong_word(floor(last))
+  else
+    l = last < 0 and 0 or ulong_word(ceil(last))
+  end
+  local size = step > 0 and ulong_word(step) or -step
+  local count = udiv(step > 0 and l - f or f - l, size)
+  if count >= 0 and count < MAX_ELEMENTS then return count + 1 end
+  return nil, count == -1 and "18446744073709551616" or udecimal(count + 1)
+end
 
 ------------------------------------------------------------------ operators
 
@@ -586,7 +617,14 @@ function E.arange(dev, t, first, last, step, ...)
   elseif why then
     fail(fn, "argument #4: %s", why)
   end
-  local n, many = loop_count(first, last, step)
+  -- an integer type's integral float first and step are integers (its
+  -- elements are computed in the type: counted in doubles, 2^62 to 2^62
+  -- gave 513 elements); a ulong first from 2^63 is counted in ulong words
+  local n, many
+  local f, s = first, step
+  if TY.INTEGERS[t] then f, s = H.integer(first) or first, H.integer(step) or step end
+  if t == "ulong" and mtype(f) == "float" then n, many = ulong_count(f, last, s)
+  else n, many = loop_count(f, last, s) end
   if not n then
     fail(fn, "%s to %s by %s: shape {%s} is too large (at most 2^53 elements)", show(first),
          show(last), show(step), many)

@@ -326,6 +326,8 @@ local function index_rows(fn, out, x, d, idx, b)
   return out
 end
 
+local MAX_GROUPS = (1 << 32) - 1
+
 -- dat at idx's values along a dim = src (or += with add, an ADD_KIND):
 -- spec as gather's, src read over idx's dims with its own strides.
 local function scatter(fn, where, idx, src, spec, add)
@@ -337,6 +339,12 @@ local function scatter(fn, where, idx, src, spec, add)
   local nd = #shape
   if #sst ~= nd then sst = zeros(nd) end            -- a number: one element
   if nd == 0 then shape, ist, sst, nd = {1}, {0}, {0}, 1 end
+  -- (a work-item a position, in groups of LOCAL: drivers launch fewer than
+  -- 2^32 groups; an expanded index of 2^40 positions reached call:run)
+  if (n - 1) // LOCAL >= MAX_GROUPS then
+    fail(fn, "%s: %d positions are too many for one launch (at most %d)", where, n,
+         MAX_GROUPS * LOCAL)
+  end
   local big = O.cap(fn, dat) >= BIG or O.cap(fn, idx) >= BIG or O.cap(fn, src) >= BIG
               or n >= BIG
   local k = program(fn, dev, dat._type, idx._type, nd, add, big and "ulong" or "uint").lg_scatter
@@ -640,16 +648,16 @@ function methods.masked_select(x, mask, ...)
   -- (a mask of x's shape, contiguous, is used as it is)
   local m = mask
   if #ms ~= #xs or not O.is_contiguous(mask) then
-    m = mask:expand({table.unpack(xs)}):contiguous()
+    m = O.contiguous(fn, mask:expand({table.unpack(xs)}))
   else
     for i = 1, #ms do
-      if ms[i] ~= xs[i] then m = mask:expand({table.unpack(xs)}):contiguous(); break end
+      if ms[i] ~= xs[i] then m = O.contiguous(fn, mask:expand({table.unpack(xs)})); break end
     end
   end
   if m._n == 0 then return O.empty(fn, dev, t, {0}) end
   local A = compact_module(fn)
   -- (c and m: x and mask, checked at the entry, or copies made here)
-  local c, out = O.is_contiguous(x) and x or x:contiguous(), nil
+  local c, out = O.contiguous(fn, x), nil
   A.select(fn, t, c._st.buf, c._off, m._type, m._st.buf, m._off, m._n, dev, function(count)
     out = O.empty(fn, dev, t, {count})
     return out._st.buf, out._off
@@ -667,6 +675,7 @@ function methods.nonzero(x, ...)
   O.no_more(fn, 1, ...)
   local nd, dev = #x._shape, x._dev
   if x._n == 0 then return O.empty(fn, dev, "long", {0, nd}) end
+  O.check_room(fn, x, "uchar")              -- (the mask below)
   local m = x:ne(0):contiguous()
   local pos, count = nonzero_positions(fn, m)
   if count == 0 or nd == 0 then return O.empty(fn, dev, "long", {count, nd}) end
@@ -711,10 +720,16 @@ function I.searchsorted(sorted, values, opts, ...)
   if values._type ~= t then
     t = TY.promote(t, values._type)
     O.check_device_type(fn, dev, t)
-    if sorted._type ~= t then sorted = sorted:astype(t):eval() end
-    if values._type ~= t then values = values:astype(t) end
+    if sorted._type ~= t then
+      O.check_room(fn, sorted, t)
+      sorted = sorted:astype(t):eval()
+    end
+    if values._type ~= t then
+      O.check_room(fn, values, t)
+      values = values:astype(t)
+    end
   end
-  local v = values:contiguous()
+  local v = O.contiguous(fn, values)
   local out = O.empty(fn, dev, "long", {table.unpack(values._shape)})
   if out._n == 0 then return out end
   -- (sorted and v: checked at the entry, or made here)

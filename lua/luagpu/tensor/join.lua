@@ -168,7 +168,7 @@ function methods.repeat_tiles(x, reps, ...)
   O.no_more(fn, 2, ...)
   if type(reps) == "number" then reps = {reps} end
   if type(reps) ~= "table" or getmetatable(reps) ~= nil then
-    fail(fn, "argument #1: expected a list of repetitions, got %s", typename(reps))
+    fail(fn, "argument #1: expected a list of repetitions, got %s", O.what(reps))
   end
   local nr, nd = rawlen(reps), #x._shape
   O.check_entries(fn, "argument #1", reps, nr, "a list of repetitions holds only counts")
@@ -253,7 +253,7 @@ function methods.pad(x, widths, value, ...)
     end
   else
     fail(fn, "argument #1: expected a width >= 0 or a list of {before, after}, got %s",
-         typename(widths))
+         O.what(widths))
   end
   local v = value == nil and 0 or value
   if type(v) ~= "number" then fail(fn, "argument #2: expected a number, got %s", typename(value)) end
@@ -292,12 +292,21 @@ end
 
 -- x:split(size [, dim]): parts of size elements along dim (default 1), the
 -- last smaller when they do not divide it; x:split({n1, n2, ...} [, dim]):
+-- The dim (argument #2) of split, chunk and cat over x: given, or 1; a
+-- 0-d x has none to default to (said so: the script gave no argument #2).
+local function dim_or_first(fn, x, dim, what)
+  if dim == nil and #x._shape == 0 then
+    fail(fn, "a 0-d tensor has no dim to %s", what)
+  end
+  return check_dim(fn, "argument #2", x, dim == nil and 1 or dim)
+end
+
 -- parts of those sizes, which must add up to the dim's. A list of views.
 function methods.split(x, size, dim, ...)
   local fn = "tensor:split"
   check(fn, 0, x)
   O.no_more(fn, 3, ...)
-  local d = check_dim(fn, "argument #2", x, dim == nil and 1 or dim)
+  local d = dim_or_first(fn, x, dim, "split along")
   local len = x._shape[d]
   local sizes = {}
   if type(size) == "table" and getmetatable(size) == nil then
@@ -320,7 +329,8 @@ function methods.split(x, size, dim, ...)
   else
     local n = integer(size)
     if not n or n < 1 then
-      fail(fn, "argument #1: expected a part size >= 1 or a table of sizes, got %s", show(size))
+      fail(fn, "argument #1: expected a part size >= 1 or a table of sizes, got %s",
+           type(size) == "table" and O.what(size) or show(size))
     end
     for first = 1, len, n do sizes[#sizes + 1] = math.min(n, len - first + 1) end
     if len == 0 then sizes[1] = 0 end
@@ -337,7 +347,7 @@ function methods.chunk(x, n, dim, ...)
   O.no_more(fn, 3, ...)
   local c = integer(n)
   if not c or c < 1 then fail(fn, "argument #1: expected a number of parts >= 1, got %s", show(n)) end
-  local d = check_dim(fn, "argument #2", x, dim == nil and 1 or dim)
+  local d = dim_or_first(fn, x, dim, "split along")
   local len = x._shape[d]
   return methods.split(x, math.max(1, (len + c - 1) // c), d)
 end
@@ -348,7 +358,7 @@ end
 -- one device; returns them (realized) and their common type.
 local function check_list(fn, list)
   if type(list) ~= "table" or getmetatable(list) ~= nil then
-    fail(fn, "argument #1: expected a list of tensors, got %s", typename(list))
+    fail(fn, "argument #1: expected a list of tensors, got %s", O.what(list))
   end
   local n = rawlen(list)
   if n == 0 then fail(fn, "argument #1: expected a list of tensors, got an empty one") end
@@ -417,7 +427,7 @@ function J.cat(list, dim, ...)
   O.no_more(fn, 3, ...)
   local xs, t = check_list(fn, list)
   local first = xs[1]
-  local d = check_dim(fn, "argument #2", first, dim == nil and 1 or dim)
+  local d = dim_or_first(fn, first, dim, "join along (gpu.stack joins 0-d tensors)")
   local shape, total = {}, 0
   for i, x in ipairs(xs) do
     if #x._shape ~= #first._shape then

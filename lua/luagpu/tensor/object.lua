@@ -379,6 +379,24 @@ function O.check_alloc(fn, dev, t, shape, n)
   end
 end
 
+-- What a value given for a list is, in a message: a table with a
+-- metatable (not a tensor) is said to be one, since lists are read raw
+-- from plain tables only; else H.typename.
+function O.what(v)
+  if type(v) == "table" and getmetatable(v) ~= nil and getmetatable(v) ~= MT then
+    return "a table with a metatable (lists are read from plain tables)"
+  end
+  return typename(v)
+end
+
+-- Checks that a tensor of x's shape and type t (x's when nil) fits one
+-- buffer of x's device: for an op (fn) that makes one along the way (a
+-- copy, a sort, positions), so that a view too large raises under fn's
+-- name, not under the op it calls.
+function O.check_room(fn, x, t)
+  O.check_alloc(fn, x._dev, t or x._type, x._shape, x._n)
+end
+
 -- Checks dim (1-based, negative from the end) of x; returns it positive.
 function O.check_dim(fn, where, x, dim, extra)
   local nd = #x._shape + (extra or 0)
@@ -387,7 +405,7 @@ function O.check_dim(fn, where, x, dim, extra)
   if not d or d < 1 or d > nd then
     local k = type(dim)
     if k == "table" or k == "userdata" or k == "function" then
-      fail(fn, "%s: expected an integer dim, got %s", where, typename(dim))
+      fail(fn, "%s: expected an integer dim, got %s", where, O.what(dim))
     end
     -- (1.5, nan, inf, nil, a string: not a dim at all, whatever the range;
     -- 2^63, integral, is one out of range)

@@ -160,6 +160,7 @@ function methods.median(x, dim, ...)
       fail(fn, "the median of an empty %s tensor is undefined (it holds no NaN)", x._type)
     end
     algo(fn, "sort", x._dev)      -- (dev's algo.classes checked under fn: so below)
+    O.check_room(fn, x)
     local s = x:flatten():sort()
     if FLOATS[x._type] then
       local last = s[x._n]
@@ -171,6 +172,7 @@ function methods.median(x, dim, ...)
   local L = x._shape[d]
   if L == 0 then fail(fn, "the median of an empty dim is undefined (dim %d has size 0)", d) end
   algo(fn, "argsort", x._dev)
+  O.check_room(fn, x, "long")
   local order, mid = x:argsort(d), (L + 1) // 2
   local pos
   if FLOATS[x._type] then
@@ -210,6 +212,7 @@ function methods.topk(x, k, dim, opts, ...)
   local v, p = TK.topk(fn, x, d, n, o.largest ~= false)
   if v then return v, p end
   algo(fn, "argsort", x._dev)
+  O.check_room(fn, x, "long")
   local pos = x:argsort(d, {descending = o.largest ~= false}):slice(d, 1, n)
   return x:gather(d, pos), pos:contiguous()
 end
@@ -232,6 +235,7 @@ function methods.unique(x, ...)
   end
   local dev = x._dev
   algo(fn, "sort", dev)
+  O.check_room(fn, x)
   local s = x:flatten():sort()
   local values, counts, at
   local A = require "luagpu.algo.compact"
@@ -269,6 +273,7 @@ function methods.bincount(x, bins, ...)
   end
   local nb = least
   if x._n > 0 then
+    if not O.is_contiguous(x) then O.check_room(fn, x) end   -- (min and max copy it)
     local lo, hi = x:min(), x:max()
     -- (a ulong past 2^63 comes as a negative Lua integer)
     if x._type == "ulong" and hi < 0 then
@@ -278,9 +283,10 @@ function methods.bincount(x, bins, ...)
     if hi >= (1 << 31) - 1 then fail(fn, "the values reach %d: too many bins", hi) end
     nb = math.max(nb, hi + 1)
   end
+  O.check_alloc(fn, x._dev, "long", {nb}, nb)
   if nb == 0 or x._n == 0 then return O.empty(fn, x._dev, "long", {nb}):set(0) end
   local A = algo(fn, "histogram", x._dev)
-  local c = x:contiguous()              -- (held: its block must outlive the launch)
+  local c = O.contiguous(fn, x)            -- (held: its block must outlive the launch)
   local counts = A.histogram(O.elements_of(c), {bins = nb})
   return require("luagpu.tensor.create").new_tensor(x._dev, "uint", {nb}, counts)
     :astype("long"):eval()
