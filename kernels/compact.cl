@@ -70,7 +70,7 @@ __kernel void compact_partition(__global const T *x, ulong xoff, __global const 
 ** its kept values into lo, and the group writes lo out coalesced.
 ** Not STAGED (CPUs), a work-item walks a tile of L * IPT elements alone.
 ** The helper prepends also: MT (the mask's element type), RUNS, STAGED, L,
-** IPT (16 when STAGED), KIND (below). KEEP(i), element i kept: with RUNS, where a run of equal values of
+** IPT (16 when STAGED), KIND (below), LOOKBACK (STAGED, KIND 2: below). KEEP(i), element i kept: with RUNS, where a run of equal values of
 ** the sorted m (x itself) starts, as tensor:unique counts runs (NaNs,
 ** sorted last, one run); else where m is not 0.
 */
@@ -183,6 +183,80 @@ inline void lg_tile_write_positions(uint bits, uint before, uint total, ulong ba
   for (j = lid; j < total; j += L) at[place + j] = lo[j];
 }
 
+#if LOOKBACK
+/* With LOOKBACK (GPUs, tensor:unique's select_at) the select kernel places
+** its tile itself, in one pass, as algo.scan's scan_lookback does: groups
+** take tiles in the order of a ticket counter (a uint, 0 between calls:
+** the group that takes the last ticket puts it back), each publishes its
+** count in words[2t] and, once it has the count of the tiles before it
+** (from their words, LB a round), the count of tiles 0..t in words[2t + 1];
+** a word is count << 32 | epoch << 3 | inclusive << 1 | 1, one 64-bit
+** store, tagged with the call's epoch (no clearing between calls). The
+** last tile writes the total to *count. No counts kernel, no scan, and
+** the host reads the total after the launches. */
+#define CWORD(v, incl, epoch) ((ulong)(v) << 32 | (ulong)(epoch) << 3 | (ulong)(incl) << 1 | 1ul)
+#define CWORD_READY(w, epoch) (((uint)((w) & 0xfffffffful) >> 3) == (epoch))
+#define LB (L < 32 ? L : 32)
+
+inline uint lg_take_ticket(__global volatile uint *ticket, __local uint *tile_no) {
+  if (get_local_id(0) == 0) {
+    uint t = atomic_inc(ticket);
+    if (t == get_num_groups(0) - 1) *ticket = 0;
+    *tile_no = t;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return *tile_no;
+}
+
+/* The kept elements of the tiles before tile, which keeps total; publishes
+** tile's words (and the total, from the last tile). */
+inline ulong lg_tile_prefix(__global volatile ulong *words, uint tile, uint total, uint epoch,
+                            __global uint *count, __local ulong *seen, __local uint *lv) {
+  /* lv: [0] the prefix so far, [1] the next tile to fold, [2] done */
+  uint lid = get_local_id(0);
+  if (lid == 0) {
+    if (tile > 0) words[2 * (ulong)tile] = CWORD(total, 0, epoch);
+    lv[0] = 0;
+    lv[1] = tile;
+    lv[2] = tile == 0;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  while (!lv[2]) {
+    uint from = lv[1];
+    if (lid < LB) {
+      ulong w = 0;
+      if (lid < from) {
+        ulong p = from - 1 - lid;
+        w = words[2 * p + 1];
+        if (!CWORD_READY(w, epoch)) {
+          w = words[2 * p];
+          if (!CWORD_READY(w, epoch)) w = 0;
+        }
+      }
+      seen[lid] = w;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+      uint run = lv[0], k, m = from < LB ? from : LB;
+      for (k = 0; k < m; k++) {
+        ulong w = seen[k];
+        if (!w) break;
+        run += (uint)(w >> 32);
+        if (w & 2ul) { lv[2] = 1; break; }
+      }
+      lv[0] = run;
+      lv[1] = from - k;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) {
+    words[2 * (ulong)tile + 1] = CWORD(lv[0] + total, 1, epoch);
+    if (tile == get_num_groups(0) - 1) *count = lv[0] + total;
+  }
+  return lv[0];
+}
+#endif
+
 /* KIND picks the one select kernel a program holds (their local memory
 ** differs): 1 compact_tile_select, 2 compact_tile_select_at, 3
 ** compact_tile_positions. */
@@ -198,6 +272,28 @@ __kernel void compact_tile_select(__global const T *x, ulong xoff, __global cons
   ulong base = (ulong)g * TILE_ITEMS;
   uint bits = lg_tile_flags(x, xoff, m, moff, n, base, lf, lx, ts, &before, &total);
   lg_tile_write_values(bits, before, total, lx, lo, out, ooff + TILE_PLACE(incl, g));
+}
+#elif KIND == 2 && LOOKBACK
+/* compact_tile_select_at placing its tile by the look-back (above). */
+__kernel void compact_tile_select_at(__global const T *x, ulong xoff, __global const MT *m,
+                                     ulong moff, ulong n, __global volatile ulong *words,
+                                     __global volatile uint *ticket, uint epoch,
+                                     __global uint *count, __global T *out, ulong ooff,
+                                     __global IT *at, ulong aoff) {
+  __local uchar lf[TILE_ITEMS];
+  __local T lx[LX_ITEMS];
+  __local ulong lo[TILE_ITEMS];             /* (values, then positions) */
+  __local uint ts[2 * L];
+  __local ulong seen[LB];
+  __local uint lv[3];
+  uint g = lg_take_ticket(ticket, lv), before, total;
+  ulong base = (ulong)g * TILE_ITEMS, place;
+  uint bits = lg_tile_flags(x, xoff, m, moff, n, base, lf, lx, ts, &before, &total);
+  place = lg_tile_prefix(words, g, total, epoch, count, seen, lv);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  lg_tile_write_values(bits, before, total, lx, (__local T *)lo, out, ooff + place);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  lg_tile_write_positions(bits, before, total, base, (__local IT *)lo, at, aoff + place);
 }
 #elif KIND == 2
 /* compact_tile_select, also writing the kept elements' positions to at

@@ -233,7 +233,7 @@ out = [np.where(m != 0, 7, x).astype(x.dtype), x[m != 0], np.argwhere(x != 0) + 
     local algo = gpu.algo
     local compact = require "luagpu.algo.compact"
     local cls = algo.classes[algo.classes[dev.type] and dev.type or "gpu"]
-    local saved_local, saved_staged = cls.scan_local, cls.scan_staged
+    local saved_local, saved_staged, saved_lb = cls.scan_local, cls.scan_staged, cls.scan_lookback
     local function check_all(tile)
       for _, n in ipairs {1, tile - 1, tile, tile + 1, 2 * tile, 3 * tile + 5, 9 * tile - 3} do
         for _, density in ipairs {0, 1, 0.03, 0.5, 0.97} do
@@ -289,8 +289,14 @@ out = [np.where(m != 0, 7, x).astype(x.dtype), x[m != 0], np.argwhere(x != 0) + 
       local tile = compact.tile_size(dev, "float")
       assert.equal(64, tile)
       check_all(tile)
+      -- unique's staged select placing its tiles by the look-back (GPUs'
+      -- form), in groups of 4 and of the class's own size
+      cls.scan_lookback = true
+      check_all(tile)
+      cls.scan_local = saved_local
+      check_all(compact.tile_size(dev, "float"))
     end)
-    cls.scan_local, cls.scan_staged = saved_local, saved_staged
+    cls.scan_local, cls.scan_staged, cls.scan_lookback = saved_local, saved_staged, saved_lb
     assert(ok, err)
   end)
 

@@ -208,7 +208,8 @@ local function tile_local_bytes(kind, L, tile, t)
   local size = SIZES[t]
   local out = kind == 1 and size or kind == 2 and (L and 8 or size + 8) or 8
   if not L then return tile * out end
-  return tile * (1 + out) + (kind == 3 and 0 or (tile + tile // 16) * size) + 8 * L
+  -- (and the look-back's 32 words and 3 uints: 268)
+  return tile * (1 + out) + (kind == 3 and 0 or (tile + tile // 16) * size) + 8 * L + 268
 end
 
 -- The tiled kernels for elements of type t kept by a mask of type mt
@@ -226,6 +227,8 @@ local function tiled_for(fn, dev, t, mt, runs, kind)
   local e = entries[key]
   if e then return e end
   local k, staged = KINDS[kind], cls.scan_staged
+  -- (unique's select places its tiles by the look-back where scans do)
+  local lookback = staged and k == 2 and cls.scan_lookback
   local L = staged and min(cls.scan_local, ST.floor_pow2(dev.max_work_group_size)) or nil
   local ipt = staged and TILE_ITEMS or WALKED_TILE
   local room = dev.local_mem_size
@@ -234,13 +237,15 @@ local function tiled_for(fn, dev, t, mt, runs, kind)
   while true do
     local prog = B.build(fn, dev, {{"T", t}, {"IT", "long"}, {"PRED", "1"}, {"MT", mt},
                                    {"RUNS", runs and 1 or 0}, {"STAGED", staged and 1 or 0},
-                                   {"KIND", k}, {"L", L or 1}, {"IPT", ipt}}, "compact.cl")
+                                   {"KIND", k}, {"L", L or 1}, {"IPT", ipt},
+                                   {"LOOKBACK", lookback and 1 or 0}}, "compact.cl")
     e = {L = L, tile = (L or 1) * ipt, counts = prog:kernel("compact_tile_counts"),
-         select = prog:kernel(KERNEL_OF[k])}
+         select = prog:kernel(KERNEL_OF[k]), lookback = lookback}
     local wgs = min(e.counts.work_group_size, e.select.work_group_size)
     if not L or wgs >= L or L <= 4 then break end
     L = max(4, ST.floor_pow2(wgs))
   end
+  if lookback then B.lookback_init(e, dev) end
   entries[key] = e
   return e
 end
@@ -326,11 +331,32 @@ end
 -- RUNS_READ_LATE elements: the device then runs the selection without
 -- waiting for the host's read of the count and its next enqueues, 25-40
 -- us on an H200, as long as the sort before it at 2^20). Returns the count.
+-- Where the class's scans run the look-back (GPUs), the late selection is
+-- one kernel that places its tiles itself (compact.cl's LOOKBACK): two
+-- launches fewer, each 13-18 us of an H200's host.
 M.RUNS_READ_LATE = 1 << 22
+local MAX_EPOCH = (1 << 29) - 1
 function M.runs(fn, t, root, off, n, dev, make_out)
   if n > MAX_COUNT then fail(fn, "%d elements are too many (at most 2^32 - 1)", n) end
   local e = tiled_for(fn, dev, t, t, true, "values_at")
   local late = n <= M.RUNS_READ_LATE
+  if late and e.lookback then
+    local groups = (n + e.tile - 1) // e.tile
+    local waits = {}
+    ST.wait_for_last_user(e, nil, dev, waits)
+    local seq = B.sequence(nil, waits)
+    local words = ST.scratch_buffer(e, dev, "words", "ulong", 2 * groups)
+    local total = ST.scratch_buffer(e, dev, "total", "uint", 1)
+    local epoch = B.next_epoch(seq, e, words, MAX_EPOCH)
+    local vroot, voff, lroot, loff, aroot, aoff = make_out(n)
+    seq:run(e.select(root, off, root, off, n, words, e.ticket, epoch, total, vroot, voff,
+                     aroot, aoff), tile_grid(e, groups))
+    local k = entry_for(fn, dev, t, "1", "long")
+    seq:run(k.run_lengths(aroot, aoff, total, 0, n, lroot, loff), {n})
+    local c = read_total(seq, total, 1)
+    ST.set_last_user(e, seq.last, nil, dev)
+    return c
+  end
   local c, incl, seq, groups = tiled_count(fn, e, root, off, n, dev, late)
   local vroot, voff, lroot, loff, aroot, aoff = make_out(c or n)
   if late or c > 0 then
