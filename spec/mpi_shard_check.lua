@@ -173,6 +173,14 @@ do
   -- integer reductions along the sharded dim where a rank holds nothing:
   -- min and max hung (the identity did not fit), sum and prod raised
   -- (that rank's partial kept the part's type)
+  -- whole ulong min and max past 2^63 (negative Lua integers) compared as
+  -- ulong, not signed: 2^63 + 5 on rank 0 is the max, 7 the min
+  do
+    local big = dev:tensor("ulong", {2, 1}, {rank == 0 and 2.0^63 + 4096 or 7, 9})
+    local all = mpi.sharded(big, 1)                 -- {2^63 + 4096, 9} and {7, 9}
+    check(all:max() == math.mininteger + 4096 and all:min() == 7, "ulong sharded min %s max %s",
+          tostring(all:min()), tostring(all:max()))
+  end
   for _, t in ipairs {"int", "uchar", "long", "ulong"} do
     local one = dev:tensor(t, {1, 2}, {5, 6})
     local ps = mpi.shard(one, 1)                    -- only rank 0 holds the row

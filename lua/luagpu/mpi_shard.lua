@@ -326,10 +326,15 @@ local function whole(fn, op, x, s)
   if everywhere == 0 then return x[op](x) end    -- no element anywhere: as one tensor says
   local t, local_n = x._type, O.numel(x._shape)
   local v
-  if local_n == 0 then v = identity(op, t)
+  -- ulong min and max: Lua holds values from 2^63 as negative integers,
+  -- which the allreduce compares signed; with the top bit flipped the
+  -- signed order is ulong's (identities 2^64 - 1 and 0, flipped too)
+  local flip = t == "ulong" and (op == "min" or op == "max")
+  if local_n == 0 then v = flip and (op == "min" and -1 or 0) or identity(op, t)
   elseif op == "mean" then v = x:sum()
   else v = x[op](x) end
   if FLOATS[t] or op == "mean" then v = v + 0.0 else v = math.tointeger(v) or v end
+  if flip then return mpi.allreduce(v ~ math.mininteger, MPI_OP[op]) ~ math.mininteger end
   if (op == "min" or op == "max") and FLOATS[t] then
     -- NaNs are skipped (as one tensor's min): a rank whose part is all NaN
     -- (or empty) brings the identity; NaN only when no rank has a number
