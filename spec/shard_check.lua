@@ -202,6 +202,12 @@ do
   -- whole min and max skip NaNs when a shard is all NaN
   local n = d1:tensor("float", {4}, {0 / 0, 0 / 0, 1, 2})
   check(gpu.shard(n, devs):min() == 1 and gpu.shard(n, devs):max() == 2, "min/max of NaN shard")
+  -- ulong values from 2^63 (negative Lua integers) compare as ulong across
+  -- the shards (the max of 2^63 + 4096 and 9 was 9)
+  local u = d1:tensor("ulong", {4}, {9, 7, 2.0^63 + 4096, 5})
+  local us = gpu.shard(u, devs)
+  check(us:max() == u:max() and us:min() == u:min() and us:min() == 5,
+        "ulong shard min %s max %s", tostring(us:min()), tostring(us:max()))
   -- a mean along the sharded dim sums in double (long sums wrap)
   local big = d1:tensor("long", {2, 1}, {math.maxinteger, math.maxinteger})
   same(gpu.shard(big, devs):mean(1), big:mean(1), 1e-12, "mean of long along the sharded dim")

@@ -762,6 +762,12 @@ local function whole(fn, op, list)
     end
   end
   local add = COMBINE[op == "mean" and "sum" or op][1]
+  if list[1]._type == "ulong" and (op == "min" or op == "max") then
+    -- (ulong values from 2^63 are negative Lua integers: compared as ulong)
+    local ult = math.ult
+    add = op == "min" and function(a, b) return ult(b, a) and b or a end
+                      or function(a, b) return ult(a, b) and b or a end
+  end
   local acc = values[1]
   for j = 2, k do acc = add(acc, values[j]) end
   if op == "mean" then return acc / n end
