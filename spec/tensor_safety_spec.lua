@@ -1572,8 +1572,13 @@ print(pcall(y.get, y))
               function() return gpu.cat(setmetatable({m, m}, {})) end)
     has_error("luagpu: tensor:split: argument #1: expected a part size >= 1 or a table of " ..
               "sizes, " .. with_mt, function() return m:split(setmetatable({1, 2}, {}), 2) end)
-    has_error("luagpu: tensor:sum: argument #1: expected an integer dim, " .. with_mt,
-              function() return m:sum(setmetatable({1}, {})) end)
+    has_error("luagpu: tensor:sum: argument #1: expected an integer dim or a list of dims, " ..
+              with_mt, function() return m:sum(setmetatable({1}, {})) end)
+    has_error("luagpu: tensor:flip: argument #1: expected an integer dim or a list of dims, " ..
+              with_mt, function() return m:flip(setmetatable({1}, {})) end)
+    -- (where no list is taken, a table is not a dim, whatever its metatable)
+    has_error("luagpu: tensor:transpose: argument #1: expected an integer dim, got table",
+              function() return m:transpose(setmetatable({1}, {}), 2) end)
     has_error("luagpu: tensor:pad: argument #1: expected a width >= 0 or a list of {before, " ..
               "after}, " .. with_mt, function() return m:pad(setmetatable({{1, 1}, {1, 1}}, {})) end)
     has_error("luagpu: tensor:repeat_tiles: argument #1: expected a list of repetitions, " .. with_mt,

@@ -93,6 +93,19 @@ describe("tensors", function()
       assert.same({-2048, -1024}, dev:arange("ulong", 2.0^64 - 2048, 2.0^64 - 1, 1024):totable())
       assert.same({-2048, -1023}, dev:arange("ulong", 2.0^64 - 2048, 2.0^64, 1025):totable())
       assert.same({}, dev:arange("ulong", 2.0^63, 5):totable())
+      -- a ulong range reaching 2^63 is counted as ulong, from any first
+      -- (Lua's loop stopped at 2^63 - 1: 1 element, not 4098)
+      assert.equal(4098, #dev:arange("ulong", (1 << 63) - 1, 2.0^63 + 4096))
+      assert.same({(1 << 63) - 2, (1 << 63) - 1, math.mininteger},
+                  dev:arange("ulong", (1 << 63) - 2, 2.0^63):totable())
+      assert.same({0, math.mininteger}, dev:arange("ulong", 0, 2.0^64, 2.0^63):totable())
+      -- one element of an unsigned type stepping down reads back (its
+      -- step's size was kept, and -1 fits no uint)
+      assert.same({5}, dev:arange("uint", 5, 5, -1):totable())
+      assert.same({9}, dev:arange("ushort", 9, 9, -5):totable())
+      -- an infinite step with last on the wrong side: none, as Lua's loop
+      assert.equal(0, #dev:arange("double", 256, 269, -1 / 0))
+      assert.equal(0, #dev:arange("float", 1.5, 0.5, 1 / 0))
       has_error("luagpu: device:arange: argument #4: step -300: uchar steps down by its size, " ..
                 "which does not fit (300 does not fit uchar (0 to 255))",
                 dev.arange, dev, "uchar", 5, 0, -300)

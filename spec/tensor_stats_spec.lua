@@ -203,10 +203,14 @@ out = [np.take_along_axis(x, lo, %d).squeeze(%d), lo.squeeze(%d) + 1,
         same(ref[1], zu)
         same(ref[2], zc)
         assert.equal(#ref[2].data, #zc.buffer)
-        -- the results are tensors as others: written, read whole, summed
+        -- the results are tensors as others: written, read whole, summed,
+        -- and released at once (their blocks back to the pool)
         assert.equal(3001, zc:sum())
         zc:set(zc * 2)
         assert.equal(6002, zc:sum())
+        local used = dev:memory().used
+        zu:release(); zc:release()
+        assert.is_true(dev:memory().used < used, "released unique results keep their blocks")
       end
     end
   end)

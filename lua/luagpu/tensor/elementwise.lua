@@ -86,6 +86,9 @@ local function loop_count(first, last, step)
     return nil, count == -1 and "18446744073709551616" or udecimal(count + 1)
   end
   first, last, step = first + 0.0, last + 0.0, step + 0.0
+  -- (last on the wrong side: none, also by an infinite step, where the
+  -- count below is -0.0, not below 0)
+  if (step > 0 and first > last) or (step < 0 and first < last) then return 0 end
   local count = (last - first) / step
   -- NaN: inf - inf, or inf / inf: a loop that never ends
   if count ~= count then return nil, "inf" end
@@ -113,8 +116,8 @@ local function ulong_word(v)
 end
 
 -- How many elements first + (i - 1) * step (first - (i - 1) * |step| for a
--- negative step) a ulong arange from a float first of 2^63 or more has not
--- past last (floored, or ceiled stepping down, and clipped to ulong's
+-- negative step) a ulong arange reaching 2^63 (first, last or step) has
+-- not past last (floored, or ceiled stepping down, and clipped to ulong's
 -- range), counted in ulong words as the kernel computes them; nil and the
 -- count in decimal past 2^53.
 local function ulong_count(first, last, step)
@@ -619,12 +622,16 @@ function E.arange(dev, t, first, last, step, ...)
   end
   -- an integer type's integral float first and step are integers (its
   -- elements are computed in the type: counted in doubles, 2^62 to 2^62
-  -- gave 513 elements); a ulong first from 2^63 is counted in ulong words
+  -- gave 513 elements); a ulong range reaching 2^63 is counted in ulong
+  -- words (Lua's loop stops at 2^63 - 1: 2^63 - 1 to 2^63 + 4096 gave 1)
   local n, many
   local f, s = first, step
   if TY.INTEGERS[t] then f, s = H.integer(first) or first, H.integer(step) or step end
-  if t == "ulong" and mtype(f) == "float" then n, many = ulong_count(f, last, s)
-  else n, many = loop_count(f, last, s) end
+  if t == "ulong" and (f >= 2^63 or last >= 2^63 or s >= 2^63) then
+    n, many = ulong_count(f, last, s)
+  else
+    n, many = loop_count(f, last, s)
+  end
   if not n then
     fail(fn, "%s to %s by %s: shape {%s} is too large (at most 2^53 elements)", show(first),
          show(last), show(step), many)
@@ -632,7 +639,7 @@ function E.arange(dev, t, first, last, step, ...)
   O.check_alloc(fn, dev, t, {n}, n)
   -- (one element is first: a step past float's range, inf in the kernel,
   -- made it 0 * inf = NaN)
-  if n <= 1 then step = 1 end
+  if n <= 1 then step, down = 1, false end
   local shape = {n}
   local e = {kind = "op", op = down and "sub" or "add", ct = t, type = t, shape = shape, size = 5,
     args = {

@@ -389,6 +389,14 @@ function O.what(v)
   return typename(v)
 end
 
+-- Raises for a table with a metatable given where a dim or a list of
+-- dims (argument #arg of fn) is taken.
+function O.not_a_list(fn, arg, v)
+  if type(v) == "table" and getmetatable(v) ~= nil and getmetatable(v) ~= MT then
+    fail(fn, "argument #%d: expected an integer dim or a list of dims, got %s", arg, O.what(v))
+  end
+end
+
 -- Checks that a tensor of x's shape and type t (x's when nil) fits one
 -- buffer of x's device: for an op (fn) that makes one along the way (a
 -- copy, a sort, positions), so that a view too large raises under fn's
@@ -405,7 +413,7 @@ function O.check_dim(fn, where, x, dim, extra)
   if not d or d < 1 or d > nd then
     local k = type(dim)
     if k == "table" or k == "userdata" or k == "function" then
-      fail(fn, "%s: expected an integer dim, got %s", where, O.what(dim))
+      fail(fn, "%s: expected an integer dim, got %s", where, typename(dim))
     end
     -- (1.5, nan, inf, nil, a string: not a dim at all, whatever the range;
     -- 2^63, integral, is one out of range)
@@ -675,6 +683,7 @@ function O.check_dim_or_dims(fn, arg, x, dims)
   if type(dims) == "table" and getmetatable(dims) == nil then
     return (O.check_dims(fn, arg, x, dims))
   end
+  O.not_a_list(fn, arg, dims)
   return {O.check_dim(fn, "argument #" .. arg, x, dims)}
 end
 

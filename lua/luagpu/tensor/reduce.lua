@@ -565,6 +565,7 @@ end
 -- The reduction of x by dim (nil: all, a number, or a list).
 reduce_by_dims = function(fn, op, x, dim, keepdim)
     if dim == nil then return reduce_all(fn, op, x) end
+    O.not_a_list(fn, 1, dim)
     if type(dim) == "table" and getmetatable(dim) == nil then
       local dims = O.check_dims(fn, 1, x, dim)
       if #dims == 1 then return reduce_dim(fn, op, x, dims[1], keepdim) end

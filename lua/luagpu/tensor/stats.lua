@@ -246,10 +246,13 @@ function methods.unique(x, ...)
     return values._st.buf, values._off, counts._st.buf, counts._off, at._st.buf, at._off
   end)
   O.drop(at); O.drop(s)
-  if values._n ~= c then      -- (made for n: the first c elements of their blocks)
-    values._st.n, counts._st.n = c, c        -- (what x.buffer gives)
-    values = O.view(values._st, values._type, {c}, {1}, 0)
-    counts = O.view(counts._st, "long", {c}, {1}, 0)
+  if values._n ~= c then
+    -- made for n: the first c elements of their blocks, as torch.unique's
+    -- (narrowed in place, before any check saw them: each still the only
+    -- tensor over its block, which x:release() gives back)
+    for _, r in ipairs({values, counts}) do
+      r._st.n, r._shape, r._n = c, {c}, c      -- (n: what x.buffer gives)
+    end
   end
   return values, counts
 end
