@@ -91,15 +91,22 @@ cl_int lg_build_program(cl_program prog, cl_device_id dev, const char *options) 
   return j.err;
 }
 
-/* An unlinked temporary file (close-on-exec), or -1. */
+/* An unlinked temporary file (close-on-exec) in $TMPDIR, else (unset, or
+** a folder that takes no file: the compiler's lines reached the terminal)
+** in /tmp; -1 when neither takes one. */
 static int temp_file(void) {
-  const char *dir = getenv("TMPDIR");
+  const char *dirs[2];
   char path[PATH_MAX];
-  int fd;
-  if (dir == NULL || dir[0] == '\0') dir = "/tmp";
-  if (snprintf(path, sizeof path, "%s/luagpu-build-XXXXXX", dir) >= (int)sizeof path ||
-      (fd = mkstemp(path)) < 0)
-    return -1;
+  int i, fd = -1;
+  dirs[0] = getenv("TMPDIR");
+  dirs[1] = "/tmp";
+  for (i = 0; i < 2 && fd < 0; i++) {
+    if (dirs[i] == NULL || dirs[i][0] == '\0') continue;
+    if (snprintf(path, sizeof path, "%s/luagpu-build-XXXXXX", dirs[i]) >= (int)sizeof path)
+      continue;
+    fd = mkstemp(path);
+  }
+  if (fd < 0) return -1;
   unlink(path);
   fcntl(fd, F_SETFD, FD_CLOEXEC);
   return fd;

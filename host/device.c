@@ -4,10 +4,12 @@
 ** tostring(dev). One Device userdata per cl_device_id, cached in the
 ** registry so every lookup agrees; its Context is context.c's.
 */
+#define _XOPEN_SOURCE 700   /* lstat, access */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -16,12 +18,42 @@
 
 /* ------------------------------------------------------------ helpers */
 
+/* What keeps the cache folder path from being used, or NULL: PoCL lists
+** no device when it cannot make or write its cache there. */
+static const char *cache_problem(const char *path) {
+  struct stat st;
+  char up[4096];
+  char *slash;
+  if (strlen(path) > 1000) return "has too long a path";
+  if (lstat(path, &st) == 0) {
+    if (S_ISLNK(st.st_mode) && stat(path, &st) != 0) return "is a symbolic link to nothing";
+    if (!S_ISDIR(st.st_mode)) return "is not a folder";
+    if (access(path, W_OK | X_OK) != 0) return "is not writable";
+    return NULL;
+  }
+  /* missing: the nearest folder above it must let it be made */
+  snprintf(up, sizeof up, "%s", path);
+  while ((slash = strrchr(up, '/')) != NULL) {
+    if (slash == up) slash[1] = '\0';                 /* the root itself */
+    else *slash = '\0';
+    if (stat(up, &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) return "cannot be made (a part of its path is not a folder)";
+      if (access(up, W_OK | X_OK) != 0) return "cannot be made (a folder above it is not writable)";
+      return NULL;
+    }
+    if (lstat(up, &st) == 0) return "cannot be made (a part of its path is a symbolic link to nothing)";
+    if (strcmp(up, "/") == 0) break;
+  }
+  return NULL;
+}
+
 /* Raises fn's "no device" error. PoCL lists no device when its cache
-** folder cannot be made ($XDG_CACHE_HOME, else ~/.cache, a file): the
-** message then names that file instead of blaming the driver. */
+** folder ($XDG_CACHE_HOME, else ~/.cache) cannot be made or written, and
+** when POCL_DEVICES names none it knows: the message then says so instead
+** of blaming the driver's installation. */
 static int no_device(lua_State *L, const char *fn) {
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  struct stat st;
+  const char *pocl = getenv("POCL_DEVICES"), *why;
   char path[4096];
   if (xdg != NULL && xdg[0] != '\0')
     snprintf(path, sizeof path, "%s", xdg);
@@ -29,10 +61,13 @@ static int no_device(lua_State *L, const char *fn) {
     snprintf(path, sizeof path, "%s/.cache", home);
   else
     path[0] = '\0';
-  if (path[0] != '\0' && stat(path, &st) == 0 && !S_ISDIR(st.st_mode))
-    return lg_error(L, fn, "no OpenCL device found: the cache folder %s is not a folder, and "
-                    "drivers such as PoCL then list no device (make it a folder, or set "
-                    "XDG_CACHE_HOME to one)", path);
+  if (path[0] != '\0' && (why = cache_problem(path)) != NULL)
+    return lg_error(L, fn, "no OpenCL device found: the cache folder %s %s, and drivers such "
+                    "as PoCL then list no device (make it a writable folder, or set "
+                    "XDG_CACHE_HOME to one)", path, why);
+  if (pocl != NULL && pocl[0] != '\0')
+    return lg_error(L, fn, "no OpenCL device found (POCL_DEVICES=%s: PoCL lists only the "
+                    "devices it names; unset it, or name one such as pthread)", pocl);
   return lg_error(L, fn, NO_DEVICE_MSG);
 }
 
@@ -221,18 +256,35 @@ static int pick(lua_State *L, int specidx, int n) {
 ** else the first CPU. */
 static int mod_device(lua_State *L) {
   int n;
+  const char *env = NULL;
+  lua_Integer k = 0;               /* the index $LUAGPU_DEVICE gives (0: none or too large) */
   lua_settop(L, 1);
   if (lua_isnil(L, 1)) {
-    const char *env = getenv("LUAGPU_DEVICE");
+    env = getenv("LUAGPU_DEVICE");
     if (env != NULL && env[0] != '\0') {
-      char *end;
-      long k = strtol(env, &end, 10);
-      if (*end == '\0') lua_pushinteger(L, k);
-      else lua_pushstring(L, env);
+      /* digits alone are an index ("1 " and " 1" are names, as "+1"), else a name */
+      size_t i, len = strlen(env);
+      int digits = len > 0;
+      for (i = 0; i < len; i++)
+        if (env[i] < '0' || env[i] > '9') digits = 0;
+      if (digits) {
+        for (i = 0; i < len && k >= 0; i++)
+          k = k > (LUA_MAXINTEGER - 9) / 10 ? -1 : k * 10 + (env[i] - '0');
+        lua_pushinteger(L, k < 0 ? 0 : k);
+      } else {
+        lua_pushstring(L, env);
+      }
       lua_replace(L, 1);
+    } else {
+      env = NULL;
     }
   }
   n = push_devices(L, CL_DEVICE_TYPE_ALL);
+  /* (an index from the environment is no argument of the call: named as such) */
+  if (env != NULL && n > 0 && lua_type(L, 1) == LUA_TNUMBER &&
+      (lua_tointeger(L, 1) < 1 || lua_tointeger(L, 1) > n))
+    return lg_error(L, "gpu.device", "$LUAGPU_DEVICE=%s: device index out of range (1 to %d)",
+                    env, n);
   return pick(L, 1, n);
 }
 

@@ -178,7 +178,14 @@ local function check_platforms(r, gpu, drivers)
            .. tostring(dev):gsub("^luagpu: ", ""),
            "unset LUAGPU_DEVICE, or set it to a number or name from " .. progname .. " --devices")
   else
-    r.fail("no default device: " .. tostring(dev), INSTALL)
+    -- (PoCL lists no device when its cache folder cannot be used, or
+    -- POCL_DEVICES names none: gpu.device's message says which)
+    local msg = tostring(dev)
+    r.fail("no default device: " .. msg,
+           msg:find("the cache folder", 1, true) and
+             "make that a writable folder, or set XDG_CACHE_HOME to one" or
+           msg:find("POCL_DEVICES", 1, true) and "unset POCL_DEVICES, or name one such as pthread"
+           or INSTALL)
   end
 end
 
@@ -213,7 +220,18 @@ local function check_cache(r)
            "set XDG_CACHE_HOME to a folder")
     return
   end
+  if kind == "link" then
+    r.fail(dir .. " is a symbolic link to nothing (or a loop of them): no program can be cached",
+           "remove it, or point it at a folder")
+    return
+  end
   if kind ~= "folder" then
+    -- (made on the first build: where the folder above lets it be made)
+    if pkind == "folder" and not probe.canwrite(parent) then
+      r.fail(dir .. " cannot be made: " .. parent .. " is not writable",
+             "set XDG_CACHE_HOME to a writable folder, or LUAGPU_NO_CACHE=1")
+      return
+    end
     r.note(dir .. " does not exist yet (it is made on the first build)")
     return
   end

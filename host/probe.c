@@ -46,11 +46,14 @@ static int pr_listdir(lua_State *L) {
   return 1;
 }
 
-/* isdir(path): "folder", "file" (anything else that exists), or nil. */
+/* isdir(path): "folder", "file" (anything else that exists), "link" (a
+** symbolic link to nothing, or a loop of them), or nil. */
 static int pr_isdir(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
   struct stat st;
-  if (stat(luaL_checkstring(L, 1), &st) != 0) luaL_pushfail(L);
-  else lua_pushstring(L, S_ISDIR(st.st_mode) ? "folder" : "file");
+  if (stat(path, &st) == 0) lua_pushstring(L, S_ISDIR(st.st_mode) ? "folder" : "file");
+  else if (lstat(path, &st) == 0) lua_pushstring(L, "link");
+  else luaL_pushfail(L);
   return 1;
 }
 

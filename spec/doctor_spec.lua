@@ -132,6 +132,57 @@ describe("luagpu --doctor", function()
     end
   end)
 
+  it("names the cache folder or POCL_DEVICES when the driver then lists no device", function()
+    -- (each blamed the driver's installation, and --doctor advised
+    -- installing PoCL)
+    local home = tmpdir()
+    write_file(home .. "/file", "")
+    os.execute("ln -s " .. shell_quote(home .. "/nothing") .. " " .. shell_quote(home .. "/dangling"))
+    local function run(env)
+      local p = io.popen(env .. " " .. PROG .. " -e 'print(\"found \" .. tostring(gpu.device()))' 2>&1")
+      local out = p:read("a")
+      p:close()
+      return out
+    end
+    for _, case in ipairs{{home .. "/file/sub", "cannot be made (a part of its path is not a folder)"},
+                          {home .. "/dangling", "is a symbolic link to nothing"}} do
+      local out = run("XDG_CACHE_HOME=" .. shell_quote(case[1]))
+      if not out:find("^found ") then
+        assert.matches("gpu.device: no OpenCL device found: the cache folder " .. case[1] .. " " ..
+                       case[2] .. ", and drivers such as PoCL then list no device", out, 1, true)
+      end
+    end
+    local out = run("POCL_DEVICES=nonexistent")
+    if not out:find("^found ") then
+      assert.matches("no OpenCL device found (POCL_DEVICES=nonexistent: PoCL lists only the " ..
+                     "devices it names", out, 1, true)
+    end
+    local dout, code = doctor("XDG_CACHE_HOME=" .. shell_quote(home .. "/file/sub"))
+    assert.equals(1, code, dout)
+    if dout:find("no default device", 1, true) then
+      assert.matches("fix: make that a writable folder, or set XDG_CACHE_HOME to one", dout, 1, true)
+    end
+    -- a cache folder that is a link to nothing: said, not "does not exist yet"
+    os.execute("mkdir -p " .. shell_quote(home .. "/xc") .. " && ln -s " ..
+               shell_quote(home .. "/nothing") .. " " .. shell_quote(home .. "/xc/luagpu"))
+    dout, code = doctor("XDG_CACHE_HOME=" .. shell_quote(home .. "/xc"))
+    assert.equals(1, code, dout)
+    assert.matches("FAIL  " .. home .. "/xc/luagpu is a symbolic link to nothing", dout, 1, true)
+    os.execute("rm -rf " .. shell_quote(home))
+  end)
+
+  it("names $LUAGPU_DEVICE when its index is out of range", function()
+    -- (it said "argument #1", which the call did not give, and a number
+    -- past 2^63 as 9223372036854775807)
+    for _, v in ipairs{"99", "99999999999999999999"} do
+      local p = io.popen("LUAGPU_DEVICE=" .. v .. " " .. PROG .. " -e 'gpu.device()' 2>&1")
+      local out = p:read("a")
+      p:close()
+      assert.matches("gpu.device: $LUAGPU_DEVICE=" .. v .. ": device index out of range (1 to ",
+                     out, 1, true)
+    end
+  end)
+
   it("says when the program cache is off", function()
     local out, code = doctor("LUAGPU_NO_CACHE=1")
     assert.equals(0, code, out)

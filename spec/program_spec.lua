@@ -44,12 +44,13 @@ end
 
 -- Runs script in a child lua5.4 with the module under test loaded (gpu, dev)
 -- and a private program cache; returns its exit code, stdout and stderr.
-local function child(script)
+local function child(script, env)
   local dir = tmpdir()
   write_file(dir .. "/script.lua", 'package.cpath = os.getenv("LUAGPU_BUILD") .. "/?.so;" .. '
              .. 'package.cpath\nlocal gpu = require "luagpu"\nlocal dev = gpu.device()\n' .. script)
   local _, _, code = os.execute(string.format(
-    "LUAGPU_BUILD=%s XDG_CACHE_HOME=%s lua5.4 %s >%s 2>%s", sh_quote(BUILD), sh_quote(dir),
+    "%s LUAGPU_BUILD=%s XDG_CACHE_HOME=%s lua5.4 %s >%s 2>%s", env or "", sh_quote(BUILD),
+    sh_quote(dir),
     sh_quote(dir .. "/script.lua"), sh_quote(dir .. "/out"), sh_quote(dir .. "/err")))
   return code, read_file(dir .. "/out"), read_file(dir .. "/err")
 end
@@ -219,6 +220,18 @@ describe("dev:build", function()
       assert.matches("|1 error generated.", failed, 1, true)
       assert.matches("|1 warning generated.", log, 1, true)
     end
+  end)
+
+  it("captures the compiler's lines in /tmp where $TMPDIR takes no file", function()
+    -- (they reached the terminal, and the message missed them)
+    local code, out, err = child([[
+      local ok, e = pcall(dev.build, dev, "__kernel void broken(__global int *x) { x[0] = y; }")
+      print(ok, (e:gsub("\n", "|")))
+    ]], "TMPDIR=/nonexistent/luagpu-spec")
+    assert.equal(0, code, err)
+    assert.equal("", err)
+    assert.matches("undeclared identifier 'y'", out, 1, true)
+    if POCL then assert.matches("|1 error generated.", out, 1, true) end
   end)
 
   it("keeps the warnings of a successful build in prog.log", function()
