@@ -211,16 +211,9 @@ kernel void cols2(global const ACC* restrict in, global const long* restrict iid
 #define PIDX_PARAM
 #endif
 
-/* With final 2 (nsplit > 1) the parts' group that finishes last, of the
-** nsplit groups of a column tile, folds their accumulators (in part order:
-** the same result whichever finishes last) into res, as cols2 would in a
-** second launch: each group counts itself in counters (per outer index and
-** column tile, 0 between calls: the last one puts it back) once its part
-** is written, as reduce.cl's SINGLE_PASS. */
 kernel void cols4(global const T* restrict in, ulong off, ulong L, ulong inner, ulong chunk,
                   ulong nsplit, uint final, ulong count, global ACC* restrict part,
-                  PIDX_PARAM global OUT* restrict res, global volatile uint* counters) {
-  local int last;                           /* (kernel scope, as OpenCL wants) */
+                  PIDX_PARAM global OUT* restrict res) {
   ulong x = get_global_id(0), q = inner / 4;
   uint ly = get_local_id(1), lx = get_local_id(0);
   ulong gy = get_group_id(1), o = gy / nsplit, p = gy % nsplit;
@@ -266,7 +259,7 @@ kernel void cols4(global const T* restrict in, ulong off, ulong L, ulong inner, 
 #else
       long ik = 0;
 #endif
-      if (final == 1) res[o * inner + 4 * x + k] = FINAL(la[k][0][lx], ik, count);
+      if (final) res[o * inner + 4 * x + k] = FINAL(la[k][0][lx], ik, count);
       else {
         ulong at = (o * nsplit + p) * inner + 4 * x + k;
         part[at] = la[k][0][lx];
@@ -274,41 +267,6 @@ kernel void cols4(global const T* restrict in, ulong off, ulong L, ulong inner, 
         pidx[at] = ik;
 #endif
       }
-    }
-    mem_fence(CLK_GLOBAL_MEM_FENCE);        /* the part, before the count */
-  }
-  if (final == 2) {
-    ulong tile = o * get_num_groups(0) + get_group_id(0);
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    if (lx == 0 && ly == 0) {
-      mem_fence(CLK_GLOBAL_MEM_FENCE);
-      last = atomic_inc(&counters[tile]) == nsplit - 1;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (last) {
-      mem_fence(CLK_GLOBAL_MEM_FENCE);
-      if (ly == 0 && x < q) {
-        global volatile ACC *vp = (global volatile ACC *)part;
-#ifdef ARG
-        global volatile long *vi = (global volatile long *)pidx;
-#endif
-        for (uint k = 0; k < 4; k++) {
-          ACC a = NEUTRAL;
-          long ia = LONG_MAX;
-          for (ulong pp = 0; pp < nsplit; pp++) {
-            ulong at = (o * nsplit + pp) * inner + 4 * x + k;
-            ACC v = vp[at];
-#ifdef ARG
-            long iv = vi[at];
-#else
-            long iv = 0;
-#endif
-            COMBINE(a, ia, v, iv);
-          }
-          res[o * inner + 4 * x + k] = FINAL(a, ia, count);
-        }
-      }
-      if (lx == 0 && ly == 0) counters[tile] = 0;
     }
   }
 }

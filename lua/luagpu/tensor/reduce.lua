@@ -38,10 +38,8 @@ local ceil_div, round_up, floor_pow2 = ST.ceil_div, ST.round_up, ST.floor_pow2
 
 -- cols4_waves: column reductions read 4 columns per work-item (cols4)
 -- where they can, with about this many groups per compute unit (false:
--- the one-column kernel, cols, everywhere). cols4_fold: where cols4 splits
--- the dim over several groups, the last of them folds the parts in the
--- same launch (false: a second launch, cols2, does).
-local R = P.counter({cols4_waves = 4, cols4_fold = true, methods = {}}, "tensor")
+-- the one-column kernel, cols, everywhere).
+local R = P.counter({cols4_waves = 4, methods = {}}, "tensor")
 
 -- Floats: min and max skip NaNs (fmin, fmax), and give NaN when every
 -- element is NaN: NaN is their neutral element. argmin and argmax skip
@@ -244,19 +242,6 @@ local function dummy(dev, t)
   return d[t]
 end
 
--- Per device, the counters of cols4's folding groups (uint, 0 between
--- launches: each launch's last groups put theirs back), at least n; a
--- larger set replaces a smaller one (a launch still running keeps its own).
-local counters = setmetatable({}, {__mode = "k"})
-local function counters_for(dev, n)
-  local c = counters[dev]
-  if not c or #c < n then
-    c = dev:buffer("uint", math.max(n, 1024))    -- (zeros)
-    counters[dev] = c
-  end
-  return c
-end
-
 local NO_EVENT = ST.NO_EVENT
 local mathtype = math.type
 
@@ -353,39 +338,24 @@ local function reduce_into(fn, op, x, outer, L, inner, res)
     local chunk = ceil_div(L, nsplit)
     local global = {gx * sz.CX, outer * nsplit * sz.CY}
     local arg = spec.ARG
-    local none = dummy(dev, "uint")
     if nsplit == 1 then
       if arg then
-        run(p.k.cols4, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, didx, outbuf, none},
+        run(p.k.cols4, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, didx, outbuf},
             global, {sz.CX, sz.CY}, 11, keep)
       else
-        run(p.k.cols4, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, outbuf, none},
+        run(p.k.cols4, {x._st.buf, x._off, L, inner, chunk, 1, 1, L, dpart, outbuf},
             global, {sz.CX, sz.CY}, 10, keep)
       end
       return
     end
     local part = empty(fn, dev, acc, {outer * nsplit * inner})
     local pidx = arg and empty(fn, dev, "long", {outer * nsplit * inner})
-    if R.cols4_fold then
-      -- one launch: the last group of each column tile folds the parts
-      local counters = counters_for(dev, gx * outer)
-      if arg then
-        run(p.k.cols4, {x._st.buf, x._off, L, inner, chunk, nsplit, 2, L, part._st.buf,
-                        pidx._st.buf, outbuf, counters}, global, {sz.CX, sz.CY}, 11, keep)
-      else
-        run(p.k.cols4, {x._st.buf, x._off, L, inner, chunk, nsplit, 2, L, part._st.buf,
-                        outbuf, counters}, global, {sz.CX, sz.CY}, 10, keep)
-      end
-      drop(part)
-      if pidx then drop(pidx) end
-      return
-    end
     if arg then
       run(p.k.cols4, {x._st.buf, x._off, L, inner, chunk, nsplit, 0, L, part._st.buf,
-                      pidx._st.buf, dres, none}, global, {sz.CX, sz.CY}, 9, keep)
+                      pidx._st.buf, dres}, global, {sz.CX, sz.CY}, 9, keep)
     else
-      run(p.k.cols4, {x._st.buf, x._off, L, inner, chunk, nsplit, 0, L, part._st.buf, dres,
-                      none}, global, {sz.CX, sz.CY}, 9, keep)
+      run(p.k.cols4, {x._st.buf, x._off, L, inner, chunk, nsplit, 0, L, part._st.buf, dres},
+          global, {sz.CX, sz.CY}, 9, keep)
     end
     local gx1 = ceil_div(inner, sz.CX)
     run(p.k.cols2, {part._st.buf, arg and pidx._st.buf or didx, 0, nsplit, inner, nsplit, 1, 1,
