@@ -6,12 +6,14 @@
 ** chunk is one entry, appended the moment it is entered; Tab completion from
 ** the program's Lua half. Linked into the program only.
 */
+#define _XOPEN_SOURCE 700   /* realpath */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/select.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <lua.h>
@@ -35,19 +37,57 @@ static void on_sigint(int sig) {
 
 static char history_path[4096];
 
+/* Sets history_path to ~/.luagpu_history with every symlink resolved;
+** returns 0, history_path empty, when the history is to be off. readline
+** writes a whole file (trimming it) to a temporary file it renames over
+** the path, and given a symlink renames to the link's text: a relative link
+** ("notes.txt", as GNU stow makes) then named a file in the current
+** directory, not beside the link, and that file was overwritten. So
+** readline only gets the resolved path. A missing file, or the missing
+** target of a link, is created by the first entry: readline opens it then,
+** renaming nothing, and the open follows the link as the system does. A
+** FIFO (read_history blocked in open), a directory or a device is no
+** history file, nor is a link that cannot be resolved (a loop). */
+static int history_resolve(const char *home) {
+  char path[sizeof history_path], *real;
+  struct stat st;
+  snprintf(path, sizeof path, "%s/" HISTORY_FILE, home);
+  real = realpath(path, NULL);
+  if (real == NULL && errno == ENOENT) {   /* no file, or a link to none yet */
+    memcpy(history_path, path, sizeof path);
+    return 1;
+  }
+  if (real == NULL || stat(real, &st) != 0 || !S_ISREG(st.st_mode)) {
+    fprintf(stderr, "luagpu: %s: %s%s: history off\n", path,
+            real == NULL ? "cannot resolve: " : "",
+            real == NULL ? strerror(errno) : "not a regular file");
+    free(real);
+    return 0;
+  }
+  snprintf(history_path, sizeof history_path, "%s", real);   /* < PATH_MAX */
+  free(real);
+  return 1;
+}
+
 /* Reads ~/.luagpu_history ($HOME's). Entries are written with a timestamp
 ** line before each ("#1700000000"), so that a multi-line chunk reads back
-** as one entry. */
+** as one entry. The file is read whole and, past HISTORY_MAX entries,
+** written again with the last HISTORY_MAX: history_truncate_file counts
+** lines, not entries (a chunk of 3 lines is 3), so it would split a chunk
+** and it leaves the first line kept without its timestamp. */
 static void history_start(void) {
   const char *home = getenv("HOME");
-  stifle_history(HISTORY_MAX);
   history_comment_char = '#';
   history_write_timestamps = 1;
   history_multiline_entries = 1;
-  if (home == NULL || home[0] == '\0') return;
-  snprintf(history_path, sizeof history_path, "%s/" HISTORY_FILE, home);
-  read_history(history_path);
-  history_truncate_file(history_path, 4 * HISTORY_MAX);
+  if (home != NULL && home[0] != '\0' && history_resolve(home)) {
+    read_history(history_path);
+    if (history_length > HISTORY_MAX) {
+      stifle_history(HISTORY_MAX);
+      write_history(history_path);
+    }
+  }
+  stifle_history(HISTORY_MAX);
 }
 
 /* Adds a chunk (all its lines: Up recalls it whole) and appends it to the
