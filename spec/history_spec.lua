@@ -12,38 +12,10 @@ local support = require "support"
 local shell_quote, write_file, read_file, tmpdir = support.shell_quote, support.write_file,
                                                    support.read_file, support.tmpdir
 
--- Runs the REPL in a pseudo-terminal with HOME=home, in the directory cwd.
--- steps: a list of {prompts = n, keys = bytes}: the keys are typed once the
--- output holds n prompts "gpu> ". A step that waits more than limit seconds
--- (default 60) ends the session. Returns the output with carriage returns
--- taken out, and the exit status line ("rc 0") or "step N timed out".
+-- The REPL in a pseudo-terminal with HOME=home, in the folder cwd
+-- (support.repl_session).
 local function session(home, cwd, steps, limit)
-  local dir = tmpdir()   -- the FIFO and the output: not in cwd
-  local sh = {
-    "cd " .. shell_quote(cwd),
-    "mkfifo " .. shell_quote(dir .. "/in.fifo"),
-    string.format("HOME=%s TERM=dumb script -qfec %s /dev/null <%s >%s 2>&1 & pid=$!",
-                  shell_quote(home), shell_quote(PROG), shell_quote(dir .. "/in.fifo"),
-                  shell_quote(dir .. "/out.txt")),
-    "exec 3>" .. shell_quote(dir .. "/in.fifo"),
-    "step() { i=0; until [ \"$(grep -o 'gpu> ' " .. shell_quote(dir .. "/out.txt")
-      .. " | wc -l)\" -ge $1 ]; do sleep 0.05; i=$((i+1)); if [ $i -gt "
-      .. math.floor((limit or 60) * 20) .. " ]; then echo \"step $2 timed out\"; kill $pid; "
-      .. "exec 3>&-; wait $pid; exit 0; fi; done; cat " .. shell_quote(dir .. "/keys")
-      .. "$2 >&3; }",
-  }
-  for i, step in ipairs(steps) do
-    write_file(dir .. "/keys" .. i, step.keys)
-    sh[#sh + 1] = "step " .. step.prompts .. " " .. i
-  end
-  sh[#sh + 1] = "exec 3>&-"
-  sh[#sh + 1] = "wait $pid; echo \"rc $?\""
-  local p = io.popen(table.concat(sh, "\n"))
-  local status = p:read("a")
-  p:close()
-  local out = read_file(dir .. "/out.txt"):gsub("\r", "")
-  os.execute("rm -r " .. shell_quote(dir))
-  return out, status
+  return support.repl_session(PROG, home, steps, cwd, limit)
 end
 
 -- n history entries as readline writes them: "#<time>\n<line>\n", the

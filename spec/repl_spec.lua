@@ -13,44 +13,8 @@ local shell_quote, write_file, read_file = support.shell_quote, support.write_fi
 
 local tmpdir = support.tmpdir
 
--- Runs the REPL in a pseudo-terminal with HOME=home. steps: a list of
--- {prompts = n, text = s, delay = d, keys = bytes}: the keys are typed once
--- the output holds n prompts "gpu> " and the text s (either may be left
--- out), and d seconds more have passed (default 0). Returns the output with
--- carriage returns taken out, and the exit status line ("rc 0").
-local function session(home, steps)
-  local dir = tmpdir()
-  local sh = {
-    "cd " .. shell_quote(dir),
-    "mkfifo in.fifo",
-    string.format("HOME=%s TERM=dumb script -qfec %s /dev/null <in.fifo >out.txt 2>&1 & pid=$!",
-                  shell_quote(home), shell_quote(PROG)),
-    "exec 3>in.fifo",
-    -- step CONDITION N: types keysN once CONDITION holds; after 60 s without,
-    -- ends the session (the assertions then say what was missing)
-    "step() { i=0; until eval \"$1\"; do sleep 0.05; i=$((i+1)); if [ $i -gt 1200 ]; then "
-      .. "echo \"step $2 timed out\"; kill $pid; exec 3>&-; wait $pid; exit 0; fi; done; "
-      .. "sleep \"${3:-0}\"; cat keys$2 >&3; }",
-  }
-  for i, step in ipairs(steps) do
-    write_file(dir .. "/keys" .. i, step.keys)
-    local conds = {}
-    if step.text then conds[#conds + 1] = "grep -qF " .. shell_quote(step.text) .. " out.txt" end
-    if step.prompts then
-      conds[#conds + 1] = "[ \"$(grep -o 'gpu> ' out.txt | wc -l)\" -ge " .. step.prompts .. " ]"
-    end
-    local ready = table.concat(conds, " && ")
-    sh[#sh + 1] = "step " .. shell_quote(ready) .. " " .. i .. " " .. (step.delay or 0)
-  end
-  sh[#sh + 1] = "exec 3>&-"
-  sh[#sh + 1] = "wait $pid; echo \"rc $?\""
-  local p = io.popen(table.concat(sh, "\n"))
-  local status = p:read("a")
-  p:close()
-  local out = read_file(dir .. "/out.txt"):gsub("\r", "")
-  os.execute("rm -r " .. shell_quote(dir))
-  return out, status
-end
+-- The REPL in a pseudo-terminal with HOME=home (support.repl_session).
+local function session(home, steps) return support.repl_session(PROG, home, steps) end
 
 -- Runs the REPL with input through a pipe; returns stdout and stderr.
 local function piped(input)

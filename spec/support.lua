@@ -142,4 +142,52 @@ function support.mpirun(n, command, limit)
   return out, code
 end
 
+-- Runs the REPL prog in a pseudo-terminal (util-linux's `script`) with
+-- HOME=home, in the folder cwd (default: a temporary one), each keystroke
+-- sequence typed only once the output shows what it waits for, so that no
+-- step depends on timing. steps: a list of {prompts = n, text = s, delay =
+-- d, keys = bytes}: the keys are typed once the output holds n prompts
+-- "gpu> " and the text s (either may be left out), and d seconds more have
+-- passed (default 0). A step that waits more than limit seconds (default
+-- 60) ends the session. The output and the script's FIFO live outside cwd.
+-- Returns the output with carriage returns taken out, and the exit status
+-- line ("rc 0"), or "step N timed out".
+function support.repl_session(prog, home, steps, cwd, limit)
+  local dir = support.tmpdir()
+  local q = support.shell_quote
+  local out, fifo = q(dir .. "/out.txt"), q(dir .. "/in.fifo")
+  local sh = {
+    "cd " .. q(cwd or dir),
+    "mkfifo " .. fifo,
+    string.format("HOME=%s TERM=dumb script -qfec %s /dev/null <%s >%s 2>&1 & pid=$!",
+                  q(home), q(prog), fifo, out),
+    "exec 3>" .. fifo,
+    -- step CONDITION N: types keysN once CONDITION holds; after limit
+    -- seconds without, ends the session (the assertions then say what was
+    -- missing)
+    "step() { i=0; until eval \"$1\"; do sleep 0.05; i=$((i+1)); if [ $i -gt "
+      .. math.floor((limit or 60) * 20) .. " ]; then echo \"step $2 timed out\"; kill $pid; "
+      .. "exec 3>&-; wait $pid; exit 0; fi; done; sleep \"${3:-0}\"; cat "
+      .. q(dir .. "/keys") .. "$2 >&3; }",
+  }
+  for i, step in ipairs(steps) do
+    support.write_file(dir .. "/keys" .. i, step.keys)
+    local conds = {}
+    if step.text then conds[#conds + 1] = "grep -qF " .. q(step.text) .. " " .. out end
+    if step.prompts then
+      conds[#conds + 1] = "[ \"$(grep -o 'gpu> ' " .. out .. " | wc -l)\" -ge " .. step.prompts
+                          .. " ]"
+    end
+    sh[#sh + 1] = "step " .. q(table.concat(conds, " && ")) .. " " .. i .. " " .. (step.delay or 0)
+  end
+  sh[#sh + 1] = "exec 3>&-"
+  sh[#sh + 1] = "wait $pid; echo \"rc $?\""
+  local p = io.popen(table.concat(sh, "\n"))
+  local status = p:read("a")
+  p:close()
+  local text = support.read_file(dir .. "/out.txt"):gsub("\r", "")
+  os.execute("rm -r " .. q(dir))
+  return text, status
+end
+
 return support
