@@ -262,10 +262,12 @@ static void check_names(lua_State *L, lg_Program *p, int fields, const char *fn)
 }
 
 /* Builds from source, raising with the build log on failure, and stores
-** the binary in the cache (key NULL: not cached). */
+** the binary in the cache (key NULL: not cached). unsearched: a folder the
+** includes would have been searched in but for a space in its path (the
+** failure's message then says so), or NULL. */
 static void build_source(lua_State *L, lg_Program *p, const char *key, int srcidx,
                          const char *options, int fields, const char *fn, const char *file,
-                         Capture *c) {
+                         Capture *c, const char *unsearched) {
   size_t len;
   const char *src = lua_tolstring(L, srcidx, &len);
   cl_int made, err;
@@ -284,6 +286,9 @@ static void build_source(lua_State *L, lg_Program *p, const char *key, int srcid
     clReleaseProgram(p->prog);
     p->prog = NULL;
     if (file != NULL) fn = lua_pushfstring(L, "%s: %s", fn, file);
+    if (unsearched != NULL && strstr(log, "file not found") != NULL)
+      log = lua_pushfstring(L, "%s\n(#include did not search %s: its path holds a space, which "
+                            "OpenCL's build options cannot pass)", log, unsearched);
     if (err == CL_BUILD_PROGRAM_FAILURE || log[0] != '\0')
       lg_clerror(L, lua_pushfstring(L, "%s: clBuildProgram", fn), err, "build log:\n%s", log);
     lg_clerror(L, lua_pushfstring(L, "%s: clBuildProgram", fn), err, "options: %s", options);
@@ -499,6 +504,7 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
   lg_Program *p;
   Capture *c;
   const char *user = NULL, *options, *dirs[MAX_DIRS], *key = NULL, *kdir = NULL;
+  const char *unsearched = NULL;     /* a folder left out for a space in its path */
   char kbuf[PATH_MAX + 16];
   int ndirs = 0, fields, progidx, defidx, sure;
   if (!lua_isnoneornil(L, optidx)) {
@@ -521,13 +527,14 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
 
   /* include folders, the compiler's -I in its order: the source's (unless
   ** it cannot pass through the options), the user's, the root's kernels/ */
-  if (srcdir != NULL && strchr(srcdir, ' ') != NULL) srcdir = NULL;
+  if (srcdir != NULL && strchr(srcdir, ' ') != NULL) unsearched = srcdir, srcdir = NULL;
   dirs[ndirs++] = srcdir;
   sure = user_options(L, user, fn, optidx - 1, dirs, &ndirs);
   if (lg_root_dir() != NULL &&
-      snprintf(kbuf, sizeof kbuf, "%s/kernels", lg_root_dir()) < (int)sizeof kbuf &&
-      strchr(kbuf, ' ') == NULL)
-    dirs[ndirs++] = kdir = kbuf;
+      snprintf(kbuf, sizeof kbuf, "%s/kernels", lg_root_dir()) < (int)sizeof kbuf) {
+    if (strchr(kbuf, ' ') == NULL) dirs[ndirs++] = kdir = kbuf;
+    else if (unsearched == NULL) unsearched = kbuf;
+  }
   if (lua_istable(L, defidx)) push_defines(L, defidx, fn, optidx - 1);
   else lua_pushliteral(L, "");
   options = push_options(L, srcdir, lua_tostring(L, -1), user, kdir);
@@ -564,7 +571,7 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
   if (key == NULL || !build_cached(L, p, key, options, fields, c)) {
     double t0 = now_s();
     cl_ulong t0_ns = lg_now_ns();
-    build_source(L, p, key, srcidx, options, fields, fn, file, c);
+    build_source(L, p, key, srcidx, options, fields, fn, file, c, unsearched);
     if (lg_tracing(L)) trace_build(L, fields, file, t0_ns);
     if (lg_state(L)->compile_notice && now_s() - t0 >= lg_state(L)->compile_notice_s)
       compile_notice(L, fields, file, now_s() - t0, key);
@@ -587,7 +594,7 @@ static int build(lua_State *L, int srcidx, int optidx, const char *file, const c
     p->from_cache = 0;
     lua_newtable(L);
     lua_setiuservalue(L, progidx, 2);   /* the kernels made from it go with it */
-    build_source(L, p, key, srcidx, options, fields, fn, file, c);
+    build_source(L, p, key, srcidx, options, fields, fn, file, c, unsearched);
   }
   lua_pushvalue(L, progidx);
   return 1;

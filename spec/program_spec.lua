@@ -406,6 +406,18 @@ describe("dev:build_file", function()
     assert.matches("undeclared identifier 'nothing'", e, 1, true)
   end)
 
+  it("says why #include does not search a folder whose path holds a space", function()
+    -- (OpenCL's build options cannot pass such a -I: the message said only
+    -- "'h.h' file not found")
+    local d = tmpdir() .. "/my dir"
+    os.execute("mkdir -p " .. sh_quote(d))
+    write_file(d .. "/h.h", "#define V 5\n")
+    write_file(d .. "/k.cl", '#include "h.h"\n__kernel void f(__global int *x) { x[0] = V; }\n')
+    local e = errmsg(dev.build_file, dev, d .. "/k.cl")
+    assert.matches("(#include did not search " .. d .. ": its path holds a space, which " ..
+                   "OpenCL's build options cannot pass)", e, 1, true)
+  end)
+
   it("raises for files it cannot read and for bad arguments", function()
     has_error("luagpu: dev:build_file: argument #1: cannot open 'no/such.cl': No such file",
               dev.build_file, dev, "no/such.cl")
