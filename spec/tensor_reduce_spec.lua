@@ -176,6 +176,20 @@ describe("tensor reductions", function()
     S.check(assert, x:sum(1), reduce_ref(r, "sum", 1))
   end)
 
+  -- Float sums along a dim of 10^6 elements: each work-item folds blocks
+  -- of its loads into fresh accumulators (one accumulator was 1e5 off by
+  -- 22 down columns and by 5.6 along rows, of 0.1s)
+  it("sums 10^6 floats along either dim to within a few units in 10^6", function()
+    for _, c in ipairs{{{1000000, 4}, 1}, {{1000000, 3}, 1}, {{4, 1000000}, 2}} do
+      local s = dev:tensor("float", c[1], 0.1):sum(c[2])
+      for _, v in ipairs(s:totable()) do
+        assert.is_true(math.abs(v - 1e5) < 2, ("%s along %d of {%d, %d}"):format(v, c[2],
+                       c[1][1], c[1][2]))
+      end
+    end
+    assert.is_true(math.abs(dev:tensor("float", {4, 1000000}, 0.1):mean(2)[1] - 0.1) < 2e-6)
+  end)
+
   -- luagpu.tensor.reduce's sizes: a script's new table makes the kernels
   -- again (groups of other shapes, the same results); a bad one raises
   it("takes other group sizes from a script, and raises for bad ones", function()
