@@ -187,6 +187,10 @@ local function recipe(spec, t, sz, ls, asm)
     defines[#defines + 1] = {"LG_ASM", asm}
     defines[#defines + 1] = {"ACC_BYTES", bytes}
   end
+  -- (blocked folds for floating accumulators: kernels/tensor_reduce.cl)
+  if (spec.acc == "float" or spec.acc == "double") and not spec.ARG then
+    defines[#defines + 1] = {"FOLD_BLOCK", 64}
+  end
   if spec.ARG then
     defines[#defines + 1] = {"ARG", ""}
     defines[#defines + 1] = {"BETTER(a, b)", spec.BETTER}
