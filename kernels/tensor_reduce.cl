@@ -28,8 +28,10 @@
 ** defines it for floating accumulators of ops without positions; others
 ** fold in one block (their results do not depend on the order, and the
 ** blocks cost argmax(1) of 4096^2 a quarter of its time on an H200). */
-#ifndef FOLD_BLOCK
-#define FOLD_BLOCK (1u << 30)
+#ifdef FOLD_BLOCK
+#define FOLD_STEP(n) ((ulong)FOLD_BLOCK * (n))
+#else
+#define FOLD_STEP(n) (~0ul >> 1)            /* one block: the plain loop */
 #endif
 #define CAT(a, b) a##b
 #define XCAT(a, b) CAT(a, b)
@@ -48,8 +50,8 @@
   ulong base = off + row * L;                                                    \
   ACC acc = NEUTRAL; long ai = LONG_MAX;                                         \
   VECTOR_LOOP                                                                    \
-  for (ulong j0 = start + lid; j0 < end; j0 += (ulong)FOLD_BLOCK * LS) {        \
-    ulong stop = min(end, j0 + (ulong)FOLD_BLOCK * LS);                          \
+  for (ulong j0 = start + lid; j0 < end; j0 += FOLD_STEP(LS)) {        \
+    ulong stop = min(end, j0 + FOLD_STEP(LS));                          \
     ACC blk = NEUTRAL; long bi = LONG_MAX;                                       \
     for (ulong j = j0; j < stop; j += LS) { ACC v = LOAD(base + j); STEP(blk, bi, v, LOADI(base + j, j)); } \
     COMBINE(acc, ai, blk, bi);                                                   \
@@ -127,8 +129,8 @@ inline ACC lg_bfly_acc(ACC v, uint d) { return XCAT(as_, ACC)(lg_bfly(as_uint(v)
 #define VECTOR_LOOP                                                              \
   if (vec) {                                                                     \
     global const T4* p4 = (global const T4*)(in + base);                         \
-    for (ulong j0 = start / 4 + lid; j0 < end / 4; j0 += (ulong)FOLD_BLOCK * LS) { \
-      ulong stop = min(end / 4, j0 + (ulong)FOLD_BLOCK * LS);                    \
+    for (ulong j0 = start / 4 + lid; j0 < end / 4; j0 += FOLD_STEP(LS)) { \
+      ulong stop = min(end / 4, j0 + FOLD_STEP(LS));                    \
       ACC blk = NEUTRAL; long bi = LONG_MAX;                                     \
       for (ulong j = j0; j < stop; j += LS) {                                    \
         T4 w = p4[j]; ACC v;                                                     \
@@ -161,8 +163,8 @@ kernel void rows_warp(global const T* restrict in, ulong off, ulong L, ulong nro
   ulong base = off + (row < nrows ? row : nrows - 1) * L;
   ACC acc = NEUTRAL; long ai = LONG_MAX;
   VECTOR_LOOP
-  for (ulong j0 = start + lid; j0 < end; j0 += (ulong)FOLD_BLOCK * LS) {
-    ulong stop = min(end, j0 + (ulong)FOLD_BLOCK * LS);
+  for (ulong j0 = start + lid; j0 < end; j0 += FOLD_STEP(LS)) {
+    ulong stop = min(end, j0 + FOLD_STEP(LS));
     ACC blk = NEUTRAL; long bi = LONG_MAX;
     for (ulong j = j0; j < stop; j += LS) { ACC v = LOAD_IN(base + j); STEP(blk, bi, v, INDEX_IN(base + j, j)); }
     COMBINE(acc, ai, blk, bi);
@@ -189,8 +191,8 @@ kernel void rows2(global const ACC* restrict in, global const long* restrict iid
   ACC acc = NEUTRAL; long ai = LONG_MAX;                                         \
   if (x < inner) {                                                               \
     ulong base = off + o * L * inner + x;                                        \
-    for (ulong l0 = start + ly; l0 < end; l0 += (ulong)FOLD_BLOCK * CY) {         \
-      ulong stop = min(end, l0 + (ulong)FOLD_BLOCK * CY);                         \
+    for (ulong l0 = start + ly; l0 < end; l0 += FOLD_STEP(CY)) {         \
+      ulong stop = min(end, l0 + FOLD_STEP(CY));                         \
       ACC blk = NEUTRAL; long bi = LONG_MAX;                                     \
       for (ulong l = l0; l < stop; l += CY) { ACC v = LOAD(base + l * inner); STEP(blk, bi, v, LOADI(base + l * inner, l)); } \
       COMBINE(acc, ai, blk, bi);                                                 \
@@ -252,9 +254,17 @@ kernel void cols4(global const T* restrict in, ulong off, ulong L, ulong inner, 
   long i0 = LONG_MAX, i1 = LONG_MAX, i2 = LONG_MAX, i3 = LONG_MAX;
   if (x < q) {
     global const T4* b = (global const T4*)(in + off + o * L * inner) + x;
+#ifndef FOLD_BLOCK
+    ulong l = start + ly;
+    for (; l + 3 * CY < end; l += 4 * CY) {
+      T4 w0 = b[l * q], w1 = b[(l + CY) * q], w2 = b[(l + 2 * CY) * q], w3 = b[(l + 3 * CY) * q];
+      COLS4_STEP(w0, l) COLS4_STEP(w1, l + CY) COLS4_STEP(w2, l + 2 * CY) COLS4_STEP(w3, l + 3 * CY)
+    }
+    for (; l < end; l += CY) { T4 w = b[l * q]; COLS4_STEP(w, l) }
+#else
     /* (blocks of FOLD_BLOCK rows a work-item, as COLS_BODY's) */
-    for (ulong l0 = start + ly; l0 < end; l0 += (ulong)FOLD_BLOCK * CY) {
-      ulong stop = min(end, l0 + (ulong)FOLD_BLOCK * CY), l = l0;
+    for (ulong l0 = start + ly; l0 < end; l0 += FOLD_STEP(CY)) {
+      ulong stop = min(end, l0 + FOLD_STEP(CY)), l = l0;
       ACC s0 = a0, s1 = a1, s2 = a2, s3 = a3;
       long j0 = i0, j1 = i1, j2 = i2, j3 = i3;
       a0 = a1 = a2 = a3 = NEUTRAL;
@@ -269,6 +279,7 @@ kernel void cols4(global const T* restrict in, ulong off, ulong L, ulong inner, 
       a0 = s0; a1 = s1; a2 = s2; a3 = s3;
       i0 = j0; i1 = j1; i2 = j2; i3 = j3;
     }
+#endif
   }
   local ACC la[4][CY][CX];
   la[0][ly][lx] = a0; la[1][ly][lx] = a1; la[2][ly][lx] = a2; la[3][ly][lx] = a3;
