@@ -48,7 +48,7 @@ ALL_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -fPIC -fvisib
 
 BUILD   ?= build
 VERSION := $(shell sed -n 's/^\#define LG_VERSION "\(.*\)"/\1/p' host/internal.h)
-MODULE_SRC := errors state class types info context root sha256 includes capture module device queue sync array npy event userevent buffer pinned transfer rect map partition image image_transfer trace debug query binary program kernel call cache embed png
+MODULE_SRC := errors state class types info context root sha256 includes capture module device queue sync array npy event userevent buffer pinned transfer rect map partition image image_transfer trace debug query binary program kernel call cache embed png savefile
 MODULE_OBJ := $(MODULE_SRC:%=$(BUILD)/%.o) $(BUILD)/kernels.o $(BUILD)/helpers.o
 KERNELS := $(sort $(wildcard kernels/*.cl))
 HELPERS := $(sort $(wildcard lua/luagpu/*.lua lua/luagpu/*/*.lua))

@@ -167,13 +167,30 @@ void lg_add_methods(lua_State *L, const char *mt, const luaL_Reg *fns);
 ** read-only". Leaves nothing on the stack. */
 void lg_newclass(lua_State *L, const char *mt, const luaL_Reg *methods,
                  const luaL_Reg *meta);
-/* png.c: a new temporary file beside target, for writing it whole and then
-** renaming it over target: its path (malloc'd; the caller frees it) and
-** its descriptor in *fd, or NULL with errno set. The name is short
-** ("DIR/.luagpu-XXXXXX"), so a target of a legal long name still gets one;
-** an existing target the user may not write is refused (EACCES) as a plain
-** write would be, though the rename would go through. */
-char *lg_temp_beside(const char *target, int exists, int *fd);
+/* savefile.c: how a:save, gpu.write_file and trace files write a file
+** whole (the file's comment says where: a temporary file renamed over a
+** regular one, in place for anything else). lg_save_open opens for writing
+** what path reaches (s->fd) or returns 0 with errno set (and s->why, a
+** message to give in place of strerror: lg_save_why); LG_SAVE_NOWAIT: a
+** FIFO no process reads raises ENXIO instead of waiting for a reader.
+** lg_save_write writes all of data (0 with errno set on failure).
+** lg_save_close(s, ok) closes s->fd (unless the caller set it to -1, having
+** closed it) and, when ok (else errno says why not), renames the temporary
+** file over the target, else removes it; returns 0 with errno set.
+** lg_save_is_stream: whether path leads, through its links, to an open
+** file of a process's (/dev/stdout, /proc/PID/fd/N). */
+typedef struct lg_SaveFile {
+  int fd;
+  char *target;                /* path with its links followed (malloc'd) */
+  char *tmp;                   /* the temporary file beside it; NULL: written in place */
+  const char *why;
+} lg_SaveFile;
+#define LG_SAVE_NOWAIT 1
+int lg_save_open(lg_SaveFile *s, const char *path, int flags);
+int lg_save_write(lg_SaveFile *s, const void *data, size_t len);
+int lg_save_close(lg_SaveFile *s, int ok);
+const char *lg_save_why(const lg_SaveFile *s, int err);
+int lg_save_is_stream(const char *path);
 /* Names the fields (a NULL-ended list) that objects of class mt have:
 ** gpu.extend refuses a method of such a name, which would hide the field
 ** (the class's __index looks for methods first). */

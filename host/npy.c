@@ -6,7 +6,7 @@
 ** as 3: the padding lane is not written); gpu.load(path, "float4") takes
 ** that dimension back as the vector.
 */
-#define _XOPEN_SOURCE 700   /* lstat, readlink, mkstemp */
+#define _XOPEN_SOURCE 700   /* fdopen, fseeko */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -103,102 +103,27 @@ static int write_npy(FILE *f, const char *header, size_t padded, const lg_Array 
   return ok;
 }
 
-/* The file a write to path reaches: path with its chain of symbolic links
-** followed, also to a name that does not exist yet (a dangling link is
-** written through, as open(2) would, never replaced). Returns a malloc'd
-** path, or NULL with errno set (ELOOP for a chain of 40 links or more). */
-static char *follow_links(const char *path) {
-  char *p = malloc(strlen(path) + 1), *link, *next, *slash;
-  struct stat st;
-  ssize_t n;
-  int hops;
-  if (p == NULL) return NULL;
-  strcpy(p, path);
-  for (hops = 0; hops < 40; hops++) {
-    if (lstat(p, &st) != 0 || !S_ISLNK(st.st_mode)) return p;
-    link = malloc((size_t)st.st_size + PATH_MAX + 1);
-    n = link != NULL ? readlink(p, link, (size_t)st.st_size + PATH_MAX) : -1;
-    if (n < 0) {
-      int err = link != NULL ? errno : ENOMEM;
-      free(link);
-      free(p);
-      errno = err;
-      return NULL;
-    }
-    link[n] = '\0';
-    slash = strrchr(p, '/');
-    if (link[0] == '/' || slash == NULL) {
-      next = link;
-    } else {             /* relative: from the folder of the link */
-      next = malloc((size_t)(slash - p) + 2 + (size_t)n);
-      if (next != NULL) {
-        memcpy(next, p, (size_t)(slash - p) + 1);
-        strcpy(next + (slash - p) + 1, link);
-      }
-      free(link);
-      if (next == NULL) {
-        free(p);
-        errno = ENOMEM;
-        return NULL;
-      }
-    }
-    free(p);
-    p = next;
-  }
-  free(p);
-  errno = ELOOP;
-  return NULL;
-}
-
-/* Writes the file at path without ever removing what it did not create: a
-** regular file (or a new one) is written to a temporary file beside it,
-** then renamed over it, so a failed write leaves the old file whole;
-** anything else (/dev/null, /dev/full, a FIFO) is written in place. A
-** symbolic link is followed, a dangling one too (its target is created):
-** the link itself is never replaced. Returns 0 with errno set on failure. */
-static int save_file(const char *path, const char *header, size_t padded, const lg_Array *a) {
-  struct stat st;
-  char *real = follow_links(path), *tmp;
-  const char *target = real;
-  int exists, fd, ok, err;
-  mode_t mode;
+/* Writes the file at path (through lg_save_open: a regular file, or a new
+** one, by a temporary file renamed over it, so a failed write leaves the
+** old file whole; anything else in place). Returns 0 with errno set, and
+** *why a message of luagpu's to give in place of strerror (or NULL). */
+static int save_file(const char *path, const char *header, size_t padded, const lg_Array *a,
+                     const char **why) {
+  lg_SaveFile s;
   FILE *f;
-  if (real == NULL) return 0;
-  exists = stat(target, &st) == 0;
-  if (exists && !S_ISREG(st.st_mode)) {
-    f = fopen(target, "wb");
-    ok = f != NULL && write_npy(f, header, padded, a);
-    err = errno;
-    free(real);
-    errno = err;
-    return ok;
-  }
-  if (exists) {
-    mode = st.st_mode & 07777;
-  } else {
-    mode = umask(022);
-    umask(mode);
-    mode = 0666 & ~mode;
-  }
-  if ((tmp = lg_temp_beside(target, exists, &fd)) == NULL) {
-    err = errno;
-    free(real);
-    errno = err;
+  int ok;
+  *why = NULL;
+  if (!lg_save_open(&s, path, 0)) {
+    *why = s.why;
     return 0;
   }
-  f = fchmod(fd, mode) == 0 ? fdopen(fd, "wb") : NULL;
-  if (f == NULL) {
-    err = errno;
-    close(fd);
-    errno = err;
+  if ((f = fdopen(s.fd, "wb")) == NULL) {
+    lg_save_close(&s, 0);            /* keeps fdopen's errno */
+    return 0;
   }
-  ok = f != NULL && write_npy(f, header, padded, a) && rename(tmp, target) == 0;
-  err = errno;
-  if (!ok) remove(tmp);   /* ours: made by mkstemp above */
-  free(tmp);
-  free(real);
-  errno = err;
-  return ok;
+  s.fd = -1;                         /* write_npy closes it */
+  ok = write_npy(f, header, padded, a);
+  return lg_save_close(&s, ok);
 }
 
 /* The shape that a:save writes, into shape (LG_MAXDIM sizes); returns its
@@ -240,6 +165,7 @@ static int npy_save(lua_State *L) {
   lg_Array *a = lg_checkarray(L, 1);
   const char *path;
   char header[1024], descr[8], *p;
+  const char *why;
   size_t len, padded, shape[LG_MAXDIM];
   int d, ndim;
   if (lua_type(L, 2) != LUA_TSTRING) return lg_typeerror(L, fn, 1, 2, "a file path");
@@ -263,8 +189,8 @@ static int npy_save(lua_State *L) {
   header[8] = (char)((padded - 10) & 0xff);
   header[9] = (char)((padded - 10) >> 8);
   errno = 0;
-  if (!save_file(path, header, padded, a))
-    return lg_error(L, fn, "%s: %s", path, strerror(errno ? errno : EIO));
+  if (!save_file(path, header, padded, a, &why))
+    return lg_error(L, fn, "%s: %s", path, why != NULL ? why : strerror(errno ? errno : EIO));
   return 0;
 }
 
@@ -415,12 +341,23 @@ static uint32_t le_u32(const unsigned char *p, int n) {
   return v;
 }
 
+/* A short read of the data, whose size was checked before: the file shrank
+** meanwhile (errno is stale then), or a read error (ferror). */
+static int read_fail(lua_State *L, NpyFile *nf, const char *path) {
+  if (ferror(nf->f)) return load_fail(L, nf, path, "read error: %s", strerror(errno));
+  return load_fail(L, nf, path, "truncated: the file ended before its data (was it "
+                   "truncated while being read?)");
+}
+
 /* Reads the prelude and the header of the file, leaving it at the data. */
 static void read_header(lua_State *L, NpyFile *nf, const char *path, Header *h) {
   unsigned char pre[12];
-  size_t lensize, hlen;
+  size_t lensize, hlen, got = fread(pre, 1, 8, nf->f);
   char *text;
-  if (fread(pre, 1, 8, nf->f) != 8 || memcmp(pre, MAGIC, MAGIC_LEN) != 0)
+  /* a file cut short within the prelude is a truncated .npy file, not another kind */
+  if (got > 0 && got < 8 && memcmp(pre, MAGIC, got < MAGIC_LEN ? got : MAGIC_LEN) == 0)
+    load_fail(L, nf, path, "truncated header");
+  if (got != 8 || memcmp(pre, MAGIC, MAGIC_LEN) != 0)
     load_fail(L, nf, path, "not a .npy file (no \\x93NUMPY magic string)");
   if (pre[6] < 1 || pre[6] > 3)
     load_fail(L, nf, path, "unsupported .npy format version %d.%d", pre[6], pre[7]);
@@ -525,12 +462,12 @@ static int npy_load(lua_State *L) {
   if (want.scalar == h.s && want.width != 3) {
     a = lg_newarray_for(L, want, ndim, shape, pfn, 0);
     if (fread(a->data, 1, a->bytes, nf->f) != a->bytes)
-      return load_fail(L, nf, path, "read error: %s", strerror(errno));
+      return read_fail(L, nf, path);
     if (h.swap) swap_bytes(a->data, nscalars, lg_scalar_size(h.s));
   } else {
     lg_Array *raw = lg_newarray_for(L, file, 1, &nscalars, pfn, 0);
     if (fread(raw->data, 1, raw->bytes, nf->f) != raw->bytes)
-      return load_fail(L, nf, path, "read error: %s", strerror(errno));
+      return read_fail(L, nf, path);
     if (h.swap) swap_bytes(raw->data, nscalars, lg_scalar_size(h.s));
     fclose(nf->f);
     nf->f = NULL;

@@ -3,14 +3,13 @@
 ** gpu.encode_png(width, height, channels, pixels) encodes 8-bit pixels
 ** (a string of width*height*channels bytes, rows top first; channels 1
 ** grey, 2 grey+alpha, 3 RGB, 4 RGBA) as PNG through libpng and returns its
-** bytes. gpu.write_file(path, data) writes a new or regular file through a
-** temporary file beside it renamed into place, so a failed write leaves
-** the old file whole; it refuses anything else at path (a symbolic link, a
-** FIFO, a folder, a device) rather than write through it. lg_temp_beside
-** makes that temporary file for every writer of luagpu's that replaces a
-** file whole (gpu.write_file, a:save, trace files).
+** bytes. gpu.write_file(path, data) writes a new or regular file as
+** lg_save_open does (savefile.c: through a temporary file beside it
+** renamed into place, so a failed write leaves the old file whole); it
+** refuses anything else at path (a symbolic link, a FIFO, a folder, a
+** device) rather than write through it.
 */
-#define _XOPEN_SOURCE 700   /* lstat, mkstemp, fchmod */
+#define _XOPEN_SOURCE 700   /* lstat */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,61 +106,6 @@ static int png_encode(lua_State *L) {
   return 1;
 }
 
-char *lg_temp_beside(const char *target, int exists, int *fd) {
-  const char *slash = strrchr(target, '/');
-  size_t dir = slash != NULL ? (size_t)(slash - target) + 1 : 0;
-  char *tmp;
-  int err;
-  if (exists && access(target, W_OK) != 0) return NULL;   /* errno: EACCES, EROFS */
-  if ((tmp = malloc(dir + 32)) == NULL) {
-    errno = ENOMEM;
-    return NULL;
-  }
-  memcpy(tmp, target, dir);
-  strcpy(tmp + dir, ".luagpu-XXXXXX");
-  if ((*fd = mkstemp(tmp)) < 0) {
-    err = errno;
-    free(tmp);
-    errno = err;
-    return NULL;
-  }
-  return tmp;
-}
-
-/* Writes len bytes to a temporary file beside path and renames it over
-** path, keeping an existing file's mode. Returns 0 with errno set. */
-static int write_replace(const char *path, const char *data, size_t len, int exists, mode_t mode) {
-  int fd, ok, err;
-  char *tmp;
-  FILE *f;
-  if (!exists) {
-    mode = umask(022);
-    umask(mode);
-    mode = 0666 & ~mode;
-  }
-  if ((tmp = lg_temp_beside(path, exists, &fd)) == NULL) return 0;
-  f = fchmod(fd, mode) == 0 ? fdopen(fd, "wb") : NULL;
-  if (f == NULL) {
-    err = errno;
-    close(fd);
-    errno = err;
-  }
-  ok = f != NULL && fwrite(data, 1, len, f) == len;
-  err = errno;
-  if (f != NULL && fclose(f) != 0 && ok) {
-    ok = 0;
-    err = errno;
-  }
-  if (ok && rename(tmp, path) != 0) {
-    ok = 0;
-    err = errno;
-  }
-  if (!ok) remove(tmp);   /* ours: made by mkstemp above */
-  free(tmp);
-  errno = err;
-  return ok;
-}
-
 static const char *kind_of(mode_t m) {
   if (S_ISLNK(m)) return "a symbolic link";
   if (S_ISDIR(m)) return "a folder";
@@ -178,6 +122,7 @@ static int png_write_file(lua_State *L) {
   size_t len;
   const char *data = lg_checklstring(L, 2, fn, 2, &len);
   struct stat st;
+  lg_SaveFile save;
   int exists;
   lg_nomore(L, fn, 2, 0);
   exists = lstat(path, &st) == 0;
@@ -187,7 +132,9 @@ static int png_write_file(lua_State *L) {
   if (exists && !S_ISREG(st.st_mode))
     return lg_error(L, fn, "'%s' is %s; not written (give the path of a new or regular file)",
                     path, kind_of(st.st_mode));
-  if (!write_replace(path, data, len, exists, exists ? (st.st_mode & 07777) : 0))
+  if (!lg_save_open(&save, path, 0))
+    return lg_error(L, fn, "cannot write '%s': %s", path, lg_save_why(&save, errno));
+  if (!lg_save_close(&save, lg_save_write(&save, data, len)))
     return lg_error(L, fn, "cannot write '%s': %s", path, strerror(errno));
   lua_pushvalue(L, 1);
   return 1;

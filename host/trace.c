@@ -325,9 +325,10 @@ static int looks_like_trace(const char *path) {
 }
 
 /* trace_file.check(path [, fn]): raises unless a trace may be written at
-** path: refused are a name ending in .lua, a symbolic link, a folder, and a
-** file that is neither empty nor a trace of ours. Returns true when the
-** trace is written straight into path (a device or pipe, /dev/stdout),
+** path: refused are a name ending in .lua, a symbolic link (but one to an
+** open file of the process's, /dev/stdout), a folder, and a file that is
+** neither empty nor a trace of ours. Returns true when the trace is
+** written straight into path (a device or pipe, /dev/stdout),
 ** false when through a new file renamed over it. */
 static int tf_check(lua_State *L) {
   const char *fn = luaL_optstring(L, 2, "trace.write");
@@ -349,9 +350,14 @@ static int tf_check(lua_State *L) {
     }
     return lg_error(L, fn, "cannot write %s: %s", path, strerror(errno));
   }
-  if (S_ISLNK(st.st_mode))
+  if (S_ISLNK(st.st_mode)) {
+    if (lg_save_is_stream(path)) {    /* /dev/stdout: written in place, a pipe or a file */
+      lua_pushboolean(L, 1);
+      return 1;
+    }
     return lg_error(L, fn, "refusing to write a trace through the symbolic link %s: give "
                     "the file itself", path);
+  }
   if (S_ISDIR(st.st_mode)) return lg_error(L, fn, "cannot write %s: it is a folder", path);
   if (S_ISREG(st.st_mode)) {
     if (!looks_like_trace(path))
@@ -364,54 +370,28 @@ static int tf_check(lua_State *L) {
   return 1;
 }
 
-/* Writes all of text to fd; returns 0, or the errno of the failure. */
-static int write_all(int fd, const char *text, size_t len) {
-  while (len > 0) {
-    ssize_t n = write(fd, text, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return n < 0 ? errno : EIO;
-    text += n;
-    len -= (size_t)n;
-  }
-  return 0;
-}
-
-/* trace_file.write(path, text, direct [, fn]): writes text at path. Direct
-** (a device or pipe): into it; else into a new file of the same folder,
-** renamed over path once all is written, so that path is never truncated
-** before the record is ready. Raises naming path and the system's reason
+/* trace_file.write(path, text [, direct [, fn]]): writes text at path as
+** lg_save_open does: a regular file (or a new one) through a new file of
+** the same folder, renamed over path once all is written, so that path is
+** never truncated before the record is ready; a device or pipe in place
+** (direct, check's answer, is what lg_save_open finds again), a FIFO only
+** while a reader has it open. Raises naming path and the system's reason
 ** on any failed write, close or rename. */
 static int tf_write(lua_State *L) {
   const char *fn = luaL_optstring(L, 4, "trace.write");
   const char *path = (luaL_checkstring(L, 1), lg_path(L, 1, 1, fn));
   size_t len;
   const char *text = luaL_checklstring(L, 2, &len);
-  int direct = lua_toboolean(L, 3), fd, err;
-  char *tmp;
-  if (direct) {
-    /* without a wait for a reader: a FIFO nobody reads hung here for ever */
-    fd = open(path, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0 && errno == ENXIO)
+  lg_SaveFile save;
+  /* without a wait for a reader: a FIFO nobody reads hung here for ever */
+  if (!lg_save_open(&save, path, LG_SAVE_NOWAIT)) {
+    if (errno == ENXIO)
       return lg_error(L, fn, "cannot write %s: no process reads the FIFO (start its reader "
                       "first)", path);
-    if (fd < 0) return lg_error(L, fn, "cannot write %s: %s", path, strerror(errno));
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);   /* then write as usual */
-    err = write_all(fd, text, len);
-    if (close(fd) != 0 && err == 0) err = errno;
-    if (err != 0) return lg_error(L, fn, "cannot write %s: %s", path, strerror(err));
-    return 0;
+    return lg_error(L, fn, "cannot write %s: %s", path, lg_save_why(&save, errno));
   }
-  /* (beside it, of a short name; an old trace its user may not write is
-     refused as a plain write would be) */
-  tmp = lg_temp_beside(path, access(path, F_OK) == 0, &fd);
-  if (tmp == NULL) return lg_error(L, fn, "cannot write %s: %s", path, strerror(errno));
-  fchmod(fd, 0644);
-  err = write_all(fd, text, len);
-  if (close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && rename(tmp, path) != 0) err = errno;
-  if (err != 0) unlink(tmp);
-  free(tmp);
-  if (err != 0) return lg_error(L, fn, "cannot write %s: %s", path, strerror(err));
+  if (!lg_save_close(&save, lg_save_write(&save, text, len)))
+    return lg_error(L, fn, "cannot write %s: %s", path, strerror(errno));
   return 0;
 }
 
