@@ -6,20 +6,8 @@
 local gpu = require "luagpu"
 local dev = gpu.device(os.getenv("LUAGPU_DEVICE"))
 local now = gpu.now
-local big = os.getenv("SMALL") and 1 << 16 or 1 << 24
-local x24 = dev:rand("float", {big}, 1):eval()
-local u20 = (dev:rand("float", {1 << 20}, 25) * 1000):floor():astype("int"):eval()
-local M = dev:rand("float", {4096, 4096}, 3):eval()
-local X, Y = dev:rand("float", {64, 256, 256}, 4):eval(), dev:rand("float", {64, 256, 256}, 5):eval()
-local ops = {
-  cumsum = function() return x24:cumsum() end,
-  unique = function() return (u20:unique()) end,
-  cat = function() return gpu.cat({x24, x24, x24}) end,
-  bmm = function() return X:mm(Y) end,
-  argmax2 = function() return M:argmax(2) end,
-  sort = function() return (x24:sort()) end,
-  argsort = function() return (x24:argsort()) end,
-}
+local ops = dofile((arg and arg[0] or "bench/gpu/"):match("^(.-)[^/]*$") .. "probe_ops.lua")(
+  gpu, dev, os.getenv("SMALL") and 1 << 16 or nil)
 local names = {...}
 if #names == 0 then names = {"sort", "unique", "cat", "bmm", "argmax2", "cumsum"} end
 local REPS = 20
