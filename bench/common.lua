@@ -162,4 +162,16 @@ function M.baseline(path)
   return path
 end
 
+-- Applies $CLASS ("name=value ...", e.g. "sort_ptx_items=8 sort_onesweep=true")
+-- to the settings of dev's class in luagpu.algo for the run, printing each.
+function M.class_settings(dev)
+  local algo = require "luagpu.algo"
+  local cls = algo.classes[algo.classes[dev.type] and dev.type or "gpu"]
+  for k, v in (os.getenv("CLASS") or ""):gmatch("([%w_]+)=(%S+)") do
+    if v == "true" or v == "false" then cls[k] = v == "true"
+    else cls[k] = math.tointeger(tonumber(v)) or tonumber(v) or v end
+    print(("class setting %s = %s"):format(k, v))
+  end
+end
+
 return M

@@ -16,6 +16,10 @@
 -- calls in order with the instructions run before each (where the second
 -- shard's launch comes, for the sharded ones).
 --
+-- $CLASS sets the device class's settings in luagpu.algo for the run
+-- (bench/common.lua): CLASS="sort_onesweep=true sort_ptx=emulated
+-- sort_rows_max=0" runs the sorts of u4096 (4096 keys) on PoCL as a GPU's.
+--
 -- The cases named shard_* run on a sharded tensor over two devices (on
 -- PoCL: POCL_DEVICES="pthread pthread"); with one device they say so and
 -- are skipped.
@@ -27,6 +31,7 @@ local only = arg and arg[2]
 local profile = arg and arg[3] == "profile"
 local dev = gpu.device()
 local devs = gpu.devices()
+bench.class_settings(dev)
 
 local S = dev:tensor("float", {8, 16}, 1)
 local G = dev:tensor("long", {8, 16}, 3)
@@ -46,6 +51,7 @@ local u = dev:tensor("float", {64}, (function()
   for i = 1, 64 do t[i] = (i * 7) % 13 end
   return t
 end)())
+local u4096 = (dev:rand("float", {4096}, 3) * 1000):floor():astype("int"):eval()
 
 -- sharded over the first two devices: 2 x 4096 floats, 2 x (32 x 64)
 local xs, ys, Ms
@@ -79,6 +85,8 @@ local cases = {
   {"softmax2",      function() return W:softmax(2) end},
   {"argsort",       function() return u:argsort() end},
   {"unique",        function() return u:unique() end},
+  {"unique4096",    function() return u4096:unique() end},
+  {"argsort4096",   function() return u4096:argsort() end},
   -- sharded over two devices (issue 31: the host's time between launches)
   {"shard_build5",  function() return (xs * 1.5 + 0.25):exp() * 0.5 - ys end, 2},
   {"shard_chain5",  function() return ((xs * 1.5 + 0.25):exp() * 0.5 - ys):eval() end, 2},

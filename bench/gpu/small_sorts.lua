@@ -21,6 +21,8 @@ if os.getenv("SKIP_FROM") then
   require("luagpu.algo").classes.gpu.sort_skip_from = math.tointeger(tonumber(os.getenv("SKIP_FROM")))
   print("sort_skip_from " .. os.getenv("SKIP_FROM"))
 end
+bench.class_settings(dev)   -- ($CLASS: bench/common.lua)
+local only = os.getenv("ONLY")      -- (a Lua pattern: the rows whose names match)
 local x20 = dev:rand("float", {1 << 20}, 1):eval()
 local u20 = (dev:rand("float", {1 << 20}, 2) * 1000):floor():astype("int"):eval()
 local f20 = (dev:rand("float", {1 << 20}, 3) * 2 ^ 31):floor():astype("int"):eval()
@@ -30,6 +32,7 @@ local x24 = dev:rand("float", {1 << 24}, 4):eval()
 local u24 = (dev:rand("float", {1 << 24}, 5) * 1000):floor():astype("int"):eval()
 local l24 = (dev:rand("double", {1 << 24}, 6) * 70000):floor():astype("long"):eval()
 local function t(name, f)
+  if only and not name:match(only) then return end
   for _ = 1, 5 do local _ = f() end
   dev:finish()
   local ws = {}

@@ -5,6 +5,10 @@
 --   S.int_in(lo, hi), S.pow2_in(lo, hi), S.boolean(), S.boolean_or(word)
 --        checks: function(v) -> the value (an integer where one is
 --        needed) or nil when it is not allowed, and what is allowed, in words
+--   S.watched(t)  a table of settings with t's values whose assignments
+--        are counted: the reader then knows it unchanged by one comparison
+--        (reads, pairs and assignments work as on t; a value put there by
+--        rawset makes the reader compare every value, as for a plain table)
 --   S.reader(owner, classes, list) -> function(fn, dev [, extra])
 --        the reader of owner's ("algo.classes") settings for dev's class
 --        (classes[dev.type], else classes.gpu): each {name, check, words}
@@ -15,6 +19,7 @@
 local H = require "luagpu.core.check"
 
 local type, ipairs, tostring, load, setmetatable = type, ipairs, tostring, load, setmetatable
+local next, pairs = next, pairs
 local format, concat = string.format, table.concat
 local fail, typename, show, integer = H.fail, H.typename, H.show, H.integer
 
@@ -43,6 +48,23 @@ function S.boolean_or(word)
          format("true, false or '%s'", word)
 end
 
+-- watched table -> {values = its values, changes = assignments so far}
+local WATCHED = setmetatable({}, {__mode = "k"})
+
+function S.watched(t)
+  local values = {}
+  for k, v in pairs(t) do values[k] = v end
+  local w = {values = values, changes = 0}
+  local proxy = setmetatable({}, {
+    __index = values,
+    __newindex = function(_, k, v) values[k] = v; w.changes = w.changes + 1 end,
+    __pairs = function() return next, values, nil end,
+    __metatable = "luagpu settings",
+  })
+  WATCHED[proxy] = w
+  return proxy
+end
+
 function S.reader(owner, classes, list)
   -- per class name: {cls = the table, raw = its values as read, extra,
   -- checked, sig}: a call whose class holds the same values skips the checks
@@ -61,8 +83,11 @@ function S.reader(owner, classes, list)
     local name = classes[dtype] ~= nil and dtype or "gpu"
     local cls = classes[name]
     local m = memo[name]
-    if m and m.cls == cls and m.extra == extra and unchanged(cls, m.raw) then
-      return m.checked, m.sig
+    if m and m.cls == cls and m.extra == extra then
+      local w = m.watched
+      if w and w.changes == m.changes and next(cls) == nil or unchanged(cls, m.raw) then
+        return m.checked, m.sig
+      end
     end
     if type(cls) ~= "table" then
       fail(fn, "%s.%s: expected a table of settings, got %s", owner, name, typename(cls))
@@ -77,7 +102,11 @@ function S.reader(owner, classes, list)
       checked[s[1]], sig[i], raw[i] = ok, tostring(ok), v
     end
     sig = concat(sig, ",") .. (extra or "")
-    memo[name] = {cls = cls, raw = raw, extra = extra, checked = checked, sig = sig}
+    -- (values read with one put there by rawset: compared every time)
+    local w = WATCHED[cls]
+    if w and next(cls) ~= nil then w = nil end
+    memo[name] = {cls = cls, raw = raw, extra = extra, checked = checked, sig = sig,
+                  watched = w, changes = w and w.changes}
     return checked, sig
   end
 end

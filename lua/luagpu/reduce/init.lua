@@ -49,10 +49,10 @@ local M = P.counter({single_pass = true}, "reduce")
 -- next reduction on a device of that class checks them (TUNABLES, below)
 -- and builds its kernels again.
 local CLASSES = {
-  gpu = {groups_per_cu = 4, local_size = 512, vector_bytes = 32, strided = true,
-         unroll = 2, min_vectors = 4},
-  cpu = {groups_per_cu = 4, local_size = 16, vector_bytes = 64, strided = false,
-         unroll = 1, min_vectors = 256},
+  gpu = SET.watched{groups_per_cu = 4, local_size = 512, vector_bytes = 32, strided = true,
+                    unroll = 2, min_vectors = 4},
+  cpu = SET.watched{groups_per_cu = 4, local_size = 16, vector_bytes = 64, strided = false,
+                    unroll = 1, min_vectors = 256},
 }
 CLASSES.accelerator = CLASSES.gpu
 CLASSES.other = CLASSES.gpu
