@@ -438,7 +438,10 @@ void sort_scatter_ptx(__global const K *src, ulong soff, __global K *dst, ulong 
 **                    the keys of that digit before the tile, publishes
 **                    that sum with its own (inclusive), and writes its
 **                    keys from the digit's global place (the exclusive
-**                    scan of hist, done by each group) plus that sum.
+**                    scan of hist, done by each group) plus that sum;
+**                    a row pass (mode 1, after the key passes) ranks by
+**                    the row of the carried index and counts its digits
+**                    without hist (lg_pass_count).
 ** The look-back words, one per tile and digit, hold count << 32 | epoch
 ** << 1 | inclusive, written by one 64-bit store (a reader that sees the
 ** epoch sees the count); each pass has its own epoch, so the words need
@@ -510,7 +513,22 @@ void sort_histograms(__global const K *src, ulong soff, ulong n, int descending,
   }
 }
 
-/* hist + hoff: this pass's RADIX global counts. zero: nzero uints the group of
+/* The keys of digit d in the whole pass: hist[d] for a key pass (mode 0);
+** for a row pass (mode 1: the digit of the row, shift bits up, of the
+** carried index) rowlen times the rows r < nrows whose digit is d, counted
+** without a histogram: of every 256 << shift rows in a row, 1 << shift
+** have it. */
+inline uint lg_pass_count(__global const uint *hist, uint d, int mode, uint shift, ulong rowlen,
+                          ulong nrows) {
+  if (mode == 0) return hist[d];
+  ulong b = 1ul << shift, period = b << 8, rem = nrows % period, lo = (ulong)d * b;
+  ulong part = rem > lo ? (rem - lo < b ? rem - lo : b) : 0;
+  return (uint)((nrows / period * b + part) * rowlen);
+}
+
+/* mode 0: a key pass, hist + hoff its RADIX global counts; mode 1: a row
+** pass of nrows rows of rowlen keys (hist not read; carry 1: the indices
+** come from vsrc). zero: nzero uints the group of
 ** ticket 0 sets to 0 (the histograms of the next call; nzero 0: none).
 ** keys_out 0: only what the keys carry is written (argsort's last pass).
 ** pdst not 0 (argsort's last pass of a whole sort): the carried indices go
@@ -518,7 +536,8 @@ void sort_histograms(__global const K *src, ulong soff, ulong n, int descending,
 __kernel __attribute__((reqd_work_group_size(L, 1, 1)))
 void sort_onesweep(__global const K *src, ulong soff, __global K *dst, ulong doff,
                    __global const V *vsrc, ulong vsoff, __global V *vdst, ulong vdoff,
-                   int carry, ulong n, uint shift, int descending, __global const uint *hist,
+                   int carry, ulong n, int mode, uint shift, int descending, ulong rowlen,
+                   ulong nrows, __global const uint *hist,
                    uint hoff, __global volatile ulong *words, __global volatile uint *ticket,
                    uint epoch, __global uint *zero, uint nzero, int keys_out,
                    __global long *pdst, ulong pdoff, long pbase, int positions) {
@@ -551,8 +570,8 @@ void sort_onesweep(__global const K *src, ulong soff, __global K *dst, ulong dof
   base = (ulong)tile * TILE;
   wbase = base + (ulong)warp * 32 * IPT;
   count = n - base < TILE ? (uint)(n - base) : TILE;
-  lg_rank_tile(src, soff, vsrc, vsoff, carry, n, 0, shift, descending, 1, wbase, lane, mine,
-               kk, vv, pk LG_WARP_ARGS);      /* mode 0: the key's digit */
+  lg_rank_tile(src, soff, vsrc, vsoff, carry, n, mode, shift, descending, rowlen, wbase, lane,
+               mine, kk, vv, pk LG_WARP_ARGS);
   barrier(CLK_LOCAL_MEM_FENCE);
   /* per digit (the same work-item in each loop): the warps' first ranks,
      the tile's count published, then the look-back */
@@ -592,7 +611,7 @@ void sort_onesweep(__global const K *src, ulong soff, __global K *dst, ulong dof
       tot[d] = s;
       start[d] = g + before[d] - s;
       s += c;
-      g += hist[d];
+      g += lg_pass_count(hist, d, mode, shift, rowlen, nrows);
     }
   }
 #else
@@ -603,7 +622,7 @@ void sort_onesweep(__global const K *src, ulong soff, __global K *dst, ulong dof
 #pragma unroll
     for (j = 0; j < RADIX / 32; j++) {
       h[j] = tot[lane * (RADIX / 32) + j];
-      gh[j] = hist[lane * (RADIX / 32) + j];
+      gh[j] = lg_pass_count(hist, lane * (RADIX / 32) + j, mode, shift, rowlen, nrows);
       s += h[j];
       g += gh[j];
     }
@@ -630,7 +649,9 @@ void sort_onesweep(__global const K *src, ulong soff, __global K *dst, ulong dof
   lg_place_tile(wh, tot, mine, sk, sv, kk, vv, pk, lid);
   for (j = lid; j < count; j += L) {
     K k = sk[j];
-    ulong pos = (ulong)(start[(uint)(lg_bits(k, descending) >> shift) & (RADIX - 1)] + j);
+    /* (sv holds the index in a row pass: carry 1 or 2) */
+    ulong index = mode == 1 ? (ulong)sv[j] : 0;
+    ulong pos = (ulong)(start[lg_digit(k, index, mode, shift, descending, rowlen)] + j);
 #ifdef LG_PROBE_SPREAD
     while (pos >= n) pos -= n;
 #endif

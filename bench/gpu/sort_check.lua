@@ -1,7 +1,8 @@
 -- bench/gpu/sort_check.lua: the sorts' results on a GPU (where no busted
 -- runs) against Lua's table.sort: every key type, both paths
 -- (sort_onesweep on and off), keys alone, with values, argsort (stable),
--- descending, sizes around the tiles and large ones, keys of narrow ranges. Prints "sort_check:
+-- descending, sizes around the tiles and large ones, keys of narrow ranges, rows of the
+-- radix sort (64 x 65536 floats among them). Prints "sort_check:
 -- N cases, all equal" or the first difference, and exits 1 on one.
 --   build/luagpu bench/gpu/sort_check.lua [LARGEST_LOG2 (default 22)]
 local gpu = rawget(_G, "gpu") or require "luagpu"
@@ -36,34 +37,42 @@ local function keys(t, n, seed, narrow)
   return v
 end
 
-local function check(t, n, desc, seed, narrow)
+-- rl: rows of rl keys, each sorted on its own (nil: one row)
+local function check(t, n, desc, seed, narrow, rl)
   local v = keys(t, n, seed, narrow)
   local b = dev:buffer(t, n, {host = v})
-  local idx = {}
-  for i = 1, n do idx[i] = i end
-  table.sort(idx, function(a, c)              -- stable: ties by position
+  rl = rl or n
+  local idx, row = {}, {}
+  local function before(a, c)                 -- stable: ties by position
     if v[a] ~= v[c] then if desc then return v[a] > v[c] end return v[a] < v[c] end
     return a < c
-  end)
-  -- argsort
-  local pos = algo.argsort(b, {descending = desc})
+  end
+  for r0 = 0, n - 1, rl do
+    for j = 1, rl do row[j] = r0 + j end
+    table.sort(row, before)
+    for j = 1, rl do idx[r0 + j] = row[j] end
+  end
+  local what = ("%s n=%d rows of %d desc=%s onesweep=%s"):format(t, n, rl, tostring(desc),
+                                                                 tostring(cls.sort_onesweep))
+  local ro = rl < n and rl or nil
+  -- argsort (positions in their row)
+  local pos = algo.argsort(b, {descending = desc, row_length = ro})
   local got = pos:get():totable()
   for i = 1, n do
-    if got[i] ~= idx[i] then
-      fail("argsort %s n=%d desc=%s onesweep=%s: [%d] = %s, want %d", t, n, tostring(desc),
-           tostring(cls.sort_onesweep), i, tostring(got[i]), idx[i])
+    local want = (idx[i] - 1) % rl + 1
+    if got[i] ~= want then
+      fail("argsort %s: [%d] = %s, want %d", what, i, tostring(got[i]), want)
     end
   end
   -- keys with values (the positions as values)
   local vals = dev:buffer("uint", n, {host = (function() local p = {} for i = 1, n do p[i] = i end return p end)()})
-  local _, ev = algo.sort(b, {values = vals, descending = desc})
+  local _, ev = algo.sort(b, {values = vals, descending = desc, row_length = ro})
   ev:wait()
   local gk, gv = b:get():totable(), vals:get():totable()
   for i = 1, n do
     if gk[i] ~= v[idx[i]] or gv[i] ~= idx[i] then
-      fail("sort %s n=%d desc=%s onesweep=%s: [%d] = %s/%s, want %s/%d", t, n, tostring(desc),
-           tostring(cls.sort_onesweep), i, tostring(gk[i]), tostring(gv[i]), tostring(v[idx[i]]),
-           idx[i])
+      fail("sort %s: [%d] = %s/%s, want %s/%d", what, i, tostring(gk[i]), tostring(gv[i]),
+           tostring(v[idx[i]]), idx[i])
     end
   end
   cases = cases + 1
@@ -90,6 +99,17 @@ for _, onesweep in ipairs{true, false} do
       if RANGE[t] >= narrow then check(t, (1 << 18) + 9, narrow % 2 == 1, narrow + #t, narrow) end
     end
   end
+  -- rows the radix sort takes (one to three row passes), both ways
+  local rows_max = cls.sort_rows_max
+  cls.sort_rows_max = 0
+  for _, shape in ipairs{{3, 100003}, {300, 1001}, {70000, 3}, {1000, 1}} do
+    for _, t in ipairs{"float", "int", "long"} do
+      check(t, shape[1] * shape[2], t == "int", shape[1] + #t, nil, shape[2])
+    end
+  end
+  cls.sort_rows_max = rows_max
+  check("float", 64 * 65536, false, 64, nil, 65536)
+  check("float", 64 * 65536, true, 65, nil, 65536)
 end
 cls.sort_onesweep = saved
 print(("sort_check: %d cases, all equal"):format(cases))

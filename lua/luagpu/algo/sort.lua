@@ -16,10 +16,11 @@
 -- sort_onesweep or the onesweep option says so, on the warp-ranked
 -- tiles): the global digit counts of every key pass come first from one
 -- kernel (sort_histograms), and each pass's groups then find their tiles'
--- places by a decoupled look-back over the tiles before them. Row passes
--- always take the five kernels. There, on the device's default queue,
--- a sort of at least algo.classes.X.sort_skip_from integer or double keys
--- (2^18: below, a pass costs little more than the read) reads those counts
+-- places by a decoupled look-back over the tiles before them; a row
+-- pass's digit counts need no histogram (each row holds row_length keys:
+-- sort.cl's lg_pass_count). There, on the device's default queue,
+-- a sort of one row of at least algo.classes.X.sort_skip_from integer or
+-- double keys (2^21 on GPUs: below, the read costs what it saves) reads those counts
 -- back (one read of 256 counts a pass) and leaves out each pass whose
 -- digit is the same for every key (the high bytes of small integers, the
 -- low ones of integral doubles): the next pass reads the keys where they
@@ -214,7 +215,7 @@ local function radix(fn, dev, e, seq, root, off, n, kt, r)
   local ntiles = (n + tile - 1) // tile
   local keys2 = ST.scratch_buffer(e, dev, "keys", kt, n)
   local counts, rpc, chunks, sums, places
-  if not e.onesweep or r.rowlen ~= 0 then      -- passes of five kernels
+  if not e.onesweep then                       -- passes of five kernels
     -- per tile and digit: its keys, then their place (tile-major, in place)
     counts = ST.scratch_buffer(e, dev, "counts", "uint", RADIX * ntiles)
     -- the tiles in chunks: per chunk and digit, its keys, then their place
@@ -260,21 +261,24 @@ local function radix(fn, dev, e, seq, root, off, n, kt, r)
     local groups = min(e.hist_groups, (n + L * e.hist_items - 1) // (L * e.hist_items))
     seq:run(e.histograms(root, off, n, desc, hist), {groups * L}, {L})
     local from = e.skip_from
-    if from > 0 and n >= from and kt ~= "float" and SIZES[kt] > 1 and seq.q == nil then
+    -- (not for rows: a row pass must not come first, where no index is carried yet)
+    if from > 0 and n >= from and kt ~= "float" and SIZES[kt] > 1 and seq.q == nil
+       and r.rowlen == 0 then
       passes = nontrivial(seq, hist, passes, SIZES[kt], n)
     end
   end
   for pi, p in ipairs(passes) do
     local rows = p[1] == 1
-    if not rows and e.onesweep then
+    if e.onesweep then
       local epoch = B.next_epoch(seq, e, words, MAX_EPOCH)
       local first = pi == 1
       local last = pi == #passes
       local keys_out = (r.keep and last) and 0 or 1
       -- argsort's positions (long, from its base) written by the last pass
       local pp = last and r.positions
-      seq:run(e.sweep(src, soff, dst, doff, va, vaoff, vb, vboff, cmode, n, p[2], desc,
-                      hist, p[2] // 8 * RADIX, words, e.ticket, epoch,
+      seq:run(e.sweep(src, soff, dst, doff, va, vaoff, vb, vboff, cmode, n, p[1], p[2], desc,
+                      rowlen, n // rowlen, hist, rows and 0 or p[2] // 8 * RADIX, words,
+                      e.ticket, epoch,
                       first and other or nodata, first and #other or 0, keys_out,
                       pp and pp.root or nolong, pp and pp.offset or 0, pp and pp.base or 0,
                       pp and 1 or 0),
@@ -345,6 +349,8 @@ end
 
 ------------------------------------------------------------------ algo.sort
 
+local sort_run                              -- (below M.sort)
+
 local SORT_OPTIONS = B.option_names{"values", "descending", "row_length", "onesweep", "out",
                                     "event",
                                     "wait", "queue"}
@@ -395,9 +401,16 @@ function M.sort(keys, opts)
     end
     if not (oroot == root and ooff == off) then r.out = {root = oroot, offset = ooff} end
   end
-  local q, waits = o.queue, o.wait
+  return r.out and out or keys, sort_run(fn, dev, kt, root, off, n, r, vals and vt, vroot, voff,
+                                         o.queue, o.wait, want)
+end
+
+-- The sort of n checked keys of kt at (root, off) on dev (r as radix
+-- takes it; vt, vroot, voff: the values' type, root and offset, or nil),
+-- after waits, on q; returns what Seq:result gives (want: an Event).
+function sort_run(fn, dev, kt, root, off, n, r, vt, vroot, voff, q, waits, want)
   local rl = r.rowlen ~= 0 and r.rowlen or n
-  local le = n > 1 and RS.entry(fn, dev, kt, rl, n // rl, {keys = true, vt = vals ~= nil and vt or nil})
+  local le = n > 1 and RS.entry(fn, dev, kt, rl, n // rl, {keys = true, vt = vt or nil})
   if le or (r.out and n <= 1) then
     local seq = B.sequence(q, waits)
     local kout, kooff                        -- nil: in place
@@ -411,20 +424,20 @@ function M.sort(keys, opts)
                        vals = vroot, voff = voff,
                        rowlen = rl, nrows = n // rl, descending = r.descending})
     end
-    return r.out and out or keys, seq:result(dev, want)
+    return seq:result(dev, want)
   end
   -- what the passes carry: the values, the original indices (rows), or
   -- nothing (uchar then: the tile's unused slots take the least room)
   local e = entry_for(fn, dev, kt, r.values and vt or (r.carry or r.rowlen ~= 0) and "uint"
                                    or "uchar", r.onesweep)
-  local ge = r.carry and vals and gather_for(fn, dev, vt)
+  local ge = r.carry and vt and gather_for(fn, dev, vt)
   ST.wait_for_last_user(e, q, dev, waits)
   local seq = B.sequence(q, waits)
   if n <= 1 then
     seq:marker(dev)
   else
     local idx = radix(fn, dev, e, seq, root, off, n, kt, r)
-    if idx and vals then
+    if idx and vt then
       local v2 = ST.scratch_buffer(e, dev, "values " .. vt, vt, n)
       seq:run(ge.gather(vroot, voff, v2, 0, idx, n), {n})
       seq:cmd(v2:sub(1, n), "copy_to", vroot:sub(voff + 1, voff + n))
@@ -432,10 +445,25 @@ function M.sort(keys, opts)
   end
   local ev = seq:result(dev, want)
   ST.set_last_user(e, ev, q, dev)
-  return r.out and out or keys, ev
+  return ev
+end
+
+-- x:sort's call (luagpu.tensor), prepared as the scan's S.tensor_scan is:
+-- no options table and no checks of its buffers (the tensor op checked
+-- its tensors): the n keys of kt at (root, off) in rows of rowlen (n: one
+-- row) sorted, descending or not, into (oroot, ooff), apart from them or
+-- the keys themselves, on dev's default queue, with no Event.
+function M.tensor_sort(fn, dev, kt, root, off, n, rowlen, descending, oroot, ooff)
+  if n > MAX_KEYS then fail(fn, "argument #1: %d keys are too many (at most 2^32 - 1)", n) end
+  B.check_fp64(fn, dev, kt)
+  local r = {descending = descending, rowlen = rowlen < n and rowlen or 0}
+  if not (oroot == root and ooff == off) then r.out = {root = oroot, offset = ooff} end
+  sort_run(fn, dev, kt, root, off, n, r, nil, nil, nil, nil, {}, false)
 end
 
 ------------------------------------------------------------------ algo.argsort
+
+local argsort_run                           -- (below M.argsort)
 
 local ARGSORT_OPTIONS = B.option_names{"descending", "row_length", "type", "base", "out", "event",
                                        "onesweep", "wait", "queue"}
@@ -484,14 +512,22 @@ function M.argsort(keys, opts)
     out = dev:buffer(it, n, NO_INIT)   -- the gather writes every position
     oroot, ooff = out, 0
   end
-  local q, waits = o.queue, o.wait
+  return out, argsort_run(fn, dev, kt, root, off, n, r, it, base, oroot, ooff, o.queue, o.wait,
+                          want)
+end
+
+-- The argsort of n checked keys of kt at (root, off) on dev (r as radix
+-- takes it) into positions of integer type it from base at (oroot, ooff),
+-- after waits, on q; returns what Seq:result gives (want: an Event).
+function argsort_run(fn, dev, kt, root, off, n, r, it, base, oroot, ooff, q, waits, want)
+  local rowlen = r.rowlen ~= 0 and r.rowlen or n
   local le = n > 0 and RS.entry(fn, dev, kt, rowlen, n // rowlen, {ot = it})
   if le then
     local seq = B.sequence(q, waits)
     RS.run(seq, le, {dev = dev, keys = root, koff = off, pos = oroot, poff = ooff,
                      rowlen = rowlen, nrows = n // rowlen, descending = r.descending,
                      base = base})
-    return out, seq:result(dev, want)
+    return seq:result(dev, want)
   end
   local e = entry_for(fn, dev, kt, "uint", r.onesweep)
   local ge = gather_for(fn, dev, it)
@@ -512,7 +548,18 @@ function M.argsort(keys, opts)
   end
   local ev = seq:result(dev, want)
   ST.set_last_user(e, ev, q, dev)
-  return out, ev
+  return ev
+end
+
+-- x:argsort's call (luagpu.tensor), prepared as M.tensor_sort: the
+-- 1-based long positions of the n keys of kt at (root, off) in their rows
+-- of rowlen (n: one row), descending or not, into (oroot, ooff), on dev's
+-- default queue, with no Event.
+function M.tensor_argsort(fn, dev, kt, root, off, n, rowlen, descending, oroot, ooff)
+  if n > MAX_KEYS then fail(fn, "argument #1: %d keys are too many (at most 2^32 - 1)", n) end
+  B.check_fp64(fn, dev, kt)
+  local r = {descending = descending, rowlen = rowlen < n and rowlen or 0, carry = true}
+  argsort_run(fn, dev, kt, root, off, n, r, "long", 1, oroot, ooff, nil, {}, false)
 end
 
 return M

@@ -310,36 +310,46 @@ end
 
 -- x:sort([dim] [, {descending = true}]): the values sorted along dim
 -- (default: the last), a new tensor.
+-- (luagpu.algo.sort's prepared call for tensors, as cumsum's: dev's
+-- algo.classes checked in it, under fn)
+local tensor_sort
 function methods.sort(x, dim, opts, ...)
   local fn = "tensor:sort"
   check(fn, 0, x)
   O.no_more(fn, 3, ...)
   local d, desc = sort_args(fn, x, dim, opts)
-  local A = algo(fn, "sort")          -- (dev's algo.classes checked in A.sort, under fn)
+  if not tensor_sort then
+    algo(fn, "sort")
+    tensor_sort = require("luagpu.algo.sort").tensor_sort
+  end
   if x._n == 0 then return O.empty(fn, x._dev, x._type, x._shape) end
   local src, back = dim_last(fn, x, d)         -- (a copy only where dim d is not last)
   local out = O.empty(fn, x._dev, x._type, src._shape)
-  local L = out._shape[#out._shape]
-  A.sort(own_buffer(src), {row_length = L, descending = desc, out = own_buffer(out),
-                           event = false, [CALLER] = fn})
+  tensor_sort(fn, x._dev, src._type, src._st.buf, src._off, src._n, out._shape[#out._shape],
+              desc, out._st.buf, 0)
   if src ~= x then O.drop(src) end
   return back and out:permute(back) or out
 end
 
 -- x:argsort([dim] [, {descending = true}]): the 1-based positions along
--- dim that sort x (stable), a long tensor.
+-- dim that sort x (stable), a long tensor (luagpu.algo.sort's prepared
+-- call, as x:sort's).
+local tensor_argsort
 function methods.argsort(x, dim, opts, ...)
   local fn = "tensor:argsort"
   check(fn, 0, x)
   O.no_more(fn, 3, ...)
   local d, desc = sort_args(fn, x, dim, opts)
-  local A = algo(fn, "argsort")       -- (dev's algo.classes checked in A.argsort, under fn)
+  if not tensor_argsort then
+    algo(fn, "argsort")
+    tensor_argsort = require("luagpu.algo.sort").tensor_argsort
+  end
   if x._n == 0 then return O.empty(fn, x._dev, "long", x._shape) end
   local src, back = dim_last(fn, x, d)
   local L = src._shape[#src._shape]
   local pos = O.empty(fn, x._dev, "long", src._shape)    -- a pool block, 1-based positions
-  A.argsort(own_buffer(src), {row_length = L, descending = desc, base = 1, type = "long",
-                              out = own_buffer(pos), event = false, [CALLER] = fn})
+  tensor_argsort(fn, x._dev, src._type, src._st.buf, src._off, src._n, L, desc, pos._st.buf, 0)
+  if src ~= x then O.drop(src) end
   return back and pos:permute(back) or pos
 end
 

@@ -236,7 +236,8 @@ function methods.unique(x, ...)
   local dev = x._dev
   algo(fn, "sort", dev)
   O.check_room(fn, x)
-  local s = x:flatten():sort()
+  -- (a 1-D x as it is: flatten's view would be a new tensor, checked in full)
+  local s = (#x._shape == 1 and x or x:flatten()):sort()
   local values, counts, at
   local A = require "luagpu.algo.compact"
   local c = A.runs(fn, s._type, s._st.buf, s._off, n, dev, function(room)
