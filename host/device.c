@@ -49,8 +49,8 @@ static const char *cache_problem(const char *path) {
 
 /* Raises fn's "no device" error. PoCL lists no device when its cache
 ** folder ($XDG_CACHE_HOME, else ~/.cache) cannot be made or written, and
-** when POCL_DEVICES names none it knows: the message then says so instead
-** of blaming the driver's installation. */
+** when POCL_DEVICES names none it knows (or is set but empty): the message
+** then says so instead of blaming the driver's installation. */
 static int no_device(lua_State *L, const char *fn) {
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   const char *pocl = getenv("POCL_DEVICES"), *why;
@@ -65,7 +65,10 @@ static int no_device(lua_State *L, const char *fn) {
     return lg_error(L, fn, "no OpenCL device found: the cache folder %s %s, and drivers such "
                     "as PoCL then list no device (make it a writable folder, or set "
                     "XDG_CACHE_HOME to one)", path, why);
-  if (pocl != NULL && pocl[0] != '\0')
+  if (pocl != NULL && pocl[0] == '\0')   /* set but empty: PoCL names none either */
+    return lg_error(L, fn, "no OpenCL device found (POCL_DEVICES is set but empty: PoCL "
+                    "then lists no device; unset it, or name one such as pthread)");
+  if (pocl != NULL)
     return lg_error(L, fn, "no OpenCL device found (POCL_DEVICES=%s: PoCL lists only the "
                     "devices it names; unset it, or name one such as pthread)", pocl);
   return lg_error(L, fn, NO_DEVICE_MSG);

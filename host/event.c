@@ -68,7 +68,11 @@ lg_Event *lg_pushevent(lua_State *L, cl_event ev, const char *command,
       break;
     }
   }
-  lg_event_start(L, e, ev);
+  /* with nothing kept, nothing can go from under the command: a user event
+  ** (a script's, or an application's) is never waited for, not even inside
+  ** a finalizer, where it would wait for ever for the script to set it */
+  if (nkeep > 0) lg_event_start(L, e, ev);
+  else e->ev = ev;
   return e;
 }
 
@@ -95,12 +99,28 @@ lg_Event *lg_newevent_on(lua_State *L, const char *command, int qidx) {
   return e;
 }
 
+/* Whether a finalizer runs from lua_close (or from a collection the
+** application started outside any call): nothing runs under its __gc call.
+** One that a collection runs in the middle of a script has the script's
+** frames under it. */
+static int closing(lua_State *L) {
+  lua_Debug ar;
+  int level, fin = -1;
+  for (level = 0; lua_getstack(L, level, &ar); level++)
+    if (lua_getinfo(L, "n", &ar) && ar.namewhat != NULL && ar.name != NULL &&
+        strcmp(ar.namewhat, "metamethod") == 0 && strcmp(ar.name, "__gc") == 0)
+      fin = level;
+  return fin < 0 || fin == level - 1;
+}
+
 void lg_event_start(lua_State *L, lg_Event *e, cl_event ev) {
   e->ev = ev;
-  /* Inside a finalizer (where lua_gc answers -1) the Event may get no
-  ** finalizer of its own: lua_close registers none, and frees what the
-  ** command uses right after. So a command enqueued there completes now. */
-  if (lua_gc(L, LUA_GCISRUNNING) == -1) {
+  /* Inside a finalizer that lua_close runs (where lua_gc answers -1) the
+  ** Event gets no finalizer of its own, and what the command uses is freed
+  ** right after. So a command enqueued there completes now. Elsewhere, in
+  ** a finalizer a collection runs, the Event is an Event like any other: a
+  ** command there may wait for a user event the script sets afterwards. */
+  if (lua_gc(L, LUA_GCISRUNNING) == -1 && closing(L)) {
     if (e->queue != NULL && e->queue->q != NULL) clFlush(e->queue->q);
     clWaitForEvents(1, &e->ev);
   }

@@ -460,13 +460,28 @@ static void finalize(void) {
   if (init && !done) MPI_Finalize();
 }
 
+/* At exit: a process of a job of several ranks that exits with a failure
+** status (a script's os.exit(1), os.exit(false)) ends the whole job, as a
+** script that raises does: MPI_Finalize would wait for the other ranks,
+** which may be waiting in a collective for this one, for ever. */
+static void finalize_at_exit(int status, void *arg) {
+  int init = 0, done = 1, size = 1;
+  (void)arg;
+  MPI_Initialized(&init);
+  MPI_Finalized(&done);
+  if (init && !done && status != 0 && MPI_Comm_size(MPI_COMM_WORLD, &size) == MPI_SUCCESS &&
+      size > 1)
+    MPI_Abort(MPI_COMM_WORLD, status & 0xff);
+  finalize();
+}
+
 static int sentinel_gc(lua_State *L) {
   (void)L;
   finalize();
   return 0;
 }
 
-/* Keeps this library mapped until the process ends, so that the atexit
+/* Keeps this library mapped until the process ends, so that the on_exit
 ** handler it registers never points into unmapped code after lua_close
 ** unloads C modules. */
 static void pin_library(void) {
@@ -495,7 +510,7 @@ int luaopen_luagpu_mpi(lua_State *L) {
     int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
     if (rc != MPI_SUCCESS) return luaL_error(L, "luagpu: mpi: MPI_Init_thread failed (%d)", rc);
     pin_library();
-    if (!registered) registered = atexit(finalize) == 0;
+    if (!registered) registered = on_exit(finalize_at_exit, NULL) == 0;
     /* a sentinel in the registry: its __gc finalizes at lua_close */
     lua_newuserdatauv(L, 1, 0);
     lua_createtable(L, 0, 1);

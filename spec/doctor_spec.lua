@@ -157,6 +157,12 @@ describe("luagpu --doctor", function()
       assert.matches("no OpenCL device found (POCL_DEVICES=nonexistent: PoCL lists only the " ..
                      "devices it names", out, 1, true)
     end
+    -- set but empty: PoCL lists none, and the message blamed the installation
+    out = run("POCL_DEVICES=")
+    if not out:find("^found ") then
+      assert.matches("no OpenCL device found (POCL_DEVICES is set but empty: PoCL then lists " ..
+                     "no device; unset it, or name one such as pthread)", out, 1, true)
+    end
     local dout, code = doctor("XDG_CACHE_HOME=" .. shell_quote(home .. "/file/sub"))
     assert.equals(1, code, dout)
     if dout:find("no default device", 1, true) then

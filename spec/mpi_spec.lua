@@ -210,4 +210,28 @@ describe("luagpu.mpi", function()
     assert.matches("rank 1 done", out)
     assert.not_matches("finalize", out)
   end)
+
+  it("ends a job whose rank calls os.exit with a failure status while another waits in a " ..
+     "collective, without hanging", function()
+    if not needs_mpi() then return end
+    local path = os.tmpname()
+    -- MPI_Finalize at exit waited for rank 0, which waited in the barrier for rank 1
+    write_file(path, [[
+      local mpi = require "luagpu.mpi"
+      if mpi.rank == 1 then os.exit(3) end
+      mpi.barrier()
+      print("rank 0 went on alone")
+    ]])
+    for _, runner in ipairs{shell_quote(PROG), LUA} do
+      local out, code = mpirun(2, runner .. " " .. shell_quote(path), 30)
+      assert.not_equal(0, code, out)
+      assert.not_equal(124, code, "the job hung: " .. out)
+      assert.not_matches("went on alone", out)
+    end
+    -- one rank alone exits with its own status, and MPI finalized
+    local out, code = mpirun(1, shell_quote(PROG) .. " " .. shell_quote(path), 30)
+    os.remove(path)
+    assert.equal(0, code, out)
+    assert.matches("went on alone", out)
+  end)
 end)

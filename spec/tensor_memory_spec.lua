@@ -354,6 +354,34 @@ describe("tensor memory", function()
     for k = 1, 8 do assert.equal(-7 * n, keep[k]:sum()) end
   end)
 
+  it("makes tensors inside a finalizer, where Lua collects nothing, and in callbacks " ..
+     "drained there", function()
+    -- (collectgarbage("count") is nil inside a finalizer: the pool's second
+    -- miss of a class there raised "attempt to perform arithmetic on a nil
+    -- value")
+    local n, sums, errs = 4099, {}, {}
+    local dev_q = dev:queue()
+    setmetatable({}, {__gc = function()
+      local keep = {}
+      for i = 1, 6 do
+        local ok, v = pcall(function()
+          keep[i] = dev:full("double", {n}, i)          -- a class of its own, all kept
+          return keep[i]:sum()
+        end)
+        sums[#sums + 1], errs[#errs + 1] = ok and v or nil, not ok and v or nil
+      end
+      local ev = dev:buffer("float", 4):fill(1, {queue = dev_q})
+      for i = 1, 3 do
+        ev:on_complete(function() sums[#sums + 1] = (dev:full("double", {n}, 10 * i) + 1):sum() end)
+      end
+      local ok, err = pcall(ev.wait, ev)           -- runs the callbacks
+      errs[#errs + 1] = not ok and err or nil
+    end})
+    collectgarbage(); collectgarbage()
+    assert.same({}, errs)
+    assert.same({n, 2 * n, 3 * n, 4 * n, 5 * n, 6 * n, 11 * n, 21 * n, 31 * n}, sums)
+  end)
+
   it("hands a released tensor's block back at once: a loop makes one buffer", function()
     local a = dev:rand("float", {4099})
     local m0 = dev:memory()

@@ -356,6 +356,16 @@ local function outgrown(p, key)
   return blocks > 2 * (p.live[key] or 0) + OUTGROWN_SLACK
 end
 
+-- Whether Lua may collect now: inside a finalizer (a __gc, an on_complete
+-- callback drained by a wait in one, lua_close's) it runs no collection,
+-- and collectgarbage answers fail (nil) to "count", "step" and a full one
+-- alike. There a miss makes its block: no step, and no full collection
+-- (timed at nothing, it would skew the pool's cost of one; its test did
+-- arithmetic on the nil count and raised).
+local function collecting()
+  return collectgarbage("count") ~= nil
+end
+
 function M.storage(fn, dev, t, n)
   local p = pools[dev] or pool_of(dev)
   local size = SIZES[t]
@@ -370,15 +380,17 @@ function M.storage(fn, dev, t, n)
   p.tick, p.last[key] = tick, tick
   local buf = take(p, key)
   local since = p.since[key] or 0
-  if not buf and M.generational and not p.stepped then
+  local may = buf == nil and collecting()   -- a miss where Lua may collect
+  if not buf and may and M.generational and not p.stepped then
     -- (a lazy result's tensor is made before its block, so one a loop
     -- dropped has outlived two steps when no block came back: the next
     -- ones step first, before they are made)
     if step_for(p, key) then buf = take(p, key)
     elseif p.stepped then due[dev] = DUE_RESULTS end
   end
-  if not buf and since >= 1 and (since >= COLLECT_BLOCKS or since * bytes >= p.collect_bytes
-                                 or cheaper_to_collect(p, key, since)) then
+  if not buf and may and since >= 1 and
+     (since >= COLLECT_BLOCKS or since * bytes >= p.collect_bytes
+      or cheaper_to_collect(p, key, since)) then
     local full = true
     if M.generational then
       -- a minor collection (unless one ran just before this result was
