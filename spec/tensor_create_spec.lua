@@ -327,6 +327,12 @@ describe("tensor constructors", function()
     for _, c in ipairs(cases) do has_error(c[1], table.unpack(c, 2)) end
     -- a shape's __len and __index are never called: it is read raw (0 entries here)
     assert.same({}, dev:zeros("int", odd).shape)
+    -- a hole in a shape is a missing size, not its end (shape {2} was made, size 3 dropped)
+    for _, f in ipairs{dev.zeros, dev.ones, dev.tensor} do
+      has_error("argument #2: size 2: expected an integer >= 0, got nil", f, dev, "int", {2, nil, 3})
+    end
+    has_error("luagpu: device:randint: argument #4: size 2: expected an integer >= 0, got nil",
+              dev.randint, dev, "int", 0, 3, {2, nil, 3})
     -- a values table holds only values, as a shape holds only sizes (the key was dropped)
     has_error("luagpu: device:tensor: argument #3: the table holds only values, got the key " ..
               "\"pinned\" (options go in a table of their own)", dev.tensor, dev, "float", {2},

@@ -104,6 +104,11 @@ describe("tensor indexing", function()
     end
     has_error("luagpu: tensor:sum: self: expected a tensor, got nil (call methods with a " ..
               "colon: x:sum(...))", function() return x.sum() end)
+    -- (is_contiguous indexed nil inside object.lua)
+    has_error("luagpu: tensor:is_contiguous: self: expected a tensor, got nil (call methods " ..
+              "with a colon: x:is_contiguous(...))", function() return x.is_contiguous() end)
+    has_error("luagpu: tensor:is_contiguous: argument #1: expected no more arguments, got number",
+              function() return x:is_contiguous(1) end)
     x:release()
     has_error("luagpu: tensor[i]: attempt to use a released tensor", function() return x[1] end)
     -- the line is the caller's

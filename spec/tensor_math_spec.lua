@@ -465,5 +465,16 @@ out = [np.logical_and(a, b), np.logical_or(a, b), np.logical_not(a), np.logical_
     has_error("luagpu: tensor:bitwise_and: attempt to use a released tensor",
               function() return r & 1 end)
     has_error("luagpu: tensor:erf: attempt to use a released tensor", function() return r:erf() end)
+    -- a released operand past self's place is named (x + r said only "attempt to use ...")
+    local x = dev:tensor("int", {1})
+    for _, c in ipairs{{"tensor:add", function() return x + r end}, {"tensor:add", function() return 1 + r end},
+                       {"tensor:bitwise_and", function() return x & r end},
+                       {"tensor:atan2", function() return x:atan2(r) end}} do
+      has_error("luagpu: " .. c[1] .. ": argument #2: attempt to use a released tensor", c[2])
+    end
+    for i, args in ipairs{{x, r, 0}, {x, 0, r}} do
+      has_error("luagpu: gpu.where: argument #" .. i + 1 .. ": attempt to use a released tensor",
+                gpu.where, table.unpack(args))
+    end
   end)
 end)

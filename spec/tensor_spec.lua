@@ -173,6 +173,13 @@ describe("tensors", function()
       has_error("luagpu: device:arange: argument #2: 1.5 is not an integer (int holds integers)",
                 dev.arange, dev, "int", 1.5, 5)
       has_error("luagpu: device:tensor: self: expected a luagpu.Device, got table", dev.tensor, {}, "int", 1)
+      -- a released buffer is named so (it was "expected ... a buffer, got luagpu.Buffer")
+      local gone = dev:buffer("int", 3)
+      gone:release()
+      for _, shape in ipairs{{3}, false} do
+        has_error("luagpu: device:tensor: argument #3: attempt to use a released buffer", dev.tensor,
+                  dev, "int", shape or nil, gone)
+      end
       -- an odd metatable on a shape is not consulted
       local odd = setmetatable({}, {__len = function() return 3 end, __index = function() return 2 end})
       assert.same({}, dev:tensor("float", odd).shape)

@@ -289,6 +289,11 @@ out = [float(np.dot(a, b)), np.outer(a, b), np.searchsorted(s, v) + 1,
               "and {2, 3}", x.dot, x, x)
     has_error("luagpu: gpu.outer: argument #2: expected a 1-D tensor, got shape {2, 3}",
               gpu.outer, dev:tensor("float", {2}), x)
+    -- (a nil operand indexed nil inside stats.lua)
+    has_error("luagpu: gpu.outer: argument #1: expected a tensor, got nil", gpu.outer, nil,
+              dev:tensor("float", {2}))
+    has_error("luagpu: gpu.outer: argument #2: expected a tensor, got nil", gpu.outer,
+              dev:tensor("float", {2}))
     has_error("luagpu: gpu.searchsorted: argument #1: expected a 1-D tensor, got shape {2, 3}",
               gpu.searchsorted, x, 1)
     has_error("luagpu: gpu.searchsorted: argument #3: option right: expected a boolean, got 1",

@@ -74,6 +74,9 @@ function C.new_tensor(dev, t, shape, init)
   local fn = "device:tensor"
   check_type(fn, "argument #1", t)
   O.check_device_type(fn, dev, t)
+  -- (a released one was "expected ... a buffer, got luagpu.Buffer")
+  local live, released = H.class_of(init)
+  if released then fail(fn, "argument #3: attempt to use a released %s", live:lower()) end
   if init ~= nil and gpu.type(init) == "Buffer" and shape == nil then
     shape = #init
   end

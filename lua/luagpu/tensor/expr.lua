@@ -520,6 +520,11 @@ end
 
 function X.check_operand(fn, arg, v)
   if is_tensor(v) then
+    -- (a released operand past the first, self's place, is named: x + y said only
+    -- "attempt to use a released tensor", whichever it was)
+    if arg > 1 and rawget(v, "_st") == O.RELEASED then
+      fail(fn, "argument #%d: attempt to use a released tensor", arg)
+    end
     -- a type a script wrote raises here, before the type rules see it
     if not SIZES[v._type] then X.check(fn, arg, v, true) end
     O.check_fields(fn, v)

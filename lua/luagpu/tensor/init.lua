@@ -78,7 +78,13 @@ end
 for _, part in ipairs{E.metamethods, I.metamethods} do
   for name, f in pairs(part) do MT[name] = f end
 end
-Tensor.is_contiguous = O.is_contiguous
+-- x:is_contiguous(): O.is_contiguous, its self and arguments checked (x.is_contiguous()
+-- indexed nil inside object.lua)
+function Tensor.is_contiguous(x, ...)
+  if not O.is_tensor(x) then X.not_self("tensor:is_contiguous", x) end
+  O.no_more("tensor:is_contiguous", 1, ...)
+  return O.is_contiguous(x)
+end
 -- help(x) in the REPL: the fields and a line per method (luagpu.tensor.help)
 MT.__help = function() return require("luagpu.tensor.help").class() end
 Tensor.release = X.release

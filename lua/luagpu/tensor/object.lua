@@ -332,11 +332,11 @@ end
 -- Checks a shape: a number (1-D) or a list of at most 8 integer sizes >= 0
 -- (read raw) whose product fits; returns a new list and the count.
 function O.check_shape(fn, where, shape)
-  local list = {}
+  local list, n = {}, 1
   if type(shape) == "number" then
     list[1] = shape
   elseif type(shape) == "table" then
-    local n = rawlen(shape)
+    n = rawlen(shape)
     if n > MAX_DIMS then
       fail(fn, "%s: %d dimensions are too many (at most %d)", where, n, MAX_DIMS)
     end
@@ -350,7 +350,8 @@ function O.check_shape(fn, where, shape)
   -- that no shape derived from it (its sum along dim 1, a transpose's
   -- product) overflows
   local count, span = 1, 1
-  for i, d in ipairs(list) do
+  for i = 1, n do
+    local d = list[i]
     local v = integer(d)
     if not v or v < 0 then
       fail(fn, "%s: size %d: expected an integer >= 0, got %s", where, i, d ~= d and "nan" or show(d))

@@ -325,7 +325,9 @@ end
 function M.outer(a, b, ...)
   local fn = "gpu.outer"
   no_more(fn, 3, ...)
-  for i, v in ipairs {a, b} do
+  local args = {a, b}
+  for i = 1, 2 do            -- (not ipairs: it stopped at a nil a or b, unchecked)
+    local v = args[i]
     if not is_tensor(v) then fail(fn, "argument #%d: expected a tensor, got %s", i, typename(v)) end
     check(fn, i, v)
     if #v._shape ~= 1 then
