@@ -102,9 +102,34 @@ static const char *default_hint(cl_int err) {
   return NULL;
 }
 
+/* Pushes where the script called luagpu, as luaL_where(L, 1) does, but
+** past the frames of luagpu's Lua helpers: a C function a helper called
+** (a launch, a blocking read that runs on_complete callbacks) raises at the
+** script's line that called the helper, as the helpers' own errors do
+** (core/check.lua's H.fail). A helper's frame is one whose chunk name
+** starts with the folder luagpu.core.check registers (LG_HELPERS_DIR_KEY)
+** and ends in ".lua"; before that module loads, level 1 as always. */
+static void where(lua_State *L) {
+  lua_Debug ar;
+  size_t dlen = 0;
+  int level = 1;
+  const char *dir = NULL;
+  if (lua_getfield(L, LUA_REGISTRYINDEX, LG_HELPERS_DIR_KEY) == LUA_TSTRING)
+    dir = lua_tolstring(L, -1, &dlen);
+  while (dir != NULL && dlen > 0 && lua_getstack(L, level, &ar) && lua_getinfo(L, "S", &ar)) {
+    size_t n = strlen(ar.source);
+    if (!(n > dlen + 4 && strncmp(ar.source, dir, dlen) == 0 &&
+          strcmp(ar.source + n - 4, ".lua") == 0))
+      break;
+    level++;
+  }
+  lua_pop(L, 1);
+  luaL_where(L, level);
+}
+
 int lg_clerror(lua_State *L, const char *call, cl_int err, const char *hint, ...) {
   luaL_Buffer b;
-  luaL_where(L, 1);
+  where(L);
   luaL_buffinit(L, &b);
   lua_pushfstring(L, "luagpu: %s: %s (%d)", call, lg_clerror_name(err), (int)err);
   luaL_addvalue(&b);
@@ -135,7 +160,7 @@ const char *lg_path(lua_State *L, int idx, int arg, const char *fn) {
 
 int lg_argerror(lua_State *L, const char *fn, int arg, const char *fmt, ...) {
   va_list ap;
-  luaL_where(L, 1);
+  where(L);
   lua_pushfstring(L, "luagpu: %s: argument #%d: ", fn, arg);
   va_start(ap, fmt);
   lua_pushvfstring(L, fmt, ap);
@@ -146,7 +171,7 @@ int lg_argerror(lua_State *L, const char *fn, int arg, const char *fmt, ...) {
 
 int lg_error(lua_State *L, const char *fn, const char *fmt, ...) {
   va_list ap;
-  luaL_where(L, 1);
+  where(L);
   lua_pushfstring(L, "luagpu: %s: ", fn);
   va_start(ap, fmt);
   lua_pushvfstring(L, fmt, ap);
@@ -158,7 +183,7 @@ int lg_error(lua_State *L, const char *fn, const char *fmt, ...) {
 int lg_error_tail(lua_State *L, int tail, const char *fn, const char *fmt, ...) {
   va_list ap;
   tail = lua_absindex(L, tail);
-  luaL_where(L, 1);
+  where(L);
   lua_pushfstring(L, "luagpu: %s: ", fn);
   va_start(ap, fmt);
   lua_pushvfstring(L, fmt, ap);

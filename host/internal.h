@@ -42,6 +42,11 @@
 
 /* "CL_INVALID_VALUE" for -30; "CL_UNKNOWN_ERROR" for what it does not know */
 const char *lg_clerror_name(cl_int err);
+/* The raising functions below put the position of the script's call in
+** front of their message: the first frame up the stack that is not one of
+** luagpu's Lua helpers, whose chunk names start with the string
+** luagpu.core.check leaves in the registry under this key. */
+#define LG_HELPERS_DIR_KEY "luagpu.helpers_dir"
 /* Raises "luagpu: CALL: NAME (ERR)" and, when hint is not NULL, ": hint"
 ** formatted as by lua_pushfstring. Never returns. */
 int lg_clerror(lua_State *L, const char *call, cl_int err, const char *hint, ...);

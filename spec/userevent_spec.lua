@@ -220,6 +220,27 @@ describe("ev:on_complete", function()
     end
   end)
 
+  it("a callback's error a helper's wait runs is raised at the script's line", function()
+    -- (the C side's position skipped no frames: it named reduce/init.lua's
+    -- line of the read inside x:sum(), or compact.lua's inside x:unique())
+    local x = dev:tensor("int", {64}, 5)
+    local info = debug.getinfo(1, "S")
+    for _, op in ipairs{"sum", "unique"} do
+      local ev = dev:buffer("int", 4):fill(1)
+      ev:on_complete(function() error("trouble in a callback") end)
+      local ok, e = pcall(function()
+        local r = x[op](x); return r
+      end)
+      local line = debug.getinfo(1, "l").currentline - 2
+      assert.is_false(ok)
+      local want = ("%s:%d: luagpu: on_complete: callback 1 of 1 failed: "):format(
+                   info.short_src, line)
+      assert.equal(want, e:sub(1, #want), op)
+    end
+    dev:finish()
+    assert.equal(0, gpu.poll())
+  end)
+
   it("a callback's error raises once, from the blocking call that ran it", function()
     for _, wait in ipairs({function() dev:finish() end, function(b) return b:get() end}) do
       local b = dev:buffer("int", 8)

@@ -40,6 +40,12 @@ H.MAX_WAIT = 65535
 local HELPERS_DIR = getinfo and getinfo(1, "S").source
 HELPERS_DIR = HELPERS_DIR and (HELPERS_DIR:match("^(.*[/\\])[^/\\]+[/\\][^/\\]*$") or HELPERS_DIR)
 
+-- (the C side's errors skip the helpers' frames too: host/internal.h's
+-- LG_HELPERS_DIR_KEY)
+if HELPERS_DIR and debug.getregistry then
+  debug.getregistry()["luagpu.helpers_dir"] = HELPERS_DIR
+end
+
 local function is_helper(source)
   return source:sub(1, #HELPERS_DIR) == HELPERS_DIR and source:sub(-4) == ".lua"
 end
