@@ -5,6 +5,8 @@
 -- passes). Prints the lines of bench/gpu/small_sorts_torch.py beside:
 --   python3 bench/gpu/small_sorts_torch.py > t.txt
 --   build/luagpu bench/gpu/small_sorts.lua t.txt
+-- ONLY=pattern runs the rows whose names match (a Lua pattern); CLASS="name=value
+-- ..." sets algo.classes settings for the run (bench/common.lua).
 local gpu = require "luagpu"
 local dev = gpu.device(os.getenv("LUAGPU_DEVICE"))
 local torch = {}
