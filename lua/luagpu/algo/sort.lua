@@ -318,14 +318,19 @@ local function radix(fn, dev, e, seq, root, off, n, kt, r)
   return carry and va or nil
 end
 
+-- Checks that n keys fit the sort's uint counts and indices.
+local function check_count(fn, n)
+  if n > MAX_KEYS then
+    fail(fn, "argument #1: %d keys are too many (at most 2^32 - 1)", n)
+  end
+end
+
 -- Checks the keys (argument #1) of fn; returns their type, root, offset,
 -- count and device (the queue's when one is given).
 local function check_keys(fn, keys, o)
   local kt, root, off, buf = B.check_buffer(fn, 1, keys)
   local n = #buf
-  if n > MAX_KEYS then
-    fail(fn, "argument #1: %d keys are too many (at most 2^32 - 1)", n)
-  end
+  check_count(fn, n)
   local dev = o.queue and o.queue.device or root.device
   if o.queue then B.check_platform(fn, "argument #1", root, dev) end
   B.check_fp64(fn, dev, kt)
@@ -454,7 +459,7 @@ end
 -- row) sorted, descending or not, into (oroot, ooff), apart from them or
 -- the keys themselves, on dev's default queue, with no Event.
 function M.tensor_sort(fn, dev, kt, root, off, n, rowlen, descending, oroot, ooff)
-  if n > MAX_KEYS then fail(fn, "argument #1: %d keys are too many (at most 2^32 - 1)", n) end
+  check_count(fn, n)
   B.check_fp64(fn, dev, kt)
   local r = {descending = descending, rowlen = rowlen < n and rowlen or 0}
   if not (oroot == root and ooff == off) then r.out = {root = oroot, offset = ooff} end
@@ -556,7 +561,7 @@ end
 -- of rowlen (n: one row), descending or not, into (oroot, ooff), on dev's
 -- default queue, with no Event.
 function M.tensor_argsort(fn, dev, kt, root, off, n, rowlen, descending, oroot, ooff)
-  if n > MAX_KEYS then fail(fn, "argument #1: %d keys are too many (at most 2^32 - 1)", n) end
+  check_count(fn, n)
   B.check_fp64(fn, dev, kt)
   local r = {descending = descending, rowlen = rowlen < n and rowlen or 0, carry = true}
   argsort_run(fn, dev, kt, root, off, n, r, "long", 1, oroot, ooff, nil, {}, false)

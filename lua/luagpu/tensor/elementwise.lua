@@ -144,17 +144,12 @@ local NO_DIMS = {}
 -- The result of op name over tensor x and the Lua number v (argument
 -- #varg: 1 when v comes first), as X.apply makes it: the same checks, in
 -- its order, and the same node (its operands in its own list part).
--- Raises fn's "attempt to use a released tensor" for operand #arg: named past
--- the first (self's place), as X.check_operand does.
-local function released_operand(fn, arg)
-  if arg > 1 then fail(fn, "argument #%d: attempt to use a released tensor", arg) end
-  released(fn)
-end
-
+-- (A released operand is named past the first, self's place, as
+-- X.check_operand names it.)
 local function with_scalar(fn, op, floatify, x, v, varg)
   local t = x._type
   if not SIZES[t] then check(fn, 3 - varg, x, true) end
-  if x._st == RELEASED then released_operand(fn, 3 - varg) end
+  if x._st == RELEASED then released(fn, varg == 1 and 2 or nil) end
   -- (TY.with_number and TY.fits, inline where the type is floating)
   local ct = t
   if not FLOATS[t] then
@@ -192,7 +187,7 @@ local function binary_op(op)
       if not SIZES[ta] then check(fn, 1, a, true) end
       if not SIZES[tb] then check(fn, 2, b, true) end
       if a._st == RELEASED or b._st == RELEASED then
-        released_operand(fn, a._st == RELEASED and 1 or 2)
+        released(fn, a._st ~= RELEASED and 2 or nil)
       end
       local ct = ta == tb and ta or promote(ta, tb)
       if floatify then ct = floating(ct) end

@@ -344,9 +344,7 @@ function X.check(fn, arg, x, lazy_ok)
   end
   if not x._expr then
     -- (a released argument is named; self's message names the call alone)
-    if arg ~= 0 and rawget(x, "_st") == O.RELEASED then
-      fail(fn, "argument #%d: attempt to use a released tensor", arg)
-    end
+    if arg ~= 0 and rawget(x, "_st") == O.RELEASED then O.released(fn, arg) end
     O.check_bounds(fn, x)
   elseif not lazy_ok then
     O.check_fields(fn, x)
@@ -522,9 +520,7 @@ function X.check_operand(fn, arg, v)
   if is_tensor(v) then
     -- (a released operand past the first, self's place, is named: x + y said only
     -- "attempt to use a released tensor", whichever it was)
-    if arg > 1 and rawget(v, "_st") == O.RELEASED then
-      fail(fn, "argument #%d: attempt to use a released tensor", arg)
-    end
+    if arg > 1 and rawget(v, "_st") == O.RELEASED then O.released(fn, arg) end
     -- a type a script wrote raises here, before the type rules see it
     if not SIZES[v._type] then X.check(fn, arg, v, true) end
     O.check_fields(fn, v)

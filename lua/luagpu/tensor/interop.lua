@@ -242,16 +242,14 @@ end
 
 local algo_module     -- luagpu.algo once loaded
 local algo_settings   -- luagpu.algo.base's reader of algo.classes
-local CALLER          -- luagpu.algo.base's options key of the caller's name
 
 -- luagpu.algo, which must have function name, for tensor op fn; with dev,
 -- the algo.classes settings of dev's class are checked here, so that a bad
 -- one names fn, the script's call ("luagpu: tensor:sort:
 -- algo.classes.gpu.sort_local: expected ..."), not the algo helper inside
 -- (algo.sort), for an op that does more than call the helper. An op that
--- only calls algo.sort, algo.argsort or algo.scan passes no dev and gives
--- the helper its name instead (opts[CALLER] = fn): the helper's own check,
--- the one of the call, then names fn.
+-- only calls a helper's prepared call (prepared, below) passes no dev: that
+-- call checks them, under fn.
 local function algo(fn, name, dev)
   local A = algo_module
   if not (A and type(A[name]) == "function") then
@@ -262,12 +260,19 @@ local function algo(fn, name, dev)
     end
     algo_module = A
     local base = require "luagpu.algo.base"
-    algo_settings, CALLER = base.device_class, base.CALLER
+    algo_settings = base.device_class
   end
   if dev then algo_settings(fn, dev) end
   return A
 end
 I.algo = algo
+
+-- The prepared call for tensors name (tensor_scan, tensor_sort, ...) of
+-- luagpu.algo's module mod, for tensor op fn (luagpu.algo available).
+local function prepared(fn, helper, mod, name)
+  algo(fn, helper)
+  return require(mod)[name]
+end
 
 local dim_last, check_dim_arg = O.dim_last, O.check_one_dim
 
@@ -280,10 +285,7 @@ local function cumulative(fn, op, x, dim, ...)
   check(fn, 0, x)
   O.no_more(fn, 2, ...)
   local d = check_dim_arg(fn, x, dim)
-  if not tensor_scan then
-    algo(fn, "scan")
-    tensor_scan = require("luagpu.algo.scan").tensor_scan
-  end
+  tensor_scan = tensor_scan or prepared(fn, "scan", "luagpu.algo.scan", "tensor_scan")
   if x._n == 0 then return O.empty(fn, x._dev, x._type, x._shape) end
   local src, back = dim_last(fn, x, d)
   local out = O.empty(fn, x._dev, x._type, src._shape)
@@ -318,10 +320,7 @@ function methods.sort(x, dim, opts, ...)
   check(fn, 0, x)
   O.no_more(fn, 3, ...)
   local d, desc = sort_args(fn, x, dim, opts)
-  if not tensor_sort then
-    algo(fn, "sort")
-    tensor_sort = require("luagpu.algo.sort").tensor_sort
-  end
+  tensor_sort = tensor_sort or prepared(fn, "sort", "luagpu.algo.sort", "tensor_sort")
   if x._n == 0 then return O.empty(fn, x._dev, x._type, x._shape) end
   local src, back = dim_last(fn, x, d)         -- (a copy only where dim d is not last)
   local out = O.empty(fn, x._dev, x._type, src._shape)
@@ -340,10 +339,8 @@ function methods.argsort(x, dim, opts, ...)
   check(fn, 0, x)
   O.no_more(fn, 3, ...)
   local d, desc = sort_args(fn, x, dim, opts)
-  if not tensor_argsort then
-    algo(fn, "argsort")
-    tensor_argsort = require("luagpu.algo.sort").tensor_argsort
-  end
+  tensor_argsort = tensor_argsort or prepared(fn, "argsort", "luagpu.algo.sort",
+                                               "tensor_argsort")
   if x._n == 0 then return O.empty(fn, x._dev, "long", x._shape) end
   local src, back = dim_last(fn, x, d)
   local L = src._shape[#src._shape]

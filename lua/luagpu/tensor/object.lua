@@ -49,8 +49,12 @@ local O = {}
 local RELEASED = {released = true}
 O.RELEASED = RELEASED
 
--- Raises fn's "attempt to use a released tensor".
-function O.released(fn) fail(fn, "attempt to use a released tensor") end
+-- Raises fn's "attempt to use a released tensor", naming argument #arg
+-- where given (nil: self, or an operator's first operand, in self's place).
+function O.released(fn, arg)
+  if arg then fail(fn, "argument #%d: attempt to use a released tensor", arg) end
+  fail(fn, "attempt to use a released tensor")
+end
 
 local TAG = {}
 local methods, fields = {}, {}
